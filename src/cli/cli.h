@@ -1,0 +1,89 @@
+/* cli.h - shared pieces of the `memhist` command-line tool.
+ *
+ * main.c holds the command table; each subcommand lives in cmd_<name>.c and
+ * defines one `const struct mh_cli_command mh_cmd_<name>`. This header gives
+ * them the common conventions: errors go to stderr as one line naming the
+ * file and the problem; usage errors exit 2, failures exit 1; stdout is
+ * checked before exit. Only src/cli prints. */
+#ifndef MH_CLI_H
+#define MH_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memhist/memhist.h"
+
+#define MH_EXIT_OK 0
+#define MH_EXIT_FAIL 1
+#define MH_EXIT_USAGE 2
+
+struct mh_cli_command {
+    const char *name;
+    const char *summary; /* one line for `memhist --help` */
+    const char *usage;   /* full text for `memhist help NAME` and -h */
+    /* argv[0] is the command name; returns the exit code */
+    int (*run)(int argc, char **argv);
+};
+
+/* "memhist: <message>" on stderr. */
+void mh_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the message and a hint to run `memhist help NAME`; returns 2. */
+int mh_cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Prints the command's usage to stdout; returns 0. */
+int mh_cli_print_usage(const struct mh_cli_command *cmd);
+/* 1 if argv holds -h or --help before a "--". */
+int mh_cli_wants_help(int argc, char **argv);
+/* Flushes stdout; on failure prints why and returns 1, else returns `code`. */
+int mh_cli_finish(int code);
+
+/* Parses "123", "4KiB", "1.5GiB", "80G", "512MB" (binary units) into bytes. */
+int mh_cli_parse_size(const char *text, uint64_t *out);
+/* Parses a non-negative integer within [lo, hi]. */
+int mh_cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
+
+/* Human units: "1.50 GiB", "512 B"; "12.3 ms", "4.20 s". Return `buf`. */
+const char *mh_cli_bytes(uint64_t bytes, char buf[32]);
+const char *mh_cli_duration(uint64_t ns, char buf[32]);
+
+/* A window of the run: --steps A:B (inclusive) or --time A:B (seconds from
+ * the first event, "1.5:3", "2:" and ":4" allowed). */
+struct mh_window {
+    int has_steps, has_time;
+    int64_t step_lo, step_hi;
+    uint64_t t_lo_ns, t_hi_ns; /* relative to the first event */
+};
+/* Parses either option (the other NULL). Returns 0 or MH_EINVAL with a
+ * message in err. */
+int mh_cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
+                        size_t errlen);
+/* Whether an event at `time_ns` during `step` lies in the window; `t0_ns` is
+ * the time of the first event. An empty window contains everything. */
+int mh_window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);
+
+/* A file opened and replayed through the model. */
+struct mh_replay {
+    const char *path;
+    struct mh_reader *reader;
+    struct mh_model *model;
+    struct mh_file_summary summary;
+    int read_error; /* negative code if reading stopped on damage */
+};
+/* Opens `path`, sets the model up from the file's allocator settings, and
+ * replays every event (until `stop_after` events if non-zero). Prints a
+ * one-line error naming the file on failure (returns < 0). A damaged file
+ * replays up to the damage, prints a warning and returns 0. */
+int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out);
+void mh_replay_close(struct mh_replay *rp);
+/* Opens a reader and prints the error naming the file on failure. */
+int mh_cli_open_reader(const char *path, struct mh_reader **out);
+/* The allocator settings recorded in a file (meta "alloc_conf"), or defaults. */
+void mh_cli_file_conf(const struct mh_reader *r, struct mh_alloc_conf *conf);
+
+/* Formats a stack as "file:line func" lines joined by `sep`, innermost first,
+ * at most `max_frames` frames. Returns `buf`. */
+const char *mh_cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
+                              size_t max_frames, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,143 @@
+/* cli_common.c - messages, option values and units shared by the subcommands
+ * (see cli.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void mh_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("memhist: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int mh_cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "memhist %s: ", cmd->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nRun 'memhist help %s' for usage.\n", cmd->name);
+    return MH_EXIT_USAGE;
+}
+
+int mh_cli_print_usage(const struct mh_cli_command *cmd)
+{
+    printf("memhist %s - %s\n\n%s", cmd->name, cmd->summary, cmd->usage);
+    return MH_EXIT_OK;
+}
+
+int mh_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return 0;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int mh_cli_finish(int code)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        mh_cli_error("could not write to standard output: %s", strerror(errno));
+        return MH_EXIT_FAIL;
+    }
+    return code;
+}
+
+static int unit_multiplier(const char *unit, double *mult)
+{
+    static const struct {
+        const char *name;
+        double mult;
+    } units[] = {{"", 1},          {"b", 1},           {"k", 1024.0},     {"kb", 1024.0},
+                 {"kib", 1024.0},  {"m", 1048576.0},   {"mb", 1048576.0}, {"mib", 1048576.0},
+                 {"g", 1073741824.0}, {"gb", 1073741824.0}, {"gib", 1073741824.0},
+                 {"t", 1099511627776.0}, {"tb", 1099511627776.0}, {"tib", 1099511627776.0}};
+    char low[8];
+    size_t n = strlen(unit);
+    if (n >= sizeof low)
+        return MH_EINVAL;
+    for (size_t i = 0; i <= n; i++)
+        low[i] = (char)tolower((unsigned char)unit[i]);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(low, units[i].name) == 0) {
+            *mult = units[i].mult;
+            return 0;
+        }
+    return MH_EINVAL;
+}
+
+int mh_cli_parse_size(const char *text, uint64_t *out)
+{
+    if (!text || !*text || *text == '-')
+        return MH_EINVAL;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || !isfinite(v) || v < 0)
+        return MH_EINVAL;
+    while (*end == ' ')
+        end++;
+    double mult;
+    if (unit_multiplier(end, &mult) != 0)
+        return MH_EINVAL;
+    double bytes = v * mult;
+    if (bytes >= 18446744073709551615.0)
+        return MH_EINVAL;
+    *out = (uint64_t)(bytes + 0.5);
+    return 0;
+}
+
+int mh_cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    if (!text || !isdigit((unsigned char)*text))
+        return MH_EINVAL;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return MH_EINVAL;
+    *out = v;
+    return 0;
+}
+
+const char *mh_cli_bytes(uint64_t bytes, char buf[32])
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, 32, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, 32, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+const char *mh_cli_duration(uint64_t ns, char buf[32])
+{
+    if (ns < 1000)
+        snprintf(buf, 32, "%llu ns", (unsigned long long)ns);
+    else if (ns < 1000000)
+        snprintf(buf, 32, "%.1f us", ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, 32, "%.1f ms", ns / 1e6);
+    else
+        snprintf(buf, 32, "%.2f s", ns / 1e9);
+    return buf;
+}

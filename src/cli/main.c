@@ -1,0 +1,83 @@
+/* main.c - the `memhist` command table and dispatch.
+ *
+ * Each subcommand is defined in its own cmd_<name>.c. Entries are weak
+ * references, so the table lists every command the tool knows and shows the
+ * ones built into this binary. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define MH_COMMANDS(X)                                                                     \
+    X(record) X(info) X(report) X(oom) X(layers) X(plot) X(snapshot) X(import) X(trace)    \
+        X(simulate) X(whatif) X(diff)
+
+#define MH_X_DECL(n) extern const struct mh_cli_command mh_cmd_##n __attribute__((weak));
+MH_COMMANDS(MH_X_DECL)
+#undef MH_X_DECL
+
+static const struct mh_cli_command *const commands[] = {
+#define MH_X_ENTRY(n) &mh_cmd_##n,
+    MH_COMMANDS(MH_X_ENTRY)
+#undef MH_X_ENTRY
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct mh_cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (commands[i] && strcmp(commands[i]->name, name) == 0)
+            return commands[i];
+    return NULL;
+}
+
+static int print_help(void)
+{
+    printf("memhist %s - GPU memory history recorder and visualizer\n\n"
+           "usage: memhist COMMAND [OPTIONS] [FILE...]\n\n"
+           "commands:\n",
+           mh_version_string());
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (commands[i])
+            printf("  %-10s %s\n", commands[i]->name, commands[i]->summary);
+    printf("  %-10s %s\n", "help", "show the help of a command");
+    printf("\nRun 'memhist help COMMAND' or 'memhist COMMAND -h' for a command's options.\n");
+    return mh_cli_finish(MH_EXIT_OK);
+}
+
+static int help_command(int argc, char **argv)
+{
+    if (argc < 2)
+        return print_help();
+    const struct mh_cli_command *cmd = find_command(argv[1]);
+    if (!cmd) {
+        mh_cli_error("no command named '%s'; run 'memhist --help' for the list", argv[1]);
+        return MH_EXIT_USAGE;
+    }
+    return mh_cli_finish(mh_cli_print_usage(cmd));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help();
+        return MH_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0)
+        return print_help();
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+        printf("memhist %s (file format %d)\n", mh_version_string(), MH_FORMAT_VERSION);
+        return mh_cli_finish(MH_EXIT_OK);
+    }
+    if (strcmp(name, "help") == 0)
+        return help_command(argc - 1, argv + 1);
+    const struct mh_cli_command *cmd = find_command(name);
+    if (!cmd) {
+        mh_cli_error("unknown command '%s'; run 'memhist --help' for the list", name);
+        return MH_EXIT_USAGE;
+    }
+    if (mh_cli_wants_help(argc - 1, argv + 1))
+        return mh_cli_finish(mh_cli_print_usage(cmd));
+    return cmd->run(argc - 1, argv + 1);
+}

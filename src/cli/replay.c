@@ -1,0 +1,91 @@
+/* replay.c - opening a .memhist file and replaying it through the model, the
+ * first step of most subcommands (see cli.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "model/stacks.h"
+
+int mh_cli_open_reader(const char *path, struct mh_reader **out)
+{
+    int rc = mh_reader_open(path, out);
+    if (rc < 0)
+        mh_cli_error("%s: %s", path, mh_strerror(rc));
+    return rc;
+}
+
+void mh_cli_file_conf(const struct mh_reader *r, struct mh_alloc_conf *conf)
+{
+    memset(conf, 0, sizeof *conf);
+    const char *text = mh_reader_meta(r, "alloc_conf");
+    char err[128];
+    if (text && mh_alloc_conf_parse(text, conf, err, sizeof err) != 0) {
+        mh_cli_error("warning: ignoring the recorded allocator settings '%s': %s", text, err);
+        memset(conf, 0, sizeof *conf);
+    }
+}
+
+int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out)
+{
+    memset(out, 0, sizeof *out);
+    out->path = path;
+    int rc = mh_cli_open_reader(path, &out->reader);
+    if (rc < 0)
+        return rc;
+    struct mh_model_opts opts;
+    memset(&opts, 0, sizeof opts);
+    mh_cli_file_conf(out->reader, &opts.conf);
+    rc = mh_model_new(&opts, &out->model);
+    if (rc < 0) {
+        mh_cli_error("%s: %s", path, mh_strerror(rc));
+        mh_replay_close(out);
+        return rc;
+    }
+    struct mh_event ev;
+    uint64_t n = 0;
+    while ((stop_after == 0 || n < stop_after) && (rc = mh_reader_next(out->reader, &ev)) == 1) {
+        if ((rc = mh_model_apply(out->model, &ev, NULL)) < 0)
+            break;
+        n++;
+    }
+    if (rc < 0 && rc != MH_ENOMEM) {
+        out->read_error = rc;
+        mh_cli_error("warning: %s: %s; using the events before that point", path,
+                     mh_reader_errmsg(out->reader));
+        rc = 0;
+    } else if (rc < 0) {
+        mh_cli_error("%s: %s", path, mh_strerror(rc));
+        mh_replay_close(out);
+        return rc;
+    }
+    mh_model_finish(out->model);
+    mh_reader_summary(out->reader, &out->summary);
+    return 0;
+}
+
+void mh_replay_close(struct mh_replay *rp)
+{
+    mh_model_free(rp->model);
+    mh_reader_close(rp->reader);
+    rp->model = NULL;
+    rp->reader = NULL;
+}
+
+const char *mh_cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
+                              size_t max_frames, char *buf, size_t len)
+{
+    const uint32_t *frames;
+    size_t n, used = 0;
+    buf[0] = '\0';
+    if (stack == 0 || mh_reader_stack(r, stack, &frames, &n) != 0)
+        return buf;
+    for (size_t i = 0; i < n && i < max_frames && used + 1 < len; i++) {
+        char frame[512];
+        mh_frame_text(r, frames[i], frame, sizeof frame);
+        int w = snprintf(buf + used, len - used, "%s%s", i ? sep : "", frame);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    return buf;
+}
