@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# demo.sh - memhist's main job on an embedded default, no GPU needed.
+#
+# Builds memhist, then
+#   1. records the C example program (examples/c/record_example.c) through the
+#      recorder API and shows `memhist info` and `memhist report` on it;
+#   2. simulates the default transformer training workload on the caching-
+#      allocator simulator and writes everything memhist produces for it
+#      (report, PNG timeline and segment view, memory_viz snapshot, Chrome
+#      trace) into one folder.
+# usage: scripts/demo.sh [OUTDIR]   (default: demo-out)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${1:-$root/demo-out}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+"$root/scripts/setup.sh"
+echo "== building memhist"
+"$root/scripts/build.sh" build -DMEMHIST_TESTS=OFF -DMEMHIST_BENCH=OFF
+mh="$root/build/memhist"
+has_cmd() { "$mh" help "$1" >/dev/null 2>&1; }
+
+echo
+echo "== 1. recording the C example through the recorder API"
+"$root/build/example_record_example" "$out/example.memhist"
+echo "\$ memhist info $out/example.memhist"
+"$mh" info "$out/example.memhist"
+echo
+echo "\$ memhist report $out/example.memhist"
+"$mh" report "$out/example.memhist"
+
+if has_cmd simulate; then
+    echo
+    echo "== 2. simulating the default transformer training run"
+    run="$out/transformer.memhist"
+    "$mh" simulate -o "$run"
+    "$mh" report "$run" | tee "$out/transformer-report.txt"
+    "$mh" report --json "$run" >"$out/transformer-report.json"
+    if has_cmd plot; then
+        "$mh" plot "$run" -o "$out/transformer-timeline.png"
+        "$mh" plot "$run" --kind segments -o "$out/transformer-segments.png"
+    fi
+    has_cmd snapshot && "$mh" snapshot "$run" -o "$out/transformer-snapshot.pickle"
+    has_cmd trace && "$mh" trace "$run" -o "$out/transformer-trace.json"
+    has_cmd whatif && "$mh" whatif "$run" --alloc-conf expandable_segments:True | tee "$out/transformer-whatif.txt"
+fi
+
+echo
+echo "== outputs in $out:"
+ls -1 "$out"

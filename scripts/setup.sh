@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# setup.sh - installs everything memhist needs to build, test and demo, idempotently.
+#
+# System packages come from Debian/Ubuntu (apt); Python packages from PyPI:
+# torch (for the libtorch bridge and for torch's own _memory_viz.py that checks our
+# snapshots) and matplotlib (plot benchmark). Set MEMHIST_SKIP_PIP=1 to skip pip.
+set -euo pipefail
+
+apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev
+              libcriterion-dev libdw-dev python3 python3-pip)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    sudo_cmd=""
+    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
+fi
+
+if [ "${MEMHIST_SKIP_PIP:-0}" != "1" ]; then
+    py_missing=()
+    python3 -c "import torch" 2>/dev/null || py_missing+=(torch)
+    python3 -c "import matplotlib" 2>/dev/null || py_missing+=(matplotlib)
+    if [ ${#py_missing[@]} -gt 0 ]; then
+        echo "setup: pip installing ${py_missing[*]} (torch is large; this takes a few minutes once)"
+        python3 -m pip install -q "${py_missing[@]}" ||
+            python3 -m pip install -q --break-system-packages "${py_missing[@]}"
+    fi
+fi
+echo "setup: all dependencies present"

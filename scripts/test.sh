@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# test.sh - installs what is missing, builds memhist and runs every test:
+#   1. the full suite (Criterion unit tests, CLI golden tests, Python
+#      cross-checks, torch bridge tests; GPU tests skip without a GPU);
+#   2. the C tests again under ASan+UBSan;
+#   3. the recorder tests under TSan;
+#   4. a short run of every libFuzzer target (clang).
+# Set MEMHIST_FUZZ_SECONDS (default 20) to fuzz longer, 0 to skip fuzzing.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+"$root/scripts/setup.sh"
+
+failed=()
+run_ctest() { # DIR LABEL-ARGS...
+    local dir="$1"
+    shift
+    (cd "$root/$dir" && ctest --output-on-failure --timeout 900 "$@") || failed+=("$dir $*")
+}
+
+echo "== build (RelWithDebInfo) and full suite"
+scripts/build.sh build
+run_ctest build
+
+echo "== unit tests under ASan+UBSan"
+scripts/build.sh build-asan -DMEMHIST_SANITIZE=address -DMEMHIST_WITH_TORCH=OFF -DMEMHIST_BENCH=OFF
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_ctest build-asan -LE "python|gpu|torch"
+
+echo "== recorder tests under TSan"
+scripts/build.sh build-tsan -DMEMHIST_SANITIZE=thread -DMEMHIST_WITH_TORCH=OFF -DMEMHIST_BENCH=OFF
+TSAN_OPTIONS=halt_on_error=1 run_ctest build-tsan -L record
+
+fuzz_seconds="${MEMHIST_FUZZ_SECONDS:-20}"
+if [ "$fuzz_seconds" != "0" ] && command -v clang >/dev/null; then
+    echo "== fuzzing each parser for ${fuzz_seconds}s"
+    CC=clang CXX=clang++ scripts/build.sh build-fuzz -DMEMHIST_FUZZ=ON -DMEMHIST_TESTS=ON \
+        -DMEMHIST_WITH_TORCH=OFF -DMEMHIST_BENCH=OFF
+    for f in "$root"/build-fuzz/fuzz_*; do
+        [ -x "$f" ] || continue
+        name="$(basename "$f")"
+        corpus_src="$root/tests/fuzz/corpus/${name#fuzz_*_}"
+        work="$root/build-fuzz/corpus-$name"
+        mkdir -p "$work"
+        [ -d "$corpus_src" ] && cp -r "$corpus_src"/. "$work"/ 2>/dev/null || true
+        if "$f" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 "$work" >"$root/build-fuzz/$name.log" 2>&1; then
+            echo "fuzz $name: $(grep -Eo 'Done [0-9]+ runs' "$root/build-fuzz/$name.log" | tail -1)"
+        else
+            tail -30 "$root/build-fuzz/$name.log"
+            failed+=("fuzz $name")
+        fi
+    done
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+    printf 'FAILED: %s\n' "${failed[@]}"
+    exit 1
+fi
+echo "all test stages passed"

@@ -1,0 +1,157 @@
+/* cmd_info.c - `memhist info FILE`: what a .memhist file holds.
+ *
+ * Reads the whole file once (no model) and prints the format version, the
+ * recorder's metadata, devices, time span, event counts by kind, dropped
+ * events and, for a damaged file, where reading stopped and why. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "viz/json.h"
+
+static const char usage[] =
+    "usage: memhist info [--json] FILE\n\n"
+    "Prints what a recording holds: format version, recorder and host details,\n"
+    "devices, time span, event counts by kind, dropped events, and the byte offset\n"
+    "where a damaged or cut file stops.\n\n"
+    "options:\n"
+    "  --json      print one JSON object\n"
+    "  -h, --help  show this help\n";
+
+static const char *utc_text(uint64_t ns, char buf[40])
+{
+    time_t s = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    if (!gmtime_r(&s, &tm) || !strftime(buf, 40, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(buf, 40, "?");
+    else
+        snprintf(buf + strlen(buf), 40 - strlen(buf), ".%03u UTC",
+                 (unsigned)(ns / 1000000ull % 1000));
+    return buf;
+}
+
+static const char *status_text(const struct mh_file_summary *s, const struct mh_reader *r)
+{
+    static char buf[600];
+    if (s->damaged)
+        snprintf(buf, sizeof buf, "damaged: %s", mh_reader_errmsg(r));
+    else if (!s->has_trailer)
+        snprintf(buf, sizeof buf, "incomplete: no trailer (the recording did not finish)");
+    else
+        snprintf(buf, sizeof buf, "complete");
+    return buf;
+}
+
+static void print_text(const char *path, const struct mh_reader *r, const struct mh_file_summary *s)
+{
+    char b1[40], b2[40];
+    printf("file        %s\n", path);
+    printf("format      version %u\n", s->format_version);
+    const char *key, *value;
+    for (size_t i = 0; mh_reader_meta_at(r, i, &key, &value); i++)
+        printf("%-11s %s\n", key, value);
+    for (size_t i = 0; i < mh_reader_device_count(r); i++) {
+        struct mh_device_info d;
+        if (mh_reader_device(r, i, &d) == 0)
+            printf("device %-4d %s%s%s\n", d.device, d.name[0] ? d.name : "(unnamed)",
+                   d.total_bytes ? ", " : "", d.total_bytes ? mh_cli_bytes(d.total_bytes, b1) : "");
+    }
+    if (s->events) {
+        printf("start       %s\n", utc_text(s->first_time_ns, b1));
+        printf("duration    %s\n", mh_cli_duration(s->last_time_ns - s->first_time_ns, b2));
+    }
+    printf("events      %" PRIu64 "\n", s->events);
+    for (unsigned k = 0; k < MH_EV_KIND_COUNT; k++)
+        if (s->events_by_kind[k])
+            printf("  %-16s %" PRIu64 "\n", mh_event_kind_name(k), s->events_by_kind[k]);
+    printf("dropped     %" PRIu64 "%s\n", s->dropped,
+           s->dropped ? " (the recorder's buffers were full)" : "");
+    printf("status      %s\n", status_text(s, r));
+}
+
+static void print_json(const char *path, const struct mh_reader *r, const struct mh_file_summary *s)
+{
+    struct mh_sink sink;
+    struct mh_json j;
+    mh_sink_init_file(&sink, stdout);
+    mh_json_init(&j, &sink, 1);
+    mh_json_begin_object(&j);
+    mh_json_kv_string(&j, "file", path);
+    mh_json_kv_uint(&j, "format_version", s->format_version);
+    mh_json_key(&j, "meta");
+    mh_json_begin_object(&j);
+    const char *key, *value;
+    for (size_t i = 0; mh_reader_meta_at(r, i, &key, &value); i++)
+        mh_json_kv_string(&j, key, value);
+    mh_json_end_object(&j);
+    mh_json_key(&j, "devices");
+    mh_json_begin_array(&j);
+    for (size_t i = 0; i < mh_reader_device_count(r); i++) {
+        struct mh_device_info d;
+        if (mh_reader_device(r, i, &d) != 0)
+            continue;
+        mh_json_begin_object(&j);
+        mh_json_kv_int(&j, "device", d.device);
+        mh_json_kv_string(&j, "name", d.name);
+        mh_json_kv_uint(&j, "total_bytes", d.total_bytes);
+        mh_json_end_object(&j);
+    }
+    mh_json_end_array(&j);
+    mh_json_kv_uint(&j, "first_time_ns", s->first_time_ns);
+    mh_json_kv_uint(&j, "last_time_ns", s->last_time_ns);
+    mh_json_kv_uint(&j, "events", s->events);
+    mh_json_key(&j, "events_by_kind");
+    mh_json_begin_object(&j);
+    for (unsigned k = 0; k < MH_EV_KIND_COUNT; k++)
+        if (s->events_by_kind[k])
+            mh_json_kv_uint(&j, mh_event_kind_name(k), s->events_by_kind[k]);
+    mh_json_end_object(&j);
+    mh_json_kv_uint(&j, "dropped", s->dropped);
+    mh_json_kv_bool(&j, "complete", s->has_trailer && !s->damaged);
+    mh_json_kv_bool(&j, "damaged", s->damaged);
+    if (s->damaged) {
+        mh_json_kv_uint(&j, "damage_offset", s->damage_offset);
+        mh_json_kv_string(&j, "damage", mh_reader_errmsg(r));
+    }
+    mh_json_end_object(&j);
+    mh_sink_finish(&sink);
+}
+
+static int run_info(int argc, char **argv);
+
+const struct mh_cli_command mh_cmd_info = {
+    "info", "show what a recording holds (devices, span, event counts, damage)", usage, run_info};
+
+static int run_info(int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
+    int json = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        if (c != 'j')
+            return mh_cli_usage_error(&mh_cmd_info, "unknown option '%s'", argv[optind - 1]);
+        json = 1;
+    }
+    if (optind != argc - 1)
+        return mh_cli_usage_error(&mh_cmd_info, "expected exactly one FILE");
+    const char *path = argv[optind];
+    struct mh_reader *r;
+    if (mh_cli_open_reader(path, &r) < 0)
+        return MH_EXIT_FAIL;
+    struct mh_event ev;
+    int rc;
+    while ((rc = mh_reader_next(r, &ev)) == 1)
+        ;
+    struct mh_file_summary s;
+    mh_reader_summary(r, &s);
+    if (json)
+        print_json(path, r, &s);
+    else
+        print_text(path, r, &s);
+    mh_reader_close(r);
+    return mh_cli_finish(rc < 0 && rc != MH_ETRUNCATED && rc != MH_EFORMAT ? MH_EXIT_FAIL
+                                                                             : MH_EXIT_OK);
+}

@@ -1,0 +1,157 @@
+/* cmd_report.c - `memhist report FILE`: the peak, what was live at the peak
+ * and from where, per-step evolution of allocated and reserved memory, OOMs.
+ *
+ * Replays the file once through the model for peaks, steps and OOMs, then
+ * once more up to each device's allocated peak to group the live blocks by
+ * stack. Printing is in report_text.c and report_json.c. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/report.h"
+
+static const char usage[] =
+    "usage: memhist report [--device N] [--top N] [--frames N] [--json] FILE\n\n"
+    "Per device: peak allocated and peak reserved with time and step; the top N\n"
+    "live allocation groups at the allocated peak, grouped by stack; a per-step\n"
+    "table (peak allocated, peak reserved, reserved at step end, fragmentation at\n"
+    "the reserved peak = 1 - allocated/reserved, segments, segment allocs/frees,\n"
+    "OOMs); and every OOM with the request, free device memory, reserved but\n"
+    "unallocated bytes and the largest free block.\n\n"
+    "'allocated' is what torch.cuda.memory_allocated() reports (rounded block\n"
+    "sizes); 'reserved' is torch.cuda.memory_reserved() (segment sizes).\n\n"
+    "options:\n"
+    "  --device N  only device N (default: every device in the file)\n"
+    "  --top N     allocation groups to list at the peak (default 10)\n"
+    "  --frames N  stack frames shown per group in text output (default 6)\n"
+    "  --json      print one JSON object instead of text\n"
+    "  -h, --help  show this help\n";
+
+static int run_report(int argc, char **argv);
+
+const struct mh_cli_command mh_cmd_report = {
+    "report", "peaks, what was live at the peak and from where, per-step table, OOMs", usage,
+    run_report};
+
+struct report_opts {
+    int device; /* -1 = all */
+    uint64_t top, frames;
+    int json;
+    const char *path;
+};
+
+static int parse_opts(int argc, char **argv, struct report_opts *o)
+{
+    static const struct option opts[] = {{"device", required_argument, NULL, 'd'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"frames", required_argument, NULL, 'f'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {0, 0, 0, 0}};
+    *o = (struct report_opts){-1, 10, 6, 0, NULL};
+    uint64_t v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        if (c == 'd' && mh_cli_parse_uint(optarg, 0, 255, &v) == 0)
+            o->device = (int)v;
+        else if (c == 't' && mh_cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
+            ;
+        else if (c == 'f' && mh_cli_parse_uint(optarg, 1, 1000, &o->frames) == 0)
+            ;
+        else if (c == 'j')
+            o->json = 1;
+        else if (c == '?')
+            return mh_cli_usage_error(&mh_cmd_report, "unknown option '%s'", argv[optind - 1]);
+        else
+            return mh_cli_usage_error(&mh_cmd_report, "invalid value '%s' for --%s", optarg,
+                                      c == 'd' ? "device" : c == 't' ? "top" : "frames");
+    }
+    if (optind != argc - 1)
+        return mh_cli_usage_error(&mh_cmd_report, "expected exactly one FILE");
+    o->path = argv[optind];
+    return 0;
+}
+
+static void find_device_info(const struct mh_reader *r, int device, struct mh_device_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->device = device;
+    out->name = "";
+    for (size_t i = 0; i < mh_reader_device_count(r); i++) {
+        struct mh_device_info d;
+        if (mh_reader_device(r, i, &d) == 0 && d.device == device)
+            *out = d;
+    }
+}
+
+/* Replays up to the allocated peak of one device and groups what was live. */
+static int live_at_peak(const struct report_opts *o, struct mh_device_report *d)
+{
+    if (d->peak_allocated.value == 0)
+        return 0;
+    struct mh_replay at;
+    int rc = mh_replay_open(o->path, d->peak_allocated.event_index + 1, &at);
+    if (rc < 0)
+        return rc;
+    rc = mh_report_group_live(at.model, d->device, (size_t)o->top, &d->top, &d->ntop,
+                              &d->live_at_peak_bytes, &d->live_at_peak_count);
+    mh_replay_close(&at);
+    return rc;
+}
+
+static int build_device(const struct report_opts *o, const struct mh_replay *rp, int device,
+                        struct mh_device_report *d)
+{
+    memset(d, 0, sizeof *d);
+    d->device = device;
+    find_device_info(rp->reader, device, &d->info);
+    mh_model_peak_allocated(rp->model, device, &d->peak_allocated);
+    mh_model_peak_reserved(rp->model, device, &d->peak_reserved);
+    mh_model_stats(rp->model, device, &d->final);
+    return live_at_peak(o, d);
+}
+
+static int report_devices(const struct report_opts *o, const struct mh_replay *rp)
+{
+    size_t n = mh_model_device_count(rp->model);
+    struct mh_device_report *devs = calloc(n ? n : 1, sizeof *devs);
+    if (!devs) {
+        mh_cli_error("%s: %s", o->path, mh_strerror(MH_ENOMEM));
+        return MH_EXIT_FAIL;
+    }
+    size_t used = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int dev = mh_model_device_at(rp->model, i);
+        if (o->device < 0 || o->device == dev)
+            rc = build_device(o, rp, dev, &devs[used++]);
+    }
+    if (rc == 0 && o->device >= 0 && used == 0) {
+        mh_cli_error("%s: no events for device %d (the file has %zu device%s)", o->path,
+                     o->device, n, n == 1 ? "" : "s");
+        rc = MH_EINVAL;
+    } else if (rc == 0 && o->json) {
+        mh_report_print_json(rp, devs, used);
+    } else if (rc == 0) {
+        mh_report_print_text(rp, devs, used, (size_t)o->frames);
+    }
+    for (size_t i = 0; i < used; i++)
+        free(devs[i].top);
+    free(devs);
+    return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
+}
+
+static int run_report(int argc, char **argv)
+{
+    struct report_opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    struct mh_replay rp;
+    if (mh_replay_open(o.path, 0, &rp) < 0)
+        return MH_EXIT_FAIL;
+    rc = report_devices(&o, &rp);
+    mh_replay_close(&rp);
+    return mh_cli_finish(rc);
+}

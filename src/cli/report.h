@@ -1,0 +1,37 @@
+/* report.h - data behind `memhist report`: per device, the peaks, the live
+ * allocations at the allocated peak grouped by stack, per-step statistics and
+ * OOMs, gathered from the model, then printed as text or JSON. */
+#ifndef MH_CLI_REPORT_H
+#define MH_CLI_REPORT_H
+
+#include "cli/cli.h"
+
+struct mh_stack_group {
+    uint32_t stack;
+    uint64_t bytes;
+    uint64_t count;
+};
+
+struct mh_device_report {
+    int device;
+    struct mh_device_info info; /* name and capacity if the file has them */
+    struct mh_peak peak_allocated, peak_reserved;
+    struct mh_mem_stats final;
+    uint64_t peak_driver_outside;
+    struct mh_stack_group *top; /* largest first */
+    size_t ntop;
+    uint64_t live_at_peak_bytes, live_at_peak_count;
+};
+
+/* Groups the allocated blocks of `device` in `m` by stack, largest first;
+ * keeps at most `top` groups (all if 0). The caller frees *out. */
+int mh_report_group_live(const struct mh_model *m, int device, size_t top,
+                         struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
+                         uint64_t *total_count);
+
+void mh_report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
+                          size_t ndev, size_t max_frames);
+void mh_report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
+                          size_t ndev);
+
+#endif

@@ -1,0 +1,139 @@
+/* report_text.c - the human-readable form of `memhist report` (see report.h). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli/report.h"
+#include "model/stacks.h"
+
+static const char *step_text(int64_t step, char buf[24])
+{
+    if (step < 0)
+        snprintf(buf, 24, "before step 1");
+    else
+        snprintf(buf, 24, "step %" PRId64, step);
+    return buf;
+}
+
+static void print_header(const struct mh_replay *rp)
+{
+    const char *source = mh_reader_meta(rp->reader, "source");
+    const char *torch = mh_reader_meta(rp->reader, "torch_version");
+    printf("memhist report: %s", rp->path);
+    if (source)
+        printf(" (%s%s%s)", source, torch ? ", torch " : "", torch ? torch : "");
+    printf("\n%" PRIu64 " events", rp->summary.events);
+    if (rp->summary.dropped)
+        printf(", %" PRIu64 " dropped by the recorder", rp->summary.dropped);
+    if (rp->read_error)
+        printf(", DAMAGED: read up to byte %" PRIu64, rp->summary.damage_offset);
+    printf("\n");
+}
+
+static void print_peaks(const struct mh_replay *rp, const struct mh_device_report *d)
+{
+    char b[32], t[32], s[24];
+    uint64_t t0 = rp->summary.first_time_ns;
+    printf("\ndevice %d", d->device);
+    if (d->info.name && d->info.name[0])
+        printf(" (%s%s%s)", d->info.name, d->info.total_bytes ? ", " : "",
+               d->info.total_bytes ? mh_cli_bytes(d->info.total_bytes, b) : "");
+    printf("\n  peak allocated  %-11s at %s (%s)\n", mh_cli_bytes(d->peak_allocated.value, b),
+           mh_cli_duration(d->peak_allocated.time_ns - t0, t), step_text(d->peak_allocated.step, s));
+    printf("  peak reserved   %-11s at %s (%s)\n", mh_cli_bytes(d->peak_reserved.value, b),
+           mh_cli_duration(d->peak_reserved.time_ns - t0, t), step_text(d->peak_reserved.step, s));
+    printf("  at the end      allocated %s", mh_cli_bytes(d->final.allocated, b));
+    printf(", reserved %s in %u segment%s\n", mh_cli_bytes(d->final.reserved, t), d->final.segments,
+           d->final.segments == 1 ? "" : "s");
+    if (d->final.driver_outside)
+        printf("  outside the allocator (driver level) at the end: %s\n",
+               mh_cli_bytes(d->final.driver_outside, b));
+}
+
+static void print_top(const struct mh_replay *rp, const struct mh_device_report *d,
+                      size_t max_frames)
+{
+    char b[32];
+    if (d->ntop == 0)
+        return;
+    printf("\n  live at the allocated peak: %s in %" PRIu64 " blocks; largest groups by stack:\n",
+           mh_cli_bytes(d->live_at_peak_bytes, b), d->live_at_peak_count);
+    for (size_t i = 0; i < d->ntop; i++) {
+        const struct mh_stack_group *g = &d->top[i];
+        double share = d->live_at_peak_bytes ? 100.0 * g->bytes / d->live_at_peak_bytes : 0;
+        printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh_cli_bytes(g->bytes, b), share, g->count,
+               g->count == 1 ? " " : "s");
+        char text[4096];
+        mh_cli_stack_text(rp->reader, g->stack, "\n                                    ",
+                          max_frames, text, sizeof text);
+        printf("%s\n", text[0] ? text : "<no stack recorded>");
+    }
+}
+
+static void print_steps(const struct mh_replay *rp, int device)
+{
+    size_t n = mh_model_step_count(rp->model, device);
+    if (n == 0)
+        return;
+    char a[32], r[32], e[32];
+    printf("\n  %5s %12s %12s %12s %6s %5s %9s %4s\n", "step", "peak alloc", "peak reserv",
+           "end reserv", "frag", "segs", "seg +/-", "ooms");
+    for (size_t i = 0; i < n; i++) {
+        struct mh_step_stats s;
+        if (mh_model_step(rp->model, device, i, &s) != 0)
+            continue;
+        char seg[24];
+        snprintf(seg, sizeof seg, "+%" PRIu64 "/-%" PRIu64, s.segment_allocs, s.segment_frees);
+        printf("  %5" PRId64 " %12s %12s %12s %5.1f%% %5u %9s %4" PRIu64 "\n", s.step,
+               mh_cli_bytes(s.peak_allocated, a), mh_cli_bytes(s.peak_reserved, r),
+               mh_cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation, s.segments_at_end, seg,
+               s.ooms);
+    }
+}
+
+static void print_ooms(const struct mh_replay *rp, int device)
+{
+    char b[5][32], s[24];
+    for (size_t i = 0; i < mh_model_oom_count(rp->model); i++) {
+        struct mh_oom_info o;
+        if (mh_model_oom(rp->model, i, &o) != 0 || o.device != device)
+            continue;
+        printf("\n  OOM at %s (%s): requested %s on stream %#" PRIx64 "\n",
+               mh_cli_duration(o.time_ns - rp->summary.first_time_ns, b[0]), step_text(o.step, s),
+               mh_cli_bytes(o.request, b[1]), o.stream);
+        printf("      device free %s, reserved %s, allocated %s\n", mh_cli_bytes(o.device_free, b[2]),
+               mh_cli_bytes(o.reserved, b[3]), mh_cli_bytes(o.allocated, b[4]));
+        printf("      reserved but unallocated %s, largest free block %s (same stream), %s (any)\n",
+               mh_cli_bytes(o.reserved - o.allocated, b[1]),
+               mh_cli_bytes(o.largest_free_same_stream, b[2]), mh_cli_bytes(o.largest_free_any, b[3]));
+    }
+}
+
+static void print_anomalies(const struct mh_replay *rp)
+{
+    int any = 0;
+    for (int a = 1; a < MH_ANOM_COUNT; a++) {
+        uint64_t n = mh_model_anomaly_count(rp->model, a);
+        if (!n)
+            continue;
+        printf("%s%" PRIu64 " %s", any ? ", " : "\nevents inconsistent with the allocator state: ", n,
+               mh_anomaly_name(a));
+        any = 1;
+    }
+    if (any)
+        printf("\n");
+}
+
+void mh_report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
+                          size_t ndev, size_t max_frames)
+{
+    print_header(rp);
+    if (ndev == 0)
+        printf("\nno allocator events in this file\n");
+    for (size_t i = 0; i < ndev; i++) {
+        print_peaks(rp, &devs[i]);
+        print_top(rp, &devs[i], max_frames);
+        print_steps(rp, devs[i].device);
+        print_ooms(rp, devs[i].device);
+    }
+    print_anomalies(rp);
+}
