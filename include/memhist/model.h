@@ -37,7 +37,7 @@ struct mh_mem_stats {
     uint64_t allocated;    /* sum of block sizes of allocated blocks */
     uint64_t reserved;     /* sum of segment sizes (mapped bytes for expandable) */
     uint64_t active;       /* allocated + pending free */
-    uint64_t requested;    /* sum of requested sizes of allocated blocks */
+    uint64_t requested;    /* sum of requested sizes of active blocks (torch's requested_bytes) */
     uint64_t inactive_split;       /* bytes in free blocks of split, non-expandable segments */
     uint64_t driver_outside;       /* driver-level bytes outside the caching allocator */
     uint32_t segments;
@@ -121,7 +121,8 @@ struct mh_apply_result {
     X(MH_ANOM_SEGMENT_FREE_UNKNOWN, 5, "segment free of an unknown segment")       \
     X(MH_ANOM_SEGMENT_FREE_BUSY, 6, "segment freed while blocks are live")         \
     X(MH_ANOM_UNMAP_UNKNOWN, 7, "unmap outside a mapped range")                    \
-    X(MH_ANOM_BAD_DEVICE, 8, "device index out of range")
+    X(MH_ANOM_BAD_DEVICE, 8, "device index out of range")                         \
+    X(MH_ANOM_BAD_SIZE, 9, "zero size or address range past 2^64")
 
 enum mh_anomaly {
 #define MH_X_ANOM(name, value, text) name = value,
@@ -148,6 +149,16 @@ int mh_model_stats(const struct mh_model *m, int device, struct mh_mem_stats *ou
 int mh_model_peak_allocated(const struct mh_model *m, int device, struct mh_peak *out);
 int mh_model_peak_reserved(const struct mh_model *m, int device, struct mh_peak *out);
 
+/* Steps. Events before the first step marker belong to step -1, which is not
+ * listed. STEP_BEGIN(N) closes the open step and opens N; STEP_END(N) closes
+ * the open step as step N and N+1 opens at the next event that has a time,
+ * so traces with only STEP_END markers get per-step statistics too (when the
+ * first marker is STEP_END(N), the period from the start of the trace is
+ * step N). The "reserved peak" of a step is the moment reserved is highest
+ * and, among those, allocated is highest. retries approximates torch's
+ * num_alloc_retries from the trace: a burst of SEGMENT_FREE/UNMAP directly
+ * followed by SEGMENT_ALLOC, SEGMENT_MAP or OOM on the same device. In
+ * steps, segment_allocs/frees include maps/unmaps. */
 size_t mh_model_step_count(const struct mh_model *m, int device);
 int mh_model_step(const struct mh_model *m, int device, size_t i, struct mh_step_stats *out);
 /* Step currently open (-1 before the first), and the current phase. */
