@@ -1,0 +1,94 @@
+/* memhist/torch.h - live recording from PyTorch's CUDA caching allocator.
+ *
+ * The torch bridge (libmemhist_torch.so, src/record/torch_bridge.cpp) feeds a
+ * recorder (recorder.h) from inside a process that already runs libtorch:
+ * every caching-allocator action through torch's allocator trace tracker,
+ * out-of-memory reports, training steps and phases from record_function
+ * ranges, and Python (optionally C++) stacks from torch's own gathered
+ * context, symbolized in batches on the recorder's drain thread.
+ *
+ * Lifetime: torch has no way to detach a tracker, so once attached the bridge
+ * stays registered for the rest of the process; mh_torch_stop() turns it into
+ * a no-op. Never dlclose the library. One recorder is attached at a time.
+ *
+ * Every function catches all exceptions: a failure stops recording, keeps the
+ * reason (mh_torch_error) and lets the program run on. */
+#ifndef MEMHIST_TORCH_H
+#define MEMHIST_TORCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recorder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which stacks to record with allocator events. */
+enum mh_torch_stacks {
+    MH_TORCH_STACKS_DEFAULT = 0, /* same as PYTHON */
+    MH_TORCH_STACKS_NONE = 1,    /* no stacks: torch's history stays off */
+    MH_TORCH_STACKS_PYTHON = 2,  /* Python (and TorchScript) frames */
+    MH_TORCH_STACKS_ALL = 3      /* Python + C++ frames (C++ unwinding costs more) */
+};
+
+/* Options; all-zero means defaults. */
+struct mh_torch_opts {
+    int stacks;               /* enum mh_torch_stacks */
+    int op_ranges;            /* non-zero: record USER_SCOPE record_function ranges */
+    uint32_t ctx_slots;       /* per-thread in-flight stack contexts, 0 = 16384 */
+    const char *torch_version; /* written as meta "torch_version"; NULL = the headers' */
+};
+
+/* Fills the resolver fields of recorder options (resolve_stack,
+ * release_token, resolver_user) so that stacks reach the file. Call before
+ * mh_recorder_open for a recorder that will be attached. */
+void mh_torch_recorder_opts(struct mh_recorder_opts *opts);
+
+/* Opens a recorder on `path` with the bridge's resolver (a shortcut for
+ * mh_torch_recorder_opts + mh_recorder_open). `ropts` may be NULL. */
+int mh_torch_open(const char *path, const struct mh_recorder_opts *ropts, struct mh_recorder **out);
+
+/* Attaches the bridge to `rec` (borrowed until mh_torch_stop returns).
+ * Initializes CUDA in torch if the program has not yet done so (attach to an
+ * allocator that exists). Returns 0, or:
+ *   MH_EUNAVAILABLE  no CUDA device / torch built without CUDA;
+ *   MH_EUNSUPPORTED  backend:cudaMallocAsync, a pluggable allocator, or
+ *                    PYTORCH_NO_CUDA_MEMORY_CACHING=1 (no events exist);
+ *   MH_ESTATE        already attached (or attached before and failed);
+ *   MH_EINVAL        bad options; other negative codes from torch failures.
+ * mh_torch_error() says why. Writes meta torch_version, alloc_conf,
+ * torch_stacks and the devices. */
+int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts);
+
+/* Stops feeding the recorder (the tracker stays registered but does nothing)
+ * and turns torch's history off again if the bridge turned it on. Call
+ * before mh_recorder_close. Safe to call when not attached. */
+int mh_torch_stop(void);
+
+/* Explicit step marker: ends the current step. Once called, automatic step
+ * markers from optimizer ranges stop (explicit markers win). */
+int mh_torch_step(void);
+/* A named mark at the current time on the calling thread. */
+int mh_torch_mark(const char *name);
+
+/* Makes `text` known to the bridge: interns it (outside the allocator lock)
+ * so that allocator events whose torch user metadata or compile context
+ * equals it carry its id (event.str / event.str2). The tracker cannot intern
+ * strings itself (that would allocate and lock under torch's allocator
+ * mutex); unknown strings are left out. At most 256 strings. The Python
+ * package calls it from its wrapper of torch.cuda.memory._set_memory_metadata. */
+int mh_torch_metadata(const char *text);
+
+/* Why the last call failed or recording stopped; "" when healthy. Static
+ * storage, valid until the next bridge call. */
+const char *mh_torch_error(void);
+
+/* Whether the bridge is attached and recording (1) or not (0). */
+int mh_torch_active(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

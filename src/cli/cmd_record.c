@@ -1,0 +1,269 @@
+/* cmd_record.c - `memhist record [-o FILE] [--stacks S] -- CMD ...`: runs a
+ * PyTorch program unchanged and records its GPU memory history.
+ *
+ * The recording itself happens inside the child: this command puts the
+ * memhist bootstrap (src/python/memhist/bootstrap/sitecustomize.py) first on
+ * PYTHONPATH and passes the settings through the environment; the bootstrap
+ * attaches libmemhist_torch.so when the program initializes CUDA and, at
+ * exit, appends one status line per process to a status file. This command
+ * waits for the child, forwards SIGINT/SIGTERM to it, and then says where
+ * each file is and what to run next, or why nothing was recorded. It exits
+ * with the child's status. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+static const char usage[] =
+    "usage: memhist record [-o FILE] [--stacks python|all|none] [--op-ranges] -- CMD [ARGS...]\n\n"
+    "Runs a Python/PyTorch program unchanged and records every CUDA caching-allocator\n"
+    "event, training steps and stacks to FILE. Recording starts when the program\n"
+    "initializes CUDA (never earlier). Under torchrun each rank writes FILE.rank<R>.\n\n"
+    "options:\n"
+    "  -o, --output FILE   where to write (default: record.memhist)\n"
+    "  --stacks S          python (default), all (adds C++ frames; slower), none\n"
+    "  --op-ranges         also record record_function ranges\n"
+    "  -h, --help          show this help\n\n"
+    "environment: MEMHIST_LIB_DIR (libmemhist.so, libmemhist_torch.so) and\n"
+    "MEMHIST_PYTHON_DIR (the directory holding the memhist package) override where\n"
+    "they are looked for (next to this binary, then the source tree it was built from).\n\n"
+    "example: memhist record -o run.memhist -- python train.py --epochs 1\n";
+
+static int run_record(int argc, char **argv);
+
+const struct mh_cli_command mh_cmd_record = {
+    "record", "run a PyTorch program and record its GPU memory history", usage, run_record};
+
+static int is_file(const char *dir, const char *name)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The memhist source directory recorded in the build tree's CMakeCache.txt. */
+static int source_from_cache(const char *bindir, char *out, size_t len)
+{
+    char p[PATH_MAX], line[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/CMakeCache.txt", bindir);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return -1;
+    int found = -1;
+    while (found < 0 && fgets(line, sizeof line, f)) {
+        const char *key = "memhist_SOURCE_DIR:STATIC=";
+        if (strncmp(line, key, strlen(key)) == 0) {
+            snprintf(out, len, "%s", line + strlen(key));
+            out[strcspn(out, "\n")] = '\0';
+            found = 0;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Finds the directory holding the memhist package: $MEMHIST_PYTHON_DIR, an
+ * installed share/memhist/python next to the binary, or the source tree. */
+static int find_python_dir(const char *bindir, char *out, size_t len)
+{
+    const char *env = getenv("MEMHIST_PYTHON_DIR");
+    char cand[3][PATH_MAX + 32], src[PATH_MAX];
+    int n = 0;
+    if (env && *env)
+        snprintf(cand[n++], sizeof cand[0], "%s", env);
+    snprintf(cand[n++], sizeof cand[0], "%s/../share/memhist/python", bindir);
+    if (source_from_cache(bindir, src, sizeof src) == 0)
+        snprintf(cand[n++], sizeof cand[0], "%s/src/python", src);
+    for (int i = 0; i < n; i++) {
+        char pkg[PATH_MAX + 48];
+        snprintf(pkg, sizeof pkg, "%s/memhist", cand[i]);
+        if (is_file(pkg, "__init__.py") && realpath(cand[i], out)) {
+            (void)len;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int find_lib_dir(const char *bindir, char *out, size_t len)
+{
+    const char *env = getenv("MEMHIST_LIB_DIR");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return is_file(out, "libmemhist_torch.so") ? 0 : -1;
+    }
+    char cand[2][PATH_MAX];
+    snprintf(cand[0], PATH_MAX, "%s", bindir);
+    snprintf(cand[1], PATH_MAX, "%s/../lib", bindir);
+    for (int i = 0; i < 2; i++)
+        if (is_file(cand[i], "libmemhist_torch.so") && realpath(cand[i], out))
+            return 0;
+    return -1;
+}
+
+struct rec_opts {
+    const char *output;
+    const char *stacks;
+    int op_ranges;
+};
+
+static int parse_args(int argc, char **argv, struct rec_opts *o, int *cmd_index)
+{
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"stacks", required_argument, NULL, 's'},
+                                         {"op-ranges", no_argument, NULL, 'r'},
+                                         {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
+        if (c == 'o')
+            o->output = optarg;
+        else if (c == 's')
+            o->stacks = optarg;
+        else if (c == 'r')
+            o->op_ranges = 1;
+        else if (c == ':' || (c == '?' && optopt))
+            return mh_cli_usage_error(&mh_cmd_record, "option '%s' needs a value", argv[optind - 1]);
+        else
+            return mh_cli_usage_error(&mh_cmd_record, "unknown option '%s'", argv[optind - 1]);
+    }
+    if (strcmp(o->stacks, "python") && strcmp(o->stacks, "all") && strcmp(o->stacks, "none"))
+        return mh_cli_usage_error(&mh_cmd_record, "--stacks must be python, all or none, not '%s'", o->stacks);
+    if (optind >= argc)
+        return mh_cli_usage_error(&mh_cmd_record, "no command to run (put it after --)");
+    *cmd_index = optind;
+    return 0;
+}
+
+static int setup_env(const struct rec_opts *o, const char *out_abs, const char *status_path)
+{
+    char exe[PATH_MAX], pydir[PATH_MAX], libdir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        mh_cli_error("record: cannot locate the memhist binary (/proc/self/exe)");
+        return -1;
+    }
+    exe[n] = '\0';
+    *strrchr(exe, '/') = '\0';
+    if (find_lib_dir(exe, libdir, sizeof libdir) < 0) {
+        mh_cli_error("record: libmemhist_torch.so not found next to %s or in $MEMHIST_LIB_DIR "
+                     "(was memhist built with torch? see MEMHIST_WITH_TORCH)", exe);
+        return -1;
+    }
+    if (find_python_dir(exe, pydir, sizeof pydir) < 0) {
+        mh_cli_error("record: the memhist Python package was not found (set MEMHIST_PYTHON_DIR)");
+        return -1;
+    }
+    const char *old = getenv("PYTHONPATH");
+    size_t len = 2 * strlen(pydir) + (old ? strlen(old) : 0) + 32;
+    char *pp = malloc(len);
+    if (!pp)
+        return -1;
+    snprintf(pp, len, "%s/memhist/bootstrap:%s%s%s", pydir, pydir, old && *old ? ":" : "", old ? old : "");
+    int rc = setenv("PYTHONPATH", pp, 1) | setenv("MEMHIST_LIB_DIR", libdir, 1) |
+             setenv("MEMHIST_RECORD_PATH", out_abs, 1) | setenv("MEMHIST_STACKS", o->stacks, 1) |
+             setenv("MEMHIST_OP_RANGES", o->op_ranges ? "1" : "0", 1) |
+             setenv("MEMHIST_STATUS_FILE", status_path, 1);
+    free(pp);
+    return rc ? -1 : 0;
+}
+
+static volatile pid_t child_pid;
+
+static void forward_signal(int sig)
+{
+    if (child_pid > 0)
+        kill(child_pid, sig);
+}
+
+static int run_child(char **cmd)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        mh_cli_error("record: fork failed: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%d", (int)getpid());
+        setenv("MEMHIST_ROOT_PID", buf, 1);
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "memhist: record: cannot run '%s': %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    child_pid = pid;
+    struct sigaction sa = {0};
+    sa.sa_handler = forward_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Prints one line per process from the status file; returns files written. */
+static int report_status(const char *status_path, const char *out_abs)
+{
+    FILE *f = fopen(status_path, "r");
+    char line[4096];
+    int files = 0, lines = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char *pid = strtok(line, "\t"), *path = strtok(NULL, "\t"), *events = strtok(NULL, "\t");
+        char *status = strtok(NULL, "\n");
+        if (!pid || !path || !events || !status)
+            continue;
+        lines++;
+        if (strcmp(path, "-") != 0) {
+            files++;
+            fprintf(stderr, "memhist: process %s: %s events recorded to %s (%s)\n", pid, events, path, status);
+            fprintf(stderr, "memhist: next: memhist report %s\n", path);
+        } else {
+            fprintf(stderr, "memhist: process %s: nothing recorded: %s\n", pid,
+                    strncmp(status, "not recording: ", 15) == 0 ? status + 15 : status);
+        }
+    }
+    if (f)
+        fclose(f);
+    if (lines == 0)
+        fprintf(stderr, "memhist: nothing recorded to %s: the program never loaded the memhist bootstrap "
+                        "(is it a Python program, run without -S/-I?)\n", out_abs);
+    return files;
+}
+
+static int run_record(int argc, char **argv)
+{
+    struct rec_opts o = {"record.memhist", "python", 0};
+    int cmd_index = 0, rc = parse_args(argc, argv, &o, &cmd_index);
+    if (rc)
+        return rc;
+    char cwd[PATH_MAX], out_abs[2 * PATH_MAX + 2], status_path[2 * PATH_MAX + 40];
+    if (o.output[0] == '/')
+        snprintf(out_abs, sizeof out_abs, "%s", o.output);
+    else if (getcwd(cwd, sizeof cwd))
+        snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, o.output);
+    else
+        snprintf(out_abs, sizeof out_abs, "%s", o.output);
+    snprintf(status_path, sizeof status_path, "%s.status.%d", out_abs, (int)getpid());
+    unlink(status_path);
+    if (setup_env(&o, out_abs, status_path) < 0)
+        return MH_EXIT_FAIL;
+    fflush(stdout);
+    int code = run_child(argv + cmd_index);
+    if (code < 0)
+        return MH_EXIT_FAIL;
+    if (code != 127) /* 127: the command could not be run; already said */
+        report_status(status_path, out_abs);
+    unlink(status_path);
+    return code;
+}

@@ -1,0 +1,174 @@
+"""memhist - record the GPU memory history of a PyTorch program.
+
+    import memhist
+    with memhist.start("run.memhist"):          # or memhist.start(...) / memhist.stop()
+        for batch in data:
+            ...
+            optimizer.step()                     # steps are found automatically
+            memhist.mark("after eval")           # optional named marks
+
+Then `memhist report run.memhist`. `memhist record -- python train.py` does the
+same for an unchanged program (see memhist.bootstrap).
+
+Recording attaches to torch's CUDA caching allocator when CUDA initializes
+(through torch.cuda's lazy-initialization queue, so CUDA is never initialized
+earlier than the program itself does it). A failure never stops the program:
+it is kept in status() and written to the file's metadata.
+"""
+import atexit
+import ctypes
+import os
+import threading
+
+from . import _native
+
+__all__ = ["start", "stop", "step", "mark", "status", "Session"]
+
+_lock = threading.RLock()
+_session = None
+
+
+class Session:
+    """One recording; also a context manager that stops it on exit."""
+
+    def __init__(self, path, stacks, op_ranges, lazy_open):
+        self.path = os.path.abspath(path)
+        self.stacks = stacks
+        self.op_ranges = op_ranges
+        self.lazy_open = lazy_open
+        self.rec = None
+        self.attached = False
+        self.status = "waiting for CUDA initialization"
+        self.counts = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        stop()
+        return False
+
+    # -- internals -------------------------------------------------------
+    def open(self):
+        lib = _native.bridge()
+        rec = ctypes.c_void_p()
+        rc = lib.mh_torch_open(self.path.encode(), None, ctypes.byref(rec))
+        if rc < 0:
+            raise OSError("cannot create %s: %s" % (self.path, _native.strerror(rc)))
+        self.rec = rec
+
+    def attach(self):
+        """Runs from torch.cuda's lazy-init queue (or at once if CUDA is up)."""
+        with _lock:
+            if _session is not self or self.attached:
+                return
+            try:
+                import torch
+                if self.rec is None:
+                    self.open()
+                lib = _native.bridge()
+                opts = _native.TorchOpts(_native.STACKS[self.stacks], int(bool(self.op_ranges)), 0,
+                                         torch.__version__.encode())
+                rc = lib.mh_torch_attach(self.rec, ctypes.byref(opts))
+                if rc < 0:
+                    self.status = "not recording: %s" % lib.mh_torch_error().decode("utf-8", "replace")
+                    return
+                self.attached = True
+                self.status = "recording"
+                _wrap_metadata(torch, lib)
+                atexit.register(stop)
+            except Exception as e:  # never break the program
+                self.status = "not recording: %s" % e
+
+    def close(self):
+        if self.attached:
+            _native.bridge().mh_torch_stop()
+            self.attached = False
+        if self.rec is None:
+            return
+        core = _native.core()
+        counts = _native.Counts()
+        core.mh_recorder_get_counts(self.rec, ctypes.byref(counts))
+        core.mh_recorder_set_meta(self.rec, b"record_status", self.status.encode())
+        rc = core.mh_recorder_close(self.rec)  # CDLL: the GIL is released meanwhile
+        self.rec = None
+        self.counts = {"emitted": counts.emitted, "dropped": counts.dropped}
+        if rc < 0:
+            self.status = "writing %s failed: %s" % (self.path, _native.strerror(rc))
+
+
+def _wrap_metadata(torch, lib):
+    """Announces strings given to torch.cuda.memory._set_memory_metadata to
+    the bridge, so allocator events carry them (the tracker cannot intern)."""
+    mem = getattr(torch.cuda, "memory", None)
+    orig = getattr(mem, "_set_memory_metadata", None)
+    if orig is None or getattr(orig, "_memhist", False):
+        return
+
+    def _set_memory_metadata(metadata):
+        if metadata:
+            lib.mh_torch_metadata(str(metadata).encode())
+        return orig(metadata)
+
+    _set_memory_metadata._memhist = True
+    mem._set_memory_metadata = _set_memory_metadata
+
+
+def start(path="record.memhist", stacks="python", op_ranges=False, _lazy_open=False, _cuda=None):
+    """Starts recording to `path`. stacks: "python" (default), "all" (with C++
+    frames; slower), or "none"/None. op_ranges: also record record_function
+    ranges. Returns a Session (usable as a context manager)."""
+    global _session
+    if stacks not in _native.STACKS:
+        raise ValueError("stacks must be 'python', 'all', 'none' or None, not %r" % (stacks,))
+    with _lock:
+        if _session is not None:
+            raise RuntimeError("memhist is already recording to %s" % _session.path)
+        if _cuda is None:
+            import torch
+            _cuda = torch.cuda
+        s = Session(path, stacks, op_ranges, _lazy_open)
+        if not _lazy_open:
+            s.open()
+            atexit.register(stop)
+            if not _cuda.is_available():
+                s.status = "not recording: no CUDA device (torch.cuda.is_available() is False)"
+        _session = s
+        # _lazy_call runs s.attach right after torch initializes CUDA (at once
+        # if it already has); without a device it never runs.
+        lazy_call = getattr(_cuda, "_lazy_call", None)
+        if lazy_call is not None:
+            lazy_call(s.attach)
+        elif _cuda.is_initialized():
+            s.attach()
+        return s
+
+
+def stop():
+    """Stops recording and finishes the file. Returns the session (or None)."""
+    global _session
+    with _lock:
+        s = _session
+        if s is None:
+            return None
+        _session = None
+        s.close()
+        return s
+
+
+def step():
+    """Marks the end of a training step explicitly (then automatic optimizer
+    steps are no longer counted)."""
+    if _session is not None and _session.attached:
+        _native.bridge().mh_torch_step()
+
+
+def mark(name):
+    """Records a named mark at the current time."""
+    if _session is not None and _session.attached:
+        _native.bridge().mh_torch_mark(str(name).encode())
+
+
+def status():
+    """What the current session is doing ("recording", or why not)."""
+    return _session.status if _session is not None else "not started"

@@ -1,0 +1,130 @@
+"""memhist._record - the `memhist record` side inside the recorded program.
+
+Installed by the bootstrap sitecustomize. Watches for `torch.cuda` being
+imported (a meta-path finder that wraps its loader), then queues the attach
+on torch.cuda's lazy-initialization queue (torch.cuda._lazy_call), so the
+recorder starts exactly when the program initializes CUDA, and never earlier.
+The file is created only then, so helper processes that never use CUDA
+(data-loader workers) write nothing. At exit (normal, exception, SIGTERM) it
+finishes the file and appends one status line for the `memhist record`
+command to $MEMHIST_STATUS_FILE:  pid <TAB> file <TAB> events <TAB> status.
+
+Environment (set by `memhist record`): MEMHIST_RECORD_PATH, MEMHIST_STACKS,
+MEMHIST_OP_RANGES, MEMHIST_STATUS_FILE, MEMHIST_ROOT_PID, MEMHIST_LIB_DIR.
+"""
+import atexit
+import importlib.abc
+import importlib.util
+import os
+import signal
+import sys
+
+_state = {"installed": False, "torch_seen": False, "session": None, "reported": False}
+
+
+def output_path():
+    """FILE for the main process; FILE.rank<R> under torchrun; FILE.pid<P>
+    for any other process that initializes CUDA."""
+    path = os.environ["MEMHIST_RECORD_PATH"]
+    rank = os.environ.get("RANK", os.environ.get("LOCAL_RANK"))
+    if rank is not None and rank.strip().isdigit():
+        return "%s.rank%d" % (path, int(rank))
+    if os.environ.get("MEMHIST_ROOT_PID") not in (None, str(os.getpid())):
+        return "%s.pid%d" % (path, os.getpid())
+    return path
+
+
+def _on_torch_cuda(module):
+    _state["torch_seen"] = True
+    import memhist
+    stacks = os.environ.get("MEMHIST_STACKS", "python")
+    try:
+        _state["session"] = memhist.start(output_path(), stacks=None if stacks == "none" else stacks,
+                                          op_ranges=os.environ.get("MEMHIST_OP_RANGES") == "1",
+                                          _lazy_open=True, _cuda=module)
+    except Exception as e:
+        sys.stderr.write("memhist: recording disabled: %s\n" % e)
+
+
+class _LoaderWrapper(importlib.abc.Loader):
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _on_torch_cuda(module)
+
+
+class _TorchCudaFinder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: wraps the loader of `torch.cuda` once."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "torch.cuda":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _LoaderWrapper(spec.loader)
+        return spec
+
+
+def _reason_not_recorded():
+    if "torch" not in sys.modules:
+        return "the program never imported torch"
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return "no CUDA device (torch.cuda.is_available() is False)"
+        if not torch.cuda.is_initialized():
+            return "the program never initialized CUDA"
+    except Exception as e:
+        return "torch.cuda failed: %s" % e
+    return "unknown"
+
+
+def _finish():
+    if _state["reported"]:
+        return
+    _state["reported"] = True
+    import memhist
+    s = memhist.stop() or _state["session"]
+    path, events = "-", 0
+    if s is not None and (s.attached or s.counts is not None):
+        status = s.status
+        path = s.path
+        events = (s.counts or {}).get("emitted", 0)
+    elif s is not None and s.status.startswith("not recording"):
+        status = s.status
+    else:
+        status = "not recording: " + _reason_not_recorded()
+    status_file = os.environ.get("MEMHIST_STATUS_FILE")
+    if status_file:
+        line = "%d\t%s\t%d\t%s\n" % (os.getpid(), path, events, status.replace("\n", " "))
+        fd = os.open(status_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+
+
+def _on_sigterm(signum, frame):
+    sys.exit(128 + signum)  # unwinds through atexit, so the file is finished
+
+
+def install():
+    if _state["installed"]:
+        return
+    _state["installed"] = True
+    if "torch.cuda" in sys.modules:
+        _on_torch_cuda(sys.modules["torch.cuda"])
+    else:
+        sys.meta_path.insert(0, _TorchCudaFinder())
+    atexit.register(_finish)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        try:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+        except ValueError:  # not the main thread
+            pass

@@ -1,0 +1,1053 @@
+/* torch_bridge.cpp - the libtorch bridge (libmemhist_torch.so), the one C++
+ * file of memhist.
+ *
+ * Data flow: torch's CUDA caching allocator calls our trace tracker on every
+ * action, under the device's allocator mutex, on the allocating thread. The
+ * tracker converts the raw approximate-clock ticks to Unix-epoch ns with our
+ * own calibration, copies scalars into an mh_event and hands it to mh_emit.
+ * A stack context (torch's shared_ptr<GatheredContext>) is parked in a slot
+ * of the thread's context ring and travels as an opaque token; the recorder's
+ * drain thread calls resolve_ctx(), which symbolizes a whole batch of parked
+ * contexts with torch::symbolize (GIL taken there, never in the tracker) and
+ * interns frames and stacks; release_ctx() then drops the reference.
+ * RecordFunction USER_SCOPE ranges give step markers, phases and op ranges.
+ *
+ * Owns: the bridge state (one per process, never destroyed: torch cannot
+ * detach a tracker), the context rings (one per producing thread, adopted by
+ * later threads when their owner exits), the clock calibration, and the table
+ * of metadata strings known to the bridge. Every extern "C" entry catches
+ * all exceptions. */
+#include <dlfcn.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include <ATen/Context.h>
+#include <ATen/record_function.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/util/ApproximateClock.h>
+#include <torch/csrc/profiler/combined_traceback.h>
+#include <torch/version.h>
+
+#include "memhist/error.h"
+#include "memhist/torch.h"
+
+#define MH_TORCH_AT_LEAST(maj, min)                                                        \
+    (TORCH_VERSION_MAJOR > (maj) || (TORCH_VERSION_MAJOR == (maj) && TORCH_VERSION_MINOR >= (min)))
+#if !MH_TORCH_AT_LEAST(2, 4)
+#error "memhist's torch bridge needs torch 2.4 or newer"
+#endif
+
+namespace {
+
+namespace cca = c10::cuda::CUDACachingAllocator;
+using Entry = cca::TraceEntry;
+
+/* ---- clock: approximate-clock ticks -> Unix-epoch ns ----------------------- */
+
+/* ns = ns0 + (ticks - ticks0) * scale. Two copies, flipped by `cur`, so the
+ * tracker reads a consistent one without locking while a refinement writes
+ * the other. */
+struct clock_fit {
+    double scale;
+    uint64_t ticks0;
+    uint64_t ns0;
+};
+struct clock_state {
+    clock_fit fit[2];
+    std::atomic<int> cur{0};
+    uint64_t last_refine_ns = 0;
+};
+clock_state g_clock;
+
+uint64_t realtime_ns()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ticks_now()
+{
+    return (uint64_t)c10::getApproximateTime();
+}
+
+/* Median slope over pairs half the sample apart, then the offset as the
+ * median residual: robust against a preempted reading. */
+int fit_pairs(const uint64_t *ticks, const uint64_t *ns, size_t n, clock_fit *out)
+{
+    if (n < 4)
+        return MH_EINVAL;
+    size_t half = n / 2;
+    std::vector<double> v;
+    for (size_t i = 0; i + half < n; i++) {
+        int64_t dt = (int64_t)(ticks[i + half] - ticks[i]);
+        int64_t dn = (int64_t)(ns[i + half] - ns[i]);
+        if (dt > 0 && dn > 0)
+            v.push_back((double)dn / (double)dt);
+    }
+    if (v.empty())
+        return MH_EINVAL;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    double scale = v[v.size() / 2];
+    v.clear();
+    for (size_t i = 0; i < n; i++)
+        v.push_back((double)(int64_t)(ns[i] - ns[0]) - (double)(int64_t)(ticks[i] - ticks[0]) * scale);
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    out->scale = scale;
+    out->ticks0 = ticks[0];
+    out->ns0 = ns[0] + (uint64_t)(int64_t)v[v.size() / 2];
+    return 0;
+}
+
+/* 201 readings about 20 us apart (about 4 ms); each tick value is the
+ * midpoint of the two reads around clock_gettime. */
+int calibrate_clock()
+{
+    const size_t n = 201;
+    std::vector<uint64_t> t(n), ns(n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = ticks_now();
+        ns[i] = realtime_ns();
+        uint64_t b = ticks_now();
+        t[i] = a + (b - a) / 2;
+        uint64_t until = ns[i] + 20000;
+        while (realtime_ns() < until) {
+        }
+    }
+    clock_fit f;
+    int rc = fit_pairs(t.data(), ns.data(), n, &f);
+    if (rc < 0)
+        return rc;
+    int next = 1 - g_clock.cur.load(std::memory_order_relaxed);
+    g_clock.fit[next] = f;
+    g_clock.cur.store(next, std::memory_order_release);
+    g_clock.last_refine_ns = ns[n - 1];
+    return 0;
+}
+
+/* Lengthens the baseline from the calibration anchor to now (at most every
+ * 10 s, called from record_function callbacks, never from the tracker). */
+void refine_clock()
+{
+    uint64_t now = realtime_ns();
+    if (now - g_clock.last_refine_ns < 10000000000ull)
+        return;
+    g_clock.last_refine_ns = now;
+    const clock_fit &f = g_clock.fit[g_clock.cur.load(std::memory_order_acquire)];
+    uint64_t a = ticks_now(), n = realtime_ns(), b = ticks_now();
+    uint64_t t = a + (b - a) / 2;
+    if (t <= f.ticks0 || n <= f.ns0)
+        return;
+    clock_fit g = f;
+    g.scale = (double)(n - f.ns0) / (double)(t - f.ticks0);
+    int next = 1 - g_clock.cur.load(std::memory_order_relaxed);
+    g_clock.fit[next] = g;
+    g_clock.cur.store(next, std::memory_order_release);
+}
+
+inline uint64_t ticks_to_ns(uint64_t ticks)
+{
+    const clock_fit &f = g_clock.fit[g_clock.cur.load(std::memory_order_acquire)];
+    return f.ns0 + (uint64_t)(int64_t)((double)(int64_t)(ticks - f.ticks0) * f.scale);
+}
+
+/* ---- context rings: parked stack contexts, one ring per thread -------------- */
+
+enum slot_state : uint8_t { SLOT_FREE, SLOT_FILLED, SLOT_DROPPED, SLOT_RESOLVED, SLOT_RELEASED };
+
+struct ctx_ring;
+struct ctx_slot {
+    std::shared_ptr<c10::GatheredContext> ctx;
+    uint64_t seq = 0;
+    uint32_t stack = 0;
+    std::atomic<uint8_t> state{SLOT_FREE};
+    ctx_ring *ring = nullptr;
+};
+
+/* Single producer (the owning thread) fills slots at `head`; the drain
+ * thread resolves them and frees them in order at `tail`. */
+struct ctx_ring {
+    std::unique_ptr<ctx_slot[]> slots;
+    uint32_t cap = 0;
+    std::atomic<uint64_t> head{0};
+    std::atomic<uint64_t> tail{0};
+    std::atomic<int> owned{1};
+    ctx_ring *next = nullptr;
+};
+
+/* ---- bridge state -------------------------------------------------------------- */
+
+enum step_mode { STEPS_OPTIMIZER = 0, STEPS_PROFILER = 1, STEPS_EXPLICIT = 2 };
+
+struct bridge {
+    std::atomic<mh_recorder *> rec{nullptr};
+    std::atomic<int> inflight{0};
+    int stacks = MH_TORCH_STACKS_PYTHON;
+    int op_ranges = 0;
+    uint32_t ctx_slots = 16384;
+    bool history_ours = false;
+    bool hooks_installed = false;
+    std::atomic<int64_t> step{0};
+    std::atomic<int> mode{STEPS_OPTIMIZER};
+    std::atomic<int> begin_pending{0};
+    std::atomic<int> phase{MH_PHASE_NONE};
+    std::atomic<uint32_t> main_thread{0};
+    std::atomic<uint64_t> ctx_lost{0};
+    std::atomic<ctx_ring *> rings{nullptr};
+    std::mutex api_lock; /* attach/stop/metadata table writers; never in the tracker */
+    char error[512] = "";
+};
+bridge g;
+
+/* Metadata strings interned outside the allocator lock, so that the tracker
+ * can attach user_metadata / compile_context ids by a lock-free lookup.
+ * Append-only; entries are published by `count`. */
+struct meta_table {
+    static const size_t cap = 256;
+    std::string text[cap];
+    uint32_t id[cap] = {};
+    std::atomic<size_t> count{0};
+};
+meta_table g_meta;
+
+void set_error(const char *fmt, const char *detail = "")
+{
+    snprintf(g.error, sizeof g.error, fmt, detail);
+}
+
+/* ---- ring handling (producer side: allocation-free after the first event) ------ */
+
+struct ring_owner {
+    ctx_ring *ring = nullptr;
+    ~ring_owner()
+    {
+        if (ring)
+            ring->owned.store(0, std::memory_order_release);
+    }
+};
+thread_local ring_owner t_ring;
+
+ctx_ring *my_ring()
+{
+    if (t_ring.ring)
+        return t_ring.ring;
+    for (ctx_ring *r = g.rings.load(std::memory_order_acquire); r; r = r->next) {
+        int zero = 0;
+        if (r->owned.load(std::memory_order_relaxed) == 0 && r->owned.compare_exchange_strong(zero, 1))
+            return t_ring.ring = r;
+    }
+    ctx_ring *r = new ctx_ring; /* a thread's first event: the one allowed allocation */
+    r->cap = g.ctx_slots;
+    r->slots.reset(new ctx_slot[r->cap]);
+    for (uint32_t i = 0; i < r->cap; i++)
+        r->slots[i].ring = r;
+    ctx_ring *old = g.rings.load(std::memory_order_relaxed);
+    do
+        r->next = old;
+    while (!g.rings.compare_exchange_weak(old, r, std::memory_order_release));
+    return t_ring.ring = r;
+}
+
+/* Parks a context; returns the slot or nullptr when the ring is full. */
+ctx_slot *park_context(const std::shared_ptr<c10::GatheredContext> &ctx)
+{
+    ctx_ring *r = my_ring();
+    uint64_t h = r->head.load(std::memory_order_relaxed);
+    if (h - r->tail.load(std::memory_order_acquire) >= r->cap)
+        return nullptr;
+    ctx_slot *s = &r->slots[h % r->cap];
+    s->ctx = ctx; /* reference count increment, no allocation */
+    s->seq = h;
+    s->stack = 0;
+    s->state.store(SLOT_FILLED, std::memory_order_relaxed);
+    r->head.store(h + 1, std::memory_order_release);
+    return s;
+}
+
+/* ---- drain side: batch symbolization ------------------------------------------- */
+
+struct py_api {
+    int (*is_initialized)() = nullptr;
+    int (*is_finalizing)() = nullptr;
+    int (*ensure)() = nullptr;
+    void (*release)(int) = nullptr;
+};
+
+py_api python_api()
+{
+    py_api p;
+    p.is_initialized = (int (*)())dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    p.is_finalizing = (int (*)())dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+    if (!p.is_finalizing)
+        p.is_finalizing = (int (*)())dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+    p.ensure = (int (*)())dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    p.release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
+    return p;
+}
+
+/* torch::symbolize needs the GIL for Python frames; the drain thread is not an
+ * allocator thread, so it may take it. Without Python there are no Python
+ * frames and nothing to lock. Returns false if Python is shutting down. */
+bool symbolize_batch(const std::vector<torch::CapturedTraceback *> &tbs, torch::SymbolizedTracebacks *out)
+{
+    static const py_api py = python_api();
+    bool with_py = py.is_initialized && py.ensure && py.release && py.is_initialized();
+    if (with_py && py.is_finalizing && py.is_finalizing())
+        return false;
+    int gil = with_py ? py.ensure() : 0;
+    try {
+        *out = torch::symbolize(tbs);
+    } catch (...) {
+        if (with_py)
+            py.release(gil);
+        throw;
+    }
+    if (with_py)
+        py.release(gil);
+    return true;
+}
+
+uint32_t intern_traceback(mh_recorder *rec, const torch::SymbolizedTracebacks &st, size_t i,
+                          std::vector<int64_t> &frame_ids, std::vector<uint32_t> &scratch)
+{
+    scratch.clear();
+    for (uint64_t fi : st.tracebacks[i]) {
+        if (frame_ids[fi] == 0) {
+            const torch::unwind::Frame &f = st.all_frames[fi];
+            int64_t id = mh_intern_frame(rec, f.filename.c_str(), f.funcname.c_str(), (uint32_t)f.lineno);
+            frame_ids[fi] = id > 0 ? id : -1;
+        }
+        if (frame_ids[fi] > 0)
+            scratch.push_back((uint32_t)frame_ids[fi]);
+    }
+    if (scratch.empty())
+        return 0;
+    int64_t sid = mh_intern_stack(rec, scratch.data(), scratch.size());
+    return sid > 0 ? (uint32_t)sid : 0;
+}
+
+/* Resolves every filled slot of the ring from `first` to the published head. */
+void resolve_ring_from(mh_recorder *rec, ctx_ring *r, uint64_t first)
+{
+    uint64_t head = r->head.load(std::memory_order_acquire);
+    std::vector<ctx_slot *> slots;
+    std::vector<torch::CapturedTraceback *> tbs;
+    for (uint64_t q = first; q < head && slots.size() < 4096; q++) {
+        ctx_slot *s = &r->slots[q % r->cap];
+        if (s->state.load(std::memory_order_acquire) != SLOT_FILLED)
+            continue;
+        auto *tb = dynamic_cast<torch::CapturedTraceback *>(s->ctx.get());
+        if (tb) {
+            slots.push_back(s);
+            tbs.push_back(tb);
+        } else {
+            uint8_t want = SLOT_FILLED;
+            s->state.compare_exchange_strong(want, SLOT_RESOLVED);
+        }
+    }
+    torch::SymbolizedTracebacks st;
+    bool ok = !tbs.empty() && symbolize_batch(tbs, &st) && st.tracebacks.size() == tbs.size();
+    std::vector<int64_t> frame_ids(ok ? st.all_frames.size() : 0, 0);
+    std::vector<uint32_t> scratch;
+    for (size_t i = 0; i < slots.size(); i++) {
+        slots[i]->stack = ok ? intern_traceback(rec, st, i, frame_ids, scratch) : 0;
+        uint8_t want = SLOT_FILLED;
+        slots[i]->state.compare_exchange_strong(want, SLOT_RESOLVED, std::memory_order_acq_rel);
+    }
+}
+
+uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
+{
+    try {
+        ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
+        if (!s)
+            return 0;
+        if (s->state.load(std::memory_order_acquire) == SLOT_FILLED)
+            resolve_ring_from(rec, s->ring, s->seq);
+        return s->state.load(std::memory_order_acquire) == SLOT_RESOLVED ? s->stack : 0;
+    } catch (...) {
+        return 0;
+    }
+}
+
+/* Frees released (and dropped) slots in order, so the owner may reuse them. */
+void release_ctx(void *user, uint64_t token)
+{
+    ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
+    if (!s)
+        return;
+    ctx_ring *r = s->ring;
+    s->state.store(SLOT_RELEASED, std::memory_order_release);
+    uint64_t t = r->tail.load(std::memory_order_relaxed);
+    uint64_t head = r->head.load(std::memory_order_acquire);
+    while (t < head) {
+        ctx_slot *x = &r->slots[t % r->cap];
+        uint8_t st = x->state.load(std::memory_order_acquire);
+        if (st != SLOT_RELEASED && st != SLOT_DROPPED)
+            break;
+        x->ctx.reset(); /* ~CapturedTraceback queues Python frames; no GIL needed */
+        x->state.store(SLOT_FREE, std::memory_order_relaxed);
+        r->tail.store(++t, std::memory_order_release);
+    }
+}
+
+/* ---- emitting ---------------------------------------------------------------- */
+
+/* Keeps `rec` alive across an emit: mh_torch_stop waits for inflight == 0. */
+struct emit_guard {
+    mh_recorder *rec;
+    emit_guard()
+    {
+        g.inflight.fetch_add(1, std::memory_order_acq_rel);
+        rec = g.rec.load(std::memory_order_acquire);
+    }
+    ~emit_guard() { g.inflight.fetch_sub(1, std::memory_order_release); }
+};
+
+void emit_simple(mh_recorder *rec, uint8_t kind, uint64_t t, uint32_t aux, uint32_t str = 0)
+{
+    mh_event ev{};
+    ev.time_ns = t;
+    ev.kind = kind;
+    ev.aux = aux;
+    ev.str = str;
+    ev.device = -1;
+    ev.thread = mh_thread_id();
+    mh_emit(rec, &ev);
+}
+
+/* The step that opens after a step end is emitted lazily, at the next event,
+ * so the file never ends with an empty step. */
+void maybe_begin_step(mh_recorder *rec, uint64_t t)
+{
+    if (g.begin_pending.load(std::memory_order_relaxed) && g.begin_pending.exchange(0)) {
+        emit_simple(rec, MH_EV_STEP_BEGIN, t, (uint32_t)g.step.load());
+        g.phase.store(MH_PHASE_FORWARD, std::memory_order_relaxed);
+        emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
+    }
+}
+
+int map_action(int a)
+{
+    switch (a) {
+    case Entry::ALLOC: return MH_EV_ALLOC;
+    case Entry::FREE_REQUESTED: return MH_EV_FREE_REQUESTED;
+    case Entry::FREE_COMPLETED: return MH_EV_FREE_COMPLETED;
+    case Entry::SEGMENT_ALLOC: return MH_EV_SEGMENT_ALLOC;
+    case Entry::SEGMENT_FREE: return MH_EV_SEGMENT_FREE;
+    case Entry::SEGMENT_MAP: return MH_EV_SEGMENT_MAP;
+    case Entry::SEGMENT_UNMAP: return MH_EV_SEGMENT_UNMAP;
+    case Entry::SNAPSHOT: return MH_EV_SNAPSHOT;
+    case Entry::OOM: return MH_EV_OOM;
+    default: return -1; /* ANNOTATE (2.14+) and future actions are not recorded */
+    }
+}
+
+/* Lock-free lookup of a metadata string interned earlier (0 = unknown). */
+uint32_t meta_id(const std::string &s)
+{
+    if (s.empty() || s == "N/A")
+        return 0;
+    size_t n = g_meta.count.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (g_meta.text[i] == s)
+            return g_meta.id[i];
+    return 0;
+}
+
+/* TraceEntry fields that appeared over releases, detected by C++17 SFINAE
+ * rather than by guessing the release that added them. */
+template <class T, class = void> struct has_mempool : std::false_type {};
+template <class T> struct has_mempool<T, std::void_t<decltype(std::declval<T>().mempool_)>> : std::true_type {};
+template <class T, class = void> struct has_compile_ctx : std::false_type {};
+template <class T>
+struct has_compile_ctx<T, std::void_t<decltype(std::declval<T>().compile_context_)>> : std::true_type {};
+template <class T, class = void> struct has_user_md : std::false_type {};
+template <class T>
+struct has_user_md<T, std::void_t<decltype(std::declval<T>().user_metadata_)>> : std::true_type {};
+
+template <class T> void copy_optional_fields(const T &e, mh_event *ev)
+{
+    if constexpr (has_mempool<T>::value) {
+        ev->pool[0] = (uint32_t)e.mempool_.first;
+        ev->pool[1] = (uint32_t)e.mempool_.second;
+    }
+    if constexpr (has_compile_ctx<T>::value)
+        ev->str2 = meta_id(e.compile_context_);
+    if constexpr (has_user_md<T>::value)
+        ev->str = meta_id(e.user_metadata_);
+}
+
+/* Backward is detected from allocations on a thread other than the training
+ * thread (the one that runs the optimizer): autograd runs CUDA backward ops
+ * on its per-device worker threads, and no USER_SCOPE range marks it. */
+void note_phase_from_alloc(mh_recorder *rec, uint64_t t, uint32_t tid)
+{
+    uint32_t main = g.main_thread.load(std::memory_order_relaxed);
+    int fwd = MH_PHASE_FORWARD;
+    if (main && tid != main && g.phase.load(std::memory_order_relaxed) == MH_PHASE_FORWARD &&
+        g.phase.compare_exchange_strong(fwd, MH_PHASE_BACKWARD))
+        emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_BACKWARD);
+}
+
+/* The tracker: runs under the allocator mutex. No GIL, no torch calls, no
+ * allocation beyond a thread's first event, no system call. */
+void on_trace(const Entry &e)
+{
+    emit_guard guard;
+    mh_recorder *rec = guard.rec;
+    if (!rec)
+        return;
+    int kind = map_action((int)e.action_);
+    if (kind < 0)
+        return;
+    mh_event ev{};
+    ev.time_ns = ticks_to_ns((uint64_t)e.time_.approx_t_);
+    ev.kind = (uint8_t)kind;
+    ev.addr = (uint64_t)e.addr_;
+    ev.size = (uint64_t)e.size_;
+    ev.stream = (uint64_t)(uintptr_t)e.stream_;
+    ev.device = (int16_t)e.device_;
+    ev.thread = mh_thread_id();
+    copy_optional_fields(e, &ev);
+    maybe_begin_step(rec, ev.time_ns);
+    if (kind == MH_EV_ALLOC)
+        note_phase_from_alloc(rec, ev.time_ns, ev.thread);
+    /* Stacks ride on the events that create memory; frees refer to the block's
+     * allocation, whose stack the model already knows. */
+    ctx_slot *slot = nullptr;
+    bool wants_ctx = kind == MH_EV_ALLOC || kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_MAP ||
+                     kind == MH_EV_OOM;
+    if (e.context_ && wants_ctx && g.stacks != MH_TORCH_STACKS_NONE) {
+        slot = park_context(e.context_);
+        if (slot) {
+            ev.ctx = (uint64_t)(uintptr_t)slot;
+            ev.flags |= MH_EVF_CTX_TOKEN;
+        } else {
+            g.ctx_lost.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+    if (mh_emit(rec, &ev) != 0 && slot)
+        slot->state.store(SLOT_DROPPED, std::memory_order_release);
+}
+
+/* ---- record_function: steps, phases, op ranges ---------------------------------- */
+
+bool starts_with(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+bool is_optimizer_step(const char *name)
+{
+    size_t n = strlen(name);
+    return starts_with(name, "Optimizer.step#") && n > 20 && strcmp(name + n - 5, ".step") == 0;
+}
+
+uint32_t range_name_id(mh_recorder *rec, const char *name)
+{
+    thread_local std::unordered_map<std::string, uint32_t> cache;
+    thread_local mh_recorder *cache_rec = nullptr;
+    if (cache_rec != rec) {
+        cache.clear();
+        cache_rec = rec;
+    }
+    auto it = cache.find(name);
+    if (it != cache.end())
+        return it->second;
+    int64_t id = mh_intern_string(rec, name, strlen(name));
+    uint32_t v = id > 0 ? (uint32_t)id : 0;
+    cache.emplace(name, v);
+    return v;
+}
+
+void end_step(mh_recorder *rec, uint64_t t)
+{
+    maybe_begin_step(rec, t);
+    emit_simple(rec, MH_EV_STEP_END, t, (uint32_t)g.step.fetch_add(1));
+    g.phase.store(MH_PHASE_NONE, std::memory_order_relaxed);
+    g.begin_pending.store(1, std::memory_order_release);
+}
+
+/* Handles one USER_SCOPE range boundary by name (shared with the tests). */
+void on_range(const char *name, bool begin)
+{
+    emit_guard guard;
+    mh_recorder *rec = guard.rec;
+    if (!rec || !name)
+        return;
+    uint64_t t = mh_clock_ns();
+    if (starts_with(name, "ProfilerStep#")) {
+        int64_t n = strtoll(name + 13, nullptr, 10);
+        g.mode.store(std::max(g.mode.load(), (int)STEPS_PROFILER));
+        if (g.mode.load() == STEPS_PROFILER) {
+            g.begin_pending.store(0);
+            g.step.store(n);
+            emit_simple(rec, begin ? MH_EV_STEP_BEGIN : MH_EV_STEP_END, t, (uint32_t)n);
+            if (begin) {
+                g.phase.store(MH_PHASE_FORWARD);
+                emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
+            } else {
+                g.step.store(n + 1);
+            }
+        }
+    } else if (is_optimizer_step(name)) {
+        if (begin) {
+            g.main_thread.store(mh_thread_id(), std::memory_order_relaxed);
+            maybe_begin_step(rec, t);
+            g.phase.store(MH_PHASE_OPTIMIZER);
+            emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_OPTIMIZER);
+        } else if (g.mode.load() == STEPS_OPTIMIZER) {
+            end_step(rec, t);
+            refine_clock();
+        }
+    }
+    if (g.op_ranges)
+        emit_simple(rec, begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END, t, 0, range_name_id(rec, name));
+}
+
+std::unique_ptr<at::ObserverContext> rf_start(const at::RecordFunction &fn)
+{
+    try {
+        on_range(fn.name(), true);
+    } catch (...) {
+    }
+    return nullptr;
+}
+
+void rf_end(const at::RecordFunction &fn, at::ObserverContext *)
+{
+    try {
+        on_range(fn.name(), false);
+    } catch (...) {
+    }
+}
+
+/* ---- attach ------------------------------------------------------------------ */
+
+bool env_true(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"));
+}
+
+const char *alloc_conf_env()
+{
+    const char *v = getenv("PYTORCH_ALLOC_CONF");
+    return v && *v ? v : getenv("PYTORCH_CUDA_ALLOC_CONF");
+}
+
+int check_environment()
+{
+    for (const char *var : {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}) {
+        const char *v = getenv(var);
+        if (v && strstr(v, "backend:cudaMallocAsync")) {
+            set_error("%s selects backend:cudaMallocAsync, which has no allocator trace hook; memhist "
+                      "records only the native caching allocator (remove that setting to record)",
+                      var);
+            return MH_EUNSUPPORTED;
+        }
+    }
+    if (env_true("PYTORCH_NO_CUDA_MEMORY_CACHING")) {
+        set_error("%s", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 disables the caching allocator, which then reports "
+                        "no events; unset it to record");
+        return MH_EUNSUPPORTED;
+    }
+    return 0;
+}
+
+std::shared_ptr<c10::GatheredContext> gather_python()
+{
+    return torch::CapturedTraceback::gather(true, true, false);
+}
+
+std::shared_ptr<c10::GatheredContext> gather_all()
+{
+    return torch::CapturedTraceback::gather(true, true, true);
+}
+
+/* recordHistory gained `skip_actions` (a vector of action names) in later
+ * releases; the template lets the call compile against either signature. */
+template <class F>
+void call_record_history(F f, bool enabled, cca::CreateContextFn fn, cca::RecordContext when)
+{
+    using skip_t = const std::vector<std::string> &;
+    if constexpr (std::is_invocable_v<F, bool, cca::CreateContextFn, size_t, cca::RecordContext, bool, skip_t>) {
+        /* everything skipped: torch's own ring buffer stays empty */
+        static const std::vector<std::string> skip_all = {"alloc",         "free_requested", "free_completed",
+                                                          "segment_alloc", "segment_free",   "oom",
+                                                          "snapshot"};
+        static const std::vector<std::string> none;
+        f(enabled, fn, 1, when, false, enabled ? skip_all : none);
+    } else {
+        f(enabled, fn, 1, when, false);
+    }
+}
+
+/* Turns on torch's history with a one-entry ring so that torch gathers
+ * contexts for the tracker while keeping its own buffer minimal. Leaves a
+ * history the program turned on itself alone. */
+void enable_history()
+{
+    if (g.stacks == MH_TORCH_STACKS_NONE || cca::isHistoryEnabled())
+        return;
+    cca::CreateContextFn fn = g.stacks == MH_TORCH_STACKS_ALL ? gather_all : gather_python;
+    if (g.stacks == MH_TORCH_STACKS_ALL)
+        torch::unwind::unwind(); /* warm the unwinder, as torch does */
+    call_record_history(&cca::recordHistory, true, fn, cca::RecordContext::ALLOC);
+    g.history_ours = true;
+}
+
+void disable_history()
+{
+    if (!g.history_ours)
+        return;
+    g.history_ours = false;
+    call_record_history(&cca::recordHistory, false, nullptr, cca::RecordContext::NEVER);
+}
+
+void on_oom(int64_t device, size_t allocated, size_t total, size_t free_bytes)
+{
+    emit_guard guard;
+    if (!guard.rec)
+        return;
+    char buf[160];
+    snprintf(buf, sizeof buf, "device=%lld allocated=%zu device_total=%zu device_free=%zu", (long long)device,
+             allocated, total, free_bytes);
+    mh_recorder_set_meta(guard.rec, "last_oom", buf);
+}
+
+void install_hooks()
+{
+    if (g.hooks_installed)
+        return;
+    cca::attachAllocatorTraceTracker([](const Entry &e) {
+        try {
+            on_trace(e);
+        } catch (...) {
+        }
+    });
+    cca::attachOutOfMemoryObserver([](int64_t d, size_t a, size_t t, size_t f) {
+        try {
+            on_oom(d, a, t, f);
+        } catch (...) {
+        }
+    });
+    at::addGlobalCallback(at::RecordFunctionCallback(rf_start, rf_end).scopes({at::RecordScope::USER_SCOPE}));
+    g.hooks_installed = true;
+}
+
+/* Device names and sizes through the CUDA driver, already loaded by torch. */
+void record_devices(mh_recorder *rec, int count)
+{
+    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    using name_fn = int (*)(char *, int, int);
+    using mem_fn = int (*)(size_t *, int);
+    using get_fn = int (*)(int *, int);
+    name_fn get_name = cuda ? (name_fn)dlsym(cuda, "cuDeviceGetName") : nullptr;
+    mem_fn total_mem = cuda ? (mem_fn)dlsym(cuda, "cuDeviceTotalMem_v2") : nullptr;
+    get_fn get_dev = cuda ? (get_fn)dlsym(cuda, "cuDeviceGet") : nullptr;
+    for (int i = 0; i < count; i++) {
+        char name[256] = "";
+        size_t total = 0;
+        int dev = -1;
+        if (get_dev && get_dev(&dev, i) == 0) {
+            if (get_name)
+                get_name(name, (int)sizeof name, dev);
+            if (total_mem)
+                total_mem(&total, dev);
+        }
+        mh_recorder_set_device(rec, i, name, total);
+    }
+}
+
+void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
+{
+    mh_recorder_set_meta(rec, "torch_version", o && o->torch_version ? o->torch_version : TORCH_VERSION);
+    const char *conf = alloc_conf_env();
+    mh_recorder_set_meta(rec, "alloc_conf", conf ? conf : "");
+    static const char *names[] = {"python", "none", "python", "all"};
+    mh_recorder_set_meta(rec, "torch_stacks", names[g.stacks]);
+    mh_recorder_set_meta(rec, "step_source", "record_function (Optimizer.step#, ProfilerStep#) or explicit");
+    record_devices(rec, devices);
+}
+
+int apply_options(const mh_torch_opts *o)
+{
+    int stacks = o ? o->stacks : 0;
+    if (stacks < 0 || stacks > MH_TORCH_STACKS_ALL) {
+        set_error("%s", "invalid stacks option");
+        return MH_EINVAL;
+    }
+    g.stacks = stacks == MH_TORCH_STACKS_DEFAULT ? MH_TORCH_STACKS_PYTHON : stacks;
+    g.op_ranges = o ? o->op_ranges : 0;
+    if (!g.rings.load() && o && o->ctx_slots)
+        g.ctx_slots = std::max<uint32_t>(o->ctx_slots, 64);
+    return 0;
+}
+
+void reset_steps(mh_recorder *rec)
+{
+    g.step.store(0);
+    g.mode.store(STEPS_OPTIMIZER);
+    g.phase.store(MH_PHASE_NONE);
+    g.begin_pending.store(1);
+    g.main_thread.store(mh_thread_id());
+    g.rec.store(rec, std::memory_order_release);
+}
+
+int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
+{
+    if (g.rec.load()) {
+        set_error("%s", "the torch bridge is already attached to a recorder (call mh_torch_stop first)");
+        return MH_ESTATE;
+    }
+    int rc = apply_options(o);
+    if (rc < 0 || (rc = check_environment()) < 0)
+        return rc;
+    if (!at::globalContext().hasCUDA() || c10::cuda::device_count() == 0) {
+        set_error("%s", "no CUDA device: torch sees no GPU (or was built without CUDA), nothing to record");
+        return MH_EUNAVAILABLE;
+    }
+#if MH_TORCH_AT_LEAST(2, 6)
+    at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
+#else
+    at::globalContext().lazyInitCUDA();
+#endif
+    if (!cca::get()) {
+        set_error("%s", "torch's CUDA allocator does not exist after CUDA initialization");
+        return MH_EUNAVAILABLE;
+    }
+    std::string name = cca::name();
+    if (name != "native") {
+        set_error("the CUDA allocator backend is '%s'; only the native caching allocator has a trace hook",
+                  name.c_str());
+        return MH_EUNSUPPORTED;
+    }
+    if ((rc = calibrate_clock()) < 0) {
+        set_error("%s", "clock calibration failed");
+        return rc;
+    }
+    enable_history();
+    install_hooks();
+    record_meta(rec, o, c10::cuda::device_count());
+    reset_steps(rec);
+    return 0;
+}
+
+/* Waits until no tracker or range callback still uses the old recorder. */
+void quiesce()
+{
+    g.rec.store(nullptr, std::memory_order_release);
+    while (g.inflight.load(std::memory_order_acquire) != 0) {
+    }
+}
+
+} // namespace
+
+/* ---- extern "C" API -------------------------------------------------------------- */
+
+extern "C" {
+
+void mh_torch_recorder_opts(struct mh_recorder_opts *opts)
+{
+    if (!opts)
+        return;
+    opts->resolve_stack = resolve_ctx;
+    opts->release_token = release_ctx;
+    opts->resolver_user = &g;
+}
+
+int mh_torch_open(const char *path, const struct mh_recorder_opts *ropts, struct mh_recorder **out)
+{
+    struct mh_recorder_opts o;
+    if (ropts)
+        o = *ropts;
+    else
+        memset(&o, 0, sizeof o);
+    mh_torch_recorder_opts(&o);
+    return mh_recorder_open(path, &o, out);
+}
+
+int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts)
+{
+    if (!rec)
+        return MH_EINVAL;
+    std::lock_guard<std::mutex> lock(g.api_lock);
+    g.error[0] = '\0';
+    try {
+        int rc = attach_locked(rec, opts);
+        if (rc < 0)
+            quiesce();
+        return rc;
+    } catch (const std::exception &ex) {
+        set_error("torch failed while attaching: %s", ex.what());
+    } catch (...) {
+        set_error("%s", "torch failed while attaching (unknown exception)");
+    }
+    quiesce();
+    try {
+        disable_history();
+    } catch (...) {
+    }
+    return MH_EUNAVAILABLE;
+}
+
+int mh_torch_stop(void)
+{
+    std::lock_guard<std::mutex> lock(g.api_lock);
+    mh_recorder *rec = g.rec.load();
+    quiesce();
+    try {
+        disable_history();
+    } catch (const std::exception &ex) {
+        set_error("turning torch's history off failed: %s", ex.what());
+        return MH_ESTATE;
+    } catch (...) {
+        return MH_ESTATE;
+    }
+    if (rec && g.ctx_lost.load()) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)g.ctx_lost.load());
+        mh_recorder_set_meta(rec, "stacks_lost", buf);
+    }
+    return 0;
+}
+
+int mh_torch_step(void)
+{
+    try {
+        emit_guard guard;
+        if (!guard.rec)
+            return MH_ESTATE;
+        g.mode.store(STEPS_EXPLICIT);
+        end_step(guard.rec, mh_clock_ns());
+        return 0;
+    } catch (...) {
+        return MH_ESTATE;
+    }
+}
+
+int mh_torch_mark(const char *name)
+{
+    if (!name)
+        return MH_EINVAL;
+    try {
+        emit_guard guard;
+        if (!guard.rec)
+            return MH_ESTATE;
+        int64_t id = mh_intern_string(guard.rec, name, strlen(name));
+        if (id < 0)
+            return (int)id;
+        uint64_t t = mh_clock_ns();
+        maybe_begin_step(guard.rec, t);
+        emit_simple(guard.rec, MH_EV_MARK, t, 0, (uint32_t)id);
+        return 0;
+    } catch (...) {
+        return MH_ESTATE;
+    }
+}
+
+int mh_torch_metadata(const char *text)
+{
+    if (!text || !*text)
+        return MH_EINVAL;
+    try {
+        std::lock_guard<std::mutex> lock(g.api_lock);
+        mh_recorder *rec = g.rec.load();
+        if (!rec)
+            return MH_ESTATE;
+        size_t n = g_meta.count.load();
+        for (size_t i = 0; i < n; i++)
+            if (g_meta.text[i] == text)
+                return 0;
+        if (n == meta_table::cap)
+            return MH_ELIMIT;
+        int64_t id = mh_intern_string(rec, text, strlen(text));
+        if (id < 0)
+            return (int)id;
+        g_meta.text[n] = text;
+        g_meta.id[n] = (uint32_t)id;
+        g_meta.count.store(n + 1, std::memory_order_release);
+        return 0;
+    } catch (...) {
+        return MH_ENOMEM;
+    }
+}
+
+const char *mh_torch_error(void)
+{
+    return g.error;
+}
+
+int mh_torch_active(void)
+{
+    return g.rec.load() != nullptr;
+}
+
+/* ---- test-only entry points (tests/torch): drive the handlers without CUDA ---- */
+
+int mh__torch_test_attach(struct mh_recorder *rec, int stacks, int op_ranges)
+{
+    std::lock_guard<std::mutex> lock(g.api_lock);
+    mh_torch_opts o{};
+    o.stacks = stacks;
+    o.op_ranges = op_ranges;
+    int rc = apply_options(&o);
+    if (rc == 0)
+        rc = calibrate_clock();
+    if (rc == 0)
+        reset_steps(rec);
+    return rc;
+}
+
+/* `entry` is a c10 TraceEntry built by the test against the same headers. */
+void mh__torch_test_trace(const void *entry)
+{
+    on_trace(*static_cast<const Entry *>(entry));
+}
+
+void mh__torch_test_range(const char *name, int begin)
+{
+    on_range(name, begin != 0);
+}
+
+int mh__torch_test_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, double *scale, uint64_t *ns_at_tick0)
+{
+    clock_fit f;
+    int rc = fit_pairs(ticks, ns, n, &f);
+    if (rc == 0) {
+        *scale = f.scale;
+        *ns_at_tick0 = f.ns0;
+    }
+    return rc;
+}
+
+uint64_t mh__torch_test_ticks_to_ns(uint64_t ticks)
+{
+    return ticks_to_ns(ticks);
+}
+
+uint64_t mh__torch_test_ticks_now(void)
+{
+    return ticks_now();
+}
+
+uint64_t mh__torch_test_ctx_lost(void)
+{
+    return g.ctx_lost.load();
+}
+
+} /* extern "C" */
