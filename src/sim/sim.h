@@ -1,0 +1,108 @@
+/* sim.h - the caching-allocator simulator.
+ *
+ * A faithful re-implementation of the decisions of PyTorch's CUDA caching
+ * allocator (reference pytorch-allocator.md sections 1.6 and 1.10): request
+ * rounding, small/large pools per stream, segment sizes, best fit by (size,
+ * address), split rules, max_split_size and oversize blocks, cross-stream
+ * pending frees, garbage collection, release-and-retry before OOM, and
+ * expandable segments. It sits where a live recording would: it emits exactly
+ * the allocator events the torch hook emits, to a callback and/or a writer,
+ * so the model and every output read a simulated run like a recorded one.
+ * Workloads (workload.h) and what-if replay (src/cli/cmd_whatif.c) drive it.
+ *
+ * Not thread-safe; one simulator models one device. */
+#ifndef MH_SIM_SIM_H
+#define MH_SIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memhist/allocconf.h"
+#include "memhist/event.h"
+#include "memhist/writer.h"
+
+struct mh_sim;
+
+/* Receives every event the simulator emits, in order. A non-zero return
+ * stops the current operation, which returns that value. */
+typedef int (*mh_sim_event_fn)(void *user, const struct mh_event *ev);
+
+/* Address oracle for replay: asked for the base address of a new segment
+ * (expandable = 0, size = cudaMalloc size) or of a new expandable virtual
+ * reservation (expandable = 1, size = reservation size). Returns 1 and sets
+ * *addr to use that address, 0 to let the simulator choose. An address that
+ * overlaps a live range is ignored. */
+typedef int (*mh_sim_addr_fn)(void *user, int expandable, uint64_t size, uint64_t stream,
+                              int small_pool, uint64_t *addr);
+
+struct mh_sim_opts {
+    struct mh_alloc_conf conf; /* allocator settings (zero = PyTorch defaults) */
+    uint64_t capacity;         /* device memory in bytes; 0 = unlimited */
+    int device;                /* device index put into events */
+    uint64_t base_addr;        /* lowest device address; 0 = 0x7f0000000000 */
+    uint64_t start_ns;         /* time of the first event; 0 = 1.7e18 ns */
+    mh_sim_event_fn emit;      /* optional callback */
+    void *emit_user;
+    /* optional writer (borrowed, must outlive the simulator): events are
+     * written to it and stacks/strings interned in it */
+    struct mh_writer *writer;
+    mh_sim_addr_fn addr_fn;    /* optional address oracle */
+    void *addr_user;
+};
+
+/* Counters the simulator keeps itself (torch's DeviceStats names). */
+struct mh_sim_stats {
+    uint64_t allocated, reserved, active;
+    uint64_t requested; /* requested bytes of active blocks */
+    uint64_t peak_allocated, peak_reserved;
+    uint64_t allocs, frees, segment_allocs, segment_frees, maps, unmaps;
+    uint64_t alloc_retries, ooms;
+    uint64_t pending_frees; /* blocks freed but waiting on another stream */
+};
+
+int mh_sim_new(const struct mh_sim_opts *opts, struct mh_sim **out);
+void mh_sim_free(struct mh_sim *s);
+
+/* Simulated clock: events carry the current time. Time never goes back. */
+void mh_sim_set_time(struct mh_sim *s, uint64_t time_ns);
+void mh_sim_advance(struct mh_sim *s, uint64_t ns);
+uint64_t mh_sim_time(const struct mh_sim *s);
+
+/* Allocates `size` bytes on `stream` (torch's malloc). `stack` and `str`
+ * (interned ids, 0 = none) are attached to the events. On success stores the
+ * block address. Returns MH_EOOM_SIM after emitting the OOM event when every
+ * retry failed, MH_EINVAL for size 0 (which emits nothing, as in torch). */
+int mh_sim_malloc(struct mh_sim *s, uint64_t size, uint64_t stream, uint32_t stack, uint32_t str,
+                  uint64_t *addr);
+
+/* Frees a block (torch's free). `stack` 0 means the allocation's stack.
+ * With `deferred` the block was used on another stream: free_requested is
+ * emitted now and free_completed once its event completes, i.e. at the first
+ * malloc (or release) at or after `ready_ns` (UINT64_MAX: when
+ * mh_sim_mark_ready is called). MH_ENOTFOUND for an unknown address. */
+int mh_sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int deferred,
+                      uint64_t ready_ns);
+/* The pending free of `addr` completes now (reaped at the next malloc). */
+int mh_sim_mark_ready(struct mh_sim *s, uint64_t addr);
+
+/* torch.cuda.empty_cache(): completes every pending free, frees every
+ * unsplit cached segment and unmaps free expandable pages. */
+int mh_sim_empty_cache(struct mh_sim *s);
+
+/* Emits a non-allocator event (step, phase, mark, ...) at the current time;
+ * kind and payload are the caller's. */
+int mh_sim_emit(struct mh_sim *s, const struct mh_event *ev);
+
+/* Interning through the writer, or local distinct ids without one. */
+uint32_t mh_sim_intern_string(struct mh_sim *s, const char *text);
+uint32_t mh_sim_intern_frame(struct mh_sim *s, const char *file, const char *func, uint32_t line);
+uint32_t mh_sim_intern_stack(struct mh_sim *s, const uint32_t *frames, size_t n);
+
+void mh_sim_stats(const struct mh_sim *s, struct mh_sim_stats *out);
+const struct mh_alloc_conf *mh_sim_conf(const struct mh_sim *s);
+/* Size of the block at `addr` (0 if none is allocated there). */
+uint64_t mh_sim_block_size(const struct mh_sim *s, uint64_t addr);
+/* Largest free (inactive, mapped) block on a stream and pool, UINT64_MAX stream = any. */
+uint64_t mh_sim_largest_free(const struct mh_sim *s, uint64_t stream, int small_pool);
+
+#endif
