@@ -1,0 +1,249 @@
+/* drain.c - the recorder's drain thread.
+ *
+ * Wakes every flush interval (or on mh_recorder_flush / close), moves the
+ * events of every per-thread ring into a batch in time order (a k-way merge
+ * that keeps each thread's own order), resolves context tokens into stacks,
+ * and writes the batch through the writer under the interning lock, so every
+ * definition interned before an event was emitted is written before it.
+ * Reclaims the rings of threads that exited once they are empty. Owns the
+ * writer's output: every write and the final close happen on this thread. */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "memhist/error.h"
+#include "record/rec_int.h"
+
+int mh__writer_errno(const struct mh_writer *w);
+
+static void fail_from_writer(struct mh_recorder *rec, int rc)
+{
+    mh__rec_fail(rec, "writing the .memhist file failed", rc, mh__writer_errno(rec->w));
+}
+
+/* Resolves tokens, writes the batch, then releases the tokens. */
+static void write_batch(struct mh_recorder *rec, uint32_t n)
+{
+    uint32_t ntok = 0;
+    int failed = atomic_load_explicit(&rec->failed, memory_order_acquire);
+    for (uint32_t i = 0; i < n; i++) {
+        struct mh_event *ev = &rec->batch[i];
+        if (!(ev->flags & MH_EVF_CTX_TOKEN) || !rec->opts.resolve_stack)
+            continue;
+        rec->tokens[ntok++] = ev->ctx;
+        if (!failed)
+            ev->stack = rec->opts.resolve_stack(rec->opts.resolver_user, rec, ev->ctx);
+        ev->flags &= (uint8_t)~MH_EVF_CTX_TOKEN;
+        ev->ctx = 0;
+    }
+    if (!failed) {
+        int rc = 0;
+        pthread_mutex_lock(&rec->intern_mu);
+        for (uint32_t i = 0; i < n && rc == 0; i++)
+            rc = mh_writer_event(rec->w, &rec->batch[i]);
+        pthread_mutex_unlock(&rec->intern_mu);
+        if (rc == MH_EINVAL)
+            rc = 0; /* an event naming an unknown id is skipped, not fatal */
+        if (rc)
+            fail_from_writer(rec, rc);
+        else
+            atomic_fetch_add_explicit(&rec->written, n, memory_order_relaxed);
+    }
+    for (uint32_t i = 0; i < ntok && rec->opts.release_token; i++)
+        rec->opts.release_token(rec->opts.resolver_user, rec->tokens[i]);
+}
+
+static int grow_active(struct mh_recorder *rec, size_t need)
+{
+    if (need <= rec->act_cap)
+        return 0;
+    size_t cap = rec->act_cap ? rec->act_cap * 2 : 16;
+    while (cap < need)
+        cap *= 2;
+    void *a = realloc(rec->act, sizeof *rec->act * cap);
+    if (a)
+        rec->act = a;
+    void *h = realloc(rec->act_head, sizeof *rec->act_head * cap);
+    if (h)
+        rec->act_head = h;
+    void *t = realloc(rec->act_tail, sizeof *rec->act_tail * cap);
+    if (t)
+        rec->act_tail = t;
+    if (!a || !h || !t)
+        return MH_ENOMEM;
+    rec->act_cap = cap;
+    return 0;
+}
+
+/* Snapshot of the buffers that hold events now; returns how many. */
+static size_t snapshot(struct mh_recorder *rec)
+{
+    size_t k = 0;
+    for (struct mh__tbuf *b = atomic_load_explicit(&rec->bufs, memory_order_acquire); b;
+         b = b->next) {
+        uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
+        uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
+        if (h == t)
+            continue;
+        if (grow_active(rec, k + 1))
+            break;
+        rec->act[k] = b;
+        rec->act_head[k] = h;
+        rec->act_tail[k] = t;
+        k++;
+    }
+    return k;
+}
+
+static void publish_tails(struct mh_recorder *rec, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        atomic_store_explicit(&rec->act[i]->tail, rec->act_tail[i], memory_order_release);
+}
+
+/* Index of the active buffer whose next event is earliest, or k if none. */
+static size_t earliest(const struct mh_recorder *rec, size_t k)
+{
+    size_t best = k;
+    uint64_t bt = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (rec->act_tail[i] == rec->act_head[i])
+            continue;
+        const struct mh__tbuf *b = rec->act[i];
+        uint64_t t = b->slots[rec->act_tail[i] & b->mask].time_ns;
+        if (best == k || t < bt) {
+            best = i;
+            bt = t;
+        }
+    }
+    return best;
+}
+
+static void drain_buffers(struct mh_recorder *rec)
+{
+    size_t k = snapshot(rec);
+    uint32_t n = 0;
+    for (;;) {
+        size_t i = earliest(rec, k);
+        if (i < k) {
+            const struct mh__tbuf *b = rec->act[i];
+            rec->batch[n++] = b->slots[rec->act_tail[i]++ & b->mask];
+        }
+        if (n == MH__BATCH || (i == k && n)) {
+            publish_tails(rec, k);
+            write_batch(rec, n);
+            n = 0;
+        }
+        if (i == k)
+            break;
+    }
+}
+
+static void report_dropped(struct mh_recorder *rec)
+{
+    struct mh_recorder_counts c;
+    mh_recorder_get_counts(rec, &c);
+    if (c.dropped > rec->dropped_reported) {
+        pthread_mutex_lock(&rec->intern_mu);
+        mh_writer_add_dropped(rec->w, c.dropped - rec->dropped_reported);
+        pthread_mutex_unlock(&rec->intern_mu);
+        rec->dropped_reported = c.dropped;
+    }
+}
+
+/* Frees the rings of exited threads that are empty. */
+static void reap(struct mh_recorder *rec)
+{
+    pthread_mutex_lock(&rec->list_mu);
+    struct mh__tbuf *prev = NULL, *b = atomic_load_explicit(&rec->bufs, memory_order_acquire);
+    while (b) {
+        struct mh__tbuf *next = b->next;
+        uint64_t h;
+        if (!atomic_load_explicit(&b->dead, memory_order_acquire) ||
+            (h = atomic_load_explicit(&b->head, memory_order_acquire)) !=
+                atomic_load_explicit(&b->tail, memory_order_relaxed)) {
+            prev = b;
+            b = next;
+            continue;
+        }
+        struct mh__tbuf *expect = b;
+        if (prev)
+            prev->next = next;
+        else if (!atomic_compare_exchange_strong(&rec->bufs, &expect, next)) {
+            for (prev = expect; prev->next != b; prev = prev->next)
+                ;
+            prev->next = next;
+        }
+        atomic_fetch_add(&rec->reaped_emitted, h);
+        atomic_fetch_add(&rec->reaped_dropped, atomic_load(&b->dropped));
+        free(b);
+        b = next;
+    }
+    pthread_mutex_unlock(&rec->list_mu);
+}
+
+void mh__drain_once(struct mh_recorder *rec)
+{
+    drain_buffers(rec);
+    reap(rec);
+    report_dropped(rec);
+    if (atomic_load_explicit(&rec->failed, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&rec->intern_mu);
+    int rc = mh_writer_flush(rec->w);
+    pthread_mutex_unlock(&rec->intern_mu);
+    if (rc)
+        fail_from_writer(rec, rc);
+}
+
+void mh__free_buffers(struct mh_recorder *rec)
+{
+    struct mh__tbuf *b = atomic_load(&rec->bufs);
+    while (b) {
+        struct mh__tbuf *next = b->next;
+        free(b);
+        b = next;
+    }
+    atomic_store(&rec->bufs, NULL);
+}
+
+static void deadline(struct timespec *ts, uint32_t ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    ts->tv_sec += ms / 1000 + ts->tv_nsec / 1000000000L;
+    ts->tv_nsec %= 1000000000L;
+}
+
+void *mh__drain_main(void *arg)
+{
+    struct mh_recorder *rec = arg;
+    pthread_mutex_lock(&rec->mu);
+    for (;;) {
+        struct timespec ts;
+        deadline(&ts, rec->opts.flush_interval_ms);
+        while (!rec->stop && rec->flush_req == rec->flush_done)
+            if (pthread_cond_timedwait(&rec->wake, &rec->mu, &ts) == ETIMEDOUT)
+                break;
+        uint64_t req = rec->flush_req;
+        int stop = rec->stop;
+        pthread_mutex_unlock(&rec->mu);
+        mh__drain_once(rec);
+        pthread_mutex_lock(&rec->mu);
+        rec->flush_done = req;
+        pthread_cond_broadcast(&rec->done);
+        if (stop)
+            break;
+    }
+    pthread_mutex_unlock(&rec->mu);
+    int rc = mh_writer_close(rec->w);
+    rec->w = NULL;
+    if (rc && !atomic_load(&rec->failed))
+        fail_from_writer(rec, rc);
+    rec->close_rc = rc;
+    pthread_mutex_lock(&rec->mu);
+    rec->exited = 1;
+    pthread_cond_broadcast(&rec->done);
+    pthread_mutex_unlock(&rec->mu);
+    return NULL;
+}

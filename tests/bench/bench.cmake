@@ -1,0 +1,26 @@
+# Benchmarks: every tests/bench/bench_<module>_<what>.c is a plain C program
+# (its own main) linked like the tests of its module. Built when MEMHIST_BENCH
+# is ON; run them directly (they print one "name: value" line per figure).
+if(MEMHIST_BENCH)
+  file(GLOB MH_BENCHES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/bench_*.c)
+  foreach(src ${MH_BENCHES})
+    get_filename_component(name ${src} NAME_WE)
+    string(REGEX REPLACE "^bench_([a-z]+)_.*$" "\\1" module ${name})
+    if(module STREQUAL "record" OR module STREQUAL "format")
+      set(libs memhist_static)
+    elseif(module STREQUAL "model")
+      set(libs mh_model)
+    elseif(module STREQUAL "sim")
+      set(libs mh_sim)
+    elseif(module STREQUAL "viz")
+      set(libs mh_viz)
+    else()
+      set(libs mh_viz mh_sim mh_model memhist_static)
+    endif()
+    add_executable(${name} ${src})
+    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}
+                               ${CMAKE_CURRENT_LIST_DIR})
+    target_link_libraries(${name} PRIVATE ${libs} m)
+    target_compile_definitions(${name} PRIVATE MH_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  endforeach()
+endif()
