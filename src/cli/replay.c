@@ -32,6 +32,9 @@ int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out)
     int rc = mh_cli_open_reader(path, &out->reader);
     if (rc < 0)
         return rc;
+    /* the settings are metadata that precede the first event in the file */
+    struct mh_event ev;
+    int first = mh_reader_next(out->reader, &ev);
     struct mh_model_opts opts;
     memset(&opts, 0, sizeof opts);
     mh_cli_file_conf(out->reader, &opts.conf);
@@ -41,12 +44,13 @@ int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out)
         mh_replay_close(out);
         return rc;
     }
-    struct mh_event ev;
     uint64_t n = 0;
-    while ((stop_after == 0 || n < stop_after) && (rc = mh_reader_next(out->reader, &ev)) == 1) {
+    rc = first;
+    while (rc == 1 && (stop_after == 0 || n < stop_after)) {
         if ((rc = mh_model_apply(out->model, &ev, NULL)) < 0)
             break;
         n++;
+        rc = mh_reader_next(out->reader, &ev);
     }
     if (rc < 0 && rc != MH_ENOMEM) {
         out->read_error = rc;
