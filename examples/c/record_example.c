@@ -214,8 +214,10 @@ int main(int argc, char **argv)
     uint64_t params[NPARAM], grads[NPARAM], states[2 * NPARAM];
     for (int i = 0; i < NPARAM; i++)
         params[i] = toy_alloc(&t, param_bytes[i], t.stack_param);
-    for (int step = 1; step <= 4; step++)
+    for (int step = 1; step <= 4; step++) {
         train_step(&t, step, grads, states);
+        mh_recorder_flush(t.rec); /* each step reaches the file as it ends */
+    }
     (void)params;
     rc = mh_recorder_close(t.rec);
     if (rc < 0) {

@@ -45,6 +45,9 @@ struct mh_file_summary {
 /* Opens a file ("-" = stdin). Fails only if the file cannot be opened or does
  * not start with a valid header; later damage is reported by mh_reader_next. */
 int mh_reader_open(const char *path, struct mh_reader **out);
+/* As mh_reader_open; on failure also writes what went wrong (with the byte
+ * offset where it applies) into err. */
+int mh_reader_open_detail(const char *path, struct mh_reader **out, char *err, size_t errlen);
 /* Reads from memory; `data` is borrowed and must outlive the reader. */
 int mh_reader_open_mem(const void *data, size_t len, struct mh_reader **out);
 

@@ -47,28 +47,28 @@ static const char *status_text(const struct mh_file_summary *s, const struct mh_
 static void print_text(const char *path, const struct mh_reader *r, const struct mh_file_summary *s)
 {
     char b1[40], b2[40];
-    printf("file        %s\n", path);
-    printf("format      version %u\n", s->format_version);
+    printf("%-16s %s\n", "file", path);
+    printf("%-16s version %u\n", "format", s->format_version);
     const char *key, *value;
     for (size_t i = 0; mh_reader_meta_at(r, i, &key, &value); i++)
-        printf("%-11s %s\n", key, value);
+        printf("%-16s %s\n", key, value);
     for (size_t i = 0; i < mh_reader_device_count(r); i++) {
         struct mh_device_info d;
         if (mh_reader_device(r, i, &d) == 0)
-            printf("device %-4d %s%s%s\n", d.device, d.name[0] ? d.name : "(unnamed)",
+            printf("device %-9d %s%s%s\n", d.device, d.name[0] ? d.name : "(unnamed)",
                    d.total_bytes ? ", " : "", d.total_bytes ? mh_cli_bytes(d.total_bytes, b1) : "");
     }
     if (s->events) {
-        printf("start       %s\n", utc_text(s->first_time_ns, b1));
-        printf("duration    %s\n", mh_cli_duration(s->last_time_ns - s->first_time_ns, b2));
+        printf("%-16s %s\n", "first event", utc_text(s->first_time_ns, b1));
+        printf("%-16s %s\n", "duration", mh_cli_duration(s->last_time_ns - s->first_time_ns, b2));
     }
-    printf("events      %" PRIu64 "\n", s->events);
+    printf("%-16s %" PRIu64 "\n", "events", s->events);
     for (unsigned k = 0; k < MH_EV_KIND_COUNT; k++)
         if (s->events_by_kind[k])
-            printf("  %-16s %" PRIu64 "\n", mh_event_kind_name(k), s->events_by_kind[k]);
-    printf("dropped     %" PRIu64 "%s\n", s->dropped,
+            printf("  %-14s %" PRIu64 "\n", mh_event_kind_name(k), s->events_by_kind[k]);
+    printf("%-16s %" PRIu64 "%s\n", "dropped", s->dropped,
            s->dropped ? " (the recorder's buffers were full)" : "");
-    printf("status      %s\n", status_text(s, r));
+    printf("%-16s %s\n", "status", status_text(s, r));
 }
 
 static void print_json(const char *path, const struct mh_reader *r, const struct mh_file_summary *s)

@@ -8,9 +8,10 @@
 
 int mh_cli_open_reader(const char *path, struct mh_reader **out)
 {
-    int rc = mh_reader_open(path, out);
+    char detail[256];
+    int rc = mh_reader_open_detail(path, out, detail, sizeof detail);
     if (rc < 0)
-        mh_cli_error("%s: %s", path, mh_strerror(rc));
+        mh_cli_error("%s: %s", path, detail);
     return rc;
 }
 

@@ -7,6 +7,7 @@
  * bounded by the bytes left and by the limits in fmt.h, and each chunk's
  * CRC-32C is checked before any of its bytes are interpreted. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,10 +194,14 @@ static int reader_new(struct mh_reader **out)
     return 0;
 }
 
+/* Thread-local detail of the last failed open, for mh_reader_open_detail. */
+static _Thread_local char open_detail[256];
+
 static int finish_open(struct mh_reader *r, struct mh_reader **out)
 {
     int rc = read_preamble(r);
     if (rc < 0) {
+        snprintf(open_detail, sizeof open_detail, "%s", mh_reader_errmsg(r));
         mh_reader_close(r);
         return rc;
     }
@@ -234,14 +239,25 @@ int mh_reader_open(const char *path, struct mh_reader **out)
     } else {
         r->f = fopen(path, "rb");
         if (!r->f) {
+            int err = errno;
+            snprintf(open_detail, sizeof open_detail, "cannot open: %s", strerror(err));
             mh_reader_close(r);
-            return errno == ENOENT ? MH_ENOTFOUND : MH_EIO;
+            return err == ENOENT ? MH_ENOTFOUND : MH_EIO;
         }
         r->own_f = 1;
         struct stat st;
         r->seekable = fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode);
     }
     return finish_open(r, out);
+}
+
+int mh_reader_open_detail(const char *path, struct mh_reader **out, char *err, size_t errlen)
+{
+    open_detail[0] = '\0';
+    int rc = mh_reader_open(path, out);
+    if (rc < 0 && err && errlen)
+        snprintf(err, errlen, "%s", open_detail[0] ? open_detail : mh_strerror(rc));
+    return rc;
 }
 
 int mh_reader_rewind(struct mh_reader *r)

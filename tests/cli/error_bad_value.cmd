@@ -1,0 +1,1 @@
+report --top zero example.memhist

@@ -1,0 +1,1 @@
+report no-such-file.memhist

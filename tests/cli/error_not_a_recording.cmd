@@ -1,0 +1,1 @@
+info not-a-recording.txt

@@ -1,0 +1,1 @@
+report --device 3 example.memhist

@@ -1,0 +1,1 @@
+report --bogus example.memhist

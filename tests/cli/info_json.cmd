@@ -1,0 +1,1 @@
+info --json example.memhist

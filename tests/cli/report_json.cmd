@@ -1,0 +1,1 @@
+report --json --top 3 example.memhist
