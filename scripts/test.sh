@@ -35,15 +35,18 @@ TSAN_OPTIONS=halt_on_error=1 run_ctest build-tsan -L tsan
 fuzz_seconds="${MEMHIST_FUZZ_SECONDS:-20}"
 if [ "$fuzz_seconds" != "0" ] && command -v clang >/dev/null; then
     echo "== fuzzing each parser for ${fuzz_seconds}s"
-    CC=clang CXX=clang++ scripts/build.sh build-fuzz -DMEMHIST_FUZZ=ON -DMEMHIST_TESTS=ON \
-        -DMEMHIST_WITH_TORCH=OFF -DMEMHIST_BENCH=OFF
-    for f in "$root"/build-fuzz/fuzz_*; do
+    fuzzers="$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//' | tr '\n' ' ')"
+    CC=clang CXX=clang++ MEMHIST_TARGETS="$fuzzers" scripts/build.sh build-fuzz -DMEMHIST_FUZZ=ON \
+        -DMEMHIST_TESTS=ON -DMEMHIST_WITH_TORCH=OFF -DMEMHIST_BENCH=OFF
+    for f in "$root"/build-fuzz/tests/fuzz_*; do
         [ -x "$f" ] || continue
         name="$(basename "$f")"
-        corpus_src="$root/tests/fuzz/corpus/${name#fuzz_*_}"
         work="$root/build-fuzz/corpus-$name"
         mkdir -p "$work"
-        [ -d "$corpus_src" ] && cp -r "$corpus_src"/. "$work"/ 2>/dev/null || true
+        # seeds: tests/fuzz/corpus/<word> where <word> is part of the fuzzer's name
+        for seeds in "$root"/tests/fuzz/corpus/*/; do
+            case "$name" in *"$(basename "$seeds")"*) cp -r "$seeds". "$work"/ ;; esac
+        done
         if "$f" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 "$work" >"$root/build-fuzz/$name.log" 2>&1; then
             echo "fuzz $name: $(grep -Eo 'Done [0-9]+ runs' "$root/build-fuzz/$name.log" | tail -1)"
         else

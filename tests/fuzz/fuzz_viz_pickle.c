@@ -4,18 +4,15 @@
  * Every input must end in a return code, never a crash, hang or leak: the
  * reader must refuse what it cannot read, and whatever it accepts is walked
  * (bounded by the reader's nesting limit) and then imported as a snapshot
- * into an in-memory writer. The reader's sources are compiled into this
- * target (the #includes below) so that libFuzzer sees their coverage; the
- * linker then takes nothing of them from mh_viz. Seeds: tests/fuzz/corpus/pickle
- * (run e.g. ./fuzz_viz_pickle -max_total_time=60 <copy of that folder>). */
+ * into an in-memory writer. Seeds: tests/fuzz/corpus/pickle (run e.g.
+ * ./fuzz_viz_pickle -max_total_time=60 <copy of that folder>). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "viz/pickle_read.c"
-#include "viz/pickle_text.c"
-#include "viz/pickle_value.c"
+#include "viz/pickle_read.h"
+#include "viz/pickle_value.h"
 #include "viz/snapshot_import.h"
 
 /* Touches every node, as a consumer would (depth is bounded by the reader). */
