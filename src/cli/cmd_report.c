@@ -9,15 +9,22 @@
 #include <string.h>
 
 #include "cli/report.h"
+#include "cli/report_analysis.h"
 
 static const char usage[] =
-    "usage: memhist report [--device N] [--top N] [--frames N] [--json] FILE\n\n"
+    "usage: memhist report [--device N] [--top N] [--frames N] [--json] FILE...\n\n"
     "Per device: peak allocated and peak reserved with time and step; the top N\n"
-    "live allocation groups at the allocated peak, grouped by stack; a per-step\n"
+    "live allocation groups at the allocated peak, grouped by stack, and the bytes\n"
+    "live at the peak by category (parameter, gradient, optimizer_state,\n"
+    "activation, temporary, input, unknown: from lifetimes and phases); a per-step\n"
     "table (peak allocated, peak reserved, reserved at step end, fragmentation at\n"
-    "the reserved peak = 1 - allocated/reserved, segments, segment allocs/frees,\n"
-    "OOMs); and every OOM with the request, free device memory, reserved but\n"
-    "unallocated bytes and the largest free block.\n\n"
+    "the reserved peak = 1 - allocated/reserved, allocated and inactive split bytes\n"
+    "and the largest free block at the reserved peak, segments, segment\n"
+    "allocs/frees, alloc retries, OOMs) with a one-line fragmentation verdict\n"
+    "checked by a what-if replay under expandable_segments:True; and every OOM\n"
+    "with the request, free device memory, reserved but unallocated bytes and the\n"
+    "largest free block (`memhist oom` explains them). Several files (one per\n"
+    "rank) are reported in turn, then the worst rank by peak reserved.\n\n"
     "'allocated' is what torch.cuda.memory_allocated() reports (rounded block\n"
     "sizes); 'reserved' is torch.cuda.memory_reserved() (segment sizes).\n\n"
     "options:\n"
@@ -38,6 +45,8 @@ struct report_opts {
     uint64_t top, frames;
     int json;
     const char *path;
+    char **paths;
+    size_t npaths;
 };
 
 static int parse_opts(int argc, char **argv, struct report_opts *o)
@@ -47,7 +56,7 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
                                          {"frames", required_argument, NULL, 'f'},
                                          {"json", no_argument, NULL, 'j'},
                                          {0, 0, 0, 0}};
-    *o = (struct report_opts){-1, 10, 6, 0, NULL};
+    *o = (struct report_opts){-1, 10, 6, 0, NULL, NULL, 0};
     uint64_t v;
     int c;
     optind = 1;
@@ -67,9 +76,10 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
             return mh_cli_usage_error(&mh_cmd_report, "invalid value '%s' for --%s", optarg,
                                       c == 'd' ? "device" : c == 't' ? "top" : "frames");
     }
-    if (optind != argc - 1)
-        return mh_cli_usage_error(&mh_cmd_report, "expected exactly one FILE");
-    o->path = argv[optind];
+    if (optind >= argc)
+        return mh_cli_usage_error(&mh_cmd_report, "missing FILE");
+    o->paths = argv + optind;
+    o->npaths = (size_t)(argc - optind);
     return 0;
 }
 
@@ -100,20 +110,26 @@ static int live_at_peak(const struct report_opts *o, struct mh_device_report *d)
     return rc;
 }
 
-static int build_device(const struct report_opts *o, const struct mh_replay *rp, int device,
+static int build_device(const struct report_opts *o, const struct mh_analysis *a, int device,
                         struct mh_device_report *d)
 {
+    const struct mh_replay *rp = &a->rp;
     memset(d, 0, sizeof *d);
     d->device = device;
     find_device_info(rp->reader, device, &d->info);
     mh_model_peak_allocated(rp->model, device, &d->peak_allocated);
     mh_model_peak_reserved(rp->model, device, &d->peak_reserved);
     mh_model_stats(rp->model, device, &d->final);
+    if (d->peak_allocated.value)
+        mh_lifetimes_live_by_category(a->lt, device, d->peak_allocated.event_index,
+                                      d->category_at_peak, NULL);
+    mh_report_trend(rp, device, &d->trend);
     return live_at_peak(o, d);
 }
 
-static int report_devices(const struct report_opts *o, const struct mh_replay *rp)
+static int report_devices(const struct report_opts *o, const struct mh_analysis *a)
 {
+    const struct mh_replay *rp = &a->rp;
     size_t n = mh_model_device_count(rp->model);
     struct mh_device_report *devs = calloc(n ? n : 1, sizeof *devs);
     if (!devs) {
@@ -125,7 +141,7 @@ static int report_devices(const struct report_opts *o, const struct mh_replay *r
     for (size_t i = 0; i < n && rc == 0; i++) {
         int dev = mh_model_device_at(rp->model, i);
         if (o->device < 0 || o->device == dev)
-            rc = build_device(o, rp, dev, &devs[used++]);
+            rc = build_device(o, a, dev, &devs[used++]);
     }
     if (rc == 0 && o->device >= 0 && used == 0) {
         mh_cli_error("%s: no events for device %d (the file has %zu device%s)", o->path,
@@ -142,16 +158,43 @@ static int report_devices(const struct report_opts *o, const struct mh_replay *r
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
 }
 
+static void print_worst(const struct mh_analysis *a, size_t n)
+{
+    uint64_t peak;
+    size_t w = mh_analysis_worst(a, n, &peak);
+    char b[32];
+    printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh_cli_bytes(peak, b));
+}
+
 static int run_report(int argc, char **argv)
 {
     struct report_opts o;
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc;
-    struct mh_replay rp;
-    if (mh_replay_open(o.path, 0, &rp) < 0)
+    struct mh_analysis *a = calloc(o.npaths, sizeof *a);
+    if (!a) {
+        mh_cli_error("%s", mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
-    rc = report_devices(&o, &rp);
-    mh_replay_close(&rp);
+    }
+    size_t opened = 0;
+    for (size_t i = 0; i < o.npaths && rc == 0; i++) {
+        o.path = o.paths[i];
+        if (mh_analysis_open(o.path, &a[i]) < 0)
+            rc = MH_EXIT_FAIL;
+        else
+            opened++;
+        if (rc == 0 && o.json && o.npaths > 1)
+            printf("%s", i == 0 ? "[\n" : ",\n");
+        if (rc == 0)
+            rc = report_devices(&o, &a[i]);
+    }
+    if (rc == 0 && o.json && o.npaths > 1)
+        printf("]\n");
+    else if (rc == 0 && o.npaths > 1)
+        print_worst(a, o.npaths);
+    for (size_t i = 0; i < opened; i++)
+        mh_analysis_close(&a[i]);
+    free(a);
     return mh_cli_finish(rc);
 }

@@ -5,6 +5,7 @@
 #define MH_CLI_REPORT_H
 
 #include "cli/cli.h"
+#include "model/categories.h"
 
 struct mh_stack_group {
     uint32_t stack;
@@ -21,7 +22,19 @@ struct mh_device_report {
     struct mh_stack_group *top; /* largest first */
     size_t ntop;
     uint64_t live_at_peak_bytes, live_at_peak_count;
+    uint64_t category_at_peak[MH_CAT_COUNT]; /* block bytes live at the allocated peak */
+    struct mh_frag_trend {
+        size_t steps;                  /* 0: fewer than two steps, no trend */
+        int64_t first_step, last_step;
+        int64_t reserved_growth, allocated_growth; /* last minus first step peak */
+        int fragmenting;               /* reserved grows while allocated does not */
+        int whatif_ok;
+        uint64_t whatif_peak_reserved; /* with expandable_segments:True */
+    } trend;
 };
+
+/* Fills the fragmentation trend of one device (runs the what-if replay). */
+void mh_report_trend(const struct mh_replay *rp, int device, struct mh_frag_trend *t);
 
 /* Groups the allocated blocks of `device` in `m` by stack, largest first;
  * keeps at most `top` groups (all if 0). The caller frees *out. */

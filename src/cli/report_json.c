@@ -77,6 +77,7 @@ static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device
         mh_json_kv_uint(j, "end_allocated", s.end_allocated);
         mh_json_kv_uint(j, "end_reserved", s.end_reserved);
         mh_json_kv_double(j, "fragmentation", s.fragmentation, 6);
+        mh_json_kv_uint(j, "allocated_at_reserved_peak", s.allocated_at_reserved_peak);
         mh_json_kv_uint(j, "inactive_split_at_reserved_peak", s.inactive_split_at_reserved_peak);
         mh_json_kv_uint(j, "largest_free_at_reserved_peak", s.largest_free_at_reserved_peak);
         mh_json_kv_uint(j, "segments", s.segments_at_end);
@@ -145,6 +146,26 @@ static void json_device(struct mh_json *j, const struct mh_replay *rp,
     mh_json_kv_uint(j, "live_at_peak_count", d->live_at_peak_count);
     json_final(j, &d->final);
     json_top(j, rp, d);
+    mh_json_key(j, "category_at_peak");
+    mh_json_begin_object(j);
+    for (int c = 0; c < MH_CAT_COUNT; c++)
+        mh_json_kv_uint(j, mh_category_name(c), d->category_at_peak[c]);
+    mh_json_end_object(j);
+    mh_json_key(j, "fragmentation_trend");
+    if (d->trend.steps < 2) {
+        mh_json_null(j);
+    } else {
+        mh_json_begin_object(j);
+        mh_json_kv_int(j, "reserved_growth", d->trend.reserved_growth);
+        mh_json_kv_int(j, "allocated_growth", d->trend.allocated_growth);
+        mh_json_kv_bool(j, "fragmentation", d->trend.fragmenting);
+        mh_json_key(j, "whatif_expandable_peak_reserved");
+        if (d->trend.whatif_ok)
+            mh_json_uint(j, d->trend.whatif_peak_reserved);
+        else
+            mh_json_null(j);
+        mh_json_end_object(j);
+    }
     json_steps(j, rp, d->device);
     json_ooms(j, rp, d->device);
     mh_json_end_object(j);

@@ -10,7 +10,7 @@ static const char *step_text(int64_t step, char buf[24])
     if (step < 0)
         snprintf(buf, 24, "before step 1");
     else
-        snprintf(buf, 24, "step %" PRId64, step);
+        snprintf(buf, 24, "step %lld", (long long)(step % 1000000000000LL));
     return buf;
 }
 
@@ -69,25 +69,71 @@ static void print_top(const struct mh_replay *rp, const struct mh_device_report 
     }
 }
 
+static void print_categories(const struct mh_device_report *d)
+{
+    char b[32];
+    int any = 0;
+    for (int c = 0; c < MH_CAT_COUNT; c++) {
+        if (!d->category_at_peak[c])
+            continue;
+        printf("%s%s %s", any ? ", " : "\n  by category at the allocated peak: ", mh_category_name(c),
+               mh_cli_bytes(d->category_at_peak[c], b));
+        any = 1;
+    }
+    if (any)
+        printf("\n");
+}
+
 static void print_steps(const struct mh_replay *rp, int device)
 {
     size_t n = mh_model_step_count(rp->model, device);
     if (n == 0)
         return;
-    char a[32], r[32], e[32];
-    printf("\n  %5s %12s %12s %12s %6s %5s %9s %4s\n", "step", "peak alloc", "peak reserv",
-           "end reserv", "frag", "segs", "seg +/-", "ooms");
+    char a[32], r[32], e[32], ar[32], is[32], lf[32];
+    printf("\n  %5s %11s %11s %11s %6s %11s %11s %11s %5s %9s %5s %4s\n", "step", "peak alloc",
+           "peak reserv", "end reserv", "frag", "alloc@rpeak", "inact split", "largest free",
+           "segs", "seg +/-", "retry", "ooms");
     for (size_t i = 0; i < n; i++) {
         struct mh_step_stats s;
         if (mh_model_step(rp->model, device, i, &s) != 0)
             continue;
         char seg[24];
         snprintf(seg, sizeof seg, "+%" PRIu64 "/-%" PRIu64, s.segment_allocs, s.segment_frees);
-        printf("  %5" PRId64 " %12s %12s %12s %5.1f%% %5u %9s %4" PRIu64 "\n", s.step,
-               mh_cli_bytes(s.peak_allocated, a), mh_cli_bytes(s.peak_reserved, r),
-               mh_cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation, s.segments_at_end, seg,
+        printf("  %5" PRId64 " %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64
+               "\n",
+               s.step, mh_cli_bytes(s.peak_allocated, a), mh_cli_bytes(s.peak_reserved, r),
+               mh_cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation,
+               mh_cli_bytes(s.allocated_at_reserved_peak, ar),
+               mh_cli_bytes(s.inactive_split_at_reserved_peak, is),
+               mh_cli_bytes(s.largest_free_at_reserved_peak, lf), s.segments_at_end, seg, s.retries,
                s.ooms);
     }
+}
+
+static const char *signed_bytes(int64_t v, char buf[32])
+{
+    char b[32];
+    snprintf(buf, 32, "%s%s", v < 0 ? "-" : "+", mh_cli_bytes(v < 0 ? (uint64_t)-v : (uint64_t)v, b));
+    return buf;
+}
+
+static void print_trend(const struct mh_device_report *d)
+{
+    const struct mh_frag_trend *t = &d->trend;
+    char b[3][32];
+    if (t->steps < 2)
+        return;
+    printf("  trend: peak reserved %s and peak allocated %s from step %" PRId64 " to its highest "
+           "step; ",
+           signed_bytes(t->reserved_growth, b[0]), signed_bytes(t->allocated_growth, b[1]),
+           t->first_step);
+    printf("%s", t->fragmenting ? "fragmentation: reserved grows while allocated does not; try "
+                                  "expandable_segments:True"
+                                : "no fragmentation trend");
+    if (t->whatif_ok)
+        printf(" (what-if with expandable_segments:True: peak reserved %s)",
+               signed_bytes((int64_t)t->whatif_peak_reserved - (int64_t)d->peak_reserved.value, b[2]));
+    printf("\n");
 }
 
 static void print_ooms(const struct mh_replay *rp, int device)
@@ -132,7 +178,9 @@ void mh_report_print_text(const struct mh_replay *rp, const struct mh_device_rep
     for (size_t i = 0; i < ndev; i++) {
         print_peaks(rp, &devs[i]);
         print_top(rp, &devs[i], max_frames);
+        print_categories(&devs[i]);
         print_steps(rp, devs[i].device);
+        print_trend(&devs[i]);
         print_ooms(rp, devs[i].device);
     }
     print_anomalies(rp);

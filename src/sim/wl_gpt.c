@@ -17,7 +17,7 @@
 #include "memhist/error.h"
 #include "sim/wl_gpt_sites.h"
 
-enum { P_LAYERS, P_HIDDEN, P_HEADS, P_SEQ, P_BATCH, P_VOCAB, P_FLASH, P_SEQVAR, P_COUNT };
+enum { P_LAYERS, P_HIDDEN, P_HEADS, P_SEQ, P_BATCH, P_VOCAB, P_FLASH, P_SEQVAR, P_CKPT, P_COUNT };
 
 static const struct mh_workload_param gpt_params[] = {
     {"layers", 12, 1, 512, "transformer blocks"},
@@ -28,6 +28,7 @@ static const struct mh_workload_param gpt_params[] = {
     {"vocab", 50257, 2, 1 << 22, "vocabulary size"},
     {"flash", 1, 0, 1, "1: fused flash attention; 0: explicit S x S attention"},
     {"seqvar", 25, 0, 90, "per-step sequence length variation in percent"},
+    {"checkpoint", 0, 0, INT64_MAX, "activation checkpointing: bit i checkpoints block i (0-62)"},
     {NULL, 0, 0, 0, NULL}};
 
 /* Parameter tensors: 4 model-level then 12 per layer. */
@@ -46,6 +47,7 @@ struct gpt {
     uint64_t L, H, NH, S, B, V;
     int flash;
     uint64_t seqvar;
+    uint64_t ckpt; /* bit mask of checkpointed blocks */
     size_t nparams;
     uint64_t *psize, *param, *grad, *exp_avg, *exp_avg_sq;
     struct layer_saved *ls;
@@ -159,6 +161,47 @@ static void mlp_fwd(struct gpt *g, uint64_t l, struct layer_saved *s)
     mh__wl_free(w, &drop);
 }
 
+/* Activation checkpointing (torch.utils.checkpoint, non-reentrant) of a
+ * block: its forward runs without keeping what autograd would save, so each
+ * sub-block drops its saved tensors when it ends (the residual stream
+ * between them lives until the MLP's residual add); the block's output is
+ * kept as the next block's input. Before the block's backward the forward
+ * is recomputed, which re-creates the saved tensors (and a duplicate output,
+ * dropped at once). */
+static int checkpointed(const struct gpt *g, uint64_t l)
+{
+    return l < 63 && (g->ckpt >> l & 1u);
+}
+
+static void drop_attention_saved(struct gpt *g, struct layer_saved *s)
+{
+    uint64_t *t[] = {&s->ln1_stats, &s->ln1_cast, &s->w_attn,  &s->b_attn,   &s->qkv,
+                     &s->y,         &s->lse,      &s->softmax, &s->att_mask, &s->att_bf16,
+                     &s->w_aproj,   &s->b_aproj,  &s->aresid_mask};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        mh__wl_free(&g->w, t[i]);
+}
+
+static void drop_mlp_saved(struct gpt *g, struct layer_saved *s)
+{
+    uint64_t *t[] = {&s->ln2_stats, &s->ln2_cast, &s->w_fc,        &s->b_fc,   &s->fc,
+                     &s->gelu,      &s->w_mproj,  &s->b_mproj,     &s->mresid_mask, &s->resid_a};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        mh__wl_free(&g->w, t[i]);
+}
+
+static void recompute(struct gpt *g, uint64_t l)
+{
+    struct wl *w = &g->w;
+    struct layer_saved *s = &g->ls[l];
+    uint64_t ln = mh__wl_alloc(w, g->T * g->H * 4, LS(g, l, L_LN1));
+    s->ln1_stats = mh__wl_alloc(w, g->T * 8, LS(g, l, L_LN1_STATS));
+    attention_fwd(g, l, s);
+    mh__wl_free(w, &ln);
+    mlp_fwd(g, l, s);
+    mh__wl_free(w, &s->resid_m);
+}
+
 static void forward(struct gpt *g, uint64_t *lnf_stats, uint64_t *lnf_cast, uint64_t *w_head,
                     uint64_t *logsm)
 {
@@ -179,7 +222,11 @@ static void forward(struct gpt *g, uint64_t *lnf_stats, uint64_t *lnf_cast, uint
         s->ln1_stats = mh__wl_alloc(w, T * 8, LS(g, l, L_LN1_STATS));
         attention_fwd(g, l, s);
         mh__wl_free(w, &ln);
+        if (checkpointed(g, l))
+            drop_attention_saved(g, s);
         mlp_fwd(g, l, s);
+        if (checkpointed(g, l))
+            drop_mlp_saved(g, s);
     }
     uint64_t lnf = mh__wl_alloc(w, T * H * 4, GS(g, G_LNF));
     *lnf_stats = mh__wl_alloc(w, T * 8, GS(g, G_LNF_STATS));
@@ -302,6 +349,8 @@ static void backward(struct gpt *g, uint64_t *lnf_stats, uint64_t *lnf_cast, uin
     mh__wl_free(w, lnf_stats);
     mh__wl_free(w, &g->ls[g->L - 1].resid_m);
     for (uint64_t l = g->L; l-- > 0;) {
+        if (checkpointed(g, l))
+            recompute(g, l);
         layer_bwd(g, l, &rg);
         if (l > 0)
             mh__wl_free(w, &g->ls[l - 1].resid_m);
@@ -350,13 +399,14 @@ static void train_step(struct gpt *g)
         g->Sn = g->S < 64 ? g->S : 64;
     g->T = g->B * g->Sn;
     mh__wl_step(w, 1);
-    mh__wl_phase(w, MH_PHASE_FORWARD);
+    /* the batch is loaded before the forward pass (category "input") */
     uint64_t batch = mh__wl_alloc(w, g->T * 8, GS(g, G_BATCH));
     uint64_t targets = mh__wl_alloc(w, g->T * 8, GS(g, G_BATCH));
     mh__wl_free(w, &g->batch);
     mh__wl_free(w, &g->targets);
     g->batch = batch;
     g->targets = targets;
+    mh__wl_phase(w, MH_PHASE_FORWARD);
     uint64_t lnf_stats = 0, lnf_cast = 0, w_head = 0, logsm = 0;
     forward(g, &lnf_stats, &lnf_cast, &w_head, &logsm);
     mh__wl_phase(w, MH_PHASE_BACKWARD);
@@ -380,6 +430,7 @@ static int gpt_run(struct mh_sim *s, const int64_t *v, uint64_t steps, uint64_t 
     g.V = (uint64_t)v[P_VOCAB];
     g.flash = (int)v[P_FLASH];
     g.seqvar = (uint64_t)v[P_SEQVAR];
+    g.ckpt = (uint64_t)v[P_CKPT];
     int rc = gpt_alloc_tables(&g);
     if (rc == 0)
         rc = mh__gpt_sites_init(&g.w, &g.sites, (int)g.L);

@@ -1,0 +1,468 @@
+/* cmd_layers.c - `memhist layers FILE...`: which layers hold memory at the
+ * allocated peak (by layer and category), what each layer's saved
+ * activations are, what checkpointing it would save, and a ranked
+ * checkpointing plan; per step, the largest layers at the step's peak.
+ * Several files (one per rank) are reported one after the other, then the
+ * worst rank by peak reserved. The analysis is src/model/analysis_layers.h. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/report_analysis.h"
+#include "viz/json.h"
+
+static const char usage[] =
+    "usage: memhist layers [--device N] [--top N] [--json] FILE...\n\n"
+    "At the allocated peak: bytes live per layer and per category (parameter,\n"
+    "gradient, optimizer_state, activation, temporary, input, unknown); for each\n"
+    "layer the activations it saved in the forward pass that are still live, the\n"
+    "estimated peak reduction if that layer alone were checkpointed, and a ranked\n"
+    "plan (\"checkpoint these K layers to save about X\"). Per step, the largest\n"
+    "layers at the step's own peak.\n\n"
+    "A layer is the module path in the allocation's user metadata up to its first\n"
+    "numeric component (transformer.h.11.mlp.c_fc -> transformer.h.11), else the\n"
+    "model's child class from the stack's Class.forward frames (GPT.Block), else\n"
+    "the stack's most informative frame. The estimate moves each saved activation\n"
+    "of a checkpointed layer to the start of that layer's backward and adds the\n"
+    "recompute transient there; recompute cost is the layers' share of the peak\n"
+    "step's forward allocation volume (a proxy for forward FLOPs).\n\n"
+    "options:\n"
+    "  --device N  only device N (default: every device)\n"
+    "  --top N     layers listed (default 12)\n"
+    "  --json      print one JSON object\n"
+    "  -h, --help  show this help\n";
+
+static int run_layers(int argc, char **argv);
+
+const struct mh_cli_command mh_cmd_layers = {
+    "layers", "peak by layer and category, activation-checkpointing plan", usage, run_layers};
+
+struct layers_opts {
+    int device;
+    uint64_t top;
+    int json;
+};
+
+/* One device of one file, analysed. */
+struct dev_view {
+    const struct mh_analysis *a;
+    int device;
+    struct mh_layers *ly;
+    size_t *by_live; /* layer indices, largest live_at_peak first */
+    size_t *order;   /* plan order */
+    uint64_t *peak_after;
+    size_t nplan, best;
+};
+
+static const struct mh_layers *sort_src;
+
+static int by_live_desc(const void *a, const void *b)
+{
+    size_t n;
+    const struct mh_layer_stats *st = mh_layers_list(sort_src, &n);
+    uint64_t x = st[*(const size_t *)a].live_at_peak, y = st[*(const size_t *)b].live_at_peak;
+    if (x != y)
+        return x < y ? 1 : -1;
+    return strcmp(st[*(const size_t *)a].name, st[*(const size_t *)b].name);
+}
+
+static int view_open(const struct mh_analysis *a, int device, struct dev_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->a = a;
+    v->device = device;
+    int rc = mh_layers_analyze(a->lt, a->rp.reader, device, &v->ly);
+    if (rc < 0)
+        return rc;
+    size_t n;
+    mh_layers_list(v->ly, &n);
+    v->by_live = malloc((n ? n : 1) * sizeof *v->by_live);
+    if (!v->by_live)
+        return MH_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        v->by_live[i] = i;
+    sort_src = v->ly;
+    qsort(v->by_live, n, sizeof *v->by_live, by_live_desc);
+    return mh_layers_plan(v->ly, &v->order, &v->peak_after, &v->nplan, &v->best);
+}
+
+static void view_close(struct dev_view *v)
+{
+    mh_layers_free(v->ly);
+    free(v->by_live);
+    free(v->order);
+    free(v->peak_after);
+}
+
+/* Whether the model closed `step` (the lifetimes also see the span after
+ * the last step marker, which is no step of its own). */
+static int model_has_step(const struct dev_view *v, int64_t step)
+{
+    const struct mh_model *m = v->a->rp.model;
+    struct mh_step_stats s;
+    for (size_t i = 0; i < mh_model_step_count(m, v->device); i++)
+        if (mh_model_step(m, v->device, i, &s) == 0 && s.step == step)
+            return 1;
+    return 0;
+}
+
+/* Bytes by layer at one event index, largest first (top 3). */
+static void top_at(const struct dev_view *v, uint64_t index, size_t top3[3], uint64_t bytes3[3])
+{
+    size_t n, nrec;
+    mh_layers_list(v->ly, &n);
+    const struct mh_alloc_rec *recs = mh_lifetimes_records(v->a->lt, &nrec);
+    const int32_t *lof = mh_layers_of_records(v->ly);
+    uint64_t *sum = calloc(n ? n : 1, sizeof *sum);
+    memset(bytes3, 0, 3 * sizeof *bytes3);
+    for (int k = 0; k < 3; k++)
+        top3[k] = SIZE_MAX;
+    if (!sum)
+        return;
+    for (size_t i = 0; i < nrec; i++)
+        if (lof[i] >= 0 && mh_alloc_rec_live_at(&recs[i], index))
+            sum[lof[i]] += recs[i].size;
+    for (size_t l = 0; l < n; l++)
+        for (int k = 0; k < 3; k++)
+            if (sum[l] > bytes3[k]) {
+                for (int j = 2; j > k; j--) {
+                    bytes3[j] = bytes3[j - 1];
+                    top3[j] = top3[j - 1];
+                }
+                bytes3[k] = sum[l];
+                top3[k] = l;
+                break;
+            }
+    free(sum);
+}
+
+static void print_categories(const struct dev_view *v, uint64_t index)
+{
+    uint64_t cat[MH_CAT_COUNT];
+    char b[32];
+    mh_lifetimes_live_by_category(v->a->lt, v->device, index, cat, NULL);
+    printf("  by category at the peak:");
+    for (int c = 0; c < MH_CAT_COUNT; c++)
+        if (cat[c])
+            printf(" %s %s;", mh_category_name(c), mh_cli_bytes(cat[c], b));
+    printf("\n");
+}
+
+static void print_table(const struct dev_view *v, uint64_t top)
+{
+    size_t n;
+    const struct mh_layer_stats *st = mh_layers_list(v->ly, &n);
+    char b[5][32];
+    printf("\n  %-28s %11s %11s %11s %11s %11s\n", "layer", "live@peak", "activations",
+           "saved@peak", "recompute", "ckpt saves");
+    for (size_t i = 0; i < n && i < top; i++) {
+        const struct mh_layer_stats *s = &st[v->by_live[i]];
+        printf("  %-28.28s %11s %11s %11s %11s %11s\n", s->name, mh_cli_bytes(s->live_at_peak, b[0]),
+               mh_cli_bytes(s->by_category[MH_CAT_ACTIVATION], b[1]),
+               mh_cli_bytes(s->saved_at_peak, b[2]),
+               s->candidate ? mh_cli_bytes(s->transient, b[3]) : "-",
+               s->candidate ? mh_cli_bytes(s->reduction, b[4]) : "-");
+    }
+    if (n > top)
+        printf("  ... %zu more layers (--top)\n", n - top);
+}
+
+static void print_plan(const struct dev_view *v)
+{
+    size_t n;
+    const struct mh_layer_stats *st = mh_layers_list(v->ly, &n);
+    uint64_t peak = mh_layers_peak(v->ly, NULL, NULL);
+    char b[3][32];
+    if (v->best == 0) {
+        printf("\n  plan: no layer has saved activations live at the peak; checkpointing would "
+               "not lower it\n");
+        return;
+    }
+    double share;
+    uint64_t after;
+    mh_layers_estimate(v->ly, v->order, v->best, &after, &share);
+    printf("\n  plan: checkpoint these %zu layer%s to save about %s (peak %s -> %s); recompute "
+           "~%.0f%% of the forward pass (by allocation volume):\n    ",
+           v->best, v->best == 1 ? "" : "s", mh_cli_bytes(peak - after, b[0]),
+           mh_cli_bytes(peak, b[1]), mh_cli_bytes(after, b[2]), 100.0 * share);
+    for (size_t i = 0; i < v->best; i++)
+        printf("%s%s", i ? ", " : "", st[v->order[i]].name);
+    printf("\n  estimated peak after checkpointing the first K of the ranking:");
+    for (size_t k = 0; k < v->nplan; k++)
+        printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1, mh_cli_bytes(v->peak_after[k], b[0]));
+    printf("\n");
+}
+
+static void print_steps(const struct dev_view *v)
+{
+    size_t n, nl;
+    const struct mh_step_peak *sp = mh_layers_step_peaks(v->ly, &n);
+    const struct mh_layer_stats *st = mh_layers_list(v->ly, &nl);
+    char b[32], s[24];
+    if (n)
+        printf("\n  per step, largest layers at the step's allocated peak:\n");
+    for (size_t i = 0; i < n; i++) {
+        size_t top3[3];
+        uint64_t bytes3[3];
+        if (!model_has_step(v, sp[i].step))
+            continue;
+        top_at(v, sp[i].index, top3, bytes3);
+        printf("  %12s %10s:", mh_step_text(sp[i].step, s), mh_cli_bytes(sp[i].bytes, b));
+        for (int k = 0; k < 3 && top3[k] != SIZE_MAX; k++)
+            printf("%s %s %s", k ? "," : "", st[top3[k]].name, mh_cli_bytes(bytes3[k], b));
+        printf("\n");
+    }
+}
+
+static void print_text(const struct dev_view *v, const struct layers_opts *o)
+{
+    uint64_t index;
+    int64_t step;
+    uint64_t peak = mh_layers_peak(v->ly, &index, &step);
+    char b[32], s[24];
+    printf("\n%s device %d: peak allocated %s (%s)\n", v->a->rp.path, v->device,
+           mh_cli_bytes(peak, b), mh_step_text(step, s));
+    print_categories(v, index);
+    print_table(v, o->top);
+    print_plan(v);
+    print_steps(v);
+}
+
+static void json_categories(struct mh_json *j, const uint64_t *cat)
+{
+    mh_json_begin_object(j);
+    for (int c = 0; c < MH_CAT_COUNT; c++)
+        mh_json_kv_uint(j, mh_category_name(c), cat[c]);
+    mh_json_end_object(j);
+}
+
+static void json_layer(struct mh_json *j, const struct mh_layer_stats *s)
+{
+    mh_json_begin_object(j);
+    mh_json_kv_string(j, "layer", s->name);
+    mh_json_kv_uint(j, "live_at_peak", s->live_at_peak);
+    mh_json_key(j, "by_category");
+    json_categories(j, s->by_category);
+    mh_json_kv_uint(j, "saved_activations_at_peak", s->saved_at_peak);
+    mh_json_kv_uint(j, "saved_activations", s->saved_total);
+    mh_json_kv_uint(j, "recompute_transient", s->transient);
+    mh_json_kv_uint(j, "forward_volume", s->forward_volume);
+    mh_json_kv_bool(j, "checkpoint_candidate", s->candidate);
+    mh_json_kv_uint(j, "checkpoint_reduction", s->reduction);
+    mh_json_end_object(j);
+}
+
+static void json_plan(struct mh_json *j, const struct dev_view *v)
+{
+    size_t n;
+    const struct mh_layer_stats *st = mh_layers_list(v->ly, &n);
+    uint64_t peak = mh_layers_peak(v->ly, NULL, NULL), after = peak;
+    double share = 0;
+    if (v->best)
+        mh_layers_estimate(v->ly, v->order, v->best, &after, &share);
+    mh_json_key(j, "plan");
+    mh_json_begin_object(j);
+    mh_json_key(j, "layers");
+    mh_json_begin_array(j);
+    for (size_t i = 0; i < v->best; i++)
+        mh_json_string(j, st[v->order[i]].name);
+    mh_json_end_array(j);
+    mh_json_kv_uint(j, "estimated_peak", after);
+    mh_json_kv_uint(j, "estimated_saving", peak - after);
+    mh_json_kv_double(j, "recompute_share", share, 4);
+    mh_json_key(j, "ranking");
+    mh_json_begin_array(j);
+    for (size_t k = 0; k < v->nplan; k++) {
+        mh_json_begin_object(j);
+        mh_json_kv_string(j, "layer", st[v->order[k]].name);
+        mh_json_kv_uint(j, "estimated_peak_with_first_k", v->peak_after[k]);
+        mh_json_end_object(j);
+    }
+    mh_json_end_array(j);
+    mh_json_end_object(j);
+}
+
+static void json_steps(struct mh_json *j, const struct dev_view *v)
+{
+    size_t n, nl;
+    const struct mh_step_peak *sp = mh_layers_step_peaks(v->ly, &n);
+    const struct mh_layer_stats *st = mh_layers_list(v->ly, &nl);
+    mh_json_key(j, "steps");
+    mh_json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        size_t top3[3];
+        uint64_t bytes3[3];
+        if (!model_has_step(v, sp[i].step))
+            continue;
+        top_at(v, sp[i].index, top3, bytes3);
+        mh_json_begin_object(j);
+        mh_json_kv_int(j, "step", sp[i].step);
+        mh_json_kv_uint(j, "peak_allocated", sp[i].bytes);
+        mh_json_key(j, "top_layers");
+        mh_json_begin_array(j);
+        for (int k = 0; k < 3 && top3[k] != SIZE_MAX; k++) {
+            mh_json_begin_object(j);
+            mh_json_kv_string(j, "layer", st[top3[k]].name);
+            mh_json_kv_uint(j, "bytes", bytes3[k]);
+            mh_json_end_object(j);
+        }
+        mh_json_end_array(j);
+        mh_json_end_object(j);
+    }
+    mh_json_end_array(j);
+}
+
+static void json_device(struct mh_json *j, const struct dev_view *v, uint64_t top)
+{
+    uint64_t index, cat[MH_CAT_COUNT];
+    int64_t step;
+    size_t n;
+    const struct mh_layer_stats *st = mh_layers_list(v->ly, &n);
+    mh_json_begin_object(j);
+    mh_json_kv_int(j, "device", v->device);
+    mh_json_kv_uint(j, "peak_allocated", mh_layers_peak(v->ly, &index, &step));
+    mh_json_kv_uint(j, "peak_event_index", index);
+    mh_json_kv_int(j, "peak_step", step);
+    mh_lifetimes_live_by_category(v->a->lt, v->device, index, cat, NULL);
+    mh_json_key(j, "by_category");
+    json_categories(j, cat);
+    mh_json_key(j, "layers");
+    mh_json_begin_array(j);
+    for (size_t i = 0; i < n && i < top; i++)
+        json_layer(j, &st[v->by_live[i]]);
+    mh_json_end_array(j);
+    json_plan(j, v);
+    json_steps(j, v);
+    mh_json_end_object(j);
+}
+
+static int parse_opts(int argc, char **argv, struct layers_opts *o)
+{
+    static const struct option opts[] = {{"device", required_argument, NULL, 'd'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {0, 0, 0, 0}};
+    *o = (struct layers_opts){-1, 12, 0};
+    uint64_t v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == 'd' && mh_cli_parse_uint(optarg, 0, 255, &v) == 0)
+            o->device = (int)v;
+        else if (c == 't' && mh_cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
+            ;
+        else if (c == 'j')
+            o->json = 1;
+        else if (c == '?')
+            return mh_cli_usage_error(&mh_cmd_layers, "unknown option '%s'", argv[optind - 1]);
+        else
+            return mh_cli_usage_error(&mh_cmd_layers, "invalid value '%s' for --%s", optarg,
+                                      c == 'd' ? "device" : "top");
+    }
+    if (optind >= argc)
+        return mh_cli_usage_error(&mh_cmd_layers, "missing FILE");
+    return 0;
+}
+
+/* Analyses and prints every selected device of one file. */
+static int one_file(const struct mh_analysis *a, const struct layers_opts *o, struct mh_json *j)
+{
+    const struct mh_model *m = a->rp.model;
+    size_t shown = 0;
+    if (j) {
+        mh_json_begin_object(j);
+        mh_json_kv_string(j, "file", a->rp.path);
+        mh_json_key(j, "devices");
+        mh_json_begin_array(j);
+    }
+    for (size_t d = 0; d < mh_model_device_count(m); d++) {
+        int dev = mh_model_device_at(m, d);
+        if (o->device >= 0 && dev != o->device)
+            continue;
+        struct dev_view v;
+        int rc = view_open(a, dev, &v);
+        if (rc < 0) {
+            view_close(&v);
+            mh_cli_error("%s: %s", a->rp.path, mh_strerror(rc));
+            return rc;
+        }
+        if (j)
+            json_device(j, &v, o->top);
+        else
+            print_text(&v, o);
+        view_close(&v);
+        shown++;
+    }
+    if (j) {
+        mh_json_end_array(j);
+        mh_json_end_object(j);
+    } else if (!shown) {
+        printf("\n%s: no allocations%s\n", a->rp.path, o->device >= 0 ? " on that device" : "");
+    }
+    return 0;
+}
+
+static void print_worst(const struct mh_analysis *a, size_t n, struct mh_json *j)
+{
+    uint64_t peak;
+    size_t w = mh_analysis_worst(a, n, &peak);
+    char b[32];
+    if (j) {
+        mh_json_key(j, "worst_rank");
+        mh_json_begin_object(j);
+        mh_json_kv_string(j, "file", a[w].rp.path);
+        mh_json_kv_uint(j, "index", w);
+        mh_json_kv_uint(j, "peak_reserved", peak);
+        mh_json_end_object(j);
+    } else if (n > 1) {
+        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh_cli_bytes(peak, b));
+    }
+}
+
+static int run_layers(int argc, char **argv)
+{
+    struct layers_opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    size_t n = (size_t)(argc - optind);
+    char **files = argv + optind;
+    struct mh_analysis *a = calloc(n, sizeof *a);
+    if (!a) {
+        mh_cli_error("%s", mh_strerror(MH_ENOMEM));
+        return MH_EXIT_FAIL;
+    }
+    size_t opened = 0;
+    for (; opened < n && rc == 0; opened++)
+        if (mh_analysis_open(files[opened], &a[opened]) < 0)
+            rc = MH_EXIT_FAIL;
+    if (rc != 0)
+        opened--;
+    struct mh_sink sink;
+    struct mh_json j;
+    if (rc == 0 && o.json) {
+        mh_sink_init_file(&sink, stdout);
+        mh_json_init(&j, &sink, 1);
+        mh_json_begin_object(&j);
+        mh_json_key(&j, "files");
+        mh_json_begin_array(&j);
+    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (one_file(&a[i], &o, o.json ? &j : NULL) < 0)
+            rc = MH_EXIT_FAIL;
+    if (rc == 0 && o.json) {
+        mh_json_end_array(&j);
+        print_worst(a, n, &j);
+        mh_json_end_object(&j);
+        mh_sink_puts(&sink, "\n");
+        mh_sink_finish(&sink);
+    } else if (rc == 0) {
+        print_worst(a, n, NULL);
+    }
+    for (size_t i = 0; i < opened; i++)
+        mh_analysis_close(&a[i]);
+    free(a);
+    return mh_cli_finish(rc);
+}

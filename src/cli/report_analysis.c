@@ -1,0 +1,99 @@
+/* report_analysis.c - replaying a file with lifetimes (see report_analysis.h). */
+#include <string.h>
+
+#include "cli/report_analysis.h"
+
+static int replay_all(struct mh_analysis *a)
+{
+    struct mh_replay *rp = &a->rp;
+    struct mh_event ev;
+    struct mh_apply_result res;
+    int rc;
+    while ((rc = mh_reader_next(rp->reader, &ev)) == 1) {
+        memset(&res, 0, sizeof res);
+        if ((rc = mh_model_apply(rp->model, &ev, &res)) < 0)
+            break;
+        if ((rc = mh_lifetimes_observe(a->lt, rp->model, &ev, &res)) < 0)
+            break;
+    }
+    if (rc < 0 && rc != MH_ENOMEM) {
+        rp->read_error = rc;
+        mh_cli_error("warning: %s: %s; using the events before that point", rp->path,
+                     mh_reader_errmsg(rp->reader));
+        rc = 0;
+    }
+    return rc;
+}
+
+int mh_analysis_open(const char *path, struct mh_analysis *a)
+{
+    memset(a, 0, sizeof *a);
+    a->rp.path = path;
+    int rc = mh_cli_open_reader(path, &a->rp.reader);
+    if (rc < 0)
+        return rc;
+    struct mh_model_opts opts;
+    memset(&opts, 0, sizeof opts);
+    mh_cli_file_conf(a->rp.reader, &opts.conf);
+    rc = mh_model_new(&opts, &a->rp.model);
+    if (rc == 0)
+        rc = mh_lifetimes_new(&a->lt);
+    if (rc == 0)
+        rc = replay_all(a);
+    if (rc < 0) {
+        mh_cli_error("%s: %s", path, mh_strerror(rc));
+        mh_analysis_close(a);
+        return rc;
+    }
+    mh_model_finish(a->rp.model);
+    mh_lifetimes_finish(a->lt);
+    mh_reader_summary(a->rp.reader, &a->rp.summary);
+    return 0;
+}
+
+void mh_analysis_close(struct mh_analysis *a)
+{
+    mh_lifetimes_free(a->lt);
+    a->lt = NULL;
+    mh_replay_close(&a->rp);
+}
+
+void mh_analysis_device_info(const struct mh_reader *r, int device, struct mh_device_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->device = device;
+    out->name = "";
+    for (size_t i = 0; i < mh_reader_device_count(r); i++) {
+        struct mh_device_info d;
+        if (mh_reader_device(r, i, &d) == 0 && d.device == device)
+            *out = d;
+    }
+}
+
+size_t mh_analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved)
+{
+    size_t worst = 0;
+    uint64_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct mh_model *m = a[i].rp.model;
+        for (size_t d = 0; d < mh_model_device_count(m); d++) {
+            struct mh_peak p;
+            if (mh_model_peak_reserved(m, mh_model_device_at(m, d), &p) == 0 && p.value > best) {
+                best = p.value;
+                worst = i;
+            }
+        }
+    }
+    if (peak_reserved)
+        *peak_reserved = best;
+    return worst;
+}
+
+const char *mh_step_text(int64_t step, char buf[24])
+{
+    if (step < 0)
+        snprintf(buf, 24, "before step 1");
+    else
+        snprintf(buf, 24, "step %lld", (long long)(step % 1000000000000LL));
+    return buf;
+}

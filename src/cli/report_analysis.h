@@ -1,0 +1,31 @@
+/* report_analysis.h - a file replayed through the model with allocation
+ * lifetimes and categories collected on the way (src/model/categories.h),
+ * the input of `memhist layers`, `oom`, `diff` and the category and
+ * fragmentation parts of `report`; plus helpers those commands share. */
+#ifndef MH_CLI_REPORT_ANALYSIS_H
+#define MH_CLI_REPORT_ANALYSIS_H
+
+#include "cli/cli.h"
+#include "model/analysis_layers.h"
+#include "model/categories.h"
+
+struct mh_analysis {
+    struct mh_replay rp; /* reader and fully replayed model */
+    struct mh_lifetimes *lt;
+};
+
+/* Opens and replays `path` (prints a one-line error naming the file on
+ * failure, returns < 0; a damaged file is used up to the damage). */
+int mh_analysis_open(const char *path, struct mh_analysis *a);
+void mh_analysis_close(struct mh_analysis *a);
+
+/* Device info from the file (capacity 0 and name "" if unknown). */
+void mh_analysis_device_info(const struct mh_reader *r, int device, struct mh_device_info *out);
+
+/* Index of the rank with the largest peak reserved over its devices. */
+size_t mh_analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved);
+
+/* "step 5" or "before step 1". */
+const char *mh_step_text(int64_t step, char buf[24]);
+
+#endif

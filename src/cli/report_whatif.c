@@ -1,0 +1,117 @@
+/* report_whatif.c - candidate settings checked by replay (see
+ * report_whatif.h). The what-if run's events go through a fresh model, so
+ * its peaks are computed exactly as the recording's are. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/report_whatif.h"
+#include "sim/replay.h"
+
+int mh_whatif_load(const char *path, int device, struct mh_whatif_input *in)
+{
+    struct mh_reader *r;
+    struct mh_event e;
+    size_t cap = 0;
+    memset(in, 0, sizeof *in);
+    in->device = device;
+    int rc = mh_cli_open_reader(path, &r);
+    if (rc < 0)
+        return rc;
+    while ((rc = mh_reader_next(r, &e)) == 1) {
+        int alloc_kind = mh_sim_is_allocator_kind(e.kind);
+        if (alloc_kind && in->device < 0)
+            in->device = e.device;
+        if (alloc_kind && e.device != in->device)
+            continue;
+        if (in->n == cap) {
+            size_t nc = cap ? cap * 2 : 65536;
+            struct mh_event *p = realloc(in->ev, nc * sizeof *p);
+            if (!p) {
+                rc = MH_ENOMEM;
+                break;
+            }
+            in->ev = p;
+            cap = nc;
+        }
+        in->ev[in->n++] = e;
+    }
+    if (rc < 0 && rc != MH_ENOMEM)
+        rc = 0; /* damage: the events before it are used (reported by the caller's replay) */
+    mh_cli_file_conf(r, &in->conf);
+    struct mh_device_info d;
+    for (size_t i = 0; i < mh_reader_device_count(r); i++)
+        if (mh_reader_device(r, i, &d) == 0 && d.device == in->device)
+            in->total_bytes = d.total_bytes;
+    mh_reader_close(r);
+    if (rc < 0) {
+        mh_cli_error("%s: %s", path, mh_strerror(rc));
+        mh_whatif_input_free(in);
+    }
+    return rc;
+}
+
+void mh_whatif_input_free(struct mh_whatif_input *in)
+{
+    free(in->ev);
+    in->ev = NULL;
+    in->n = 0;
+}
+
+struct sink_model {
+    struct mh_model *m;
+    uint64_t ooms;
+};
+
+static int to_model(void *user, const struct mh_event *ev)
+{
+    struct sink_model *s = user;
+    if (ev->kind == MH_EV_OOM)
+        s->ooms++;
+    return mh_model_apply(s->m, ev, NULL);
+}
+
+int mh_whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
+                  uint64_t capacity, struct mh_whatif_outcome *out)
+{
+    struct mh_model_opts mo;
+    struct sink_model s = {0};
+    struct mh_sim_replay_opts ro;
+    struct mh_sim_replay_result res;
+    memset(out, 0, sizeof *out);
+    memset(&mo, 0, sizeof mo);
+    memset(&ro, 0, sizeof ro);
+    mo.conf = *conf;
+    int rc = mh_model_new(&mo, &s.m);
+    if (rc < 0)
+        return rc;
+    ro.conf = *conf;
+    ro.capacity = capacity;
+    ro.emit = to_model;
+    ro.emit_user = &s;
+    rc = mh_sim_replay(in->ev, in->n, &ro, &res);
+    if (rc == 0) {
+        struct mh_peak p;
+        mh_model_finish(s.m);
+        if (mh_model_peak_reserved(s.m, 0, &p) == 0)
+            out->peak_reserved = p.value;
+        if (mh_model_peak_allocated(s.m, 0, &p) == 0)
+            out->peak_allocated = p.value;
+        out->ooms = s.ooms;
+    }
+    mh_model_free(s.m);
+    return rc;
+}
+
+int mh_whatif_conf(const struct mh_alloc_conf *base, const char *change, struct mh_alloc_conf *out)
+{
+    char text[640], err[160];
+    mh_alloc_conf_format(base, text, sizeof text);
+    size_t used = strlen(text);
+    snprintf(text + used, sizeof text - used, "%s%s", used ? "," : "", change);
+    double fraction = base->memory_fraction;
+    if (mh_alloc_conf_parse(text, out, err, sizeof err) != 0)
+        return MH_EINVAL;
+    if (out->memory_fraction == 0)
+        out->memory_fraction = fraction;
+    return 0;
+}

@@ -1,0 +1,209 @@
+/* categories.c - allocation lifetimes and their categories (see
+ * categories.h). Fed after the model, so block sizes are the model's (torch's
+ * allocated bytes). Owns the record array, the step spans and an address map
+ * from live blocks to their records. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memhist/error.h"
+#include "model/categories.h"
+#include "model/model_internal.h"
+
+struct mh_lifetimes {
+    struct mh_alloc_rec *recs;
+    size_t n, cap;
+    struct mh_step_span *steps;
+    size_t nsteps, capsteps;
+    struct mh__hmap live; /* device-tagged block address -> record index + 1 */
+    uint64_t nevents;
+    int64_t last_step;
+    int forward_seen;     /* the current step has entered its forward phase */
+};
+
+const char *mh_category_name(int category)
+{
+    static const char *const names[MH_CAT_COUNT] = {
+        "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown"};
+    return category >= 0 && category < MH_CAT_COUNT ? names[category] : "unknown";
+}
+
+int mh_lifetimes_new(struct mh_lifetimes **out)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return MH_ENOMEM;
+    (*out)->last_step = -1;
+    return 0;
+}
+
+void mh_lifetimes_free(struct mh_lifetimes *lt)
+{
+    if (!lt)
+        return;
+    mh__addrmap_destroy(&lt->live);
+    free(lt->recs);
+    free(lt->steps);
+    free(lt);
+}
+
+/* Device addresses fit in 48 bits; the device goes above them. */
+static uint64_t live_key(int device, uint64_t addr)
+{
+    return addr ^ ((uint64_t)(uint16_t)device << 48);
+}
+
+static int add_step(struct mh_lifetimes *lt, int64_t step, uint64_t index)
+{
+    if (lt->nsteps == lt->capsteps) {
+        size_t cap = lt->capsteps ? lt->capsteps * 2 : 64;
+        struct mh_step_span *p = realloc(lt->steps, cap * sizeof *p);
+        if (!p)
+            return MH_ENOMEM;
+        lt->steps = p;
+        lt->capsteps = cap;
+    }
+    lt->steps[lt->nsteps++] = (struct mh_step_span){step, index};
+    return 0;
+}
+
+static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
+                    const struct mh_apply_result *res, uint64_t index)
+{
+    if (lt->n == lt->cap) {
+        size_t cap = lt->cap ? lt->cap * 2 : 4096;
+        struct mh_alloc_rec *p = realloc(lt->recs, cap * sizeof *p);
+        if (!p)
+            return MH_ENOMEM;
+        lt->recs = p;
+        lt->cap = cap;
+    }
+    struct mh_alloc_rec *r = &lt->recs[lt->n];
+    memset(r, 0, sizeof *r);
+    r->alloc_index = index;
+    r->free_index = MH_NEVER;
+    r->addr = ev->addr;
+    r->size = res->block_size;
+    r->requested = ev->size;
+    r->alloc_step = mh_model_current_step(m);
+    r->free_step = -1;
+    r->stack = ev->stack;
+    r->str = ev->str;
+    r->device = ev->device;
+    r->alloc_phase = (uint8_t)mh_model_current_phase(m);
+    r->before_forward = r->alloc_step >= 0 && !lt->forward_seen;
+    r->category = MH_CAT_UNKNOWN;
+    lt->n++;
+    return mh__addrmap_put(&lt->live, live_key(ev->device, ev->addr), (void *)(uintptr_t)lt->n);
+}
+
+static void on_free(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
+                    uint64_t index)
+{
+    uintptr_t i = (uintptr_t)mh__addrmap_del(&lt->live, live_key(ev->device, ev->addr));
+    if (!i)
+        return;
+    struct mh_alloc_rec *r = &lt->recs[i - 1];
+    r->free_index = index;
+    r->free_step = mh_model_current_step(m);
+    r->free_phase = (uint8_t)mh_model_current_phase(m);
+}
+
+int mh_lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
+                         const struct mh_event *ev, const struct mh_apply_result *res)
+{
+    uint64_t index = lt->nevents++;
+    int64_t step = mh_model_current_step(m);
+    int rc = 0;
+    if (step != lt->last_step) {
+        lt->last_step = step;
+        lt->forward_seen = 0;
+        rc = add_step(lt, step, index);
+    }
+    if (ev->kind == MH_EV_PHASE && ev->aux == MH_PHASE_FORWARD)
+        lt->forward_seen = 1;
+    if (rc < 0 || (res && res->anomaly))
+        return rc;
+    if (ev->kind == MH_EV_ALLOC && res)
+        return on_alloc(lt, m, ev, res, index);
+    if (ev->kind == MH_EV_FREE_REQUESTED ||
+        (ev->kind == MH_EV_FREE_COMPLETED && res && res->allocated_delta < 0))
+        on_free(lt, m, ev, index);
+    return 0;
+}
+
+static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_steps)
+{
+    int freed = r->free_index != MH_NEVER;
+    int same_phase = freed && r->free_step == r->alloc_step && r->free_phase == r->alloc_phase;
+    if (!has_steps)
+        return MH_CAT_UNKNOWN;
+    if (r->alloc_step < first_step)
+        return !freed ? MH_CAT_PARAMETER : MH_CAT_UNKNOWN;
+    if (r->before_forward)
+        return MH_CAT_INPUT;
+    if (same_phase)
+        return MH_CAT_TEMPORARY;
+    switch (r->alloc_phase) {
+    case MH_PHASE_FORWARD: return MH_CAT_ACTIVATION;
+    case MH_PHASE_BACKWARD: return MH_CAT_GRADIENT;
+    case MH_PHASE_OPTIMIZER: return MH_CAT_OPTIMIZER_STATE;
+    default: return MH_CAT_UNKNOWN;
+    }
+}
+
+void mh_lifetimes_finish(struct mh_lifetimes *lt)
+{
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; i < lt->nsteps; i++)
+        if (lt->steps[i].step >= 0 && lt->steps[i].step < first)
+            first = lt->steps[i].step;
+    int has_steps = first != INT64_MAX;
+    for (size_t i = 0; i < lt->n; i++)
+        lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps);
+}
+
+const struct mh_alloc_rec *mh_lifetimes_records(const struct mh_lifetimes *lt, size_t *n)
+{
+    *n = lt->n;
+    return lt->recs;
+}
+
+const struct mh_step_span *mh_lifetimes_steps(const struct mh_lifetimes *lt, size_t *n)
+{
+    *n = lt->nsteps;
+    return lt->steps;
+}
+
+uint64_t mh_lifetimes_event_count(const struct mh_lifetimes *lt)
+{
+    return lt->nevents;
+}
+
+int64_t mh_lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index)
+{
+    size_t lo = 0, hi = lt->nsteps; /* last span with first_index <= index */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (lt->steps[mid].first_index <= index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? lt->steps[lo - 1].step : -1;
+}
+
+void mh_lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,
+                                   uint64_t bytes[MH_CAT_COUNT], uint64_t *requested)
+{
+    memset(bytes, 0, MH_CAT_COUNT * sizeof *bytes);
+    if (requested)
+        memset(requested, 0, MH_CAT_COUNT * sizeof *requested);
+    for (size_t i = 0; i < lt->n; i++) {
+        const struct mh_alloc_rec *r = &lt->recs[i];
+        if (r->device != device || !mh_alloc_rec_live_at(r, index))
+            continue;
+        bytes[r->category] += r->size;
+        if (requested)
+            requested[r->category] += r->requested;
+    }
+}

@@ -1,0 +1,254 @@
+/* test_cli_answers_layers.c - the answers on simulated GPT runs with known
+ * shapes: categories (parameter, gradient, optimizer state and input bytes
+ * equal the workload's tensor sizes), layer attribution at the peak (within
+ * 1 % of what the shapes give), and the checkpointing estimate against the
+ * simulator's own run with those layers checkpointed (within 10 %). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memhist/memhist.h"
+#include "model/analysis_layers.h"
+#include "model/categories.h"
+#include "sim/sim.h"
+#include "sim/workload.h"
+
+/* A simulated run written to memory and replayed with lifetimes. */
+struct run {
+    struct mh_writer *w;
+    struct mh_reader *r;
+    struct mh_model *m;
+    struct mh_lifetimes *lt;
+};
+
+static void simulate(const char *params, uint64_t steps, struct run *out)
+{
+    const struct mh_workload *wl = mh_workload_find("gpt");
+    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    char err[128];
+    struct mh_writer_opts wo = {.source = "simulated"};
+    struct mh_sim_opts so;
+    struct mh_sim *s;
+    struct mh_workload_result res;
+    memset(out, 0, sizeof *out);
+    memset(&so, 0, sizeof so);
+    cr_assert_eq(mh_workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh_writer_open_mem(&wo, &out->w), 0);
+    so.writer = out->w;
+    cr_assert_eq(mh_sim_new(&so, &s), 0);
+    cr_assert_eq(mh_workload_run(wl, s, values, steps, 1, &res), 0);
+    mh_sim_free(s);
+    cr_assert_eq(mh_writer_close(out->w), 0);
+    const void *data;
+    size_t len;
+    cr_assert_eq(mh_writer_mem(out->w, &data, &len), 0);
+    cr_assert_eq(mh_reader_open_mem(data, len, &out->r), 0);
+    struct mh_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    cr_assert_eq(mh_model_new(&mo, &out->m), 0);
+    cr_assert_eq(mh_lifetimes_new(&out->lt), 0);
+    struct mh_event e;
+    struct mh_apply_result ar;
+    while (mh_reader_next(out->r, &e) == 1) {
+        cr_assert_eq(mh_model_apply(out->m, &e, &ar), 0);
+        cr_assert_eq(mh_lifetimes_observe(out->lt, out->m, &e, &ar), 0);
+    }
+    mh_model_finish(out->m);
+    mh_lifetimes_finish(out->lt);
+}
+
+static void run_free(struct run *r)
+{
+    mh_lifetimes_free(r->lt);
+    mh_model_free(r->m);
+    mh_reader_close(r->r);
+    mh_writer_free_mem(r->w);
+}
+
+/* Small model: every tensor <= 1 MiB, so blocks are exactly 512-rounded. */
+#define L 2
+#define H 256
+#define NH 4
+#define S 256
+#define B 2
+#define V 1000
+#define T (B * S)
+#define SMALL "layers=2,hidden=256,heads=4,seq=256,batch=2,vocab=1000,seqvar=0"
+
+static uint64_t param_bytes(void)
+{
+    return 4ull * (V * H + S * H + 2 * H + L * (12ull * H * H + 13 * H));
+}
+
+Test(answers_categories, known_parameter_gradient_optimizer_input_bytes)
+{
+    struct run r;
+    simulate(SMALL, 3, &r);
+    size_t n;
+    const struct mh_alloc_rec *recs = mh_lifetimes_records(r.lt, &n);
+    uint64_t by[MH_CAT_COUNT] = {0}, grads_step1 = 0, inputs_step1 = 0;
+    for (size_t i = 0; i < n; i++) {
+        by[recs[i].category] += recs[i].requested;
+        if (recs[i].alloc_step == 1 && recs[i].category == MH_CAT_GRADIENT)
+            grads_step1 += recs[i].requested;
+        if (recs[i].alloc_step == 1 && recs[i].category == MH_CAT_INPUT)
+            inputs_step1 += recs[i].requested;
+    }
+    cr_expect_eq(by[MH_CAT_PARAMETER], param_bytes());
+    cr_expect_eq(by[MH_CAT_OPTIMIZER_STATE], 2 * param_bytes());
+    cr_expect_eq(grads_step1, param_bytes(), "one fp32 gradient per parameter per step");
+    cr_expect_eq(inputs_step1, 2ull * T * 8, "tokens and targets");
+    cr_expect_gt(by[MH_CAT_ACTIVATION], 0);
+    cr_expect_gt(by[MH_CAT_TEMPORARY], 0);
+    struct mh_peak p;
+    uint64_t bytes[MH_CAT_COUNT], req[MH_CAT_COUNT];
+    cr_assert_eq(mh_model_peak_allocated(r.m, 0, &p), 0);
+    mh_lifetimes_live_by_category(r.lt, 0, p.event_index, bytes, req);
+    cr_expect_eq(req[MH_CAT_PARAMETER], param_bytes());
+    uint64_t total = 0;
+    for (int c = 0; c < MH_CAT_COUNT; c++)
+        total += bytes[c];
+    cr_expect_eq(total, p.value, "categories partition the allocated bytes at the peak");
+    run_free(&r);
+}
+
+Test(answers_categories, no_steps_means_unknown)
+{
+    struct mh_model *m;
+    struct mh_lifetimes *lt;
+    struct mh_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    cr_assert_eq(mh_model_new(&mo, &m), 0);
+    cr_assert_eq(mh_lifetimes_new(&lt), 0);
+    struct mh_event ev[] = {
+        {.time_ns = 1, .kind = MH_EV_SEGMENT_ALLOC, .addr = 0x100000, .size = 2 << 20},
+        {.time_ns = 2, .kind = MH_EV_ALLOC, .addr = 0x100000, .size = 4096},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        struct mh_apply_result ar;
+        cr_assert_eq(mh_model_apply(m, &ev[i], &ar), 0);
+        cr_assert_eq(mh_lifetimes_observe(lt, m, &ev[i], &ar), 0);
+    }
+    mh_lifetimes_finish(lt);
+    size_t n;
+    const struct mh_alloc_rec *recs = mh_lifetimes_records(lt, &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(recs[0].category, MH_CAT_UNKNOWN);
+    cr_expect_eq(recs[0].size, 4096);
+    mh_lifetimes_free(lt);
+    mh_model_free(m);
+}
+
+static const struct mh_layer_stats *find_layer(const struct mh_layers *ly, const char *name)
+{
+    size_t n;
+    const struct mh_layer_stats *st = mh_layers_list(ly, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(st[i].name, name) == 0)
+            return &st[i];
+    return NULL;
+}
+
+Test(answers_layers, attribution_matches_the_shapes)
+{
+    struct run r;
+    struct mh_layers *ly;
+    simulate(SMALL, 3, &r);
+    cr_assert_eq(mh_layers_analyze(r.lt, r.r, 0, &ly), 0);
+    struct mh_peak p;
+    cr_assert_eq(mh_model_peak_allocated(r.m, 0, &p), 0);
+    cr_expect_eq(mh_layers_peak(ly, NULL, NULL), p.value, "same peak as the model");
+    /* What a block keeps for backward (flash attention), from wl_gpt.c's shapes. */
+    uint64_t saved = 34ull * T * H + 24ull * H * H + 18ull * H + 16ull * T + 4ull * B * NH * S;
+    uint64_t output = 4ull * T * H;
+    for (int l = 0; l < L; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "transformer.h.%d", l);
+        const struct mh_layer_stats *s = find_layer(ly, name);
+        cr_assert_not_null(s, "%s", name);
+        cr_expect_leq(llabs((long long)s->live_at_peak - (long long)(saved + output)),
+                      (long long)(saved + output) / 100, "%s live %llu want %llu", name,
+                      (unsigned long long)s->live_at_peak, (unsigned long long)(saved + output));
+        cr_expect_leq(llabs((long long)s->saved_at_peak - (long long)saved), (long long)saved / 100,
+                      "%s saved %llu want %llu", name, (unsigned long long)s->saved_at_peak,
+                      (unsigned long long)saved);
+        cr_expect(s->candidate);
+    }
+    mh_layers_free(ly);
+    run_free(&r);
+}
+
+static uint64_t simulated_peak(const char *params)
+{
+    struct run r;
+    struct mh_peak p;
+    simulate(params, 3, &r);
+    cr_assert_eq(mh_model_peak_allocated(r.m, 0, &p), 0);
+    run_free(&r);
+    return p.value;
+}
+
+/* Estimate for the plan's first k layers against the simulator's run. */
+static void check_estimate(const char *base, size_t k_wanted)
+{
+    struct run r;
+    struct mh_layers *ly;
+    simulate(base, 3, &r);
+    cr_assert_eq(mh_layers_analyze(r.lt, r.r, 0, &ly), 0);
+    size_t *order, n, best, nl;
+    uint64_t *after;
+    cr_assert_eq(mh_layers_plan(ly, &order, &after, &n, &best), 0);
+    cr_assert_geq(n, k_wanted);
+    const struct mh_layer_stats *st = mh_layers_list(ly, &nl);
+    uint64_t mask = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < k_wanted; i++) {
+        int layer;
+        if (sscanf(st[order[i]].name, "transformer.h.%d", &layer) == 1) {
+            mask |= 1ull << layer;
+            order[k++] = order[i];
+        }
+    }
+    cr_assert_eq(k, k_wanted);
+    uint64_t est, peak = mh_layers_peak(ly, NULL, NULL);
+    cr_assert_eq(mh_layers_estimate(ly, order, k, &est, NULL), 0);
+    char params[256];
+    snprintf(params, sizeof params, "%s,checkpoint=%llu", base, (unsigned long long)mask);
+    uint64_t actual = simulated_peak(params);
+    double want = (double)(peak - actual), got = (double)(peak - est);
+    cr_expect_gt(want, 0);
+    cr_expect_leq(got > want ? got - want : want - got, 0.10 * want,
+                  "k=%zu: estimated saving %.0f, simulated %.0f", k, got, want);
+    free(order);
+    free(after);
+    mh_layers_free(ly);
+    run_free(&r);
+}
+
+Test(answers_layers, checkpoint_estimate_matches_the_simulator)
+{
+    const char *base = "layers=6,hidden=512,heads=8,seq=512,batch=4,vocab=8000,seqvar=0";
+    check_estimate(base, 1);
+    check_estimate(base, 3);
+    check_estimate(base, 6);
+}
+
+Test(answers_layers, layer_names)
+{
+    struct run r;
+    simulate(SMALL, 1, &r);
+    char buf[128];
+    uint32_t id = 0;
+    /* metadata wins and is cut after the block index */
+    for (uint32_t s = 1; s < 4096; s++) {
+        const char *t = mh_reader_string(r.r, s);
+        if (t && strcmp(t, "transformer.h.1.mlp.c_fc") == 0) {
+            id = s;
+            break;
+        }
+    }
+    cr_assert_neq(id, 0);
+    cr_expect_str_eq(mh_layer_name(r.r, id, 0, buf, sizeof buf), "transformer.h.1");
+    run_free(&r);
+}
