@@ -42,6 +42,7 @@
 
 #include "memhist/error.h"
 #include "memhist/torch.h"
+#include "record/torch_support.h"
 
 #define MH_TORCH_AT_LEAST(maj, min)                                                        \
     (TORCH_VERSION_MAJOR > (maj) || (TORCH_VERSION_MAJOR == (maj) && TORCH_VERSION_MINOR >= (min)))
@@ -56,16 +57,10 @@ using Entry = cca::TraceEntry;
 
 /* ---- clock: approximate-clock ticks -> Unix-epoch ns ----------------------- */
 
-/* ns = ns0 + (ticks - ticks0) * scale. Two copies, flipped by `cur`, so the
- * tracker reads a consistent one without locking while a refinement writes
- * the other. */
-struct clock_fit {
-    double scale;
-    uint64_t ticks0;
-    uint64_t ns0;
-};
+/* Two copies of the fit (torch_support.h), flipped by `cur`, so the tracker
+ * reads a consistent one without locking while a refinement writes the other. */
 struct clock_state {
-    clock_fit fit[2];
+    mh_tick_fit fit[2];
     std::atomic<int> cur{0};
     uint64_t last_refine_ns = 0;
 };
@@ -83,34 +78,6 @@ uint64_t ticks_now()
     return (uint64_t)c10::getApproximateTime();
 }
 
-/* Median slope over pairs half the sample apart, then the offset as the
- * median residual: robust against a preempted reading. */
-int fit_pairs(const uint64_t *ticks, const uint64_t *ns, size_t n, clock_fit *out)
-{
-    if (n < 4)
-        return MH_EINVAL;
-    size_t half = n / 2;
-    std::vector<double> v;
-    for (size_t i = 0; i + half < n; i++) {
-        int64_t dt = (int64_t)(ticks[i + half] - ticks[i]);
-        int64_t dn = (int64_t)(ns[i + half] - ns[i]);
-        if (dt > 0 && dn > 0)
-            v.push_back((double)dn / (double)dt);
-    }
-    if (v.empty())
-        return MH_EINVAL;
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    double scale = v[v.size() / 2];
-    v.clear();
-    for (size_t i = 0; i < n; i++)
-        v.push_back((double)(int64_t)(ns[i] - ns[0]) - (double)(int64_t)(ticks[i] - ticks[0]) * scale);
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    out->scale = scale;
-    out->ticks0 = ticks[0];
-    out->ns0 = ns[0] + (uint64_t)(int64_t)v[v.size() / 2];
-    return 0;
-}
-
 /* 201 readings about 20 us apart (about 4 ms); each tick value is the
  * midpoint of the two reads around clock_gettime. */
 int calibrate_clock()
@@ -126,8 +93,8 @@ int calibrate_clock()
         while (realtime_ns() < until) {
         }
     }
-    clock_fit f;
-    int rc = fit_pairs(t.data(), ns.data(), n, &f);
+    mh_tick_fit f;
+    int rc = mh__tick_fit(t.data(), ns.data(), n, &f);
     if (rc < 0)
         return rc;
     int next = 1 - g_clock.cur.load(std::memory_order_relaxed);
@@ -145,12 +112,12 @@ void refine_clock()
     if (now - g_clock.last_refine_ns < 10000000000ull)
         return;
     g_clock.last_refine_ns = now;
-    const clock_fit &f = g_clock.fit[g_clock.cur.load(std::memory_order_acquire)];
+    const mh_tick_fit &f = g_clock.fit[g_clock.cur.load(std::memory_order_acquire)];
     uint64_t a = ticks_now(), n = realtime_ns(), b = ticks_now();
     uint64_t t = a + (b - a) / 2;
     if (t <= f.ticks0 || n <= f.ns0)
         return;
-    clock_fit g = f;
+    mh_tick_fit g = f;
     g.scale = (double)(n - f.ns0) / (double)(t - f.ticks0);
     int next = 1 - g_clock.cur.load(std::memory_order_relaxed);
     g_clock.fit[next] = g;
@@ -159,8 +126,7 @@ void refine_clock()
 
 inline uint64_t ticks_to_ns(uint64_t ticks)
 {
-    const clock_fit &f = g_clock.fit[g_clock.cur.load(std::memory_order_acquire)];
-    return f.ns0 + (uint64_t)(int64_t)((double)(int64_t)(ticks - f.ticks0) * f.scale);
+    return mh__tick_to_ns(&g_clock.fit[g_clock.cur.load(std::memory_order_acquire)], ticks);
 }
 
 /* ---- context rings: parked stack contexts, one ring per thread -------------- */
@@ -545,17 +511,6 @@ void on_trace(const Entry &e)
 
 /* ---- record_function: steps, phases, op ranges ---------------------------------- */
 
-bool starts_with(const char *s, const char *p)
-{
-    return strncmp(s, p, strlen(p)) == 0;
-}
-
-bool is_optimizer_step(const char *name)
-{
-    size_t n = strlen(name);
-    return starts_with(name, "Optimizer.step#") && n > 20 && strcmp(name + n - 5, ".step") == 0;
-}
-
 uint32_t range_name_id(mh_recorder *rec, const char *name)
 {
     thread_local std::unordered_map<std::string, uint32_t> cache;
@@ -589,8 +544,9 @@ void on_range(const char *name, bool begin)
     if (!rec || !name)
         return;
     uint64_t t = mh_clock_ns();
-    if (starts_with(name, "ProfilerStep#")) {
-        int64_t n = strtoll(name + 13, nullptr, 10);
+    int64_t n = 0;
+    mh_range_kind kind = mh__range_kind(name, &n);
+    if (kind == MH_RANGE_PROFILER_STEP) {
         g.mode.store(std::max(g.mode.load(), (int)STEPS_PROFILER));
         if (g.mode.load() == STEPS_PROFILER) {
             g.begin_pending.store(0);
@@ -603,7 +559,7 @@ void on_range(const char *name, bool begin)
                 g.step.store(n + 1);
             }
         }
-    } else if (is_optimizer_step(name)) {
+    } else if (kind == MH_RANGE_OPTIMIZER_STEP) {
         if (begin) {
             g.main_thread.store(mh_thread_id(), std::memory_order_relaxed);
             maybe_begin_step(rec, t);
@@ -637,35 +593,13 @@ void rf_end(const at::RecordFunction &fn, at::ObserverContext *)
 
 /* ---- attach ------------------------------------------------------------------ */
 
-bool env_true(const char *name)
-{
-    const char *v = getenv(name);
-    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"));
-}
-
-const char *alloc_conf_env()
-{
-    const char *v = getenv("PYTORCH_ALLOC_CONF");
-    return v && *v ? v : getenv("PYTORCH_CUDA_ALLOC_CONF");
-}
-
 int check_environment()
 {
-    for (const char *var : {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}) {
-        const char *v = getenv(var);
-        if (v && strstr(v, "backend:cudaMallocAsync")) {
-            set_error("%s selects backend:cudaMallocAsync, which has no allocator trace hook; memhist "
-                      "records only the native caching allocator (remove that setting to record)",
-                      var);
-            return MH_EUNSUPPORTED;
-        }
-    }
-    if (env_true("PYTORCH_NO_CUDA_MEMORY_CACHING")) {
-        set_error("%s", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 disables the caching allocator, which then reports "
-                        "no events; unset it to record");
-        return MH_EUNSUPPORTED;
-    }
-    return 0;
+    char why[sizeof g.error];
+    int rc = mh__torch_env_check(why, sizeof why);
+    if (rc < 0)
+        set_error("%s", why);
+    return rc;
 }
 
 std::shared_ptr<c10::GatheredContext> gather_python()
@@ -776,7 +710,7 @@ void record_devices(mh_recorder *rec, int count)
 void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
 {
     mh_recorder_set_meta(rec, "torch_version", o && o->torch_version ? o->torch_version : TORCH_VERSION);
-    const char *conf = alloc_conf_env();
+    const char *conf = mh__torch_alloc_conf_env();
     mh_recorder_set_meta(rec, "alloc_conf", conf ? conf : "");
     static const char *names[] = {"python", "none", "python", "all"};
     mh_recorder_set_meta(rec, "torch_stacks", names[g.stacks]);
@@ -1026,8 +960,8 @@ void mh__torch_test_range(const char *name, int begin)
 
 int mh__torch_test_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, double *scale, uint64_t *ns_at_tick0)
 {
-    clock_fit f;
-    int rc = fit_pairs(ticks, ns, n, &f);
+    mh_tick_fit f;
+    int rc = mh__tick_fit(ticks, ns, n, &f);
     if (rc == 0) {
         *scale = f.scale;
         *ns_at_tick0 = f.ns0;

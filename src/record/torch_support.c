@@ -1,0 +1,99 @@
+/* torch_support.c - torch-independent helpers of the torch bridge (see
+ * torch_support.h). */
+#include "record/torch_support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "memhist/error.h"
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, by_value);
+    return v[n / 2];
+}
+
+int mh__tick_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, struct mh_tick_fit *out)
+{
+    if (n < 4)
+        return MH_EINVAL;
+    double *v = malloc(n * sizeof *v);
+    if (!v)
+        return MH_ENOMEM;
+    size_t half = n / 2, m = 0;
+    for (size_t i = 0; i + half < n; i++) {
+        int64_t dt = (int64_t)(ticks[i + half] - ticks[i]);
+        int64_t dn = (int64_t)(ns[i + half] - ns[i]);
+        if (dt > 0 && dn > 0)
+            v[m++] = (double)dn / (double)dt;
+    }
+    if (m == 0) {
+        free(v);
+        return MH_EINVAL;
+    }
+    double scale = median(v, m);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (double)(int64_t)(ns[i] - ns[0]) - (double)(int64_t)(ticks[i] - ticks[0]) * scale;
+    out->scale = scale;
+    out->ticks0 = ticks[0];
+    out->ns0 = ns[0] + (uint64_t)(int64_t)median(v, n);
+    free(v);
+    return 0;
+}
+
+enum mh_range_kind mh__range_kind(const char *name, int64_t *step)
+{
+    static const char profiler[] = "ProfilerStep#", optimizer[] = "Optimizer.step#";
+    size_t n = strlen(name);
+    if (strncmp(name, profiler, sizeof profiler - 1) == 0) {
+        *step = strtoll(name + sizeof profiler - 1, NULL, 10);
+        return MH_RANGE_PROFILER_STEP;
+    }
+    if (strncmp(name, optimizer, sizeof optimizer - 1) == 0 && n > 20 &&
+        strcmp(name + n - 5, ".step") == 0)
+        return MH_RANGE_OPTIMIZER_STEP;
+    return MH_RANGE_OTHER;
+}
+
+static int env_true(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+                 !strcasecmp(v, "on"));
+}
+
+const char *mh__torch_alloc_conf_env(void)
+{
+    const char *v = getenv("PYTORCH_ALLOC_CONF");
+    return v && *v ? v : getenv("PYTORCH_CUDA_ALLOC_CONF");
+}
+
+int mh__torch_env_check(char *why, size_t len)
+{
+    static const char *const vars[] = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && strstr(v, "backend:cudaMallocAsync")) {
+            snprintf(why, len,
+                     "%s selects backend:cudaMallocAsync, which has no allocator trace hook; "
+                     "memhist records only the native caching allocator (remove that setting "
+                     "to record)",
+                     vars[i]);
+            return MH_EUNSUPPORTED;
+        }
+    }
+    if (env_true("PYTORCH_NO_CUDA_MEMORY_CACHING")) {
+        snprintf(why, len, "PYTORCH_NO_CUDA_MEMORY_CACHING=1 disables the caching allocator, "
+                           "which then reports no events; unset it to record");
+        return MH_EUNSUPPORTED;
+    }
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* torch_support.h - the parts of the torch bridge that need no torch: the
+ * tick-clock calibration, the names of record_function ranges that mark
+ * steps, and the allocator settings under which recording is impossible.
+ * Plain C in libmemhist, so they are tested without libtorch and the one
+ * C++ file (torch_bridge.cpp) holds only what must touch torch. */
+#ifndef MH_RECORD_TORCH_SUPPORT_H
+#define MH_RECORD_TORCH_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ns = ns0 + (ticks - ticks0) * scale */
+struct mh_tick_fit {
+    double scale;
+    uint64_t ticks0;
+    uint64_t ns0;
+};
+
+/* Fits paired (ticks, CLOCK_REALTIME ns) readings: the median slope over
+ * pairs half the sample apart, then the offset as the median residual, so a
+ * preempted reading does not skew it. Needs n >= 4; MH_EINVAL otherwise. */
+int mh__tick_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, struct mh_tick_fit *out);
+
+static inline uint64_t mh__tick_to_ns(const struct mh_tick_fit *f, uint64_t ticks)
+{
+    return f->ns0 + (uint64_t)(int64_t)((double)(int64_t)(ticks - f->ticks0) * f->scale);
+}
+
+enum mh_range_kind {
+    MH_RANGE_OTHER = 0,
+    MH_RANGE_PROFILER_STEP,  /* "ProfilerStep#N" (torch.profiler) */
+    MH_RANGE_OPTIMIZER_STEP  /* "Optimizer.step#<Class>.step" (torch.optim) */
+};
+/* Classifies a record_function name; *step gets N for ProfilerStep#N. */
+enum mh_range_kind mh__range_kind(const char *name, int64_t *step);
+
+/* 0 if the environment allows recording the caching allocator; otherwise
+ * MH_EUNSUPPORTED with the reason in why (backend:cudaMallocAsync has no
+ * trace hook; PYTORCH_NO_CUDA_MEMORY_CACHING=1 emits no events). */
+int mh__torch_env_check(char *why, size_t len);
+/* The allocator settings in force (PYTORCH_ALLOC_CONF, else the older
+ * PYTORCH_CUDA_ALLOC_CONF), or NULL. */
+const char *mh__torch_alloc_conf_env(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+/* test_record_torch_support.c - the torch-independent parts of the torch
+ * bridge: tick-clock calibration, step range names, refused settings. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "memhist/error.h"
+#include "record/torch_support.h"
+
+Test(torch_support, fit_recovers_scale_and_offset_despite_an_outlier)
+{
+    uint64_t ticks[41], ns[41];
+    for (int i = 0; i < 41; i++) {
+        ticks[i] = 1000000 + (uint64_t)i * 3000;           /* 3 GHz counter */
+        ns[i] = 1700000000000000000ull + (uint64_t)i * 1000; /* 1 us apart */
+    }
+    ns[7] += 250000; /* a preempted reading */
+    struct mh_tick_fit f;
+    cr_assert_eq(mh__tick_fit(ticks, ns, 41, &f), 0);
+    cr_assert_float_eq(f.scale, 1.0 / 3.0, 1e-9);
+    cr_assert_eq(mh__tick_to_ns(&f, ticks[20]), ns[20]);
+    cr_assert_eq(mh__tick_to_ns(&f, 1000000 + 3000 * 100), 1700000000000000000ull + 100000);
+}
+
+Test(torch_support, fit_needs_enough_increasing_readings)
+{
+    uint64_t same[8] = {5, 5, 5, 5, 5, 5, 5, 5};
+    struct mh_tick_fit f;
+    cr_assert_eq(mh__tick_fit(same, same, 3, &f), MH_EINVAL);
+    cr_assert_eq(mh__tick_fit(same, same, 8, &f), MH_EINVAL);
+}
+
+Test(torch_support, range_names_that_mark_steps)
+{
+    int64_t step = -1;
+    cr_assert_eq(mh__range_kind("ProfilerStep#12", &step), MH_RANGE_PROFILER_STEP);
+    cr_assert_eq(step, 12);
+    cr_assert_eq(mh__range_kind("Optimizer.step#AdamW.step", &step), MH_RANGE_OPTIMIZER_STEP);
+    cr_assert_eq(mh__range_kind("Optimizer.zero_grad#AdamW.zero_grad", &step), MH_RANGE_OTHER);
+    cr_assert_eq(mh__range_kind("Optimizer.step#", &step), MH_RANGE_OTHER);
+    cr_assert_eq(mh__range_kind("aten::mm", &step), MH_RANGE_OTHER);
+}
+
+Test(torch_support, refuses_settings_without_a_trace_hook)
+{
+    char why[256];
+    unsetenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+    setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True", 1);
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 1);
+    cr_assert_eq(mh__torch_env_check(why, sizeof why), MH_EUNSUPPORTED);
+    cr_assert(strstr(why, "PYTORCH_CUDA_ALLOC_CONF selects backend:cudaMallocAsync"));
+    cr_assert_str_eq(mh__torch_alloc_conf_env(), "expandable_segments:True");
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    cr_assert_eq(mh__torch_env_check(why, sizeof why), 0);
+    setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+    cr_assert_eq(mh__torch_env_check(why, sizeof why), MH_EUNSUPPORTED);
+    cr_assert(strstr(why, "PYTORCH_NO_CUDA_MEMORY_CACHING"));
+}
