@@ -9,7 +9,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/build.sh" build-bench -DCMAKE_BUILD_TYPE=Release -DMEMHIST_TESTS=ON \
     -DMEMHIST_BENCH=ON -DMEMHIST_WITH_TORCH=OFF
 export MEMHIST="$root/build-bench/memhist" MH_SOURCE_DIR="$root" MH_BINARY_DIR="$root/build-bench"
-cd "$root/build-bench"
+cd "$root/build-bench/tests"
 status=0
 for b in ./bench_*; do
     [ -x "$b" ] || continue
