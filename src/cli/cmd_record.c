@@ -5,7 +5,11 @@
  * memhist bootstrap (src/python/memhist/bootstrap/sitecustomize.py) first on
  * PYTHONPATH and passes the settings through the environment; the bootstrap
  * attaches libmemhist_torch.so when the program initializes CUDA and, at
- * exit, appends one status line per process to a status file. This command
+ * exit, appends one status line per process to a status file. Programs that
+ * do not use PyTorch are recorded by the CUDA driver itself, which loads
+ * libmemhist.so through CUDA_INJECTION64_PATH (src/record/inject.c: CUPTI
+ * driver-level memory and kernels); in PyTorch programs that CUPTI recording
+ * joins the torch bridge's file. This command
  * waits for the child, forwards SIGINT/SIGTERM to it, and then says where
  * each file is and what to run next, or why nothing was recorded. It exits
  * with the child's status. */
@@ -169,7 +173,12 @@ static int setup_env(const struct rec_opts *o, const char *out_abs, const char *
     if (!pp)
         return -1;
     snprintf(pp, len, "%s/memhist/bootstrap:%s%s%s", pydir, pydir, old && *old ? ":" : "", old ? old : "");
+    /* programs that do not run the Python bootstrap are recorded by the CUDA
+     * driver loading libmemhist.so (src/record/inject.c) into MEMHIST_OUT */
+    char inject[PATH_MAX + 32];
+    snprintf(inject, sizeof inject, "%s/libmemhist.so", libdir);
     int rc = setenv("PYTHONPATH", pp, 1) | setenv("MEMHIST_LIB_DIR", libdir, 1) |
+             setenv("CUDA_INJECTION64_PATH", inject, 1) | setenv("MEMHIST_OUT", out_abs, 1) |
              setenv("MEMHIST_RECORD_PATH", out_abs, 1) | setenv("MEMHIST_STACKS", o->stacks, 1) |
              setenv("MEMHIST_OP_RANGES", o->op_ranges ? "1" : "0", 1) |
              setenv("MEMHIST_STATUS_FILE", status_path, 1);
@@ -235,9 +244,14 @@ static int report_status(const char *status_path, const char *out_abs)
     }
     if (f)
         fclose(f);
-    if (lines == 0)
-        fprintf(stderr, "memhist: nothing recorded to %s: the program never loaded the memhist bootstrap "
-                        "(is it a Python program, run without -S/-I?)\n", out_abs);
+    if (lines == 0 && access(out_abs, F_OK) == 0) {
+        files++;
+        fprintf(stderr, "memhist: recorded driver-level memory and kernels (CUDA injection) to %s\n"
+                        "memhist: next: memhist report %s\n", out_abs, out_abs);
+    } else if (lines == 0) {
+        fprintf(stderr, "memhist: nothing recorded to %s: the program neither loaded the memhist "
+                        "Python bootstrap nor initialized CUDA\n", out_abs);
+    }
     return files;
 }
 
@@ -256,6 +270,7 @@ static int run_record(int argc, char **argv)
         snprintf(out_abs, sizeof out_abs, "%s", o.output);
     snprintf(status_path, sizeof status_path, "%s.status.%d", out_abs, (int)getpid());
     unlink(status_path);
+    unlink(out_abs); /* what exists afterwards was written by this run */
     if (setup_env(&o, out_abs, status_path) < 0)
         return MH_EXIT_FAIL;
     fflush(stdout);

@@ -40,6 +40,7 @@
 #include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/version.h>
 
+#include "memhist/cupti.h"
 #include "memhist/error.h"
 #include "memhist/torch.h"
 #include "record/torch_support.h"
@@ -825,6 +826,8 @@ int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts)
         int rc = attach_locked(rec, opts);
         if (rc < 0)
             quiesce();
+        else
+            mh_inject_set_recorder(rec); /* CUPTI, if injected, records here too */
         return rc;
     } catch (const std::exception &ex) {
         set_error("torch failed while attaching: %s", ex.what());
@@ -843,6 +846,8 @@ int mh_torch_stop(void)
 {
     std::lock_guard<std::mutex> lock(g.api_lock);
     mh_recorder *rec = g.rec.load();
+    if (rec)
+        mh_inject_set_recorder(nullptr); /* flushes CUPTI into rec before it closes */
     quiesce();
     try {
         disable_history();

@@ -118,6 +118,9 @@ def install():
     if _state["installed"]:
         return
     _state["installed"] = True
+    # CUPTI (loaded by the CUDA driver through CUDA_INJECTION64_PATH) records
+    # into this process's torch recorder instead of a file of its own.
+    os.environ["MEMHIST_INJECT_SHARED"] = "1"
     if "torch.cuda" in sys.modules:
         _on_torch_cuda(sys.modules["torch.cuda"])
     else:
