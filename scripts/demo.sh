@@ -7,7 +7,9 @@
 #   2. simulates the default transformer training workload on the caching-
 #      allocator simulator and writes everything memhist produces for it
 #      (report, PNG timeline and segment view, memory_viz snapshot, Chrome
-#      trace) into one folder.
+#      trace, what-if under expandable segments, layer attribution with a
+#      checkpointing plan) into one folder;
+#   3. simulates the same run on a smaller device and explains its OOM.
 # usage: scripts/demo.sh [OUTDIR]   (default: demo-out)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,7 +18,7 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 "$root/scripts/setup.sh"
 echo "== building memhist"
-"$root/scripts/build.sh" build -DMEMHIST_TESTS=OFF -DMEMHIST_BENCH=OFF
+"$root/scripts/build.sh" build -DMEMHIST_TESTS=ON
 mh="$root/build/memhist"
 has_cmd() { "$mh" help "$1" >/dev/null 2>&1; }
 
@@ -43,6 +45,14 @@ if has_cmd simulate; then
     has_cmd snapshot && "$mh" snapshot "$run" -o "$out/transformer-snapshot.pickle"
     has_cmd trace && "$mh" trace "$run" -o "$out/transformer-trace.json"
     has_cmd whatif && "$mh" whatif "$run" --alloc-conf expandable_segments:True | tee "$out/transformer-whatif.txt"
+    has_cmd layers && "$mh" layers "$run" | tee "$out/transformer-layers.txt"
+    if has_cmd oom; then
+        echo
+        echo "== 3. the same training run on a 12 GiB device: why does it run out of memory?"
+        "$mh" simulate --device-memory 12GiB -o "$out/oom.memhist"
+        "$mh" oom "$out/oom.memhist" | tee "$out/oom-explanation.txt"
+        has_cmd plot && "$mh" plot "$out/oom.memhist" --kind segments --at oom -o "$out/oom-segments.png"
+    fi
 fi
 
 echo

@@ -19,7 +19,7 @@ run_ctest() { # DIR LABEL-ARGS...
 }
 
 echo "== build (RelWithDebInfo) and full suite"
-scripts/build.sh build
+scripts/build.sh build -DMEMHIST_TESTS=ON -DMEMHIST_SANITIZE= -DMEMHIST_FUZZ=OFF
 run_ctest build
 
 echo "== unit tests under ASan+UBSan"
