@@ -62,9 +62,15 @@ static int track(void *user, const struct mh_event *ev)
         return t->err = rc;
     t->allocated += res.allocated_delta;
     t->reserved += res.reserved_delta;
+    /* as the model's per-step statistics do: of the moments at the reserved
+     * peak, the one with the most allocated (a segment is reserved just before
+     * the allocation that needs it) */
+    uint64_t allocated = t->allocated > 0 ? (uint64_t)t->allocated : 0;
     if (t->reserved > 0 && (uint64_t)t->reserved > t->peak_reserved) {
         t->peak_reserved = (uint64_t)t->reserved;
-        t->allocated_at_peak = t->allocated > 0 ? (uint64_t)t->allocated : 0;
+        t->allocated_at_peak = allocated;
+    } else if ((uint64_t)t->reserved == t->peak_reserved && allocated > t->allocated_at_peak) {
+        t->allocated_at_peak = allocated;
     }
     return 0;
 }
