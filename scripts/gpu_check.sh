@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpu_check.sh - on a machine with a GPU: build memhist against this machine's
-# torch, record the examples with `memhist record`, check the recordings
-# against torch's own truth (tests/gpu/record_check.py), run the libtorch
-# example, and measure step-time overhead (no recording / memhist with
+# torch, run the GPU tests (ctest -L gpu: the examples recorded with `memhist
+# record` checked against torch's own truth, the CUDA example under CUPTI, the
+# simulator's fidelity to a real run, the checkpointing estimate against a real
+# checkpointed run), run the libtorch example, and measure step-time overhead (no recording / memhist with
 # stacks python and none / torch's _record_memory_history(stacks="python")).
 #
 #   scripts/gpu_check.sh [BUILD_DIR]        (default: build-gpu)
@@ -18,8 +19,8 @@ if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
   exit 77
 fi
 
-cmake -S . -B "$BUILD" -DMEMHIST_WITH_TORCH=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j"$JOBS" --target memhist_cli memhist_torch test_torch_bridge example_cpp_train_libtorch
+cmake -S . -B "$BUILD" -DMEMHIST_WITH_TORCH=ON -DMEMHIST_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j"$JOBS"
 MEMHIST="$SRC/$BUILD/memhist"
 WORK="$SRC/$BUILD/gpu_check"
 mkdir -p "$WORK"
@@ -28,8 +29,9 @@ status=0
 echo "== bridge unit test"
 (cd "$BUILD" && TORCH_SYMBOLIZE_MODE=dladdr ./test_torch_bridge) || status=1
 
-echo "== recordings against torch's truth"
-MH_SOURCE_DIR="$SRC" python3 tests/gpu/record_check.py "$MEMHIST" "$WORK" || status=1
+echo "== GPU tests: recordings against torch's truth, CUDA example under CUPTI,"
+echo "   simulator fidelity, checkpointing estimate against a real checkpointed run"
+(cd "$BUILD" && ctest -L gpu --output-on-failure -V) || status=1
 
 echo "== libtorch example"
 if "$BUILD/example_cpp_train_libtorch" "$WORK/libtorch.memhist" 10; then

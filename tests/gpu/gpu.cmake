@@ -1,13 +1,31 @@
 # GPU tests (ctest label "gpu"): they skip with exit 77 and a reason when
 # torch sees no CUDA device. record_check.py runs the Python examples under
-# `memhist record` and compares with torch's own figures (scripts/gpu_check.sh
-# runs the same checks plus the overhead measurements).
+# `memhist record` and compares with torch's own figures; sim_fidelity.py
+# replays a real run's requests through the simulator and compares segments;
+# layers_check.py checks the checkpointing estimate against a real
+# checkpointed run. scripts/gpu_check.sh runs them all plus the overhead
+# measurements.
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch)
   add_test(NAME gpu_record_check
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/record_check.py
                    $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/gpu_record_check)
   set_tests_properties(gpu_record_check PROPERTIES
+    LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800
+    ENVIRONMENT "MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
+endif()
+
+if(Python3_Interpreter_FOUND)
+  add_test(NAME gpu_sim_fidelity COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/sim_fidelity.py)
+  set_tests_properties(gpu_sim_fidelity PROPERTIES
+    LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800
+    ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MEMHIST_LIB=$<TARGET_FILE:memhist_shared>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+endif()
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch)
+  add_test(NAME gpu_layers_check
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/layers_check.py
+                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/gpu_layers_check)
+  set_tests_properties(gpu_layers_check PROPERTIES
     LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800
     ENVIRONMENT "MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
 endif()
