@@ -22,8 +22,8 @@ int mh__plot_title(struct mh_canvas *c, struct mh_reader *r, const struct mh_plo
                    int device, const char *what, const char *subtitle)
 {
     char title[512], part[192];
-    snprintf(title, sizeof title, "%s%s%s", what, o->name ? ": " : "",
-             o->name ? base_name(o->name) : "");
+    snprintf(title, sizeof title, "%s%s%s%s%s", what, o->name ? ": " : "",
+             o->name ? base_name(o->name) : "", o->note ? "  " : "", o->note ? o->note : "");
     if (device >= 0) {
         const char *dname = "";
         struct mh_device_info di;
@@ -75,6 +75,10 @@ static int check_opts(const struct mh_plot_opts *o, int *w, int *h, char *err, s
         snprintf(err, errlen, "unknown plot kind %d", o->kind);
         return MH_EINVAL;
     }
+    if (o->color != MH_PLOT_COLOR_STACK && o->color != MH_PLOT_COLOR_CATEGORY) {
+        snprintf(err, errlen, "unknown colouring %d", o->color);
+        return MH_EINVAL;
+    }
     return 0;
 }
 
@@ -94,8 +98,21 @@ void mh__plot_layout(int width, int height, int top, struct mh__plot_frame *f)
     f->legend_y = f->y;
 }
 
-static int render_timeline(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
-                           struct mh__plot_scan *s)
+/* Groups of the stacked areas: the top sites at the peak, or the
+ * categories (their bytes at the peak come from pass 2). */
+static int choose_groups(struct mh_reader *r, const struct mh_plot_opts *o,
+                         struct mh__plot_scan *s)
+{
+    if (o->color != MH_PLOT_COLOR_CATEGORY)
+        return mh__plot_scan_rank(r, s, o->top ? o->top : MH_PLOT_DEFAULT_TOP);
+    s->by_category = 1;
+    s->ngroups = MH_CAT_COUNT - 1;
+    return 0;
+}
+
+int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_reader *r,
+                            const struct mh_plot_opts *o, struct mh__plot_scan *s,
+                            uint64_t t_begin, uint64_t t_end)
 {
     if (s->events == 0)
         return mh__plot_message(c, r, o, s->device, "This file holds no events.");
@@ -104,16 +121,18 @@ static int render_timeline(struct mh_canvas *c, struct mh_reader *r, const struc
     if (s->win_last <= s->win_first)
         return mh__plot_message(c, r, o, s->device,
                                 "All events happen at one moment: nothing to draw over time.");
-    int rc = mh__plot_scan_rank(r, s, o->top ? o->top : MH_PLOT_DEFAULT_TOP);
+    int rc = choose_groups(r, o, s);
     if (rc < 0)
         return rc;
     struct mh__plot_frame f;
     mh__plot_layout(c->width, c->height, MH__PLOT_TOP, &f);
     struct mh__plot_cols cols;
-    rc = mh__plot_cols_run(r, o, s, f.w, s->win_first, s->win_last, &cols);
+    rc = mh__plot_cols_run(r, o, s, f.w, t_begin, t_end, &cols);
+    if (rc == 0 && s->by_category)
+        memcpy(s->group_peak, cols.cat_peak, sizeof cols.cat_peak);
     if (rc == 0) {
-        f.tx.v0 = (double)(s->win_first - s->t0);
-        f.tx.v1 = (double)(s->win_last - s->t0);
+        f.tx.v0 = (double)(t_begin - s->t0);
+        f.tx.v1 = (double)(t_end - s->t0);
         f.tx.p0 = f.x;
         f.tx.p1 = f.x + f.w;
         rc = mh__plot_timeline(c, r, o, s, &cols, &f);
@@ -140,7 +159,7 @@ int mh_plot_render(struct mh_reader *r, const struct mh_plot_opts *o, struct mh_
     if (rc == 0 && o->kind == MH_PLOT_SEGMENTS)
         rc = mh__plot_segments(&c, r, o, &s, err, errlen);
     else if (rc == 0)
-        rc = render_timeline(&c, r, o, &s);
+        rc = mh__plot_timeline_panel(&c, r, o, &s, s.win_first, s.win_last);
     if (rc == 0)
         rc = mh_png_write(out, &c);
     if (res) {

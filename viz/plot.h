@@ -6,7 +6,8 @@
  * events); output is PNG bytes written to a sink. The timeline shows live
  * allocations stacked by allocation stack (the top groups at the peak), the
  * allocated, reserved and driver-level curves, the peak, steps, OOMs and a
- * per-step strip; the segment view shows every segment and block at the
+ * per-step strip (or stacked by memory category, --color category); several
+ * files (ranks) give one timeline panel each, stacked vertically; the segment view shows every segment and block at the
  * peak, the last OOM or a given time. Library code: it never prints;
  * problems with the options come back as MH_EINVAL with a message. */
 #ifndef MH_VIZ_PLOT_H
@@ -21,6 +22,9 @@
 
 enum mh_plot_kind { MH_PLOT_TIMELINE = 0, MH_PLOT_SEGMENTS = 1 };
 enum mh_plot_at { MH_PLOT_AT_PEAK = 0, MH_PLOT_AT_OOM = 1, MH_PLOT_AT_TIME = 2 };
+/* What the timeline's stacked areas are coloured by: allocation site (the
+ * top groups at the peak) or memory category (src/model/categories.h). */
+enum mh_plot_color { MH_PLOT_COLOR_STACK = 0, MH_PLOT_COLOR_CATEGORY = 1 };
 
 #define MH_PLOT_DEFAULT_WIDTH 1280
 #define MH_PLOT_DEFAULT_HEIGHT 760
@@ -42,7 +46,9 @@ struct mh_plot_opts {
     uint64_t t_lo_ns, t_hi_ns;
     int at;                    /* enum mh_plot_at, for the segment view */
     uint64_t at_ns;            /* MH_PLOT_AT_TIME: ns from the first event */
+    int color;                 /* enum mh_plot_color, for the timeline */
     const char *name;          /* file name for the title (borrowed); NULL = none */
+    const char *note;          /* appended to the title line (borrowed); NULL = none */
     struct mh_model_opts model; /* allocator settings of the recorded run */
 };
 
@@ -59,5 +65,23 @@ struct mh_plot_result {
  * MH_PLOT_AT_OOM) `err` holds a one-line message. `res` may be NULL. */
 int mh_plot_render(struct mh_reader *r, const struct mh_plot_opts *opts, struct mh_sink *out,
                    struct mh_plot_result *res, char *err, size_t errlen);
+
+/* Most files mh_plot_render_ranks draws in one image. */
+#define MH_PLOT_MAX_RANKS 64
+
+/* Timelines of several runs (one per rank) in one PNG: a panel per reader,
+ * top to bottom in the order given, each `opts->height` pixels tall (0 =
+ * MH_PLOT_RANK_HEIGHT) with its own title naming names[i]. When every run's
+ * window shares an instant, the panels share one time axis (times from the
+ * earliest first event); otherwise each has its own. The run with the
+ * highest reserved peak is marked in its title. Timeline only (MH_EINVAL
+ * for MH_PLOT_SEGMENTS). `models`, if not NULL, has each run's allocator
+ * settings (n entries; else opts->model for all). `res`, if not NULL, has n
+ * entries. */
+#define MH_PLOT_RANK_HEIGHT 520
+int mh_plot_render_ranks(struct mh_reader *const *readers, const char *const *names, size_t n,
+                         const struct mh_model_opts *models, const struct mh_plot_opts *opts,
+                         struct mh_sink *out, struct mh_plot_result *res, char *err,
+                         size_t errlen);
 
 #endif

@@ -6,7 +6,8 @@
  * maximum was reached, so the stacked areas add up exactly to the allocated
  * curve. A column with no event holds the state carried over from the left.
  * Cost per event: a few additions and, on a new column maximum, a copy of
- * ngroups + 1 counters. */
+ * ngroups + 1 counters. Coloured by category, the breakdown comes from
+ * plot_category.c instead, fed from here with each column's moment. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,9 @@ struct pass {
     struct state now;
     int last;      /* last column filled, -1 before the window */
     int done;      /* the window is behind us */
+    uint64_t ord;  /* ordinal of the event being applied */
+    struct mh__plot_catacc *cat; /* by category, else NULL */
+    int error;
 };
 
 static void set_column(struct pass *p, int col)
@@ -34,7 +38,10 @@ static void set_column(struct pass *p, int col)
     c->alloc[col] = p->now.alloc;
     c->reserved[col] = p->now.reserved;
     c->driver[col] = p->now.driver;
-    memcpy(c->groups + (size_t)col * ng, p->now.groups, ng * sizeof p->now.groups[0]);
+    if (p->cat)
+        p->cat->moment[col] = (int64_t)p->ord - 1;
+    else
+        memcpy(c->groups + (size_t)col * ng, p->now.groups, ng * sizeof p->now.groups[0]);
 }
 
 static void raise_column(struct pass *p, int col)
@@ -42,8 +49,13 @@ static void raise_column(struct pass *p, int col)
     struct mh__plot_cols *c = p->c;
     if (p->now.alloc > c->alloc[col]) {
         c->alloc[col] = p->now.alloc;
-        memcpy(c->groups + (size_t)col * (c->ngroups + 1), p->now.groups,
-               (c->ngroups + 1) * sizeof p->now.groups[0]);
+        if (p->cat) {
+            p->cat->moment[col] = (int64_t)p->ord;
+            mh__plot_cat_moved(p->cat);
+        } else {
+            memcpy(c->groups + (size_t)col * (c->ngroups + 1), p->now.groups,
+                   (c->ngroups + 1) * sizeof p->now.groups[0]);
+        }
     }
     if (p->now.reserved > c->reserved[col])
         c->reserved[col] = p->now.reserved;
@@ -55,8 +67,12 @@ static void raise_column(struct pass *p, int col)
  * event about to be applied). */
 static void carry_to(struct pass *p, int col)
 {
+    if (p->cat && p->last < col)
+        mh__plot_cat_close(p->cat);
     while (p->last < col)
         set_column(p, ++p->last);
+    if (p->cat && !p->done)
+        p->cat->open = p->last;
 }
 
 static void apply_deltas(struct pass *p, const struct mh_event *ev, const struct mh_apply_result *res)
@@ -86,20 +102,39 @@ static int column_of(const struct mh__plot_cols *c, uint64_t t)
     return col >= (uint64_t)c->n ? c->n - 1 : (int)col;
 }
 
+static void book(struct pass *p, int ended, const struct mh_livecat_end *end)
+{
+    if (ended)
+        mh__plot_cat_end(p->cat, end, (int64_t)p->ord);
+}
+
 static void on_event(struct pass *p, const struct mh_event *ev, const struct mh_apply_result *res)
 {
     const struct mh__plot_cols *c = p->c;
+    struct mh_livecat_end end;
+    int ended = 0;
+    if (p->cat) {
+        ended = mh__plot_cat_observe(p->cat, p->model, ev, res, p->ord, &end);
+        if (ended < 0)
+            p->error = ended;
+    }
     int changes = res->allocated_delta || res->reserved_delta || ev->kind == MH_EV_DRIVER_ALLOC ||
                   ev->kind == MH_EV_DRIVER_FREE;
-    if (ev->device != p->s->device || !changes)
+    if (ev->device != p->s->device || !changes) {
+        book(p, ended > 0, &end);
         return;
+    }
     if (p->done || ev->time_ns < c->t_begin) {
+        book(p, ended > 0, &end);
         apply_deltas(p, ev, res);
         return;
     }
     if (ev->time_ns > c->t_end) {
         carry_to(p, c->n - 1);
         p->done = 1;
+        if (p->cat)
+            mh__plot_cat_close(p->cat);
+        book(p, ended > 0, &end);
         apply_deltas(p, ev, res);
         return;
     }
@@ -107,6 +142,7 @@ static void on_event(struct pass *p, const struct mh_event *ev, const struct mh_
     if (col < p->last)
         col = p->last; /* out-of-order time: count it where we are */
     carry_to(p, col);
+    book(p, ended > 0, &end);
     apply_deltas(p, ev, res);
     raise_column(p, col);
 }
@@ -123,35 +159,55 @@ static int alloc_cols(struct mh__plot_cols *c, int ncols, unsigned ngroups)
     return c->alloc && c->reserved && c->driver && c->groups ? 0 : MH_ENOMEM;
 }
 
+/* The replay loop of pass 2. */
+static int stream(struct mh_reader *r, struct pass *p)
+{
+    struct mh_event ev;
+    struct mh_apply_result res;
+    int rc;
+    for (p->ord = 0; (rc = mh_reader_next(r, &ev)) == 1 && !p->error; p->ord++) {
+        memset(&res, 0, sizeof res);
+        if ((rc = mh_model_apply(p->model, &ev, &res)) < 0)
+            break;
+        on_event(p, &ev, &res);
+    }
+    if (p->error)
+        return p->error;
+    return rc == MH_ENOMEM ? rc : 0;
+}
+
 int mh__plot_cols_run(struct mh_reader *r, const struct mh_plot_opts *o,
                       const struct mh__plot_scan *s, int ncols, uint64_t t_begin, uint64_t t_end,
                       struct mh__plot_cols *c)
 {
-    int rc = alloc_cols(c, ncols, s->ngroups);
+    int by_cat = o->color == MH_PLOT_COLOR_CATEGORY;
+    int rc = alloc_cols(c, ncols, by_cat ? MH_CAT_COUNT - 1 : s->ngroups);
     if (rc < 0)
         return rc;
+    c->by_category = by_cat;
     c->t_begin = t_begin;
     c->t_end = t_end > t_begin ? t_end : t_begin + 1;
     struct pass p;
+    struct mh__plot_catacc cat;
     memset(&p, 0, sizeof p);
+    memset(&cat, 0, sizeof cat);
     p.s = s;
     p.c = c;
     p.last = -1;
-    if ((rc = mh_reader_rewind(r)) < 0 || (rc = mh_model_new(&o->model, &p.model)) < 0)
-        return rc;
-    struct mh_event ev;
-    struct mh_apply_result res;
-    while ((rc = mh_reader_next(r, &ev)) == 1) {
-        memset(&res, 0, sizeof res);
-        if ((rc = mh_model_apply(p.model, &ev, &res)) < 0)
-            break;
-        on_event(&p, &ev, &res);
+    if (by_cat) {
+        rc = mh__plot_cat_init(&cat, ncols, s->device,
+                               s->has_peak ? (int64_t)s->peak.event_index : -1);
+        p.cat = &cat;
     }
+    if (rc == 0 && (rc = mh_reader_rewind(r)) == 0 && (rc = mh_model_new(&o->model, &p.model)) == 0)
+        rc = stream(r, &p);
+    if (rc == 0)
+        carry_to(&p, c->n - 1); /* p.ord is past the last event here */
+    if (rc == 0 && by_cat)
+        rc = mh__plot_cat_finish(&cat, c);
     mh_model_free(p.model);
-    if (rc == MH_ENOMEM)
-        return rc;
-    carry_to(&p, c->n - 1);
-    return 0;
+    mh__plot_cat_release(&cat);
+    return rc;
 }
 
 void mh__plot_cols_free(struct mh__plot_cols *c)

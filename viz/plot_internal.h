@@ -4,16 +4,20 @@
  * the device, the time span of the window, the allocated peak and the bytes
  * each allocation site held at that peak, and ranks the sites into groups;
  * plot_columns.c replays it again (pass 2) into one column per pixel; then
- * plot_timeline.c, plot_strip.c and plot_legend.c draw. plot_segments.c
+ * plot_timeline.c, plot_strip.c and plot_legend.c draw. With --color
+ * category, pass 2 also classifies allocations (plot_category.c) and the
+ * groups are the memory categories. plot_multi.c stacks one timeline panel
+ * per file (rank) into one image. plot_segments.c
  * draws the segment view from a model replayed up to the chosen moment.
- * Memory is proportional to the number of distinct stacks and pixels, never
- * to the number of events. */
+ * Memory is proportional to the number of distinct stacks, pixels and (for
+ * categories) live allocations, never to the number of events. */
 #ifndef MH_VIZ_PLOT_INTERNAL_H
 #define MH_VIZ_PLOT_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/categories.h"
 #include "viz/canvas.h"
 #include "viz/plot.h"
 
@@ -44,7 +48,9 @@ struct mh__plot_scan {
     struct mh__plot_stack *stacks; /* indexed by stack id */
     size_t nstacks;
     uint32_t peak_seq;
-    /* groups, largest first; group `ngroups` is everything else */
+    /* groups, largest first; group `ngroups` is everything else. By
+     * category: the categories in enum order, `ngroups` being "unknown". */
+    int by_category;
     unsigned ngroups;
     char labels[MH_PLOT_MAX_TOP][MH__PLOT_LABEL];
     uint64_t group_peak[MH_PLOT_MAX_TOP + 1];
@@ -57,6 +63,8 @@ struct mh__plot_cols {
     int n;
     uint64_t t_begin, t_end;  /* absolute ns mapped to columns 0 and n */
     unsigned ngroups;         /* coloured groups; the breakdown has ngroups + 1 entries */
+    int by_category;          /* the breakdown is by enum mh_category */
+    uint64_t cat_peak[MH_CAT_COUNT]; /* by category: bytes live at the scan's peak */
     uint64_t *alloc, *reserved, *driver, *groups;
 };
 
@@ -68,6 +76,41 @@ int mh__plot_scan_run(struct mh_reader *r, const struct mh_plot_opts *o, struct 
  * peak into at most `top` groups and assigns every stack its group. */
 int mh__plot_scan_rank(struct mh_reader *r, struct mh__plot_scan *s, unsigned top);
 void mh__plot_scan_free(struct mh__plot_scan *s);
+
+/* Memory categories in pass 2 (plot_category.c). A column shows the state
+ * right after one event (its "moment"); an allocation's category is known
+ * only when its life ends, so each end adds the allocation's bytes to every
+ * column whose moment it was live at: a difference array per category for
+ * the columns already closed, a pending sum for the open one (dropped when
+ * the open column's moment moves past the end). */
+struct mh__plot_catacc {
+    struct mh_livecat *lc;
+    int device, n;
+    int64_t *moment;   /* per column: ordinal of the event whose state it shows, -1 none */
+    int64_t *diff;     /* (n + 1) x MH_CAT_COUNT */
+    int open;          /* column whose moment may still move, -1 if none */
+    uint64_t pending[MH_CAT_COUNT];
+    int64_t peak;      /* ordinal of the peak event, -1 if none */
+    uint64_t at_peak[MH_CAT_COUNT];
+};
+int mh__plot_cat_init(struct mh__plot_catacc *a, int ncols, int device, int64_t peak);
+void mh__plot_cat_release(struct mh__plot_catacc *a);
+/* Observes event `ord` (after mh_model_apply); fills *end and returns 1
+ * when it ends an allocation of the device. */
+int mh__plot_cat_observe(struct mh__plot_catacc *a, const struct mh_model *m,
+                         const struct mh_event *ev, const struct mh_apply_result *res,
+                         uint64_t ord, struct mh_livecat_end *end);
+/* Books an ended allocation (ord: event that ended it). */
+void mh__plot_cat_end(struct mh__plot_catacc *a, const struct mh_livecat_end *end, int64_t ord);
+/* Closes the open column (its moment is final). */
+void mh__plot_cat_close(struct mh__plot_catacc *a);
+/* The open column's moment moved to a later event. */
+void mh__plot_cat_moved(struct mh__plot_catacc *a);
+/* After the last event: books the allocations still alive and writes the
+ * per-column breakdown (MH_CAT_COUNT entries per column) and cat_peak. */
+int mh__plot_cat_finish(struct mh__plot_catacc *a, struct mh__plot_cols *c);
+/* Fill colour of a category's area. */
+uint32_t mh__plot_category_color(int category);
 
 /* Pass 2 over `ncols` columns spanning [t_begin, t_end]. */
 int mh__plot_cols_run(struct mh_reader *r, const struct mh_plot_opts *o,
@@ -114,6 +157,12 @@ struct mh__plot_frame {
  * pixels tall; the time axis (tx) is left for the caller. */
 void mh__plot_layout(int width, int height, int top, struct mh__plot_frame *f);
 #define MH__PLOT_TOP 52
+/* The whole timeline (title, panel, strip, legend) over [t_begin, t_end]
+ * (absolute ns, shown as times since s->t0), or a message image for empty
+ * input. Ranks the groups (or sets up categories) and runs pass 2. */
+int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_reader *r,
+                            const struct mh_plot_opts *o, struct mh__plot_scan *s,
+                            uint64_t t_begin, uint64_t t_end);
 int mh__plot_timeline(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
                       const struct mh__plot_scan *s, const struct mh__plot_cols *cols,
                       const struct mh__plot_frame *f);

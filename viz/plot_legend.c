@@ -1,6 +1,6 @@
-/* plot_legend.c - the timeline's legend: the coloured allocation groups with
- * their bytes at the peak, then what each line, marker and strip means (see
- * plot_internal.h). */
+/* plot_legend.c - the timeline's legend: the coloured allocation groups (or
+ * memory categories) with their bytes at the peak, then what each line,
+ * marker and strip means (see plot_internal.h). */
 #include <stdio.h>
 
 #include "viz/font.h"
@@ -30,9 +30,27 @@ static int line_row(struct mh_canvas *c, int x, int y, int w, uint32_t col, int 
     return y + 14;
 }
 
+/* Coloured by category: every category with its bytes at the peak. */
+static int category_rows(struct mh_canvas *c, const struct mh__plot_scan *s, int x, int y, int w)
+{
+    char b[32], head[96];
+    snprintf(head, sizeof head, "Live at the peak (%s),",
+             mh__plot_bytes(s->peak.value, b, sizeof b));
+    mh_canvas_text_fit(c, x, y, head, MH_COL_TEXT, 1, w);
+    mh_canvas_text_fit(c, x, y + 11, "by memory category (as memhist report):", MH_COL_TEXT, 1,
+                       w);
+    y += 28;
+    for (int k = 0; k < MH_CAT_COUNT; k++)
+        y = swatch_row(c, x, y, w, mh__plot_category_color(k),
+                       mh__plot_bytes(s->group_peak[k], b, sizeof b), mh_category_name(k));
+    return y;
+}
+
 static int group_rows(struct mh_canvas *c, const struct mh__plot_scan *s, int x, int y, int w)
 {
     char b[32], head[96];
+    if (s->by_category)
+        return category_rows(c, s, x, y, w);
     snprintf(head, sizeof head, "Live at the peak (%s),",
              mh__plot_bytes(s->peak.value, b, sizeof b));
     mh_canvas_text_fit(c, x, y, head, MH_COL_TEXT, 1, w);

@@ -34,7 +34,9 @@ static void draw_areas(struct mh_canvas *c, const struct mh__plot_cols *cols,
         for (unsigned k = 0; k < ng; k++) {
             sum += g[k];
             int y = mh__plot_axis_px(ya, (double)sum);
-            uint32_t col = k < cols->ngroups ? mh_palette_group(k) : MH_COL_REST;
+            uint32_t col = cols->by_category ? mh__plot_category_color((int)k)
+                           : k < cols->ngroups ? mh_palette_group(k)
+                                               : MH_COL_REST;
             if (y < ybot)
                 mh_canvas_vline(c, x0 + i, y, ybot - 1, col);
             ybot = y;

@@ -1,7 +1,9 @@
 /* snapshot_build.c - first phase of snapshot export: replays a .memhist file
  * through the model, stops at the end of the window, and keeps the window's
  * allocator events (per device, the last max_entries of them, like torch's
- * ring buffer) and step annotations for snapshot_write.c. */
+ * ring buffer) and step annotations for snapshot_write.c. Each kept entry
+ * remembers its event's position in the file, so snapshot_category.c can
+ * give it its allocation's category afterwards. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +69,8 @@ static int device_trace(struct mh_snapshot *s, int device, struct mh__strace **o
 
 static void to_entry(const struct mh_event *ev, int64_t step, int phase, struct mh__sentry *e)
 {
+    e->index = 0;
+    e->category = MH__SCAT_NONE;
     e->time_ns = ev->time_ns;
     e->addr = ev->addr;
     e->size = ev->size;
@@ -83,10 +87,11 @@ static void to_entry(const struct mh_event *ev, int64_t step, int phase, struct 
 }
 
 /* Keeps one applied event of the window. */
-static int collect(struct mh_snapshot *s, const struct mh_event *ev, int64_t step)
+static int collect(struct mh_snapshot *s, const struct mh_event *ev, int64_t step, uint64_t index)
 {
     struct mh__sentry e;
     to_entry(ev, step, mh_model_current_phase(s->model), &e);
+    e.index = index;
     if (is_note_kind(s, ev->kind)) {
         if (e.device < 0)
             e.device = 0;
@@ -131,10 +136,10 @@ static int replay(struct mh_snapshot *s)
 {
     struct mh_event ev;
     struct step_track st = {0, 0};
-    uint64_t t0 = 0;
+    uint64_t t0 = 0, index = 0;
     int have_t0 = 0, rc;
     int entered = s->opts.in_window == NULL;
-    while ((rc = mh_reader_next(s->reader, &ev)) == 1) {
+    for (; (rc = mh_reader_next(s->reader, &ev)) == 1; index++) {
         if (!have_t0 && ev.time_ns) {
             t0 = ev.time_ns;
             have_t0 = 1;
@@ -167,7 +172,7 @@ static int replay(struct mh_snapshot *s)
             s->info.anomalies++;
             continue;
         }
-        if ((rc = collect(s, &ev, step)) < 0)
+        if ((rc = collect(s, &ev, step, index)) < 0)
             return rc;
     }
     if (rc < 0)
@@ -237,6 +242,10 @@ int mh_snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
     if (!s->info.read_error)
         drain(s);
     summarize(s);
+    if (!s->opts.no_categories && (rc = mh__snapshot_categorize(s)) < 0) {
+        mh_snapshot_free(s);
+        return rc;
+    }
     s->info.estimate_bytes = mh__snapshot_estimate(s);
     *out = s;
     return 0;

@@ -85,7 +85,8 @@ uint64_t mh__snapshot_estimate(const struct mh_snapshot *s)
     for (int d = 0; d < s->ndev; d++)
         for (size_t i = 0; i < s->dev[d].len; i++) {
             const struct mh__sentry *x = mh__strace_at(&s->dev[d], i);
-            e.bytes += ENTRY_BYTES + (x->step >= 0 || x->phase || x->str ? 4 : 0);
+            e.bytes += ENTRY_BYTES + (x->step >= 0 || x->phase || x->str ? 4 : 0) +
+                       (x->category != MH__SCAT_NONE ? 4 : 0);
             add_stack(&e, x->stack);
         }
     e.bytes += (uint64_t)s->notes.len * NOTE_BYTES;

@@ -4,10 +4,16 @@
  * simulated or imported) file: `segments` with their blocks as the model has
  * them at the end of the chosen window, `device_traces` (the allocator events
  * of the window, one list per device index), `allocator_settings` and
- * `external_annotations` (step starts and ends). The segments come from the
- * same model replay that accepted the trace, so replaying the trace backwards
- * from them, as the viewer's State History view does, is consistent: events
- * the model rejected as anomalies are left out of the trace.
+ * `external_annotations` (step starts and ends). Alloc and free entries
+ * carry the memory category of their allocation (src/model/categories.h,
+ * the same rule as `memhist report`), which the web viewer uses to colour
+ * its timeline; every other entry carries "unknown", because the viewer
+ * throws when no entry has that category (a trace of only allocs and frees
+ * of known categories gets no categories at all). The segments come from
+ * the same model replay that accepted the trace, so replaying the trace
+ * backwards from them, as the viewer's State History view does, is
+ * consistent: events the model rejected as anomalies are left out of the
+ * trace.
  *
  * Two phases: mh_snapshot_build replays the file and keeps the window's
  * entries (so the output size can be estimated before anything is written),
@@ -34,6 +40,7 @@ struct mh_snapshot_opts {
     uint64_t max_entries;            /* keep the last N entries per device (0 = all) */
     mh_snapshot_window_fn in_window; /* NULL = the whole file */
     void *window_user;
+    int no_categories; /* leave out the trace entries' "category" keys */
 };
 
 struct mh_snapshot_info {
@@ -43,6 +50,7 @@ struct mh_snapshot_info {
     uint64_t anomalies;        /* events the model rejected (left out) */
     uint64_t recorder_dropped; /* events the recorder dropped (file trailer) */
     uint64_t segments, blocks, annotations;
+    uint64_t categorized;    /* entries with a "category" (0: none written) */
     int devices;             /* length of device_traces */
     int overflowed;          /* trace_alloc_overflowed is set */
     int read_error;          /* < 0 if the file is damaged (events before it used) */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
+#include "model/categories.h"
 #include "viz/pickle_write.h"
 #include "viz/snapshot_int.h"
 
@@ -29,7 +30,8 @@
                                             X(V_PENDING, "active_pending_free")                    \
                                                 X(V_INACTIVE, "inactive") X(V_SMALL, "small")      \
                                                     X(V_LARGE, "large") X(K_STAGE, "stage")        \
-                                                        X(V_START, "START") X(V_END, "END")
+                                                        X(V_START, "START") X(V_END, "END")    \
+                                                            X(K_CATEGORY, "category")
 
 enum {
 #define X_ENUM(id, text) id,
@@ -53,6 +55,7 @@ struct wctx {
     struct mh_snapshot *s;
     struct mh_pw *w;
     uint32_t keys[K_COUNT + MH_EV_KIND_COUNT];
+    uint32_t cats[MH_CAT_COUNT]; /* memo index + 1 of each category name */
     struct memo_map frames, stacks, strings;
     char last_um[512];
     uint32_t last_um_memo; /* + 1, 0 = none */
@@ -195,6 +198,20 @@ static void write_user(struct wctx *c, const struct mh__sentry *e)
     memcpy(c->last_um, buf, n + 1);
 }
 
+/* The "category" item of an entry (snapshot_category.c decided which). */
+static void write_category(struct wctx *c, const struct mh__sentry *e)
+{
+    if (e->category >= MH_CAT_COUNT)
+        return;
+    konst(c, K_CATEGORY);
+    if (c->cats[e->category]) {
+        mh_pw_get(c->w, c->cats[e->category] - 1);
+        return;
+    }
+    mh_pw_cstr(c->w, mh_category_name(e->category));
+    c->cats[e->category] = mh_pw_memoize(c->w) + 1;
+}
+
 static void write_entry(struct wctx *c, const struct mh__sentry *e)
 {
     struct mh_pw *w = c->w;
@@ -225,6 +242,7 @@ static void write_entry(struct wctx *c, const struct mh__sentry *e)
         mh_pw_uint(w, e->pool[1]);
         mh_pw_tuple2(w);
     }
+    write_category(c, e);
     mh_pw_setitems(w);
 }
 

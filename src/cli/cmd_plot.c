@@ -1,6 +1,7 @@
 /* cmd_plot.c - `memhist plot`: PNG pictures of a recorded run, the memory
- * timeline (default) or the segment layout at one moment. Parses options,
- * opens the file and hands over to viz/plot.h, which does the drawing. */
+ * timeline (default) or the segment layout at one moment; with several
+ * files (ranks), one timeline panel per file in one image. Parses options,
+ * opens the files and hands over to viz/plot.h, which does the drawing. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,13 +10,17 @@
 #include "viz/plot.h"
 
 static const char usage[] =
-    "usage: memhist plot FILE -o OUT.png [options]\n"
+    "usage: memhist plot FILE... -o OUT.png [options]\n"
     "\n"
     "Draws a PNG of the run's memory.\n"
     "  timeline (default): live allocations over time, stacked by allocation\n"
-    "    site (the largest at the peak in colour, the rest in grey), the\n"
-    "    allocated and reserved curves, the peak, step boundaries, OOMs, and a\n"
-    "    strip with each step's peaks and fragmentation.\n"
+    "    site (the largest at the peak in colour, the rest in grey) or by\n"
+    "    memory category (--color category), the allocated and reserved\n"
+    "    curves, the peak, step boundaries, OOMs, and a strip with each step's\n"
+    "    peaks and fragmentation.\n"
+    "  several FILEs (one per rank): one timeline panel per file, top to\n"
+    "    bottom, on a shared time axis when the runs overlap in time; the rank\n"
+    "    with the highest reserved peak is marked in its title.\n"
     "  segments: every segment and block of the caching allocator at one\n"
     "    moment, with rounding waste and fragmentation.\n"
     "\n"
@@ -25,19 +30,27 @@ static const char usage[] =
     "  --device N            device to draw (default: the first one in the file)\n"
     "  --steps A:B           only steps A to B (inclusive; A:, :B or N also work)\n"
     "  --time A:B            only seconds A to B from the first event\n"
-    "  --width W --height H  image size in pixels (default 1280x760, at least 400x300)\n"
+    "  --width W --height H  image size in pixels (default 1280x760, at least 400x300);\n"
+    "                        with several files, H is per panel (default 520)\n"
     "  --top N               coloured allocation sites in the timeline (default 8, max 16)\n"
+    "  --color stack|category  colour the timeline by allocation site (default) or by\n"
+    "                        memory category (parameter, gradient, optimizer_state,\n"
+    "                        activation, temporary, input, unknown; as memhist report)\n"
     "  --at peak|oom|SECONDS moment of the segment view (default: the allocated peak)\n"
     "\n"
     "examples:\n"
     "  memhist plot run.memhist -o run.png\n"
     "  memhist plot run.memhist -o steps.png --steps 10:20 --top 5\n"
-    "  memhist plot run.memhist -o oom.png --kind segments --at oom\n";
+    "  memhist plot run.memhist -o oom.png --kind segments --at oom\n"
+    "  memhist plot run.memhist -o cat.png --color category\n"
+    "  memhist plot rank0.memhist rank1.memhist -o ranks.png\n";
 
 extern const struct mh_cli_command mh_cmd_plot;
 
 struct plot_args {
-    const char *file, *out, *steps, *time;
+    const char *files[MH_PLOT_MAX_RANKS];
+    size_t nfiles;
+    const char *file, *out, *steps, *time; /* file: the first of files */
     struct mh_plot_opts opts;
 };
 
@@ -89,6 +102,15 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
         return parse_dim(v, opt, &o->height);
     else if (strcmp(opt, "--at") == 0)
         return parse_at(v, o);
+    else if (strcmp(opt, "--color") == 0 || strcmp(opt, "--colour") == 0) {
+        if (strcmp(v, "stack") == 0)
+            o->color = MH_PLOT_COLOR_STACK;
+        else if (strcmp(v, "category") == 0)
+            o->color = MH_PLOT_COLOR_CATEGORY;
+        else
+            return mh_cli_usage_error(&mh_cmd_plot, "--color is 'stack' or 'category', not '%s'",
+                                      v);
+    }
     else if (strcmp(opt, "--kind") == 0) {
         if (strcmp(v, "timeline") == 0)
             o->kind = MH_PLOT_TIMELINE;
@@ -112,6 +134,8 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
     return 0;
 }
 
+static int check_args(struct plot_args *a);
+
 static int parse_args(int argc, char **argv, struct plot_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -125,18 +149,33 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
                 return mh_cli_usage_error(&mh_cmd_plot, "unknown option '%s'", arg);
             if (rc > 0)
                 return rc;
-        } else if (!a->file)
-            a->file = arg;
+        } else if (a->nfiles < MH_PLOT_MAX_RANKS)
+            a->files[a->nfiles++] = arg;
         else
-            return mh_cli_usage_error(&mh_cmd_plot, "one input file only ('%s' is extra)", arg);
+            return mh_cli_usage_error(&mh_cmd_plot, "at most %d input files ('%s' is extra)",
+                                      MH_PLOT_MAX_RANKS, arg);
     }
+    a->file = a->files[0];
     if (!a->file)
         return mh_cli_usage_error(&mh_cmd_plot, "missing the input FILE");
+    return check_args(a);
+}
+
+/* Combinations of options and inputs that cannot work. */
+static int check_args(struct plot_args *a)
+{
     if (!a->out)
         return mh_cli_usage_error(&mh_cmd_plot, "missing -o OUT.png");
-    if (strcmp(a->file, "-") == 0)
-        return mh_cli_usage_error(&mh_cmd_plot,
-                                  "plot reads its input twice; give a file, not standard input");
+    for (size_t i = 0; i < a->nfiles; i++)
+        if (strcmp(a->files[i], "-") == 0)
+            return mh_cli_usage_error(
+                &mh_cmd_plot, "plot reads its input twice; give a file, not standard input");
+    if (a->nfiles > 1 && a->opts.kind == MH_PLOT_SEGMENTS)
+        return mh_cli_usage_error(&mh_cmd_plot, "--kind segments draws one file; %zu were given "
+                                  "(several files make a timeline per rank)", a->nfiles);
+    if (a->opts.color != MH_PLOT_COLOR_STACK && a->opts.kind == MH_PLOT_SEGMENTS)
+        return mh_cli_usage_error(&mh_cmd_plot, "--color applies to the timeline, not to "
+                                  "--kind segments");
     if (a->opts.at != MH_PLOT_AT_PEAK && a->opts.kind != MH_PLOT_SEGMENTS)
         return mh_cli_usage_error(&mh_cmd_plot, "--at applies to --kind segments");
     if ((a->opts.width && a->opts.width < MH_PLOT_MIN_WIDTH) ||
@@ -153,6 +192,22 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
     a->opts.step_hi = w.step_hi;
     a->opts.t_lo_ns = w.t_lo_ns;
     a->opts.t_hi_ns = w.t_hi_ns;
+    return 0;
+}
+
+/* Writes the rendered image (the whole of it or nothing). */
+static int write_image(const struct plot_args *a, const struct mh_sink *sink, int empty)
+{
+    int to_stdout = strcmp(a->out, "-") == 0;
+    FILE *fp = to_stdout ? stdout : fopen(a->out, "wb");
+    if (!fp || fwrite(sink->buf, 1, sink->len, fp) != sink->len ||
+        (!to_stdout && fclose(fp) != 0)) {
+        mh_cli_error("%s: cannot write the image: %s", a->out, strerror(errno));
+        return MH_EIO;
+    }
+    if (!to_stdout)
+        fprintf(stderr, "memhist: wrote %s (%zu bytes)%s\n", a->out, sink->len,
+                empty ? "; nothing to plot, the image says why" : "");
     return 0;
 }
 
@@ -174,15 +229,38 @@ static int render(struct plot_args *a, struct mh_reader *r)
         if (res.read_error)
             mh_cli_error("warning: %s: %s; plotted the events before that point", a->file,
                          mh_reader_errmsg(r));
-        int to_stdout = strcmp(a->out, "-") == 0;
-        FILE *fp = to_stdout ? stdout : fopen(a->out, "wb");
-        if (!fp || fwrite(sink.buf, 1, sink.len, fp) != sink.len ||
-            (!to_stdout && fclose(fp) != 0)) {
-            mh_cli_error("%s: cannot write the image: %s", a->out, strerror(errno));
-            rc = MH_EIO;
-        } else if (!to_stdout)
-            fprintf(stderr, "memhist: wrote %s (%zu bytes)%s\n", a->out, sink.len,
-                    res.empty ? "; nothing to plot, the image says why" : "");
+        rc = write_image(a, &sink, res.empty);
+    }
+    mh_sink_free(&sink);
+    return rc;
+}
+
+/* Several files: one panel per rank. */
+static int render_ranks(struct plot_args *a, struct mh_reader **r)
+{
+    struct mh_sink sink;
+    struct mh_plot_result res[MH_PLOT_MAX_RANKS];
+    struct mh_model_opts models[MH_PLOT_MAX_RANKS];
+    char err[320];
+    memset(models, 0, sizeof models);
+    for (size_t i = 0; i < a->nfiles; i++)
+        mh_cli_file_conf(r[i], &models[i].conf);
+    mh_sink_init_mem(&sink);
+    int rc = mh_plot_render_ranks(r, a->files, a->nfiles, models, &a->opts, &sink, res, err,
+                                  sizeof err);
+    if (rc == MH_EINVAL && err[0]) {
+        mh_cli_error("%s", err);
+    } else if (rc < 0) {
+        mh_cli_error("%s: %s", a->out, mh_strerror(rc));
+    } else {
+        int all_empty = 1;
+        for (size_t i = 0; i < a->nfiles; i++) {
+            if (res[i].read_error)
+                mh_cli_error("warning: %s: %s; plotted the events before that point",
+                             a->files[i], mh_reader_errmsg(r[i]));
+            all_empty &= res[i].empty;
+        }
+        rc = write_image(a, &sink, all_empty);
     }
     mh_sink_free(&sink);
     return rc;
@@ -194,11 +272,16 @@ static int run(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    struct mh_reader *r;
-    if (mh_cli_open_reader(a.file, &r) < 0)
-        return MH_EXIT_FAIL;
-    rc = render(&a, r);
-    mh_reader_close(r);
+    struct mh_reader *r[MH_PLOT_MAX_RANKS] = {NULL};
+    for (size_t i = 0; i < a.nfiles && rc == 0; i++)
+        if (mh_cli_open_reader(a.files[i], &r[i]) < 0)
+            rc = MH_EXIT_FAIL;
+    if (rc == 0)
+        rc = a.nfiles == 1 ? render(&a, r[0]) : render_ranks(&a, r);
+    for (size_t i = 0; i < a.nfiles; i++)
+        mh_reader_close(r[i]);
+    if (rc == MH_EXIT_FAIL)
+        return rc;
     return mh_cli_finish(rc < 0 ? MH_EXIT_FAIL : MH_EXIT_OK);
 }
 

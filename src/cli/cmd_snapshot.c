@@ -15,7 +15,7 @@ extern const struct mh_cli_command mh_cmd_snapshot;
 struct snap_args {
     const char *in, *out, *steps, *time;
     uint64_t device, max_entries;
-    int has_device;
+    int has_device, no_categories;
 };
 
 static int window_cb(void *user, uint64_t t0, uint64_t t, int64_t step)
@@ -47,6 +47,8 @@ static int parse_args(int argc, char **argv, struct snap_args *a)
             } else if (mh_cli_parse_uint(v, 1, UINT64_MAX, &a->max_entries)) {
                 return mh_cli_usage_error(&mh_cmd_snapshot, "invalid --max-entries '%s'", v);
             }
+        } else if (!strcmp(opt, "--no-categories")) {
+            a->no_categories = 1;
         } else if (opt[0] == '-' && opt[1]) {
             return mh_cli_usage_error(&mh_cmd_snapshot, "unknown option '%s'", opt);
         } else if (!a->in) {
@@ -117,6 +119,7 @@ static int run(int argc, char **argv)
     opts.only_device = a.has_device;
     opts.device = (int)a.device;
     opts.max_entries = a.max_entries;
+    opts.no_categories = a.no_categories;
     if (a.steps || a.time) {
         opts.in_window = window_cb;
         opts.window_user = &win;
@@ -137,9 +140,10 @@ static int run(int argc, char **argv)
     int code = write_out(a.out, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
         mh_snapshot_info(s, &info);
-        printf("%s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s\n", a.out,
-               (unsigned long long)info.entries, info.devices, (unsigned long long)info.segments,
-               (unsigned long long)info.blocks,
+        printf("%s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s\n",
+               a.out, (unsigned long long)info.entries, info.devices,
+               (unsigned long long)info.segments, (unsigned long long)info.blocks,
+               info.categorized ? ", coloured by memory category" : "",
                info.overflowed ? " (trace incomplete: trace_alloc_overflowed set)" : "");
     }
     mh_snapshot_free(s);
@@ -155,7 +159,10 @@ const struct mh_cli_command mh_cmd_snapshot = {
              "Writes the dict torch.cuda.memory._snapshot() returns: the allocator's\n"
              "segments and blocks at the end of the window, the trace of allocator\n"
              "events per device (hover text shows 'step N phase'), allocator settings\n"
-             "and step annotations. Open it at https://pytorch.org/memory_viz or with\n"
+             "and step annotations. Allocations and frees carry the memory category of\n"
+             "the allocation (parameter, gradient, optimizer_state, activation,\n"
+             "temporary, input, unknown; as in `memhist report`), which the viewer's\n"
+             "timeline is coloured by. Open it at https://pytorch.org/memory_viz or with\n"
              "python torch/cuda/_memory_viz.py.\n"
              "\n"
              "options:\n"
@@ -165,6 +172,7 @@ const struct mh_cli_command mh_cmd_snapshot = {
              "  --time A:B           only seconds A to B from the first event\n"
              "  --max-entries N      keep the last N trace entries per device (as torch's\n"
              "                       ring buffer); sets trace_alloc_overflowed when cut\n"
+             "  --no-categories      leave out the \"category\" keys (colour by allocation)\n"
              "\n"
              "Files above about 500 MB make the browser viewer lag: pick a window.\n",
     .run = run,

@@ -1,7 +1,9 @@
 /* categories.c - allocation lifetimes and their categories (see
  * categories.h). Fed after the model, so block sizes are the model's (torch's
  * allocated bytes). Owns the record array, the step spans and an address map
- * from live blocks to their records. */
+ * from live blocks to their records. The streaming variant (mh_livecat, at
+ * the end) shares the classification rule and owns only the records of
+ * allocations not yet completely freed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,4 +208,180 @@ void mh_lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, ui
         if (requested)
             requested[r->category] += r->requested;
     }
+}
+
+/* ---- mh_livecat ---------------------------------------------------------- */
+
+struct livecat_slot {
+    struct mh_alloc_rec rec;
+    uint64_t tag;
+    uint32_t next_free; /* free list, index + 1 */
+    uint8_t used, ended;
+};
+
+struct mh_livecat {
+    struct livecat_slot *slots;
+    size_t n, cap;
+    uint32_t free_head; /* index + 1, 0 = none */
+    struct mh__hmap live; /* device-tagged block address -> slot index + 1 */
+    uint64_t nevents;
+    int64_t last_step, first_step; /* first_step: smallest step >= 0 seen, INT64_MAX if none */
+    int forward_seen;
+};
+
+int mh_livecat_new(struct mh_livecat **out)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return MH_ENOMEM;
+    (*out)->last_step = -1;
+    (*out)->first_step = INT64_MAX;
+    return 0;
+}
+
+void mh_livecat_free(struct mh_livecat *lc)
+{
+    if (!lc)
+        return;
+    mh__addrmap_destroy(&lc->live);
+    free(lc->slots);
+    free(lc);
+}
+
+static int livecat_take(struct mh_livecat *lc, uint32_t *idx)
+{
+    if (lc->free_head) {
+        *idx = lc->free_head - 1;
+        lc->free_head = lc->slots[*idx].next_free;
+        return 0;
+    }
+    if (lc->n == lc->cap) {
+        size_t cap = lc->cap ? lc->cap * 2 : 1024;
+        struct livecat_slot *p = realloc(lc->slots, cap * sizeof *p);
+        if (!p || cap > UINT32_MAX)
+            return MH_ENOMEM;
+        lc->slots = p;
+        lc->cap = cap;
+    }
+    *idx = (uint32_t)lc->n++;
+    return 0;
+}
+
+static void livecat_release(struct mh_livecat *lc, uint32_t idx)
+{
+    lc->slots[idx].used = 0;
+    lc->slots[idx].next_free = lc->free_head;
+    lc->free_head = idx + 1;
+}
+
+static void livecat_fill(const struct mh_livecat *lc, const struct livecat_slot *sl,
+                         struct mh_livecat_end *end)
+{
+    int has_steps = lc->first_step != INT64_MAX;
+    end->tag = sl->tag;
+    end->size = sl->rec.size;
+    end->device = sl->rec.device;
+    end->category = (uint8_t)classify(&sl->rec, lc->first_step, has_steps);
+    end->ended = 0;
+}
+
+static int livecat_alloc(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
+                         const struct mh_apply_result *res, uint64_t tag)
+{
+    uint64_t key = live_key(ev->device, ev->addr);
+    uintptr_t old = (uintptr_t)mh__addrmap_del(&lc->live, key);
+    if (old)
+        livecat_release(lc, (uint32_t)(old - 1)); /* a block the model replaced */
+    uint32_t idx;
+    if (livecat_take(lc, &idx) < 0)
+        return MH_ENOMEM;
+    struct livecat_slot *sl = &lc->slots[idx];
+    memset(sl, 0, sizeof *sl);
+    struct mh_alloc_rec *r = &sl->rec;
+    r->alloc_index = lc->nevents - 1;
+    r->free_index = MH_NEVER;
+    r->addr = ev->addr;
+    r->size = res->block_size;
+    r->requested = ev->size;
+    r->alloc_step = mh_model_current_step(m);
+    r->free_step = -1;
+    r->stack = ev->stack;
+    r->device = ev->device;
+    r->alloc_phase = (uint8_t)mh_model_current_phase(m);
+    r->before_forward = r->alloc_step >= 0 && !lc->forward_seen;
+    sl->tag = tag;
+    sl->used = 1;
+    int rc = mh__addrmap_put(&lc->live, key, (void *)(uintptr_t)(idx + 1));
+    if (rc < 0)
+        livecat_release(lc, idx);
+    return rc;
+}
+
+/* A free event of a tracked block: ends its life (first time) and, at
+ * FREE_COMPLETED, forgets it. */
+static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
+                           const struct mh_event *ev, const struct mh_apply_result *res,
+                           struct mh_livecat_end *end)
+{
+    uint64_t key = live_key(ev->device, ev->addr);
+    uintptr_t i = (uintptr_t)mh__addrmap_get(&lc->live, key);
+    if (!i)
+        return 0;
+    struct livecat_slot *sl = &lc->slots[i - 1];
+    int completed = ev->kind == MH_EV_FREE_COMPLETED;
+    int ends = !sl->ended && (!completed || (res && res->allocated_delta < 0));
+    if (!sl->ended && !ends)
+        return 0; /* mh_lifetimes ignores this free too */
+    if (ends) {
+        sl->rec.free_index = lc->nevents - 1;
+        sl->rec.free_step = mh_model_current_step(m);
+        sl->rec.free_phase = (uint8_t)mh_model_current_phase(m);
+        sl->ended = 1;
+    }
+    livecat_fill(lc, sl, end);
+    end->ended = (uint8_t)ends;
+    if (completed) {
+        mh__addrmap_del(&lc->live, key);
+        livecat_release(lc, (uint32_t)(i - 1));
+    }
+    return 1;
+}
+
+int mh_livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
+                       const struct mh_apply_result *res, uint64_t tag,
+                       struct mh_livecat_end *end)
+{
+    lc->nevents++;
+    int64_t step = mh_model_current_step(m);
+    if (step != lc->last_step) {
+        lc->last_step = step;
+        lc->forward_seen = 0;
+        if (step >= 0 && step < lc->first_step)
+            lc->first_step = step;
+    }
+    if (ev->kind == MH_EV_PHASE && ev->aux == MH_PHASE_FORWARD)
+        lc->forward_seen = 1;
+    if (res && res->anomaly)
+        return 0;
+    if (ev->kind == MH_EV_ALLOC && res)
+        return livecat_alloc(lc, m, ev, res, tag);
+    if (ev->kind == MH_EV_FREE_REQUESTED || ev->kind == MH_EV_FREE_COMPLETED)
+        return livecat_on_free(lc, m, ev, res, end);
+    return 0;
+}
+
+int mh_livecat_finish(struct mh_livecat *lc,
+                      int (*fn)(void *user, const struct mh_livecat_end *end), void *user)
+{
+    for (size_t i = 0; i < lc->n; i++) {
+        const struct livecat_slot *sl = &lc->slots[i];
+        if (!sl->used || sl->ended)
+            continue;
+        struct mh_livecat_end end;
+        livecat_fill(lc, sl, &end);
+        int rc = fn(user, &end);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }

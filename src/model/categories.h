@@ -87,4 +87,39 @@ void mh_lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, ui
                                    uint64_t bytes[MH_CAT_COUNT], uint64_t *requested);
 /* (`requested`, if not NULL, has MH_CAT_COUNT entries too.) */
 
+/* ---- streaming classification with bounded memory ----------------------
+ * mh_livecat gives every allocation the category mh_lifetimes would, but
+ * keeps only the allocations not yet completely freed (until their
+ * FREE_COMPLETED), so its memory follows the live blocks rather than the
+ * length of the run. An allocation's category is reported when its life
+ * ends (free_requested, or a free_completed that drops the allocated bytes,
+ * as in mh_lifetimes) and, for those still alive at the end, by
+ * mh_livecat_finish. The result equals mh_lifetimes_finish's whenever step
+ * numbers never decrease (the first step is then known before any
+ * allocation that depends on it ends). Each allocation carries a tag of the
+ * caller's (an event index, a trace position, ...). */
+struct mh_livecat;
+
+struct mh_livecat_end {
+    uint64_t tag;      /* given when the allocation was observed */
+    uint64_t size;     /* block bytes (the model's allocated delta) */
+    int16_t device;
+    uint8_t category;  /* enum mh_category */
+    uint8_t ended;     /* 1 on the event that ends its life, 0 on a later free_completed */
+};
+
+int mh_livecat_new(struct mh_livecat **out);
+void mh_livecat_free(struct mh_livecat *lc);
+/* Observes one event right after mh_model_apply(m, ev, res) returned 0. An
+ * ALLOC starts an allocation tagged `tag`; a free event of a tracked
+ * allocation fills *end and returns 1. Returns 0 otherwise, MH_ENOMEM. */
+int mh_livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
+                       const struct mh_apply_result *res, uint64_t tag,
+                       struct mh_livecat_end *end);
+/* After the last event: calls fn once per allocation whose life has not
+ * ended, with its final category. Stops at fn's first non-zero return and
+ * returns it; 0 otherwise. */
+int mh_livecat_finish(struct mh_livecat *lc,
+                      int (*fn)(void *user, const struct mh_livecat_end *end), void *user);
+
 #endif

@@ -1,0 +1,373 @@
+/* test_viz_plot_category.c - the timeline coloured by memory category and
+ * the multi-rank image: small runs with steps and phases built with the
+ * writer in memory. Category mode must agree with the categories library
+ * (bytes at the peak equal mh_lifetimes_live_by_category, mh_livecat gives
+ * every allocation mh_lifetimes' category), its stacked areas must add up to
+ * the allocated curve in every column, its legend must show every category's
+ * swatch and its fills must differ from the allocation-site colours.
+ * Several files must give one panel each, stacked, each with a title, the
+ * worst rank's title carrying the note. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memhist/memhist.h"
+#include "model/categories.h"
+#include "viz/palette.h"
+#include "viz/plot.h"
+#include "viz/plot_internal.h"
+#include "viz/png_out.h"
+
+#define MS 1000000ull
+#define MIB (1024ull * 1024ull)
+#define T0 1700000000000000000ull
+#define SEG 0x10000000ull
+
+struct run {
+    struct mh_writer *w;
+    uint32_t stack[4];
+    struct mh_reader *r;
+};
+
+static void ev(struct run *b, int kind, uint64_t t_ms, uint64_t addr, uint64_t size,
+               uint32_t stack, uint32_t aux)
+{
+    struct mh_event e;
+    memset(&e, 0, sizeof e);
+    e.time_ns = T0 + t_ms * MS;
+    e.kind = (uint8_t)kind;
+    e.addr = addr;
+    e.size = size;
+    e.stack = stack;
+    e.aux = aux;
+    e.stream = 7;
+    cr_assert_eq(mh_writer_event(b->w, &e), 0);
+}
+
+static void free_ev(struct run *b, uint64_t t_ms, uint64_t addr, uint64_t size, uint32_t stack)
+{
+    ev(b, MH_EV_FREE_REQUESTED, t_ms, addr, size, stack, 0);
+    ev(b, MH_EV_FREE_COMPLETED, t_ms, addr, size, stack, 0);
+}
+
+/* Parameters before step 0; per step: an input, forward activations and a
+ * temporary, backward gradients that live into the optimizer, optimizer
+ * state created in step 0 and kept. `scale` multiplies the activations. */
+static void training_run(struct run *b, uint64_t t_start, uint64_t scale)
+{
+    memset(b, 0, sizeof *b);
+    cr_assert_eq(mh_writer_open_mem(NULL, &b->w), 0);
+    mh_writer_set_device(b->w, 0, "Test GPU", 16ull << 30);
+    static const char *const files[] = {"model.py", "train.py", "optim.py", "data.py"};
+    for (int i = 0; i < 4; i++) {
+        uint32_t f = (uint32_t)mh_writer_intern_frame(b->w, files[i], "fn", (uint32_t)(10 + i));
+        b->stack[i] = (uint32_t)mh_writer_intern_stack(b->w, &f, 1);
+    }
+    uint64_t t = t_start;
+    ev(b, MH_EV_SEGMENT_ALLOC, t, SEG, 512 * MIB * scale, b->stack[1], 0);
+    ev(b, MH_EV_ALLOC, t + 1, SEG, 8 * MIB, b->stack[0], 0); /* parameter */
+    for (uint32_t s = 0; s < 3; s++) {
+        t += 100;
+        ev(b, MH_EV_STEP_BEGIN, t, 0, 0, 0, s);
+        ev(b, MH_EV_ALLOC, t + 2, SEG + 8 * MIB, 2 * MIB, b->stack[3], 0); /* input */
+        ev(b, MH_EV_PHASE, t + 5, 0, 0, 0, MH_PHASE_FORWARD);
+        ev(b, MH_EV_ALLOC, t + 10, SEG + 16 * MIB, 16 * MIB * scale, b->stack[0], 0);
+        ev(b, MH_EV_ALLOC, t + 20, SEG + 160 * MIB, 4 * MIB, b->stack[0], 0);
+        free_ev(b, t + 25, SEG + 160 * MIB, 4 * MIB, b->stack[0]); /* temporary */
+        ev(b, MH_EV_PHASE, t + 40, 0, 0, 0, MH_PHASE_BACKWARD);
+        ev(b, MH_EV_ALLOC, t + 45, SEG + 200 * MIB, 8 * MIB, b->stack[1], 0); /* gradient */
+        free_ev(b, t + 50, SEG + 16 * MIB, 16 * MIB * scale, b->stack[0]);
+        free_ev(b, t + 55, SEG + 8 * MIB, 2 * MIB, b->stack[3]);
+        ev(b, MH_EV_PHASE, t + 60, 0, 0, 0, MH_PHASE_OPTIMIZER);
+        if (s == 0)
+            ev(b, MH_EV_ALLOC, t + 65, SEG + 300 * MIB, 16 * MIB, b->stack[2], 0); /* state */
+        free_ev(b, t + 70, SEG + 200 * MIB, 8 * MIB, b->stack[1]);
+        ev(b, MH_EV_STEP_END, t + 90, 0, 0, 0, s);
+    }
+    const void *data;
+    size_t len;
+    cr_assert_eq(mh_writer_close(b->w), 0);
+    cr_assert_eq(mh_writer_mem(b->w, &data, &len), 0);
+    cr_assert_eq(mh_reader_open_mem(data, len, &b->r), 0);
+}
+
+static void run_free(struct run *b)
+{
+    mh_reader_close(b->r);
+    mh_writer_free_mem(b->w);
+}
+
+static void opts_for(struct mh_plot_opts *o, int color)
+{
+    memset(o, 0, sizeof *o);
+    o->width = 1000;
+    o->height = 600;
+    o->name = "train.memhist";
+    o->color = color;
+}
+
+/* The categories library over the whole run: records, and the bytes by
+ * category live right after `index`. */
+static struct mh_lifetimes *lifetimes_of(struct mh_reader *r)
+{
+    struct mh_model *m;
+    struct mh_lifetimes *lt;
+    struct mh_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    cr_assert_eq(mh_model_new(&mo, &m), 0);
+    cr_assert_eq(mh_lifetimes_new(&lt), 0);
+    cr_assert_eq(mh_reader_rewind(r), 0);
+    struct mh_event e;
+    struct mh_apply_result res;
+    while (mh_reader_next(r, &e) == 1) {
+        memset(&res, 0, sizeof res);
+        cr_assert_eq(mh_model_apply(m, &e, &res), 0);
+        cr_assert_eq(mh_lifetimes_observe(lt, m, &e, &res), 0);
+    }
+    mh_model_finish(m);
+    mh_lifetimes_finish(lt);
+    mh_model_free(m);
+    return lt;
+}
+
+struct seen {
+    uint8_t cat[4096]; /* by alloc event index, 0xFF = not reported */
+};
+
+static int on_live(void *user, const struct mh_livecat_end *end)
+{
+    ((struct seen *)user)->cat[end->tag] = end->category;
+    return 0;
+}
+
+Test(plot_category, livecat_agrees_with_lifetimes)
+{
+    struct run b;
+    training_run(&b, 0, 1);
+    struct mh_lifetimes *lt = lifetimes_of(b.r);
+    struct seen seen;
+    memset(&seen, 0xFF, sizeof seen);
+    struct mh_model *m;
+    struct mh_livecat *lc;
+    struct mh_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    cr_assert_eq(mh_model_new(&mo, &m), 0);
+    cr_assert_eq(mh_livecat_new(&lc), 0);
+    cr_assert_eq(mh_reader_rewind(b.r), 0);
+    struct mh_event e;
+    struct mh_apply_result res;
+    struct mh_livecat_end end;
+    for (uint64_t i = 0; mh_reader_next(b.r, &e) == 1; i++) {
+        memset(&res, 0, sizeof res);
+        cr_assert_eq(mh_model_apply(m, &e, &res), 0);
+        int rc = mh_livecat_observe(lc, m, &e, &res, i, &end);
+        cr_assert_geq(rc, 0);
+        if (rc == 1 && end.ended)
+            seen.cat[end.tag] = end.category;
+    }
+    mh_model_finish(m);
+    cr_assert_eq(mh_livecat_finish(lc, on_live, &seen), 0);
+    size_t n;
+    const struct mh_alloc_rec *recs = mh_lifetimes_records(lt, &n);
+    cr_assert_eq(n, 1 + 3 * 4 + 1, "records: %zu", n);
+    int kinds[MH_CAT_COUNT] = {0};
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(seen.cat[recs[i].alloc_index], recs[i].category,
+                     "allocation at event %llu: livecat %d, lifetimes %d",
+                     (unsigned long long)recs[i].alloc_index, seen.cat[recs[i].alloc_index],
+                     recs[i].category);
+        kinds[recs[i].category]++;
+    }
+    for (int k = 0; k < MH_CAT_UNKNOWN; k++)
+        cr_assert_gt(kinds[k], 0, "no %s in the run", mh_category_name(k));
+    mh_livecat_free(lc);
+    mh_model_free(m);
+    mh_lifetimes_free(lt);
+    run_free(&b);
+}
+
+Test(plot_category, columns_add_up_and_peak_matches_the_library)
+{
+    struct run b;
+    training_run(&b, 0, 1);
+    struct mh_plot_opts o;
+    opts_for(&o, MH_PLOT_COLOR_CATEGORY);
+    char err[256];
+    struct mh__plot_scan s;
+    cr_assert_eq(mh__plot_scan_run(b.r, &o, &s, err, sizeof err), 0, "%s", err);
+    struct mh__plot_cols c;
+    for (int ncols = 7; ncols <= 900; ncols = ncols * 5 + 3) {
+        cr_assert_eq(mh__plot_cols_run(b.r, &o, &s, ncols, s.win_first, s.win_last, &c), 0);
+        cr_assert_eq(c.by_category, 1);
+        cr_assert_eq(c.ngroups + 1, MH_CAT_COUNT);
+        for (int i = 0; i < c.n; i++) {
+            uint64_t sum = 0;
+            for (unsigned g = 0; g <= c.ngroups; g++)
+                sum += c.groups[(size_t)i * (c.ngroups + 1) + g];
+            cr_assert_eq(sum, c.alloc[i], "%d columns, column %d: categories %llu != allocated %llu",
+                         ncols, i, (unsigned long long)sum, (unsigned long long)c.alloc[i]);
+        }
+        struct mh_lifetimes *lt = lifetimes_of(b.r);
+        uint64_t want[MH_CAT_COUNT];
+        mh_lifetimes_live_by_category(lt, 0, s.peak.event_index, want, NULL);
+        for (int k = 0; k < MH_CAT_COUNT; k++)
+            cr_assert_eq(c.cat_peak[k], want[k], "%s at the peak: plot %llu, library %llu",
+                         mh_category_name(k), (unsigned long long)c.cat_peak[k],
+                         (unsigned long long)want[k]);
+        cr_assert_gt(want[MH_CAT_ACTIVATION], 0);
+        mh_lifetimes_free(lt);
+        mh__plot_cols_free(&c);
+    }
+    mh__plot_scan_free(&s);
+    run_free(&b);
+}
+
+static void render(struct run *b, const struct mh_plot_opts *o, struct mh_canvas *img)
+{
+    struct mh_sink sink;
+    char err[256];
+    mh_sink_init_mem(&sink);
+    cr_assert_eq(mh_plot_render(b->r, o, &sink, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh_png_read(sink.buf, sink.len, img), 0);
+    mh_sink_free(&sink);
+}
+
+static int count_colour(const struct mh_canvas *img, int x0, int x1, int y0, int y1, uint32_t rgb)
+{
+    int n = 0;
+    for (int y = y0; y <= y1; y++)
+        for (int x = x0; x <= x1; x++)
+            n += mh_canvas_get(img, x, y) == rgb;
+    return n;
+}
+
+Test(plot_category, colours_and_legend_differ_from_stack_mode)
+{
+    struct run b;
+    training_run(&b, 0, 1);
+    struct mh_plot_opts o;
+    struct mh_canvas cat, stack;
+    opts_for(&o, MH_PLOT_COLOR_CATEGORY);
+    render(&b, &o, &cat);
+    opts_for(&o, MH_PLOT_COLOR_STACK);
+    render(&b, &o, &stack);
+    struct mh__plot_frame f;
+    mh__plot_layout(o.width, o.height, MH__PLOT_TOP, &f);
+    int px0 = f.x, px1 = f.x + f.w - 1, py0 = f.y, py1 = f.y + f.h - 1;
+    /* panel: category fills in category mode, site fills in stack mode */
+    for (int k = 0; k < MH_CAT_COUNT; k++) {
+        int in_cat = count_colour(&cat, px0, px1, py0, py1, mh__plot_category_color(k));
+        int in_stack = count_colour(&stack, px0, px1, py0, py1, mh__plot_category_color(k));
+        if (k != MH_CAT_UNKNOWN)
+            cr_assert_gt(in_cat, 20, "no %s area in the panel", mh_category_name(k));
+        cr_assert_eq(in_stack, 0, "%s colour used in stack mode", mh_category_name(k));
+    }
+    for (unsigned g = 0; g < MH_PALETTE_GROUPS; g++)
+        cr_assert_eq(count_colour(&cat, px0, px1, py0, py1, mh_palette_group(g)), 0,
+                     "site colour %u in category mode", g);
+    cr_assert_gt(count_colour(&stack, px0, px1, py0, py1, mh_palette_group(0)), 20);
+    /* legend: a swatch row per category, in enum order, top to bottom */
+    int last_y = -1;
+    for (int k = 0; k < MH_CAT_COUNT; k++) {
+        int y = -1;
+        for (int yy = f.legend_y; yy < o.height && y < 0; yy++)
+            if (mh_canvas_get(&cat, f.legend_x + 3, yy) == mh__plot_category_color(k))
+                y = yy;
+        cr_assert_gt(y, last_y, "legend swatch of %s missing or out of order",
+                     mh_category_name(k));
+        last_y = y;
+    }
+    mh_canvas_release(&cat);
+    mh_canvas_release(&stack);
+    run_free(&b);
+}
+
+/* Rightmost pixel of title text in rows [y0, y1], or -1. */
+static int title_right(const struct mh_canvas *img, int y0, int y1)
+{
+    int right = -1;
+    for (int y = y0; y <= y1; y++)
+        for (int x = 0; x < img->width; x++)
+            if (mh_canvas_get(img, x, y) == MH_COL_TEXT && x > right)
+                right = x;
+    return right;
+}
+
+Test(plot_category, ranks_stack_panels_and_mark_the_worst)
+{
+    struct run a, b;
+    training_run(&a, 0, 1);
+    training_run(&b, 50, 4); /* overlaps in time, reserves more: the worst */
+    struct mh_reader *rd[2] = {a.r, b.r};
+    const char *names[2] = {"rank0.memhist", "rank1.memhist"};
+    struct mh_plot_opts o;
+    opts_for(&o, MH_PLOT_COLOR_STACK);
+    o.height = 400;
+    struct mh_sink sink;
+    struct mh_plot_result res[2];
+    char err[256];
+    mh_sink_init_mem(&sink);
+    cr_assert_eq(mh_plot_render_ranks(rd, names, 2, NULL, &o, &sink, res, err, sizeof err), 0,
+                 "%s", err);
+    struct mh_canvas img;
+    cr_assert_eq(mh_png_read(sink.buf, sink.len, &img), 0);
+    cr_assert_eq(img.width, 1000);
+    cr_assert_eq(img.height, 800);
+    cr_assert_eq(res[0].empty + res[1].empty, 0);
+    int r0 = title_right(&img, 8, 28), r1 = title_right(&img, 408, 428);
+    cr_assert_gt(r0, 200, "first panel has no title");
+    cr_assert_gt(r1, r0 + 100, "the worst rank's title has no note (%d vs %d)", r1, r0);
+    cr_assert_eq(mh_canvas_get(&img, 500, 400), MH_COL_AXIS, "no rule between the panels");
+    mh_canvas_release(&img);
+    mh_sink_free(&sink);
+
+    o.kind = MH_PLOT_SEGMENTS;
+    mh_sink_init_mem(&sink);
+    cr_assert_eq(mh_plot_render_ranks(rd, names, 2, NULL, &o, &sink, NULL, err, sizeof err),
+                 MH_EINVAL);
+    cr_assert(strstr(err, "segment view draws one file") != NULL, "%s", err);
+    o.kind = MH_PLOT_TIMELINE;
+    o.height = 9000;
+    cr_assert_eq(mh_plot_render_ranks(rd, names, 2, NULL, &o, &sink, NULL, err, sizeof err),
+                 MH_EINVAL);
+    cr_assert(strstr(err, "at most 16384 pixels tall") != NULL, "%s", err);
+    mh_sink_free(&sink);
+    run_free(&a);
+    run_free(&b);
+}
+
+Test(plot_category, ranks_share_the_time_axis_only_when_they_overlap)
+{
+    struct run a, b;
+    training_run(&a, 0, 1);
+    training_run(&b, 10000, 1); /* ten seconds later: no overlap */
+    struct mh_reader *rd[2] = {a.r, b.r};
+    const char *names[2] = {"a.memhist", "b.memhist"};
+    struct mh_plot_opts o;
+    opts_for(&o, MH_PLOT_COLOR_CATEGORY);
+    o.height = 400;
+    struct mh_sink s1, s2;
+    char err[256];
+    mh_sink_init_mem(&s1);
+    mh_sink_init_mem(&s2);
+    cr_assert_eq(mh_plot_render_ranks(rd, names, 2, NULL, &o, &s1, NULL, err, sizeof err), 0);
+    /* separate axes: each panel draws like its own file alone */
+    struct mh_reader *only_b[1] = {b.r};
+    cr_assert_eq(mh_plot_render_ranks(only_b, names + 1, 1, NULL, &o, &s2, NULL, err, sizeof err),
+                 0);
+    struct mh_canvas both, one;
+    cr_assert_eq(mh_png_read(s1.buf, s1.len, &both), 0);
+    cr_assert_eq(mh_png_read(s2.buf, s2.len, &one), 0);
+    cr_assert_eq(one.height, 400);
+    /* the second panel's plot area equals b alone (titles differ: a single
+     * file has no worst-rank note) */
+    cr_assert_eq(memcmp(both.px + (size_t)(400 + 60) * 1000 * 3, one.px + (size_t)60 * 1000 * 3,
+                        (size_t)300 * 1000 * 3),
+                 0, "separate time axes expected for runs that do not overlap");
+    mh_canvas_release(&both);
+    mh_canvas_release(&one);
+    mh_sink_free(&s1);
+    mh_sink_free(&s2);
+    run_free(&a);
+    run_free(&b);
+}
