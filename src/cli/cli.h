@@ -78,6 +78,8 @@ int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out)
 void mh_replay_close(struct mh_replay *rp);
 /* Opens a reader and prints the error naming the file on failure. */
 int mh_cli_open_reader(const char *path, struct mh_reader **out);
+/* What the file says about `device` (name "" and capacity 0 if nothing). */
+void mh_cli_device_info(const struct mh_reader *r, int device, struct mh_device_info *out);
 /* The allocator settings recorded in a file (meta "alloc_conf"), or defaults. */
 void mh_cli_file_conf(const struct mh_reader *r, struct mh_alloc_conf *conf);
 

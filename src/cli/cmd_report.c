@@ -83,18 +83,6 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     return 0;
 }
 
-static void find_device_info(const struct mh_reader *r, int device, struct mh_device_info *out)
-{
-    memset(out, 0, sizeof *out);
-    out->device = device;
-    out->name = "";
-    for (size_t i = 0; i < mh_reader_device_count(r); i++) {
-        struct mh_device_info d;
-        if (mh_reader_device(r, i, &d) == 0 && d.device == device)
-            *out = d;
-    }
-}
-
 /* Replays up to the allocated peak of one device and groups what was live. */
 static int live_at_peak(const struct report_opts *o, struct mh_device_report *d)
 {
@@ -116,7 +104,7 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
     const struct mh_replay *rp = &a->rp;
     memset(d, 0, sizeof *d);
     d->device = device;
-    find_device_info(rp->reader, device, &d->info);
+    mh_cli_device_info(rp->reader, device, &d->info);
     mh_model_peak_allocated(rp->model, device, &d->peak_allocated);
     mh_model_peak_reserved(rp->model, device, &d->peak_reserved);
     mh_model_stats(rp->model, device, &d->final);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/report_whatif.h"
 #include "sim/replay.h"
 #include "viz/json.h"
 #include "viz/sink.h"
@@ -156,64 +157,9 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
     return 0;
 }
 
-/* The recording's events of its first allocator device. */
-struct loaded {
-    struct mh_event *ev;
-    size_t n, cap;
-    int device;
-    uint64_t total_bytes;
-    struct mh_alloc_conf conf;
-};
-
-static int load(const char *path, struct loaded *L)
-{
-    struct mh_reader *r;
-    struct mh_event e;
-    int have_dev = 0;
-    memset(L, 0, sizeof *L);
-    int rc = mh_cli_open_reader(path, &r);
-    if (rc < 0)
-        return rc;
-    while ((rc = mh_reader_next(r, &e)) == 1) {
-        if (mh_sim_is_allocator_kind(e.kind) && !have_dev) {
-            L->device = e.device;
-            have_dev = 1;
-        }
-        if (mh_sim_is_allocator_kind(e.kind) && e.device != L->device)
-            continue;
-        if (L->n == L->cap) {
-            size_t nc = L->cap ? L->cap * 2 : 65536;
-            struct mh_event *ne = realloc(L->ev, nc * sizeof *ne);
-            if (!ne) {
-                rc = MH_ENOMEM;
-                break;
-            }
-            L->ev = ne;
-            L->cap = nc;
-        }
-        L->ev[L->n++] = e;
-    }
-    if (rc < 0 && rc != MH_ENOMEM) {
-        mh_cli_error("warning: %s: %s; using the events before that point", path,
-                     mh_reader_errmsg(r));
-        rc = 0;
-    }
-    mh_cli_file_conf(r, &L->conf);
-    for (size_t i = 0; i < mh_reader_device_count(r); i++) {
-        struct mh_device_info d;
-        if (mh_reader_device(r, i, &d) == 0 && d.device == L->device)
-            L->total_bytes = d.total_bytes;
-    }
-    mh_reader_close(r);
-    if (rc < 0)
-        mh_cli_error("%s: %s", path, mh_strerror(rc));
-    return rc;
-}
-
-
 struct whatif_view {
     const struct whatif_args *a;
-    const struct loaded *L;
+    const struct mh_whatif_input *L;
     const struct mh_sim_replay_opts *ro;
     const struct run_summary *rec, *sim;
     const struct mh_sim_replay_result *res;
@@ -355,11 +301,11 @@ static int whatif_main(int argc, char **argv)
     memset(&ro, 0, sizeof ro);
     if (a.conf_text && mh_alloc_conf_parse(a.conf_text, &ro.conf, err, sizeof err))
         return mh_cli_usage_error(&mh_cmd_whatif, "--alloc-conf: %s", err);
-    struct loaded L;
-    if (load(a.path, &L) < 0) {
-        free(L.ev);
+    struct mh_whatif_input L;
+    if (mh_whatif_load(a.path, -1, &L) < 0)
         return MH_EXIT_FAIL;
-    }
+    if (L.damage[0])
+        mh_cli_error("warning: %s: %s; using the events before that point", a.path, L.damage);
     if (!a.conf_text)
         ro.conf = L.conf;
     ro.conf.memory_fraction = a.fraction;
@@ -380,7 +326,7 @@ static int whatif_main(int argc, char **argv)
         rc = mh_sim_replay(L.ev, L.n, &ro, &res);
     if (rc < 0) {
         mh_cli_error("%s: %s", a.path, mh_strerror(rc));
-        free(L.ev);
+        mh_whatif_input_free(&L);
         return MH_EXIT_FAIL;
     }
     summarize(&rec, t0, &rs);
@@ -392,7 +338,7 @@ static int whatif_main(int argc, char **argv)
         print_text(&v);
     mh_model_free(rec.model);
     mh_model_free(sim.model);
-    free(L.ev);
+    mh_whatif_input_free(&L);
     return mh_cli_finish(MH_EXIT_OK);
 }
 

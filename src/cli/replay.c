@@ -15,6 +15,18 @@ int mh_cli_open_reader(const char *path, struct mh_reader **out)
     return rc;
 }
 
+void mh_cli_device_info(const struct mh_reader *r, int device, struct mh_device_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->device = device;
+    out->name = "";
+    for (size_t i = 0; i < mh_reader_device_count(r); i++) {
+        struct mh_device_info d;
+        if (mh_reader_device(r, i, &d) == 0 && d.device == device)
+            *out = d;
+    }
+}
+
 void mh_cli_file_conf(const struct mh_reader *r, struct mh_alloc_conf *conf)
 {
     memset(conf, 0, sizeof *conf);

@@ -58,18 +58,6 @@ void mh_analysis_close(struct mh_analysis *a)
     mh_replay_close(&a->rp);
 }
 
-void mh_analysis_device_info(const struct mh_reader *r, int device, struct mh_device_info *out)
-{
-    memset(out, 0, sizeof *out);
-    out->device = device;
-    out->name = "";
-    for (size_t i = 0; i < mh_reader_device_count(r); i++) {
-        struct mh_device_info d;
-        if (mh_reader_device(r, i, &d) == 0 && d.device == device)
-            *out = d;
-    }
-}
-
 size_t mh_analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved)
 {
     size_t worst = 0;

@@ -19,8 +19,6 @@ struct mh_analysis {
 int mh_analysis_open(const char *path, struct mh_analysis *a);
 void mh_analysis_close(struct mh_analysis *a);
 
-/* Device info from the file (capacity 0 and name "" if unknown). */
-void mh_analysis_device_info(const struct mh_reader *r, int device, struct mh_device_info *out);
 
 /* Index of the rank with the largest peak reserved over its devices. */
 size_t mh_analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved);

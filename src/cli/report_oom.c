@@ -242,7 +242,7 @@ static int gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
     const struct mh_model *m = a->rp.model;
     struct mh_peak p;
     c->ly = ly;
-    mh_analysis_device_info(a->rp.reader, c->device, &c->info);
+    mh_cli_device_info(a->rp.reader, c->device, &c->info);
     if (mh_model_peak_reserved(m, c->device, &p) == 0)
         c->recorded_peak_reserved = p.value;
     c->capacity = c->info.total_bytes;

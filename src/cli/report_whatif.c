@@ -1,6 +1,7 @@
 /* report_whatif.c - candidate settings checked by replay (see
  * report_whatif.h). The what-if run's events go through a fresh model, so
  * its peaks are computed exactly as the recording's are. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,13 +36,15 @@ int mh_whatif_load(const char *path, int device, struct mh_whatif_input *in)
         }
         in->ev[in->n++] = e;
     }
-    if (rc < 0 && rc != MH_ENOMEM)
-        rc = 0; /* damage: the events before it are used (reported by the caller's replay) */
+    if (rc < 0 && rc != MH_ENOMEM) {
+        /* damage: the events before it are used; the caller may say so */
+        snprintf(in->damage, sizeof in->damage, "%s", mh_reader_errmsg(r));
+        rc = 0;
+    }
     mh_cli_file_conf(r, &in->conf);
     struct mh_device_info d;
-    for (size_t i = 0; i < mh_reader_device_count(r); i++)
-        if (mh_reader_device(r, i, &d) == 0 && d.device == in->device)
-            in->total_bytes = d.total_bytes;
+    mh_cli_device_info(r, in->device, &d);
+    in->total_bytes = d.total_bytes;
     mh_reader_close(r);
     if (rc < 0) {
         mh_cli_error("%s: %s", path, mh_strerror(rc));

@@ -13,6 +13,7 @@ struct mh_whatif_input {
     int device;
     uint64_t total_bytes;      /* recorded device capacity, 0 if unknown */
     struct mh_alloc_conf conf; /* recorded settings */
+    char damage[256];          /* why reading stopped early ("" if it did not) */
 };
 
 struct mh_whatif_outcome {
