@@ -130,7 +130,7 @@ static int run_info(int argc, char **argv)
     int json = 0, c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (c != 'j')
             return mh_cli_usage_error(&mh_cmd_info, "unknown option '%s'", argv[optind - 1]);
         json = 1;

@@ -61,7 +61,7 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (c == 'd' && mh_cli_parse_uint(optarg, 0, 255, &v) == 0)
             o->device = (int)v;
         else if (c == 't' && mh_cli_parse_uint(optarg, 1, 100000, &o->top) == 0)

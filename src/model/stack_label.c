@@ -11,11 +11,22 @@ static const char *const internal_files[] = {
     "torch/_ops.py", "torch/overrides.py", "torch/functional.py", "torch/nn/functional.py",
     "torch/utils/checkpoint.py", "<frozen ", "/lib/python3", "??", "c10/", "aten/src/",
     "torch/csrc/", "libtorch", "libc10", "libc.so", "libpython", "<built-in>",
+    /* CPython's own C sources, as C++ stacks name them */
+    "/Objects/", "/Python/", "/Modules/", "/Programs/", "/Parser/",
+    /* the C library's process and thread start-up */
+    "/csu/", "sysdeps/",
 };
 
-static const char *const internal_funcs[] = {
+/* Function names that start with these belong to framework namespaces. */
+static const char *const internal_prefixes[] = {
     "c10::", "at::", "torch::", "std::", "_PyEval", "PyEval", "_PyObject", "PyObject_",
-    "_call_impl", "_wrapped_call_impl", "__torch_function__", "start_thread", "clone",
+    "__libc_start",
+};
+
+/* Whole function names of framework glue and thread/process start-up. */
+static const char *const internal_names[] = {
+    "_call_impl", "_wrapped_call_impl", "__torch_function__", "start_thread", "clone", "clone3",
+    "_start",
 };
 
 int mh_frame_is_internal(const char *file, const char *func)
@@ -25,8 +36,11 @@ int mh_frame_is_internal(const char *file, const char *func)
     for (size_t i = 0; i < sizeof internal_files / sizeof internal_files[0]; i++)
         if (strstr(file, internal_files[i]))
             return 1;
-    for (size_t i = 0; i < sizeof internal_funcs / sizeof internal_funcs[0]; i++)
-        if (strncmp(func, internal_funcs[i], strlen(internal_funcs[i])) == 0)
+    for (size_t i = 0; i < sizeof internal_prefixes / sizeof internal_prefixes[0]; i++)
+        if (strncmp(func, internal_prefixes[i], strlen(internal_prefixes[i])) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof internal_names / sizeof internal_names[0]; i++)
+        if (strcmp(func, internal_names[i]) == 0)
             return 1;
     return *file == '\0' && *func == '\0';
 }

@@ -1,0 +1,1 @@
+report example.memhist --top 2 --frames 1
