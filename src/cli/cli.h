@@ -85,7 +85,7 @@ void mh_cli_file_conf(const struct mh_reader *r, struct mh_alloc_conf *conf);
 
 /* Formats a stack as "file:line func" lines joined by `sep`, innermost first:
  * at most `max_frames` frames of user code (framework and interpreter frames
- * are skipped when the stack has user frames), then "(+N framework frames)"
+ * are skipped when the stack has user frames), then "(+N more frames)"
  * for what was left out. Returns `buf`. */
 const char *mh_cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
                               size_t max_frames, char *buf, size_t len);

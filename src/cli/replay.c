@@ -124,7 +124,7 @@ const char *mh_cli_stack_text(const struct mh_reader *r, uint32_t stack, const c
         shown++;
     }
     if (hidden && used + 1 < len)
-        snprintf(buf + used, len - used, "%s(+%zu framework frame%s)", sep, hidden,
+        snprintf(buf + used, len - used, "%s(+%zu more frame%s)", sep, hidden,
                  hidden == 1 ? "" : "s");
     return buf;
 }
