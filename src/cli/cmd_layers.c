@@ -142,10 +142,13 @@ static void print_categories(const struct dev_view *v, uint64_t index)
     uint64_t cat[MH_CAT_COUNT];
     char b[32];
     mh_lifetimes_live_by_category(v->a->lt, v->device, index, cat, NULL);
-    printf("  by category at the peak:");
+    const char *sep = "";
+    printf("  by category at the peak: ");
     for (int c = 0; c < MH_CAT_COUNT; c++)
-        if (cat[c])
-            printf(" %s %s;", mh_category_name(c), mh_cli_bytes(cat[c], b));
+        if (cat[c]) {
+            printf("%s%s %s", sep, mh_category_name(c), mh_cli_bytes(cat[c], b));
+            sep = ", ";
+        }
     printf("\n");
 }
 
