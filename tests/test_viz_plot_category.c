@@ -17,32 +17,9 @@
 #include "viz/plot.h"
 #include "viz/plot_internal.h"
 #include "viz/png_out.h"
+#include "test_viz_plot_util.h"
 
-#define MS 1000000ull
-#define MIB (1024ull * 1024ull)
-#define T0 1700000000000000000ull
 #define SEG 0x10000000ull
-
-struct run {
-    struct mh_writer *w;
-    uint32_t stack[4];
-    struct mh_reader *r;
-};
-
-static void ev(struct run *b, int kind, uint64_t t_ms, uint64_t addr, uint64_t size,
-               uint32_t stack, uint32_t aux)
-{
-    struct mh_event e;
-    memset(&e, 0, sizeof e);
-    e.time_ns = T0 + t_ms * MS;
-    e.kind = (uint8_t)kind;
-    e.addr = addr;
-    e.size = size;
-    e.stack = stack;
-    e.aux = aux;
-    e.stream = 7;
-    cr_assert_eq(mh_writer_event(b->w, &e), 0);
-}
 
 static void free_ev(struct run *b, uint64_t t_ms, uint64_t addr, uint64_t size, uint32_t stack)
 {
@@ -84,17 +61,7 @@ static void training_run(struct run *b, uint64_t t_start, uint64_t scale)
         free_ev(b, t + 70, SEG + 200 * MIB, 8 * MIB, b->stack[1]);
         ev(b, MH_EV_STEP_END, t + 90, 0, 0, 0, s);
     }
-    const void *data;
-    size_t len;
-    cr_assert_eq(mh_writer_close(b->w), 0);
-    cr_assert_eq(mh_writer_mem(b->w, &data, &len), 0);
-    cr_assert_eq(mh_reader_open_mem(data, len, &b->r), 0);
-}
-
-static void run_free(struct run *b)
-{
-    mh_reader_close(b->r);
-    mh_writer_free_mem(b->w);
+    run_close(b);
 }
 
 static void opts_for(struct mh_plot_opts *o, int color)
