@@ -69,6 +69,20 @@ int nvmlDeviceGetHandleByIndex(unsigned int i, void **dev)
     return nvmlDeviceGetHandleByIndex_v2(i, dev);
 }
 
+/* Bus ids as cudaDeviceGetPCIBusId gives them: "00000000:<dev + 1>:00.0". */
+int nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, void **dev)
+{
+    unsigned int domain, bus;
+    if (sscanf(bus_id, "%x:%x", &domain, &bus) != 2 || bus < 1)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return nvmlDeviceGetHandleByIndex_v2(bus - 1, dev);
+}
+
+int nvmlDeviceGetHandleByPciBusId(const char *bus_id, void **dev)
+{
+    return nvmlDeviceGetHandleByPciBusId_v2(bus_id, dev);
+}
+
 int nvmlDeviceGetIndex(void *dev, unsigned int *i)
 {
     *i = (unsigned int)*(int *)dev;
