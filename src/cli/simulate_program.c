@@ -6,6 +6,7 @@
  * settings in the environment, says what is simulated, and prints the report
  * of the recording when the program ends. cmd_simulate.c parses the options. */
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,30 @@ static void say_what_runs(const struct mh_cli_vdev_opts *o)
             o->gpu->name, mh_cli_bytes(o->capacity, cap), mh_cli_bytes(o->context, ctx));
 }
 
+/* `memhist report` of what was written: FILE, or FILE.rank<R> under torchrun. */
+static int report_files(const char *output)
+{
+    char pattern[PATH_MAX + 16];
+    glob_t g = {0};
+    snprintf(pattern, sizeof pattern, "%s.rank*", output);
+    if (access(output, R_OK) != 0 && glob(pattern, 0, NULL, &g) != 0)
+        return MH_EXIT_OK; /* nothing recorded: already said */
+    size_t n = g.gl_pathc ? g.gl_pathc : 1;
+    char **argv = calloc(n + 2, sizeof *argv);
+    if (!argv) {
+        globfree(&g);
+        return MH_EXIT_FAIL;
+    }
+    argv[0] = "report";
+    for (size_t i = 0; i < n; i++)
+        argv[i + 1] = g.gl_pathc ? g.gl_pathv[i] : (char *)output;
+    fflush(stderr);
+    int rc = mh_cmd_report.run((int)n + 1, argv);
+    free(argv);
+    globfree(&g);
+    return rc;
+}
+
 int mh_cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
 {
     char dir[PATH_MAX];
@@ -134,10 +159,8 @@ int mh_cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
     say_what_runs(o);
     struct mh_cli_record_opts ro = {o->output, o->stacks, 0, "simulate"};
     int code = mh_cli_record_command(&ro, cmd);
-    if (access(o->output, R_OK) == 0 && o->report) {
-        char *argv[] = {"report", (char *)o->output, NULL};
-        fflush(stderr);
-        int rrc = mh_cmd_report.run(2, argv);
+    if (o->report) {
+        int rrc = report_files(o->output);
         if (code == 0)
             code = rrc;
     }
