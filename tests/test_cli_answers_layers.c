@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "model/analysis_layers.h"
-#include "model/categories.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "layers.h"
+#include "categories.h"
+#include "sim.h"
+#include "workload.h"
 
 /* A simulated run written to memory and replayed with lifetimes. */
 struct run {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/pickle_read.h"
+#include "pickle_read.h"
 
 static char err[256];
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim/sim.h"
+#include "sim.h"
 
 #define MB (1024ull * 1024)
 #define MAXEV 4096

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "sim/replay.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "sim_replay.h"
+#include "sim.h"
+#include "workload.h"
 
 struct evs {
     struct mh_event *ev;

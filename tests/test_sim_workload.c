@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "sim.h"
+#include "workload.h"
 
 #define SMALL_GPT "layers=2,hidden=256,heads=4,seq=256,batch=4,vocab=4000"
 

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/canvas.h"
-#include "viz/font.h"
-#include "viz/png_out.h"
+#include "canvas.h"
+#include "font.h"
+#include "png_out.h"
 
 Test(canvas, init_rejects_bad_sizes)
 {

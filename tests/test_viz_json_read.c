@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/json_read.h"
+#include "json_read.h"
 
 static int parse(const char *text, struct mh_jr_doc *d, struct mh_jr_value *root, char *err)
 {

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/pickle_read.h"
-#include "viz/pickle_write.h"
+#include "pickle_read.h"
+#include "pickle_write.h"
 
 static struct mh_sink sink;
 static struct mh_pw *w;

@@ -12,11 +12,11 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "model/categories.h"
-#include "viz/palette.h"
-#include "viz/plot.h"
-#include "viz/plot_internal.h"
-#include "viz/png_out.h"
+#include "categories.h"
+#include "palette.h"
+#include "plot.h"
+#include "plot_internal.h"
+#include "png_out.h"
 #include "test_viz_plot_util.h"
 
 #define SEG 0x10000000ull

@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "viz/palette.h"
-#include "viz/plot.h"
-#include "viz/plot_internal.h"
-#include "viz/png_out.h"
+#include "palette.h"
+#include "plot.h"
+#include "plot_internal.h"
+#include "png_out.h"
 #include "test_viz_plot_util.h"
 
 static void run_open(struct run *b)

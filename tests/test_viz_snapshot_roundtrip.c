@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "viz/pickle_read.h"
-#include "viz/snapshot_export.h"
-#include "viz/snapshot_import.h"
+#include "pickle_read.h"
+#include "snapshot_export.h"
+#include "snapshot_import.h"
 
 #define MiB (1ull << 20)
 #define A 0x7f0000000000ull

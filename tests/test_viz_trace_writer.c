@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "memhist/memhist.h"
-#include "viz/json_read.h"
-#include "viz/trace_writer.h"
+#include "json_read.h"
+#include "trace_writer.h"
 
 #define T0 1700000000000000000ull
 #define US 1000ull

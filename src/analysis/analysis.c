@@ -1,7 +1,8 @@
 /* report_analysis.c - replaying a file with lifetimes (see report_analysis.h). */
 #include <string.h>
 
-#include "cli/report_analysis.h"
+#include "analysis.h"
+#include "diag.h"
 
 static int replay_all(struct mh_analysis *a)
 {
@@ -18,7 +19,7 @@ static int replay_all(struct mh_analysis *a)
     }
     if (rc < 0 && rc != MH_ENOMEM) {
         rp->read_error = rc;
-        mh_cli_error("warning: %s: %s; using the events before that point", rp->path,
+        mh__diag("warning: %s: %s; using the events before that point", rp->path,
                      mh_reader_errmsg(rp->reader));
         rc = 0;
     }
@@ -29,19 +30,19 @@ int mh_analysis_open(const char *path, struct mh_analysis *a)
 {
     memset(a, 0, sizeof *a);
     a->rp.path = path;
-    int rc = mh_cli_open_reader(path, &a->rp.reader);
+    int rc = mh__open_reader(path, &a->rp.reader);
     if (rc < 0)
         return rc;
     struct mh_model_opts opts;
     memset(&opts, 0, sizeof opts);
-    mh_cli_file_conf(a->rp.reader, &opts.conf);
+    mh__file_conf(a->rp.reader, &opts.conf);
     rc = mh_model_new(&opts, &a->rp.model);
     if (rc == 0)
         rc = mh_lifetimes_new(&a->lt);
     if (rc == 0)
         rc = replay_all(a);
     if (rc < 0) {
-        mh_cli_error("%s: %s", path, mh_strerror(rc));
+        mh__diag("%s: %s", path, mh_strerror(rc));
         mh_analysis_close(a);
         return rc;
     }

@@ -5,9 +5,9 @@
 #ifndef MH_CLI_REPORT_ANALYSIS_H
 #define MH_CLI_REPORT_ANALYSIS_H
 
-#include "cli/cli.h"
-#include "model/analysis_layers.h"
-#include "model/categories.h"
+#include "replay_file.h"
+#include "layers.h"
+#include "categories.h"
 
 struct mh_analysis {
     struct mh_replay rp; /* reader and fully replayed model */

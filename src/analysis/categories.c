@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model/categories.h"
-#include "model/model_internal.h"
+#include "categories.h"
+#include "model_internal.h"
 
 struct mh_lifetimes {
     struct mh_alloc_rec *recs;

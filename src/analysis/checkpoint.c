@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model/analysis_int.h"
+#include "layers_int.h"
 
 static struct mh__lgroup *group_of(const struct mh_layers *ly, size_t rec)
 {

@@ -4,8 +4,8 @@
 #ifndef MH_CLI_REPORT_H
 #define MH_CLI_REPORT_H
 
-#include "cli/cli.h"
-#include "model/categories.h"
+#include "replay_file.h"
+#include "categories.h"
 
 struct mh_stack_group {
     uint32_t stack;
@@ -41,10 +41,5 @@ void mh_report_trend(const struct mh_replay *rp, int device, struct mh_frag_tren
 int mh_report_group_live(const struct mh_model *m, int device, size_t top,
                          struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
                          uint64_t *total_count);
-
-void mh_report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
-                          size_t ndev, size_t max_frames);
-void mh_report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
-                          size_t ndev);
 
 #endif

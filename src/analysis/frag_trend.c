@@ -3,8 +3,8 @@
  * replay under expandable_segments:True that quantifies the fix. */
 #include <string.h>
 
-#include "cli/report.h"
-#include "cli/report_whatif.h"
+#include "device_report.h"
+#include "whatif_check.h"
 
 /* Reserved grows by more than 5 % of its first-step peak and by more than
  * twice what allocated grows: the cache is fragmenting, not the program

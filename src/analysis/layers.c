@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model/analysis_int.h"
-#include "model/model_internal.h"
-#include "model/stacks.h"
+#include "layers_int.h"
+#include "model_internal.h"
+#include "stacks.h"
 
 static int is_module_path(const char *s)
 {

@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "memhist/reader.h"
-#include "model/categories.h"
+#include "categories.h"
 
 /* Writes the layer name of an allocation (rule above) into buf; returns buf. */
 const char *mh_layer_name(const struct mh_reader *r, uint32_t str, uint32_t stack, char *buf,

@@ -3,7 +3,7 @@
 #ifndef MH_MODEL_ANALYSIS_INT_H
 #define MH_MODEL_ANALYSIS_INT_H
 
-#include "model/analysis_layers.h"
+#include "layers.h"
 
 /* One layer in one step span of the lifetimes. */
 struct mh__lgroup {

@@ -1,13 +1,14 @@
-/* report_oom.c - gathers what `memhist oom` explains about one moment (see
- * report_oom.h): the allocator state replayed up to the OOM, free blocks per
+/* oom_explain.c - gathers what `memhist oom` explains about one moment (see
+ * oom_explain.h): the allocator state replayed up to the OOM, free blocks per
  * pool and stream, the verdict, live memory by stack and by layer, the
  * what-if checked suggestions and the checkpointing plan. Owns each case's
- * arrays until mh_oom_explain_all has printed it. */
+ * arrays until mh__oom_case_free. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_oom.h"
-#include "cli/report_whatif.h"
+#include "oom_explain.h"
+#include "whatif_check.h"
+#include "diag.h"
 
 const char *mh_oom_verdict_name(int verdict)
 {
@@ -228,7 +229,7 @@ static int oom_plan(const struct mh_analysis *a, struct mh_oom_case *c)
     return 0;
 }
 
-static void case_free(struct mh_oom_case *c)
+void mh__oom_case_free(struct mh_oom_case *c)
 {
     free(c->free);
     free(c->stacks);
@@ -236,13 +237,13 @@ static void case_free(struct mh_oom_case *c)
     free(c->plan);
 }
 
-static int gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
-                  struct mh_layers *ly, const struct mh_oom_opts *o, struct mh_oom_case *c)
+int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
+                   struct mh_layers *ly, const struct mh_oom_opts *o, struct mh_oom_case *c)
 {
     const struct mh_model *m = a->rp.model;
     struct mh_peak p;
     c->ly = ly;
-    mh_cli_device_info(a->rp.reader, c->device, &c->info);
+    mh__device_info(a->rp.reader, c->device, &c->info);
     if (mh_model_peak_reserved(m, c->device, &p) == 0)
         c->recorded_peak_reserved = p.value;
     c->capacity = c->info.total_bytes;
@@ -264,8 +265,8 @@ static int gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
 }
 
 /* The moments to explain on one device: its OOMs, or its allocated peak. */
-static size_t moments(const struct mh_model *m, int device, int at_peak, struct mh_oom_info *out,
-                      size_t max)
+size_t mh__oom_moments(const struct mh_model *m, int device, int at_peak, struct mh_oom_info *out,
+                       size_t max)
 {
     size_t k = 0;
     if (at_peak) {
@@ -283,97 +284,4 @@ static size_t moments(const struct mh_model *m, int device, int at_peak, struct 
         if (mh_model_oom(m, i, &out[k]) == 0 && out[k].device == device)
             k++;
     return k;
-}
-
-static int explain_device(const struct mh_analysis *a, int device, const struct mh_oom_opts *o,
-                          struct mh_json *j, size_t *shown)
-{
-    struct mh_oom_info ooms[64];
-    size_t n = moments(a->rp.model, device, o->at_peak, ooms, 64);
-    if (n == 0)
-        return 0;
-    struct mh_whatif_input in;
-    struct mh_layers *ly;
-    int rc = mh_whatif_load(a->rp.path, device, &in);
-    if (rc < 0)
-        return rc;
-    if ((rc = mh_layers_analyze(a->lt, a->rp.reader, device, &ly)) < 0) {
-        mh_whatif_input_free(&in);
-        return rc;
-    }
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct mh_oom_case c;
-        memset(&c, 0, sizeof c);
-        c.device = device;
-        c.oom = ooms[i];
-        c.verdict = o->at_peak ? MH_OOM_VERDICT_NONE : MH_OOM_VERDICT_EXHAUSTION;
-        rc = gather(a, &in, ly, o, &c);
-        if (rc == 0 && j)
-            mh_oom_print_json(j, a, &c, o);
-        else if (rc == 0)
-            mh_oom_print_text(a, &c, o, i + 1, n);
-        case_free(&c);
-        (*shown)++;
-    }
-    mh_layers_free(ly);
-    mh_whatif_input_free(&in);
-    return rc;
-}
-
-static int explain_file(const struct mh_analysis *a, const struct mh_oom_opts *o, struct mh_json *j)
-{
-    const struct mh_model *m = a->rp.model;
-    size_t shown = 0;
-    int rc = 0;
-    if (j) {
-        mh_json_begin_object(j);
-        mh_json_kv_string(j, "file", a->rp.path);
-        mh_json_key(j, "cases");
-        mh_json_begin_array(j);
-    }
-    for (size_t d = 0; d < mh_model_device_count(m) && rc == 0; d++)
-        rc = explain_device(a, mh_model_device_at(m, d), o, j, &shown);
-    if (j) {
-        mh_json_end_array(j);
-        mh_json_end_object(j);
-    } else if (rc == 0 && shown == 0) {
-        printf("%s: no OOM in this recording (use --at peak to explain the peak instead)\n",
-               a->rp.path);
-    }
-    if (rc < 0)
-        mh_cli_error("%s: %s", a->rp.path, mh_strerror(rc));
-    return rc;
-}
-
-int mh_oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o)
-{
-    struct mh_sink sink;
-    struct mh_json j;
-    int rc = 0;
-    if (o->json) {
-        mh_sink_init_file(&sink, stdout);
-        mh_json_init(&j, &sink, 1);
-        mh_json_begin_object(&j);
-        mh_json_key(&j, "files");
-        mh_json_begin_array(&j);
-    }
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = explain_file(&a[i], o, o->json ? &j : NULL);
-    uint64_t peak;
-    size_t w = mh_analysis_worst(a, n, &peak);
-    if (o->json) {
-        mh_json_end_array(&j);
-        mh_json_key(&j, "worst_rank");
-        mh_json_begin_object(&j);
-        mh_json_kv_string(&j, "file", a[w].rp.path);
-        mh_json_kv_uint(&j, "peak_reserved", peak);
-        mh_json_end_object(&j);
-        mh_json_end_object(&j);
-        mh_sink_puts(&sink, "\n");
-        mh_sink_finish(&sink);
-    } else if (n > 1 && rc == 0) {
-        char b[32];
-        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh_cli_bytes(peak, b));
-    }
-    return rc;
 }

@@ -1,12 +1,12 @@
-/* report_oom.h - the data behind `memhist oom`: one explained moment (an
- * OOM, or the allocated peak) of one device, gathered in report_oom.c and
- * printed as text or JSON in report_oom_print.c. */
-#ifndef MH_CLI_REPORT_OOM_H
-#define MH_CLI_REPORT_OOM_H
+/* oom_explain.h - the data behind `memhist oom`: one explained moment (an
+ * OOM, or the allocated peak) of one device, gathered in oom_explain.c and
+ * printed as text or JSON by src/cli (report_oom_print.c). */
+#ifndef MH_ANALYSIS_OOM_EXPLAIN_H
+#define MH_ANALYSIS_OOM_EXPLAIN_H
 
-#include "cli/report.h"
-#include "cli/report_analysis.h"
-#include "viz/json.h"
+#include "device_report.h"
+#include "analysis.h"
+#include "whatif_check.h"
 
 struct mh_oom_opts {
     int at_peak, json;
@@ -67,11 +67,15 @@ struct mh_oom_case {
     int plan_fits;
 };
 
-int mh_oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o);
-
-void mh_oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
-                       const struct mh_oom_opts *o, size_t number, size_t count);
-void mh_oom_print_json(struct mh_json *j, const struct mh_analysis *a, const struct mh_oom_case *c,
-                       const struct mh_oom_opts *o);
+/* The moments to explain on one device: its OOMs (at most `max`), or its
+ * allocated peak with `at_peak`. Returns how many were written to `out`. */
+size_t mh__oom_moments(const struct mh_model *m, int device, int at_peak, struct mh_oom_info *out,
+                       size_t max);
+/* Fills `c` (device, oom and verdict set by the caller) for one moment: the
+ * state replayed up to it, free blocks, verdict, live stacks and layers, the
+ * checked suggestions from `in` and the checkpointing plan from `ly`. */
+int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
+                   struct mh_layers *ly, const struct mh_oom_opts *o, struct mh_oom_case *c);
+void mh__oom_case_free(struct mh_oom_case *c);
 
 #endif

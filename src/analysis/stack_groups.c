@@ -2,7 +2,7 @@
  * "what was live at the peak and from where" (see report.h). */
 #include <stdlib.h>
 
-#include "cli/report.h"
+#include "device_report.h"
 
 struct collect {
     struct mh_stack_group *items;

@@ -1,6 +1,6 @@
 /* stack_label.c - picks and formats the most informative frame of a stack
  * (see stacks.h). Offline only: reads definitions from a reader. */
-#include "model/stacks.h"
+#include "stacks.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_whatif.h"
-#include "sim/replay.h"
+#include "whatif_check.h"
+#include "sim_replay.h"
+#include "diag.h"
 
 int mh_whatif_load(const char *path, int device, struct mh_whatif_input *in)
 {
@@ -15,7 +16,7 @@ int mh_whatif_load(const char *path, int device, struct mh_whatif_input *in)
     size_t cap = 0;
     memset(in, 0, sizeof *in);
     in->device = device;
-    int rc = mh_cli_open_reader(path, &r);
+    int rc = mh__open_reader(path, &r);
     if (rc < 0)
         return rc;
     while ((rc = mh_reader_next(r, &e)) == 1) {
@@ -41,13 +42,13 @@ int mh_whatif_load(const char *path, int device, struct mh_whatif_input *in)
         snprintf(in->damage, sizeof in->damage, "%s", mh_reader_errmsg(r));
         rc = 0;
     }
-    mh_cli_file_conf(r, &in->conf);
+    mh__file_conf(r, &in->conf);
     struct mh_device_info d;
-    mh_cli_device_info(r, in->device, &d);
+    mh__device_info(r, in->device, &d);
     in->total_bytes = d.total_bytes;
     mh_reader_close(r);
     if (rc < 0) {
-        mh_cli_error("%s: %s", path, mh_strerror(rc));
+        mh__diag("%s: %s", path, mh_strerror(rc));
         mh_whatif_input_free(in);
     }
     return rc;

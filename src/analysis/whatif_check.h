@@ -5,7 +5,7 @@
 #ifndef MH_CLI_REPORT_WHATIF_H
 #define MH_CLI_REPORT_WHATIF_H
 
-#include "cli/cli.h"
+#include "replay_file.h"
 
 struct mh_whatif_input {
     struct mh_event *ev; /* events of one device plus non-allocator events, file order */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "memhist/memhist.h"
+#include "replay_file.h"
 
 #define MH_EXIT_OK 0
 #define MH_EXIT_FAIL 1
@@ -61,27 +62,6 @@ int mh_cli_parse_window(const char *steps, const char *time, struct mh_window *w
 /* Whether an event at `time_ns` during `step` lies in the window; `t0_ns` is
  * the time of the first event. An empty window contains everything. */
 int mh_window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);
-
-/* A file opened and replayed through the model. */
-struct mh_replay {
-    const char *path;
-    struct mh_reader *reader;
-    struct mh_model *model;
-    struct mh_file_summary summary;
-    int read_error; /* negative code if reading stopped on damage */
-};
-/* Opens `path`, sets the model up from the file's allocator settings, and
- * replays every event (until `stop_after` events if non-zero). Prints a
- * one-line error naming the file on failure (returns < 0). A damaged file
- * replays up to the damage, prints a warning and returns 0. */
-int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out);
-void mh_replay_close(struct mh_replay *rp);
-/* Opens a reader and prints the error naming the file on failure. */
-int mh_cli_open_reader(const char *path, struct mh_reader **out);
-/* What the file says about `device` (name "" and capacity 0 if nothing). */
-void mh_cli_device_info(const struct mh_reader *r, int device, struct mh_device_info *out);
-/* The allocator settings recorded in a file (meta "alloc_conf"), or defaults. */
-void mh_cli_file_conf(const struct mh_reader *r, struct mh_alloc_conf *conf);
 
 /* Formats a stack as "file:line func" lines joined by `sep`, innermost first:
  * at most `max_frames` frames of user code (framework and interpreter frames

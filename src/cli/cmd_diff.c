@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "cli/report_analysis.h"
-#include "model/stacks.h"
-#include "viz/json.h"
+#include "cli.h"
+#include "device_report.h"
+#include "analysis.h"
+#include "stacks.h"
+#include "json.h"
 
 static const char usage[] =
     "usage: memhist diff [--device N] [--top N] [--json] A B\n\n"

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "viz/snapshot_import.h"
+#include "cli.h"
+#include "snapshot_import.h"
 
 extern const struct mh_cli_command mh_cmd_import;
 

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/cli.h"
-#include "viz/json.h"
+#include "cli.h"
+#include "json.h"
 
 static const char usage[] =
     "usage: memhist info [--json] FILE\n\n"
@@ -139,7 +139,7 @@ static int run_info(int argc, char **argv)
         return mh_cli_usage_error(&mh_cmd_info, "expected exactly one FILE");
     const char *path = argv[optind];
     struct mh_reader *r;
-    if (mh_cli_open_reader(path, &r) < 0)
+    if (mh__open_reader(path, &r) < 0)
         return MH_EXIT_FAIL;
     struct mh_event ev;
     int rc;

@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_analysis.h"
-#include "viz/json.h"
+#include "cli.h"
+#include "analysis.h"
+#include "json.h"
 
 static const char usage[] =
     "usage: memhist layers [--device N] [--top N] [--json] FILE...\n\n"

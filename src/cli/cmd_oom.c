@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "cli/report_analysis.h"
-#include "cli/report_oom.h"
-#include "cli/report_whatif.h"
+#include "printers.h"
+#include "analysis.h"
+#include "oom_explain.h"
+#include "whatif_check.h"
 
 static const char usage[] =
     "usage: memhist oom [--at peak] [--top N] [--json] FILE...\n\n"

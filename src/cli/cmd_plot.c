@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "viz/plot.h"
+#include "cli.h"
+#include "plot.h"
 
 static const char usage[] =
     "usage: memhist plot FILE... -o OUT.png [options]\n"
@@ -219,7 +219,7 @@ static int render(struct plot_args *a, struct mh_reader *r)
     char err[256];
     mh_sink_init_mem(&sink);
     a->opts.name = a->file;
-    mh_cli_file_conf(r, &a->opts.model.conf);
+    mh__file_conf(r, &a->opts.model.conf);
     int rc = mh_plot_render(r, &a->opts, &sink, &res, err, sizeof err);
     if (rc == MH_EINVAL && err[0]) {
         mh_cli_error("%s: %s", a->file, err);
@@ -244,7 +244,7 @@ static int render_ranks(struct plot_args *a, struct mh_reader **r)
     char err[320];
     memset(models, 0, sizeof models);
     for (size_t i = 0; i < a->nfiles; i++)
-        mh_cli_file_conf(r[i], &models[i].conf);
+        mh__file_conf(r[i], &models[i].conf);
     mh_sink_init_mem(&sink);
     int rc = mh_plot_render_ranks(r, a->files, a->nfiles, models, &a->opts, &sink, res, err,
                                   sizeof err);
@@ -274,7 +274,7 @@ static int run(int argc, char **argv)
         return rc;
     struct mh_reader *r[MH_PLOT_MAX_RANKS] = {NULL};
     for (size_t i = 0; i < a.nfiles && rc == 0; i++)
-        if (mh_cli_open_reader(a.files[i], &r[i]) < 0)
+        if (mh__open_reader(a.files[i], &r[i]) < 0)
             rc = MH_EXIT_FAIL;
     if (rc == 0)
         rc = a.nfiles == 1 ? render(&a, r[0]) : render_ranks(&a, r);

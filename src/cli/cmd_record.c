@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
 static const char usage[] =
     "usage: memhist record [-o FILE] [--stacks python|all|none] [--op-ranges] -- CMD [ARGS...]\n\n"

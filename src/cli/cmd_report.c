@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "cli/report_analysis.h"
+#include "printers.h"
+#include "analysis.h"
 
 static const char usage[] =
     "usage: memhist report [--device N] [--top N] [--frames N] [--json] FILE...\n\n"
@@ -104,7 +104,7 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
     const struct mh_replay *rp = &a->rp;
     memset(d, 0, sizeof *d);
     d->device = device;
-    mh_cli_device_info(rp->reader, device, &d->info);
+    mh__device_info(rp->reader, device, &d->info);
     mh_model_peak_allocated(rp->model, device, &d->peak_allocated);
     mh_model_peak_reserved(rp->model, device, &d->peak_reserved);
     mh_model_stats(rp->model, device, &d->final);

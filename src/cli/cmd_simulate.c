@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "cli.h"
+#include "sim.h"
+#include "workload.h"
 
 static const char usage[] =
     "usage: memhist simulate [--workload NAME] [--steps N] [--device-memory SIZE]\n"

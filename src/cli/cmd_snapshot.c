@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "viz/snapshot_export.h"
+#include "cli.h"
+#include "snapshot_export.h"
 
 #define BROWSER_LIMIT (500ull * 1000 * 1000)
 
@@ -125,7 +125,7 @@ static int run(int argc, char **argv)
         opts.window_user = &win;
     }
     struct mh_reader *r;
-    if (mh_cli_open_reader(a.in, &r) < 0)
+    if (mh__open_reader(a.in, &r) < 0)
         return MH_EXIT_FAIL;
     struct mh_snapshot *s;
     rc = mh_snapshot_build(r, &opts, &s);

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "viz/trace_writer.h"
+#include "cli.h"
+#include "trace_writer.h"
 
 static const char usage[] =
     "usage: memhist trace FILE -o OUT.json [--steps A:B | --time A:B] [--device N]\n"
@@ -199,12 +199,12 @@ static int run_trace(int argc, char **argv)
     if (a.into && !(kineto = slurp(a.into, &klen)))
         return MH_EXIT_FAIL;
     struct mh_reader *r;
-    if (mh_cli_open_reader(a.file, &r) < 0) {
+    if (mh__open_reader(a.file, &r) < 0) {
         free(kineto);
         return MH_EXIT_FAIL;
     }
     struct mh_alloc_conf conf;
-    mh_cli_file_conf(r, &conf);
+    mh__file_conf(r, &conf);
     struct mh_trace *t = NULL;
     rc = mh_trace_new(&a.o, &conf, &t);
     if (rc == 0 && !kineto && (rc = mh_trace_scan(t, r)) < 0)

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/report_whatif.h"
-#include "sim/replay.h"
-#include "viz/json.h"
-#include "viz/sink.h"
+#include "cli.h"
+#include "whatif_check.h"
+#include "sim_replay.h"
+#include "json.h"
+#include "sink.h"
 
 static const char usage[] =
     "usage: memhist whatif FILE [--alloc-conf STR] [--device-memory SIZE] [--json]\n\n"

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli.h"
+#include "diag.h"
 
 #define MH_COMMANDS(X)                                                                     \
     X(record) X(info) X(report) X(oom) X(layers) X(plot) X(snapshot) X(import) X(trace)    \
@@ -57,8 +58,15 @@ static int help_command(int argc, char **argv)
     return mh_cli_finish(mh_cli_print_usage(cmd));
 }
 
+/* Where the libraries' warnings and errors go: one line on stderr. */
+static void print_diag(void *user, const char *message)
+{
+    mh_cli_error("%s", message);
+}
+
 int main(int argc, char **argv)
 {
+    mh__diag_set(print_diag, NULL);
     if (argc < 2) {
         print_help();
         return MH_EXIT_USAGE;

@@ -6,8 +6,8 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "viz/json.h"
+#include "printers.h"
+#include "json.h"
 
 /* JSON key of an anomaly: its enum name without the prefix, lower case. */
 static const char *anomaly_key(int a, char buf[48])

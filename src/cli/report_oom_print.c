@@ -2,8 +2,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "cli/report_oom.h"
-#include "model/stacks.h"
+#include "printers.h"
+#include "stacks.h"
 
 static const char *verdict_text(const struct mh_oom_case *c, char *buf, size_t len)
 {

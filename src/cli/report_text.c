@@ -2,8 +2,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "model/stacks.h"
+#include "printers.h"
+#include "stacks.h"
 
 static const char *step_text(int64_t step, char buf[24])
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
 static int parse_bound_int(const char *s, const char *end, int64_t dflt, int64_t *out)
 {

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "viz/pickle_value.h"
+#include "pickle_value.h"
 
 struct mh__arena_block;
 

@@ -10,7 +10,7 @@
  *  - container nesting and open marks are bounded by max_depth, memory by
  *    max_bytes (arena, stack and memo all count), memo indexes by how many
  *    memo writes happened. */
-#include "viz/pickle_read.h"
+#include "pickle_read.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/pickle_parse.h"
+#include "pickle_parse.h"
 
 struct mh__arena_block {
     struct mh__arena_block *next;

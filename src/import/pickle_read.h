@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "viz/pickle_value.h"
+#include "pickle_value.h"
 
 struct mh_pickle_doc;
 

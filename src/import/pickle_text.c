@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/pickle_parse.h"
-#include "viz/pickle_read.h"
+#include "pickle_parse.h"
+#include "pickle_read.h"
 
 #define MAX_NUMBER_LINE 4096
 

@@ -1,5 +1,5 @@
 /* pickle_value.c - accessors for the pickle value tree (see pickle_value.h). */
-#include "viz/pickle_value.h"
+#include "pickle_value.h"
 
 #include <string.h>
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/snapshot_iint.h"
+#include "snapshot_iint.h"
 
 #define MAX_DEVICES 4096
 #define SMALL_SEGMENT (2ull << 20)

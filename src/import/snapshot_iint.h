@@ -11,8 +11,8 @@
 
 #include "memhist/model.h"
 #include "memhist/writer.h"
-#include "viz/pickle_value.h"
-#include "viz/snapshot_import.h"
+#include "pickle_value.h"
+#include "snapshot_import.h"
 
 struct mh__iseg {
     int device;

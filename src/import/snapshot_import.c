@@ -3,7 +3,7 @@
  * snapshot_itrace.c), writes metadata from allocator_settings, the starting
  * state (snapshot_ireplay.c) and then the entries of all devices merged with
  * the annotations in time order. */
-#include "viz/snapshot_import.h"
+#include "snapshot_import.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 
 #include "memhist/allocconf.h"
 #include "memhist/error.h"
-#include "viz/snapshot_iint.h"
+#include "snapshot_iint.h"
 
 /* Whether annotation n goes before entry e in the merged order. At equal
  * times the step hints of memhist's own metadata decide. */

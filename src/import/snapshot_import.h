@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "memhist/writer.h"
-#include "viz/pickle_read.h"
+#include "pickle_read.h"
 
 struct mh_import_info {
     int protocol;     /* pickle protocol (0 if no PROTO opcode) */

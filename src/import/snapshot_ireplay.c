@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/snapshot_iint.h"
+#include "snapshot_iint.h"
 
 #define SMALL_SEGMENT (2ull << 20)
 /* Bound on the work of keeping segments ordered (elements moved), so that a

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/snapshot_iint.h"
+#include "snapshot_iint.h"
 
 #define MAX_DEVICES 4096
 #define SYNTHETIC_BASE_NS 1000000000ull /* 1 s after the epoch */

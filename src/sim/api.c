@@ -3,7 +3,7 @@
  * and queries. Owns nothing. */
 #include <string.h>
 
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 void mh_sim_set_time(struct mh_sim *s, uint64_t time_ns)
 {

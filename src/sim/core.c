@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 #define SLAB_BLOCKS 256
 #define DEFAULT_BASE 0x7f0000000000ull

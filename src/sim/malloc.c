@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 static int gc_enabled(const struct mh_sim *s)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 #define UNLIMITED_SPACE (1024ull * 1024 * 1024 * 1024)
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim/replay.h"
+#include "sim_replay.h"
 
 int mh_sim_is_allocator_kind(unsigned kind)
 {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/sim.h"
+#include "sim.h"
 
 struct mh_sim_replay_opts {
     struct mh_alloc_conf conf; /* settings of the what-if run */

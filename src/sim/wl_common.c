@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim/wl_internal.h"
+#include "wl_internal.h"
 
 extern const struct mh_workload mh__wl_gpt;
 extern const struct mh_workload mh__wl_resnet;

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/sim.h"
+#include "sim.h"
 
 #define MH_WORKLOAD_MAX_PARAMS 16
 

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "memhist/memhist.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "sim.h"
+#include "workload.h"
 
 static double now_s(void)
 {

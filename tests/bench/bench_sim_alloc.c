@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "sim.h"
+#include "workload.h"
 
 static uint64_t nevents;
 

@@ -17,8 +17,8 @@
 #include <time.h>
 
 #include "memhist/memhist.h"
-#include "viz/pickle_read.h"
-#include "viz/snapshot_export.h"
+#include "pickle_read.h"
+#include "snapshot_export.h"
 
 #ifndef MH_SOURCE_DIR
 #define MH_SOURCE_DIR "."

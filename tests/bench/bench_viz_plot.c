@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "memhist/memhist.h"
-#include "viz/plot.h"
+#include "plot.h"
 
 #ifndef MH_SOURCE_DIR
 #define MH_SOURCE_DIR "."

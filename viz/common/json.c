@@ -1,5 +1,5 @@
 /* json.c - streaming JSON writer (see json.h). */
-#include "viz/json.h"
+#include "json.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "viz/sink.h"
+#include "sink.h"
 
 #define MH_JSON_MAX_DEPTH 64
 

@@ -3,7 +3,7 @@
  * One recursive-descent scanner does both jobs: with a depth budget it
  * validates, and over validated bytes it measures a value's extent for the
  * iterators. Recursion is bounded by max_depth. */
-#include "viz/json_read.h"
+#include "json_read.h"
 
 #include <errno.h>
 #include <stdio.h>

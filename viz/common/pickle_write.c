@@ -1,6 +1,6 @@
 /* pickle_write.c - the streaming pickle writer (see pickle_write.h). Every
  * opcode goes into a 64 KiB buffer that is flushed to the sink when full. */
-#include "viz/pickle_write.h"
+#include "pickle_write.h"
 
 #include <string.h>
 

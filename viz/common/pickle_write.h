@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "viz/sink.h"
+#include "sink.h"
 
 #define MH_PW_BUF 65536
 

@@ -1,5 +1,5 @@
 /* sink.c - file and memory sinks for every output writer (see sink.h). */
-#include "viz/sink.h"
+#include "sink.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

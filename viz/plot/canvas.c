@@ -1,11 +1,11 @@
 /* canvas.c - raster primitives of the PNG plots (see canvas.h). */
-#include "viz/canvas.h"
+#include "canvas.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/font.h"
+#include "font.h"
 
 int mh_canvas_init(struct mh_canvas *c, int width, int height, uint32_t bg)
 {

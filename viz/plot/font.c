@@ -3,7 +3,7 @@
  * Every glyph is drawn by hand as rows of '.' and '#'. G() takes the seven
  * rows above the baseline; D() takes all nine rows, for the characters that
  * reach below it (g j p q y , _). */
-#include "viz/font.h"
+#include "font.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* palette.c - the group fill colours (see palette.h). */
-#include "viz/palette.h"
+#include "palette.h"
 
 /* Tol's light scheme without its pale grey (kept for "everything else"). */
 static const uint32_t groups[MH_PALETTE_GROUPS] = {

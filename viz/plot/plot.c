@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/font.h"
-#include "viz/palette.h"
-#include "viz/plot_internal.h"
-#include "viz/png_out.h"
+#include "font.h"
+#include "palette.h"
+#include "plot_internal.h"
+#include "png_out.h"
 
 static const char *base_name(const char *path)
 {

@@ -18,7 +18,7 @@
 
 #include "memhist/model.h"
 #include "memhist/reader.h"
-#include "viz/sink.h"
+#include "sink.h"
 
 enum mh_plot_kind { MH_PLOT_TIMELINE = 0, MH_PLOT_SEGMENTS = 1 };
 enum mh_plot_at { MH_PLOT_AT_PEAK = 0, MH_PLOT_AT_OOM = 1, MH_PLOT_AT_TIME = 2 };

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "viz/font.h"
-#include "viz/palette.h"
-#include "viz/plot_internal.h"
+#include "font.h"
+#include "palette.h"
+#include "plot_internal.h"
 
 const char *mh__plot_bytes(uint64_t v, char *buf, size_t len)
 {

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/plot_internal.h"
+#include "plot_internal.h"
 
 int mh__plot_cat_init(struct mh__plot_catacc *a, int ncols, int device, int64_t peak)
 {

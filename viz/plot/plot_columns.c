@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/plot_internal.h"
+#include "plot_internal.h"
 
 struct state {
     uint64_t alloc, reserved, driver;

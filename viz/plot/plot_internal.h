@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/categories.h"
-#include "viz/canvas.h"
-#include "viz/plot.h"
+#include "categories.h"
+#include "canvas.h"
+#include "plot.h"
 
 #define MH__PLOT_LABEL 160
 

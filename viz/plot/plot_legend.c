@@ -3,9 +3,9 @@
  * marker and strip means (see plot_internal.h). */
 #include <stdio.h>
 
-#include "viz/font.h"
-#include "viz/palette.h"
-#include "viz/plot_internal.h"
+#include "font.h"
+#include "palette.h"
+#include "plot_internal.h"
 
 static int swatch_row(struct mh_canvas *c, int x, int y, int w, uint32_t col, const char *size,
                       const char *label)

@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/palette.h"
-#include "viz/plot_internal.h"
-#include "viz/png_out.h"
+#include "palette.h"
+#include "plot_internal.h"
+#include "png_out.h"
 
 static int drawable(const struct mh__plot_scan *s)
 {

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model/stacks.h"
-#include "viz/plot_internal.h"
+#include "stacks.h"
+#include "plot_internal.h"
 
 struct site {
     char label[MH__PLOT_LABEL];

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/plot_internal.h"
+#include "plot_internal.h"
 
 static int is_device_event(const struct mh_event *ev)
 {

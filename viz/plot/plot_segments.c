@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/font.h"
-#include "viz/palette.h"
-#include "viz/plot_internal.h"
+#include "font.h"
+#include "palette.h"
+#include "plot_internal.h"
 
 struct seg_box {
     uint64_t addr, size;

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "viz/font.h"
-#include "viz/palette.h"
-#include "viz/plot_internal.h"
+#include "font.h"
+#include "palette.h"
+#include "plot_internal.h"
 
 /* Column of a time; the window's last instant maps to the last column
  * (not one past it), so a final OOM stays visible. */

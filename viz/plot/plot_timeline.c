@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "viz/font.h"
-#include "viz/palette.h"
-#include "viz/plot_internal.h"
+#include "font.h"
+#include "palette.h"
+#include "plot_internal.h"
 
 static uint64_t column_top(const struct mh__plot_scan *s, const struct mh__plot_cols *cols)
 {

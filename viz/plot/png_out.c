@@ -2,7 +2,7 @@
  * png_out.h). libpng reports errors by longjmp; every libpng call here
  * happens between setjmp and the cleanup, and nothing that needs freeing is
  * created in between without being reachable from the cleanup. */
-#include "viz/png_out.h"
+#include "png_out.h"
 
 #include <png.h>
 #include <stdlib.h>

@@ -6,8 +6,8 @@
 #ifndef MH_VIZ_PNG_OUT_H
 #define MH_VIZ_PNG_OUT_H
 
-#include "viz/canvas.h"
-#include "viz/sink.h"
+#include "canvas.h"
+#include "sink.h"
 
 /* Writes `c` as an 8-bit RGB PNG to `out`. Returns 0, MH_ENOMEM, MH_EIO
  * (the sink failed) or MH_EFORMAT (libpng refused). */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/snapshot_int.h"
+#include "snapshot_int.h"
 
 static int is_allocator_kind(unsigned kind)
 {

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model/categories.h"
-#include "viz/snapshot_int.h"
+#include "categories.h"
+#include "snapshot_int.h"
 
 static struct mh__sentry *find_entry(struct mh_snapshot *s, int device, uint64_t index)
 {

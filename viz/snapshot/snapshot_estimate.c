@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "viz/snapshot_int.h"
+#include "snapshot_int.h"
 
 #define ENTRY_BYTES 56u /* dict, 5 keys, action, addr, size, stream, time_us */
 #define NOTE_BYTES 40u

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "memhist/reader.h"
-#include "viz/sink.h"
+#include "sink.h"
 
 struct mh_snapshot;
 

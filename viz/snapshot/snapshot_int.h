@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "memhist/model.h"
-#include "viz/snapshot_export.h"
+#include "snapshot_export.h"
 
 /* No category on an entry (the "category" key is left out). */
 #define MH__SCAT_NONE 0xFF

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model/categories.h"
-#include "viz/pickle_write.h"
-#include "viz/snapshot_int.h"
+#include "categories.h"
+#include "pickle_write.h"
+#include "snapshot_int.h"
 
 #define KEY_LIST(X)                                                                                \
     X(K_ACTION, "action")                                                                          \

@@ -9,8 +9,8 @@
 
 #include "memhist/error.h"
 #include "memhist/model.h"
-#include "model/stacks.h"
-#include "viz/trace_int.h"
+#include "stacks.h"
+#include "trace_int.h"
 
 #define HOST_PID_DEFAULT 4194305 /* above Linux's pid_max: never a real pid */
 #define TID_STEPS 0

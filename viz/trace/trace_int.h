@@ -5,7 +5,7 @@
 #define MH_VIZ_TRACE_INT_H
 
 #include "memhist/model.h"
-#include "viz/trace_writer.h"
+#include "trace_writer.h"
 
 /* Correlation flags. */
 enum { CORR_API = 1, CORR_DEVICE = 2, CORR_S_DONE = 4, CORR_F_DONE = 8 };

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/json_read.h"
-#include "viz/trace_int.h"
+#include "json_read.h"
+#include "trace_int.h"
 
 struct kineto_info {
     struct mh_jr_value root, events;

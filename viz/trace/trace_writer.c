@@ -7,7 +7,7 @@
 
 #include "memhist/error.h"
 #include "memhist/model.h"
-#include "viz/trace_int.h"
+#include "trace_int.h"
 
 #define DEFAULT_WARN_BYTES (300ull << 20)
 

@@ -20,8 +20,8 @@
 
 #include "memhist/allocconf.h"
 #include "memhist/reader.h"
-#include "viz/json.h"
-#include "viz/sink.h"
+#include "json.h"
+#include "sink.h"
 
 struct mh_trace_opts {
     int has_steps;              /* keep events of steps [step_lo, step_hi] */

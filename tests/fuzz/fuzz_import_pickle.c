@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "viz/pickle_read.h"
-#include "viz/pickle_value.h"
-#include "viz/snapshot_import.h"
+#include "pickle_read.h"
+#include "pickle_value.h"
+#include "snapshot_import.h"
 
 /* Touches every node, as a consumer would (depth is bounded by the reader). */
 static uint64_t walk(const struct mh_pv *v, int depth)
