@@ -1,4 +1,4 @@
-/* report_analysis.c - replaying a file with lifetimes (see report_analysis.h). */
+/* analysis.c - replaying a file with lifetimes (see analysis.h). */
 #include <string.h>
 
 #include "analysis.h"

@@ -1,9 +1,9 @@
-/* report_analysis.h - a file replayed through the model with allocation
- * lifetimes and categories collected on the way (src/model/categories.h),
+/* analysis.h - a file replayed through the model with allocation
+ * lifetimes and categories collected on the way (src/analysis/categories.h),
  * the input of `memhist layers`, `oom`, `diff` and the category and
  * fragmentation parts of `report`; plus helpers those commands share. */
-#ifndef MH_CLI_REPORT_ANALYSIS_H
-#define MH_CLI_REPORT_ANALYSIS_H
+#ifndef MH_ANALYSIS_ANALYSIS_H
+#define MH_ANALYSIS_ANALYSIS_H
 
 #include "replay_file.h"
 #include "layers.h"

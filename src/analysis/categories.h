@@ -17,8 +17,8 @@
  * "Alive" ends at free_requested: that is when torch stops counting a block
  * as allocated. The collection owns its records; readers query it by event
  * index ("live at event i" = alloc_index <= i < free_index). */
-#ifndef MH_MODEL_CATEGORIES_H
-#define MH_MODEL_CATEGORIES_H
+#ifndef MH_ANALYSIS_CATEGORIES_H
+#define MH_ANALYSIS_CATEGORIES_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
-/* analysis_ckpt.c - activation-checkpointing estimates (model described in
- * analysis_layers.h): per layer and step the backward start, the saved
+/* checkpoint.c - activation-checkpointing estimates (model described in
+ * layers.h): per layer and step the backward start, the saved
  * activations that recomputation drops and the recompute transient; the
  * allocated curve re-evaluated with a set of layers checkpointed; the ranked
- * plan. Works on the tables of analysis_layers.c and owns only scratch. */
+ * plan. Works on the tables of layers.c and owns only scratch. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,8 +1,8 @@
-/* report.h - data behind `memhist report`: per device, the peaks, the live
+/* device_report.h - data behind `memhist report`: per device, the peaks, the live
  * allocations at the allocated peak grouped by stack, per-step statistics and
  * OOMs, gathered from the model, then printed as text or JSON. */
-#ifndef MH_CLI_REPORT_H
-#define MH_CLI_REPORT_H
+#ifndef MH_ANALYSIS_DEVICE_REPORT_H
+#define MH_ANALYSIS_DEVICE_REPORT_H
 
 #include "replay_file.h"
 #include "categories.h"

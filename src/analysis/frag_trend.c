@@ -1,4 +1,4 @@
-/* report_trend.c - the fragmentation trend of `memhist report`: how reserved
+/* frag_trend.c - the fragmentation trend of `memhist report`: how reserved
  * and allocated memory evolve over the steps, a verdict, and the what-if
  * replay under expandable_segments:True that quantifies the fix. */
 #include <string.h>

@@ -1,9 +1,9 @@
-/* analysis_layers.c - layer naming and peak attribution (see
- * analysis_layers.h): assigns each allocation of one device to a layer,
+/* layers.c - layer naming and peak attribution (see
+ * layers.h): assigns each allocation of one device to a layer,
  * builds the allocated curve from the lifetimes, finds the run's and each
  * step's allocated peak and sums what each layer holds at the peak. Owns the
  * names, per-record tables and the curve; checkpointing lives in
- * analysis_ckpt.c. */
+ * checkpoint.c. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

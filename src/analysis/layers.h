@@ -1,4 +1,4 @@
-/* analysis_layers.h - peak attribution to layers and activation-checkpointing
+/* layers.h - peak attribution to layers and activation-checkpointing
  * estimates, over the allocation lifetimes of categories.h.
  *
  * Layer of an allocation (mh_layer_name):
@@ -24,8 +24,8 @@
  * (max over L's forward of its live forward allocations, minus the saved
  * ones). The estimated peak is the maximum of the allocated curve modified
  * this way, so a peak that moves elsewhere is accounted for. */
-#ifndef MH_MODEL_ANALYSIS_LAYERS_H
-#define MH_MODEL_ANALYSIS_LAYERS_H
+#ifndef MH_ANALYSIS_LAYERS_H
+#define MH_ANALYSIS_LAYERS_H
 
 #include <stddef.h>
 #include <stdint.h>

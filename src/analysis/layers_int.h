@@ -1,7 +1,7 @@
-/* analysis_int.h - internals shared by analysis_layers.c (naming, grouping,
- * attribution) and analysis_ckpt.c (checkpointing estimates). */
-#ifndef MH_MODEL_ANALYSIS_INT_H
-#define MH_MODEL_ANALYSIS_INT_H
+/* layers_int.h - internals shared by layers.c (naming, grouping,
+ * attribution) and checkpoint.c (checkpointing estimates). */
+#ifndef MH_ANALYSIS_LAYERS_INT_H
+#define MH_ANALYSIS_LAYERS_INT_H
 
 #include "layers.h"
 

@@ -1,5 +1,5 @@
-/* report_groups.c - live allocations grouped by allocation stack, the core of
- * "what was live at the peak and from where" (see report.h). */
+/* stack_groups.c - live allocations grouped by allocation stack, the core of
+ * "what was live at the peak and from where" (see device_report.h). */
 #include <stdlib.h>
 
 #include "device_report.h"

@@ -4,8 +4,8 @@
  * allocations by its most informative frame: the innermost frame of user
  * code, skipping PyTorch internals, the Python interpreter and unresolved
  * C++ frames. Definitions come from the reader that read the file. */
-#ifndef MH_MODEL_STACKS_H
-#define MH_MODEL_STACKS_H
+#ifndef MH_ANALYSIS_STACKS_H
+#define MH_ANALYSIS_STACKS_H
 
 #include <stddef.h>
 #include <stdint.h>

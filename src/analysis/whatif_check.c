@@ -1,5 +1,5 @@
-/* report_whatif.c - candidate settings checked by replay (see
- * report_whatif.h). The what-if run's events go through a fresh model, so
+/* whatif_check.c - candidate settings checked by replay (see
+ * whatif_check.h). The what-if run's events go through a fresh model, so
  * its peaks are computed exactly as the recording's are. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
-/* report_whatif.h - checked suggestions: a recording's allocator requests
- * replayed through the simulator (src/sim/replay.h, the same replay as
+/* whatif_check.h - checked suggestions: a recording's allocator requests
+ * replayed through the simulator (src/sim/sim_replay.h, the same replay as
  * `memhist whatif`) under candidate settings, reduced to the outcome the
  * answers quote (OOM or not, peak reserved and allocated). */
-#ifndef MH_CLI_REPORT_WHATIF_H
-#define MH_CLI_REPORT_WHATIF_H
+#ifndef MH_ANALYSIS_WHATIF_CHECK_H
+#define MH_ANALYSIS_WHATIF_CHECK_H
 
 #include "replay_file.h"
 

@@ -1,7 +1,7 @@
 /* cmd_diff.c - `memhist diff A B`: two runs side by side (recorded,
  * simulated or what-if files alike): peaks, per-step peaks and their deltas,
  * and the layers and stacks whose bytes at the allocated peak grew or shrank
- * most. Layers come from analysis_layers.h, stacks are matched by their
+ * most. Layers come from layers.h, stacks are matched by their
  * label ("file:line func" of the most informative frame) since stack ids
  * differ between files. */
 #include <getopt.h>

@@ -1,6 +1,6 @@
 /* cmd_import.c - `memhist import`: a PyTorch memory snapshot pickle to a
  * .memhist file, read with memhist's own strict pickle reader (nothing in
- * the file is ever imported or called). Library side: viz/snapshot_import.h. */
+ * the file is ever imported or called). Library side: src/import/snapshot_import.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * activations are, what checkpointing it would save, and a ranked
  * checkpointing plan; per step, the largest layers at the step's peak.
  * Several files (one per rank) are reported one after the other, then the
- * worst rank by peak reserved. The analysis is src/model/analysis_layers.h. */
+ * worst rank by peak reserved. The analysis is src/analysis/layers.h. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * allocated and free memory, the largest free block per pool and stream, a
  * verdict (fragmentation, cross-stream caching or exhaustion), what was live
  * by layer and by stack, and suggestions checked by what-if replay
- * (report_whatif.h) plus the activation-checkpointing plan (analysis_layers.h).
- * Gathering is in report_oom.c, printing in report_oom_print.c. */
+ * (whatif_check.h) plus the activation-checkpointing plan (layers.h).
+ * Gathering is in oom_explain.c, printing in report_oom_print.c. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* cmd_plot.c - `memhist plot`: PNG pictures of a recorded run, the memory
  * timeline (default) or the segment layout at one moment; with several
  * files (ranks), one timeline panel per file in one image. Parses options,
- * opens the files and hands over to viz/plot.h, which does the drawing. */
+ * opens the files and hands over to viz/plot/plot.h, which does the drawing. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

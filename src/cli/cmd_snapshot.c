@@ -1,6 +1,6 @@
 /* cmd_snapshot.c - `memhist snapshot`: a .memhist file to a PyTorch memory
  * snapshot pickle for pytorch.org/memory_viz and torch/cuda/_memory_viz.py
- * (library side: viz/snapshot_export.h). */
+ * (library side: viz/snapshot/snapshot_export.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

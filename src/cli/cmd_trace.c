@@ -1,5 +1,5 @@
 /* cmd_trace.c - `memhist trace FILE -o OUT.json`: a Chrome trace event file
- * for ui.perfetto.dev and chrome://tracing (writer: viz/trace_writer.c), or
+ * for ui.perfetto.dev and chrome://tracing (writer: viz/trace/trace_writer.c), or
  * memhist's memory tracks merged into a torch.profiler trace (--into).
  *
  * Scans the file first to estimate the output size and warns with a

@@ -1,4 +1,4 @@
-/* report_json.c - the JSON form of `memhist report` (see report.h).
+/* report_json.c - the JSON form of `memhist report` (see device_report.h).
  *
  * Top level: file, source, events, dropped, damaged, devices (a list), and
  * anomalies. Per device: device, name, total_bytes, peak_allocated(+_time_ns,

@@ -1,4 +1,4 @@
-/* report_oom_print.c - text and JSON forms of `memhist oom` (see report_oom.h). */
+/* report_oom_print.c - text and JSON forms of `memhist oom` (see oom_explain.h). */
 #include <inttypes.h>
 #include <string.h>
 

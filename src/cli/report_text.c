@@ -1,4 +1,4 @@
-/* report_text.c - the human-readable form of `memhist report` (see report.h). */
+/* report_text.c - the human-readable form of `memhist report` (see device_report.h). */
 #include <inttypes.h>
 #include <string.h>
 

@@ -4,8 +4,8 @@
  * pickle_text.c decodes the protocol-0 text opcodes (INT, LONG, FLOAT,
  * STRING, UNICODE, PUT, GET). Both allocate from the document's arena, which
  * counts every byte against the memory limit. */
-#ifndef MH_VIZ_PICKLE_PARSE_H
-#define MH_VIZ_PICKLE_PARSE_H
+#ifndef MH_IMPORT_PICKLE_PARSE_H
+#define MH_IMPORT_PICKLE_PARSE_H
 
 #include <stddef.h>
 #include <stdint.h>

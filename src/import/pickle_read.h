@@ -10,8 +10,8 @@
  * the limits (memory, nesting, memo size) give MH_ELIMIT; each with a message
  * naming the opcode and its byte offset. It never recurses, so no input can
  * exhaust the C stack. Snapshot import is its consumer. */
-#ifndef MH_VIZ_PICKLE_READ_H
-#define MH_VIZ_PICKLE_READ_H
+#ifndef MH_IMPORT_PICKLE_READ_H
+#define MH_IMPORT_PICKLE_READ_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,8 +10,8 @@
  *
  * All nodes and arrays live in the document's arena; strings and bytes of the
  * binary opcodes point into the input buffer, which the document borrows. */
-#ifndef MH_VIZ_PICKLE_VALUE_H
-#define MH_VIZ_PICKLE_VALUE_H
+#ifndef MH_IMPORT_PICKLE_VALUE_H
+#define MH_IMPORT_PICKLE_VALUE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * below (interning frames and strings in the writer); snapshot_ireplay.c
  * rebuilds the starting state by replaying the trace backwards and writes the
  * events. */
-#ifndef MH_VIZ_SNAPSHOT_IINT_H
-#define MH_VIZ_SNAPSHOT_IINT_H
+#ifndef MH_IMPORT_SNAPSHOT_IINT_H
+#define MH_IMPORT_SNAPSHOT_IINT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -11,8 +11,8 @@
  * exactly at the snapshot's segments. Step annotations ("step N") become
  * step events; "step N phase" user metadata (as memhist writes it) becomes
  * phase events; other record_function annotations become ranges. */
-#ifndef MH_VIZ_SNAPSHOT_IMPORT_H
-#define MH_VIZ_SNAPSHOT_IMPORT_H
+#ifndef MH_IMPORT_SNAPSHOT_IMPORT_H
+#define MH_IMPORT_SNAPSHOT_IMPORT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * (sizes, streams, order, frees matched to their allocations by address)
  * through the simulator under other settings or another device capacity.
  * Used by `memhist whatif` and the tests. */
-#ifndef MH_SIM_REPLAY_H
-#define MH_SIM_REPLAY_H
+#ifndef MH_SIM_SIM_REPLAY_H
+#define MH_SIM_SIM_REPLAY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -23,7 +23,7 @@
 enum mh_plot_kind { MH_PLOT_TIMELINE = 0, MH_PLOT_SEGMENTS = 1 };
 enum mh_plot_at { MH_PLOT_AT_PEAK = 0, MH_PLOT_AT_OOM = 1, MH_PLOT_AT_TIME = 2 };
 /* What the timeline's stacked areas are coloured by: allocation site (the
- * top groups at the peak) or memory category (src/model/categories.h). */
+ * top groups at the peak) or memory category (src/analysis/categories.h). */
 enum mh_plot_color { MH_PLOT_COLOR_STACK = 0, MH_PLOT_COLOR_CATEGORY = 1 };
 
 #define MH_PLOT_DEFAULT_WIDTH 1280

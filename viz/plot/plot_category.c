@@ -2,7 +2,7 @@
  * --color category`), pass 2's bookkeeping (see plot_internal.h).
  *
  * The rule: an allocation's category is the one `memhist report` gives it
- * (src/model/categories.h: from its lifetime and the step and phase it was
+ * (src/analysis/categories.h: from its lifetime and the step and phase it was
  * allocated and freed in), computed exactly, not guessed per site.
  * Categories are known only when an allocation's life ends, so pass 2 runs
  * mh_livecat (memory bounded by the live allocations) and books every

@@ -2,7 +2,7 @@
  * groups (see plot_internal.h).
  *
  * Stacks are grouped by their label (the most informative frame, as in
- * src/model/stacks.h), since that is what the legend names: two call paths
+ * src/analysis/stacks.h), since that is what the legend names: two call paths
  * through the same line of user code are one site. Sites are ranked by the
  * bytes they held at the allocated peak; the top ones get colours and every
  * other stack falls into the grey "rest" group. */

@@ -3,7 +3,7 @@
  *
  * A category depends on when its allocation is freed, which may be after the
  * window, so this replays the whole file once more through a fresh model and
- * mh_livecat (src/model/categories.h: the rule `memhist report` uses, memory
+ * mh_livecat (src/analysis/categories.h: the rule `memhist report` uses, memory
  * bounded by the live allocations) and writes each allocation's category
  * into its kept alloc entry and its free entries, found by event position
  * (entries are kept in file order, so a binary search finds them). Every

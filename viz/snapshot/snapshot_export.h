@@ -5,7 +5,7 @@
  * them at the end of the chosen window, `device_traces` (the allocator events
  * of the window, one list per device index), `allocator_settings` and
  * `external_annotations` (step starts and ends). Alloc and free entries
- * carry the memory category of their allocation (src/model/categories.h,
+ * carry the memory category of their allocation (src/analysis/categories.h,
  * the same rule as `memhist report`), which the web viewer uses to colour
  * its timeline; every other entry carries "unknown", because the viewer
  * throws when no entry has that category (a trace of only allocs and frees
