@@ -14,7 +14,7 @@ static char err[256];
 static struct mh_pickle_doc *parse_ok(const void *data, size_t len)
 {
     struct mh_pickle_doc *doc = NULL;
-    int rc = mh_pickle_parse(data, len, NULL, &doc, err, sizeof err);
+    int rc = mh__pickle_parse(data, len, NULL, &doc, err, sizeof err);
     cr_assert_eq(rc, 0, "parse failed: %d %s", rc, err);
     return doc;
 }
@@ -22,8 +22,8 @@ static struct mh_pickle_doc *parse_ok(const void *data, size_t len)
 static int parse_rc(const void *data, size_t len)
 {
     struct mh_pickle_doc *doc = NULL;
-    int rc = mh_pickle_parse(data, len, NULL, &doc, err, sizeof err);
-    mh_pickle_doc_free(doc);
+    int rc = mh__pickle_parse(data, len, NULL, &doc, err, sizeof err);
+    mh__pickle_doc_free(doc);
     return rc;
 }
 
@@ -46,19 +46,19 @@ Test(pickle_read, binary_ints)
     struct mh_pickle_doc *doc =
         parse_ok(P("\x80\x04(K\x07M\x34\x12J\xfe\xff\xff\xff\x8a\x09\x00\x00\x00\x00\x00\x00"
                    "\x00\x80\x00\x8a\x01\xff\x8b\x02\x00\x00\x00\x00\x01t."));
-    struct mh_pv *t = mh_pickle_doc_root(doc);
+    struct mh_pv *t = mh__pickle_doc_root(doc);
     cr_assert_eq(t->type, MH_PV_TUPLE);
     cr_assert_eq(t->n, 6);
     int64_t v;
     uint64_t u;
-    cr_assert(!mh_pv_i64(mh_pv_at(t, 0), &v) && v == 7);
-    cr_assert(!mh_pv_i64(mh_pv_at(t, 1), &v) && v == 0x1234);
-    cr_assert(!mh_pv_i64(mh_pv_at(t, 2), &v) && v == -2);
-    cr_assert(!mh_pv_u64(mh_pv_at(t, 3), &u) && u == 1ull << 63);
-    cr_assert(mh_pv_i64(mh_pv_at(t, 3), &v) != 0, "2^63 does not fit int64");
-    cr_assert(!mh_pv_i64(mh_pv_at(t, 4), &v) && v == -1);
-    cr_assert(!mh_pv_i64(mh_pv_at(t, 5), &v) && v == 256);
-    mh_pickle_doc_free(doc);
+    cr_assert(!mh__pv_i64(mh__pv_at(t, 0), &v) && v == 7);
+    cr_assert(!mh__pv_i64(mh__pv_at(t, 1), &v) && v == 0x1234);
+    cr_assert(!mh__pv_i64(mh__pv_at(t, 2), &v) && v == -2);
+    cr_assert(!mh__pv_u64(mh__pv_at(t, 3), &u) && u == 1ull << 63);
+    cr_assert(mh__pv_i64(mh__pv_at(t, 3), &v) != 0, "2^63 does not fit int64");
+    cr_assert(!mh__pv_i64(mh__pv_at(t, 4), &v) && v == -1);
+    cr_assert(!mh__pv_i64(mh__pv_at(t, 5), &v) && v == 256);
+    mh__pickle_doc_free(doc);
 }
 
 Test(pickle_read, strings_bytes_floats_singletons)
@@ -68,23 +68,23 @@ Test(pickle_read, strings_bytes_floats_singletons)
           "abcX\x02\x00\x00\x00\xc3\xa9\x8d\x01\x00\x00\x00\x00\x00\x00\x00z"
           "U\x01\xe9T\x01\x00\x00\x00qC\x02\x00\x01G\x3f\xf8\x00\x00\x00\x00\x00\x00N\x88\x89"
           "\x96\x01\x00\x00\x00\x00\x00\x00\x00\x05t."));
-    struct mh_pv *t = mh_pickle_doc_root(doc);
+    struct mh_pv *t = mh__pickle_doc_root(doc);
     cr_assert_eq(t->n, 11);
-    cr_assert(mh_pv_is_str(mh_pv_at(t, 0), "abc"));
-    cr_assert(mh_pv_is_str(mh_pv_at(t, 1), "\xc3\xa9"));
-    cr_assert(mh_pv_is_str(mh_pv_at(t, 2), "z"));
-    cr_assert(mh_pv_is_str(mh_pv_at(t, 3), "\xc3\xa9"), "BINSTRING bytes are Latin-1");
-    cr_assert(mh_pv_is_str(mh_pv_at(t, 4), "q"));
-    cr_assert_eq(mh_pv_at(t, 5)->type, MH_PV_BYTES);
-    cr_assert_eq(mh_pv_at(t, 5)->n, 2);
+    cr_assert(mh__pv_is_str(mh__pv_at(t, 0), "abc"));
+    cr_assert(mh__pv_is_str(mh__pv_at(t, 1), "\xc3\xa9"));
+    cr_assert(mh__pv_is_str(mh__pv_at(t, 2), "z"));
+    cr_assert(mh__pv_is_str(mh__pv_at(t, 3), "\xc3\xa9"), "BINSTRING bytes are Latin-1");
+    cr_assert(mh__pv_is_str(mh__pv_at(t, 4), "q"));
+    cr_assert_eq(mh__pv_at(t, 5)->type, MH_PV_BYTES);
+    cr_assert_eq(mh__pv_at(t, 5)->n, 2);
     double f;
-    cr_assert(!mh_pv_f64(mh_pv_at(t, 6), &f) && f == 1.5);
-    cr_assert_eq(mh_pv_at(t, 7)->type, MH_PV_NONE);
+    cr_assert(!mh__pv_f64(mh__pv_at(t, 6), &f) && f == 1.5);
+    cr_assert_eq(mh__pv_at(t, 7)->type, MH_PV_NONE);
     int b;
-    cr_assert(!mh_pv_bool(mh_pv_at(t, 8), &b) && b == 1);
-    cr_assert(!mh_pv_bool(mh_pv_at(t, 9), &b) && b == 0);
-    cr_assert_eq(mh_pv_at(t, 10)->type, MH_PV_BYTES, "BYTEARRAY8 reads as bytes");
-    mh_pickle_doc_free(doc);
+    cr_assert(!mh__pv_bool(mh__pv_at(t, 8), &b) && b == 1);
+    cr_assert(!mh__pv_bool(mh__pv_at(t, 9), &b) && b == 0);
+    cr_assert_eq(mh__pv_at(t, 10)->type, MH_PV_BYTES, "BYTEARRAY8 reads as bytes");
+    mh__pickle_doc_free(doc);
 }
 
 Test(pickle_read, containers_and_memo)
@@ -98,19 +98,19 @@ Test(pickle_read, containers_and_memo)
                                            "d\x8f("
                                            "K\x03\x90\x8c\x01"
                                            "e(\x91u."));
-    struct mh_pv *d = mh_pickle_doc_root(doc);
+    struct mh_pv *d = mh__pickle_doc_root(doc);
     cr_assert_eq(d->type, MH_PV_DICT);
     cr_assert_eq(d->n, 5);
-    const struct mh_pv *a = mh_pv_get(d, "a"), *b = mh_pv_get(d, "b");
+    const struct mh_pv *a = mh__pv_get(d, "a"), *b = mh__pv_get(d, "b");
     cr_assert_eq(a, b, "memo references give the same node");
     cr_assert_eq(a->type, MH_PV_LIST);
     cr_assert_eq(a->n, 2);
-    cr_assert_eq(mh_pv_get(d, "c")->type, MH_PV_TUPLE);
-    cr_assert_eq(mh_pv_get(d, "d")->type, MH_PV_SET);
-    cr_assert_eq(mh_pv_get(d, "d")->n, 1);
-    cr_assert_eq(mh_pv_get(d, "e")->type, MH_PV_FROZENSET);
-    cr_assert_null(mh_pv_get(d, "zz"));
-    mh_pickle_doc_free(doc);
+    cr_assert_eq(mh__pv_get(d, "c")->type, MH_PV_TUPLE);
+    cr_assert_eq(mh__pv_get(d, "d")->type, MH_PV_SET);
+    cr_assert_eq(mh__pv_get(d, "d")->n, 1);
+    cr_assert_eq(mh__pv_get(d, "e")->type, MH_PV_FROZENSET);
+    cr_assert_null(mh__pv_get(d, "zz"));
+    mh__pickle_doc_free(doc);
 }
 
 Test(pickle_read, stack_ops)
@@ -124,20 +124,20 @@ Test(pickle_read, stack_ops)
                                            "a\x85K\x01K\x02K\x03\x87"
                                            "(K\x01l(\x8c\x01kK\x01"
                                            "d}\x8c\x01xK\x02s\x87\x86\x87."));
-    struct mh_pv *t = mh_pickle_doc_root(doc);
+    struct mh_pv *t = mh__pickle_doc_root(doc);
     cr_assert_eq(t->type, MH_PV_TUPLE);
     cr_assert_eq(t->n, 3);
-    const struct mh_pv *pair = mh_pv_at(t, 0);
+    const struct mh_pv *pair = mh__pv_at(t, 0);
     int64_t v;
-    cr_assert(!mh_pv_i64(mh_pv_at(pair, 0), &v) && v == 5);
-    cr_assert(!mh_pv_i64(mh_pv_at(pair, 1), &v) && v == 5, "DUP");
-    cr_assert_eq(mh_pv_at(mh_pv_at(t, 1), 0)->type, MH_PV_LIST);
-    const struct mh_pv *last = mh_pv_at(t, 2);
-    cr_assert_eq(mh_pv_at(last, 0)->n, 3);
-    const struct mh_pv *x = mh_pv_get(mh_pv_at(mh_pv_at(last, 1), 2), "x");
-    cr_assert(!mh_pv_i64(x, &v) && v == 2, "SETITEM");
-    cr_assert(!mh_pv_i64(mh_pv_get(mh_pv_at(mh_pv_at(last, 1), 1), "k"), &v) && v == 1, "DICT");
-    mh_pickle_doc_free(doc);
+    cr_assert(!mh__pv_i64(mh__pv_at(pair, 0), &v) && v == 5);
+    cr_assert(!mh__pv_i64(mh__pv_at(pair, 1), &v) && v == 5, "DUP");
+    cr_assert_eq(mh__pv_at(mh__pv_at(t, 1), 0)->type, MH_PV_LIST);
+    const struct mh_pv *last = mh__pv_at(t, 2);
+    cr_assert_eq(mh__pv_at(last, 0)->n, 3);
+    const struct mh_pv *x = mh__pv_get(mh__pv_at(mh__pv_at(last, 1), 2), "x");
+    cr_assert(!mh__pv_i64(x, &v) && v == 2, "SETITEM");
+    cr_assert(!mh__pv_i64(mh__pv_get(mh__pv_at(mh__pv_at(last, 1), 1), "k"), &v) && v == 1, "DICT");
+    mh__pickle_doc_free(doc);
 }
 
 Test(pickle_read, protocol0_text)
@@ -145,20 +145,20 @@ Test(pickle_read, protocol0_text)
     struct mh_pickle_doc *doc = parse_ok(
         P("(dp0\nVk\\u00e9y\np1\n(lp2\nI42\naI01\naL123456789012345678901234567890L\naF2.5\n"
           "aS'it\\'s\\x41'\nag1\nas."));
-    struct mh_pv *d = mh_pickle_doc_root(doc);
+    struct mh_pv *d = mh__pickle_doc_root(doc);
     cr_assert_eq(d->type, MH_PV_DICT);
-    const struct mh_pv *l = mh_pv_get(d, "k\xc3\xa9y");
+    const struct mh_pv *l = mh__pv_get(d, "k\xc3\xa9y");
     cr_assert_not_null(l);
     cr_assert_eq(l->n, 6);
     int64_t v;
-    cr_assert(!mh_pv_i64(mh_pv_at(l, 0), &v) && v == 42);
-    cr_assert_eq(mh_pv_at(l, 1)->type, MH_PV_BOOL);
-    cr_assert_eq(mh_pv_at(l, 2)->type, MH_PV_BIGINT);
+    cr_assert(!mh__pv_i64(mh__pv_at(l, 0), &v) && v == 42);
+    cr_assert_eq(mh__pv_at(l, 1)->type, MH_PV_BOOL);
+    cr_assert_eq(mh__pv_at(l, 2)->type, MH_PV_BIGINT);
     double f;
-    cr_assert(!mh_pv_f64(mh_pv_at(l, 3), &f) && f == 2.5);
-    cr_assert(mh_pv_is_str(mh_pv_at(l, 4), "it'sA"));
-    cr_assert(mh_pv_is_str(mh_pv_at(l, 5), "k\xc3\xa9y"), "GET of the memoized key");
-    mh_pickle_doc_free(doc);
+    cr_assert(!mh__pv_f64(mh__pv_at(l, 3), &f) && f == 2.5);
+    cr_assert(mh__pv_is_str(mh__pv_at(l, 4), "it'sA"));
+    cr_assert(mh__pv_is_str(mh__pv_at(l, 5), "k\xc3\xa9y"), "GET of the memoized key");
+    mh__pickle_doc_free(doc);
 }
 
 Test(pickle_read, refuses_code)
@@ -238,7 +238,7 @@ Test(pickle_read, limits)
     struct mh_pickle_doc *doc = NULL;
     size_t len;
     unsigned char *data = slurp("small.p4.pickle", &len);
-    cr_assert_eq(mh_pickle_parse(data, len, &lim, &doc, err, sizeof err), MH_ELIMIT);
+    cr_assert_eq(mh__pickle_parse(data, len, &lim, &doc, err, sizeof err), MH_ELIMIT);
     cr_assert_null(doc);
     free(data);
 }
@@ -250,15 +250,15 @@ Test(pickle_read, committed_snapshots)
         size_t len;
         unsigned char *data = slurp(names[i], &len);
         struct mh_pickle_doc *doc = parse_ok(data, len);
-        struct mh_pv *root = mh_pickle_doc_root(doc);
+        struct mh_pv *root = mh__pickle_doc_root(doc);
         cr_assert_eq(root->type, MH_PV_DICT);
-        cr_assert(mh_pv_is_seq(mh_pv_get(root, "segments")));
-        const struct mh_pv *traces = mh_pv_get(root, "device_traces");
+        cr_assert(mh__pv_is_seq(mh__pv_get(root, "segments")));
+        const struct mh_pv *traces = mh__pv_get(root, "device_traces");
         cr_assert_eq(traces->n, 1);
-        const struct mh_pv *e0 = mh_pv_at(mh_pv_at(traces, 0), 0);
-        cr_assert(mh_pv_is_str(mh_pv_get(e0, "action"), "segment_alloc"));
-        cr_assert_eq(mh_pickle_doc_protocol(doc), i == 0 ? 2 : i == 1 ? 4 : 5);
-        mh_pickle_doc_free(doc);
+        const struct mh_pv *e0 = mh__pv_at(mh__pv_at(traces, 0), 0);
+        cr_assert(mh__pv_is_str(mh__pv_get(e0, "action"), "segment_alloc"));
+        cr_assert_eq(mh__pickle_doc_protocol(doc), i == 0 ? 2 : i == 1 ? 4 : 5);
+        mh__pickle_doc_free(doc);
         free(data);
     }
     size_t len;

@@ -14,7 +14,7 @@ static int replay_all(struct mh_analysis *a)
         memset(&res, 0, sizeof res);
         if ((rc = mh_model_apply(rp->model, &ev, &res)) < 0)
             break;
-        if ((rc = mh_lifetimes_observe(a->lt, rp->model, &ev, &res)) < 0)
+        if ((rc = mh__lifetimes_observe(a->lt, rp->model, &ev, &res)) < 0)
             break;
     }
     if (rc < 0 && rc != MH_ENOMEM) {
@@ -26,7 +26,7 @@ static int replay_all(struct mh_analysis *a)
     return rc;
 }
 
-int mh_analysis_open(const char *path, struct mh_analysis *a)
+int mh__analysis_open(const char *path, struct mh_analysis *a)
 {
     memset(a, 0, sizeof *a);
     a->rp.path = path;
@@ -38,28 +38,28 @@ int mh_analysis_open(const char *path, struct mh_analysis *a)
     mh__file_conf(a->rp.reader, &opts.conf);
     rc = mh_model_new(&opts, &a->rp.model);
     if (rc == 0)
-        rc = mh_lifetimes_new(&a->lt);
+        rc = mh__lifetimes_new(&a->lt);
     if (rc == 0)
         rc = replay_all(a);
     if (rc < 0) {
         mh__diag("%s: %s", path, mh_strerror(rc));
-        mh_analysis_close(a);
+        mh__analysis_close(a);
         return rc;
     }
     mh_model_finish(a->rp.model);
-    mh_lifetimes_finish(a->lt);
+    mh__lifetimes_finish(a->lt);
     mh_reader_summary(a->rp.reader, &a->rp.summary);
     return 0;
 }
 
-void mh_analysis_close(struct mh_analysis *a)
+void mh__analysis_close(struct mh_analysis *a)
 {
-    mh_lifetimes_free(a->lt);
+    mh__lifetimes_free(a->lt);
     a->lt = NULL;
-    mh_replay_close(&a->rp);
+    mh__replay_close(&a->rp);
 }
 
-size_t mh_analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved)
+size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved)
 {
     size_t worst = 0;
     uint64_t best = 0;
@@ -78,7 +78,7 @@ size_t mh_analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_r
     return worst;
 }
 
-const char *mh_step_text(int64_t step, char buf[24])
+const char *mh__step_text(int64_t step, char buf[24])
 {
     if (step < 0)
         snprintf(buf, 24, "before step 1");

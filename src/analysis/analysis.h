@@ -16,14 +16,13 @@ struct mh_analysis {
 
 /* Opens and replays `path` (prints a one-line error naming the file on
  * failure, returns < 0; a damaged file is used up to the damage). */
-int mh_analysis_open(const char *path, struct mh_analysis *a);
-void mh_analysis_close(struct mh_analysis *a);
-
+int mh__analysis_open(const char *path, struct mh_analysis *a);
+void mh__analysis_close(struct mh_analysis *a);
 
 /* Index of the rank with the largest peak reserved over its devices. */
-size_t mh_analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved);
+size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved);
 
 /* "step 5" or "before step 1". */
-const char *mh_step_text(int64_t step, char buf[24]);
+const char *mh__step_text(int64_t step, char buf[24]);
 
 #endif

@@ -22,14 +22,14 @@ struct mh_lifetimes {
     int forward_seen;     /* the current step has entered its forward phase */
 };
 
-const char *mh_category_name(int category)
+const char *mh__category_name(int category)
 {
     static const char *const names[MH_CAT_COUNT] = {
         "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown"};
     return category >= 0 && category < MH_CAT_COUNT ? names[category] : "unknown";
 }
 
-int mh_lifetimes_new(struct mh_lifetimes **out)
+int mh__lifetimes_new(struct mh_lifetimes **out)
 {
     *out = calloc(1, sizeof **out);
     if (!*out)
@@ -38,7 +38,7 @@ int mh_lifetimes_new(struct mh_lifetimes **out)
     return 0;
 }
 
-void mh_lifetimes_free(struct mh_lifetimes *lt)
+void mh__lifetimes_free(struct mh_lifetimes *lt)
 {
     if (!lt)
         return;
@@ -110,8 +110,8 @@ static void on_free(struct mh_lifetimes *lt, const struct mh_model *m, const str
     r->free_phase = (uint8_t)mh_model_current_phase(m);
 }
 
-int mh_lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
-                         const struct mh_event *ev, const struct mh_apply_result *res)
+int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
+                          const struct mh_event *ev, const struct mh_apply_result *res)
 {
     uint64_t index = lt->nevents++;
     int64_t step = mh_model_current_step(m);
@@ -153,7 +153,7 @@ static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_st
     }
 }
 
-void mh_lifetimes_finish(struct mh_lifetimes *lt)
+void mh__lifetimes_finish(struct mh_lifetimes *lt)
 {
     int64_t first = INT64_MAX;
     for (size_t i = 0; i < lt->nsteps; i++)
@@ -164,24 +164,24 @@ void mh_lifetimes_finish(struct mh_lifetimes *lt)
         lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps);
 }
 
-const struct mh_alloc_rec *mh_lifetimes_records(const struct mh_lifetimes *lt, size_t *n)
+const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n)
 {
     *n = lt->n;
     return lt->recs;
 }
 
-const struct mh_step_span *mh_lifetimes_steps(const struct mh_lifetimes *lt, size_t *n)
+const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, size_t *n)
 {
     *n = lt->nsteps;
     return lt->steps;
 }
 
-uint64_t mh_lifetimes_event_count(const struct mh_lifetimes *lt)
+uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt)
 {
     return lt->nevents;
 }
 
-int64_t mh_lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index)
+int64_t mh__lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index)
 {
     size_t lo = 0, hi = lt->nsteps; /* last span with first_index <= index */
     while (lo < hi) {
@@ -194,8 +194,8 @@ int64_t mh_lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index)
     return lo ? lt->steps[lo - 1].step : -1;
 }
 
-void mh_lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,
-                                   uint64_t bytes[MH_CAT_COUNT], uint64_t *requested)
+void mh__lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,
+                                    uint64_t bytes[MH_CAT_COUNT], uint64_t *requested)
 {
     memset(bytes, 0, MH_CAT_COUNT * sizeof *bytes);
     if (requested)
@@ -229,7 +229,7 @@ struct mh_livecat {
     int forward_seen;
 };
 
-int mh_livecat_new(struct mh_livecat **out)
+int mh__livecat_new(struct mh_livecat **out)
 {
     *out = calloc(1, sizeof **out);
     if (!*out)
@@ -239,7 +239,7 @@ int mh_livecat_new(struct mh_livecat **out)
     return 0;
 }
 
-void mh_livecat_free(struct mh_livecat *lc)
+void mh__livecat_free(struct mh_livecat *lc)
 {
     if (!lc)
         return;
@@ -347,9 +347,8 @@ static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
     return 1;
 }
 
-int mh_livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
-                       const struct mh_apply_result *res, uint64_t tag,
-                       struct mh_livecat_end *end)
+int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
+                        const struct mh_apply_result *res, uint64_t tag, struct mh_livecat_end *end)
 {
     lc->nevents++;
     int64_t step = mh_model_current_step(m);
@@ -370,8 +369,8 @@ int mh_livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const st
     return 0;
 }
 
-int mh_livecat_finish(struct mh_livecat *lc,
-                      int (*fn)(void *user, const struct mh_livecat_end *end), void *user)
+int mh__livecat_finish(struct mh_livecat *lc,
+                       int (*fn)(void *user, const struct mh_livecat_end *end), void *user)
 {
     for (size_t i = 0; i < lc->n; i++) {
         const struct livecat_slot *sl = &lc->slots[i];

@@ -38,7 +38,7 @@ enum mh_category {
 
 /* "parameter", "gradient", "optimizer_state", "activation", "temporary",
  * "input", "unknown". */
-const char *mh_category_name(int category);
+const char *mh__category_name(int category);
 
 #define MH_NEVER UINT64_MAX
 
@@ -50,7 +50,7 @@ struct mh_alloc_rec {
     int16_t device;
     uint8_t alloc_phase, free_phase;  /* enum mh_phase */
     uint8_t before_forward;           /* allocated in a step before its forward phase */
-    uint8_t category;                 /* enum mh_category, set by mh_lifetimes_finish */
+    uint8_t category;                 /* enum mh_category, set by mh__lifetimes_finish */
 };
 
 /* Where each step starts in the event sequence. */
@@ -61,20 +61,20 @@ struct mh_step_span {
 
 struct mh_lifetimes;
 
-int mh_lifetimes_new(struct mh_lifetimes **out);
-void mh_lifetimes_free(struct mh_lifetimes *lt);
+int mh__lifetimes_new(struct mh_lifetimes **out);
+void mh__lifetimes_free(struct mh_lifetimes *lt);
 /* Observes one event right after mh_model_apply(m, ev, res) returned 0. */
-int mh_lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
-                         const struct mh_event *ev, const struct mh_apply_result *res);
+int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
+                          const struct mh_event *ev, const struct mh_apply_result *res);
 /* Classifies every record; call once after the last event. */
-void mh_lifetimes_finish(struct mh_lifetimes *lt);
+void mh__lifetimes_finish(struct mh_lifetimes *lt);
 
 /* Records in allocation order (borrowed; valid until the next observe). */
-const struct mh_alloc_rec *mh_lifetimes_records(const struct mh_lifetimes *lt, size_t *n);
-const struct mh_step_span *mh_lifetimes_steps(const struct mh_lifetimes *lt, size_t *n);
-uint64_t mh_lifetimes_event_count(const struct mh_lifetimes *lt);
+const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n);
+const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, size_t *n);
+uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt);
 /* Step that event `index` belongs to (-1 before the first step). */
-int64_t mh_lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index);
+int64_t mh__lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index);
 
 static inline int mh_alloc_rec_live_at(const struct mh_alloc_rec *r, uint64_t index)
 {
@@ -83,8 +83,8 @@ static inline int mh_alloc_rec_live_at(const struct mh_alloc_rec *r, uint64_t in
 
 /* Block bytes (and requested bytes when `requested` is not NULL) of `device`
  * live right after event `index`, by category. */
-void mh_lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,
-                                   uint64_t bytes[MH_CAT_COUNT], uint64_t *requested);
+void mh__lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,
+                                    uint64_t bytes[MH_CAT_COUNT], uint64_t *requested);
 /* (`requested`, if not NULL, has MH_CAT_COUNT entries too.) */
 
 /* ---- streaming classification with bounded memory ----------------------
@@ -94,7 +94,7 @@ void mh_lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, ui
  * length of the run. An allocation's category is reported when its life
  * ends (free_requested, or a free_completed that drops the allocated bytes,
  * as in mh_lifetimes) and, for those still alive at the end, by
- * mh_livecat_finish. The result equals mh_lifetimes_finish's whenever step
+ * mh__livecat_finish. The result equals mh__lifetimes_finish's whenever step
  * numbers never decrease (the first step is then known before any
  * allocation that depends on it ends). Each allocation carries a tag of the
  * caller's (an event index, a trace position, ...). */
@@ -108,18 +108,18 @@ struct mh_livecat_end {
     uint8_t ended;     /* 1 on the event that ends its life, 0 on a later free_completed */
 };
 
-int mh_livecat_new(struct mh_livecat **out);
-void mh_livecat_free(struct mh_livecat *lc);
+int mh__livecat_new(struct mh_livecat **out);
+void mh__livecat_free(struct mh_livecat *lc);
 /* Observes one event right after mh_model_apply(m, ev, res) returned 0. An
  * ALLOC starts an allocation tagged `tag`; a free event of a tracked
  * allocation fills *end and returns 1. Returns 0 otherwise, MH_ENOMEM. */
-int mh_livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
-                       const struct mh_apply_result *res, uint64_t tag,
-                       struct mh_livecat_end *end);
+int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
+                        const struct mh_apply_result *res, uint64_t tag,
+                        struct mh_livecat_end *end);
 /* After the last event: calls fn once per allocation whose life has not
  * ended, with its final category. Stops at fn's first non-zero return and
  * returns it; 0 otherwise. */
-int mh_livecat_finish(struct mh_livecat *lc,
-                      int (*fn)(void *user, const struct mh_livecat_end *end), void *user);
+int mh__livecat_finish(struct mh_livecat *lc,
+                       int (*fn)(void *user, const struct mh_livecat_end *end), void *user);
 
 #endif

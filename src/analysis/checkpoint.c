@@ -17,7 +17,7 @@ static struct mh__lgroup *group_of(const struct mh_layers *ly, size_t rec)
 int mh__layers_is_saved(const struct mh_layers *ly, size_t i)
 {
     size_t n;
-    const struct mh_alloc_rec *r = &mh_lifetimes_records(ly->lt, &n)[i];
+    const struct mh_alloc_rec *r = &mh__lifetimes_records(ly->lt, &n)[i];
     if (ly->layer_of[i] < 0 || r->alloc_phase != MH_PHASE_FORWARD || r->before_forward ||
         r->category != MH_CAT_ACTIVATION || r->free_index == MH_NEVER ||
         r->free_step != r->alloc_step || r->free_phase != MH_PHASE_BACKWARD)
@@ -106,7 +106,7 @@ static int transients(struct mh_layers *ly, const struct mh_alloc_rec *recs, siz
 int mh__layers_groups(struct mh_layers *ly)
 {
     size_t n, ng = ly->nlayers * ly->nspans;
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(ly->lt, &n);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
     ly->groups = malloc((ng ? ng : 1) * sizeof *ly->groups);
     if (!ly->groups)
         return MH_ENOMEM;
@@ -173,11 +173,11 @@ static uint64_t curve_peak(const struct mh_layers *ly, const int64_t *d, const s
     return (uint64_t)best;
 }
 
-int mh_layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t n,
-                       uint64_t *peak, double *recompute_share)
+int mh__layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t n, uint64_t *peak,
+                        double *recompute_share)
 {
     size_t nrec;
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(ly->lt, &nrec);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &nrec);
     uint8_t *in = calloc(ly->nlayers ? ly->nlayers : 1, 1);
     int64_t *d = malloc((ly->nevents + 1) * sizeof *d);
     struct spike *sp = malloc((2 * ly->nlayers * ly->nspans + 1) * sizeof *sp);
@@ -217,7 +217,7 @@ int mh__layers_reductions(struct mh_layers *ly)
         if (!st->candidate)
             continue;
         uint64_t p;
-        int rc = mh_layers_estimate(ly, &l, 1, &p, NULL);
+        int rc = mh__layers_estimate(ly, &l, 1, &p, NULL);
         if (rc < 0)
             return rc;
         st->reduction = ly->peak > p ? ly->peak - p : 0;
@@ -257,8 +257,8 @@ static int rank_candidates(const struct mh_layers *ly, size_t *order, size_t *m)
     return 0;
 }
 
-int mh_layers_plan(const struct mh_layers *ly, size_t **order, uint64_t **peak_after, size_t *n,
-                   size_t *best)
+int mh__layers_plan(const struct mh_layers *ly, size_t **order, uint64_t **peak_after, size_t *n,
+                    size_t *best)
 {
     size_t m = 0;
     *order = malloc((ly->nlayers ? ly->nlayers : 1) * sizeof **order);
@@ -271,7 +271,7 @@ int mh_layers_plan(const struct mh_layers *ly, size_t **order, uint64_t **peak_a
         return rc;
     uint64_t lowest = ly->peak;
     for (size_t k = 0; k < m; k++) {
-        rc = mh_layers_estimate(ly, *order, k + 1, &(*peak_after)[k], NULL);
+        rc = mh__layers_estimate(ly, *order, k + 1, &(*peak_after)[k], NULL);
         if (rc < 0)
             return rc;
         if ((*peak_after)[k] < lowest)

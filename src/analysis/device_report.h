@@ -34,12 +34,12 @@ struct mh_device_report {
 };
 
 /* Fills the fragmentation trend of one device (runs the what-if replay). */
-void mh_report_trend(const struct mh_replay *rp, int device, struct mh_frag_trend *t);
+void mh__report_trend(const struct mh_replay *rp, int device, struct mh_frag_trend *t);
 
 /* Groups the allocated blocks of `device` in `m` by stack, largest first;
  * keeps at most `top` groups (all if 0). The caller frees *out. */
-int mh_report_group_live(const struct mh_model *m, int device, size_t top,
-                         struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
-                         uint64_t *total_count);
+int mh__report_group_live(const struct mh_model *m, int device, size_t top,
+                          struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
+                          uint64_t *total_count);
 
 #endif

@@ -15,7 +15,7 @@ static int fragmenting(const struct mh_frag_trend *t, uint64_t first_reserved)
            t->reserved_growth > 2 * (t->allocated_growth > 0 ? t->allocated_growth : 0);
 }
 
-void mh_report_trend(const struct mh_replay *rp, int device, struct mh_frag_trend *t)
+void mh__report_trend(const struct mh_replay *rp, int device, struct mh_frag_trend *t)
 {
     struct mh_step_stats first, last;
     size_t n = mh_model_step_count(rp->model, device);
@@ -40,12 +40,12 @@ void mh_report_trend(const struct mh_replay *rp, int device, struct mh_frag_tren
     struct mh_whatif_input in;
     struct mh_alloc_conf conf;
     struct mh_whatif_outcome out;
-    if (mh_whatif_load(rp->path, device, &in) < 0)
+    if (mh__whatif_load(rp->path, device, &in) < 0)
         return;
-    if (mh_whatif_conf(&in.conf, "expandable_segments:True", &conf) == 0 &&
-        mh_whatif_run(&in, &conf, in.total_bytes, &out) == 0) {
+    if (mh__whatif_conf(&in.conf, "expandable_segments:True", &conf) == 0 &&
+        mh__whatif_run(&in, &conf, in.total_bytes, &out) == 0) {
         t->whatif_ok = 1;
         t->whatif_peak_reserved = out.peak_reserved;
     }
-    mh_whatif_input_free(&in);
+    mh__whatif_input_free(&in);
 }

@@ -51,7 +51,7 @@ static int forward_class(const struct mh_reader *r, uint32_t frame, char *cls, s
     struct mh_frame f;
     if (mh_reader_frame(r, frame, &f) != 0 || !f.func || !f.file)
         return 0;
-    if (mh_frame_is_internal(f.file, f.func))
+    if (mh__frame_is_internal(f.file, f.func))
         return 0;
     size_t n = strlen(f.func);
     if (n <= 8 || strcmp(f.func + n - 8, ".forward") != 0)
@@ -84,14 +84,14 @@ static int layer_from_stack(const struct mh_reader *r, uint32_t stack, char *buf
     return 1;
 }
 
-const char *mh_layer_name(const struct mh_reader *r, uint32_t str, uint32_t stack, char *buf,
-                          size_t len)
+const char *mh__layer_name(const struct mh_reader *r, uint32_t str, uint32_t stack, char *buf,
+                           size_t len)
 {
     const char *meta = str ? mh_reader_string(r, str) : NULL;
     if (is_module_path(meta))
         layer_from_path(meta, buf, len);
     else if (!layer_from_stack(r, stack, buf, len))
-        mh_stack_label(r, stack, buf, len);
+        mh__stack_label(r, stack, buf, len);
     return buf;
 }
 
@@ -104,7 +104,7 @@ static int32_t layer_id(struct mh_layers *ly, struct mh__hmap *cache, const stru
     if (v)
         return (int32_t)(v - 1);
     char name[256];
-    mh_layer_name(r, rec->str, rec->stack, name, sizeof name);
+    mh__layer_name(r, rec->str, rec->stack, name, sizeof name);
     size_t i = 0;
     while (i < ly->nlayers && strcmp(ly->names[i], name) != 0)
         i++;
@@ -125,8 +125,8 @@ static int32_t layer_id(struct mh_layers *ly, struct mh__hmap *cache, const stru
 static int assign_layers(struct mh_layers *ly, const struct mh_reader *r)
 {
     size_t n;
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(ly->lt, &n);
-    const struct mh_step_span *spans = mh_lifetimes_steps(ly->lt, &ly->nspans);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
+    const struct mh_step_span *spans = mh__lifetimes_steps(ly->lt, &ly->nspans);
     struct mh__hmap cache = {0};
     ly->layer_of = malloc((n ? n : 1) * sizeof *ly->layer_of);
     ly->span_of = malloc((n ? n : 1) * sizeof *ly->span_of);
@@ -150,9 +150,9 @@ static int assign_layers(struct mh_layers *ly, const struct mh_reader *r)
 static int build_curve(struct mh_layers *ly)
 {
     size_t n, nspans;
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(ly->lt, &n);
-    const struct mh_step_span *spans = mh_lifetimes_steps(ly->lt, &nspans);
-    ly->nevents = mh_lifetimes_event_count(ly->lt);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
+    const struct mh_step_span *spans = mh__lifetimes_steps(ly->lt, &nspans);
+    ly->nevents = mh__lifetimes_event_count(ly->lt);
     ly->delta = calloc(ly->nevents + 1, sizeof *ly->delta);
     ly->step_peaks = calloc(nspans ? nspans : 1, sizeof *ly->step_peaks);
     if (!ly->delta || !ly->step_peaks)
@@ -193,7 +193,7 @@ static int build_curve(struct mh_layers *ly)
 static void attribute(struct mh_layers *ly)
 {
     size_t n;
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(ly->lt, &n);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
     for (size_t i = 0; i < n; i++) {
         int32_t l = ly->layer_of[i];
         if (l < 0)
@@ -223,8 +223,8 @@ static void attribute(struct mh_layers *ly)
     }
 }
 
-int mh_layers_analyze(const struct mh_lifetimes *lt, const struct mh_reader *r, int device,
-                      struct mh_layers **out)
+int mh__layers_analyze(const struct mh_lifetimes *lt, const struct mh_reader *r, int device,
+                       struct mh_layers **out)
 {
     struct mh_layers *ly = calloc(1, sizeof *ly);
     *out = NULL;
@@ -245,14 +245,14 @@ int mh_layers_analyze(const struct mh_lifetimes *lt, const struct mh_reader *r, 
         rc = mh__layers_reductions(ly);
     }
     if (rc < 0) {
-        mh_layers_free(ly);
+        mh__layers_free(ly);
         return rc;
     }
     *out = ly;
     return 0;
 }
 
-void mh_layers_free(struct mh_layers *ly)
+void mh__layers_free(struct mh_layers *ly)
 {
     if (!ly)
         return;
@@ -268,7 +268,7 @@ void mh_layers_free(struct mh_layers *ly)
     free(ly);
 }
 
-uint64_t mh_layers_peak(const struct mh_layers *ly, uint64_t *index, int64_t *step)
+uint64_t mh__layers_peak(const struct mh_layers *ly, uint64_t *index, int64_t *step)
 {
     if (index)
         *index = ly->peak_index;
@@ -277,18 +277,18 @@ uint64_t mh_layers_peak(const struct mh_layers *ly, uint64_t *index, int64_t *st
     return ly->peak;
 }
 
-const struct mh_layer_stats *mh_layers_list(const struct mh_layers *ly, size_t *n)
+const struct mh_layer_stats *mh__layers_list(const struct mh_layers *ly, size_t *n)
 {
     *n = ly->nlayers;
     return ly->stats;
 }
 
-const int32_t *mh_layers_of_records(const struct mh_layers *ly)
+const int32_t *mh__layers_of_records(const struct mh_layers *ly)
 {
     return ly->layer_of;
 }
 
-const struct mh_step_peak *mh_layers_step_peaks(const struct mh_layers *ly, size_t *n)
+const struct mh_step_peak *mh__layers_step_peaks(const struct mh_layers *ly, size_t *n)
 {
     *n = ly->nstep_peaks;
     return ly->step_peaks;

@@ -1,7 +1,7 @@
 /* layers.h - peak attribution to layers and activation-checkpointing
  * estimates, over the allocation lifetimes of categories.h.
  *
- * Layer of an allocation (mh_layer_name):
+ * Layer of an allocation (mh__layer_name):
  *   1. its user metadata, when that is a module path ("transformer.h.11.mlp.
  *      c_fc"): the path up to and including its first all-digit component
  *      (the index in a ModuleList/Sequential), so "transformer.h.11"; a path
@@ -34,8 +34,8 @@
 #include "categories.h"
 
 /* Writes the layer name of an allocation (rule above) into buf; returns buf. */
-const char *mh_layer_name(const struct mh_reader *r, uint32_t str, uint32_t stack, char *buf,
-                          size_t len);
+const char *mh__layer_name(const struct mh_reader *r, uint32_t str, uint32_t stack, char *buf,
+                           size_t len);
 
 struct mh_layer_stats {
     const char *name;              /* owned by the analysis */
@@ -59,31 +59,31 @@ struct mh_layers;
 
 /* Analyses `device` of a finished lifetimes collection, which must outlive
  * the analysis; the reader names layers and is borrowed for the call only. */
-int mh_layers_analyze(const struct mh_lifetimes *lt, const struct mh_reader *r, int device,
-                      struct mh_layers **out);
-void mh_layers_free(struct mh_layers *ly);
+int mh__layers_analyze(const struct mh_lifetimes *lt, const struct mh_reader *r, int device,
+                       struct mh_layers **out);
+void mh__layers_free(struct mh_layers *ly);
 
 /* The allocated peak (from the lifetimes; equals the model's). */
-uint64_t mh_layers_peak(const struct mh_layers *ly, uint64_t *index, int64_t *step);
+uint64_t mh__layers_peak(const struct mh_layers *ly, uint64_t *index, int64_t *step);
 /* Layers in first-seen order (borrowed); record layer indices refer to it. */
-const struct mh_layer_stats *mh_layers_list(const struct mh_layers *ly, size_t *n);
+const struct mh_layer_stats *mh__layers_list(const struct mh_layers *ly, size_t *n);
 /* Layer index of each lifetimes record (-1 for other devices; borrowed). */
-const int32_t *mh_layers_of_records(const struct mh_layers *ly);
+const int32_t *mh__layers_of_records(const struct mh_layers *ly);
 /* The allocated peak of each step (borrowed). */
-const struct mh_step_peak *mh_layers_step_peaks(const struct mh_layers *ly, size_t *n);
+const struct mh_step_peak *mh__layers_step_peaks(const struct mh_layers *ly, size_t *n);
 
 /* Estimated allocated peak with the listed layers (indices into the list)
  * checkpointed, and their recompute cost as a share of the peak step's
  * forward allocation volume (a proxy for forward FLOPs). */
-int mh_layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t n,
-                       uint64_t *peak, double *recompute_share);
+int mh__layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t n, uint64_t *peak,
+                        double *recompute_share);
 
 /* Ranked plan: candidates by their single-layer reduction (largest first)
  * in order[0..*n); peak_after[i] = estimated peak with order[0..i]
  * checkpointed; *best = the smallest prefix length reaching 95 % of the
  * largest saving (0 if no candidate saves anything). Caller frees the two
  * arrays. */
-int mh_layers_plan(const struct mh_layers *ly, size_t **order, uint64_t **peak_after, size_t *n,
-                   size_t *best);
+int mh__layers_plan(const struct mh_layers *ly, size_t **order, uint64_t **peak_after, size_t *n,
+                    size_t *best);
 
 #endif

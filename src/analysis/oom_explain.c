@@ -10,7 +10,7 @@
 #include "whatif_check.h"
 #include "diag.h"
 
-const char *mh_oom_verdict_name(int verdict)
+const char *mh__oom_verdict_name(int verdict)
 {
     switch (verdict) {
     case MH_OOM_VERDICT_FRAGMENTATION: return "fragmentation";
@@ -47,7 +47,7 @@ static int add_free(void *user, const struct mh_segment_view *seg, const struct 
 static int state_at(const char *path, struct mh_oom_case *c, size_t top)
 {
     struct mh_replay at;
-    int rc = mh_replay_open(path, c->oom.event_index + 1, &at);
+    int rc = mh__replay_open(path, c->oom.event_index + 1, &at);
     if (rc < 0)
         return rc;
     rc = mh_model_foreach_block(at.model, c->device, add_free, c);
@@ -58,9 +58,9 @@ static int state_at(const char *path, struct mh_oom_case *c, size_t top)
         c->oom.largest_free_any = mh_model_largest_free(at.model, c->device, UINT64_MAX, -1);
     }
     if (rc == 0)
-        rc = mh_report_group_live(at.model, c->device, top, &c->stacks, &c->nstacks,
-                                  &c->live_bytes, &c->live_count);
-    mh_replay_close(&at);
+        rc = mh__report_group_live(at.model, c->device, top, &c->stacks, &c->nstacks,
+                                   &c->live_bytes, &c->live_count);
+    mh__replay_close(&at);
     return rc < 0 ? rc : 0;
 }
 
@@ -94,9 +94,9 @@ static int by_bytes(const void *a, const void *b)
 static int layers_at(const struct mh_analysis *a, struct mh_oom_case *c)
 {
     size_t nl, nrec;
-    const struct mh_layer_stats *st = mh_layers_list(c->ly, &nl);
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(a->lt, &nrec);
-    const int32_t *lof = mh_layers_of_records(c->ly);
+    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(a->lt, &nrec);
+    const int32_t *lof = mh__layers_of_records(c->ly);
     c->layers = calloc(nl ? nl : 1, sizeof *c->layers);
     if (!c->layers)
         return MH_ENOMEM;
@@ -119,7 +119,7 @@ static uint64_t split_candidate_mb(const struct mh_analysis *a, const struct mh_
     uint64_t size = c->oom.request;
     if (c->verdict == MH_OOM_VERDICT_NONE) {
         size_t n;
-        const struct mh_alloc_rec *recs = mh_lifetimes_records(a->lt, &n);
+        const struct mh_alloc_rec *recs = mh__lifetimes_records(a->lt, &n);
         for (size_t i = 0; i < n; i++)
             if (recs[i].device == c->device && recs[i].requested > size)
                 size = recs[i].requested;
@@ -143,11 +143,11 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
         struct mh_whatif_outcome out;
         snprintf(s->setting, sizeof s->setting, "%s%s", changes[i],
                  i == 2 ? " + memory fraction 1.0" : "");
-        if (mh_whatif_conf(&in->conf, changes[i], &conf) != 0)
+        if (mh__whatif_conf(&in->conf, changes[i], &conf) != 0)
             continue;
         if (i == 2)
             conf.memory_fraction = 1.0;
-        if (mh_whatif_run(in, &conf, capacity, &out) == 0) {
+        if (mh__whatif_run(in, &conf, capacity, &out) == 0) {
             s->ok = 1;
             s->ooms = out.ooms;
             s->peak_reserved = out.peak_reserved;
@@ -160,8 +160,8 @@ static int plan(struct mh_oom_case *c)
 {
     uint64_t *after;
     size_t n, best;
-    int rc = mh_layers_plan(c->ly, &c->plan, &after, &n, &best);
-    c->peak_allocated = mh_layers_peak(c->ly, NULL, NULL);
+    int rc = mh__layers_plan(c->ly, &c->plan, &after, &n, &best);
+    c->peak_allocated = mh__layers_peak(c->ly, NULL, NULL);
     c->nplan = best;
     c->plan_peak_after = best ? after[best - 1] : c->peak_allocated;
     free(after);
@@ -172,8 +172,8 @@ static int plan(struct mh_oom_case *c)
 static int drops_at_oom(const struct mh_analysis *a, const struct mh_oom_case *c, uint64_t *drop)
 {
     size_t nrec;
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(a->lt, &nrec);
-    const int32_t *lof = mh_layers_of_records(c->ly);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(a->lt, &nrec);
+    const int32_t *lof = mh__layers_of_records(c->ly);
     for (size_t i = 0; i < nrec; i++) {
         const struct mh_alloc_rec *r = &recs[i];
         if (lof[i] >= 0 && mh_alloc_rec_live_at(r, c->oom.event_index) &&
@@ -192,7 +192,7 @@ static int drops_at_oom(const struct mh_analysis *a, const struct mh_oom_case *c
 static int oom_plan(const struct mh_analysis *a, struct mh_oom_case *c)
 {
     size_t nl;
-    const struct mh_layer_stats *st = mh_layers_list(c->ly, &nl);
+    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
     uint64_t *drop = calloc(nl ? nl : 1, sizeof *drop);
     c->plan = malloc((nl ? nl : 1) * sizeof *c->plan);
     if (!drop || !c->plan) {

@@ -19,7 +19,7 @@ enum mh_oom_verdict {
     MH_OOM_VERDICT_CROSS_STREAM,
     MH_OOM_VERDICT_EXHAUSTION
 };
-const char *mh_oom_verdict_name(int verdict);
+const char *mh__oom_verdict_name(int verdict);
 
 struct mh_free_stat {
     uint64_t stream;

@@ -38,7 +38,7 @@ void mh__file_conf(const struct mh_reader *r, struct mh_alloc_conf *conf)
     }
 }
 
-int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out)
+int mh__replay_open(const char *path, uint64_t stop_after, struct mh_replay *out)
 {
     memset(out, 0, sizeof *out);
     out->path = path;
@@ -54,7 +54,7 @@ int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out)
     rc = mh_model_new(&opts, &out->model);
     if (rc < 0) {
         mh__diag("%s: %s", path, mh_strerror(rc));
-        mh_replay_close(out);
+        mh__replay_close(out);
         return rc;
     }
     uint64_t n = 0;
@@ -72,7 +72,7 @@ int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out)
         rc = 0;
     } else if (rc < 0) {
         mh__diag("%s: %s", path, mh_strerror(rc));
-        mh_replay_close(out);
+        mh__replay_close(out);
         return rc;
     }
     mh_model_finish(out->model);
@@ -80,7 +80,7 @@ int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out)
     return 0;
 }
 
-void mh_replay_close(struct mh_replay *rp)
+void mh__replay_close(struct mh_replay *rp)
 {
     mh_model_free(rp->model);
     mh_reader_close(rp->reader);

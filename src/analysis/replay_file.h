@@ -21,8 +21,8 @@ struct mh_replay {
  * replays every event (until `stop_after` events if non-zero). Reports a
  * one-line error naming the file through diag.h on failure (returns < 0). A
  * damaged file replays up to the damage, reports a warning and returns 0. */
-int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out);
-void mh_replay_close(struct mh_replay *rp);
+int mh__replay_open(const char *path, uint64_t stop_after, struct mh_replay *out);
+void mh__replay_close(struct mh_replay *rp);
 /* Opens a reader; reports the error naming the file on failure. */
 int mh__open_reader(const char *path, struct mh_reader **out);
 /* What the file says about `device` (name "" and capacity 0 if nothing). */

@@ -59,9 +59,9 @@ static size_t merge_runs(struct mh_stack_group *g, size_t n)
     return out;
 }
 
-int mh_report_group_live(const struct mh_model *m, int device, size_t top,
-                         struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
-                         uint64_t *total_count)
+int mh__report_group_live(const struct mh_model *m, int device, size_t top,
+                          struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
+                          uint64_t *total_count)
 {
     struct collect c = {0};
     mh_model_foreach_block(m, device, collect_block, &c);

@@ -29,7 +29,7 @@ static const char *const internal_names[] = {
     "_start",
 };
 
-int mh_frame_is_internal(const char *file, const char *func)
+int mh__frame_is_internal(const char *file, const char *func)
 {
     file = file ? file : "";
     func = func ? func : "";
@@ -45,7 +45,7 @@ int mh_frame_is_internal(const char *file, const char *func)
     return *file == '\0' && *func == '\0';
 }
 
-int mh_stack_best_index(const struct mh_reader *r, uint32_t stack)
+int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
 {
     const uint32_t *frames;
     size_t n;
@@ -53,7 +53,7 @@ int mh_stack_best_index(const struct mh_reader *r, uint32_t stack)
         return -1;
     for (size_t i = 0; i < n; i++) {
         struct mh_frame f;
-        if (mh_reader_frame(r, frames[i], &f) == 0 && !mh_frame_is_internal(f.file, f.func))
+        if (mh_reader_frame(r, frames[i], &f) == 0 && !mh__frame_is_internal(f.file, f.func))
             return (int)i;
     }
     return 0;
@@ -70,7 +70,7 @@ static const char *short_path(const char *file)
     return file;
 }
 
-const char *mh_frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len)
+const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len)
 {
     struct mh_frame f;
     if (mh_reader_frame(r, frame, &f) != 0)
@@ -82,9 +82,9 @@ const char *mh_frame_text(const struct mh_reader *r, uint32_t frame, char *buf, 
     return buf;
 }
 
-const char *mh_stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len)
+const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len)
 {
-    int best = mh_stack_best_index(r, stack);
+    int best = mh__stack_best_index(r, stack);
     const uint32_t *frames;
     size_t n;
     struct mh_frame f;

@@ -13,14 +13,14 @@
 #include "memhist/reader.h"
 
 /* 1 if a frame belongs to framework or interpreter internals. */
-int mh_frame_is_internal(const char *file, const char *func);
+int mh__frame_is_internal(const char *file, const char *func);
 /* Index (innermost = 0) of the most informative frame of a stack, or -1 if
  * the stack is empty or unknown. */
-int mh_stack_best_index(const struct mh_reader *r, uint32_t stack);
+int mh__stack_best_index(const struct mh_reader *r, uint32_t stack);
 /* "file:line func" of the most informative frame ("<no stack>" if none),
  * with the file name shortened to its last two path components. Returns buf. */
-const char *mh_stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len);
+const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len);
 /* "file:line func" for one frame id (full file name). Returns buf. */
-const char *mh_frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len);
+const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len);
 
 #endif

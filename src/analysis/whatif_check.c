@@ -9,7 +9,7 @@
 #include "sim_replay.h"
 #include "diag.h"
 
-int mh_whatif_load(const char *path, int device, struct mh_whatif_input *in)
+int mh__whatif_load(const char *path, int device, struct mh_whatif_input *in)
 {
     struct mh_reader *r;
     struct mh_event e;
@@ -20,7 +20,7 @@ int mh_whatif_load(const char *path, int device, struct mh_whatif_input *in)
     if (rc < 0)
         return rc;
     while ((rc = mh_reader_next(r, &e)) == 1) {
-        int alloc_kind = mh_sim_is_allocator_kind(e.kind);
+        int alloc_kind = mh__sim_is_allocator_kind(e.kind);
         if (alloc_kind && in->device < 0)
             in->device = e.device;
         if (alloc_kind && e.device != in->device)
@@ -49,12 +49,12 @@ int mh_whatif_load(const char *path, int device, struct mh_whatif_input *in)
     mh_reader_close(r);
     if (rc < 0) {
         mh__diag("%s: %s", path, mh_strerror(rc));
-        mh_whatif_input_free(in);
+        mh__whatif_input_free(in);
     }
     return rc;
 }
 
-void mh_whatif_input_free(struct mh_whatif_input *in)
+void mh__whatif_input_free(struct mh_whatif_input *in)
 {
     free(in->ev);
     in->ev = NULL;
@@ -74,8 +74,8 @@ static int to_model(void *user, const struct mh_event *ev)
     return mh_model_apply(s->m, ev, NULL);
 }
 
-int mh_whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
-                  uint64_t capacity, struct mh_whatif_outcome *out)
+int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
+                   uint64_t capacity, struct mh_whatif_outcome *out)
 {
     struct mh_model_opts mo;
     struct sink_model s = {0};
@@ -92,7 +92,7 @@ int mh_whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *
     ro.capacity = capacity;
     ro.emit = to_model;
     ro.emit_user = &s;
-    rc = mh_sim_replay(in->ev, in->n, &ro, &res);
+    rc = mh__sim_replay(in->ev, in->n, &ro, &res);
     if (rc == 0) {
         struct mh_peak p;
         mh_model_finish(s.m);
@@ -106,7 +106,7 @@ int mh_whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *
     return rc;
 }
 
-int mh_whatif_conf(const struct mh_alloc_conf *base, const char *change, struct mh_alloc_conf *out)
+int mh__whatif_conf(const struct mh_alloc_conf *base, const char *change, struct mh_alloc_conf *out)
 {
     char text[640], err[160];
     mh_alloc_conf_format(base, text, sizeof text);

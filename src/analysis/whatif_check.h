@@ -23,15 +23,16 @@ struct mh_whatif_outcome {
 
 /* Loads the events of `device` (the first allocator device if < 0). Prints
  * a one-line error naming the file on failure. */
-int mh_whatif_load(const char *path, int device, struct mh_whatif_input *in);
-void mh_whatif_input_free(struct mh_whatif_input *in);
+int mh__whatif_load(const char *path, int device, struct mh_whatif_input *in);
+void mh__whatif_input_free(struct mh_whatif_input *in);
 
 /* Replays under `conf` with `capacity` bytes (0 = unlimited). */
-int mh_whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
-                  uint64_t capacity, struct mh_whatif_outcome *out);
+int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
+                   uint64_t capacity, struct mh_whatif_outcome *out);
 
 /* The recorded settings with one change applied ("expandable_segments:True",
  * ...). Returns 0 or MH_EINVAL. */
-int mh_whatif_conf(const struct mh_alloc_conf *base, const char *change, struct mh_alloc_conf *out);
+int mh__whatif_conf(const struct mh_alloc_conf *base, const char *change,
+                    struct mh_alloc_conf *out);
 
 #endif

@@ -17,11 +17,11 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
         return 0;
     struct mh_whatif_input in;
     struct mh_layers *ly;
-    int rc = mh_whatif_load(a->rp.path, device, &in);
+    int rc = mh__whatif_load(a->rp.path, device, &in);
     if (rc < 0)
         return rc;
-    if ((rc = mh_layers_analyze(a->lt, a->rp.reader, device, &ly)) < 0) {
-        mh_whatif_input_free(&in);
+    if ((rc = mh__layers_analyze(a->lt, a->rp.reader, device, &ly)) < 0) {
+        mh__whatif_input_free(&in);
         return rc;
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -32,14 +32,14 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
         c.verdict = o->at_peak ? MH_OOM_VERDICT_NONE : MH_OOM_VERDICT_EXHAUSTION;
         rc = mh__oom_gather(a, &in, ly, o, &c);
         if (rc == 0 && j)
-            mh_oom_print_json(j, a, &c, o);
+            mh__oom_print_json(j, a, &c, o);
         else if (rc == 0)
-            mh_oom_print_text(a, &c, o, i + 1, n);
+            mh__oom_print_text(a, &c, o, i + 1, n);
         mh__oom_case_free(&c);
         (*shown)++;
     }
-    mh_layers_free(ly);
-    mh_whatif_input_free(&in);
+    mh__layers_free(ly);
+    mh__whatif_input_free(&in);
     return rc;
 }
 
@@ -49,54 +49,54 @@ static int explain_file(const struct mh_analysis *a, const struct mh_oom_opts *o
     size_t shown = 0;
     int rc = 0;
     if (j) {
-        mh_json_begin_object(j);
-        mh_json_kv_string(j, "file", a->rp.path);
-        mh_json_key(j, "cases");
-        mh_json_begin_array(j);
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "file", a->rp.path);
+        mh__json_key(j, "cases");
+        mh__json_begin_array(j);
     }
     for (size_t d = 0; d < mh_model_device_count(m) && rc == 0; d++)
         rc = explain_device(a, mh_model_device_at(m, d), o, j, &shown);
     if (j) {
-        mh_json_end_array(j);
-        mh_json_end_object(j);
+        mh__json_end_array(j);
+        mh__json_end_object(j);
     } else if (rc == 0 && shown == 0) {
         printf("%s: no OOM in this recording (use --at peak to explain the peak instead)\n",
                a->rp.path);
     }
     if (rc < 0)
-        mh_cli_error("%s: %s", a->rp.path, mh_strerror(rc));
+        mh__cli_error("%s: %s", a->rp.path, mh_strerror(rc));
     return rc;
 }
 
-int mh_oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o)
+int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o)
 {
     struct mh_sink sink;
     struct mh_json j;
     int rc = 0;
     if (o->json) {
-        mh_sink_init_file(&sink, stdout);
-        mh_json_init(&j, &sink, 1);
-        mh_json_begin_object(&j);
-        mh_json_key(&j, "files");
-        mh_json_begin_array(&j);
+        mh__sink_init_file(&sink, stdout);
+        mh__json_init(&j, &sink, 1);
+        mh__json_begin_object(&j);
+        mh__json_key(&j, "files");
+        mh__json_begin_array(&j);
     }
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = explain_file(&a[i], o, o->json ? &j : NULL);
     uint64_t peak;
-    size_t w = mh_analysis_worst(a, n, &peak);
+    size_t w = mh__analysis_worst(a, n, &peak);
     if (o->json) {
-        mh_json_end_array(&j);
-        mh_json_key(&j, "worst_rank");
-        mh_json_begin_object(&j);
-        mh_json_kv_string(&j, "file", a[w].rp.path);
-        mh_json_kv_uint(&j, "peak_reserved", peak);
-        mh_json_end_object(&j);
-        mh_json_end_object(&j);
-        mh_sink_puts(&sink, "\n");
-        mh_sink_finish(&sink);
+        mh__json_end_array(&j);
+        mh__json_key(&j, "worst_rank");
+        mh__json_begin_object(&j);
+        mh__json_kv_string(&j, "file", a[w].rp.path);
+        mh__json_kv_uint(&j, "peak_reserved", peak);
+        mh__json_end_object(&j);
+        mh__json_end_object(&j);
+        mh__sink_puts(&sink, "\n");
+        mh__sink_finish(&sink);
     } else if (n > 1 && rc == 0) {
         char b[32];
-        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh_cli_bytes(peak, b));
+        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
     }
     return rc;
 }

@@ -9,16 +9,16 @@
 #include "json.h"
 #include "oom_explain.h"
 
-void mh_report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
-                          size_t ndev, size_t max_frames);
-void mh_report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
-                          size_t ndev);
+void mh__report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
+                           size_t ndev, size_t max_frames);
+void mh__report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
+                           size_t ndev);
 
-int mh_oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o);
+int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o);
 
-void mh_oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
-                       const struct mh_oom_opts *o, size_t number, size_t count);
-void mh_oom_print_json(struct mh_json *j, const struct mh_analysis *a, const struct mh_oom_case *c,
-                       const struct mh_oom_opts *o);
+void mh__oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
+                        const struct mh_oom_opts *o, size_t number, size_t count);
+void mh__oom_print_json(struct mh_json *j, const struct mh_analysis *a, const struct mh_oom_case *c,
+                        const struct mh_oom_opts *o);
 
 #endif

@@ -1,5 +1,5 @@
 /* stack_text.c - a recorded stack as lines of text for the printers (see
- * cli.h, mh_cli_stack_text). */
+ * cli.h, mh__cli_stack_text). */
 #include <stdio.h>
 
 #include "cli.h"
@@ -10,14 +10,14 @@ static int has_user_frame(const struct mh_reader *r, const uint32_t *frames, siz
 {
     for (size_t i = 0; i < n; i++) {
         struct mh_frame f;
-        if (mh_reader_frame(r, frames[i], &f) == 0 && !mh_frame_is_internal(f.file, f.func))
+        if (mh_reader_frame(r, frames[i], &f) == 0 && !mh__frame_is_internal(f.file, f.func))
             return 1;
     }
     return 0;
 }
 
-const char *mh_cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
-                              size_t max_frames, char *buf, size_t len)
+const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
+                               size_t max_frames, char *buf, size_t len)
 {
     const uint32_t *frames;
     size_t n, used = 0, shown = 0, hidden = 0;
@@ -27,13 +27,14 @@ const char *mh_cli_stack_text(const struct mh_reader *r, uint32_t stack, const c
     int skip_internal = has_user_frame(r, frames, n);
     for (size_t i = 0; i < n && used + 1 < len; i++) {
         struct mh_frame f;
-        int internal = mh_reader_frame(r, frames[i], &f) != 0 || mh_frame_is_internal(f.file, f.func);
+        int internal =
+            mh_reader_frame(r, frames[i], &f) != 0 || mh__frame_is_internal(f.file, f.func);
         if ((skip_internal && internal) || shown >= max_frames) {
             hidden++;
             continue;
         }
         char frame[512];
-        mh_frame_text(r, frames[i], frame, sizeof frame);
+        mh__frame_text(r, frames[i], frame, sizeof frame);
         int w = snprintf(buf + used, len - used, "%s%s", shown ? sep : "", frame);
         if (w < 0)
             break;

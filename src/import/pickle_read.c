@@ -35,7 +35,7 @@ int mh__pr_fail(struct mh__pr *pr, int code, const char *fmt, ...)
         return code; /* keep the first message */
     pr->code = code;
     if (pr->err && pr->errlen) {
-        const char *name = mh_pickle_opcode_name(pr->op);
+        const char *name = mh__pickle_opcode_name(pr->op);
         int n = snprintf(pr->err, pr->errlen, "offset %zu: ", pr->op_off);
         if (n >= 0 && (size_t)n < pr->errlen && name)
             n += snprintf(pr->err + n, pr->errlen - (size_t)n, "%s: ", name);
@@ -184,7 +184,7 @@ static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, s
 {
     if (c->frozen)
         return mh__pr_fail(pr, MH_EFORMAT, "%s changed after it was placed in another container",
-                           mh_pv_type_name(c));
+                           mh__pv_type_name(c));
     size_t per = c->type == MH_PV_DICT ? 2 : 1;
     size_t have = (size_t)c->n * per, cap = have;
     /* capacity is implicit: the next power of two at or above the count */
@@ -236,7 +236,7 @@ static int fill_from_mark(struct mh__pr *pr, int type)
         return mh__pr_fail(pr, MH_EFORMAT, "no container below the MARK");
     struct mh_pv *c = pr->stack[start - 1];
     if (c->type != type)
-        return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh_pv_type_name(c));
+        return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh__pv_type_name(c));
     size_t n = pr->sp - start;
     if (type == MH_PV_DICT && n % 2)
         return mh__pr_fail(pr, MH_EFORMAT, "odd number of items for a dict");
@@ -268,7 +268,7 @@ static int fill_one(struct mh__pr *pr, int type)
         return mh__pr_fail(pr, MH_EFORMAT, "stack underflow");
     struct mh_pv *c = pr->stack[pr->sp - n - 1];
     if (c->type != type)
-        return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh_pv_type_name(c));
+        return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh__pv_type_name(c));
     int rc = add_items(pr, c, pr->stack + pr->sp - n, n);
     pr->sp -= n;
     return rc;
@@ -668,8 +668,8 @@ static int run(struct mh__pr *pr)
     }
 }
 
-int mh_pickle_parse(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                    struct mh_pickle_doc **out, char *err, size_t errlen)
+int mh__pickle_parse(const void *data, size_t len, const struct mh_pickle_limits *lim,
+                     struct mh_pickle_doc **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (err && errlen)
@@ -702,29 +702,29 @@ int mh_pickle_parse(const void *data, size_t len, const struct mh_pickle_limits 
     free(pr.marks);
     free(pr.memo);
     if (rc < 0) {
-        mh_pickle_doc_free(doc);
+        mh__pickle_doc_free(doc);
         return rc;
     }
     *out = doc;
     return 0;
 }
 
-struct mh_pv *mh_pickle_doc_root(const struct mh_pickle_doc *doc)
+struct mh_pv *mh__pickle_doc_root(const struct mh_pickle_doc *doc)
 {
     return doc->root;
 }
 
-uint64_t mh_pickle_doc_bytes(const struct mh_pickle_doc *doc)
+uint64_t mh__pickle_doc_bytes(const struct mh_pickle_doc *doc)
 {
     return doc->bytes;
 }
 
-int mh_pickle_doc_protocol(const struct mh_pickle_doc *doc)
+int mh__pickle_doc_protocol(const struct mh_pickle_doc *doc)
 {
     return doc->protocol;
 }
 
-void mh_pickle_doc_free(struct mh_pickle_doc *doc)
+void mh__pickle_doc_free(struct mh_pickle_doc *doc)
 {
     if (!doc)
         return;

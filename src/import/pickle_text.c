@@ -339,7 +339,7 @@ int mh__utf8_valid(const unsigned char *s, size_t n)
     return 1;
 }
 
-const char *mh_pickle_opcode_name(unsigned char op)
+const char *mh__pickle_opcode_name(unsigned char op)
 {
     static const struct {
         unsigned char op;

@@ -5,37 +5,37 @@
 
 #include "memhist/error.h"
 
-size_t mh_pv_len(const struct mh_pv *v)
+size_t mh__pv_len(const struct mh_pv *v)
 {
     if (!v || v->type < MH_PV_TUPLE)
         return 0;
     return v->type == MH_PV_DICT ? 2 * (size_t)v->n : v->n;
 }
 
-int mh_pv_is_seq(const struct mh_pv *v)
+int mh__pv_is_seq(const struct mh_pv *v)
 {
     return v && (v->type == MH_PV_TUPLE || v->type == MH_PV_LIST);
 }
 
-const struct mh_pv *mh_pv_at(const struct mh_pv *v, size_t i)
+const struct mh_pv *mh__pv_at(const struct mh_pv *v, size_t i)
 {
     if (!v || v->type < MH_PV_TUPLE || v->type == MH_PV_DICT || i >= v->n)
         return NULL;
     return v->u.items[i];
 }
 
-int mh_pv_is_str(const struct mh_pv *v, const char *text)
+int mh__pv_is_str(const struct mh_pv *v, const char *text)
 {
     size_t n = strlen(text);
     return v && v->type == MH_PV_STR && v->n == n && memcmp(v->u.s, text, n) == 0;
 }
 
-const struct mh_pv *mh_pv_get(const struct mh_pv *d, const char *key)
+const struct mh_pv *mh__pv_get(const struct mh_pv *d, const char *key)
 {
     if (!d || d->type != MH_PV_DICT)
         return NULL;
     for (size_t k = d->n; k-- > 0;)
-        if (mh_pv_is_str(d->u.items[2 * k], key))
+        if (mh__pv_is_str(d->u.items[2 * k], key))
             return d->u.items[2 * k + 1];
     return NULL;
 }
@@ -58,7 +58,7 @@ static int bigint_mag(const struct mh_pv *v, uint64_t *mag, int *neg)
     return 0;
 }
 
-int mh_pv_i64(const struct mh_pv *v, int64_t *out)
+int mh__pv_i64(const struct mh_pv *v, int64_t *out)
 {
     if (v && (v->type == MH_PV_INT || v->type == MH_PV_BOOL)) {
         *out = v->u.i;
@@ -72,7 +72,7 @@ int mh_pv_i64(const struct mh_pv *v, int64_t *out)
     return 0;
 }
 
-int mh_pv_u64(const struct mh_pv *v, uint64_t *out)
+int mh__pv_u64(const struct mh_pv *v, uint64_t *out)
 {
     if (v && (v->type == MH_PV_INT || v->type == MH_PV_BOOL)) {
         if (v->u.i < 0)
@@ -86,20 +86,20 @@ int mh_pv_u64(const struct mh_pv *v, uint64_t *out)
     return 0;
 }
 
-int mh_pv_f64(const struct mh_pv *v, double *out)
+int mh__pv_f64(const struct mh_pv *v, double *out)
 {
     if (v && v->type == MH_PV_FLOAT) {
         *out = v->u.f;
         return 0;
     }
     int64_t i;
-    if (mh_pv_i64(v, &i))
+    if (mh__pv_i64(v, &i))
         return MH_EFORMAT;
     *out = (double)i;
     return 0;
 }
 
-int mh_pv_bool(const struct mh_pv *v, int *out)
+int mh__pv_bool(const struct mh_pv *v, int *out)
 {
     if (!v || (v->type != MH_PV_BOOL && v->type != MH_PV_INT))
         return MH_EFORMAT;
@@ -107,7 +107,7 @@ int mh_pv_bool(const struct mh_pv *v, int *out)
     return 0;
 }
 
-const char *mh_pv_type_name(const struct mh_pv *v)
+const char *mh__pv_type_name(const struct mh_pv *v)
 {
     static const char *const names[] = {"None",  "bool",  "int",  "int",  "float", "str",
                                         "bytes", "tuple", "list", "dict", "set",   "frozenset"};

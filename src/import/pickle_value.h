@@ -47,22 +47,22 @@ struct mh_pv {
 };
 
 /* Number of items of a container (pairs count twice for dicts); 0 otherwise. */
-size_t mh_pv_len(const struct mh_pv *v);
+size_t mh__pv_len(const struct mh_pv *v);
 /* Item i of a tuple, list or set; NULL when out of range or not a sequence. */
-const struct mh_pv *mh_pv_at(const struct mh_pv *v, size_t i);
+const struct mh_pv *mh__pv_at(const struct mh_pv *v, size_t i);
 /* Value for a str key in a dict (the last one wins, as in Python); NULL if
  * absent or `d` is not a dict. */
-const struct mh_pv *mh_pv_get(const struct mh_pv *d, const char *key);
+const struct mh_pv *mh__pv_get(const struct mh_pv *d, const char *key);
 
-int mh_pv_is_seq(const struct mh_pv *v); /* tuple or list */
-int mh_pv_is_str(const struct mh_pv *v, const char *text);
+int mh__pv_is_seq(const struct mh_pv *v); /* tuple or list */
+int mh__pv_is_str(const struct mh_pv *v, const char *text);
 /* Conversions return 0, or MH_EFORMAT when the value has another type or
  * does not fit. Bools count as ints (as in Python). */
-int mh_pv_i64(const struct mh_pv *v, int64_t *out);
-int mh_pv_u64(const struct mh_pv *v, uint64_t *out);
-int mh_pv_f64(const struct mh_pv *v, double *out); /* float or int */
-int mh_pv_bool(const struct mh_pv *v, int *out);   /* bool or int */
+int mh__pv_i64(const struct mh_pv *v, int64_t *out);
+int mh__pv_u64(const struct mh_pv *v, uint64_t *out);
+int mh__pv_f64(const struct mh_pv *v, double *out); /* float or int */
+int mh__pv_bool(const struct mh_pv *v, int *out);   /* bool or int */
 /* Name of a type for error messages ("dict", "str", ...). */
-const char *mh_pv_type_name(const struct mh_pv *v);
+const char *mh__pv_type_name(const struct mh_pv *v);
 
 #endif

@@ -40,10 +40,10 @@ static int visit(struct mh__imp *im, const struct mh_pv *v, const char *path)
 static int need_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, const char *path,
                     uint64_t *out)
 {
-    const struct mh_pv *v = mh_pv_get(d, key);
-    if (!v || mh_pv_u64(v, out))
+    const struct mh_pv *v = mh__pv_get(d, key);
+    if (!v || mh__pv_u64(v, out))
         return mh__imp_fail(im, MH_EFORMAT, "%s: '%s' is %s, expected a non-negative int", path,
-                            key, v ? mh_pv_type_name(v) : "missing");
+                            key, v ? mh__pv_type_name(v) : "missing");
     return 0;
 }
 
@@ -52,19 +52,19 @@ static int need_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, 
 static int opt_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, const char *path,
                    uint64_t dflt, uint64_t *out)
 {
-    const struct mh_pv *v = mh_pv_get(d, key);
+    const struct mh_pv *v = mh__pv_get(d, key);
     int64_t i;
     *out = dflt;
     if (!v || v->type == MH_PV_NONE)
         return 0;
-    if (mh_pv_u64(v, out) == 0)
+    if (mh__pv_u64(v, out) == 0)
         return 0;
-    if (mh_pv_i64(v, &i) == 0) {
+    if (mh__pv_i64(v, &i) == 0) {
         *out = (uint64_t)i;
         return 0;
     }
     return mh__imp_fail(im, MH_EFORMAT, "%s: '%s' is %s, expected an int", path, key,
-                        mh_pv_type_name(v));
+                        mh__pv_type_name(v));
 }
 
 static int pool_id(struct mh__imp *im, const struct mh_pv *v, const char *path, uint32_t pool[2])
@@ -73,8 +73,8 @@ static int pool_id(struct mh__imp *im, const struct mh_pv *v, const char *path, 
     if (!v || v->type == MH_PV_NONE)
         return 0;
     uint64_t a, b;
-    if (!mh_pv_is_seq(v) || v->n != 2 || mh_pv_u64(mh_pv_at(v, 0), &a) ||
-        mh_pv_u64(mh_pv_at(v, 1), &b) || a > UINT32_MAX || b > UINT32_MAX)
+    if (!mh__pv_is_seq(v) || v->n != 2 || mh__pv_u64(mh__pv_at(v, 0), &a) ||
+        mh__pv_u64(mh__pv_at(v, 1), &b) || a > UINT32_MAX || b > UINT32_MAX)
         return mh__imp_fail(im, MH_EFORMAT, "%s: pool id is not a pair of ints", path);
     pool[0] = (uint32_t)a;
     pool[1] = (uint32_t)b;
@@ -95,10 +95,10 @@ static int conv_frame(struct mh__imp *im, const struct mh_pv *f, const char *pat
 {
     if (mh__ptrmap_get(im->frame_ids, f, id) == 0)
         return 0;
-    const struct mh_pv *file = mh_pv_get(f, "filename"), *name = mh_pv_get(f, "name");
+    const struct mh_pv *file = mh__pv_get(f, "filename"), *name = mh__pv_get(f, "name");
     int64_t line = 0;
     if (!file || file->type != MH_PV_STR || !name || name->type != MH_PV_STR ||
-        (mh_pv_get(f, "line") && mh_pv_i64(mh_pv_get(f, "line"), &line)))
+        (mh__pv_get(f, "line") && mh__pv_i64(mh__pv_get(f, "line"), &line)))
         return mh__imp_fail(im, MH_EFORMAT,
                             "%s: a frame needs str 'filename' and 'name' and an int 'line'", path);
     char *fs = dup_str(file), *ns = dup_str(name);
@@ -120,9 +120,9 @@ static int conv_frames(struct mh__imp *im, const struct mh_pv *list, const char 
     *stack = 0;
     if (!list || list->type == MH_PV_NONE)
         return 0;
-    if (!mh_pv_is_seq(list))
+    if (!mh__pv_is_seq(list))
         return mh__imp_fail(im, MH_EFORMAT, "%s: 'frames' is %s, expected a list", path,
-                            mh_pv_type_name(list));
+                            mh__pv_type_name(list));
     if (list->n == 0 || mh__ptrmap_get(im->stack_ids, list, stack) == 0)
         return 0;
     uint32_t *ids = malloc(list->n * sizeof *ids);
@@ -130,10 +130,10 @@ static int conv_frames(struct mh__imp *im, const struct mh_pv *list, const char 
         return MH_ENOMEM;
     int rc = 0;
     for (uint32_t i = 0; i < list->n && !rc; i++) {
-        const struct mh_pv *f = mh_pv_at(list, i);
+        const struct mh_pv *f = mh__pv_at(list, i);
         rc = f->type == MH_PV_DICT
                  ? conv_frame(im, f, path, &ids[i])
-                 : mh__imp_fail(im, MH_EFORMAT, "%s: a frame is %s", path, mh_pv_type_name(f));
+                 : mh__imp_fail(im, MH_EFORMAT, "%s: a frame is %s", path, mh__pv_type_name(f));
     }
     int64_t got = rc ? rc : mh_writer_intern_stack(im->w, ids, list->n);
     free(ids);
@@ -145,11 +145,11 @@ static int conv_frames(struct mh__imp *im, const struct mh_pv *list, const char 
 
 static int block_state(const struct mh_pv *v)
 {
-    if (mh_pv_is_str(v, "active_allocated"))
+    if (mh__pv_is_str(v, "active_allocated"))
         return MH_BLOCK_ALLOCATED;
-    if (mh_pv_is_str(v, "active_pending_free") || mh_pv_is_str(v, "active_awaiting_free"))
+    if (mh__pv_is_str(v, "active_pending_free") || mh__pv_is_str(v, "active_awaiting_free"))
         return MH_BLOCK_PENDING_FREE;
-    if (mh_pv_is_str(v, "inactive"))
+    if (mh__pv_is_str(v, "inactive"))
         return MH_BLOCK_INACTIVE;
     return -1;
 }
@@ -172,12 +172,12 @@ static int push_block(struct mh__imp *im, const struct mh__iblk *b)
 static int block_extra(struct mh__imp *im, const struct mh_pv *b, const char *path,
                        struct mh__iblk *out)
 {
-    const struct mh_pv *hist = mh_pv_get(b, "history");
-    const struct mh_pv *src = b, *frames = mh_pv_get(b, "frames");
+    const struct mh_pv *hist = mh__pv_get(b, "history");
+    const struct mh_pv *src = b, *frames = mh__pv_get(b, "frames");
     const char *req_key = "requested_size";
-    if (!mh_pv_get(b, "requested_size") && mh_pv_is_seq(hist) && hist->n) {
-        src = mh_pv_at(hist, hist->n - 1);
-        frames = mh_pv_get(src, "frames");
+    if (!mh__pv_get(b, "requested_size") && mh__pv_is_seq(hist) && hist->n) {
+        src = mh__pv_at(hist, hist->n - 1);
+        frames = mh__pv_get(src, "frames");
         req_key = "real_size";
         im->info->legacy_history = 1;
     }
@@ -190,15 +190,15 @@ static int conv_blocks(struct mh__imp *im, const struct mh_pv *blocks, const str
 {
     char path[96];
     uint64_t addr = g->address;
-    if (!mh_pv_is_seq(blocks))
+    if (!mh__pv_is_seq(blocks))
         return mh__imp_fail(im, MH_EFORMAT, "%s: 'blocks' is %s, expected a list", spath,
-                            mh_pv_type_name(blocks));
+                            mh__pv_type_name(blocks));
     for (uint32_t i = 0; i < blocks->n; i++) {
-        const struct mh_pv *b = mh_pv_at(blocks, i);
+        const struct mh_pv *b = mh__pv_at(blocks, i);
         snprintf(path, sizeof path, "%s.blocks[%u]", spath, i);
         if (b->type != MH_PV_DICT)
             return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path,
-                                mh_pv_type_name(b));
+                                mh__pv_type_name(b));
         struct mh__iblk blk;
         memset(&blk, 0, sizeof blk);
         int rc = visit(im, b, path);
@@ -206,7 +206,7 @@ static int conv_blocks(struct mh__imp *im, const struct mh_pv *blocks, const str
             rc = need_u64(im, b, "size", path, &blk.size);
         if (rc)
             return rc;
-        int st = block_state(mh_pv_get(b, "state"));
+        int st = block_state(mh__pv_get(b, "state"));
         if (st < 0)
             return mh__imp_fail(im, MH_EFORMAT, "%s: unknown block state", path);
         blk.state = (uint8_t)st;
@@ -231,7 +231,7 @@ static int conv_segment(struct mh__imp *im, const struct mh_pv *s, uint32_t i)
     char path[48];
     snprintf(path, sizeof path, "segments[%u]", i);
     if (!s || s->type != MH_PV_DICT)
-        return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path, mh_pv_type_name(s));
+        return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path, mh__pv_type_name(s));
     struct mh__iseg g;
     memset(&g, 0, sizeof g);
     uint64_t dev;
@@ -248,19 +248,19 @@ static int conv_segment(struct mh__imp *im, const struct mh_pv *s, uint32_t i)
     if (!rc)
         rc = opt_u64(im, s, "stream", path, 0, &g.stream);
     if (!rc)
-        rc = pool_id(im, mh_pv_get(s, "segment_pool_id"), path, g.pool);
+        rc = pool_id(im, mh__pv_get(s, "segment_pool_id"), path, g.pool);
     if (!rc)
-        rc = conv_frames(im, mh_pv_get(s, "frames"), path, &g.stack);
+        rc = conv_frames(im, mh__pv_get(s, "frames"), path, &g.stack);
     if (rc)
         return rc;
     g.device = (int)dev;
-    const struct mh_pv *type = mh_pv_get(s, "segment_type");
-    g.small = type ? mh_pv_is_str(type, "small") : g.size == SMALL_SEGMENT;
-    if (mh_pv_get(s, "is_expandable"))
-        mh_pv_bool(mh_pv_get(s, "is_expandable"), &expandable);
+    const struct mh_pv *type = mh__pv_get(s, "segment_type");
+    g.small = type ? mh__pv_is_str(type, "small") : g.size == SMALL_SEGMENT;
+    if (mh__pv_get(s, "is_expandable"))
+        mh__pv_bool(mh__pv_get(s, "is_expandable"), &expandable);
     g.expandable = (uint8_t)expandable;
     im->segs[im->nsegs++] = g;
-    const struct mh_pv *blocks = mh_pv_get(s, "blocks");
+    const struct mh_pv *blocks = mh__pv_get(s, "blocks");
     if (!blocks)
         return mh__imp_fail(im, MH_EFORMAT, "%s: 'blocks' missing", path);
     if ((rc = visit(im, blocks, path)))
@@ -272,14 +272,14 @@ static int conv_segments(struct mh__imp *im, const struct mh_pv *segs)
 {
     if (!segs || segs->type == MH_PV_NONE)
         return 0;
-    if (!mh_pv_is_seq(segs))
+    if (!mh__pv_is_seq(segs))
         return mh__imp_fail(im, MH_EFORMAT, "'segments' is %s, expected a list",
-                            mh_pv_type_name(segs));
+                            mh__pv_type_name(segs));
     im->segs = calloc(segs->n ? segs->n : 1, sizeof *im->segs);
     if (!im->segs)
         return MH_ENOMEM;
     for (uint32_t i = 0; i < segs->n; i++) {
-        int rc = conv_segment(im, mh_pv_at(segs, i), i);
+        int rc = conv_segment(im, mh__pv_at(segs, i), i);
         if (rc)
             return rc;
     }
@@ -289,19 +289,19 @@ static int conv_segments(struct mh__imp *im, const struct mh_pv *segs)
 
 int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root)
 {
-    if (mh_pv_is_seq(root)) /* the oldest form: a bare list of segments */
+    if (mh__pv_is_seq(root)) /* the oldest form: a bare list of segments */
         return conv_segments(im, root);
     if (!root || root->type != MH_PV_DICT)
         return mh__imp_fail(im, MH_EFORMAT, "the pickle holds %s, not a snapshot dict",
-                            mh_pv_type_name(root));
-    if (!mh_pv_get(root, "segments") && !mh_pv_get(root, "device_traces"))
+                            mh__pv_type_name(root));
+    if (!mh__pv_get(root, "segments") && !mh__pv_get(root, "device_traces"))
         return mh__imp_fail(im, MH_EFORMAT,
                             "not a memory snapshot: no 'segments' or 'device_traces'");
-    int rc = conv_segments(im, mh_pv_get(root, "segments"));
+    int rc = conv_segments(im, mh__pv_get(root, "segments"));
     if (!rc)
-        rc = mh__imp_convert_traces(im, mh_pv_get(root, "device_traces"));
+        rc = mh__imp_convert_traces(im, mh__pv_get(root, "device_traces"));
     if (!rc)
-        rc = mh__imp_convert_notes(im, mh_pv_get(root, "external_annotations"));
+        rc = mh__imp_convert_notes(im, mh__pv_get(root, "external_annotations"));
     return rc;
 }
 

@@ -171,7 +171,7 @@ static int settings_meta(struct mh__imp *im, const struct mh_pv *set)
 {
     struct mh_alloc_conf conf;
     memset(&conf, 0, sizeof conf);
-    const struct mh_pv *text = mh_pv_get(set, "PYTORCH_CUDA_ALLOC_CONF");
+    const struct mh_pv *text = mh__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF");
     if (text && text->type == MH_PV_STR && text->n < 4096) {
         char buf[4096];
         memcpy(buf, text->u.s, text->n);
@@ -182,20 +182,20 @@ static int settings_meta(struct mh__imp *im, const struct mh_pv *set)
     int64_t v;
     double f;
     int b;
-    if (mh_pv_i64(mh_pv_get(set, "max_split_size"), &v) == 0)
+    if (mh__pv_i64(mh__pv_get(set, "max_split_size"), &v) == 0)
         conf.max_split_size = v < 0 ? 0 : (uint64_t)v;
-    if (mh_pv_f64(mh_pv_get(set, "garbage_collection_threshold"), &f) == 0 && f > 0 && f < 1)
+    if (mh__pv_f64(mh__pv_get(set, "garbage_collection_threshold"), &f) == 0 && f > 0 && f < 1)
         conf.garbage_collection_threshold = f;
-    if (mh_pv_bool(mh_pv_get(set, "expandable_segments"), &b) == 0)
+    if (mh__pv_bool(mh__pv_get(set, "expandable_segments"), &b) == 0)
         conf.expandable_segments = b;
-    const struct mh_pv *div = mh_pv_get(set, "roundup_power2_divisions");
+    const struct mh_pv *div = mh__pv_get(set, "roundup_power2_divisions");
     for (int i = 0; i < 16 && div; i++) {
         char key[8];
         snprintf(key, sizeof key, "%u", 1u << i);
-        if (mh_pv_i64(mh_pv_get(div, key), &v) == 0 && v >= 0 && v <= 1 << 16)
+        if (mh__pv_i64(mh__pv_get(div, key), &v) == 0 && v >= 0 && v <= 1 << 16)
             conf.roundup_power2_divisions[i] = (uint32_t)v;
     }
-    if (mh_pv_bool(mh_pv_get(set, "trace_alloc_overflowed"), &b) == 0 && b)
+    if (mh__pv_bool(mh__pv_get(set, "trace_alloc_overflowed"), &b) == 0 && b)
         im->info->overflowed = 1;
     char out[1024];
     mh_alloc_conf_format(&conf, out, sizeof out);
@@ -205,10 +205,10 @@ static int settings_meta(struct mh__imp *im, const struct mh_pv *set)
 static int write_meta(struct mh__imp *im, const struct mh_pv *root)
 {
     int rc = 0;
-    const struct mh_pv *set = mh_pv_get(root, "allocator_settings");
+    const struct mh_pv *set = mh__pv_get(root, "allocator_settings");
     if (set && set->type == MH_PV_DICT)
         rc = settings_meta(im, set);
-    const struct mh_pv *ver = mh_pv_get(root, "torch_version");
+    const struct mh_pv *ver = mh__pv_get(root, "torch_version");
     if (!rc && ver && ver->type == MH_PV_STR && ver->n < 64) {
         char buf[64];
         memcpy(buf, ver->u.s, ver->n);
@@ -250,24 +250,24 @@ void mh__imp_free(struct mh__imp *im)
     mh__ptrmap_free(im->stack_ids);
 }
 
-int mh_snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                       struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen)
+int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
+                        struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen)
 {
     memset(info, 0, sizeof *info);
     if (err && errlen)
         err[0] = '\0';
     struct mh_pickle_doc *doc;
-    int rc = mh_pickle_parse(data, len, lim, &doc, err, errlen);
+    int rc = mh__pickle_parse(data, len, lim, &doc, err, errlen);
     if (rc < 0)
         return rc;
-    info->protocol = mh_pickle_doc_protocol(doc);
+    info->protocol = mh__pickle_doc_protocol(doc);
     struct mh__imp im;
     memset(&im, 0, sizeof im);
     im.w = w;
     im.info = info;
     im.err = err;
     im.errlen = errlen;
-    const struct mh_pv *root = mh_pickle_doc_root(doc);
+    const struct mh_pv *root = mh__pickle_doc_root(doc);
     rc = mh__imp_convert(&im, root);
     if (!rc)
         rc = write_meta(&im, root);
@@ -278,6 +278,6 @@ int mh_snapshot_import(const void *data, size_t len, const struct mh_pickle_limi
     if (rc == MH_ENOMEM && err && errlen && !err[0])
         snprintf(err, errlen, "%s", mh_strerror(rc));
     mh__imp_free(&im);
-    mh_pickle_doc_free(doc);
+    mh__pickle_doc_free(doc);
     return rc;
 }

@@ -38,7 +38,7 @@ struct mh_import_info {
  * with source "imported" and closes it). `lim` may be NULL. On failure returns
  * a negative MH_E* code with a one-line message in err (parse errors name the
  * opcode and offset, schema errors the path, e.g. "segments[2].blocks[0]"). */
-int mh_snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                       struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen);
+int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
+                        struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen);
 
 #endif

@@ -148,12 +148,12 @@ static size_t dict_text(const struct mh_pv *d, char *buf, size_t cap)
         const char *ks = k->type == MH_PV_STR ? k->u.s : "?";
         if (v->type == MH_PV_STR)
             w = snprintf(buf + used, cap - used, "%s%.*s: %.*s", sep, kl, ks, (int)v->n, v->u.s);
-        else if (mh_pv_i64(v, &iv) == 0)
+        else if (mh__pv_i64(v, &iv) == 0)
             w = snprintf(buf + used, cap - used, "%s%.*s: %lld", sep, kl, ks, (long long)iv);
-        else if (mh_pv_f64(v, &fv) == 0)
+        else if (mh__pv_f64(v, &fv) == 0)
             w = snprintf(buf + used, cap - used, "%s%.*s: %g", sep, kl, ks, fv);
         else
-            w = snprintf(buf + used, cap - used, "%s%.*s: <%s>", sep, kl, ks, mh_pv_type_name(v));
+            w = snprintf(buf + used, cap - used, "%s%.*s: <%s>", sep, kl, ks, mh__pv_type_name(v));
         if (w < 0)
             break;
         used += (size_t)w;
@@ -213,14 +213,14 @@ static int conv_entry(struct mh__imp *im, const struct mh_pv *d, const char *pat
     memset(e, 0, sizeof *e);
     e->phase_hint = -1;
     e->step_hint = INT64_MIN;
-    int kind = entry_kind(mh_pv_get(d, "action"));
+    int kind = entry_kind(mh__pv_get(d, "action"));
     if (kind < 0)
         return 1; /* annotate, or an action this version does not know: skipped */
     e->kind = (uint8_t)kind;
     const char *addr_key =
-        kind == MH_EV_OOM && mh_pv_get(d, "device_free") ? "device_free" : "addr";
+        kind == MH_EV_OOM && mh__pv_get(d, "device_free") ? "device_free" : "addr";
     uint64_t us = 0;
-    const struct mh_pv *t = mh_pv_get(d, "time_us"), *cc = mh_pv_get(d, "compile_context");
+    const struct mh_pv *t = mh__pv_get(d, "time_us"), *cc = mh__pv_get(d, "compile_context");
     int rc = mh__imp_opt_u64(im, d, addr_key, path, 0, &e->addr);
     if (!rc)
         rc = mh__imp_opt_u64(im, d, "size", path, 0, &e->size);
@@ -229,16 +229,16 @@ static int conv_entry(struct mh__imp *im, const struct mh_pv *d, const char *pat
     if (!rc)
         rc = mh__imp_opt_u64(im, d, "time_us", path, 0, &us);
     if (!rc)
-        rc = mh__imp_frames(im, mh_pv_get(d, "frames"), path, &e->stack);
-    if (!rc && mh_pv_get(d, "pool_id")) {
-        rc = mh__imp_pool(im, mh_pv_get(d, "pool_id"), path, e->pool);
+        rc = mh__imp_frames(im, mh__pv_get(d, "frames"), path, &e->stack);
+    if (!rc && mh__pv_get(d, "pool_id")) {
+        rc = mh__imp_pool(im, mh__pv_get(d, "pool_id"), path, e->pool);
         e->has_pool = 1;
     }
     if (!rc)
-        rc = user_metadata(im, mh_pv_get(d, "user_metadata"), e);
+        rc = user_metadata(im, mh__pv_get(d, "user_metadata"), e);
     if (rc)
         return rc;
-    if (cc && cc->type == MH_PV_STR && cc->n && !mh_pv_is_str(cc, "N/A")) {
+    if (cc && cc->type == MH_PV_STR && cc->n && !mh__pv_is_str(cc, "N/A")) {
         int64_t id = mh_writer_intern_string(im->w, cc->u.s, cc->n);
         if (id < 0)
             return (int)id;
@@ -268,9 +268,9 @@ static int conv_trace(struct mh__imp *im, const struct mh_pv *list, int dev)
     snprintf(path, sizeof path, "device_traces[%d]", dev);
     if (!list || list->type == MH_PV_NONE)
         return 0;
-    if (!mh_pv_is_seq(list))
+    if (!mh__pv_is_seq(list))
         return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a list", path,
-                            mh_pv_type_name(list));
+                            mh__pv_type_name(list));
     int rc = mh__imp_visit(im, list, path);
     struct mh__itrace *t = &im->traces[dev];
     t->e = malloc((list->n ? list->n : 1) * sizeof *t->e);
@@ -278,11 +278,11 @@ static int conv_trace(struct mh__imp *im, const struct mh_pv *list, int dev)
     if (!t->e || !timed)
         rc = rc ? rc : MH_ENOMEM;
     for (uint32_t i = 0; i < list->n && !rc; i++) {
-        const struct mh_pv *d = mh_pv_at(list, i);
+        const struct mh_pv *d = mh__pv_at(list, i);
         snprintf(path, sizeof path, "device_traces[%d][%u]", dev, i);
         if (d->type != MH_PV_DICT) {
-            rc =
-                mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path, mh_pv_type_name(d));
+            rc = mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path,
+                              mh__pv_type_name(d));
             break;
         }
         int has_time = 0;
@@ -307,9 +307,9 @@ int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces)
 {
     if (!traces || traces->type == MH_PV_NONE)
         return 0;
-    if (!mh_pv_is_seq(traces))
+    if (!mh__pv_is_seq(traces))
         return mh__imp_fail(im, MH_EFORMAT, "'device_traces' is %s, expected a list",
-                            mh_pv_type_name(traces));
+                            mh__pv_type_name(traces));
     if (traces->n > MAX_DEVICES)
         return mh__imp_fail(im, MH_ELIMIT, "'device_traces' lists %u devices", traces->n);
     im->ndev = (int)traces->n;
@@ -318,7 +318,7 @@ int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces)
     if (!im->traces)
         return MH_ENOMEM;
     for (uint32_t d = 0; d < traces->n; d++) {
-        int rc = conv_trace(im, mh_pv_at(traces, d), (int)d);
+        int rc = conv_trace(im, mh__pv_at(traces, d), (int)d);
         if (rc)
             return rc;
     }
@@ -329,17 +329,17 @@ int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces)
 
 static int conv_note(struct mh__imp *im, const struct mh_pv *d, struct mh__inote *n)
 {
-    const struct mh_pv *name = mh_pv_get(d, "name"), *stage = mh_pv_get(d, "stage");
+    const struct mh_pv *name = mh__pv_get(d, "name"), *stage = mh__pv_get(d, "stage");
     uint64_t us, dev;
     memset(n, 0, sizeof n[0]);
-    if (!name || name->type != MH_PV_STR || !stage || !mh_pv_get(d, "time_us") ||
-        mh_pv_u64(mh_pv_get(d, "time_us"), &us) || us > UINT64_MAX / 1000)
+    if (!name || name->type != MH_PV_STR || !stage || !mh__pv_get(d, "time_us") ||
+        mh__pv_u64(mh__pv_get(d, "time_us"), &us) || us > UINT64_MAX / 1000)
         return 1;
-    n->begin = mh_pv_is_str(stage, "START");
-    if (!n->begin && !mh_pv_is_str(stage, "END"))
+    n->begin = mh__pv_is_str(stage, "START");
+    if (!n->begin && !mh__pv_is_str(stage, "END"))
         return 1;
     n->time_ns = us * 1000;
-    n->device = mh_pv_u64(mh_pv_get(d, "device"), &dev) == 0 && dev < MAX_DEVICES ? (int)dev : 0;
+    n->device = mh__pv_u64(mh__pv_get(d, "device"), &dev) == 0 && dev < MAX_DEVICES ? (int)dev : 0;
     char text[32];
     if (name->n > 5 && name->n < sizeof text && memcmp(name->u.s, "step ", 5) == 0) {
         memcpy(text, name->u.s, name->n);
@@ -361,13 +361,13 @@ static int conv_note(struct mh__imp *im, const struct mh_pv *d, struct mh__inote
 
 int mh__imp_convert_notes(struct mh__imp *im, const struct mh_pv *notes)
 {
-    if (!mh_pv_is_seq(notes))
+    if (!mh__pv_is_seq(notes))
         return 0;
     im->notes = calloc(notes->n ? notes->n : 1, sizeof *im->notes);
     if (!im->notes)
         return MH_ENOMEM;
     for (uint32_t i = 0; i < notes->n; i++) {
-        const struct mh_pv *d = mh_pv_at(notes, i);
+        const struct mh_pv *d = mh__pv_at(notes, i);
         if (d->type != MH_PV_DICT)
             continue;
         int rc = conv_note(im, d, &im->notes[im->nnotes]);

@@ -13,7 +13,7 @@
 #include "memhist/error.h"
 #include "sim_replay.h"
 
-int mh_sim_is_allocator_kind(unsigned kind)
+int mh__sim_is_allocator_kind(unsigned kind)
 {
     return kind <= MH_EV_OOM;
 }
@@ -97,7 +97,7 @@ struct replay {
 static int on_sim_event(void *user, const struct mh_event *e)
 {
     struct replay *rp = user;
-    if (mh_sim_is_allocator_kind(e->kind)) {
+    if (mh__sim_is_allocator_kind(e->kind)) {
         if (rp->sim_pos < rp->nrec_alloc) {
             const struct mh_event *r = rp->rec_alloc[rp->sim_pos];
             if (r->kind == e->kind && r->size == e->size &&
@@ -142,7 +142,7 @@ static int prepare(struct replay *rp)
     int rc = ordinal && rp->deferred && rp->rec_seg && rp->rec_alloc ? 0 : MH_ENOMEM;
     for (size_t i = 0; i < rp->n && rc == 0; i++) {
         const struct mh_event *e = &rp->ev[i];
-        if (!mh_sim_is_allocator_kind(e->kind))
+        if (!mh__sim_is_allocator_kind(e->kind))
             continue;
         ordinal[i] = ++ord;
         rp->rec_alloc[rp->nrec_alloc++] = e;
@@ -176,7 +176,7 @@ static int next_request_fits(const struct replay *rp, size_t j)
     if (j == rp->n)
         return 1;
     struct mh_sim_stats st;
-    mh_sim_stats(rp->sim, &st);
+    mh__sim_stats(rp->sim, &st);
     uint64_t need = mh_allocation_size(c, mh_round_size(c, rp->ev[j].size));
     uint64_t cap = rp->o->capacity;
     if (cap && c->memory_fraction > 0 && c->memory_fraction <= 1.0)
@@ -192,7 +192,7 @@ static int is_empty_cache(const struct replay *rp, size_t i)
 {
     for (size_t j = i; j < rp->n; j++) {
         unsigned k = rp->ev[j].kind;
-        if (!mh_sim_is_allocator_kind(k) || k == MH_EV_SEGMENT_FREE || k == MH_EV_SEGMENT_UNMAP ||
+        if (!mh__sim_is_allocator_kind(k) || k == MH_EV_SEGMENT_FREE || k == MH_EV_SEGMENT_UNMAP ||
             k == MH_EV_FREE_COMPLETED)
             continue;
         if (k == MH_EV_SEGMENT_ALLOC || k == MH_EV_SEGMENT_MAP || k == MH_EV_OOM)
@@ -207,7 +207,7 @@ static int run_alloc(struct replay *rp, size_t i)
     const struct mh_event *e = &rp->ev[i];
     uint64_t addr = 0;
     rp->res->requests++;
-    int rc = mh_sim_malloc(rp->sim, e->size, e->stream, e->stack, e->str, &addr);
+    int rc = mh__sim_malloc(rp->sim, e->size, e->stream, e->stack, e->str, &addr);
     if (rc == MH_EOOM_SIM && e->kind == MH_EV_ALLOC) {
         rp->res->oom = 1;
         rp->res->oom_index = i;
@@ -218,7 +218,7 @@ static int run_alloc(struct replay *rp, size_t i)
     if (rc < 0)
         return rc;
     if (e->kind == MH_EV_OOM) /* succeeded where the recording failed: drop it again */
-        return mh_sim_free_block(rp->sim, addr, 0, 0, 0);
+        return mh__sim_free_block(rp->sim, addr, 0, 0, 0);
     return aput(&rp->addr, e->addr, addr);
 }
 
@@ -226,10 +226,10 @@ static int run_event(struct replay *rp, size_t i, int *in_release)
 {
     const struct mh_event *e = &rp->ev[i];
     uint64_t addr;
-    mh_sim_set_time(rp->sim, e->time_ns);
+    mh__sim_set_time(rp->sim, e->time_ns);
     int release = e->kind == MH_EV_SEGMENT_FREE || e->kind == MH_EV_SEGMENT_UNMAP;
     int was = *in_release;
-    if (mh_sim_is_allocator_kind(e->kind) && e->kind != MH_EV_FREE_COMPLETED)
+    if (mh__sim_is_allocator_kind(e->kind) && e->kind != MH_EV_FREE_COMPLETED)
         *in_release = release;
     switch (e->kind) {
     case MH_EV_ALLOC:
@@ -237,7 +237,7 @@ static int run_event(struct replay *rp, size_t i, int *in_release)
         return run_alloc(rp, i);
     case MH_EV_FREE_REQUESTED:
         addr = aget(&rp->addr, e->addr);
-        if (!addr || mh_sim_free_block(rp->sim, addr, e->stack, rp->deferred[i], UINT64_MAX) ==
+        if (!addr || mh__sim_free_block(rp->sim, addr, e->stack, rp->deferred[i], UINT64_MAX) ==
                          MH_ENOTFOUND) {
             rp->res->unknown_frees++;
             return 0;
@@ -246,13 +246,13 @@ static int run_event(struct replay *rp, size_t i, int *in_release)
     case MH_EV_FREE_COMPLETED:
         addr = aget(&rp->addr, e->addr);
         if (addr)
-            mh_sim_mark_ready(rp->sim, addr);
+            mh__sim_mark_ready(rp->sim, addr);
         return 0;
     case MH_EV_SEGMENT_FREE:
     case MH_EV_SEGMENT_UNMAP:
         if (!was && is_empty_cache(rp, i)) {
             rp->res->empty_caches++;
-            return mh_sim_empty_cache(rp->sim);
+            return mh__sim_empty_cache(rp->sim);
         }
         return 0;
     case MH_EV_SEGMENT_ALLOC:
@@ -260,12 +260,12 @@ static int run_event(struct replay *rp, size_t i, int *in_release)
     case MH_EV_SNAPSHOT:
         return 0;
     default:
-        return mh_sim_emit(rp->sim, e);
+        return mh__sim_emit(rp->sim, e);
     }
 }
 
-int mh_sim_replay(const struct mh_event *events, size_t n, const struct mh_sim_replay_opts *opts,
-                  struct mh_sim_replay_result *res)
+int mh__sim_replay(const struct mh_event *events, size_t n, const struct mh_sim_replay_opts *opts,
+                   struct mh_sim_replay_result *res)
 {
     struct replay rp = {.ev = events, .n = n, .o = opts, .res = res};
     memset(res, 0, sizeof *res);
@@ -278,13 +278,13 @@ int mh_sim_replay(const struct mh_event *events, size_t n, const struct mh_sim_r
         so.addr_user = &rp;
     }
     if (rc == 0)
-        rc = mh_sim_new(&so, &rp.sim);
+        rc = mh__sim_new(&so, &rp.sim);
     int in_release = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = run_event(&rp, i, &in_release);
     if (rc > 0)
         rc = 0;
-    mh_sim_free(rp.sim);
+    mh__sim_free(rp.sim);
     free(rp.addr.k);
     free(rp.addr.v);
     free(rp.deferred);

@@ -37,10 +37,10 @@ struct mh_sim_replay_result {
 /* Replays `events` (one device, file order; non-allocator events such as
  * steps and phases pass through). Returns 0 (also when it stopped on a
  * what-if OOM) or a negative error. */
-int mh_sim_replay(const struct mh_event *events, size_t n, const struct mh_sim_replay_opts *opts,
-                  struct mh_sim_replay_result *res);
+int mh__sim_replay(const struct mh_event *events, size_t n, const struct mh_sim_replay_opts *opts,
+                   struct mh_sim_replay_result *res);
 
 /* 1 for the kinds the caching allocator emits (alloc ... oom). */
-int mh_sim_is_allocator_kind(unsigned kind);
+int mh__sim_is_allocator_kind(unsigned kind);
 
 #endif

@@ -24,7 +24,7 @@ static uint64_t walk(const struct mh_pv *v, int depth)
     if (v->type == MH_PV_STR || v->type == MH_PV_BYTES || v->type == MH_PV_BIGINT)
         for (uint32_t i = 0; i < v->n && i < 64; i++)
             sum += (unsigned char)v->u.s[i];
-    size_t n = mh_pv_len(v);
+    size_t n = mh__pv_len(v);
     for (size_t i = 0; i < n && i < 4096; i++)
         sum += walk(v->u.items[i], depth + 1);
     return sum;
@@ -35,15 +35,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct mh_pickle_limits lim = {64ull << 20, 0};
     struct mh_pickle_doc *doc = NULL;
     char err[256];
-    if (mh_pickle_parse(data, size, &lim, &doc, err, sizeof err) == 0) {
-        volatile uint64_t sink = walk(mh_pickle_doc_root(doc), 0);
+    if (mh__pickle_parse(data, size, &lim, &doc, err, sizeof err) == 0) {
+        volatile uint64_t sink = walk(mh__pickle_doc_root(doc), 0);
         (void)sink;
-        mh_pickle_doc_free(doc);
+        mh__pickle_doc_free(doc);
         struct mh_writer_opts o = {"imported", 0};
         struct mh_writer *w;
         if (mh_writer_open_mem(&o, &w) == 0) {
             struct mh_import_info info;
-            mh_snapshot_import(data, size, &lim, w, &info, err, sizeof err);
+            mh__snapshot_import(data, size, &lim, w, &info, err, sizeof err);
             mh_writer_close(w);
             mh_writer_free_mem(w);
         }

@@ -20,29 +20,29 @@ struct mh_json {
     int after_key;
 };
 
-void mh_json_init(struct mh_json *j, struct mh_sink *sink, int pretty);
-void mh_json_begin_object(struct mh_json *j);
-void mh_json_end_object(struct mh_json *j);
-void mh_json_begin_array(struct mh_json *j);
-void mh_json_end_array(struct mh_json *j);
+void mh__json_init(struct mh_json *j, struct mh_sink *sink, int pretty);
+void mh__json_begin_object(struct mh_json *j);
+void mh__json_end_object(struct mh_json *j);
+void mh__json_begin_array(struct mh_json *j);
+void mh__json_end_array(struct mh_json *j);
 /* Object key; the next call writes its value. */
-void mh_json_key(struct mh_json *j, const char *key);
-void mh_json_string(struct mh_json *j, const char *s); /* NULL writes null */
-void mh_json_int(struct mh_json *j, int64_t v);
-void mh_json_uint(struct mh_json *j, uint64_t v);
+void mh__json_key(struct mh_json *j, const char *key);
+void mh__json_string(struct mh_json *j, const char *s); /* NULL writes null */
+void mh__json_int(struct mh_json *j, int64_t v);
+void mh__json_uint(struct mh_json *j, uint64_t v);
 /* Finite doubles with up to `decimals` decimals; NaN/inf become null. */
-void mh_json_double(struct mh_json *j, double v, int decimals);
-void mh_json_bool(struct mh_json *j, int v);
-void mh_json_null(struct mh_json *j);
+void mh__json_double(struct mh_json *j, double v, int decimals);
+void mh__json_bool(struct mh_json *j, int v);
+void mh__json_null(struct mh_json *j);
 /* Writes `text` verbatim as one value (it must be valid JSON). */
-void mh_json_raw(struct mh_json *j, const char *text);
+void mh__json_raw(struct mh_json *j, const char *text);
 /* Shorthands for a key followed by a value. */
-void mh_json_kv_string(struct mh_json *j, const char *key, const char *s);
-void mh_json_kv_int(struct mh_json *j, const char *key, int64_t v);
-void mh_json_kv_uint(struct mh_json *j, const char *key, uint64_t v);
-void mh_json_kv_double(struct mh_json *j, const char *key, double v, int decimals);
-void mh_json_kv_bool(struct mh_json *j, const char *key, int v);
+void mh__json_kv_string(struct mh_json *j, const char *key, const char *s);
+void mh__json_kv_int(struct mh_json *j, const char *key, int64_t v);
+void mh__json_kv_uint(struct mh_json *j, const char *key, uint64_t v);
+void mh__json_kv_double(struct mh_json *j, const char *key, double v, int decimals);
+void mh__json_kv_bool(struct mh_json *j, const char *key, int v);
 /* Writes the JSON string escape of `s` (with quotes) to any sink. */
-void mh_json_write_escaped(struct mh_sink *sink, const char *s);
+void mh__json_write_escaped(struct mh_sink *sink, const char *s);
 
 #endif

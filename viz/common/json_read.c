@@ -177,8 +177,8 @@ static int scan_value(struct scanner *s, int depth, struct mh_jr_value *out)
     return rc;
 }
 
-int mh_jr_parse(struct mh_jr_doc *doc, const char *buf, size_t len, int max_depth,
-                size_t max_bytes, struct mh_jr_value *root, char *err, size_t errlen)
+int mh__jr_parse(struct mh_jr_doc *doc, const char *buf, size_t len, int max_depth,
+                 size_t max_bytes, struct mh_jr_value *root, char *err, size_t errlen)
 {
     struct scanner s = {buf, len, 0, max_depth > 0 ? max_depth : MH_JR_DEFAULT_MAX_DEPTH, NULL};
     if (len > (max_bytes ? max_bytes : MH_JR_DEFAULT_MAX_BYTES)) {
@@ -201,8 +201,8 @@ int mh_jr_parse(struct mh_jr_doc *doc, const char *buf, size_t len, int max_dept
     return 0;
 }
 
-int mh_jr_next(const struct mh_jr_doc *doc, const struct mh_jr_value *c, size_t *pos,
-               struct mh_jr_value *key, struct mh_jr_value *val)
+int mh__jr_next(const struct mh_jr_doc *doc, const struct mh_jr_value *c, size_t *pos,
+                struct mh_jr_value *key, struct mh_jr_value *val)
 {
     if (c->type != MH_JR_ARRAY && c->type != MH_JR_OBJECT)
         return 0;
@@ -228,15 +228,15 @@ int mh_jr_next(const struct mh_jr_doc *doc, const struct mh_jr_value *c, size_t 
     return 1;
 }
 
-int mh_jr_find(const struct mh_jr_doc *doc, const struct mh_jr_value *obj, const char *key,
-               struct mh_jr_value *out)
+int mh__jr_find(const struct mh_jr_doc *doc, const struct mh_jr_value *obj, const char *key,
+                struct mh_jr_value *out)
 {
     size_t pos = 0;
     struct mh_jr_value k, v;
     if (obj->type != MH_JR_OBJECT)
         return 0;
-    while (mh_jr_next(doc, obj, &pos, &k, &v))
-        if (mh_jr_string_eq(doc, &k, key)) {
+    while (mh__jr_next(doc, obj, &pos, &k, &v))
+        if (mh__jr_string_eq(doc, &k, key)) {
             *out = v;
             return 1;
         }
@@ -266,8 +266,8 @@ static size_t utf8(unsigned cp, char out[4])
     return 3;
 }
 
-int mh_jr_string(const struct mh_jr_doc *doc, const struct mh_jr_value *v, char *out,
-                 size_t outlen)
+int mh__jr_string(const struct mh_jr_doc *doc, const struct mh_jr_value *v, char *out,
+                  size_t outlen)
 {
     if (v->type != MH_JR_STRING || v->len < 2)
         return MH_EINVAL;
@@ -300,7 +300,7 @@ int mh_jr_string(const struct mh_jr_doc *doc, const struct mh_jr_value *v, char 
     return (int)(n > INT32_MAX ? INT32_MAX : n);
 }
 
-int mh_jr_string_eq(const struct mh_jr_doc *doc, const struct mh_jr_value *v, const char *s)
+int mh__jr_string_eq(const struct mh_jr_doc *doc, const struct mh_jr_value *v, const char *s)
 {
     if (v->type != MH_JR_STRING)
         return 0;
@@ -311,11 +311,11 @@ int mh_jr_string_eq(const struct mh_jr_doc *doc, const struct mh_jr_value *v, co
     if (!memchr(raw, '\\', v->len - 2) || n > 1024)
         return 0;
     char buf[1100];
-    int len = mh_jr_string(doc, v, buf, sizeof buf);
+    int len = mh__jr_string(doc, v, buf, sizeof buf);
     return len >= 0 && (size_t)len == n && strcmp(buf, s) == 0;
 }
 
-int mh_jr_double(const struct mh_jr_doc *doc, const struct mh_jr_value *v, double *out)
+int mh__jr_double(const struct mh_jr_doc *doc, const struct mh_jr_value *v, double *out)
 {
     char buf[64];
     if (v->type != MH_JR_NUMBER || v->len >= sizeof buf)
@@ -326,7 +326,7 @@ int mh_jr_double(const struct mh_jr_doc *doc, const struct mh_jr_value *v, doubl
     return 0;
 }
 
-int mh_jr_u64(const struct mh_jr_doc *doc, const struct mh_jr_value *v, uint64_t *out)
+int mh__jr_u64(const struct mh_jr_doc *doc, const struct mh_jr_value *v, uint64_t *out)
 {
     if (v->type != MH_JR_NUMBER || v->len == 0 || v->len > 20)
         return MH_EINVAL;

@@ -9,7 +9,7 @@
 static void flush(struct mh_pw *w)
 {
     if (w->len && !w->error)
-        w->error = mh_sink_write(w->sink, w->buf, w->len);
+        w->error = mh__sink_write(w->sink, w->buf, w->len);
     w->len = 0;
 }
 
@@ -33,7 +33,7 @@ static void put_le(unsigned char *p, uint64_t x, size_t n)
         p[i] = (unsigned char)(x >> (8 * i));
 }
 
-void mh_pw_init(struct mh_pw *w, struct mh_sink *sink)
+void mh__pw_init(struct mh_pw *w, struct mh_sink *sink)
 {
     w->sink = sink;
     w->memo_next = 0;
@@ -43,7 +43,7 @@ void mh_pw_init(struct mh_pw *w, struct mh_sink *sink)
     w->buf[w->len++] = 4;
 }
 
-void mh_pw_int(struct mh_pw *w, int64_t x)
+void mh__pw_int(struct mh_pw *w, int64_t x)
 {
     unsigned char *p = room(w, 10);
     if (x >= 0 && x < 256) {
@@ -74,10 +74,10 @@ void mh_pw_int(struct mh_pw *w, int64_t x)
     }
 }
 
-void mh_pw_uint(struct mh_pw *w, uint64_t x)
+void mh__pw_uint(struct mh_pw *w, uint64_t x)
 {
     if (x <= INT64_MAX) {
-        mh_pw_int(w, (int64_t)x);
+        mh__pw_int(w, (int64_t)x);
         return;
     }
     unsigned char *p = room(w, 11);
@@ -88,7 +88,7 @@ void mh_pw_uint(struct mh_pw *w, uint64_t x)
     w->len += 11;
 }
 
-void mh_pw_float(struct mh_pw *w, double x)
+void mh__pw_float(struct mh_pw *w, double x)
 {
     uint64_t bits;
     memcpy(&bits, &x, sizeof bits);
@@ -99,17 +99,17 @@ void mh_pw_float(struct mh_pw *w, double x)
     w->len += 9;
 }
 
-void mh_pw_bool(struct mh_pw *w, int b)
+void mh__pw_bool(struct mh_pw *w, int b)
 {
     op(w, b ? 0x88 : 0x89);
 }
 
-void mh_pw_none(struct mh_pw *w)
+void mh__pw_none(struct mh_pw *w)
 {
     op(w, 'N');
 }
 
-void mh_pw_str(struct mh_pw *w, const char *s, size_t len)
+void mh__pw_str(struct mh_pw *w, const char *s, size_t len)
 {
     if (len < 256) {
         unsigned char *p = room(w, 2 + len);
@@ -137,47 +137,47 @@ void mh_pw_str(struct mh_pw *w, const char *s, size_t len)
     }
 }
 
-void mh_pw_cstr(struct mh_pw *w, const char *s)
+void mh__pw_cstr(struct mh_pw *w, const char *s)
 {
-    mh_pw_str(w, s, strlen(s));
+    mh__pw_str(w, s, strlen(s));
 }
 
-void mh_pw_empty_dict(struct mh_pw *w)
+void mh__pw_empty_dict(struct mh_pw *w)
 {
     op(w, '}');
 }
-void mh_pw_empty_list(struct mh_pw *w)
+void mh__pw_empty_list(struct mh_pw *w)
 {
     op(w, ']');
 }
-void mh_pw_empty_tuple(struct mh_pw *w)
+void mh__pw_empty_tuple(struct mh_pw *w)
 {
     op(w, ')');
 }
-void mh_pw_mark(struct mh_pw *w)
+void mh__pw_mark(struct mh_pw *w)
 {
     op(w, '(');
 }
-void mh_pw_setitems(struct mh_pw *w)
+void mh__pw_setitems(struct mh_pw *w)
 {
     op(w, 'u');
 }
-void mh_pw_appends(struct mh_pw *w)
+void mh__pw_appends(struct mh_pw *w)
 {
     op(w, 'e');
 }
-void mh_pw_tuple2(struct mh_pw *w)
+void mh__pw_tuple2(struct mh_pw *w)
 {
     op(w, 0x86);
 }
 
-uint32_t mh_pw_memoize(struct mh_pw *w)
+uint32_t mh__pw_memoize(struct mh_pw *w)
 {
     op(w, 0x94);
     return w->memo_next++;
 }
 
-void mh_pw_get(struct mh_pw *w, uint32_t idx)
+void mh__pw_get(struct mh_pw *w, uint32_t idx)
 {
     unsigned char *p = room(w, 5);
     if (idx < 256) {
@@ -191,34 +191,34 @@ void mh_pw_get(struct mh_pw *w, uint32_t idx)
     }
 }
 
-void mh_pw_list_begin(struct mh_pw *w)
+void mh__pw_list_begin(struct mh_pw *w)
 {
-    mh_pw_empty_list(w);
-    mh_pw_mark(w);
+    mh__pw_empty_list(w);
+    mh__pw_mark(w);
 }
 
-void mh_pw_list_item(struct mh_pw *w, uint64_t *count)
+void mh__pw_list_item(struct mh_pw *w, uint64_t *count)
 {
     if (++*count % MH_PW_BATCH == 0) {
-        mh_pw_appends(w);
-        mh_pw_mark(w);
+        mh__pw_appends(w);
+        mh__pw_mark(w);
     }
 }
 
-void mh_pw_list_end(struct mh_pw *w, uint64_t count)
+void mh__pw_list_end(struct mh_pw *w, uint64_t count)
 {
     (void)count;
-    mh_pw_appends(w); /* an empty batch (MARK APPENDS) is valid */
+    mh__pw_appends(w); /* an empty batch (MARK APPENDS) is valid */
 }
 
-int mh_pw_finish(struct mh_pw *w)
+int mh__pw_finish(struct mh_pw *w)
 {
     op(w, '.');
     flush(w);
     return w->error;
 }
 
-uint64_t mh_pw_bytes(const struct mh_pw *w)
+uint64_t mh__pw_bytes(const struct mh_pw *w)
 {
     return w->sink->bytes + w->len;
 }

@@ -7,18 +7,18 @@
 
 #include "memhist/error.h"
 
-void mh_sink_init_file(struct mh_sink *s, FILE *fp)
+void mh__sink_init_file(struct mh_sink *s, FILE *fp)
 {
     memset(s, 0, sizeof *s);
     s->fp = fp;
 }
 
-void mh_sink_init_mem(struct mh_sink *s)
+void mh__sink_init_mem(struct mh_sink *s)
 {
     memset(s, 0, sizeof *s);
 }
 
-void mh_sink_free(struct mh_sink *s)
+void mh__sink_free(struct mh_sink *s)
 {
     if (!s)
         return;
@@ -42,7 +42,7 @@ static int mem_reserve(struct mh_sink *s, size_t extra)
     return 0;
 }
 
-int mh_sink_write(struct mh_sink *s, const void *data, size_t len)
+int mh__sink_write(struct mh_sink *s, const void *data, size_t len)
 {
     if (s->error)
         return s->error;
@@ -61,12 +61,12 @@ int mh_sink_write(struct mh_sink *s, const void *data, size_t len)
     return s->error;
 }
 
-int mh_sink_puts(struct mh_sink *s, const char *str)
+int mh__sink_puts(struct mh_sink *s, const char *str)
 {
-    return mh_sink_write(s, str, strlen(str));
+    return mh__sink_write(s, str, strlen(str));
 }
 
-int mh_sink_printf(struct mh_sink *s, const char *fmt, ...)
+int mh__sink_printf(struct mh_sink *s, const char *fmt, ...)
 {
     char small[512];
     va_list ap;
@@ -76,19 +76,19 @@ int mh_sink_printf(struct mh_sink *s, const char *fmt, ...)
     if (n < 0)
         return s->error ? s->error : (s->error = MH_EINVAL);
     if ((size_t)n < sizeof small)
-        return mh_sink_write(s, small, (size_t)n);
+        return mh__sink_write(s, small, (size_t)n);
     char *big = malloc((size_t)n + 1);
     if (!big)
         return s->error ? s->error : (s->error = MH_ENOMEM);
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    int rc = mh_sink_write(s, big, (size_t)n);
+    int rc = mh__sink_write(s, big, (size_t)n);
     free(big);
     return rc;
 }
 
-int mh_sink_finish(struct mh_sink *s)
+int mh__sink_finish(struct mh_sink *s)
 {
     if (s->fp && !s->error && fflush(s->fp) != 0)
         s->error = MH_EIO;

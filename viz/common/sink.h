@@ -19,16 +19,15 @@ struct mh_sink {
 };
 
 /* A sink writing to `fp` (borrowed; not closed by the sink). */
-void mh_sink_init_file(struct mh_sink *s, FILE *fp);
-/* A sink collecting bytes in memory; release with mh_sink_free. */
-void mh_sink_init_mem(struct mh_sink *s);
-void mh_sink_free(struct mh_sink *s);
+void mh__sink_init_file(struct mh_sink *s, FILE *fp);
+/* A sink collecting bytes in memory; release with mh__sink_free. */
+void mh__sink_init_mem(struct mh_sink *s);
+void mh__sink_free(struct mh_sink *s);
 
-int mh_sink_write(struct mh_sink *s, const void *data, size_t len);
-int mh_sink_puts(struct mh_sink *s, const char *str);
-int mh_sink_printf(struct mh_sink *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int mh__sink_write(struct mh_sink *s, const void *data, size_t len);
+int mh__sink_puts(struct mh_sink *s, const char *str);
+int mh__sink_printf(struct mh_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Flushes a file sink; returns the sink's first error (0 if none). */
-int mh_sink_finish(struct mh_sink *s);
+int mh__sink_finish(struct mh_sink *s);
 
 #endif

@@ -7,7 +7,7 @@
 #include "memhist/error.h"
 #include "font.h"
 
-int mh_canvas_init(struct mh_canvas *c, int width, int height, uint32_t bg)
+int mh__canvas_init(struct mh_canvas *c, int width, int height, uint32_t bg)
 {
     memset(c, 0, sizeof *c);
     if (width < 1 || height < 1 || width > MH_CANVAS_MAX_SIDE || height > MH_CANVAS_MAX_SIDE)
@@ -17,11 +17,11 @@ int mh_canvas_init(struct mh_canvas *c, int width, int height, uint32_t bg)
         return MH_ENOMEM;
     c->width = width;
     c->height = height;
-    mh_canvas_rect(c, 0, 0, width, height, bg);
+    mh__canvas_rect(c, 0, 0, width, height, bg);
     return 0;
 }
 
-void mh_canvas_release(struct mh_canvas *c)
+void mh__canvas_release(struct mh_canvas *c)
 {
     if (!c)
         return;
@@ -38,13 +38,13 @@ static inline void put(struct mh_canvas *c, int x, int y, uint32_t rgb)
     p[2] = (uint8_t)rgb;
 }
 
-void mh_canvas_pixel(struct mh_canvas *c, int x, int y, uint32_t rgb)
+void mh__canvas_pixel(struct mh_canvas *c, int x, int y, uint32_t rgb)
 {
     if (x >= 0 && y >= 0 && x < c->width && y < c->height)
         put(c, x, y, rgb);
 }
 
-uint32_t mh_canvas_get(const struct mh_canvas *c, int x, int y)
+uint32_t mh__canvas_get(const struct mh_canvas *c, int x, int y)
 {
     if (x < 0 || y < 0 || x >= c->width || y >= c->height)
         return 0;
@@ -62,7 +62,7 @@ static int clip(int *a, int *b, int max)
     return *a < *b;
 }
 
-void mh_canvas_rect(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rgb)
+void mh__canvas_rect(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rgb)
 {
     int x1 = x + w, y1 = y + h;
     if (w <= 0 || h <= 0 || !clip(&x, &x1, c->width) || !clip(&y, &y1, c->height))
@@ -72,47 +72,47 @@ void mh_canvas_rect(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rg
             put(c, xx, yy, rgb);
 }
 
-void mh_canvas_frame(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rgb)
+void mh__canvas_frame(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rgb)
 {
     if (w <= 0 || h <= 0)
         return;
-    mh_canvas_hline(c, x, x + w - 1, y, rgb);
-    mh_canvas_hline(c, x, x + w - 1, y + h - 1, rgb);
-    mh_canvas_vline(c, x, y, y + h - 1, rgb);
-    mh_canvas_vline(c, x + w - 1, y, y + h - 1, rgb);
+    mh__canvas_hline(c, x, x + w - 1, y, rgb);
+    mh__canvas_hline(c, x, x + w - 1, y + h - 1, rgb);
+    mh__canvas_vline(c, x, y, y + h - 1, rgb);
+    mh__canvas_vline(c, x + w - 1, y, y + h - 1, rgb);
 }
 
-void mh_canvas_hatch(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rgb, int period)
+void mh__canvas_hatch(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rgb, int period)
 {
     if (period < 2)
         period = 2;
     for (int yy = y; yy < y + h; yy++)
         for (int xx = x; xx < x + w; xx++)
             if ((xx + yy) % period == 0)
-                mh_canvas_pixel(c, xx, yy, rgb);
+                mh__canvas_pixel(c, xx, yy, rgb);
 }
 
-void mh_canvas_vline(struct mh_canvas *c, int x, int y0, int y1, uint32_t rgb)
+void mh__canvas_vline(struct mh_canvas *c, int x, int y0, int y1, uint32_t rgb)
 {
     if (y0 > y1) {
         int t = y0;
         y0 = y1;
         y1 = t;
     }
-    mh_canvas_rect(c, x, y0, 1, y1 - y0 + 1, rgb);
+    mh__canvas_rect(c, x, y0, 1, y1 - y0 + 1, rgb);
 }
 
-void mh_canvas_hline(struct mh_canvas *c, int x0, int x1, int y, uint32_t rgb)
+void mh__canvas_hline(struct mh_canvas *c, int x0, int x1, int y, uint32_t rgb)
 {
     if (x0 > x1) {
         int t = x0;
         x0 = x1;
         x1 = t;
     }
-    mh_canvas_rect(c, x0, y, x1 - x0 + 1, 1, rgb);
+    mh__canvas_rect(c, x0, y, x1 - x0 + 1, 1, rgb);
 }
 
-void mh_canvas_vdash(struct mh_canvas *c, int x, int y0, int y1, uint32_t rgb, int on, int off)
+void mh__canvas_vdash(struct mh_canvas *c, int x, int y0, int y1, uint32_t rgb, int on, int off)
 {
     if (y0 > y1) {
         int t = y0;
@@ -122,11 +122,10 @@ void mh_canvas_vdash(struct mh_canvas *c, int x, int y0, int y1, uint32_t rgb, i
     int period = on + off > 0 ? on + off : 1;
     for (int y = y0; y <= y1; y++)
         if ((y - y0) % period < on)
-            mh_canvas_pixel(c, x, y, rgb);
+            mh__canvas_pixel(c, x, y, rgb);
 }
 
-void mh_canvas_line(struct mh_canvas *c, int x0, int y0, int x1, int y1, uint32_t rgb,
-                    int thick)
+void mh__canvas_line(struct mh_canvas *c, int x0, int y0, int x1, int y1, uint32_t rgb, int thick)
 {
     int dx = abs(x1 - x0), sx = x0 < x1 ? 1 : -1;
     int dy = -abs(y1 - y0), sy = y0 < y1 ? 1 : -1;
@@ -134,7 +133,7 @@ void mh_canvas_line(struct mh_canvas *c, int x0, int y0, int x1, int y1, uint32_
     if (thick < 1)
         thick = 1;
     for (;;) {
-        mh_canvas_rect(c, x0, y0, thick, thick, rgb);
+        mh__canvas_rect(c, x0, y0, thick, thick, rgb);
         if (x0 == x1 && y0 == y1)
             break;
         int e2 = 2 * err;
@@ -155,7 +154,7 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void mh_canvas_polygon(struct mh_canvas *c, const int *xy, int n, uint32_t rgb)
+void mh__canvas_polygon(struct mh_canvas *c, const int *xy, int n, uint32_t rgb)
 {
     if (n < 3 || n > 256)
         return;
@@ -179,37 +178,37 @@ void mh_canvas_polygon(struct mh_canvas *c, const int *xy, int n, uint32_t rgb)
         }
         qsort(xs, (size_t)k, sizeof xs[0], cmp_int);
         for (int i = 0; i + 1 < k; i += 2)
-            mh_canvas_hline(c, xs[i], xs[i + 1], y, rgb);
+            mh__canvas_hline(c, xs[i], xs[i + 1], y, rgb);
     }
 }
 
 static void draw_glyph(struct mh_canvas *c, int x, int y, int ch, uint32_t rgb, int scale)
 {
-    const char *const *rows = mh_font_glyph(ch);
+    const char *const *rows = mh__font_glyph(ch);
     for (int r = 0; r < MH_FONT_GLYPH_H; r++)
         for (int col = 0; col < MH_FONT_GLYPH_W; col++)
             if (rows[r][col] == '#')
-                mh_canvas_rect(c, x + col * scale, y + r * scale, scale, scale, rgb);
+                mh__canvas_rect(c, x + col * scale, y + r * scale, scale, scale, rgb);
 }
 
-int mh_canvas_text(struct mh_canvas *c, int x, int y, const char *text, uint32_t rgb, int scale)
+int mh__canvas_text(struct mh_canvas *c, int x, int y, const char *text, uint32_t rgb, int scale)
 {
-    return mh_canvas_text_fit(c, x, y, text, rgb, scale, 1 << 30);
+    return mh__canvas_text_fit(c, x, y, text, rgb, scale, 1 << 30);
 }
 
-int mh_canvas_text_fit(struct mh_canvas *c, int x, int y, const char *text, uint32_t rgb,
-                       int scale, int max_w)
+int mh__canvas_text_fit(struct mh_canvas *c, int x, int y, const char *text, uint32_t rgb,
+                        int scale, int max_w)
 {
     if (scale < 1)
         scale = 1;
     int adv = MH_FONT_ADVANCE * scale;
     int fit = (max_w + scale) / adv; /* glyphs that fit */
     int total = 0; /* glyphs in the text */
-    for (const char *p = text; mh_font_next_char(&p);)
+    for (const char *p = text; mh__font_next_char(&p);)
         total++;
     int n = total <= fit ? total : (fit > 2 ? fit - 2 : 0);
     int ch, i = 0;
-    while (i < n && (ch = mh_font_next_char(&text)) != 0)
+    while (i < n && (ch = mh__font_next_char(&text)) != 0)
         draw_glyph(c, x + adv * i++, y, ch, rgb, scale);
     if (total > fit && fit >= 2)
         for (int k = 0; k < 2; k++)

@@ -109,14 +109,14 @@ static const char *const glyphs[95][MH_FONT_GLYPH_H] = {
     /* '~' */ G(E, E, ".#...", "#.#.#", "...#.", E, E),
 };
 
-const char *const *mh_font_glyph(int ch)
+const char *const *mh__font_glyph(int ch)
 {
     if (ch < 32 || ch > 126)
         ch = '?';
     return glyphs[ch - 32];
 }
 
-int mh_font_next_char(const char **s)
+int mh__font_next_char(const char **s)
 {
     const unsigned char *p = (const unsigned char *)*s;
     if (*p == 0)
@@ -137,10 +137,10 @@ int mh_font_next_char(const char **s)
     return '?';
 }
 
-int mh_font_text_width(const char *text, int scale)
+int mh__font_text_width(const char *text, int scale)
 {
     int n = 0;
-    while (mh_font_next_char(&text))
+    while (mh__font_next_char(&text))
         n++;
     return n ? (n * MH_FONT_ADVANCE - 1) * scale : 0;
 }

@@ -16,14 +16,14 @@
 
 /* Rows of one glyph: MH_FONT_GLYPH_H strings of MH_FONT_GLYPH_W characters,
  * '#' for a set pixel. Characters outside 32-126 give the glyph of '?'. */
-const char *const *mh_font_glyph(int ch);
+const char *const *mh__font_glyph(int ch);
 
 /* Decodes the next character of UTF-8 text into a printable ASCII code:
  * 'µ' (U+00B5) becomes 'u', other non-ASCII characters become '?'. Advances
  * *s past the bytes it used; returns 0 at the end of the string. */
-int mh_font_next_char(const char **s);
+int mh__font_next_char(const char **s);
 
 /* Width in pixels of `text` drawn at integer `scale` (>= 1). */
-int mh_font_text_width(const char *text, int scale);
+int mh__font_text_width(const char *text, int scale);
 
 #endif

@@ -13,7 +13,7 @@ static const uint32_t groups[MH_PALETTE_GROUPS] = {
     0xAAAA00u, /* olive */
 };
 
-uint32_t mh_palette_group(unsigned i)
+uint32_t mh__palette_group(unsigned i)
 {
     return groups[i % MH_PALETTE_GROUPS];
 }

@@ -33,6 +33,6 @@
 /* Number of distinct group colours before they repeat. */
 #define MH_PALETTE_GROUPS 8
 /* Fill colour of allocation group i (i >= 0; wraps around). */
-uint32_t mh_palette_group(unsigned i);
+uint32_t mh__palette_group(unsigned i);
 
 #endif

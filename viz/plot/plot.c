@@ -39,9 +39,9 @@ int mh__plot_title(struct mh_canvas *c, struct mh_reader *r, const struct mh_plo
         snprintf(part, sizeof part, "  |  torch %s", torch);
         strncat(title, part, sizeof title - strlen(title) - 1);
     }
-    mh_canvas_text_fit(c, 12, 10, title, MH_COL_TEXT, 2, c->width - 24);
+    mh__canvas_text_fit(c, 12, 10, title, MH_COL_TEXT, 2, c->width - 24);
     if (subtitle)
-        mh_canvas_text_fit(c, 12, 34, subtitle, MH_COL_MUTED, 1, c->width - 24);
+        mh__canvas_text_fit(c, 12, 34, subtitle, MH_COL_MUTED, 1, c->width - 24);
     return 52;
 }
 
@@ -49,11 +49,11 @@ int mh__plot_message(struct mh_canvas *c, struct mh_reader *r, const struct mh_p
                      int device, const char *message)
 {
     mh__plot_title(c, r, o, device, "memhist", NULL);
-    int w = mh_font_text_width(message, 2);
+    int w = mh__font_text_width(message, 2);
     int x = (c->width - w) / 2;
-    mh_canvas_frame(c, 12, 52, c->width - 24, c->height - 64, MH_COL_GRID);
-    mh_canvas_text_fit(c, x > 20 ? x : 20, c->height / 2 - 9, message, MH_COL_TEXT, 2,
-                       c->width - 40);
+    mh__canvas_frame(c, 12, 52, c->width - 24, c->height - 64, MH_COL_GRID);
+    mh__canvas_text_fit(c, x > 20 ? x : 20, c->height / 2 - 9, message, MH_COL_TEXT, 2,
+                        c->width - 40);
     return 0;
 }
 
@@ -141,8 +141,8 @@ int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_reader *r,
     return rc;
 }
 
-int mh_plot_render(struct mh_reader *r, const struct mh_plot_opts *o, struct mh_sink *out,
-                   struct mh_plot_result *res, char *err, size_t errlen)
+int mh__plot_render(struct mh_reader *r, const struct mh_plot_opts *o, struct mh_sink *out,
+                    struct mh_plot_result *res, char *err, size_t errlen)
 {
     int w, h;
     if (errlen)
@@ -155,13 +155,13 @@ int mh_plot_render(struct mh_reader *r, const struct mh_plot_opts *o, struct mh_
     memset(&c, 0, sizeof c);
     rc = mh__plot_scan_run(r, o, &s, err, errlen);
     if (rc == 0)
-        rc = mh_canvas_init(&c, w, h, MH_COL_BG);
+        rc = mh__canvas_init(&c, w, h, MH_COL_BG);
     if (rc == 0 && o->kind == MH_PLOT_SEGMENTS)
         rc = mh__plot_segments(&c, r, o, &s, err, errlen);
     else if (rc == 0)
         rc = mh__plot_timeline_panel(&c, r, o, &s, s.win_first, s.win_last);
     if (rc == 0)
-        rc = mh_png_write(out, &c);
+        rc = mh__png_write(out, &c);
     if (res) {
         memset(res, 0, sizeof *res);
         res->device = s.has_device ? s.device : -1;
@@ -169,7 +169,7 @@ int mh_plot_render(struct mh_reader *r, const struct mh_plot_opts *o, struct mh_
         res->read_error = s.read_error;
         res->empty = s.events == 0 || s.dev_events == 0 || s.win_last <= s.win_first;
     }
-    mh_canvas_release(&c);
+    mh__canvas_release(&c);
     mh__plot_scan_free(&s);
     return rc;
 }

@@ -63,10 +63,10 @@ struct mh_plot_result {
 /* Draws the plot and writes it to `out` as PNG. Returns 0 or a negative
  * code; for MH_EINVAL (bad options, unknown device, empty window, no OOM for
  * MH_PLOT_AT_OOM) `err` holds a one-line message. `res` may be NULL. */
-int mh_plot_render(struct mh_reader *r, const struct mh_plot_opts *opts, struct mh_sink *out,
-                   struct mh_plot_result *res, char *err, size_t errlen);
+int mh__plot_render(struct mh_reader *r, const struct mh_plot_opts *opts, struct mh_sink *out,
+                    struct mh_plot_result *res, char *err, size_t errlen);
 
-/* Most files mh_plot_render_ranks draws in one image. */
+/* Most files mh__plot_render_ranks draws in one image. */
 #define MH_PLOT_MAX_RANKS 64
 
 /* Timelines of several runs (one per rank) in one PNG: a panel per reader,
@@ -79,9 +79,9 @@ int mh_plot_render(struct mh_reader *r, const struct mh_plot_opts *opts, struct 
  * settings (n entries; else opts->model for all). `res`, if not NULL, has n
  * entries. */
 #define MH_PLOT_RANK_HEIGHT 520
-int mh_plot_render_ranks(struct mh_reader *const *readers, const char *const *names, size_t n,
-                         const struct mh_model_opts *models, const struct mh_plot_opts *opts,
-                         struct mh_sink *out, struct mh_plot_result *res, char *err,
-                         size_t errlen);
+int mh__plot_render_ranks(struct mh_reader *const *readers, const char *const *names, size_t n,
+                          const struct mh_model_opts *models, const struct mh_plot_opts *opts,
+                          struct mh_sink *out, struct mh_plot_result *res, char *err,
+                          size_t errlen);
 
 #endif

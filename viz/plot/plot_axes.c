@@ -80,12 +80,12 @@ void mh__plot_time_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int
     int dec = decimals(step / unit);
     for (double v = ceil(a->v0 / step) * step; v <= a->v1 + step * 1e-9; v += step) {
         int x = mh__plot_axis_px(a, v);
-        mh_canvas_vline(c, x, gy0, gy1, MH_COL_GRID);
-        mh_canvas_vline(c, x, y, y + 3, MH_COL_AXIS);
+        mh__canvas_vline(c, x, gy0, gy1, MH_COL_GRID);
+        mh__canvas_vline(c, x, y, y + 3, MH_COL_AXIS);
         char text[32];
         snprintf(text, sizeof text, "%.*f %s", dec, v / unit, units[u].name);
-        int w = mh_font_text_width(text, 1);
-        mh_canvas_text(c, x - w / 2, y + 6, text, MH_COL_MUTED, 1);
+        int w = mh__font_text_width(text, 1);
+        mh__canvas_text(c, x - w / 2, y + 6, text, MH_COL_MUTED, 1);
     }
 }
 
@@ -104,11 +104,11 @@ void mh__plot_byte_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int
     int dec = decimals(step / unit);
     for (double v = 0; v <= top + step * 1e-9; v += step) {
         int y = mh__plot_axis_px(a, v);
-        mh_canvas_hline(c, gx0, gx1, y, MH_COL_GRID);
-        mh_canvas_hline(c, x - 3, x, y, MH_COL_AXIS);
+        mh__canvas_hline(c, gx0, gx1, y, MH_COL_GRID);
+        mh__canvas_hline(c, x - 3, x, y, MH_COL_AXIS);
         char text[32];
         snprintf(text, sizeof text, "%.*f %s", dec, v / unit, names[u]);
-        int w = mh_font_text_width(text, 1);
-        mh_canvas_text(c, x - 6 - w, y - 3, text, MH_COL_MUTED, 1);
+        int w = mh__font_text_width(text, 1);
+        mh__canvas_text(c, x - 6 - w, y - 3, text, MH_COL_MUTED, 1);
     }
 }

@@ -14,7 +14,7 @@
  * search for the first one); the open column's moment can still move to a
  * later event, so what ends in it waits in `pending` and is dropped if the
  * moment moves. Allocations alive at the end are booked by
- * mh_livecat_finish. The stacked areas then add up exactly to the
+ * mh__livecat_finish. The stacked areas then add up exactly to the
  * allocated curve, and the legend's bytes at the peak equal `memhist
  * report`'s category_at_peak. Cost per event: O(1) plus a binary search
  * over the columns per freed allocation; memory: columns x categories plus
@@ -38,12 +38,12 @@ int mh__plot_cat_init(struct mh__plot_catacc *a, int ncols, int device, int64_t 
         return MH_ENOMEM;
     for (int i = 0; i < ncols; i++)
         a->moment[i] = -1;
-    return mh_livecat_new(&a->lc);
+    return mh__livecat_new(&a->lc);
 }
 
 void mh__plot_cat_release(struct mh__plot_catacc *a)
 {
-    mh_livecat_free(a->lc);
+    mh__livecat_free(a->lc);
     free(a->moment);
     free(a->diff);
     memset(a, 0, sizeof *a);
@@ -53,7 +53,7 @@ int mh__plot_cat_observe(struct mh__plot_catacc *a, const struct mh_model *m,
                          const struct mh_event *ev, const struct mh_apply_result *res,
                          uint64_t ord, struct mh_livecat_end *end)
 {
-    int rc = mh_livecat_observe(a->lc, m, ev, res, ord, end);
+    int rc = mh__livecat_observe(a->lc, m, ev, res, ord, end);
     if (rc < 0)
         return rc;
     return rc == 1 && end->ended && end->device == a->device;
@@ -122,7 +122,7 @@ static int book_live(void *user, const struct mh_livecat_end *end)
 int mh__plot_cat_finish(struct mh__plot_catacc *a, struct mh__plot_cols *c)
 {
     mh__plot_cat_close(a);
-    int rc = mh_livecat_finish(a->lc, book_live, a);
+    int rc = mh__livecat_finish(a->lc, book_live, a);
     if (rc < 0)
         return rc;
     int64_t run[MH_CAT_COUNT] = {0};

@@ -1,5 +1,5 @@
 /* plot_multi.c - several runs (one per rank) in one PNG: a timeline panel
- * per file, stacked top to bottom (see plot.h, mh_plot_render_ranks).
+ * per file, stacked top to bottom (see plot.h, mh__plot_render_ranks).
  *
  * Pass 1 runs over every file first, so the panels can agree before any is
  * drawn: when all windows share an instant (ranks of one job), every panel
@@ -110,7 +110,7 @@ static int draw_panel(struct mh_canvas *img, size_t i, int h, struct mh_reader *
                       const struct axis_plan *p)
 {
     struct mh_canvas panel;
-    int rc = mh_canvas_init(&panel, img->width, h, MH_COL_BG);
+    int rc = mh__canvas_init(&panel, img->width, h, MH_COL_BG);
     if (rc < 0)
         return rc;
     uint64_t begin = p->shared && drawable(s) ? p->begin : s->win_first;
@@ -120,9 +120,9 @@ static int draw_panel(struct mh_canvas *img, size_t i, int h, struct mh_reader *
         size_t row = (size_t)img->width * 3;
         memcpy(img->px + i * (size_t)h * row, panel.px, (size_t)h * row);
         if (i > 0) /* a rule between ranks */
-            mh_canvas_hline(img, 0, img->width - 1, (int)i * h, MH_COL_AXIS);
+            mh__canvas_hline(img, 0, img->width - 1, (int)i * h, MH_COL_AXIS);
     }
-    mh_canvas_release(&panel);
+    mh__canvas_release(&panel);
     return rc;
 }
 
@@ -144,7 +144,7 @@ static int draw_all(struct mh_reader *const *rd, size_t n, struct mh_plot_opts *
     struct axis_plan p;
     plan(scans, n, &p);
     struct mh_canvas img;
-    int rc = mh_canvas_init(&img, w, h * (int)n, MH_COL_BG);
+    int rc = mh__canvas_init(&img, w, h * (int)n, MH_COL_BG);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char note[96], b[32];
         if (i == p.worst && n > 1) {
@@ -156,15 +156,14 @@ static int draw_all(struct mh_reader *const *rd, size_t n, struct mh_plot_opts *
         opts[i].note = NULL;
     }
     if (rc == 0)
-        rc = mh_png_write(out, &img);
-    mh_canvas_release(&img);
+        rc = mh__png_write(out, &img);
+    mh__canvas_release(&img);
     return rc;
 }
 
-int mh_plot_render_ranks(struct mh_reader *const *readers, const char *const *names, size_t n,
-                         const struct mh_model_opts *models, const struct mh_plot_opts *opts,
-                         struct mh_sink *out, struct mh_plot_result *res, char *err,
-                         size_t errlen)
+int mh__plot_render_ranks(struct mh_reader *const *readers, const char *const *names, size_t n,
+                          const struct mh_model_opts *models, const struct mh_plot_opts *opts,
+                          struct mh_sink *out, struct mh_plot_result *res, char *err, size_t errlen)
 {
     int w, h;
     if (errlen)

@@ -74,7 +74,7 @@ int mh__plot_scan_rank(struct mh_reader *r, struct mh__plot_scan *s, unsigned to
         if (s->stacks[i].seen) {
             sites[k].stack = (uint32_t)i;
             sites[k].bytes = at_peak(s, &s->stacks[i]);
-            mh_stack_label(r, (uint32_t)i, sites[k].label, sizeof sites[k].label);
+            mh__stack_label(r, (uint32_t)i, sites[k].label, sizeof sites[k].label);
             k++;
         }
     size_t m = merge_sites(sites, n);
@@ -102,7 +102,7 @@ int mh__plot_scan_rank(struct mh_reader *r, struct mh__plot_scan *s, unsigned to
         if (!st->seen)
             continue;
         char label[MH__PLOT_LABEL];
-        mh_stack_label(r, (uint32_t)i, label, sizeof label);
+        mh__stack_label(r, (uint32_t)i, label, sizeof label);
         for (unsigned g = 0; g < s->ngroups; g++)
             if (strcmp(label, s->labels[g]) == 0)
                 st->group = (int16_t)g;

@@ -123,16 +123,16 @@ static int draw_block(void *user, const struct mh_segment_view *seg, const struc
                                                        : MH_COL_BLOCK_FREE;
     if (b->state == MH_BLOCK_INACTIVE)
         return 0; /* the segment's background already shows it */
-    mh_canvas_rect(v->c, xa, box->y, xb - xa, v->bar_h, col);
+    mh__canvas_rect(v->c, xa, box->y, xb - xa, v->bar_h, col);
     if (b->state == MH_BLOCK_ALLOCATED && b->requested < b->size) {
         v->waste += b->size - b->requested;
         if (xr < xb) {
-            mh_canvas_rect(v->c, xr, box->y, xb - xr, v->bar_h, MH_COL_BLOCK_WASTE);
-            mh_canvas_hatch(v->c, xr, box->y, xb - xr, v->bar_h, MH_COL_BLOCK_ALLOC, 4);
+            mh__canvas_rect(v->c, xr, box->y, xb - xr, v->bar_h, MH_COL_BLOCK_WASTE);
+            mh__canvas_hatch(v->c, xr, box->y, xb - xr, v->bar_h, MH_COL_BLOCK_ALLOC, 4);
         }
     }
     if (xb - xa >= 5) /* a gap between neighbouring blocks when there is room */
-        mh_canvas_vline(v->c, xb - 1, box->y, box->y + v->bar_h - 1, 0xFFFFFFu);
+        mh__canvas_vline(v->c, xb - 1, box->y, box->y + v->bar_h - 1, 0xFFFFFFu);
     v->blocks++;
     return 0;
 }
@@ -141,12 +141,12 @@ static void draw_boxes(struct seg_view *v)
 {
     for (size_t i = 0; i < v->n; i++) {
         const struct seg_box *b = &v->boxes[i];
-        mh_canvas_rect(v->c, b->x, b->y, b->w, v->bar_h, MH_COL_BLOCK_FREE);
+        mh__canvas_rect(v->c, b->x, b->y, b->w, v->bar_h, MH_COL_BLOCK_FREE);
         if (v->labels && (i == 0 || b->y != v->boxes[i - 1].y || b->w >= 60)) {
             char s[32];
             mh__plot_bytes(b->size, s, sizeof s);
-            if (mh_font_text_width(s, 1) <= b->w + 4) /* only labels that fit over their box */
-                mh_canvas_text(v->c, b->x, b->y - 11, s, MH_COL_MUTED, 1);
+            if (mh__font_text_width(s, 1) <= b->w + 4) /* only labels that fit over their box */
+                mh__canvas_text(v->c, b->x, b->y - 11, s, MH_COL_MUTED, 1);
         }
     }
 }
@@ -154,8 +154,8 @@ static void draw_boxes(struct seg_view *v)
 static void draw_frames(struct seg_view *v)
 {
     for (size_t i = 0; i < v->n; i++)
-        mh_canvas_frame(v->c, v->boxes[i].x - 1, v->boxes[i].y - 1, v->boxes[i].w + 2,
-                        v->bar_h + 2, MH_COL_SEGMENT_EDGE);
+        mh__canvas_frame(v->c, v->boxes[i].x - 1, v->boxes[i].y - 1, v->boxes[i].w + 2,
+                         v->bar_h + 2, MH_COL_SEGMENT_EDGE);
 }
 
 /* Event index (0-based) of the moment to show, and its description. */
@@ -226,11 +226,11 @@ static void legend_row(struct mh_canvas *c, int y)
         {MH_COL_BLOCK_FREE, 0, "inactive (cached, free)"},
     };
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
-        mh_canvas_rect(c, x, y, 14, 10, items[i].col);
+        mh__canvas_rect(c, x, y, 14, 10, items[i].col);
         if (items[i].hatch)
-            mh_canvas_hatch(c, x, y, 14, 10, MH_COL_BLOCK_ALLOC, 4);
-        mh_canvas_frame(c, x - 1, y - 1, 16, 12, MH_COL_SEGMENT_EDGE);
-        x += 20 + mh_canvas_text(c, x + 20, y + 1, items[i].text, MH_COL_TEXT, 1) + 24;
+            mh__canvas_hatch(c, x, y, 14, 10, MH_COL_BLOCK_ALLOC, 4);
+        mh__canvas_frame(c, x - 1, y - 1, 16, 12, MH_COL_SEGMENT_EDGE);
+        x += 20 + mh__canvas_text(c, x + 20, y + 1, items[i].text, MH_COL_TEXT, 1) + 24;
     }
 }
 
@@ -249,7 +249,7 @@ static void summary(struct mh_canvas *c, struct mh_model *m, int device, const s
              mh__plot_bytes(st.reserved, a, sizeof a), mh__plot_bytes(st.allocated, b, sizeof b),
              mh__plot_bytes(largest, l, sizeof l), frag * 100,
              mh__plot_bytes(v->waste, w, sizeof w), v->n, v->n == 1 ? "" : "s");
-    mh_canvas_text_fit(c, 12, y, text, MH_COL_TEXT, 1, c->width - 24);
+    mh__canvas_text_fit(c, 12, y, text, MH_COL_TEXT, 1, c->width - 24);
 }
 
 static int draw_layout(struct mh_canvas *c, struct mh_model *m, int device, const char *what,
@@ -264,7 +264,7 @@ static int draw_layout(struct mh_canvas *c, struct mh_model *m, int device, cons
         largest = v.boxes[i].size > largest ? v.boxes[i].size : largest;
     mh__plot_title(c, r, o, device, "memhist segments", what);
     if (rc == 0 && v.n == 0)
-        mh_canvas_text(c, 12, 90, "No segments are reserved at this moment.", MH_COL_TEXT, 2);
+        mh__canvas_text(c, 12, 90, "No segments are reserved at this moment.", MH_COL_TEXT, 2);
     if (rc == 0 && v.n > 0) {
         int y0 = 100;
         choose_scale(&v, largest, 12, y0, c->width - 24, c->height - y0 - 8);

@@ -59,17 +59,17 @@ static void step_lines(struct mh_canvas *c, const struct mh__plot_scan *s,
         int x = time_x(s, f, st.begin_ns);
         if (!visible(f, x))
             continue;
-        mh_canvas_vdash(c, x, y0, y1, MH_COL_STEP, 3, 2);
+        mh__canvas_vdash(c, x, y0, y1, MH_COL_STEP, 3, 2);
         char text[24];
         snprintf(text, sizeof text, "%lld", (long long)st.step);
-        int w = mh_font_text_width(text, 1);
+        int w = mh__font_text_width(text, 1);
         if (labels && x - last_label > w + 8 && x + 2 + w < f->x + f->w) {
-            mh_canvas_text(c, x + 2, y0 - 11, text, MH_COL_MUTED, 1);
+            mh__canvas_text(c, x + 2, y0 - 11, text, MH_COL_MUTED, 1);
             last_label = x;
         }
     }
     if (labels && n > 0)
-        mh_canvas_text(c, f->x - 30, y0 - 11, "step", MH_COL_MUTED, 1);
+        mh__canvas_text(c, f->x - 30, y0 - 11, "step", MH_COL_MUTED, 1);
 }
 
 static void oom_marks(struct mh_canvas *c, const struct mh__plot_scan *s,
@@ -84,15 +84,15 @@ static void oom_marks(struct mh_canvas *c, const struct mh__plot_scan *s,
             continue;
         if (x > f->x + f->w - 2)
             x = f->x + f->w - 2;
-        mh_canvas_rect(c, x, y0, 2, y1 - y0 + 1, MH_COL_OOM);
+        mh__canvas_rect(c, x, y0, 2, y1 - y0 + 1, MH_COL_OOM);
         if (labels) {
-            mh_canvas_line(c, x - 4, y0 + 2, x + 5, y0 + 11, MH_COL_OOM, 2);
-            mh_canvas_line(c, x + 5, y0 + 2, x - 4, y0 + 11, MH_COL_OOM, 2);
+            mh__canvas_line(c, x - 4, y0 + 2, x + 5, y0 + 11, MH_COL_OOM, 2);
+            mh__canvas_line(c, x + 5, y0 + 2, x - 4, y0 + 11, MH_COL_OOM, 2);
             char text[48], b[32];
             snprintf(text, sizeof text, "OOM (%s)", mh__plot_bytes(oom.request, b, sizeof b));
-            int w = mh_font_text_width(text, 1);
+            int w = mh__font_text_width(text, 1);
             int right = x + 9 + w < f->x + f->w;
-            mh_canvas_text(c, right ? x + 9 : x - 8 - w, y0 + 14, text, MH_COL_OOM, 1);
+            mh__canvas_text(c, right ? x + 9 : x - 8 - w, y0 + 14, text, MH_COL_OOM, 1);
         }
     }
 }
@@ -121,11 +121,11 @@ static int step_span(const struct mh__plot_scan *s, const struct mh__plot_frame 
 static void strip_frame(struct mh_canvas *c, const struct mh__plot_frame *f, int y,
                         const char *name, const char *top)
 {
-    mh_canvas_frame(c, f->x - 1, y - 1, f->w + 2, f->strip_h + 2, MH_COL_AXIS);
-    mh_canvas_text_fit(c, 8, y + f->strip_h - 20, name, MH_COL_MUTED, 1, f->x - 14);
-    mh_canvas_text_fit(c, 8, y + f->strip_h - 9, "per step", MH_COL_MUTED, 1, f->x - 14);
-    int w = mh_font_text_width(top, 1);
-    mh_canvas_text(c, f->x - 6 - w, y, top, MH_COL_MUTED, 1);
+    mh__canvas_frame(c, f->x - 1, y - 1, f->w + 2, f->strip_h + 2, MH_COL_AXIS);
+    mh__canvas_text_fit(c, 8, y + f->strip_h - 20, name, MH_COL_MUTED, 1, f->x - 14);
+    mh__canvas_text_fit(c, 8, y + f->strip_h - 9, "per step", MH_COL_MUTED, 1, f->x - 14);
+    int w = mh__font_text_width(top, 1);
+    mh__canvas_text(c, f->x - 6 - w, y, top, MH_COL_MUTED, 1);
 }
 
 void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
@@ -148,20 +148,20 @@ void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
         int w = xb - xa > 2 ? xb - xa : 1; /* one pixel of air between steps */
         int hr = (int)((double)st.peak_reserved / top * h + 0.5);
         int ha = (int)((double)st.peak_allocated / top * h + 0.5);
-        mh_canvas_rect(c, xa + 1, y1 + h - hr, w, hr, MH_COL_RESERVED_FILL);
-        mh_canvas_rect(c, xa + 1, y1 + h - ha, w, ha, 0x555555u);
+        mh__canvas_rect(c, xa + 1, y1 + h - hr, w, hr, MH_COL_RESERVED_FILL);
+        mh__canvas_rect(c, xa + 1, y1 + h - ha, w, ha, 0x555555u);
         int hf = (int)(st.fragmentation * h + 0.5);
-        mh_canvas_rect(c, xa + 1, y2 + h - hf, w, hf, MH_COL_FRAG);
+        mh__canvas_rect(c, xa + 1, y2 + h - hf, w, hf, MH_COL_FRAG);
     }
     char b[32];
     mh__plot_bytes(top, b, sizeof b);
     strip_frame(c, f, y1, "peaks", b);
     strip_frame(c, f, y2, "frag.", "100%");
-    mh_canvas_hline(c, f->x, f->x + f->w - 1, y2 + h / 2, MH_COL_GRID);
+    mh__canvas_hline(c, f->x, f->x + f->w - 1, y2 + h / 2, MH_COL_GRID);
     mh__plot_markers(c, s, f, y1, y2 + h - 1, 0);
     if (n == 0)
-        mh_canvas_text(c, f->x + 8, y1 + 4, "no step markers in this run", MH_COL_MUTED, 1);
+        mh__canvas_text(c, f->x + 8, y1 + 4, "no step markers in this run", MH_COL_MUTED, 1);
     const char *axis = "time since the first event";
-    int w = mh_font_text_width(axis, 1);
-    mh_canvas_text(c, f->x + (f->w - w) / 2, y2 + h + 8, axis, MH_COL_MUTED, 1);
+    int w = mh__font_text_width(axis, 1);
+    mh__canvas_text(c, f->x + (f->w - w) / 2, y2 + h + 8, axis, MH_COL_MUTED, 1);
 }

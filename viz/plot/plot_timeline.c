@@ -34,11 +34,11 @@ static void draw_areas(struct mh_canvas *c, const struct mh__plot_cols *cols,
         for (unsigned k = 0; k < ng; k++) {
             sum += g[k];
             int y = mh__plot_axis_px(ya, (double)sum);
-            uint32_t col = cols->by_category ? mh__plot_category_color((int)k)
-                           : k < cols->ngroups ? mh_palette_group(k)
+            uint32_t col = cols->by_category   ? mh__plot_category_color((int)k)
+                           : k < cols->ngroups ? mh__palette_group(k)
                                                : MH_COL_REST;
             if (y < ybot)
-                mh_canvas_vline(c, x0 + i, y, ybot - 1, col);
+                mh__canvas_vline(c, x0 + i, y, ybot - 1, col);
             ybot = y;
         }
     }
@@ -51,8 +51,8 @@ static void draw_curve(struct mh_canvas *c, const uint64_t *v, int n,
     int prev = mh__plot_axis_px(ya, (double)v[0]);
     for (int i = 0; i < n; i++) {
         int y = mh__plot_axis_px(ya, (double)v[i]);
-        mh_canvas_rect(c, x0 + i, y < prev ? y : prev, thick,
-                       (y < prev ? prev - y : y - prev) + thick, rgb);
+        mh__canvas_rect(c, x0 + i, y < prev ? y : prev, thick,
+                        (y < prev ? prev - y : y - prev) + thick, rgb);
         prev = y;
     }
 }
@@ -65,16 +65,16 @@ static void draw_peak(struct mh_canvas *c, const struct mh__plot_scan *s,
         x = f->x + f->w - 1; /* a peak at the window's last instant */
     int y = mh__plot_axis_px(ya, (double)s->peak.value);
     int tri[6] = {x - 5, y - 11, x + 5, y - 11, x, y - 2};
-    mh_canvas_polygon(c, tri, 3, MH_COL_PEAK);
-    mh_canvas_vdash(c, x, y, f->y + f->h - 1, MH_COL_PEAK, 2, 3);
+    mh__canvas_polygon(c, tri, 3, MH_COL_PEAK);
+    mh__canvas_vdash(c, x, y, f->y + f->h - 1, MH_COL_PEAK, 2, 3);
     char text[96], b[32], t[32];
     snprintf(text, sizeof text, "peak %s at %s", mh__plot_bytes(s->peak.value, b, sizeof b),
              mh__plot_duration(s->peak.time_ns - s->t0, t, sizeof t));
-    int w = mh_font_text_width(text, 1);
+    int w = mh__font_text_width(text, 1);
     int tx = x + 9 + w < f->x + f->w ? x + 9 : x - 9 - w;
     int ty = y - 18 < f->y + 2 ? f->y + 2 : y - 18;
-    mh_canvas_rect(c, tx - 2, ty - 2, w + 4, MH_FONT_CAP + 4, MH_COL_BG);
-    mh_canvas_text(c, tx, ty, text, MH_COL_TEXT, 1);
+    mh__canvas_rect(c, tx - 2, ty - 2, w + 4, MH_FONT_CAP + 4, MH_COL_BG);
+    mh__canvas_text(c, tx, ty, text, MH_COL_TEXT, 1);
 }
 
 int mh__plot_timeline(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
@@ -103,7 +103,7 @@ int mh__plot_timeline(struct mh_canvas *c, struct mh_reader *r, const struct mh_
     draw_curve(c, cols->alloc, cols->n, &ya, f->x, MH_COL_ALLOCATED, 1);
     if (s->peak.time_ns >= cols->t_begin && s->peak.time_ns <= cols->t_end)
         draw_peak(c, s, f, &ya);
-    mh_canvas_frame(c, f->x - 1, f->y - 1, f->w + 2, f->h + 2, MH_COL_AXIS);
+    mh__canvas_frame(c, f->x - 1, f->y - 1, f->w + 2, f->h + 2, MH_COL_AXIS);
     mh__plot_strip(c, s, f, cols->t_begin, cols->t_end);
     mh__plot_legend(c, s, f);
     return 0;

@@ -13,7 +13,7 @@
 static void sink_write(png_structp png, png_bytep data, size_t len)
 {
     struct mh_sink *s = png_get_io_ptr(png);
-    mh_sink_write(s, data, len);
+    mh__sink_write(s, data, len);
 }
 
 static void sink_flush(png_structp png)
@@ -21,7 +21,7 @@ static void sink_flush(png_structp png)
     (void)png;
 }
 
-int mh_png_write(struct mh_sink *out, const struct mh_canvas *c)
+int mh__png_write(struct mh_sink *out, const struct mh_canvas *c)
 {
     if (!c->px || c->width < 1 || c->height < 1)
         return MH_EINVAL;
@@ -74,12 +74,12 @@ static int read_rows(png_structp png, png_infop info, struct mem_src *src, struc
         w > MH_CANVAS_MAX_SIDE || h > MH_CANVAS_MAX_SIDE)
         return MH_EFORMAT;
     int channels = type == PNG_COLOR_TYPE_RGBA ? 4 : 3;
-    int rc = mh_canvas_init(out, (int)w, (int)h, 0);
+    int rc = mh__canvas_init(out, (int)w, (int)h, 0);
     if (rc)
         return rc;
     png_bytep row = src->row = malloc((size_t)w * 4);
     if (!row) {
-        mh_canvas_release(out);
+        mh__canvas_release(out);
         return MH_ENOMEM;
     }
     for (png_uint_32 y = 0; y < h; y++) {
@@ -90,7 +90,7 @@ static int read_rows(png_structp png, png_infop info, struct mem_src *src, struc
     return 0;
 }
 
-int mh_png_read(const void *data, size_t len, struct mh_canvas *out)
+int mh__png_read(const void *data, size_t len, struct mh_canvas *out)
 {
     memset(out, 0, sizeof *out);
     if (len < 8 || png_sig_cmp(data, 0, 8) != 0)
@@ -107,7 +107,7 @@ int mh_png_read(const void *data, size_t len, struct mh_canvas *out)
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_read_struct(&png, &info, NULL);
         free(src.row);
-        mh_canvas_release(out);
+        mh__canvas_release(out);
         return MH_EFORMAT;
     }
     png_set_read_fn(png, &src, mem_read);

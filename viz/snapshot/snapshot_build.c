@@ -217,8 +217,8 @@ static void drain(struct mh_snapshot *s)
     }
 }
 
-int mh_snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
-                      struct mh_snapshot **out)
+int mh__snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
+                       struct mh_snapshot **out)
 {
     *out = NULL;
     struct mh_snapshot *s = calloc(1, sizeof *s);
@@ -235,7 +235,7 @@ int mh_snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
     if (rc == 0)
         rc = replay(s);
     if (rc < 0) {
-        mh_snapshot_free(s);
+        mh__snapshot_free(s);
         return rc;
     }
     mh_model_finish(s->model);
@@ -243,7 +243,7 @@ int mh_snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
         drain(s);
     summarize(s);
     if (!s->opts.no_categories && (rc = mh__snapshot_categorize(s)) < 0) {
-        mh_snapshot_free(s);
+        mh__snapshot_free(s);
         return rc;
     }
     s->info.estimate_bytes = mh__snapshot_estimate(s);
@@ -251,12 +251,12 @@ int mh_snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
     return 0;
 }
 
-void mh_snapshot_info(const struct mh_snapshot *s, struct mh_snapshot_info *out)
+void mh__snapshot_info(const struct mh_snapshot *s, struct mh_snapshot_info *out)
 {
     *out = s->info;
 }
 
-void mh_snapshot_free(struct mh_snapshot *s)
+void mh__snapshot_free(struct mh_snapshot *s)
 {
     if (!s)
         return;

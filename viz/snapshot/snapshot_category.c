@@ -74,7 +74,7 @@ static int replay(struct mh_snapshot *s, struct mh_model *m, struct mh_livecat *
         memset(&res, 0, sizeof res);
         if ((rc = mh_model_apply(m, &ev, &res)) < 0)
             return rc;
-        rc = mh_livecat_observe(lc, m, &ev, &res, index, &end);
+        rc = mh__livecat_observe(lc, m, &ev, &res, index, &end);
         if (rc < 0)
             return rc;
         if (rc == 1)
@@ -82,7 +82,7 @@ static int replay(struct mh_snapshot *s, struct mh_model *m, struct mh_livecat *
     }
     /* a damaged tail was reported by the first replay; use what was read */
     mh_model_finish(m);
-    return mh_livecat_finish(lc, on_live, s);
+    return mh__livecat_finish(lc, on_live, s);
 }
 
 static int is_alloc_or_free(unsigned kind)
@@ -130,10 +130,10 @@ int mh__snapshot_categorize(struct mh_snapshot *s)
     struct mh_livecat *lc = NULL;
     int rc = mh_model_new(&mo, &m);
     if (rc == 0)
-        rc = mh_livecat_new(&lc);
+        rc = mh__livecat_new(&lc);
     if (rc == 0)
         rc = replay(s, m, lc);
-    mh_livecat_free(lc);
+    mh__livecat_free(lc);
     mh_model_free(m);
     if (rc == 0)
         settle(s);

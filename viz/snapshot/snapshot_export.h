@@ -15,9 +15,9 @@
  * consistent: events the model rejected as anomalies are left out of the
  * trace.
  *
- * Two phases: mh_snapshot_build replays the file and keeps the window's
+ * Two phases: mh__snapshot_build replays the file and keeps the window's
  * entries (so the output size can be estimated before anything is written),
- * mh_snapshot_write emits the pickle through pickle_write.h into a sink. */
+ * mh__snapshot_write emits the pickle through pickle_write.h into a sink. */
 #ifndef MH_VIZ_SNAPSHOT_EXPORT_H
 #define MH_VIZ_SNAPSHOT_EXPORT_H
 
@@ -57,15 +57,15 @@ struct mh_snapshot_info {
     uint64_t estimate_bytes; /* expected size of the pickle */
 };
 
-/* Replays `r` (borrowed; it must stay open until mh_snapshot_free, it holds
+/* Replays `r` (borrowed; it must stay open until mh__snapshot_free, it holds
  * the stacks) through a model set up from the file's "alloc_conf" meta.
  * Reading damage is not fatal: see info.read_error. Returns 0 or MH_E*. */
-int mh_snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
-                      struct mh_snapshot **out);
-void mh_snapshot_info(const struct mh_snapshot *s, struct mh_snapshot_info *out);
+int mh__snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
+                       struct mh_snapshot **out);
+void mh__snapshot_info(const struct mh_snapshot *s, struct mh_snapshot_info *out);
 /* Writes the pickle. Returns 0 or the first error of the sink. */
-int mh_snapshot_write(struct mh_snapshot *s, struct mh_sink *sink);
+int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink);
 /* Accepts NULL. */
-void mh_snapshot_free(struct mh_snapshot *s);
+void mh__snapshot_free(struct mh_snapshot *s);
 
 #endif

@@ -92,32 +92,32 @@ static uint32_t *memo_slot(struct wctx *c, struct memo_map *m, uint32_t id)
 static void konst(struct wctx *c, int k)
 {
     if (c->keys[k]) {
-        mh_pw_get(c->w, c->keys[k] - 1);
+        mh__pw_get(c->w, c->keys[k] - 1);
         return;
     }
-    mh_pw_cstr(c->w, k < K_COUNT ? key_text[k] : mh_event_kind_name((unsigned)(k - K_COUNT)));
-    c->keys[k] = mh_pw_memoize(c->w) + 1;
+    mh__pw_cstr(c->w, k < K_COUNT ? key_text[k] : mh_event_kind_name((unsigned)(k - K_COUNT)));
+    c->keys[k] = mh__pw_memoize(c->w) + 1;
 }
 
 static void write_frame(struct wctx *c, uint32_t id)
 {
     uint32_t *slot = memo_slot(c, &c->frames, id);
     if (slot && *slot) {
-        mh_pw_get(c->w, *slot - 1);
+        mh__pw_get(c->w, *slot - 1);
         return;
     }
     struct mh_frame f = {NULL, NULL, 0};
     mh_reader_frame(c->s->reader, id, &f);
-    mh_pw_empty_dict(c->w);
-    mh_pw_mark(c->w);
+    mh__pw_empty_dict(c->w);
+    mh__pw_mark(c->w);
     konst(c, K_NAME);
-    mh_pw_cstr(c->w, f.func ? f.func : "??");
+    mh__pw_cstr(c->w, f.func ? f.func : "??");
     konst(c, K_FILENAME);
-    mh_pw_cstr(c->w, f.file ? f.file : "??");
+    mh__pw_cstr(c->w, f.file ? f.file : "??");
     konst(c, K_LINE);
-    mh_pw_int(c->w, f.line);
-    mh_pw_setitems(c->w);
-    uint32_t idx = mh_pw_memoize(c->w);
+    mh__pw_int(c->w, f.line);
+    mh__pw_setitems(c->w);
+    uint32_t idx = mh__pw_memoize(c->w);
     if (slot)
         *slot = idx + 1;
 }
@@ -128,22 +128,22 @@ static void write_frames(struct wctx *c, uint32_t stack)
     const uint32_t *frames;
     size_t n;
     if (stack == 0 || mh_reader_stack(c->s->reader, stack, &frames, &n) != 0 || n == 0) {
-        mh_pw_empty_list(c->w);
+        mh__pw_empty_list(c->w);
         return;
     }
     uint32_t *slot = memo_slot(c, &c->stacks, stack);
     if (slot && *slot) {
-        mh_pw_get(c->w, *slot - 1);
+        mh__pw_get(c->w, *slot - 1);
         return;
     }
     uint64_t count = 0;
-    mh_pw_list_begin(c->w);
+    mh__pw_list_begin(c->w);
     for (size_t i = 0; i < n; i++) {
         write_frame(c, frames[i]);
-        mh_pw_list_item(c->w, &count);
+        mh__pw_list_item(c->w, &count);
     }
-    mh_pw_list_end(c->w, count);
-    uint32_t idx = mh_pw_memoize(c->w);
+    mh__pw_list_end(c->w, count);
+    uint32_t idx = mh__pw_memoize(c->w);
     slot = memo_slot(c, &c->stacks, stack); /* write_frame may have grown other maps only */
     if (slot)
         *slot = idx + 1;
@@ -154,12 +154,12 @@ static void write_string(struct wctx *c, uint32_t id)
 {
     uint32_t *slot = memo_slot(c, &c->strings, id);
     if (slot && *slot) {
-        mh_pw_get(c->w, *slot - 1);
+        mh__pw_get(c->w, *slot - 1);
         return;
     }
     const char *text = mh_reader_string(c->s->reader, id);
-    mh_pw_cstr(c->w, text ? text : "");
-    uint32_t idx = mh_pw_memoize(c->w);
+    mh__pw_cstr(c->w, text ? text : "");
+    uint32_t idx = mh__pw_memoize(c->w);
     if (slot)
         *slot = idx + 1;
 }
@@ -190,11 +190,11 @@ static void write_user(struct wctx *c, const struct mh__sentry *e)
         return;
     konst(c, K_USER);
     if (c->last_um_memo && strcmp(buf, c->last_um) == 0) {
-        mh_pw_get(c->w, c->last_um_memo - 1);
+        mh__pw_get(c->w, c->last_um_memo - 1);
         return;
     }
-    mh_pw_str(c->w, buf, n);
-    c->last_um_memo = mh_pw_memoize(c->w) + 1;
+    mh__pw_str(c->w, buf, n);
+    c->last_um_memo = mh__pw_memoize(c->w) + 1;
     memcpy(c->last_um, buf, n + 1);
 }
 
@@ -205,28 +205,28 @@ static void write_category(struct wctx *c, const struct mh__sentry *e)
         return;
     konst(c, K_CATEGORY);
     if (c->cats[e->category]) {
-        mh_pw_get(c->w, c->cats[e->category] - 1);
+        mh__pw_get(c->w, c->cats[e->category] - 1);
         return;
     }
-    mh_pw_cstr(c->w, mh_category_name(e->category));
-    c->cats[e->category] = mh_pw_memoize(c->w) + 1;
+    mh__pw_cstr(c->w, mh__category_name(e->category));
+    c->cats[e->category] = mh__pw_memoize(c->w) + 1;
 }
 
 static void write_entry(struct wctx *c, const struct mh__sentry *e)
 {
     struct mh_pw *w = c->w;
-    mh_pw_empty_dict(w);
-    mh_pw_mark(w);
+    mh__pw_empty_dict(w);
+    mh__pw_mark(w);
     konst(c, K_ACTION);
     konst(c, K_COUNT + e->kind);
     konst(c, e->kind == MH_EV_OOM ? K_DEVICE_FREE : K_ADDR);
-    mh_pw_uint(w, e->addr);
+    mh__pw_uint(w, e->addr);
     konst(c, K_SIZE);
-    mh_pw_uint(w, e->size);
+    mh__pw_uint(w, e->size);
     konst(c, K_STREAM);
-    mh_pw_uint(w, e->stream);
+    mh__pw_uint(w, e->stream);
     konst(c, K_TIME_US);
-    mh_pw_uint(w, e->time_ns / 1000);
+    mh__pw_uint(w, e->time_ns / 1000);
     if (e->stack) {
         konst(c, K_FRAMES);
         write_frames(c, e->stack);
@@ -238,102 +238,102 @@ static void write_entry(struct wctx *c, const struct mh__sentry *e)
     write_user(c, e);
     if (e->pool[0] || e->pool[1]) {
         konst(c, K_POOL_ID);
-        mh_pw_uint(w, e->pool[0]);
-        mh_pw_uint(w, e->pool[1]);
-        mh_pw_tuple2(w);
+        mh__pw_uint(w, e->pool[0]);
+        mh__pw_uint(w, e->pool[1]);
+        mh__pw_tuple2(w);
     }
     write_category(c, e);
-    mh_pw_setitems(w);
+    mh__pw_setitems(w);
 }
 
 static void write_traces(struct wctx *c, int ndev)
 {
     uint64_t outer = 0;
-    mh_pw_list_begin(c->w);
+    mh__pw_list_begin(c->w);
     for (int d = 0; d < ndev; d++) {
         const struct mh__strace *t = d < c->s->ndev ? &c->s->dev[d] : NULL;
         uint64_t count = 0;
-        mh_pw_list_begin(c->w);
+        mh__pw_list_begin(c->w);
         for (size_t i = 0; t && i < t->len; i++) {
             write_entry(c, mh__strace_at(t, i));
-            mh_pw_list_item(c->w, &count);
+            mh__pw_list_item(c->w, &count);
         }
-        mh_pw_list_end(c->w, count);
-        mh_pw_list_item(c->w, &outer);
+        mh__pw_list_end(c->w, count);
+        mh__pw_list_item(c->w, &outer);
     }
-    mh_pw_list_end(c->w, outer);
+    mh__pw_list_end(c->w, outer);
 }
 
 static void write_notes(struct wctx *c)
 {
     uint64_t count = 0;
-    mh_pw_list_begin(c->w);
+    mh__pw_list_begin(c->w);
     for (size_t i = 0; i < c->s->notes.len; i++) {
         const struct mh__sentry *e = mh__strace_at(&c->s->notes, i);
         int begin = e->kind == MH_EV_STEP_BEGIN || e->kind == MH_EV_RANGE_BEGIN;
-        mh_pw_empty_dict(c->w);
-        mh_pw_mark(c->w);
+        mh__pw_empty_dict(c->w);
+        mh__pw_mark(c->w);
         konst(c, K_STAGE);
         konst(c, begin ? V_START : V_END);
         konst(c, K_NAME);
         if (e->kind == MH_EV_STEP_BEGIN || e->kind == MH_EV_STEP_END) {
             char name[32];
             snprintf(name, sizeof name, "step %lld", (long long)e->step);
-            mh_pw_cstr(c->w, name);
+            mh__pw_cstr(c->w, name);
         } else {
             const char *text = mh_reader_string(c->s->reader, e->str);
-            mh_pw_cstr(c->w, text ? text : "");
+            mh__pw_cstr(c->w, text ? text : "");
         }
         konst(c, K_DEVICE);
-        mh_pw_int(c->w, e->device);
+        mh__pw_int(c->w, e->device);
         konst(c, K_TIME_US);
-        mh_pw_uint(c->w, e->time_ns / 1000);
-        mh_pw_setitems(c->w);
-        mh_pw_list_item(c->w, &count);
+        mh__pw_uint(c->w, e->time_ns / 1000);
+        mh__pw_setitems(c->w);
+        mh__pw_list_item(c->w, &count);
     }
-    mh_pw_list_end(c->w, count);
+    mh__pw_list_end(c->w, count);
 }
 
 static void write_settings(struct wctx *c)
 {
     const struct mh_alloc_conf *conf = &c->s->conf;
     struct mh_pw *w = c->w;
-    mh_pw_empty_dict(w);
-    mh_pw_mark(w);
-    mh_pw_cstr(w, "PYTORCH_CUDA_ALLOC_CONF");
-    mh_pw_cstr(w, c->s->conf_text);
-    mh_pw_cstr(w, "max_split_size");
-    mh_pw_int(w, conf->max_split_size ? (int64_t)conf->max_split_size : -1);
-    mh_pw_cstr(w, "garbage_collection_threshold");
-    mh_pw_float(w, conf->garbage_collection_threshold);
-    mh_pw_cstr(w, "expandable_segments");
-    mh_pw_bool(w, conf->expandable_segments);
-    mh_pw_cstr(w, "pinned_num_register_threads");
-    mh_pw_int(w, 1);
-    mh_pw_cstr(w, "release_lock_on_cudamalloc");
-    mh_pw_bool(w, 0);
-    mh_pw_cstr(w, "pinned_use_cuda_host_register");
-    mh_pw_bool(w, 0);
-    mh_pw_cstr(w, "roundup_power2_divisions");
-    mh_pw_empty_dict(w);
-    mh_pw_mark(w);
+    mh__pw_empty_dict(w);
+    mh__pw_mark(w);
+    mh__pw_cstr(w, "PYTORCH_CUDA_ALLOC_CONF");
+    mh__pw_cstr(w, c->s->conf_text);
+    mh__pw_cstr(w, "max_split_size");
+    mh__pw_int(w, conf->max_split_size ? (int64_t)conf->max_split_size : -1);
+    mh__pw_cstr(w, "garbage_collection_threshold");
+    mh__pw_float(w, conf->garbage_collection_threshold);
+    mh__pw_cstr(w, "expandable_segments");
+    mh__pw_bool(w, conf->expandable_segments);
+    mh__pw_cstr(w, "pinned_num_register_threads");
+    mh__pw_int(w, 1);
+    mh__pw_cstr(w, "release_lock_on_cudamalloc");
+    mh__pw_bool(w, 0);
+    mh__pw_cstr(w, "pinned_use_cuda_host_register");
+    mh__pw_bool(w, 0);
+    mh__pw_cstr(w, "roundup_power2_divisions");
+    mh__pw_empty_dict(w);
+    mh__pw_mark(w);
     for (int i = 0; i < 16; i++) {
         char key[8];
         snprintf(key, sizeof key, "%u", 1u << i);
-        mh_pw_cstr(w, key);
-        mh_pw_int(w, conf->roundup_power2_divisions[i]);
+        mh__pw_cstr(w, key);
+        mh__pw_int(w, conf->roundup_power2_divisions[i]);
     }
-    mh_pw_setitems(w);
+    mh__pw_setitems(w);
     if (c->s->info.overflowed) {
         uint64_t most = c->s->opts.max_entries;
         for (int d = 0; !most && d < c->s->ndev; d++)
             most = c->s->dev[d].len > most ? c->s->dev[d].len : most;
-        mh_pw_cstr(w, "trace_alloc_max_entries");
-        mh_pw_uint(w, most);
-        mh_pw_cstr(w, "trace_alloc_overflowed");
-        mh_pw_bool(w, 1);
+        mh__pw_cstr(w, "trace_alloc_max_entries");
+        mh__pw_uint(w, most);
+        mh__pw_cstr(w, "trace_alloc_overflowed");
+        mh__pw_bool(w, 1);
     }
-    mh_pw_setitems(w);
+    mh__pw_setitems(w);
 }
 
 static int collect_segment(void *user, const struct mh_segment_view *seg)
@@ -354,34 +354,34 @@ static int collect_segment(void *user, const struct mh_segment_view *seg)
 static void open_segment(struct wctx *c, const struct mh_segment_view *g)
 {
     struct mh_pw *w = c->w;
-    mh_pw_empty_dict(w);
-    mh_pw_mark(w);
+    mh__pw_empty_dict(w);
+    mh__pw_mark(w);
     konst(c, K_DEVICE);
-    mh_pw_int(w, g->device);
+    mh__pw_int(w, g->device);
     konst(c, K_ADDRESS);
-    mh_pw_uint(w, g->address);
+    mh__pw_uint(w, g->address);
     konst(c, K_TOTAL);
-    mh_pw_uint(w, g->size);
+    mh__pw_uint(w, g->size);
     konst(c, K_ALLOCATED);
-    mh_pw_uint(w, g->allocated);
+    mh__pw_uint(w, g->allocated);
     konst(c, K_ACTIVE);
-    mh_pw_uint(w, g->active);
+    mh__pw_uint(w, g->active);
     konst(c, K_REQUESTED);
-    mh_pw_uint(w, g->requested);
+    mh__pw_uint(w, g->requested);
     konst(c, K_STREAM);
-    mh_pw_uint(w, g->stream);
+    mh__pw_uint(w, g->stream);
     konst(c, K_SEGTYPE);
     konst(c, g->small_pool ? V_SMALL : V_LARGE);
     konst(c, K_SEGPOOL);
-    mh_pw_uint(w, g->pool[0]);
-    mh_pw_uint(w, g->pool[1]);
-    mh_pw_tuple2(w);
+    mh__pw_uint(w, g->pool[0]);
+    mh__pw_uint(w, g->pool[1]);
+    mh__pw_tuple2(w);
     konst(c, K_EXPANDABLE);
-    mh_pw_bool(w, g->expandable);
+    mh__pw_bool(w, g->expandable);
     konst(c, K_FRAMES);
     write_frames(c, g->stack);
     konst(c, K_BLOCKS);
-    mh_pw_list_begin(w);
+    mh__pw_list_begin(w);
     c->seg_open = 1;
     c->blocks_in_seg = 0;
     c->s->info.segments++;
@@ -389,9 +389,9 @@ static void open_segment(struct wctx *c, const struct mh_segment_view *g)
 
 static void close_segment(struct wctx *c)
 {
-    mh_pw_list_end(c->w, c->blocks_in_seg);
-    mh_pw_setitems(c->w);
-    mh_pw_list_item(c->w, &c->seg_count);
+    mh__pw_list_end(c->w, c->blocks_in_seg);
+    mh__pw_setitems(c->w);
+    mh__pw_list_item(c->w, &c->seg_count);
     c->seg_open = 0;
 }
 
@@ -418,20 +418,20 @@ static int write_block(void *user, const struct mh_segment_view *seg, const stru
     static const int states[] = {V_INACTIVE, V_ALLOCATED, V_PENDING};
     advance_to(c, seg->address);
     struct mh_pw *w = c->w;
-    mh_pw_empty_dict(w);
-    mh_pw_mark(w);
+    mh__pw_empty_dict(w);
+    mh__pw_mark(w);
     konst(c, K_ADDRESS);
-    mh_pw_uint(w, b->address);
+    mh__pw_uint(w, b->address);
     konst(c, K_SIZE);
-    mh_pw_uint(w, b->size);
+    mh__pw_uint(w, b->size);
     konst(c, K_REQUESTED);
-    mh_pw_uint(w, b->requested);
+    mh__pw_uint(w, b->requested);
     konst(c, K_STATE);
     konst(c, states[b->state <= MH_BLOCK_PENDING_FREE ? b->state : 0]);
     konst(c, K_FRAMES);
     write_frames(c, b->state == MH_BLOCK_INACTIVE ? 0 : b->stack);
-    mh_pw_setitems(w);
-    mh_pw_list_item(w, &c->blocks_in_seg);
+    mh__pw_setitems(w);
+    mh__pw_list_item(w, &c->blocks_in_seg);
     c->s->info.blocks++;
     return 0;
 }
@@ -444,7 +444,7 @@ static int write_segments(struct wctx *c)
     int ndev = 0;
     c->seg_count = 0;
     c->s->info.segments = c->s->info.blocks = 0;
-    mh_pw_list_begin(c->w);
+    mh__pw_list_begin(c->w);
     for (size_t i = 0; i < mh_model_device_count(m); i++) {
         int d = mh_model_device_at(m, i);
         if (d < 0 || (c->s->opts.only_device && d != c->s->opts.device))
@@ -461,11 +461,11 @@ static int write_segments(struct wctx *c)
         if (c->seg_open)
             close_segment(c);
     }
-    mh_pw_list_end(c->w, c->seg_count);
+    mh__pw_list_end(c->w, c->seg_count);
     return ndev;
 }
 
-int mh_snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
+int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
 {
     struct wctx *c = calloc(1, sizeof *c);
     struct mh_pw *w = malloc(sizeof *w);
@@ -476,22 +476,22 @@ int mh_snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
     }
     c->s = s;
     c->w = w;
-    mh_pw_init(w, sink);
-    mh_pw_empty_dict(w);
-    mh_pw_mark(w);
-    mh_pw_cstr(w, "segments");
+    mh__pw_init(w, sink);
+    mh__pw_empty_dict(w);
+    mh__pw_mark(w);
+    mh__pw_cstr(w, "segments");
     int ndev = write_segments(c);
     if (ndev < s->ndev)
         ndev = s->ndev;
     s->info.devices = ndev;
-    mh_pw_cstr(w, "device_traces");
+    mh__pw_cstr(w, "device_traces");
     write_traces(c, ndev);
-    mh_pw_cstr(w, "allocator_settings");
+    mh__pw_cstr(w, "allocator_settings");
     write_settings(c);
-    mh_pw_cstr(w, "external_annotations");
+    mh__pw_cstr(w, "external_annotations");
     write_notes(c);
-    mh_pw_setitems(w);
-    int rc = mh_pw_finish(w);
+    mh__pw_setitems(w);
+    int rc = mh__pw_finish(w);
     if (!rc && c->error)
         rc = c->error;
     free(c->frames.v);

@@ -27,23 +27,23 @@ const char *mh__trace_ts(const struct mh_trace *t, uint64_t ns, char buf[32])
 static void kv_ts(struct mh_trace *t, const char *key, uint64_t ns)
 {
     char b[32];
-    mh_json_key(t->j, key);
-    mh_json_raw(t->j, mh__trace_ts(t, ns, b));
+    mh__json_key(t->j, key);
+    mh__json_raw(t->j, mh__trace_ts(t, ns, b));
 }
 
 static void kv_dur(struct mh_trace *t, uint64_t ns)
 {
     char b[32];
     snprintf(b, sizeof b, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
-    mh_json_key(t->j, "dur");
-    mh_json_raw(t->j, b);
+    mh__json_key(t->j, "dur");
+    mh__json_raw(t->j, b);
 }
 
 static void kv_hex(struct mh_json *j, const char *key, uint64_t v)
 {
     char b[24];
     snprintf(b, sizeof b, "0x%" PRIx64, v);
-    mh_json_kv_string(j, key, b);
+    mh__json_kv_string(j, key, b);
 }
 
 static const char *str_of(const struct mh_trace *t, uint32_t id, const char *dflt)
@@ -57,20 +57,20 @@ static void meta_event(struct mh_trace *t, const char *name, int64_t pid, int64_
                        const char *key, const char *sval, int64_t ival)
 {
     struct mh_json *j = t->j;
-    mh_json_begin_object(j);
-    mh_json_kv_string(j, "ph", "M");
-    mh_json_kv_string(j, "name", name);
-    mh_json_kv_int(j, "pid", pid);
-    mh_json_kv_int(j, "tid", tid);
-    mh_json_kv_int(j, "ts", 0);
-    mh_json_key(j, "args");
-    mh_json_begin_object(j);
+    mh__json_begin_object(j);
+    mh__json_kv_string(j, "ph", "M");
+    mh__json_kv_string(j, "name", name);
+    mh__json_kv_int(j, "pid", pid);
+    mh__json_kv_int(j, "tid", tid);
+    mh__json_kv_int(j, "ts", 0);
+    mh__json_key(j, "args");
+    mh__json_begin_object(j);
     if (sval)
-        mh_json_kv_string(j, key, sval);
+        mh__json_kv_string(j, key, sval);
     else
-        mh_json_kv_int(j, key, ival);
-    mh_json_end_object(j);
-    mh_json_end_object(j);
+        mh__json_kv_int(j, key, ival);
+    mh__json_end_object(j);
+    mh__json_end_object(j);
 }
 
 /* 1 if the track was new (and is now registered). */
@@ -141,13 +141,13 @@ static void begin_event(struct mh_trace *t, const char *ph, const char *cat, con
 {
     track(t, pid, tid);
     struct mh_json *j = t->j;
-    mh_json_begin_object(j);
-    mh_json_kv_string(j, "ph", ph);
+    mh__json_begin_object(j);
+    mh__json_kv_string(j, "ph", ph);
     if (cat)
-        mh_json_kv_string(j, "cat", cat);
-    mh_json_kv_string(j, "name", name);
-    mh_json_kv_int(j, "pid", pid);
-    mh_json_kv_int(j, "tid", tid);
+        mh__json_kv_string(j, "cat", cat);
+    mh__json_kv_string(j, "name", name);
+    mh__json_kv_int(j, "pid", pid);
+    mh__json_kv_int(j, "tid", tid);
     kv_ts(t, "ts", ns);
 }
 
@@ -155,10 +155,10 @@ static void flow(struct mh_trace *t, const char *ph, uint32_t id, int64_t pid, i
                  uint64_t ns)
 {
     begin_event(t, ph, "ac2g", "ac2g", pid, tid, ns);
-    mh_json_kv_uint(t->j, "id", id);
+    mh__json_kv_uint(t->j, "id", id);
     if (ph[0] == 'f')
-        mh_json_kv_string(t->j, "bp", "e");
-    mh_json_end_object(t->j);
+        mh__json_kv_string(t->j, "bp", "e");
+    mh__json_end_object(t->j);
 }
 
 static void complete(struct mh_trace *t, const char *cat, const char *name, int64_t pid,
@@ -172,7 +172,7 @@ static void instant(struct mh_trace *t, const char *cat, const char *name, const
                     int64_t pid, int64_t tid, uint64_t ns)
 {
     begin_event(t, "i", cat, name, pid, tid, ns);
-    mh_json_kv_string(t->j, "s", scope);
+    mh__json_kv_string(t->j, "s", scope);
 }
 
 /* ---- memory counters ------------------------------------------------------------ */
@@ -182,21 +182,21 @@ static void write_counter(struct mh_trace *t, int device, const struct mh_counte
     snprintf(name, sizeof name, "GPU %d memory", device);
     device_process(t, device);
     struct mh_json *j = t->j;
-    mh_json_begin_object(j);
-    mh_json_kv_string(j, "ph", "C");
-    mh_json_kv_string(j, "cat", "gpu_memory");
-    mh_json_kv_string(j, "name", name);
-    mh_json_kv_int(j, "pid", device);
-    mh_json_kv_int(j, "tid", 0);
+    mh__json_begin_object(j);
+    mh__json_kv_string(j, "ph", "C");
+    mh__json_kv_string(j, "cat", "gpu_memory");
+    mh__json_kv_string(j, "name", name);
+    mh__json_kv_int(j, "pid", device);
+    mh__json_kv_int(j, "tid", 0);
     kv_ts(t, "ts", c->time_ns);
-    mh_json_key(j, "args");
-    mh_json_begin_object(j);
-    mh_json_kv_uint(j, "allocated", c->st.allocated);
-    mh_json_kv_uint(j, "reserved", c->st.reserved);
-    mh_json_kv_uint(j, "outside allocator", c->st.driver_outside);
-    mh_json_kv_uint(j, "total", c->st.reserved + c->st.driver_outside);
-    mh_json_end_object(j);
-    mh_json_end_object(j);
+    mh__json_key(j, "args");
+    mh__json_begin_object(j);
+    mh__json_kv_uint(j, "allocated", c->st.allocated);
+    mh__json_kv_uint(j, "reserved", c->st.reserved);
+    mh__json_kv_uint(j, "outside allocator", c->st.driver_outside);
+    mh__json_kv_uint(j, "total", c->st.reserved + c->st.driver_outside);
+    mh__json_end_object(j);
+    mh__json_end_object(j);
 }
 
 static void counter(struct mh_trace *t, int device, uint64_t ns)
@@ -234,22 +234,22 @@ static void memory_instant(struct mh_trace *t, const struct mh_event *ev)
     instant(t, "gpu_memory", segment_name(ev->kind), "t", pid, driver ? TID_DRIVER : TID_SEGMENTS,
             ev->time_ns);
     struct mh_json *j = t->j;
-    mh_json_key(j, "args");
-    mh_json_begin_object(j);
+    mh__json_key(j, "args");
+    mh__json_begin_object(j);
     kv_hex(j, "addr", ev->addr);
-    mh_json_kv_uint(j, "bytes", ev->size);
+    mh__json_kv_uint(j, "bytes", ev->size);
     if (driver)
-        mh_json_kv_string(j, "memory kind", mh_memory_kind_name(ev->aux));
+        mh__json_kv_string(j, "memory kind", mh_memory_kind_name(ev->aux));
     else
         kv_hex(j, "stream", ev->stream);
     if (ev->correlation)
-        mh_json_kv_uint(j, "correlation", ev->correlation);
+        mh__json_kv_uint(j, "correlation", ev->correlation);
     if (ev->stack) {
         char label[512];
-        mh_json_kv_string(j, "stack", mh_stack_label(t->r, ev->stack, label, sizeof label));
+        mh__json_kv_string(j, "stack", mh__stack_label(t->r, ev->stack, label, sizeof label));
     }
-    mh_json_end_object(j);
-    mh_json_end_object(j);
+    mh__json_end_object(j);
+    mh__json_end_object(j);
 }
 
 /* The OOM with the model's explanation of why the request failed. */
@@ -266,24 +266,24 @@ static void oom_instant(struct mh_trace *t, const struct mh_event *ev)
     int64_t pid = ev->device >= 0 ? ev->device : t->host_pid;
     instant(t, "gpu_memory", "OOM", "p", pid, TID_SEGMENTS, ev->time_ns);
     struct mh_json *j = t->j;
-    mh_json_key(j, "args");
-    mh_json_begin_object(j);
-    mh_json_kv_uint(j, "request", info.request);
-    mh_json_kv_uint(j, "device_free", info.device_free);
-    mh_json_kv_uint(j, "allocated", info.allocated);
-    mh_json_kv_uint(j, "reserved", info.reserved);
-    mh_json_kv_uint(j, "largest free block", info.largest_free_any);
-    mh_json_kv_uint(j, "largest free block on the stream", info.largest_free_same_stream);
-    mh_json_kv_uint(j, "reserved but unallocated", info.reserved - info.allocated);
-    mh_json_kv_int(j, "step", info.step);
+    mh__json_key(j, "args");
+    mh__json_begin_object(j);
+    mh__json_kv_uint(j, "request", info.request);
+    mh__json_kv_uint(j, "device_free", info.device_free);
+    mh__json_kv_uint(j, "allocated", info.allocated);
+    mh__json_kv_uint(j, "reserved", info.reserved);
+    mh__json_kv_uint(j, "largest free block", info.largest_free_any);
+    mh__json_kv_uint(j, "largest free block on the stream", info.largest_free_same_stream);
+    mh__json_kv_uint(j, "reserved but unallocated", info.reserved - info.allocated);
+    mh__json_kv_int(j, "step", info.step);
     kv_hex(j, "stream", info.stream);
     if (info.stack || ev->stack) {
         char label[512];
-        mh_stack_label(t->r, info.stack ? info.stack : ev->stack, label, sizeof label);
-        mh_json_kv_string(j, "stack", label);
+        mh__stack_label(t->r, info.stack ? info.stack : ev->stack, label, sizeof label);
+        mh__json_kv_string(j, "stack", label);
     }
-    mh_json_end_object(j);
-    mh_json_end_object(j);
+    mh__json_end_object(j);
+    mh__json_end_object(j);
 }
 
 /* ---- device activity and the calls that launched it ------------------------------ */
@@ -311,15 +311,15 @@ static void device_activity(struct mh_trace *t, const struct mh_event *ev)
     int64_t pid = ev->device >= 0 ? ev->device : 0;
     complete(t, cat, name, pid, (int64_t)ev->stream, ev->time_ns, ev->dur_ns);
     struct mh_json *j = t->j;
-    mh_json_key(j, "args");
-    mh_json_begin_object(j);
-    mh_json_kv_int(j, "device", ev->device);
-    mh_json_kv_uint(j, "stream", ev->stream);
-    mh_json_kv_uint(j, "correlation", ev->correlation);
+    mh__json_key(j, "args");
+    mh__json_begin_object(j);
+    mh__json_kv_int(j, "device", ev->device);
+    mh__json_kv_uint(j, "stream", ev->stream);
+    mh__json_kv_uint(j, "correlation", ev->correlation);
     if (ev->kind != MH_EV_KERNEL)
-        mh_json_kv_uint(j, "bytes", ev->size);
-    mh_json_end_object(j);
-    mh_json_end_object(j);
+        mh__json_kv_uint(j, "bytes", ev->size);
+    mh__json_end_object(j);
+    mh__json_end_object(j);
     uint8_t f = mh__corr_get(&t->corr, ev->correlation);
     if ((f & (CORR_API | CORR_DEVICE)) == (CORR_API | CORR_DEVICE) && !(f & CORR_F_DONE)) {
         flow(t, "f", ev->correlation, pid, (int64_t)ev->stream, ev->time_ns);
@@ -333,16 +333,16 @@ static void api_call(struct mh_trace *t, const struct mh_event *ev)
     const char *cat = strncmp(name, "cuda", 4) == 0 ? "cuda_runtime" : "cuda_driver";
     complete(t, cat, name, t->host_pid, ev->thread, ev->time_ns, ev->dur_ns);
     struct mh_json *j = t->j;
-    mh_json_key(j, "args");
-    mh_json_begin_object(j);
-    mh_json_kv_uint(j, "cbid", ev->aux);
-    mh_json_kv_uint(j, "correlation", ev->correlation);
+    mh__json_key(j, "args");
+    mh__json_begin_object(j);
+    mh__json_kv_uint(j, "cbid", ev->aux);
+    mh__json_kv_uint(j, "correlation", ev->correlation);
     if (ev->size)
-        mh_json_kv_uint(j, "bytes", ev->size);
+        mh__json_kv_uint(j, "bytes", ev->size);
     if (ev->addr)
         kv_hex(j, "addr", ev->addr);
-    mh_json_end_object(j);
-    mh_json_end_object(j);
+    mh__json_end_object(j);
+    mh__json_end_object(j);
     uint8_t f = mh__corr_get(&t->corr, ev->correlation);
     if ((f & (CORR_API | CORR_DEVICE)) == (CORR_API | CORR_DEVICE) && !(f & CORR_S_DONE)) {
         flow(t, "s", ev->correlation, t->host_pid, ev->thread, ev->time_ns);
@@ -367,7 +367,7 @@ static void clipped_slice(struct mh_trace *t, const char *cat, const char *name,
     if (e > t->plan.last_ns)
         e = t->plan.last_ns;
     complete(t, cat, name, t->host_pid, tid, b, e > b ? e - b : 0);
-    mh_json_end_object(t->j);
+    mh__json_end_object(t->j);
 }
 
 static struct mh_thread_ranges *thread_ranges(struct mh_trace *t, uint32_t thread)
@@ -436,7 +436,7 @@ static void mark_event(struct mh_trace *t, const struct mh_event *ev)
     const char *name = ev->kind == MH_EV_PHASE ? mh_phase_name(ev->aux) : str_of(t, ev->str, "mark");
     instant(t, ev->kind == MH_EV_PHASE ? "phase" : "mark", name, "t", t->host_pid, TID_STEPS,
             ev->time_ns);
-    mh_json_end_object(t->j);
+    mh__json_end_object(t->j);
 }
 
 /* ---- driving ------------------------------------------------------------------------ */

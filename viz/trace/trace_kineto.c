@@ -25,15 +25,15 @@ static void span_of_events(const struct mh_jr_doc *d, struct kineto_info *k)
 {
     size_t pos = 0;
     struct mh_jr_value ev, v;
-    while (mh_jr_next(d, &k->events, &pos, NULL, &ev)) {
+    while (mh__jr_next(d, &k->events, &pos, NULL, &ev)) {
         double ts, dur = 0;
-        if (ev.type != MH_JR_OBJECT || !mh_jr_find(d, &ev, "ts", &v) ||
-            mh_jr_double(d, &v, &ts) != 0)
+        if (ev.type != MH_JR_OBJECT || !mh__jr_find(d, &ev, "ts", &v) ||
+            mh__jr_double(d, &v, &ts) != 0)
             continue;
-        if (mh_jr_find(d, &ev, "ph", &v) && mh_jr_string_eq(d, &v, "M"))
+        if (mh__jr_find(d, &ev, "ph", &v) && mh__jr_string_eq(d, &v, "M"))
             continue;
-        if (mh_jr_find(d, &ev, "dur", &v))
-            mh_jr_double(d, &v, &dur);
+        if (mh__jr_find(d, &ev, "dur", &v))
+            mh__jr_double(d, &v, &dur);
         if (!k->has_span || ts < k->lo_us)
             k->lo_us = ts;
         if (!k->has_span || ts + dur > k->hi_us)
@@ -46,20 +46,20 @@ static int read_kineto(struct mh_jr_doc *d, const char *json, size_t len, struct
                        char *err, size_t errlen)
 {
     memset(k, 0, sizeof *k);
-    int rc = mh_jr_parse(d, json, len, 0, 0, &k->root, err, errlen);
+    int rc = mh__jr_parse(d, json, len, 0, 0, &k->root, err, errlen);
     if (rc != 0)
         return rc;
-    if (k->root.type != MH_JR_OBJECT || !mh_jr_find(d, &k->root, "traceEvents", &k->events) ||
+    if (k->root.type != MH_JR_OBJECT || !mh__jr_find(d, &k->root, "traceEvents", &k->events) ||
         k->events.type != MH_JR_ARRAY) {
         snprintf(err, errlen, "not a Chrome trace: no \"traceEvents\" array at the top level");
         return MH_EFORMAT;
     }
     struct mh_jr_value b;
-    if (mh_jr_find(d, &k->root, "baseTimeNanoseconds", &b)) {
+    if (mh__jr_find(d, &k->root, "baseTimeNanoseconds", &b)) {
         double v;
-        if (mh_jr_u64(d, &b, &k->base_ns) == 0)
+        if (mh__jr_u64(d, &b, &k->base_ns) == 0)
             k->has_base = 1;
-        else if (mh_jr_double(d, &b, &v) == 0 && v >= 0 && v < 1.8e19) {
+        else if (mh__jr_double(d, &b, &v) == 0 && v >= 0 && v < 1.8e19) {
             k->base_ns = (uint64_t)v;
             k->has_base = 1;
         }
@@ -82,27 +82,27 @@ static size_t copy_profile(const struct mh_jr_doc *d, const struct kineto_info *
 {
     size_t pos = 0, n = 0;
     struct mh_jr_value key, v;
-    mh_sink_puts(s, "{");
-    while (mh_jr_next(d, &k->root, &pos, &key, &v)) {
-        if (mh_jr_string_eq(d, &key, "traceEvents") || mh_jr_string_eq(d, &key, "memhist"))
+    mh__sink_puts(s, "{");
+    while (mh__jr_next(d, &k->root, &pos, &key, &v)) {
+        if (mh__jr_string_eq(d, &key, "traceEvents") || mh__jr_string_eq(d, &key, "memhist"))
             continue;
-        mh_sink_write(s, d->buf + key.off, key.len);
-        mh_sink_puts(s, ":");
-        mh_sink_write(s, d->buf + v.off, v.len);
-        mh_sink_puts(s, ",");
+        mh__sink_write(s, d->buf + key.off, key.len);
+        mh__sink_puts(s, ":");
+        mh__sink_write(s, d->buf + v.off, v.len);
+        mh__sink_puts(s, ",");
     }
-    mh_sink_puts(s, "\"traceEvents\":[");
+    mh__sink_puts(s, "\"traceEvents\":[");
     pos = 0;
-    while (mh_jr_next(d, &k->events, &pos, NULL, &v)) {
+    while (mh__jr_next(d, &k->events, &pos, NULL, &v)) {
         if (n++)
-            mh_sink_puts(s, ",");
-        mh_sink_write(s, d->buf + v.off, v.len);
+            mh__sink_puts(s, ",");
+        mh__sink_write(s, d->buf + v.off, v.len);
     }
     return n;
 }
 
-int mh_trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto,
-                          size_t len, struct mh_sink *s, char *err, size_t errlen)
+int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
+                           struct mh_sink *s, char *err, size_t errlen)
 {
     struct mh_jr_doc d;
     struct kineto_info k;
@@ -118,12 +118,12 @@ int mh_trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *k
         if (t->clip_hi_ns <= t->clip_lo_ns)
             t->clip_hi_ns = t->clip_lo_ns + 1;
     }
-    if ((rc = mh_trace_scan(t, r)) < 0)
+    if ((rc = mh__trace_scan(t, r)) < 0)
         return rc;
     size_t copied = copy_profile(&d, &k, s);
     /* continue the open array and object with the JSON writer */
     struct mh_json j;
-    mh_json_init(&j, s, 0);
+    mh__json_init(&j, s, 0);
     j.depth = 2;
     j.count[1] = 1;
     j.count[2] = (int)(copied > 0);
@@ -132,9 +132,9 @@ int mh_trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *k
     while (rc == 0 && (rc = mh_reader_next(r, &ev)) == 1)
         rc = mh__trace_event(t, &ev);
     mh__trace_events_end(t);
-    mh_json_end_array(&j);
+    mh__json_end_array(&j);
     mh__trace_write_meta(&j, r);
-    mh_json_end_object(&j);
+    mh__json_end_object(&j);
     if (rc < 0 && rc != MH_ENOMEM)
         rc = 0;
     return rc < 0 ? rc : s->error;

@@ -11,8 +11,8 @@
 
 #define DEFAULT_WARN_BYTES (300ull << 20)
 
-int mh_trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *conf,
-                 struct mh_trace **out)
+int mh__trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *conf,
+                  struct mh_trace **out)
 {
     struct mh_trace *t = calloc(1, sizeof *t);
     if (!t)
@@ -29,7 +29,7 @@ int mh_trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *c
     return 0;
 }
 
-void mh_trace_free(struct mh_trace *t)
+void mh__trace_free(struct mh_trace *t)
 {
     if (!t)
         return;
@@ -39,7 +39,7 @@ void mh_trace_free(struct mh_trace *t)
     free(t);
 }
 
-const struct mh_trace_plan *mh_trace_get_plan(const struct mh_trace *t)
+const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t)
 {
     return &t->plan;
 }
@@ -264,7 +264,7 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
         mh__corr_add(&t->corr, ev->correlation, CORR_DEVICE);
 }
 
-int mh_trace_scan(struct mh_trace *t, struct mh_reader *r)
+int mh__trace_scan(struct mh_trace *t, struct mh_reader *r)
 {
     struct mh_model *m;
     int rc = mh__trace_new_model(t, &m);
@@ -303,35 +303,35 @@ int mh_trace_scan(struct mh_trace *t, struct mh_reader *r)
 void mh__trace_write_meta(struct mh_json *j, const struct mh_reader *r)
 {
     const char *k, *v;
-    mh_json_key(j, "memhist");
-    mh_json_begin_object(j);
+    mh__json_key(j, "memhist");
+    mh__json_begin_object(j);
     for (size_t i = 0; mh_reader_meta_at(r, i, &k, &v) > 0; i++)
-        mh_json_kv_string(j, k, v);
-    mh_json_end_object(j);
+        mh__json_kv_string(j, k, v);
+    mh__json_end_object(j);
 }
 
-int mh_trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s)
+int mh__trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s)
 {
-    int rc = t->scanned ? 0 : mh_trace_scan(t, r);
+    int rc = t->scanned ? 0 : mh__trace_scan(t, r);
     if (rc < 0)
         return rc;
     struct mh_json j;
-    mh_json_init(&j, s, t->o.pretty);
-    mh_json_begin_object(&j);
-    mh_json_kv_int(&j, "schemaVersion", 1);
-    mh_json_kv_string(&j, "displayTimeUnit", "ms");
-    mh_json_kv_uint(&j, "baseTimeNanoseconds", t->base_ns);
-    mh_json_kv_string(&j, "traceName", "memhist");
+    mh__json_init(&j, s, t->o.pretty);
+    mh__json_begin_object(&j);
+    mh__json_kv_int(&j, "schemaVersion", 1);
+    mh__json_kv_string(&j, "displayTimeUnit", "ms");
+    mh__json_kv_uint(&j, "baseTimeNanoseconds", t->base_ns);
+    mh__json_kv_string(&j, "traceName", "memhist");
     mh__trace_write_meta(&j, r);
-    mh_json_key(&j, "traceEvents");
-    mh_json_begin_array(&j);
+    mh__json_key(&j, "traceEvents");
+    mh__json_begin_array(&j);
     rc = mh__trace_events_begin(t, r, &j);
     struct mh_event ev;
     while (rc == 0 && (rc = mh_reader_next(r, &ev)) == 1)
         rc = mh__trace_event(t, &ev);
     mh__trace_events_end(t);
-    mh_json_end_array(&j);
-    mh_json_end_object(&j);
+    mh__json_end_array(&j);
+    mh__json_end_object(&j);
     if (rc < 0 && rc != MH_ENOMEM)
         rc = 0;
     return rc < 0 ? rc : s->error;

@@ -47,25 +47,25 @@ struct mh_trace_plan {
 struct mh_trace;
 
 /* `conf`: allocator settings of the recorded run (NULL = defaults). */
-int mh_trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *conf,
-                 struct mh_trace **out);
-void mh_trace_free(struct mh_trace *t);
+int mh__trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *conf,
+                  struct mh_trace **out);
+void mh__trace_free(struct mh_trace *t);
 
 /* Pass 1: reads the whole file and rewinds it (the reader must be
  * rewindable: a file, not stdin). */
-int mh_trace_scan(struct mh_trace *t, struct mh_reader *r);
-const struct mh_trace_plan *mh_trace_get_plan(const struct mh_trace *t);
+int mh__trace_scan(struct mh_trace *t, struct mh_reader *r);
+const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t);
 
 /* Writes a complete trace document (scans first if not done). Returns 0, a
  * reader error, or the sink's error. */
-int mh_trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s);
+int mh__trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s);
 
 /* Writes `kineto` (a torch.profiler trace, `len` bytes) with memhist's memory
  * tracks added to its traceEvents, on its clock: ts relative to its
  * baseTimeNanoseconds if present, else absolute microseconds. Unless the
  * options set a window, only the profiled time span is added. On a bad input
  * returns MH_EFORMAT/MH_ELIMIT with a message in err. */
-int mh_trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto,
-                          size_t len, struct mh_sink *s, char *err, size_t errlen);
+int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
+                           struct mh_sink *s, char *err, size_t errlen);
 
 #endif
