@@ -9,7 +9,7 @@
 
 #include "memhist/error.h"
 #include "categories.h"
-#include "model_internal.h"
+#include "addrmap.h"
 
 struct mh_lifetimes {
     struct mh_alloc_rec *recs;

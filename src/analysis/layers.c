@@ -11,7 +11,7 @@
 
 #include "memhist/error.h"
 #include "layers_int.h"
-#include "model_internal.h"
+#include "addrmap.h"
 #include "stacks.h"
 
 static int is_module_path(const char *s)
