@@ -1,4 +1,4 @@
-/* test_viz_pickle_read.c - the strict pickle reader: every data opcode of
+/* test_import_pickle_read.c - the strict pickle reader: every data opcode of
  * protocols 0-5, refusal of every opcode that imports or calls, truncation at
  * every byte, limits, and the committed snapshot pickles. */
 #include <criterion/criterion.h>

@@ -1,11 +1,11 @@
-/* fuzz_viz_pickle.c - libFuzzer target for the strict pickle reader and the
+/* fuzz_import_pickle.c - libFuzzer target for the strict pickle reader and the
  * snapshot import behind it (`memhist import`).
  *
  * Every input must end in a return code, never a crash, hang or leak: the
  * reader must refuse what it cannot read, and whatever it accepts is walked
  * (bounded by the reader's nesting limit) and then imported as a snapshot
  * into an in-memory writer. Seeds: tests/fuzz/corpus/pickle (run e.g.
- * ./fuzz_viz_pickle -max_total_time=60 <copy of that folder>). */
+ * ./fuzz_import_pickle -max_total_time=60 <copy of that folder>). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
