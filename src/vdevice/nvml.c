@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vdevice/vdev.h"
+#include "vdev.h"
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vdevice/runtime.h"
+#include "vdev_runtime.h"
 
 static int bad_dev(int d)
 {

@@ -7,7 +7,7 @@
 #include <cuda.h>
 #include <string.h>
 
-#include "vdevice/runtime.h"
+#include "vdev_runtime.h"
 
 /* The registration and launch-configuration entry points nvcc emits. */
 void **__cudaRegisterFatBinary(void *fatbin);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "vdevice/runtime.h"
+#include "vdev_runtime.h"
 
 struct vrt_stream {
     int dev, priority;

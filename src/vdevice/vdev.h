@@ -9,7 +9,7 @@
  * counted apart from the address space. Kernels do nothing.
  *
  * Settings, read once from the environment at first use:
- *   MEMHIST_VDEVICE_GPU      preset name (presets.c; default H100)
+ *   MEMHIST_VDEVICE_GPU      preset name (vdev_presets.c; default H100)
  *   MEMHIST_VDEVICE_MEMORY   capacity per device, e.g. 24GiB (default: the preset's)
  *   MEMHIST_VDEVICE_COUNT    number of devices, 1 to 16 (default 1, or
  *                            $LOCAL_WORLD_SIZE under torchrun: a device per rank)
@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vdevice/presets.h"
+#include "vdev_presets.h"
 
 #define MH_VDEV_MAX_DEVICES 16
 #define MH_VDEV_PAGE (2u << 20) /* allocation granularity of device memory */
