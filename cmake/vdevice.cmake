@@ -92,7 +92,17 @@ foreach(t mh_vdev_cudart mh_vdev_nvml)
 endforeach()
 add_custom_target(vdevice ALL DEPENDS mh_vdev_cuda mh_vdev_cudart mh_vdev_cublas mh_vdev_cublaslt mh_vdev_nvml)
 
-# The smoke test: a tiny PyTorch program under `memhist simulate` (label vdevice).
+# The stand-ins called directly (Criterion), and the smoke test: a tiny PyTorch
+# program under `memhist simulate`. Label vdevice.
+if(MEMHIST_TESTS)
+  find_library(MH_VDEV_CRITERION criterion REQUIRED)
+  add_executable(test_vdevice_runtime ${CMAKE_SOURCE_DIR}/tests/vdevice/test_vdevice_runtime.c)
+  target_include_directories(test_vdevice_runtime PRIVATE ${_mh_vdev_src})
+  target_include_directories(test_vdevice_runtime SYSTEM PRIVATE ${MH_VDEV_INCLUDE})
+  target_link_libraries(test_vdevice_runtime PRIVATE mh_vdev_cudart mh_vdev_cuda ${MH_VDEV_CRITERION})
+  add_test(NAME test_vdevice_runtime COMMAND test_vdevice_runtime --jobs 1)
+  set_tests_properties(test_vdevice_runtime PROPERTIES LABELS vdevice TIMEOUT 300)
+endif()
 if(MEMHIST_TESTS AND TARGET memhist_torch)
   find_package(Python3 COMPONENTS Interpreter)
   add_test(NAME vdevice_smoke COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/smoke.py)
