@@ -39,11 +39,12 @@ static const char usage[] =
     "  --no-report            do not print the report afterwards\n"
     "  -o, --output FILE      output file (default sim.memhist)\n\n"
     "example: memhist simulate --gpu RTX4090 -- python train.py --batch 16\n\n"
-    "Without a command: simulates a training run with PyTorch's CUDA caching allocator rules and writes\n"
-    "its memory history, with stacks, steps and phases, as a .memhist file. No GPU\n"
-    "is needed. If the run needs more than --device-memory it stops at the OOM like\n"
-    "a real run raising OutOfMemoryError: the file ends with the OOM event and the\n"
-    "unfinished step (the command still succeeds: the recording is the result).\n\n"
+    "Without a command: simulates a built-in training run with PyTorch's CUDA\n"
+    "caching allocator rules and writes its memory history, with stacks, steps and\n"
+    "phases, as a .memhist file. If the run needs more than --device-memory it\n"
+    "stops at the OOM like a real run raising OutOfMemoryError: the file ends with\n"
+    "the OOM event and the unfinished step (the command still succeeds: the\n"
+    "recording is the result).\n\n"
     "options:\n"
     "  --workload NAME        gpt (default) or resnet; 'list' shows the workloads and\n"
     "                         their parameters\n"
@@ -296,4 +297,5 @@ static int simulate_main(int argc, char **argv)
 }
 
 const struct mh_cli_command mh__cmd_simulate = {
-    "simulate", "simulate a training run's GPU memory (no GPU needed)", usage, simulate_main};
+    "simulate", "run a PyTorch program on a virtual GPU, or a built-in training run (no GPU)",
+    usage, simulate_main};
