@@ -110,8 +110,8 @@ static void say_what_runs(const struct mh_cli_vdev_opts *o)
 {
     char cap[32], ctx[32];
     fprintf(stderr,
-            "memhist: simulate: virtual %s (%s per device, %s taken by the CUDA context); "
-            "PyTorch's own allocator decides, but tensor values are not computed\n",
+            "memhist: simulate: on a virtual %s (%s, %s of it taken by the CUDA context): "
+            "PyTorch's allocator is real, tensor values are not computed\n",
             o->gpu->name, mh__cli_bytes(o->capacity, cap), mh__cli_bytes(o->context, ctx));
 }
 
