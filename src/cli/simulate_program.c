@@ -147,9 +147,10 @@ int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
         return MH_EXIT_FAIL;
     }
     if (find_vdevice_dir(dir, sizeof dir) < 0) {
-        mh__cli_error("simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "
-                     "$MEMHIST_VDEVICE_DIR or next to memhist (built without CUDA headers? see "
-                     "MEMHIST_WITH_VDEVICE)");
+        mh__cli_error(
+            "simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "
+            "$MEMHIST_VDEVICE_DIR or next to memhist (built without CUDA headers? see "
+            "MEMHIST_WITH_VDEVICE)");
         return MH_EXIT_FAIL;
     }
     if (set_preload(dir) < 0 || set_device_env(o) < 0) {

@@ -41,7 +41,9 @@ int nvmlShutdown(void)
 
 const char *nvmlErrorString(int r)
 {
-    return r == NVML_SUCCESS ? "Success" : r == NVML_ERROR_NOT_SUPPORTED ? "Not Supported" : "Invalid Argument";
+    return r == NVML_SUCCESS               ? "Success"
+           : r == NVML_ERROR_NOT_SUPPORTED ? "Not Supported"
+                                           : "Invalid Argument";
 }
 
 int nvmlDeviceGetCount_v2(unsigned int *n)

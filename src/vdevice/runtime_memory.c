@@ -132,7 +132,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
     return copy(dst, src, n, kind);
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s)
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                            cudaStream_t s)
 {
     move(dst, src, n, kind);
     return cudaSuccess;
@@ -143,13 +144,14 @@ cudaError_t cudaMemcpyPeer(void *dst, int dd, const void *src, int sd, size_t n)
     return copy(dst, src, n, cudaMemcpyDeviceToDevice);
 }
 
-cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n, cudaStream_t s)
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n,
+                                cudaStream_t s)
 {
     return cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s);
 }
 
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                              size_t height, enum cudaMemcpyKind kind, cudaStream_t s)
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t s)
 {
     for (size_t r = 0; r < height; r++)
         move((char *)dst + r * dpitch, (const char *)src + r * spitch, width, kind);
@@ -165,7 +167,8 @@ cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitc
 
 /* Symbols (__device__ variables) live in host memory registered by
  * __cudaRegisterVar: the host shadow is the "device" copy. */
-cudaError_t cudaMemcpyToSymbol(const void *sym, const void *src, size_t n, size_t off, enum cudaMemcpyKind k)
+cudaError_t cudaMemcpyToSymbol(const void *sym, const void *src, size_t n, size_t off,
+                               enum cudaMemcpyKind k)
 {
     memmove((char *)sym + off, src, n);
     return cudaSuccess;
@@ -177,7 +180,8 @@ cudaError_t cudaMemcpyToSymbolAsync(const void *sym, const void *src, size_t n, 
     return cudaMemcpyToSymbol(sym, src, n, off, k);
 }
 
-cudaError_t cudaMemcpyFromSymbol(void *dst, const void *sym, size_t n, size_t off, enum cudaMemcpyKind k)
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *sym, size_t n, size_t off,
+                                 enum cudaMemcpyKind k)
 {
     memmove(dst, (const char *)sym + off, n);
     return cudaSuccess;
@@ -206,15 +210,16 @@ cudaError_t cudaMemset(void *p, int v, size_t n)
     return cudaMemsetAsync(p, v, n, 0);
 }
 
-cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t width, size_t height, cudaStream_t s)
+cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t width, size_t height,
+                              cudaStream_t s)
 {
     for (size_t r = 0; r < height; r++)
         memset((char *)p + r * pitch, v, width);
     return cudaSuccess;
 }
 
-cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, struct cudaMemLocation loc, unsigned int flags,
-                                 cudaStream_t s)
+cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, struct cudaMemLocation loc,
+                                 unsigned int flags, cudaStream_t s)
 {
     return cudaSuccess;
 }

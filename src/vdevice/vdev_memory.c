@@ -26,7 +26,7 @@ struct extents {
 struct device_mem {
     uintptr_t base; /* the device's allocation range; 0 until first use */
     size_t range;
-    uint64_t used; /* allocations + physical memory of the VM API */
+    uint64_t used;         /* allocations + physical memory of the VM API */
     struct extents allocs; /* sorted by base */
 };
 
@@ -164,7 +164,8 @@ void mh__vdev_physical_give(int dev, size_t size)
 void *mh__vdev_reserve(int dev, size_t size)
 {
     size_t len = round_page(size);
-    void *p = mmap(NULL, len + MH_VDEV_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap(NULL, len + MH_VDEV_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     uintptr_t base = ((uintptr_t)p + MH_VDEV_PAGE - 1) / MH_VDEV_PAGE * MH_VDEV_PAGE;

@@ -182,7 +182,8 @@ Test(vdevice, virtual_memory_api)
     cr_assert_eq(create(&h, 48 * MIB, &prop, 0), CUDA_SUCCESS);
     cr_assert_eq(create(&h2, 32 * MIB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY, "capacity is shared");
     CUdeviceptr va;
-    cr_assert_eq(cuMemAddressReserve(&va, 1024 * MIB, 0, 0, 0), CUDA_SUCCESS, "reservations are free");
+    cr_assert_eq(cuMemAddressReserve(&va, 1024 * MIB, 0, 0, 0), CUDA_SUCCESS,
+                 "reservations are free");
     cr_assert_eq(cuMemMap(va, 48 * MIB, 0, h, 0), CUDA_SUCCESS);
     CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     cr_assert_eq(cuMemSetAccess(va, 48 * MIB, &acc, 1), CUDA_SUCCESS);
