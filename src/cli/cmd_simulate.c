@@ -69,7 +69,7 @@ struct sim_args {
     /* the virtual device (with a command) */
     const char *gpu, *events, *stacks;
     uint64_t devices, context;
-    int has_capacity, no_report, builtin_only, cmd_index;
+    int has_capacity, no_report, builtin_only, command_only, cmd_index;
 };
 
 static int list_workloads(void)
@@ -102,6 +102,8 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
     while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
         if (strchr("wpsSf", c))
             a->builtin_only = c;
+        if (strchr("dCekn", c))
+            a->command_only = c;
         switch (c) {
         case 'w': a->workload = optarg; break;
         case 'c': a->conf_text = optarg; break;
@@ -140,6 +142,8 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         default: return mh__cli_usage_error(cmd, "unknown or incomplete option");
         }
     }
+    if (optind == argc && strcmp(argv[optind - 1], "--") == 0)
+        return mh__cli_usage_error(cmd, "no command after '--'");
     a->cmd_index = optind < argc ? optind : 0;
     return 0;
 }
@@ -270,9 +274,12 @@ static int simulate_main(int argc, char **argv)
         return list_gpus();
     if (a.cmd_index)
         return simulate_command(&a, argv + a.cmd_index);
-    if (a.devices > 1)
-        return mh__cli_usage_error(&mh__cmd_simulate, "--devices applies to a command; the built-in "
-                                                    "workloads use one device");
+    static const char *const command_options[] = {['d'] = "--devices", ['C'] = "--context-memory",
+                                                  ['e'] = "--events", ['k'] = "--stacks",
+                                                  ['n'] = "--no-report"};
+    if (a.command_only)
+        return mh__cli_usage_error(&mh__cmd_simulate, "%s applies to a command (after --), not to "
+                                   "the built-in workloads", command_options[a.command_only]);
     if (!a.has_capacity && a.gpu != NULL) {
         const struct mh__vdev_gpu *g = mh__vdev_preset_find(a.gpu);
         if (!g)
