@@ -55,6 +55,11 @@ cudaError_t cudaHostAlloc(void **p, size_t size, unsigned int flags)
         *p = NULL;
         return mh__vrt_result(cudaErrorMemoryAllocation);
     }
+    if (mh__vdev_pin(*p, size) < 0) {
+        free(*p);
+        *p = NULL;
+        return mh__vrt_result(cudaErrorMemoryAllocation);
+    }
     return cudaSuccess;
 }
 
@@ -65,18 +70,20 @@ cudaError_t cudaMallocHost(void **p, size_t size)
 
 cudaError_t cudaFreeHost(void *p)
 {
+    if (p && mh__vdev_unpin(p) < 0)
+        return mh__vrt_result(cudaErrorInvalidValue);
     free(p);
     return cudaSuccess;
 }
 
 cudaError_t cudaHostRegister(void *p, size_t size, unsigned int flags)
 {
-    return cudaSuccess;
+    return mh__vdev_pin(p, size) == 0 ? cudaSuccess : mh__vrt_result(cudaErrorMemoryAllocation);
 }
 
 cudaError_t cudaHostUnregister(void *p)
 {
-    return cudaSuccess;
+    return mh__vdev_unpin(p) == 0 ? cudaSuccess : mh__vrt_result(cudaErrorHostMemoryNotRegistered);
 }
 
 cudaError_t cudaHostGetDevicePointer(void **dp, void *hp, unsigned int flags)
@@ -97,10 +104,19 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
     size_t size;
     int d = mh__vdev_ptr_device(p, &base, &size);
     memset(a, 0, sizeof *a);
-    a->type = d >= 0 ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
-    a->device = d >= 0 ? d : -2;
-    a->devicePointer = d >= 0 ? (void *)p : NULL;
-    a->hostPointer = d >= 0 ? NULL : (void *)p;
+    if (d >= 0) {
+        a->type = cudaMemoryTypeDevice;
+        a->device = d;
+        a->devicePointer = (void *)p;
+    } else if (mh__vdev_is_pinned(p)) { /* mapped: the device sees it at the same address */
+        a->type = cudaMemoryTypeHost;
+        a->device = mh__vdev_current();
+        a->devicePointer = a->hostPointer = (void *)p;
+    } else {
+        a->type = cudaMemoryTypeUnregistered;
+        a->device = -2;
+        a->hostPointer = (void *)p;
+    }
     return cudaSuccess;
 }
 
