@@ -1,7 +1,8 @@
 /* vdev_presets.c - the table of GPU models the virtual device can pose as, and the
- * size parser its environment settings use. Memory totals are the totals the
- * CUDA driver reports for these boards (nvidia-smi's "Total"), which is less
- * than the marketed size on most of them. */
+ * size parser its environment settings use. Memory totals approximate what
+ * the CUDA driver reports for these boards (nvidia-smi's "Total"), which is
+ * less than the marketed size on most of them; --device-memory gives the
+ * exact figure of a particular card. */
 #include "vdev_presets.h"
 
 #include <ctype.h>
