@@ -2,6 +2,7 @@
  * through the caching-allocator simulator and writes a .memhist recording
  * that every other command reads like a recorded one (writer source
  * "simulated", meta "alloc_conf", device capacity). Needs no GPU. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -141,9 +142,13 @@ static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const
     struct mh_sim *s = NULL;
     struct mh_workload_result res;
     struct mh_sim_stats st;
-    int rc = mh_writer_open(a->out, &wo, &w);
+    struct mh_outfile of;
+    if (mh_cli_output_open(&of, a->out, NULL, 0) < 0)
+        return MH_EXIT_FAIL;
+    int rc = mh_writer_open_fd(of.fd, &wo, &w);
     if (rc < 0) {
-        mh_cli_error("%s: cannot create: %s", a->out, mh_strerror(rc));
+        mh_cli_error("%s: %s", a->out, mh_strerror(rc));
+        mh_outfile_abort(&of);
         return MH_EXIT_FAIL;
     }
     struct mh_sim_opts so = {.conf = *conf, .capacity = a->capacity, .writer = w};
@@ -156,12 +161,13 @@ static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const
         mh_sim_stats(s, &st);
     mh_sim_free(s);
     int crc = mh_writer_close(w);
+    int errnum = crc == MH_EIO ? errno : 0;
     if (rc == 0)
         rc = crc;
-    if (rc < 0) {
+    if (rc < 0 && !errnum)
         mh_cli_error("%s: %s", a->out, mh_strerror(rc));
+    if (mh_cli_output_close(&of, a->out, rc, errnum) < 0)
         return MH_EXIT_FAIL;
-    }
     print_result(a, wl, &res, &st);
     return MH_EXIT_OK;
 }

@@ -176,7 +176,7 @@ int mh_writer_open(const char *path, const struct mh_writer_opts *opts, struct m
         return writer_new(opts, STDOUT_FILENO, 0, 0, out);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        return MH_EIO;
+        return MH_EIO; /* errno says why */
     int rc = writer_new(opts, fd, 1, 0, out);
     if (rc)
         close(fd);
@@ -367,6 +367,7 @@ int mh_writer_close(struct mh_writer *w)
     w->closed = 1;
     if (w->own_fd && close(w->fd) != 0 && !rc)
         rc = mh__w_fail(w, MH_EIO, errno);
+    int errnum = w->err_errno;
     w->own_fd = 0;
     free(w->evs);
     free(w->colv);
@@ -399,6 +400,8 @@ int mh_writer_close(struct mh_writer *w)
         msgpack_sbuffer_destroy(&w->out);
         free(w);
     }
+    if (rc == MH_EIO && errnum)
+        errno = errnum;
     return rc;
 }
 
