@@ -48,7 +48,12 @@ int mh_writer_set_device(struct mh_writer *w, int device, const char *name, uint
 
 /* Appends one event. Ids it uses must have been interned by this writer. */
 int mh_writer_event(struct mh_writer *w, const struct mh_event *ev);
-/* Adds to the dropped-events count written in the trailer. */
+/* Adds to the count of events lost by `thread` (dropped or refused). The
+ * cumulative counts per thread are written with every following flush and
+ * their total in the trailer, so a file cut before its trailer still has
+ * them. Returns 0 or a negative error (the total is counted regardless). */
+int mh_writer_add_thread_dropped(struct mh_writer *w, uint32_t thread, uint64_t n);
+/* The same for events of no known thread (thread 0). */
 void mh_writer_add_dropped(struct mh_writer *w, uint64_t n);
 
 /* Seals the current chunk and flushes the output. */

@@ -28,7 +28,8 @@ enum mh__chunk_type {
     MH__CH_META = 6,
     MH__CH_DEVICES = 7,
     MH__CH_EVENTS = 8,
-    MH__CH_TRAILER = 9
+    MH__CH_TRAILER = 9,
+    MH__CH_DROPPED = 10
 };
 
 /* Event columns in the order they appear in an events chunk. */
@@ -61,6 +62,7 @@ enum mh__column {
 #define MH__MAX_STACK_DEPTH 65536u
 #define MH__MAX_META 4096u
 #define MH__MAX_DEVICES 4096u
+#define MH__MAX_DROP_THREADS 65536u
 /* Frames materialized for stacks: base allowance plus this many per input byte. */
 #define MH__STACK_FRAMES_BASE (16u << 20)
 #define MH__STACK_FRAMES_PER_BYTE 16u

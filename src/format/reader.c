@@ -86,6 +86,10 @@ static int next_chunk(struct mh_reader *r, uint8_t *type, const uint8_t **payloa
                           "checksum mismatch in chunk of type %u (%u bytes)", frame[0], n);
     *type = frame[0];
     *len = n;
+    if (frame[0] != MH__CH_TRAILER) {
+        r->chunks++;
+        r->chain = mh__crc32c(r->chain, frame + 5, 4);
+    }
     r->off += n;
     r->consumed += n + MH__FRAME_LEN;
     return 1;
@@ -106,8 +110,12 @@ static int advance(struct mh_reader *r)
             return rc;
         if (type == MH__CH_EVENTS) {
             rc = mh__r_events(r, p, len, at);
+            if (rc == 0)
+                r->events_decoded += r->nev;
             if (rc == 0 && r->nev)
                 return 0;
+        } else if (type == MH__CH_DROPPED) {
+            rc = mh__r_dropped(r, p, len, at);
         } else if (type == MH__CH_TRAILER) {
             rc = mh__r_trailer(r, p, len, at);
             r->done = rc == 0;
@@ -172,6 +180,7 @@ static int read_preamble(struct mh_reader *r)
         return mh__r_fail(r, MH_EFORMAT, MH__PREAMBLE_LEN, "first chunk is not a header");
     rc = mh__r_header(r, p, len, MH__PREAMBLE_LEN);
     r->data_off = r->off;
+    r->chain0 = r->chain;
     return rc;
 }
 
@@ -271,6 +280,10 @@ int mh_reader_rewind(struct mh_reader *r)
     r->errmsg[0] = 0;
     r->nev = r->iev = 0;
     r->ring_pos = r->prev_addr = 0;
+    r->chunks = 1;
+    r->chain = r->chain0;
+    r->events_decoded = r->drop_total = 0;
+    r->has_drop = 0;
     memset(r->ring_addr, 0, sizeof *r->ring_addr * MH__RING_SIZE);
     memset(r->ring_size, 0, sizeof *r->ring_size * MH__RING_SIZE);
     uint32_t version = r->sum.format_version;

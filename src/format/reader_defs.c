@@ -1,5 +1,5 @@
 /* reader_defs.c - definitions kept by the reader (strings, frames, stack
- * trie, stacks, metadata, devices), the header and trailer chunks, and the
+ * trie, stacks, metadata, devices), the header chunk, and the
  * accessors that hand them out.
  *
  * Every pointer handed out points into an arena that lives until
@@ -140,7 +140,12 @@ int mh__r_header(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off
         int rc = 0;
         if (kl == 3 && !memcmp(k, "pid", 3) && mh__mp_uint(&m, &u) == 0)
             rc = set_meta_u64(r, "pid", u);
-        else if (kl == 8 && !memcmp(k, "start_ns", 8) && mh__mp_uint(&m, &u) == 0)
+        else if (kl == 6 && !memcmp(k, "format", 6) && mh__mp_uint(&m, &u) == 0) {
+            if (u != r->sum.format_version)
+                return mh__r_fail(r, MH_EFORMAT, off,
+                                  "the header says format %llu but the preamble says %u",
+                                  (unsigned long long)u, r->sum.format_version);
+        } else if (kl == 8 && !memcmp(k, "start_ns", 8) && mh__mp_uint(&m, &u) == 0)
             rc = set_meta_u64(r, "start_ns", u);
         else if (kl == 7 && !memcmp(k, "library", 7) && mh__mp_str(&m, &v, &vl) == 0)
             rc = set_meta(r, "library_version", 15, v, vl);
@@ -152,27 +157,6 @@ int mh__r_header(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off
         if (rc)
             return mh__r_fail(r, rc, off, "header metadata");
     }
-    return 0;
-}
-
-/* Trailer: a map with "events", "dropped", "end_ns" and "by_kind". */
-int mh__r_trailer(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off)
-{
-    struct mh__mp m = {p, p + len};
-    uint32_t n, kl;
-    const char *k;
-    uint64_t u;
-    if (mh__mp_map(&m, &n))
-        return mh__r_fail(r, MH_EFORMAT, off, "trailer is not a map");
-    for (uint32_t i = 0; i < n; i++) {
-        if (mh__mp_str(&m, &k, &kl))
-            return mh__r_fail(r, MH_EFORMAT, off, "trailer key is not a string");
-        if (kl == 7 && !memcmp(k, "dropped", 7) && mh__mp_uint(&m, &u) == 0)
-            r->sum.dropped = u;
-        else if (mh__mp_skip(&m, 0))
-            return mh__r_fail(r, MH_EFORMAT, off, "malformed trailer value");
-    }
-    r->sum.has_trailer = 1;
     return 0;
 }
 
