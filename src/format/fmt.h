@@ -60,7 +60,8 @@ enum mh__column {
 #define MH__MAX_STRING_BYTES (1u << 20)
 #define MH__MAX_IDS (1u << 28)
 #define MH__MAX_STACK_DEPTH 65536u
-#define MH__MAX_META 4096u
+#define MH__MAX_META 4096u /* keys a writer accepts; a reader adds the header's */
+#define MH__HEADER_META 5u /* source, library_version, host, pid, start_ns */
 #define MH__MAX_DEVICES 4096u
 #define MH__MAX_DROP_THREADS 65536u
 /* Frames materialized for stacks: base allowance plus this many per input byte. */

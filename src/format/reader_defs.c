@@ -103,7 +103,7 @@ static int set_meta(struct mh_reader *r, const char *k, uint32_t kl, const char 
     while (i < r->meta.n && (strlen(kv[i].key) != kl || memcmp(kv[i].key, k, kl)))
         i++;
     if (i == r->meta.n) {
-        if (r->meta.n == MH__MAX_META || !(kv = vec_push(&r->meta, sizeof *kv)))
+        if (r->meta.n == MH__MAX_META + MH__HEADER_META || !(kv = vec_push(&r->meta, sizeof *kv)))
             return MH_ELIMIT;
         if (!(kv->key = arena_str(&r->arena, k, kl))) {
             r->meta.n--;
