@@ -54,12 +54,12 @@ static int make_temp(struct mh_outfile *o, mode_t mode)
         int e = errno;
         free(o->tmp);
         o->tmp = NULL;
-        return fail(o, MH_EIO, "cannot create a file in its directory: %s", strerror(e));
+        return fail(o, MH_EIO, "cannot write: %s (creating a file in its directory)", strerror(e));
     }
     if (fchmod(o->fd, mode) != 0) {
         int e = errno;
         mh_outfile_abort(o);
-        return fail(o, MH_EIO, "cannot set its permissions: %s", strerror(e));
+        return fail(o, MH_EIO, "cannot write: %s (setting its permissions)", strerror(e));
     }
     return 0;
 }
@@ -78,17 +78,17 @@ static int open_path(struct mh_outfile *o, const char *path)
     struct stat ls, st;
     if (lstat(path, &ls) != 0) {
         if (errno != ENOENT)
-            return fail(o, MH_EIO, "%s", strerror(errno));
+            return fail(o, MH_EIO, "cannot write: %s", strerror(errno));
         o->target = strdup(path);
         return o->target ? make_temp(o, default_mode()) : fail(o, MH_ENOMEM, "out of memory");
     }
     int followed = stat(path, &st) == 0;
     if (followed && S_ISDIR(st.st_mode))
-        return fail(o, MH_EINVAL, "%s", strerror(EISDIR));
+        return fail(o, MH_EINVAL, "cannot write: %s", strerror(EISDIR));
     if (followed && S_ISREG(st.st_mode)) {
         o->target = S_ISLNK(ls.st_mode) ? realpath(path, NULL) : strdup(path);
         if (!o->target)
-            return fail(o, MH_EIO, "%s", strerror(errno));
+            return fail(o, MH_EIO, "cannot write: %s", strerror(errno));
         return make_temp(o, st.st_mode & 07777);
     }
     o->target = strdup(path);
@@ -97,7 +97,7 @@ static int open_path(struct mh_outfile *o, const char *path)
     o->in_place = 1;
     o->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (followed ? 0 : O_TRUNC), 0666);
     if (o->fd < 0)
-        return fail(o, MH_EIO, "%s", strerror(errno));
+        return fail(o, MH_EIO, "cannot write: %s", strerror(errno));
     return 0;
 }
 

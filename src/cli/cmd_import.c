@@ -160,12 +160,12 @@ static int convert(const char *in, const unsigned char *data, size_t len, const 
         mh_cli_error("%s: %s", out, mh_strerror(rc));
         return rc;
     }
-    char err[256];
+    char err[256] = "";
     rc = mh_snapshot_import(data, len, NULL, w, info, err, sizeof err);
     int crc = mh_writer_close(w);
     int errnum = errno;
     if (rc < 0)
-        mh_cli_error("%s: %s: %s", in, mh_strerror(rc), err);
+        mh_cli_error("%s: %s%s%s", in, mh_strerror(rc), err[0] ? ": " : "", err);
     else if (crc < 0 && crc == MH_EIO)
         mh_cli_error("%s: cannot write: %s", out, strerror(errnum));
     else if (crc < 0)

@@ -66,6 +66,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
     int c;
     char *end;
     optind = 1;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
         switch (c) {
         case 'w': a->workload = optarg; break;
@@ -89,7 +90,9 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
             if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
                 return mh_cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])", optarg);
             break;
-        default: return mh_cli_usage_error(cmd, "unknown or incomplete option");
+        default:
+            return mh_cli_usage_error(cmd, "unknown option or missing value: '%s'",
+                                      argv[optind - 1]);
         }
     }
     if (optind < argc)

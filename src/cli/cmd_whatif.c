@@ -133,6 +133,7 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
     int c;
     char *end;
     optind = 1;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'c': a->conf_text = optarg; break;
@@ -146,7 +147,9 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
             if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
                 return mh_cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])", optarg);
             break;
-        default: return mh_cli_usage_error(cmd, "unknown or incomplete option");
+        default:
+            return mh_cli_usage_error(cmd, "unknown option or missing value: '%s'",
+                                      argv[optind - 1]);
         }
     }
     if (optind >= argc)

@@ -344,9 +344,10 @@ int mh__r_defs(struct mh_reader *r, uint8_t type, const uint8_t *p, size_t len, 
     case MH__CH_DEVICES: rc = defs_devices(r, &m); break;
     }
     if (rc)
-        return mh__r_fail(r, rc, off, "%s chunk: %s", what[type], rc == MH_EFORMAT
-                                                                    ? "malformed or out of order"
-                                                                    : "exceeds a limit");
+        return mh__r_fail(r, rc, off, "%s chunk: %s", what[type],
+                          rc == MH_EFORMAT  ? "malformed or out of order"
+                          : rc == MH_ENOMEM ? "out of memory"
+                                            : "exceeds a limit (a file bigger than its content)");
     return 0;
 }
 
