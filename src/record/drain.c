@@ -78,10 +78,12 @@ static int grow_active(struct mh_recorder *rec, size_t need)
     return 0;
 }
 
-/* Snapshot of the buffers that hold events now; returns how many. */
-static size_t snapshot(struct mh_recorder *rec)
+/* Snapshot of the buffers that hold events now; returns how many. Sets
+ * *full when one of them was full (its thread is dropping events). */
+static size_t snapshot(struct mh_recorder *rec, int *full)
 {
     size_t k = 0;
+    *full = 0;
     for (struct mh__tbuf *b = atomic_load_explicit(&rec->bufs, memory_order_acquire); b;
          b = b->next) {
         uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
@@ -93,6 +95,7 @@ static size_t snapshot(struct mh_recorder *rec)
         rec->act[k] = b;
         rec->act_head[k] = h;
         rec->act_tail[k] = t;
+        *full |= h - t > b->mask;
         k++;
     }
     return k;
@@ -122,9 +125,11 @@ static size_t earliest(const struct mh_recorder *rec, size_t k)
     return best;
 }
 
-static void drain_buffers(struct mh_recorder *rec)
+/* Returns 1 when a buffer was full. */
+static int drain_buffers(struct mh_recorder *rec)
 {
-    size_t k = snapshot(rec);
+    int full;
+    size_t k = snapshot(rec, &full);
     uint32_t n = 0;
     for (;;) {
         size_t i = earliest(rec, k);
@@ -140,6 +145,7 @@ static void drain_buffers(struct mh_recorder *rec)
         if (i == k)
             break;
     }
+    return full;
 }
 
 /* Gives the writer what each thread dropped since the last time (list_mu
@@ -202,19 +208,21 @@ static void reap(struct mh_recorder *rec)
     pthread_mutex_unlock(&rec->list_mu);
 }
 
-void mh__drain_once(struct mh_recorder *rec)
+int mh__drain_once(struct mh_recorder *rec)
 {
-    drain_buffers(rec);
+    report_dropped(rec); /* drops so far go out with the first chunk written */
+    int full = drain_buffers(rec);
     reap(rec);
     report_dropped(rec);
     if (atomic_load_explicit(&rec->failed, memory_order_acquire))
-        return;
+        return 0;
     pthread_mutex_lock(&rec->intern_mu);
     int rc = mh_writer_flush(rec->w);
     atomic_store_explicit(&rec->written, mh__writer_events_out(rec->w), memory_order_relaxed);
     pthread_mutex_unlock(&rec->intern_mu);
     if (rc)
         fail_from_writer(rec, rc);
+    return full;
 }
 
 void mh__free_buffers(struct mh_recorder *rec)
@@ -238,23 +246,25 @@ static void add_ms(struct timespec *ts, uint32_t ms)
 
 /* The next flush is due one interval after the previous one *started*, so
  * the time a drain takes under load does not stretch the interval; a drain
- * that overran its interval is followed by the next one at once. */
+ * that overran its interval, or found a buffer full (its thread was dropping
+ * events), is followed by the next one at once. */
 void *mh__drain_main(void *arg)
 {
     struct mh_recorder *rec = arg;
     struct timespec due;
     clock_gettime(CLOCK_MONOTONIC, &due);
+    int busy = 0;
     pthread_mutex_lock(&rec->mu);
     for (;;) {
         add_ms(&due, rec->opts.flush_interval_ms);
-        while (!rec->stop && rec->flush_req == rec->flush_done)
+        while (!busy && !rec->stop && rec->flush_req == rec->flush_done)
             if (pthread_cond_timedwait(&rec->wake, &rec->mu, &due) == ETIMEDOUT)
                 break;
         clock_gettime(CLOCK_MONOTONIC, &due); /* this drain's start */
         uint64_t req = rec->flush_req;
         int stop = rec->stop;
         pthread_mutex_unlock(&rec->mu);
-        mh__drain_once(rec);
+        busy = mh__drain_once(rec);
         pthread_mutex_lock(&rec->mu);
         rec->flush_done = req;
         pthread_cond_broadcast(&rec->done);

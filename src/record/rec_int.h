@@ -70,8 +70,9 @@ struct mh_recorder {
 void mh__rec_fail(struct mh_recorder *rec, const char *what, int code, int errnum);
 /* The drain thread's body. */
 void *mh__drain_main(void *arg);
-/* Drains every buffer, writes, flushes, reaps dead buffers (drain thread). */
-void mh__drain_once(struct mh_recorder *rec);
+/* Drains every buffer, writes, flushes, reaps dead buffers (drain thread).
+ * Returns 1 when a buffer was full, so the next drain should not wait. */
+int mh__drain_once(struct mh_recorder *rec);
 /* Frees every buffer (at close, after the drain thread stopped). */
 void mh__free_buffers(struct mh_recorder *rec);
 
