@@ -52,7 +52,8 @@ if [ "$fuzz_seconds" != "0" ] && command -v clang >/dev/null; then
             [ "$word" = "$also" ] && cp -r "$seeds". "$work"/
         done
         if UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$f" -max_total_time="$fuzz_seconds" \
-            -rss_limit_mb=2048 "$work" >"$root/build-fuzz/$name.log" 2>&1; then
+            -rss_limit_mb=2048 -artifact_prefix="$root/build-fuzz/$name-" "$work" \
+            >"$root/build-fuzz/$name.log" 2>&1; then
             echo "fuzz $name: $(grep -Eo 'Done [0-9]+ runs' "$root/build-fuzz/$name.log" | tail -1)"
         else
             tail -30 "$root/build-fuzz/$name.log"

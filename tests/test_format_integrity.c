@@ -2,9 +2,12 @@
  * checksum: the trailer's totals against what was read (a chunk lost,
  * repeated or moved is damage), the dropped chunk that keeps the count of
  * lost events in a file cut before its trailer, the header's format against
- * the preamble, and metadata keys set again and again. */
+ * the preamble, metadata keys set again and again, and the memory a
+ * hostile stacks chunk can make a reader take. */
+#include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "format/fmt.h"
 #include "memhist/version.h"
@@ -253,4 +256,84 @@ Test(format_integrity, meta_key_set_again_never_hits_the_limit)
     cr_expect_str_eq(mh_reader_meta(r, "phase"), "9999");
     mh_reader_close(r);
     mh_writer_free_mem(w);
+}
+
+/* Appends one chunk (frame and checksum) holding the packed payload. */
+static void put_chunk(msgpack_sbuffer *out, uint8_t type, const msgpack_sbuffer *payload)
+{
+    uint8_t f[MH__FRAME_LEN];
+    f[0] = type;
+    mh__put_u32(f + 1, (uint32_t)payload->size);
+    mh__put_u32(f + 5, mh__crc32c(mh__crc32c(0, f, 5), payload->data, payload->size));
+    msgpack_sbuffer_write(out, (const char *)f, sizeof f);
+    msgpack_sbuffer_write(out, payload->data, payload->size);
+}
+
+/* A stacks chunk naming one 65,535-deep node two million times: the frames
+ * are materialized once, so reading it takes memory for the stack table,
+ * not for 2^37 frames. */
+Test(format_integrity, repeated_deep_stack_costs_memory_once)
+{
+    enum { DEPTH = 65535, REPEAT = 2000000 };
+    msgpack_sbuffer file, pl;
+    msgpack_sbuffer_init(&file);
+    uint8_t pre[MH__PREAMBLE_LEN];
+    memcpy(pre, MH__MAGIC, MH__MAGIC_LEN);
+    mh__put_u32(pre + MH__MAGIC_LEN, 1);
+    msgpack_sbuffer_write(&file, (const char *)pre, sizeof pre);
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&pl);
+    msgpack_packer_init(&pk, &pl, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 0);
+    put_chunk(&file, MH__CH_HEADER, &pl);
+    msgpack_sbuffer_clear(&pl);
+    msgpack_pack_array(&pk, 4); /* strings: [1, "f"] then frames: [1, 1, 1, 7] */
+    msgpack_pack_uint32(&pk, 1);
+    msgpack_pack_uint32(&pk, 1);
+    msgpack_pack_uint32(&pk, 1);
+    msgpack_pack_uint32(&pk, 7);
+    msgpack_sbuffer sp;
+    msgpack_sbuffer_init(&sp);
+    msgpack_packer spk;
+    msgpack_packer_init(&spk, &sp, msgpack_sbuffer_write);
+    msgpack_pack_array(&spk, 2);
+    msgpack_pack_uint32(&spk, 1);
+    msgpack_pack_str_with_body(&spk, "f", 1);
+    put_chunk(&file, MH__CH_STRINGS, &sp);
+    put_chunk(&file, MH__CH_FRAMES, &pl);
+    msgpack_sbuffer_clear(&pl);
+    msgpack_pack_array(&pk, 1 + 2 * DEPTH);
+    msgpack_pack_uint32(&pk, 1);
+    for (uint32_t i = 0; i < DEPTH; i++) {
+        msgpack_pack_uint32(&pk, i);
+        msgpack_pack_uint32(&pk, 1);
+    }
+    put_chunk(&file, MH__CH_NODES, &pl);
+    msgpack_sbuffer_clear(&pl);
+    msgpack_pack_array(&pk, 1 + REPEAT);
+    msgpack_pack_uint32(&pk, 1);
+    for (uint32_t i = 0; i < REPEAT; i++)
+        msgpack_pack_uint32(&pk, DEPTH);
+    put_chunk(&file, MH__CH_STACKS, &pl);
+
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    struct mh_reader *r;
+    cr_assert_eq(mh_reader_open_mem(file.data, file.size, &r), 0);
+    int last;
+    tu_read_all(r, &last);
+    cr_expect_eq(last, MH_ETRUNCATED, "%s", mh_reader_errmsg(r));
+    const uint32_t *frames;
+    size_t n;
+    cr_expect_eq(mh_reader_stack(r, REPEAT, &frames, &n), 0);
+    cr_expect_eq(n, DEPTH);
+    mh_reader_close(r);
+    getrusage(RUSAGE_SELF, &after);
+    long grown_mb = (after.ru_maxrss - before.ru_maxrss) / 1024;
+    fprintf(stderr, "format_integrity: %zu input bytes, peak memory grew %ld MiB\n", file.size,
+            grown_mb);
+    cr_expect_lt(grown_mb, 128, "reading took %ld MiB more", grown_mb);
+    msgpack_sbuffer_destroy(&file);
+    msgpack_sbuffer_destroy(&pl);
+    msgpack_sbuffer_destroy(&sp);
 }

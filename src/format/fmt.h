@@ -64,9 +64,11 @@ enum mh__column {
 #define MH__HEADER_META 5u /* source, library_version, host, pid, start_ns */
 #define MH__MAX_DEVICES 4096u
 #define MH__MAX_DROP_THREADS 65536u
-/* Frames materialized for stacks: base allowance plus this many per input byte. */
+/* Frames materialized for stacks (4 bytes each, once per distinct stack
+ * node): base allowance plus this many per input byte, so a reader's stack
+ * memory stays within 64 MiB + 16 bytes per input byte. */
 #define MH__STACK_FRAMES_BASE (16u << 20)
-#define MH__STACK_FRAMES_PER_BYTE 16u
+#define MH__STACK_FRAMES_PER_BYTE 4u
 
 /* The address ring: the last MH__RING_SIZE non-zero addresses (with their
  * sizes) in event order. An address column value -(d+1) names the entry d

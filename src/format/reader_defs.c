@@ -245,13 +245,14 @@ static int defs_nodes(struct mh_reader *r, struct mh__mp *m)
         struct mh__rnode *nd = vec_push(&r->nodes, sizeof *nd);
         if (!nd)
             return MH_ENOMEM;
-        *nd = (struct mh__rnode){v[0], v[1], depth};
+        *nd = (struct mh__rnode){v[0], v[1], depth, NULL};
     }
     return 0;
 }
 
-/* A stack's frames are materialized once, innermost first, by walking the
- * trie to the root; the total is bounded relative to the input size. */
+/* A node's frames are materialized once, innermost first, by walking the
+ * trie to the root, and shared by every stack naming that node; the total is
+ * bounded relative to the input size (fmt.h). */
 static int defs_stacks(struct mh_reader *r, struct mh__mp *m)
 {
     uint32_t n, node;
@@ -263,19 +264,26 @@ static int defs_stacks(struct mh_reader *r, struct mh__mp *m)
             return MH_EFORMAT;
         if (i < skip)
             continue;
-        const struct mh__rnode *nodes = r->nodes.p;
+        struct mh__rnode *nodes = r->nodes.p;
         uint32_t depth = nodes[node - 1].depth;
-        r->stack_frames += depth;
-        if (r->stack_frames > MH__STACK_FRAMES_BASE + MH__STACK_FRAMES_PER_BYTE * r->consumed ||
-            r->stacks.n >= MH__MAX_IDS)
+        if (r->stacks.n >= MH__MAX_IDS)
             return MH_ELIMIT;
-        uint32_t *fr = arena_alloc(&r->arena, sizeof *fr * depth);
-        struct mh__rstack *st = fr ? vec_push(&r->stacks, sizeof *st) : NULL;
+        if (!nodes[node - 1].frames) {
+            r->stack_frames += depth;
+            if (r->stack_frames >
+                MH__STACK_FRAMES_BASE + MH__STACK_FRAMES_PER_BYTE * r->consumed)
+                return MH_ELIMIT;
+            uint32_t *fr = arena_alloc(&r->arena, sizeof *fr * depth);
+            if (!fr)
+                return MH_ENOMEM;
+            for (uint32_t j = 0, k = node; j < depth; j++, k = nodes[k - 1].parent)
+                fr[j] = nodes[k - 1].frame;
+            nodes[node - 1].frames = fr;
+        }
+        struct mh__rstack *st = vec_push(&r->stacks, sizeof *st);
         if (!st)
             return MH_ENOMEM;
-        for (uint32_t j = 0, k = node; j < depth; j++, k = nodes[k - 1].parent)
-            fr[j] = nodes[k - 1].frame;
-        *st = (struct mh__rstack){fr, depth};
+        *st = (struct mh__rstack){nodes[node - 1].frames, depth};
     }
     return 0;
 }

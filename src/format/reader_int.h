@@ -23,6 +23,7 @@ struct mh__rframe {
 
 struct mh__rnode {
     uint32_t parent, frame, depth;
+    const uint32_t *frames; /* materialized once, for the first stack naming it */
 };
 
 struct mh__rstack {
