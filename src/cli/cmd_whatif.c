@@ -315,6 +315,8 @@ static int whatif_main(int argc, char **argv)
     ro.capacity = a.capacity ? a.capacity : L.total_bytes;
     ro.use_oracle = !a.conf_text;
     struct tracker rec, sim;
+    memset(&rec, 0, sizeof rec);
+    memset(&sim, 0, sizeof sim);
     struct run_summary rs, ss;
     struct mh_sim_replay_result res;
     uint64_t t0 = L.n ? L.ev[0].time_ns : 0;
@@ -329,6 +331,8 @@ static int whatif_main(int argc, char **argv)
         rc = mh_sim_replay(L.ev, L.n, &ro, &res);
     if (rc < 0) {
         mh_cli_error("%s: %s", a.path, mh_strerror(rc));
+        mh_model_free(rec.model);
+        mh_model_free(sim.model);
         mh_whatif_input_free(&L);
         return MH_EXIT_FAIL;
     }
