@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
-#include "format/fmt.h"
+#include "fmt.h"
 #include "memhist/version.h"
 #include "test_format_util.h"
 

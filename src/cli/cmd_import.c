@@ -1,16 +1,16 @@
 /* cmd_import.c - `memhist import`: a PyTorch memory snapshot pickle to a
  * .memhist file, read with memhist's own strict pickle reader (nothing in
- * the file is ever imported or called). Library side: viz/snapshot_import.h. */
+ * the file is ever imported or called). Library side: src/import/snapshot_import.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/cli.h"
-#include "viz/snapshot_import.h"
+#include "cli.h"
+#include "snapshot_import.h"
 
-extern const struct mh_cli_command mh_cmd_import;
+extern const struct mh_cli_command mh__cmd_import;
 
 #define MAX_INPUT (16ull << 30)
 
@@ -100,20 +100,20 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
             if (i + 1 >= argc)
-                return mh_cli_usage_error(&mh_cmd_import, "%s needs a value", argv[i]);
+                return mh__cli_usage_error(&mh__cmd_import, "%s needs a value", argv[i]);
             *out = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return mh_cli_usage_error(&mh_cmd_import, "unknown option '%s'", argv[i]);
+            return mh__cli_usage_error(&mh__cmd_import, "unknown option '%s'", argv[i]);
         } else if (!*in) {
             *in = argv[i];
         } else {
-            return mh_cli_usage_error(&mh_cmd_import, "more than one input file");
+            return mh__cli_usage_error(&mh__cmd_import, "more than one input file");
         }
     }
     if (!*in)
-        return mh_cli_usage_error(&mh_cmd_import, "missing the snapshot pickle");
+        return mh__cli_usage_error(&mh__cmd_import, "missing the snapshot pickle");
     if (!*out)
-        return mh_cli_usage_error(&mh_cmd_import, "missing -o OUT.memhist");
+        return mh__cli_usage_error(&mh__cmd_import, "missing -o OUT.memhist");
     return 0;
 }
 
@@ -126,16 +126,16 @@ static void print_summary(const char *out, const struct mh_import_info *info)
            (unsigned long long)info->preexisting_blocks, (unsigned long long)info->annotations,
            info->protocol);
     if (info->synthetic_times)
-        mh_cli_error("note: the snapshot has no time_us; entries were given times 1 us apart");
+        mh__cli_error("note: the snapshot has no time_us; entries were given times 1 us apart");
     if (info->skipped)
-        mh_cli_error("note: %llu entries of display-only or unknown actions were skipped",
-                     (unsigned long long)info->skipped);
+        mh__cli_error("note: %llu entries of display-only or unknown actions were skipped",
+                      (unsigned long long)info->skipped);
     if (info->inconsistencies)
-        mh_cli_error("warning: %llu trace entries contradict the snapshot's segments; the "
-                     "replayed state may differ from them",
-                     (unsigned long long)info->inconsistencies);
+        mh__cli_error("warning: %llu trace entries contradict the snapshot's segments; the "
+                      "replayed state may differ from them",
+                      (unsigned long long)info->inconsistencies);
     if (info->overflowed)
-        mh_cli_error("note: torch's trace buffer had wrapped: the trace starts mid-run");
+        mh__cli_error("note: torch's trace buffer had wrapped: the trace starts mid-run");
 }
 
 static const char *slurp_error(int rc)
@@ -157,19 +157,19 @@ static int convert(const char *in, const unsigned char *data, size_t len, const 
     struct mh_writer *w;
     int rc = mh_writer_open_fd(of->fd, &wo, &w);
     if (rc < 0) {
-        mh_cli_error("%s: %s", out, mh_strerror(rc));
+        mh__cli_error("%s: %s", out, mh_strerror(rc));
         return rc;
     }
     char err[256] = "";
-    rc = mh_snapshot_import(data, len, NULL, w, info, err, sizeof err);
+    rc = mh__snapshot_import(data, len, NULL, w, info, err, sizeof err);
     int crc = mh_writer_close(w);
     int errnum = errno;
     if (rc < 0)
-        mh_cli_error("%s: %s%s%s", in, mh_strerror(rc), err[0] ? ": " : "", err);
+        mh__cli_error("%s: %s%s%s", in, mh_strerror(rc), err[0] ? ": " : "", err);
     else if (crc < 0 && crc == MH_EIO)
-        mh_cli_error("%s: cannot write: %s", out, strerror(errnum));
+        mh__cli_error("%s: cannot write: %s", out, strerror(errnum));
     else if (crc < 0)
-        mh_cli_error("%s: %s", out, mh_strerror(crc));
+        mh__cli_error("%s: %s", out, mh_strerror(crc));
     return rc < 0 ? rc : crc;
 }
 
@@ -182,24 +182,24 @@ static int run(int argc, char **argv)
     unsigned char *data;
     size_t len;
     if ((rc = slurp(in, &data, &len)) < 0) {
-        mh_cli_error("%s: cannot read the file: %s", in, slurp_error(rc));
+        mh__cli_error("%s: cannot read the file: %s", in, slurp_error(rc));
         return MH_EXIT_FAIL;
     }
     const char *what = not_a_snapshot(data, len);
     struct mh_outfile of;
     if (what) {
-        mh_cli_error("%s: %s", in, what);
+        mh__cli_error("%s: %s", in, what);
         rc = MH_EFORMAT;
-    } else if ((rc = mh_cli_output_open(&of, out, &in, 1)) == 0) {
+    } else if ((rc = mh__cli_output_open(&of, out, &in, 1)) == 0) {
         struct mh_import_info info;
-        rc = mh_cli_output_close(&of, out, convert(in, data, len, out, &of, &info), 0);
+        rc = mh__cli_output_close(&of, out, convert(in, data, len, out, &of, &info), 0);
         if (rc == 0 && strcmp(out, "-") != 0)
             print_summary(out, &info);
     }
     free(data);
-    return rc < 0 ? MH_EXIT_FAIL : mh_cli_finish(MH_EXIT_OK);
+    return rc < 0 ? MH_EXIT_FAIL : mh__cli_finish(MH_EXIT_OK);
 }
-const struct mh_cli_command mh_cmd_import = {
+const struct mh_cli_command mh__cmd_import = {
     .name = "import",
     .summary = "convert a PyTorch memory snapshot pickle into a .memhist file",
     .usage = "usage: memhist import SNAPSHOT.pickle -o OUT.memhist\n"

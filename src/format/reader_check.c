@@ -10,7 +10,7 @@
  * keys existed simply lack them and are not checked. */
 #include <string.h>
 
-#include "format/reader_int.h"
+#include "reader_int.h"
 #include "memhist/error.h"
 
 /* [total, thread, count, ...]: cumulative counts; never decreasing, and the

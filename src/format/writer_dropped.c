@@ -8,7 +8,7 @@
  * is the same total. */
 #include <stdlib.h>
 
-#include "format/writer_int.h"
+#include "writer_int.h"
 #include "memhist/error.h"
 #include "memhist/writer.h"
 

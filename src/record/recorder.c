@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "record/rec_int.h"
+#include "rec_int.h"
 #include "memhist/error.h"
 
 void mh__rec_fail(struct mh_recorder *rec, const char *what, int code, int errnum)

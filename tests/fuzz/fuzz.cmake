@@ -25,7 +25,7 @@ if(MEMHIST_FUZZ)
       else()
         add_executable(${name} ${src})
       endif()
-      target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}
+      target_include_directories(${name} PRIVATE ${MH_MODULE_DIRS_${module}}
                                  ${MSGPACK_INCLUDE_DIRS})
       target_link_options(${name} PRIVATE -fsanitize=fuzzer)
       target_link_libraries(${name} PRIVATE ${libs} m)

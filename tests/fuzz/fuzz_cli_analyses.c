@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
-extern const struct mh_cli_command mh_cmd_info, mh_cmd_report, mh_cmd_oom, mh_cmd_layers,
-    mh_cmd_whatif, mh_cmd_diff, mh_cmd_snapshot, mh_cmd_trace;
+extern const struct mh_cli_command mh__cmd_info, mh__cmd_report, mh__cmd_oom, mh__cmd_layers,
+    mh__cmd_whatif, mh__cmd_diff, mh__cmd_snapshot, mh__cmd_trace;
 
 static char path[64];
 
@@ -46,15 +46,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t ok = fwrite(data, 1, size, f) == size;
     if (fclose(f) != 0 || !ok)
         return 0;
-    run(&mh_cmd_info, path, NULL, NULL, NULL);
-    run(&mh_cmd_report, path, NULL, NULL, NULL);
-    run(&mh_cmd_report, "--json", path, NULL, NULL);
-    run(&mh_cmd_oom, path, NULL, NULL, NULL);
-    run(&mh_cmd_layers, path, NULL, NULL, NULL);
-    run(&mh_cmd_whatif, path, "--alloc-conf", "expandable_segments:True", NULL);
-    run(&mh_cmd_diff, path, path, NULL, NULL);
-    run(&mh_cmd_snapshot, path, "-o", "/dev/null", NULL);
-    run(&mh_cmd_trace, path, "-o", "/dev/null", NULL);
+    run(&mh__cmd_info, path, NULL, NULL, NULL);
+    run(&mh__cmd_report, path, NULL, NULL, NULL);
+    run(&mh__cmd_report, "--json", path, NULL, NULL);
+    run(&mh__cmd_oom, path, NULL, NULL, NULL);
+    run(&mh__cmd_layers, path, NULL, NULL, NULL);
+    run(&mh__cmd_whatif, path, "--alloc-conf", "expandable_segments:True", NULL);
+    run(&mh__cmd_diff, path, path, NULL, NULL);
+    run(&mh__cmd_snapshot, path, "-o", "/dev/null", NULL);
+    run(&mh__cmd_trace, path, "-o", "/dev/null", NULL);
     unlink(path);
     return 0;
 }
