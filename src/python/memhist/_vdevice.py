@@ -53,8 +53,22 @@ def _inductor(args, kwargs):
 
 
 def _disable_cudnn():
+    """cuDNN off, and kept off: the program (or torch.backends.cudnn.flags)
+    turning it back on gets a warning instead of a cuDNN error later."""
     import torch
-    torch.backends.cudnn.enabled = False
+    set_enabled = torch._C._set_cudnn_enabled
+
+    def keep_off(value):
+        if value:
+            warn("cudnn", "cuDNN stays off on the virtual device (it has no cuDNN); convolutions "
+                 "use torch's native kernels, whose workspace differs from cuDNN's")
+        set_enabled(False)
+
+    keep_off(False)
+    torch._C._set_cudnn_enabled = keep_off
+    prop = type(torch.backends.cudnn).__dict__.get("enabled")  # a ContextProp
+    if hasattr(prop, "setter"):
+        prop.setter = keep_off
     try:
         torch.backends.cuda.enable_cudnn_sdp(False)
     except AttributeError:
