@@ -64,6 +64,18 @@ def check_verdicts():
                 assert last.startswith("does not fit: ") and "asking for 100.00 MiB" in last, last
 
 
+def check_adaptations():
+    """cuDNN kept off, NCCL replaced by gloo, warnings for what would mislead."""
+    with tempfile.TemporaryDirectory() as tmp:
+        r = run(["simulate", "--no-report", "-o", os.path.join(tmp, "a.memhist"), "--",
+                 sys.executable, os.path.join(HERE, "adapt_program.py")])
+        assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+        seen = json.loads(r.stdout.strip().splitlines()[-1])
+        assert seen == {"cudnn_enabled": False, "backend": "gloo", "graph_refused": True}, seen
+        for what in ("cuDNN stays off", "NCCL needs real GPUs", "torch.nonzero", "CUDA graph capture"):
+            assert "warning: " + what in r.stderr, (what, r.stderr[-2000:])
+
+
 def main():
     try:
         import torch  # noqa: F401
@@ -92,6 +104,7 @@ def main():
         assert dev["peak_reserved"] == truth["max_reserved"], (dev["peak_reserved"], truth)
         assert dev["final"]["allocated"] == truth["allocated"], (dev["final"], truth)
     check_verdicts()
+    check_adaptations()
     print("ok: recorded peak %d == torch max_memory_allocated on a virtual RTX 4090"
           % truth["max_allocated"])
 
