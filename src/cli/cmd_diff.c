@@ -201,9 +201,7 @@ static void print_json(struct run_view *v, const struct delta_list *layers,
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh_sink_init_file(&sink, stdout);
-    mh_json_init(&j, &sink, 1);
-    mh_json_begin_object(&j);
+    mh_cli_json_begin(&j, &sink, "diff");
     mh_json_kv_string(&j, "a", v[0].an.rp.path);
     mh_json_kv_string(&j, "b", v[1].an.rp.path);
     json_pair(&j, "peak_allocated", v[0].pa.value, v[1].pa.value);

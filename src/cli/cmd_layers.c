@@ -446,9 +446,7 @@ static int run_layers(int argc, char **argv)
     struct mh_sink sink;
     struct mh_json j;
     if (rc == 0 && o.json) {
-        mh_sink_init_file(&sink, stdout);
-        mh_json_init(&j, &sink, 1);
-        mh_json_begin_object(&j);
+        mh_cli_json_begin(&j, &sink, "layers");
         mh_json_key(&j, "files");
         mh_json_begin_array(&j);
     }

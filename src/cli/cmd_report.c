@@ -10,6 +10,8 @@
 
 #include "cli/report.h"
 #include "cli/report_analysis.h"
+#include "viz/json.h"
+#include "viz/sink.h"
 
 static const char usage[] =
     "usage: memhist report [--device N] [--top N] [--frames N] [--json] FILE...\n\n"
@@ -44,6 +46,7 @@ struct report_opts {
     int device; /* -1 = all */
     uint64_t top, frames;
     int json;
+    struct mh_json *j; /* the output object when json */
     const char *path;
     char **paths;
     size_t npaths;
@@ -56,7 +59,7 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
                                          {"frames", required_argument, NULL, 'f'},
                                          {"json", no_argument, NULL, 'j'},
                                          {0, 0, 0, 0}};
-    *o = (struct report_opts){-1, 10, 6, 0, NULL, NULL, 0};
+    *o = (struct report_opts){.device = -1, .top = 10, .frames = 6};
     uint64_t v;
     int c;
     optind = 1;
@@ -136,7 +139,7 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
                      o->device, n, n == 1 ? "" : "s");
         rc = MH_EINVAL;
     } else if (rc == 0 && o->json) {
-        mh_report_print_json(rp, devs, used);
+        mh_report_print_json(o->j, rp, devs, used);
     } else if (rc == 0) {
         mh_report_print_text(rp, devs, used, (size_t)o->frames);
     }
@@ -146,12 +149,21 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
 }
 
-static void print_worst(const struct mh_analysis *a, size_t n)
+static void print_worst(const struct mh_analysis *a, size_t n, struct mh_json *j)
 {
     uint64_t peak;
     size_t w = mh_analysis_worst(a, n, &peak);
     char b[32];
-    printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh_cli_bytes(peak, b));
+    if (j) {
+        mh_json_key(j, "worst_rank");
+        mh_json_begin_object(j);
+        mh_json_kv_string(j, "file", a[w].rp.path);
+        mh_json_kv_uint(j, "index", w);
+        mh_json_kv_uint(j, "peak_reserved", peak);
+        mh_json_end_object(j);
+    } else if (n > 1) {
+        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh_cli_bytes(peak, b));
+    }
 }
 
 static int run_report(int argc, char **argv)
@@ -165,6 +177,14 @@ static int run_report(int argc, char **argv)
         mh_cli_error("%s", mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
     }
+    struct mh_sink sink;
+    struct mh_json j;
+    if (o.json) {
+        o.j = &j;
+        mh_cli_json_begin(&j, &sink, "report");
+        mh_json_key(&j, "files");
+        mh_json_begin_array(&j);
+    }
     size_t opened = 0;
     for (size_t i = 0; i < o.npaths && rc == 0; i++) {
         o.path = o.paths[i];
@@ -172,15 +192,18 @@ static int run_report(int argc, char **argv)
             rc = MH_EXIT_FAIL;
         else
             opened++;
-        if (rc == 0 && o.json && o.npaths > 1)
-            printf("%s", i == 0 ? "[\n" : ",\n");
         if (rc == 0)
             rc = report_devices(&o, &a[i]);
     }
-    if (rc == 0 && o.json && o.npaths > 1)
-        printf("]\n");
-    else if (rc == 0 && o.npaths > 1)
-        print_worst(a, o.npaths);
+    if (rc == 0 && o.json) {
+        mh_json_end_array(&j);
+        print_worst(a, o.npaths, &j);
+        mh_json_end_object(&j);
+    } else if (rc == 0) {
+        print_worst(a, o.npaths, NULL);
+    }
+    if (o.json)
+        mh_sink_finish(&sink);
     for (size_t i = 0; i < opened; i++)
         mh_analysis_close(&a[i]);
     free(a);

@@ -42,9 +42,11 @@ int mh_report_group_live(const struct mh_model *m, int device, size_t top,
                          struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
                          uint64_t *total_count);
 
+struct mh_json;
 void mh_report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
                           size_t ndev, size_t max_frames);
-void mh_report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
-                          size_t ndev);
+/* One file's object in the "files" list of `report --json`. */
+void mh_report_print_json(struct mh_json *j, const struct mh_replay *rp,
+                          const struct mh_device_report *devs, size_t ndev);
 
 #endif

@@ -1,7 +1,8 @@
 /* report_json.c - the JSON form of `memhist report` (see report.h).
  *
- * Top level: file, source, events, dropped, damaged, devices (a list), and
- * anomalies. Per device: device, name, total_bytes, peak_allocated(+_time_ns,
+ * One object per file in the output's "files" list (cmd_report.c writes the
+ * head and the worst rank): file, source, events, dropped, damaged, devices
+ * (a list), and anomalies. Per device: device, name, total_bytes, peak_allocated(+_time_ns,
  * _step), peak_reserved(+_time_ns, _step), final, top_at_peak, steps, ooms. */
 #include <ctype.h>
 #include <string.h>
@@ -171,31 +172,26 @@ static void json_device(struct mh_json *j, const struct mh_replay *rp,
     mh_json_end_object(j);
 }
 
-void mh_report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
-                          size_t ndev)
+void mh_report_print_json(struct mh_json *j, const struct mh_replay *rp,
+                          const struct mh_device_report *devs, size_t ndev)
 {
-    struct mh_sink sink;
-    struct mh_json j;
-    mh_sink_init_file(&sink, stdout);
-    mh_json_init(&j, &sink, 1);
-    mh_json_begin_object(&j);
-    mh_json_kv_string(&j, "file", rp->path);
-    mh_json_kv_string(&j, "source", mh_reader_meta(rp->reader, "source"));
-    mh_json_kv_uint(&j, "events", rp->summary.events);
-    mh_json_kv_uint(&j, "dropped", rp->summary.dropped);
-    mh_json_kv_bool(&j, "damaged", rp->read_error != 0);
-    mh_json_key(&j, "devices");
-    mh_json_begin_array(&j);
+    mh_json_begin_object(j);
+    mh_json_kv_string(j, "file", rp->path);
+    mh_json_kv_string(j, "source", mh_reader_meta(rp->reader, "source"));
+    mh_json_kv_uint(j, "events", rp->summary.events);
+    mh_json_kv_uint(j, "dropped", rp->summary.dropped);
+    mh_json_kv_bool(j, "damaged", rp->read_error != 0);
+    mh_json_key(j, "devices");
+    mh_json_begin_array(j);
     for (size_t i = 0; i < ndev; i++)
-        json_device(&j, rp, &devs[i]);
-    mh_json_end_array(&j);
-    mh_json_key(&j, "anomalies");
-    mh_json_begin_object(&j);
+        json_device(j, rp, &devs[i]);
+    mh_json_end_array(j);
+    mh_json_key(j, "anomalies");
+    mh_json_begin_object(j);
     for (int a = 1; a < MH_ANOM_COUNT; a++) {
         char key[48];
-        mh_json_kv_uint(&j, anomaly_key(a, key), mh_model_anomaly_count(rp->model, a));
+        mh_json_kv_uint(j, anomaly_key(a, key), mh_model_anomaly_count(rp->model, a));
     }
-    mh_json_end_object(&j);
-    mh_json_end_object(&j);
-    mh_sink_finish(&sink);
+    mh_json_end_object(j);
+    mh_json_end_object(j);
 }

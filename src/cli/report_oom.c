@@ -351,9 +351,7 @@ int mh_oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts
     struct mh_json j;
     int rc = 0;
     if (o->json) {
-        mh_sink_init_file(&sink, stdout);
-        mh_json_init(&j, &sink, 1);
-        mh_json_begin_object(&j);
+        mh_cli_json_begin(&j, &sink, "oom");
         mh_json_key(&j, "files");
         mh_json_begin_array(&j);
     }
@@ -366,6 +364,7 @@ int mh_oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts
         mh_json_key(&j, "worst_rank");
         mh_json_begin_object(&j);
         mh_json_kv_string(&j, "file", a[w].rp.path);
+        mh_json_kv_uint(&j, "index", w);
         mh_json_kv_uint(&j, "peak_reserved", peak);
         mh_json_end_object(&j);
         mh_json_end_object(&j);

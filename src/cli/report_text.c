@@ -16,8 +16,9 @@ static const char *step_text(int64_t step, char buf[24])
 
 static void print_header(const struct mh_replay *rp)
 {
-    const char *source = mh_reader_meta(rp->reader, "source");
-    const char *torch = mh_reader_meta(rp->reader, "torch_version");
+    char b1[256], b2[256];
+    const char *source = mh_cli_text(mh_reader_meta(rp->reader, "source"), b1, sizeof b1);
+    const char *torch = mh_cli_text(mh_reader_meta(rp->reader, "torch_version"), b2, sizeof b2);
     printf("memhist report: %s", rp->path);
     if (source)
         printf(" (%s%s%s)", source, torch ? ", torch " : "", torch ? torch : "");
@@ -31,11 +32,11 @@ static void print_header(const struct mh_replay *rp)
 
 static void print_peaks(const struct mh_replay *rp, const struct mh_device_report *d)
 {
-    char b[32], t[32], s[24];
+    char b[32], t[32], s[24], name[256];
     uint64_t t0 = rp->summary.first_time_ns;
     printf("\ndevice %d", d->device);
     if (d->info.name && d->info.name[0])
-        printf(" (%s%s%s)", d->info.name, d->info.total_bytes ? ", " : "",
+        printf(" (%s%s%s)", mh_cli_text(d->info.name, name, sizeof name), d->info.total_bytes ? ", " : "",
                d->info.total_bytes ? mh_cli_bytes(d->info.total_bytes, b) : "");
     printf("\n  peak allocated  %-11s at %s (%s)\n", mh_cli_bytes(d->peak_allocated.value, b),
            mh_cli_duration(d->peak_allocated.time_ns - t0, t), step_text(d->peak_allocated.step, s));

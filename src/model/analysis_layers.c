@@ -13,6 +13,7 @@
 #include "model/analysis_int.h"
 #include "model/model_internal.h"
 #include "model/stacks.h"
+#include "model/utf8.h"
 
 static int is_module_path(const char *s)
 {
@@ -92,7 +93,7 @@ const char *mh_layer_name(const struct mh_reader *r, uint32_t str, uint32_t stac
         layer_from_path(meta, buf, len);
     else if (!layer_from_stack(r, stack, buf, len))
         mh_stack_label(r, stack, buf, len);
-    return buf;
+    return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
 }
 
 /* Interns layer names per (metadata, stack) pair. */
