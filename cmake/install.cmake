@@ -67,7 +67,12 @@ if(TARGET memhist_torch)
   install(TARGETS memhist_torch LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 endif()
 
-# The package's record of where the libraries and the tool are, relative to it.
+# The package's record of where the libraries and the tool are, relative to
+# it, and of the torch the bridge was built against.
+set(MH_TORCH_VERSION_BUILT "")
+if(TARGET memhist_torch)
+  set(MH_TORCH_VERSION_BUILT "${MH_TORCH_VERSION}")
+endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/_install.py.in ${CMAKE_BINARY_DIR}/_install.py @ONLY)
 if(SKBUILD)
   install(FILES ${CMAKE_BINARY_DIR}/_install.py DESTINATION memhist COMPONENT runtime)

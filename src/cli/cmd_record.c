@@ -125,8 +125,9 @@ static int setup_env(const struct rec_opts *o, const char *out_abs, const char *
     exe[n] = '\0';
     *strrchr(exe, '/') = '\0';
     if (find_dir("MEMHIST_LIB_DIR", exe, MH_REL_LIBDIR, ".", "libmemhist_torch.so", libdir) < 0) {
-        mh_cli_error("record: libmemhist_torch.so not found in %s/%s or $MEMHIST_LIB_DIR "
-                     "(was memhist built with torch? see MEMHIST_WITH_TORCH)", exe, MH_REL_LIBDIR);
+        mh_cli_error("record: the torch bridge libmemhist_torch.so is not in %s/%s or $MEMHIST_LIB_DIR: "
+                     "this memhist was built without torch; install torch, then reinstall or rebuild "
+                     "memhist (CMake: MEMHIST_WITH_TORCH=ON)", exe, MH_REL_LIBDIR);
         return -1;
     }
     if (find_dir("MEMHIST_PYTHON_DIR", exe, MH_REL_PYDIR, "python", "memhist/__init__.py", pydir) < 0) {

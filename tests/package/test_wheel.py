@@ -103,9 +103,17 @@ def check_package(venv, tmp):
     p = run([os.path.join(venv, "bin", "python"), "-c", code], tmp)
     check(p.returncode == 0 and ("bridge " + site + "lib/libmemhist_torch.so") in p.stdout,
           "torch bridge loads from the wheel: %r" % p.stdout)
-    if "warned" in p.stdout:
-        check("no CUDA device" in p.stdout and "file False" in p.stdout,
-              "no GPU: a warning with the reason and no file: %r" % p.stdout)
+    if "warned" not in p.stdout:
+        return  # a GPU is present: tests/gpu covers recording
+    check("no CUDA device" in p.stdout and "file False" in p.stdout,
+          "no GPU: a warning with the reason and no file: %r" % p.stdout)
+    # `memhist record` from the wheel runs the program with the wheel's bootstrap
+    code = "import torch, memhist; print('pkg', memhist.__file__)"
+    p = run([os.path.join(venv, "bin", "memhist"), "record", "-o", "rec.memhist", "--",
+             os.path.join(venv, "bin", "python"), "-c", code], tmp)
+    check(p.returncode == 0 and ("pkg " + site + "__init__.py") in p.stdout,
+          "record runs the program with the wheel's package: %r" % p.stdout)
+    check("nothing recorded: no CUDA device" in p.stderr, "record explains: %r" % p.stderr)
 
 
 with tempfile.TemporaryDirectory() as tmp:

@@ -91,12 +91,29 @@ def core():
     return _LIBS["core"]
 
 
+def _bridge_hint(torch):
+    """Why the bridge may be missing or refuse to load, from the install record."""
+    try:
+        from . import _install
+    except ImportError:
+        return "build it with torch installed (MEMHIST_WITH_TORCH=ON)"
+    if not _install.TORCH_VERSION:
+        return "this memhist was built without torch; install torch, then reinstall memhist"
+    if _install.TORCH_VERSION != torch.__version__:
+        return ("it was built against torch %s but this is torch %s; reinstall memhist"
+                % (_install.TORCH_VERSION, torch.__version__))
+    return "reinstall memhist"
+
+
 def bridge():
     """libmemhist_torch: the torch bridge (imports torch first)."""
     if "torch" not in _LIBS:
-        import torch  # noqa: F401  (loads libc10 & co. before the bridge)
+        import torch  # (loads libc10 & co. before the bridge)
         core()
-        lib = _load("libmemhist_torch.so")
+        try:
+            lib = _load("libmemhist_torch.so")
+        except OSError as e:
+            raise OSError("%s; %s" % (e, _bridge_hint(torch))) from None
         lib.mh_torch_open.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
         lib.mh_torch_attach.argtypes = [ctypes.c_void_p, ctypes.POINTER(TorchOpts)]
         lib.mh_torch_mark.argtypes = [ctypes.c_char_p]
