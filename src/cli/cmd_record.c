@@ -195,17 +195,17 @@ static int report_status(const char *status_path, const char *out_abs)
     char line[4096];
     int files = 0, lines = 0;
     while (f && fgets(line, sizeof line, f)) {
-        char *pid = strtok(line, "\t"), *path = strtok(NULL, "\t"), *events = strtok(NULL, "\t");
+        char *who = strtok(line, "\t"), *path = strtok(NULL, "\t"), *events = strtok(NULL, "\t");
         char *status = strtok(NULL, "\n");
-        if (!pid || !path || !events || !status)
+        if (!who || !path || !events || !status)
             continue;
         lines++;
         if (strcmp(path, "-") != 0) {
             files++;
-            fprintf(stderr, "memhist: process %s: %s events recorded to %s (%s)\n", pid, events, path, status);
+            fprintf(stderr, "memhist: %s: %s events recorded to %s (%s)\n", who, events, path, status);
             fprintf(stderr, "memhist: next: memhist report %s\n", path);
         } else {
-            fprintf(stderr, "memhist: process %s: nothing recorded: %s\n", pid,
+            fprintf(stderr, "memhist: %s: nothing recorded: %s\n", who,
                     strncmp(status, "not recording: ", 15) == 0 ? status + 15 : status);
         }
     }

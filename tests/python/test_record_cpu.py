@@ -56,6 +56,11 @@ with tempfile.TemporaryDirectory() as tmp:
     check(not os.path.exists(out), "no file written without CUDA")
     check(not [f for f in os.listdir(tmp) if ".status." in f], "status file removed")
 
+    # 1b. under torchrun every per-process line names the rank
+    p = record(["-o", out], "import torch; torch.ones(1)", env={"RANK": "3"})
+    check(p.returncode == 0 and "memhist: rank 3 (process " in p.stderr and "nothing recorded" in p.stderr,
+          "the rank in the per-process line: %r" % p.stderr)
+
     # 2. exit status and exceptions pass through
     p = record(["-o", out], "import torch; raise SystemExit(5)")
     check(p.returncode == 5, "exit status 5 passed through, got %d" % p.returncode)
