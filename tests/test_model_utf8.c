@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "model/utf8.h"
+#include "utf8.h"
 
 static size_t seq(const char *s)
 {

@@ -3,21 +3,21 @@
  * name) and escaping for text output (see cli.h). */
 #include <string.h>
 
-#include "cli/cli.h"
-#include "model/utf8.h"
-#include "viz/json.h"
-#include "viz/sink.h"
+#include "cli.h"
+#include "json.h"
+#include "sink.h"
+#include "utf8.h"
 
-void mh_cli_json_begin(struct mh_json *j, struct mh_sink *sink, const char *command)
+void mh__cli_json_begin(struct mh_json *j, struct mh_sink *sink, const char *command)
 {
-    mh_sink_init_file(sink, stdout);
-    mh_json_init(j, sink, 1);
-    mh_json_begin_object(j);
-    mh_json_kv_int(j, "schema", MH_JSON_SCHEMA);
-    mh_json_kv_string(j, "command", command);
+    mh__sink_init_file(sink, stdout);
+    mh__json_init(j, sink, 1);
+    mh__json_begin_object(j);
+    mh__json_kv_int(j, "schema", MH_JSON_SCHEMA);
+    mh__json_kv_string(j, "command", command);
 }
 
-const char *mh_cli_text(const char *s, char *buf, size_t len)
+const char *mh__cli_text(const char *s, char *buf, size_t len)
 {
     if (!s)
         return NULL;

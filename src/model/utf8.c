@@ -1,5 +1,5 @@
 /* utf8.c - UTF-8 well-formedness and \xNN escaping (see utf8.h). */
-#include "model/utf8.h"
+#include "utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
