@@ -9,6 +9,8 @@
 #   lib/cmake/memhist/memhistConfig*.cmake   imported target memhist::memhist
 #   lib/pkgconfig/memhist.pc
 #   share/memhist/python/memhist/        the Python package (with _install.py)
+#   share/man/man1/memhist.1, share/bash-completion/completions/memhist,
+#   share/zsh/site-functions/_memhist    generated from the help texts
 # Wheel layout (SKBUILD, prefix = site-packages): the package at memhist/,
 # the tool at memhist/bin/memhist, the libraries at memhist/lib/; the `memhist`
 # console script runs the tool.
@@ -65,6 +67,24 @@ if(TARGET memhist_torch)
   endif()
   set_target_properties(memhist_torch PROPERTIES INSTALL_RPATH "${_mh_torch_rpath}")
   install(TARGETS memhist_torch LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+endif()
+
+# The man page and bash/zsh completions, generated from the built tool's help
+# texts (cmake/help_docs.py) so that they match what it does.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND AND NOT SKBUILD)
+  set(_mh_docs ${CMAKE_BINARY_DIR}/docs)
+  add_custom_command(
+    OUTPUT ${_mh_docs}/man1/memhist.1 ${_mh_docs}/bash/memhist ${_mh_docs}/zsh/_memhist
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/help_docs.py $<TARGET_FILE:memhist_cli> ${_mh_docs}
+    DEPENDS memhist_cli ${CMAKE_CURRENT_LIST_DIR}/help_docs.py
+    COMMENT "memhist: man page and shell completions from the help texts")
+  add_custom_target(memhist_docs ALL DEPENDS ${_mh_docs}/man1/memhist.1)
+  install(FILES ${_mh_docs}/man1/memhist.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)
+  install(FILES ${_mh_docs}/bash/memhist DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+          COMPONENT runtime)
+  install(FILES ${_mh_docs}/zsh/_memhist DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions
+          COMPONENT runtime)
 endif()
 
 # The package's record of where the libraries and the tool are, relative to

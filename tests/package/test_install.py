@@ -100,7 +100,9 @@ with tempfile.TemporaryDirectory() as tmp:
     check(p.returncode == 0, "cmake --install succeeds")
     for rel in ["bin/memhist", "include/memhist/memhist.h", "lib/libmemhist.so",
                 "lib/cmake/memhist/memhistConfig.cmake", "lib/pkgconfig/memhist.pc",
-                "share/memhist/python/memhist/__init__.py", "share/memhist/python/memhist/_install.py"]:
+                "share/memhist/python/memhist/__init__.py", "share/memhist/python/memhist/_install.py",
+                "share/man/man1/memhist.1", "share/bash-completion/completions/memhist",
+                "share/zsh/site-functions/_memhist"]:
         check(os.path.exists(os.path.join(first, rel)), "installed " + rel)
     check(all(BIN not in l for l in runpath(os.path.join(first, "bin", "memhist"))),
           "no build-tree RUNPATH in the tool")
