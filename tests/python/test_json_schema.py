@@ -169,7 +169,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check(run("trace", odd, "-o", tr).returncode == 0, "trace writes")
     try:
         with open(tr, encoding="utf-8", errors="strict") as f:
-            json.load(f)
+            names = [e.get("args", {}).get("name", "") for e in json.load(f)["traceEvents"]]
+        check(any("GPU\\xff\x1b[0m" in n for n in names), "trace names the device with \\xff: %r" % names[:4])
     except ValueError as e:
         check(False, "trace is strict UTF-8 JSON: %s" % e)
 
