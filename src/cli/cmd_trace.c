@@ -27,8 +27,9 @@ static const char usage[] =
     "  --time A:B         only seconds A..B from the start of the recording\n"
     "  --device N         only GPU N's tracks\n"
     "  --into PROFILE     add the memory tracks to a torch.profiler trace JSON and\n"
-    "                     write the combined trace (clocks are aligned; only the\n"
-    "                     profiled span is added unless a window is given)\n"
+    "                     write the combined trace (clocks are aligned, torch's track\n"
+    "                     names kept; only the profiled span is added unless a\n"
+    "                     window is given; a recording outside it is refused)\n"
     "  --pretty           indent the JSON\n"
     "  --warn-size SIZE   warn above this estimated size (default 300MiB)\n"
     "  -h, --help         show this help\n";
