@@ -7,7 +7,7 @@
 # docs/schema). Set MEMHIST_SKIP_PIP=1 to skip pip.
 set -euo pipefail
 
-apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev
+apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev zlib1g-dev
               libcriterion-dev libdw-dev python3 python3-pip python3-venv)
 
 missing=()

@@ -7,9 +7,13 @@ On a simulated recording and profiles written here around it:
    before the base get negative times (never clamped to 0) and all of them
    fall within the profile's span;
 3. the profile's process and thread names stay (torch's "python" is not
-   renamed), and memhist names only the tracks the profile does not.
+   renamed), and memhist names only the tracks the profile does not;
+4. gzip: a PROFILE.json.gz (tensorboard_trace_handler(use_gzip=True)) is
+   read, OUT.json.gz is written compressed (with and without --into) and
+   holds the same events as the plain output, and a damaged .gz is refused.
 Environment: MEMHIST.
 """
+import gzip
 import json
 import os
 import subprocess
@@ -83,6 +87,29 @@ with tempfile.TemporaryDirectory() as tmp:
               [("process_name", 0, 0, "python")], "torch's GPU process name kept")
         check(any(n[0] == "thread_name" and n[1] == 0 and n[3] != "python" for n in names),
               "memhist names the tracks it adds: %s" % names)
+
+    # 4. gzip in and out
+    if os.path.exists(out):
+        gzprof, gzout = prof + ".gz", os.path.join(tmp, "mid-merged.json.gz")
+        with open(prof, "rb") as f, gzip.open(gzprof, "wb") as g:
+            g.write(f.read())
+        p = run("trace", rec, "--into", gzprof, "-o", gzout)
+        check(p.returncode == 0, "merge from and to .json.gz: %s" % p.stderr)
+        try:
+            with gzip.open(gzout, "rt", encoding="utf-8") as f:
+                check(json.load(f) == json.load(open(out)), ".json.gz holds the same trace")
+        except (OSError, ValueError) as e:
+            check(False, "the .json.gz output is gzip JSON: %s" % e)
+        plain, packed = os.path.join(tmp, "plain.json"), os.path.join(tmp, "packed.json.gz")
+        check(run("trace", rec, "-o", plain).returncode == 0 and
+              run("trace", rec, "-o", packed).returncode == 0, "trace to .json and .json.gz")
+        with gzip.open(packed, "rb") as f:
+            check(f.read() == open(plain, "rb").read(), "-o x.json.gz is the compressed trace")
+        cut = os.path.join(tmp, "cut.json.gz")
+        open(cut, "wb").write(open(gzprof, "rb").read()[:60])
+        p = run("trace", rec, "--into", cut, "-o", os.path.join(tmp, "x.json"))
+        check(p.returncode == 1 and "gzip" in p.stderr and not os.path.exists(os.path.join(tmp, "x.json")),
+              "a damaged .gz is refused: %r" % p.stderr)
 
 if failures:
     print("%d failure(s)" % len(failures))

@@ -12,9 +12,11 @@
  * torch's names. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memhist/error.h"
+#include "gzip.h"
 #include "json_read.h"
 #include "trace_int.h"
 
@@ -145,8 +147,8 @@ static size_t copy_profile(const struct mh_jr_doc *d, const struct kineto_info *
     return n;
 }
 
-int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
-                           struct mh_sink *s, char *err, size_t errlen)
+static int merge(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
+                 struct mh_sink *s, char *err, size_t errlen)
 {
     struct mh_jr_doc d;
     struct kineto_info k;
@@ -188,4 +190,19 @@ int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *
     if (rc < 0 && rc != MH_ENOMEM)
         rc = 0;
     return rc < 0 ? rc : s->error;
+}
+
+int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
+                           struct mh_sink *s, char *err, size_t errlen)
+{
+    if (!mh__gzip_is(kineto, len))
+        return merge(t, r, kineto, len, s, err, errlen);
+    char *plain; /* PROFILE.json.gz: the parsed document points into the text */
+    size_t n;
+    int rc = mh__gzip_inflate(kineto, len, (size_t)1 << 34, &plain, &n, err, errlen);
+    if (rc == 0) {
+        rc = merge(t, r, plain, n, s, err, errlen);
+        free(plain);
+    }
+    return rc;
 }
