@@ -208,6 +208,19 @@ static int produce(struct trace_args *a, struct mh_reader *r, struct mh_trace *t
     return rc;
 }
 
+/* How the recording and the profile it was merged into line up in time. */
+static void note_overlap(const struct mh_trace_plan *p)
+{
+    uint64_t lo = p->file_first_ns > p->profile_first_ns ? p->file_first_ns : p->profile_first_ns;
+    uint64_t hi = p->file_last_ns < p->profile_last_ns ? p->file_last_ns : p->profile_last_ns;
+    int64_t start = (int64_t)(p->file_first_ns - p->profile_first_ns);
+    mh__cli_error("note: on the profile's clock the recording starts %.3f s %s the profile; "
+                  "%.3f s of the profile's %.3f s are covered",
+                  (double)(start < 0 ? -start : start) / 1e9, start < 0 ? "before" : "after",
+                  hi > lo ? (double)(hi - lo) / 1e9 : 0.0,
+                  (double)(p->profile_last_ns - p->profile_first_ns) / 1e9);
+}
+
 static int run_trace(int argc, char **argv)
 {
     struct trace_args a;
@@ -240,6 +253,8 @@ static int run_trace(int argc, char **argv)
     }
     if (rc == 0 && strcmp(a.out, "-") != 0) {
         const struct mh_trace_plan *p = mh__trace_get_plan(t);
+        if (kineto && p->profile_last_ns)
+            note_overlap(p);
         printf("wrote %s (%llu events, %llu launch->GPU arrows); open it in "
                         "https://ui.perfetto.dev\n",
                 a.out, (unsigned long long)p->events, (unsigned long long)p->flows);

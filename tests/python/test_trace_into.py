@@ -3,9 +3,9 @@
 On a simulated recording and profiles written here around it:
 1. a profile that does not overlap the recording is refused: exit 1, a
    one-line reason that says which way and by how much, no output file;
-2. a profile whose time base lies inside the recording: the added events
-   before the base get negative times (never clamped to 0) and all of them
-   fall within the profile's span;
+2. a profile whose time base lies inside the recording: memhist says how
+   the two line up, the added events before the base get negative times
+   (never clamped to 0) and all of them fall within the profile's span;
 3. the profile's process and thread names stay (torch's "python" is not
    renamed), and memhist names only the tracks the profile does not;
 4. gzip: a PROFILE.json.gz (tensorboard_trace_handler(use_gzip=True)) is
@@ -70,6 +70,9 @@ with tempfile.TemporaryDirectory() as tmp:
     given = profile(prof, base, -span_us, span_us, pid)
     p = run("trace", rec, "--into", prof, "-o", out)
     check(p.returncode == 0, "merge: %s" % p.stderr)
+    want = "recording starts %.3f s after the profile; %.3f s of the profile's %.3f s" % (
+        (last - first) / 2e9, (last - first) / 1e9, 2 * span_us / 1e6)
+    check(want[:40] in p.stderr and "covered" in p.stderr, "says how the clocks line up: %r" % p.stderr)
     if p.returncode == 0:
         doc = json.load(open(out))
         added = doc["traceEvents"][len(given):]

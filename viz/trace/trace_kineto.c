@@ -168,6 +168,8 @@ static int merge(struct mh_trace *t, struct mh_reader *r, const char *kineto, si
     }
     if ((rc = mh__trace_scan(t, r)) < 0)
         return rc;
+    t->plan.profile_first_ns = t->clip_lo_ns;
+    t->plan.profile_last_ns = t->clip_hi_ns;
     if (mh__trace_get_plan(t)->events == 0 && t->clip_hi_ns) {
         no_overlap(t, err, errlen);
         return MH_ENOTFOUND;

@@ -39,6 +39,7 @@ struct mh_trace_plan {
     uint64_t events;            /* events in the window */
     uint64_t first_ns, last_ns; /* span of the window's events (0 if none) */
     uint64_t file_first_ns, file_last_ns; /* span of all the file's events */
+    uint64_t profile_first_ns, profile_last_ns; /* --into: the profile's span (0 if none) */
     uint64_t flows;             /* launch -> device-activity pairs */
     uint64_t est_bytes;         /* estimated output size */
     int too_big;                /* est_bytes > warn_bytes */
