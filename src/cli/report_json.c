@@ -61,13 +61,15 @@ static void json_top(struct mh_json *j, const struct mh_replay *rp, const struct
     mh__json_end_array(j);
 }
 
-static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device)
+static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device,
+                       const struct mh_window *w)
 {
     mh__json_key(j, "steps");
     mh__json_begin_array(j);
     for (size_t i = 0; i < mh_model_step_count(rp->model, device); i++) {
         struct mh_step_stats s;
-        if (mh_model_step(rp->model, device, i, &s) != 0)
+        if (mh_model_step(rp->model, device, i, &s) != 0 ||
+            (w->has_steps && (s.step < w->step_lo || s.step > w->step_hi)))
             continue;
         mh__json_begin_object(j);
         mh__json_kv_int(j, "step", s.step);
@@ -130,7 +132,7 @@ static void json_final(struct mh_json *j, const struct mh_mem_stats *s)
     mh__json_end_object(j);
 }
 
-static void json_device(struct mh_json *j, const struct mh_replay *rp,
+static void json_device(struct mh_json *j, const struct mh_replay *rp, const struct mh_window *w,
                         const struct mh_device_report *d)
 {
     mh__json_begin_object(j);
@@ -167,13 +169,14 @@ static void json_device(struct mh_json *j, const struct mh_replay *rp,
             mh__json_null(j);
         mh__json_end_object(j);
     }
-    json_steps(j, rp, d->device);
+    json_steps(j, rp, d->device, w);
     json_ooms(j, rp, d->device);
     mh__json_end_object(j);
 }
 
 void mh__report_print_json(struct mh_json *j, const struct mh_replay *rp,
-                           const struct mh_device_report *devs, size_t ndev)
+                           const struct mh_device_report *devs, size_t ndev,
+                           const struct mh_window *steps)
 {
     mh__json_begin_object(j);
     mh__json_kv_string(j, "file", rp->path);
@@ -184,7 +187,7 @@ void mh__report_print_json(struct mh_json *j, const struct mh_replay *rp,
     mh__json_key(j, "devices");
     mh__json_begin_array(j);
     for (size_t i = 0; i < ndev; i++)
-        json_device(j, rp, &devs[i]);
+        json_device(j, rp, steps, &devs[i]);
     mh__json_end_array(j);
     mh__json_key(j, "anomalies");
     mh__json_begin_object(j);
