@@ -33,13 +33,13 @@ static const char usage[] =
     "'allocated' is what torch.cuda.memory_allocated() reports (rounded block\n"
     "sizes); 'reserved' is torch.cuda.memory_reserved() (segment sizes).\n\n"
     "options:\n"
-    "  --device N  only device N (default: every device in the file)\n"
-    "  --top N     allocation groups to list at the peak (default 10)\n"
-    "  --frames N  stack frames shown per group in text output (default 6)\n"
-    "  --steps A:B only steps A..B in the per-step table and JSON (A:, :B, N)\n"
-    "  --all-steps every step in the per-step table, however long the run\n"
-    "  --json      print one JSON object instead of text\n"
-    "  -h, --help  show this help\n";
+    "  --device N   only device N (default: every device in the file)\n"
+    "  --top N      allocation groups to list at the peak (default 10)\n"
+    "  --frames N   stack frames shown per group in text output (default 6)\n"
+    "  --steps A:B  only steps A..B in the per-step table and JSON (A:, :B, N)\n"
+    "  --all-steps  every step in the per-step table, however long the run\n"
+    "  --json       print one JSON object instead of text\n"
+    "  -h, --help   show this help\n";
 
 static int run_report(int argc, char **argv);
 
