@@ -5,6 +5,7 @@
 # Prefix layout (GNUInstallDirs):
 #   bin/memhist                          the command-line tool
 #   lib/libmemhist.so*, libmemhist_torch.so
+#   lib/memhist/vdevice/                 the virtual CUDA device's libraries
 #   include/memhist/*.h
 #   lib/cmake/memhist/memhistConfig*.cmake   imported target memhist::memhist
 #   lib/pkgconfig/memhist.pc
@@ -86,6 +87,13 @@ if(Python3_Interpreter_FOUND AND NOT SKBUILD)
   install(FILES ${_mh_docs}/zsh/_memhist DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions
           COMPONENT runtime)
 endif()
+
+# The virtual CUDA device (cmake/vdevice.cmake) for `memhist simulate -- CMD`.
+foreach(t mh_vdev_cuda mh_vdev_cudart mh_vdev_cublas mh_vdev_cublaslt mh_vdev_nvml)
+  if(TARGET ${t})
+    install(TARGETS ${t} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/memhist/vdevice COMPONENT runtime)
+  endif()
+endforeach()
 
 # The package's record of where the libraries and the tool are, relative to
 # it, and of the torch the bridge was built against.

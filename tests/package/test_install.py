@@ -5,7 +5,8 @@ Installs the build tree into a temporary prefix, moves the prefix elsewhere
 builds tests/package/consumer with find_package(memhist) and with
 pkg-config, runs both, and reads their files with the installed tool; checks
 that the installed tool finds its libraries and Python package from its own
-location (`memhist record`), and that the installed Python package loads the
+location (`memhist record`, and `memhist simulate -- CMD` on the installed
+virtual device), and that the installed Python package loads the
 installed libmemhist. Environment: MH_SOURCE_DIR, MH_BINARY_DIR.
 """
 import os
@@ -76,6 +77,14 @@ def tool_finds_its_parts(prefix, tool):
     pkg = os.path.join(prefix, "share", "memhist", "python", "memhist")
     check(p.returncode == 0 and ("pkg " + pkg) in p.stdout, "record runs the installed package: %r" % p.stdout)
     check(("lib " + os.path.join(prefix, "lib")) in p.stdout, "record points at the installed libraries")
+    if not os.path.isdir(os.path.join(BIN, "vdevice")):
+        print("note: no virtual device built; `memhist simulate -- CMD` not checked")
+        return
+    out = os.path.join(prefix, "v.memhist")
+    code = "import torch; torch.ones(1024, device='cuda'); print('on', torch.cuda.get_device_name())"
+    p = run([tool, "simulate", "-o", out, "--", sys.executable, "-c", code])
+    check(p.returncode == 0 and "on NVIDIA" in p.stdout and os.path.exists(out),
+          "simulate -- CMD runs on the installed virtual device: %r" % p.stderr[-500:])
 
 
 def package_loads_libs(prefix):

@@ -60,6 +60,8 @@ def check_wheel_files(wheel):
         check(name in names, "wheel holds " + name)
     if os.path.exists(os.path.join(BIN, "libmemhist_torch.so")):
         check("memhist/lib/libmemhist_torch.so" in names, "wheel holds the torch bridge")
+    if os.path.isdir(os.path.join(BIN, "vdevice")):
+        check("memhist/lib/memhist/vdevice/libcudart.so.13" in names, "wheel holds the virtual device")
     check(not [n for n in names if n.startswith(("tests/", "include/")) or "/test_" in n],
           "no tests or headers in the wheel")
 
@@ -114,6 +116,14 @@ def check_package(venv, tmp):
     check(p.returncode == 0 and ("pkg " + site + "__init__.py") in p.stdout,
           "record runs the program with the wheel's package: %r" % p.stdout)
     check("nothing recorded: no CUDA device" in p.stderr, "record explains: %r" % p.stderr)
+    if not os.path.isdir(os.path.join(BIN, "vdevice")):
+        return
+    # `memhist simulate -- CMD` from the wheel: its virtual CUDA device
+    code = "import torch; torch.ones(1024, device='cuda'); print('on', torch.cuda.get_device_name())"
+    p = run([os.path.join(venv, "bin", "memhist"), "simulate", "-o", "v.memhist", "--",
+             os.path.join(venv, "bin", "python"), "-c", code], tmp)
+    check(p.returncode == 0 and "on NVIDIA" in p.stdout and os.path.exists(os.path.join(tmp, "v.memhist")),
+          "simulate -- CMD on the wheel's virtual device: %r" % p.stderr[-500:])
 
 
 with tempfile.TemporaryDirectory() as tmp:
