@@ -29,8 +29,14 @@ static int has_file(const char *dir, const char *name)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Where an installed memhist keeps its libraries, relative to the binary's
+ * directory (cmake/install.cmake). */
+#ifndef MH_REL_LIBDIR
+#define MH_REL_LIBDIR "../lib"
+#endif
+
 /* $MEMHIST_VDEVICE_DIR, else vdevice/ next to the binary (build tree), else
- * ../lib/memhist/vdevice (installed). */
+ * LIBDIR/memhist/vdevice of the installation (a prefix or the pip wheel). */
 static int find_vdevice_dir(char *out, size_t len)
 {
     const char *env = getenv("MEMHIST_VDEVICE_DIR");
@@ -43,7 +49,7 @@ static int find_vdevice_dir(char *out, size_t len)
         exe[k] = '\0';
         *strrchr(exe, '/') = '\0';
         snprintf(cand[n++], sizeof cand[0], "%s/vdevice", exe);
-        snprintf(cand[n++], sizeof cand[0], "%s/../lib/memhist/vdevice", exe);
+        snprintf(cand[n++], sizeof cand[0], "%s/" MH_REL_LIBDIR "/memhist/vdevice", exe);
     }
     for (int i = 0; i < n; i++)
         if (has_file(cand[i], "libcudart.so.13") && realpath(cand[i], out)) {

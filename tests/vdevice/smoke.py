@@ -97,7 +97,7 @@ def main():
         assert truth["max_allocated"] > 4 * 2048 * 512, truth  # the weights at least
         rep = run(["report", "--json", out])
         assert rep.returncode == 0, rep.stderr
-        dev = json.loads(rep.stdout)["devices"][0]
+        dev = json.loads(rep.stdout)["files"][0]["devices"][0]
         assert dev["name"] == truth["name"], (dev["name"], truth["name"])
         assert dev["total_bytes"] == truth["total_memory"], (dev["total_bytes"], truth["total_memory"])
         assert dev["peak_allocated"] == truth["max_allocated"], (dev["peak_allocated"], truth)
