@@ -108,4 +108,8 @@ if(MEMHIST_TESTS AND TARGET memhist_torch)
   add_test(NAME vdevice_smoke COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/smoke.py)
   set_tests_properties(vdevice_smoke PROPERTIES LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+  # torchrun with 2 ranks and a helper process: one file each, the rank table.
+  add_test(NAME vdevice_ranks COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/ranks.py)
+  set_tests_properties(vdevice_ranks PROPERTIES LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
 endif()

@@ -1,0 +1,248 @@
+/* report_ranks.c - the rank table for several recordings of one job
+ * (`report FILE.rank*`, `layers`, `oom`): per rank its host, device, peak
+ * allocated and reserved with step and time (from the job's earliest
+ * start), steps, OOMs and fragmentation at the reserved peak; then the
+ * spread across ranks and the worst rank, ties stated. Text or JSON; the
+ * analyses come from src/analysis (already replayed). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "printers.h"
+#include "analysis.h"
+#include "json.h"
+
+struct rank_row {
+    const char *path, *host;
+    int64_t rank;
+    int device; /* the device with the largest peak reserved; -1 if none */
+    struct mh_peak alloc, reserved;
+    size_t steps, ooms;
+    double frag; /* at the reserved peak; < 0 when unknown */
+};
+
+/* meta "rank", else the R of ".rank<R>" in the name, else -1. */
+static int64_t rank_of(const struct mh_replay *rp)
+{
+    const char *m = mh_reader_meta(rp->reader, "rank");
+    const char *p = strstr(rp->path, ".rank");
+    if (m && *m)
+        return strtoll(m, NULL, 10);
+    return p && p[5] >= '0' && p[5] <= '9' ? strtoll(p + 5, NULL, 10) : -1;
+}
+
+static double frag_at_peak(const struct mh_model *m, int dev, const struct mh_peak *reserved)
+{
+    struct mh_step_stats s;
+    for (size_t i = 0; i < mh_model_step_count(m, dev); i++)
+        if (mh_model_step(m, dev, i, &s) == 0 && s.peak_reserved == reserved->value && s.peak_reserved)
+            return 1.0 - (double)s.allocated_at_reserved_peak / (double)s.peak_reserved;
+    return -1.0;
+}
+
+static void fill_row(const struct mh_analysis *a, struct rank_row *r)
+{
+    const struct mh_model *m = a->rp.model;
+    memset(r, 0, sizeof *r);
+    r->path = a->rp.path;
+    r->host = mh_reader_meta(a->rp.reader, "host");
+    r->rank = rank_of(&a->rp);
+    r->device = -1;
+    r->frag = -1.0;
+    for (size_t d = 0; d < mh_model_device_count(m); d++) {
+        int dev = mh_model_device_at(m, d);
+        struct mh_peak p;
+        if (mh_model_peak_reserved(m, dev, &p) == 0 && (r->device < 0 || p.value > r->reserved.value)) {
+            r->device = dev;
+            r->reserved = p;
+        }
+    }
+    if (r->device < 0)
+        return;
+    mh_model_peak_allocated(m, r->device, &r->alloc);
+    r->steps = mh_model_step_count(m, r->device);
+    r->frag = frag_at_peak(m, r->device, &r->reserved);
+    for (size_t i = 0; i < mh_model_oom_count(m); i++) {
+        struct mh_oom_info o;
+        if (mh_model_oom(m, i, &o) == 0 && o.device == r->device)
+            r->ooms++;
+    }
+}
+
+static int by_reserved(const void *x, const void *y)
+{
+    uint64_t a = ((const struct rank_row *)x)->reserved.value, b = ((const struct rank_row *)y)->reserved.value;
+    return a < b ? -1 : a > b;
+}
+
+struct spread {
+    size_t max, min, far; /* row indexes */
+    uint64_t median;
+    size_t tied; /* rows sharing the max */
+};
+
+static void find_spread(const struct rank_row *r, size_t n, struct spread *s)
+{
+    struct rank_row *sorted = malloc(n * sizeof *sorted);
+    memset(s, 0, sizeof *s);
+    if (sorted) {
+        memcpy(sorted, r, n * sizeof *r);
+        qsort(sorted, n, sizeof *sorted, by_reserved);
+        s->median = n % 2 ? sorted[n / 2].reserved.value
+                          : sorted[n / 2 - 1].reserved.value / 2 + sorted[n / 2].reserved.value / 2;
+        free(sorted);
+    }
+    uint64_t fard = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = r[i].reserved.value, d = v > s->median ? v - s->median : s->median - v;
+        if (v > r[s->max].reserved.value)
+            s->max = i;
+        if (v < r[s->min].reserved.value)
+            s->min = i;
+        if (d > fard) {
+            fard = d;
+            s->far = i;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        s->tied += r[i].reserved.value == r[s->max].reserved.value;
+}
+
+static double secs(const struct mh_peak *p, uint64_t origin)
+{
+    return p->time_ns > origin ? (double)(p->time_ns - origin) / 1e9 : 0.0;
+}
+
+static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *p, uint64_t origin)
+{
+    mh__json_key(j, key);
+    mh__json_begin_object(j);
+    mh__json_kv_uint(j, "bytes", p->value);
+    mh__json_kv_int(j, "step", p->step);
+    mh__json_kv_double(j, "time_s", secs(p, origin), 6);
+    mh__json_end_object(j);
+}
+
+static void json_ranks(struct mh_json *j, const struct rank_row *r, size_t n, const struct spread *s,
+                       uint64_t origin)
+{
+    mh__json_key(j, "ranks");
+    mh__json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "file", r[i].path);
+        mh__json_kv_int(j, "rank", r[i].rank);
+        mh__json_kv_string(j, "host", r[i].host);
+        mh__json_kv_int(j, "device", r[i].device);
+        json_peak(j, "peak_allocated", &r[i].alloc, origin);
+        json_peak(j, "peak_reserved", &r[i].reserved, origin);
+        mh__json_kv_uint(j, "steps", r[i].steps);
+        mh__json_kv_uint(j, "ooms", r[i].ooms);
+        mh__json_key(j, "fragmentation_at_reserved_peak");
+        if (r[i].frag < 0)
+            mh__json_null(j);
+        else
+            mh__json_double(j, r[i].frag, 4);
+        mh__json_end_object(j);
+    }
+    mh__json_end_array(j);
+    mh__json_key(j, "spread");
+    mh__json_begin_object(j);
+    mh__json_kv_uint(j, "max_reserved", r[s->max].reserved.value);
+    mh__json_kv_uint(j, "min_reserved", r[s->min].reserved.value);
+    mh__json_kv_uint(j, "median_reserved", s->median);
+    mh__json_kv_int(j, "farthest_from_median", r[s->far].rank);
+    mh__json_kv_uint(j, "time_origin_ns", origin);
+    mh__json_end_object(j);
+}
+
+static void json_worst(struct mh_json *j, const struct rank_row *r, size_t n, const struct spread *s)
+{
+    mh__json_key(j, "worst_rank");
+    mh__json_begin_object(j);
+    mh__json_kv_string(j, "file", r[s->max].path);
+    mh__json_kv_uint(j, "index", s->max);
+    mh__json_kv_int(j, "rank", r[s->max].rank);
+    mh__json_kv_uint(j, "peak_reserved", r[s->max].reserved.value);
+    mh__json_key(j, "tied_with");
+    mh__json_begin_array(j);
+    for (size_t i = 0; i < n; i++)
+        if (i != s->max && r[i].reserved.value == r[s->max].reserved.value)
+            mh__json_int(j, r[i].rank);
+    mh__json_end_array(j);
+    mh__json_end_object(j);
+}
+
+static const char *peak_text(const struct mh_peak *p, uint64_t origin, char buf[64])
+{
+    char b[32], st[24];
+    snprintf(buf, 64, "%s %s %.2fs", mh__cli_bytes(p->value, b), mh__step_text(p->step, st), secs(p, origin));
+    return buf;
+}
+
+static void text_ranks(const struct rank_row *r, size_t n, const struct spread *s, uint64_t origin)
+{
+    char b1[64], b2[64], b3[32], b4[32], b5[32];
+    printf("\nranks (times from the job's earliest start):\n");
+    printf("  %-5s %-16s %-6s %-32s %-32s %6s %5s %6s\n", "rank", "host", "device", "peak allocated",
+           "peak reserved", "steps", "OOMs", "frag");
+    for (size_t i = 0; i < n; i++) {
+        char fr[16] = "-";
+        if (r[i].frag >= 0)
+            snprintf(fr, sizeof fr, "%.0f%%", 100.0 * r[i].frag);
+        printf("  %-5lld %-16.16s %-6d %-32s %-32s %6zu %5zu %6s\n", (long long)r[i].rank,
+               r[i].host ? r[i].host : "-", r[i].device, peak_text(&r[i].alloc, origin, b1),
+               peak_text(&r[i].reserved, origin, b2), r[i].steps, r[i].ooms, fr);
+    }
+    uint64_t mx = r[s->max].reserved.value, mn = r[s->min].reserved.value;
+    printf("spread of peak reserved: max %s (rank %lld), min %s (rank %lld), max/min %.2f; median %s, "
+           "farthest from it: rank %lld\n",
+           mh__cli_bytes(mx, b3), (long long)r[s->max].rank, mh__cli_bytes(mn, b4), (long long)r[s->min].rank,
+           mn ? (double)mx / (double)mn : 0.0, mh__cli_bytes(s->median, b5), (long long)r[s->far].rank);
+    printf("worst rank by peak reserved: rank %lld, %s (%s)", (long long)r[s->max].rank, r[s->max].path,
+           mh__cli_bytes(mx, b3));
+    if (s->tied > 1) {
+        printf("; tied with rank");
+        for (size_t i = 0; i < n; i++)
+            if (i != s->max && r[i].reserved.value == mx)
+                printf(" %lld", (long long)r[i].rank);
+    }
+    printf("\n");
+}
+
+int mh__print_ranks(const struct mh_analysis *a, size_t n, struct mh_json *j)
+{
+    struct rank_row *r = calloc(n ? n : 1, sizeof *r);
+    struct spread s;
+    uint64_t origin = 0;
+    if (!r)
+        return MH_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        fill_row(&a[i], &r[i]);
+        uint64_t t = a[i].rp.summary.first_time_ns;
+        if (t && (!origin || t < origin))
+            origin = t;
+    }
+    find_spread(r, n, &s);
+    if (j) {
+        json_ranks(j, r, n, &s, origin);
+        json_worst(j, r, n, &s);
+    } else if (n > 1) {
+        text_ranks(r, n, &s, origin);
+    }
+    free(r);
+    return 0;
+}
+
+const char *mh__cli_device_list(const struct mh_model *m, char *buf, size_t len)
+{
+    size_t used = 0, n = mh_model_device_count(m);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%d", i ? ", " : "", mh_model_device_at(m, i));
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (n == 0)
+        snprintf(buf, len, "none");
+    return buf;
+}
