@@ -59,18 +59,30 @@ void mh__record_clear_previous(const char *out_abs)
         closedir(d);
 }
 
-/* The largest peak reserved over the file's devices (0 if unreadable). */
-static uint64_t file_peak(const char *path)
+/* The largest peak reserved over the file's devices and whether the file
+ * is whole, as `info` would say. */
+static uint64_t file_check(const char *path, char *state, size_t len)
 {
     struct mh_replay rp;
     uint64_t best = 0;
-    if (mh__replay_open(path, 0, &rp) < 0)
+    if (mh__replay_open(path, 0, &rp) < 0) {
+        snprintf(state, len, "unreadable");
         return 0;
+    }
     for (size_t i = 0; i < mh_model_device_count(rp.model); i++) {
         struct mh_peak p;
         if (mh_model_peak_reserved(rp.model, mh_model_device_at(rp.model, i), &p) == 0 && p.value > best)
             best = p.value;
     }
+    const struct mh_file_summary *s = &rp.summary;
+    if (s->damaged)
+        snprintf(state, len, "damaged at byte %llu", (unsigned long long)s->damage_offset);
+    else if (!s->has_trailer)
+        snprintf(state, len, "not closed (the process was killed?)");
+    else if (s->dropped)
+        snprintf(state, len, "complete, %llu events dropped", (unsigned long long)s->dropped);
+    else
+        snprintf(state, len, "complete");
     mh__replay_close(&rp);
     return best;
 }
@@ -119,6 +131,11 @@ static int read_lines(const char *status_path, struct status_line **out, size_t 
     return 0;
 }
 
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(((const struct status_line *)a)->path, ((const struct status_line *)b)->path);
+}
+
 /* The one command that opens every file: FILE, FILE.* or the list. */
 static void print_next(const struct status_line *l, size_t n, size_t files, const char *out_abs)
 {
@@ -147,10 +164,18 @@ int mh__record_summary(const char *status_path, const char *out_abs)
         files += strcmp(l[i].path, "-") != 0;
     if (files)
         fprintf(stderr, "memhist: %zu file%s written:\n", files, files == 1 ? "" : "s");
-    for (size_t i = 0; i < n && files; i++)
-        if (strcmp(l[i].path, "-") != 0)
-            fprintf(stderr, "  %-32s %s  %10s events  peak reserved %10s  %s\n", shown(l[i].path),
-                    l[i].who, l[i].events, mh__cli_bytes(file_peak(l[i].path), b), l[i].status);
+    qsort(l, n, sizeof *l, by_path);
+    for (size_t i = 0; i < n && files; i++) {
+        char state[96];
+        if (strcmp(l[i].path, "-") == 0)
+            continue;
+        uint64_t peak = file_check(l[i].path, state, sizeof state);
+        fprintf(stderr, "  %-28s %9s events  peak reserved %11s  %-9s %s", shown(l[i].path), l[i].events,
+                mh__cli_bytes(peak, b), state, l[i].who);
+        if (strcmp(l[i].status, "recording") != 0)
+            fprintf(stderr, ": %s", l[i].status);
+        fprintf(stderr, "\n");
+    }
     for (size_t i = 0; i < n && !files; i++)
         fprintf(stderr, "memhist: %s: nothing recorded: %s\n", l[i].who,
                 strncmp(l[i].status, "not recording: ", 15) == 0 ? l[i].status + 15 : l[i].status);

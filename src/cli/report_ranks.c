@@ -79,6 +79,7 @@ struct spread {
     size_t max, min, far; /* row indexes */
     uint64_t median;
     size_t tied; /* rows sharing the max */
+    size_t far_tied; /* rows as far from the median as `far` */
 };
 
 static void find_spread(const struct rank_row *r, size_t n, struct spread *s)
@@ -104,8 +105,11 @@ static void find_spread(const struct rank_row *r, size_t n, struct spread *s)
             s->far = i;
         }
     }
-    for (size_t i = 0; i < n; i++)
-        s->tied += r[i].reserved.value == r[s->max].reserved.value;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = r[i].reserved.value;
+        s->tied += v == r[s->max].reserved.value;
+        s->far_tied += (v > s->median ? v - s->median : s->median - v) == fard;
+    }
 }
 
 static double secs(const struct mh_peak *p, uint64_t origin)
@@ -151,7 +155,11 @@ static void json_ranks(struct mh_json *j, const struct rank_row *r, size_t n, co
     mh__json_kv_uint(j, "max_reserved", r[s->max].reserved.value);
     mh__json_kv_uint(j, "min_reserved", r[s->min].reserved.value);
     mh__json_kv_uint(j, "median_reserved", s->median);
-    mh__json_kv_int(j, "farthest_from_median", r[s->far].rank);
+    mh__json_key(j, "farthest_from_median"); /* null when several ranks are as far */
+    if (s->far_tied == 1)
+        mh__json_int(j, r[s->far].rank);
+    else
+        mh__json_null(j);
     mh__json_kv_uint(j, "time_origin_ns", origin);
     mh__json_end_object(j);
 }
@@ -195,10 +203,13 @@ static void text_ranks(const struct rank_row *r, size_t n, const struct spread *
                peak_text(&r[i].reserved, origin, b2), r[i].steps, r[i].ooms, fr);
     }
     uint64_t mx = r[s->max].reserved.value, mn = r[s->min].reserved.value;
-    printf("spread of peak reserved: max %s (rank %lld), min %s (rank %lld), max/min %.2f; median %s, "
-           "farthest from it: rank %lld\n",
+    printf("spread of peak reserved: max %s (rank %lld), min %s (rank %lld), max/min %.2f; median %s, ",
            mh__cli_bytes(mx, b3), (long long)r[s->max].rank, mh__cli_bytes(mn, b4), (long long)r[s->min].rank,
-           mn ? (double)mx / (double)mn : 0.0, mh__cli_bytes(s->median, b5), (long long)r[s->far].rank);
+           mn ? (double)mx / (double)mn : 0.0, mh__cli_bytes(s->median, b5));
+    if (s->far_tied == 1)
+        printf("farthest from it: rank %lld\n", (long long)r[s->far].rank);
+    else
+        printf("%zu ranks equally far from it\n", s->far_tied);
     printf("worst rank by peak reserved: rank %lld, %s (%s)", (long long)r[s->max].rank, r[s->max].path,
            mh__cli_bytes(mx, b3));
     if (s->tied > 1) {
