@@ -159,9 +159,9 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     }
     if (rc == 0 && o->device >= 0 && used == 0) {
         char list[128];
-        mh__cli_error("%s: no events for device %d; its device%s: %s (each rank's file holds the "
-                      "device index as that process saw it)", o->path, o->device, n == 1 ? "" : "s",
-                      mh__cli_device_list(rp->model, list, sizeof list));
+        mh__cli_error("%s: no events for device %d; its device%s: %s%s", o->path, o->device, n == 1 ? "" : "s",
+                      mh__cli_device_list(rp->model, list, sizeof list),
+                      o->npaths > 1 ? " (the index as this file's process saw it)" : "");
         rc = MH_EINVAL;
     } else if (rc == 0 && o->json) {
         mh__report_print_json(o->j, rp, devs, used, &o->view.steps);

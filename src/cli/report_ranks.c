@@ -2,7 +2,9 @@
  * (`report FILE.rank*`, `layers`, `oom`): per rank its host, device, peak
  * allocated and reserved with step and time (from the job's earliest
  * start), steps, OOMs and fragmentation at the reserved peak; then the
- * spread across ranks and the worst rank, ties stated. Text or JSON; the
+ * spread across ranks and the worst rank, ties stated. Processes a rank
+ * started (header rank_process=helper) are listed with a "+" after the rank
+ * and left out of the spread. Text or JSON; the
  * analyses come from src/analysis (already replayed). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@ struct rank_row {
     const char *path, *host;
     int64_t rank;
     int device; /* the device with the largest peak reserved; -1 if none */
+    int helper; /* a process the rank started: listed, left out of the spread */
     struct mh_peak alloc, reserved;
     size_t steps, ooms;
     double frag; /* at the reserved peak; < 0 when unknown */
@@ -47,6 +50,8 @@ static void fill_row(const struct mh_analysis *a, struct rank_row *r)
     r->path = a->rp.path;
     r->host = mh_reader_meta(a->rp.reader, "host");
     r->rank = rank_of(&a->rp);
+    const char *role = mh_reader_meta(a->rp.reader, "rank_process");
+    r->helper = role && strcmp(role, "helper") == 0;
     r->device = -1;
     r->frag = -1.0;
     for (size_t d = 0; d < mh_model_device_count(m); d++) {
@@ -82,39 +87,48 @@ struct spread {
     size_t far_tied; /* rows as far from the median as `far` */
 };
 
-static void find_spread(const struct rank_row *r, size_t n, struct spread *s)
+/* Over the ranks' own processes (every file when all are helpers). */
+static void find_spread(const struct rank_row *all, size_t n, struct spread *s)
 {
-    struct rank_row *sorted = malloc(n * sizeof *sorted);
+    struct rank_row *r = malloc((n ? n : 1) * sizeof *r);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx), m = 0;
     memset(s, 0, sizeof *s);
-    if (sorted) {
-        memcpy(sorted, r, n * sizeof *r);
-        qsort(sorted, n, sizeof *sorted, by_reserved);
-        s->median = n % 2 ? sorted[n / 2].reserved.value
-                          : sorted[n / 2 - 1].reserved.value / 2 + sorted[n / 2].reserved.value / 2;
-        free(sorted);
+    if (!r || !idx) {
+        free(r);
+        free(idx);
+        return;
     }
+    for (int pass = 0; pass < 2 && m == 0; pass++)
+        for (size_t i = 0; i < n; i++)
+            if (pass || !all[i].helper) {
+                idx[m] = i;
+                r[m++] = all[i];
+            }
+    qsort(r, m, sizeof *r, by_reserved);
+    s->median = m % 2 ? r[m / 2].reserved.value : r[m / 2 - 1].reserved.value / 2 + r[m / 2].reserved.value / 2;
+    for (size_t k = 0; k < m; k++)
+        r[k] = all[idx[k]];
     uint64_t fard = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t v = r[i].reserved.value, d = v > s->median ? v - s->median : s->median - v;
-        if (v > r[s->max].reserved.value)
-            s->max = i;
-        if (v < r[s->min].reserved.value)
-            s->min = i;
+    size_t mx = 0, mn = 0, far = 0;
+    for (size_t k = 0; k < m; k++) {
+        uint64_t v = r[k].reserved.value, d = v > s->median ? v - s->median : s->median - v;
+        mx = v > r[mx].reserved.value ? k : mx;
+        mn = v < r[mn].reserved.value ? k : mn;
         if (d > fard) {
             fard = d;
-            s->far = i;
+            far = k;
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t v = r[i].reserved.value;
-        s->tied += v == r[s->max].reserved.value;
+    for (size_t k = 0; k < m; k++) {
+        uint64_t v = r[k].reserved.value;
+        s->tied += v == r[mx].reserved.value;
         s->far_tied += (v > s->median ? v - s->median : s->median - v) == fard;
     }
-}
-
-static double secs(const struct mh_peak *p, uint64_t origin)
-{
-    return p->time_ns > origin ? (double)(p->time_ns - origin) / 1e9 : 0.0;
+    s->max = idx[mx];
+    s->min = idx[mn];
+    s->far = idx[far];
+    free(r);
+    free(idx);
 }
 
 static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *p, uint64_t origin)
@@ -123,8 +137,18 @@ static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *
     mh__json_begin_object(j);
     mh__json_kv_uint(j, "bytes", p->value);
     mh__json_kv_int(j, "step", p->step);
-    mh__json_kv_double(j, "time_s", secs(p, origin), 6);
+    mh__json_kv_uint(j, "time_ns", p->time_ns);
+    mh__json_kv_uint(j, "since_job_start_ns", p->time_ns > origin ? p->time_ns - origin : 0);
     mh__json_end_object(j);
+}
+
+static void json_rank(struct mh_json *j, int64_t rank)
+{
+    mh__json_key(j, "rank"); /* null when neither header nor name says */
+    if (rank < 0)
+        mh__json_null(j);
+    else
+        mh__json_int(j, rank);
 }
 
 static void json_ranks(struct mh_json *j, const struct rank_row *r, size_t n, const struct spread *s,
@@ -135,7 +159,8 @@ static void json_ranks(struct mh_json *j, const struct rank_row *r, size_t n, co
     for (size_t i = 0; i < n; i++) {
         mh__json_begin_object(j);
         mh__json_kv_string(j, "file", r[i].path);
-        mh__json_kv_int(j, "rank", r[i].rank);
+        json_rank(j, r[i].rank);
+        mh__json_kv_bool(j, "helper", r[i].helper);
         mh__json_kv_string(j, "host", r[i].host);
         mh__json_kv_int(j, "device", r[i].device);
         json_peak(j, "peak_allocated", &r[i].alloc, origin);
@@ -157,10 +182,10 @@ static void json_ranks(struct mh_json *j, const struct rank_row *r, size_t n, co
     mh__json_kv_uint(j, "median_reserved", s->median);
     mh__json_key(j, "farthest_from_median"); /* null when several ranks are as far */
     if (s->far_tied == 1)
-        mh__json_int(j, r[s->far].rank);
+        mh__json_string(j, r[s->far].path);
     else
         mh__json_null(j);
-    mh__json_kv_uint(j, "time_origin_ns", origin);
+    mh__json_kv_uint(j, "job_start_time_ns", origin);
     mh__json_end_object(j);
 }
 
@@ -170,53 +195,69 @@ static void json_worst(struct mh_json *j, const struct rank_row *r, size_t n, co
     mh__json_begin_object(j);
     mh__json_kv_string(j, "file", r[s->max].path);
     mh__json_kv_uint(j, "index", s->max);
-    mh__json_kv_int(j, "rank", r[s->max].rank);
+    json_rank(j, r[s->max].rank);
     mh__json_kv_uint(j, "peak_reserved", r[s->max].reserved.value);
     mh__json_key(j, "tied_with");
     mh__json_begin_array(j);
     for (size_t i = 0; i < n; i++)
-        if (i != s->max && r[i].reserved.value == r[s->max].reserved.value)
-            mh__json_int(j, r[i].rank);
+        if (i != s->max && r[i].reserved.value == r[s->max].reserved.value && r[i].helper == r[s->max].helper)
+            mh__json_string(j, r[i].path);
     mh__json_end_array(j);
     mh__json_end_object(j);
 }
 
+static const char *rank_text(const struct rank_row *r, char buf[24])
+{
+    if (r->rank < 0)
+        snprintf(buf, 24, "-");
+    else
+        snprintf(buf, 24, "%lld%s", (long long)r->rank, r->helper ? "+" : "");
+    return buf;
+}
+
 static const char *peak_text(const struct mh_peak *p, uint64_t origin, char buf[64])
 {
-    char b[32], st[24];
-    snprintf(buf, 64, "%s %s %.2fs", mh__cli_bytes(p->value, b), mh__step_text(p->step, st), secs(p, origin));
+    char b[32], st[24], t[32];
+    snprintf(buf, 64, "%s %s %s", mh__cli_bytes(p->value, b), mh__step_text(p->step, st),
+             mh__cli_duration(p->time_ns > origin ? p->time_ns - origin : 0, t));
     return buf;
 }
 
 static void text_ranks(const struct rank_row *r, size_t n, const struct spread *s, uint64_t origin)
 {
     char b1[64], b2[64], b3[32], b4[32], b5[32];
-    printf("\nranks (times from the job's earliest start):\n");
-    printf("  %-5s %-16s %-6s %-32s %-32s %6s %5s %6s\n", "rank", "host", "device", "peak allocated",
-           "peak reserved", "steps", "OOMs", "frag");
+    int helpers = 0;
+    for (size_t i = 0; i < n; i++)
+        helpers |= r[i].helper;
+    printf("\nranks (times from the job's earliest start%s):\n",
+           helpers ? "; R+ = a process rank R started, left out of the spread" : "");
+    printf("  %-5s %-16s %-6s %-28s %-28s %6s %5s %5s  %s\n", "rank", "host", "device", "peak allocated",
+           "peak reserved", "steps", "OOMs", "frag", "file");
     for (size_t i = 0; i < n; i++) {
-        char fr[16] = "-";
+        char fr[16] = "-", rk[24];
         if (r[i].frag >= 0)
             snprintf(fr, sizeof fr, "%.0f%%", 100.0 * r[i].frag);
-        printf("  %-5lld %-16.16s %-6d %-32s %-32s %6zu %5zu %6s\n", (long long)r[i].rank,
+        printf("  %-5s %-16.16s %-6d %-28s %-28s %6zu %5zu %5s  %s\n", rank_text(&r[i], rk),
                r[i].host ? r[i].host : "-", r[i].device, peak_text(&r[i].alloc, origin, b1),
-               peak_text(&r[i].reserved, origin, b2), r[i].steps, r[i].ooms, fr);
+               peak_text(&r[i].reserved, origin, b2), r[i].steps, r[i].ooms, fr, r[i].path);
     }
     uint64_t mx = r[s->max].reserved.value, mn = r[s->min].reserved.value;
-    printf("spread of peak reserved: max %s (rank %lld), min %s (rank %lld), max/min %.2f; median %s, ",
-           mh__cli_bytes(mx, b3), (long long)r[s->max].rank, mh__cli_bytes(mn, b4), (long long)r[s->min].rank,
+    printf("spread of peak reserved: max %s (%s), min %s (%s), max/min %.2f; median %s, ",
+           mh__cli_bytes(mx, b3), r[s->max].path, mh__cli_bytes(mn, b4), r[s->min].path,
            mn ? (double)mx / (double)mn : 0.0, mh__cli_bytes(s->median, b5));
     if (s->far_tied == 1)
-        printf("farthest from it: rank %lld\n", (long long)r[s->far].rank);
+        printf("farthest from it: %s\n", r[s->far].path);
     else
-        printf("%zu ranks equally far from it\n", s->far_tied);
-    printf("worst rank by peak reserved: rank %lld, %s (%s)", (long long)r[s->max].rank, r[s->max].path,
-           mh__cli_bytes(mx, b3));
+        printf("%zu files equally far from it\n", s->far_tied);
+    printf("worst rank by peak reserved: %s (%s", r[s->max].path, mh__cli_bytes(mx, b3));
+    if (r[s->max].rank >= 0)
+        printf(", rank %lld", (long long)r[s->max].rank);
+    printf(")");
     if (s->tied > 1) {
-        printf("; tied with rank");
+        printf("; tied with");
         for (size_t i = 0; i < n; i++)
-            if (i != s->max && r[i].reserved.value == mx)
-                printf(" %lld", (long long)r[i].rank);
+            if (i != s->max && r[i].reserved.value == mx && r[i].helper == r[s->max].helper)
+                printf(" %s", r[i].path);
     }
     printf("\n");
 }

@@ -79,7 +79,11 @@ def check_report(out, tmp):
     assert rep["worst_rank"]["peak_reserved"] == worst["max_reserved"], rep["worst_rank"]
     assert rep["worst_rank"]["tied_with"] == [], rep["worst_rank"]
     text = run(["report", out + ".rank0", out + ".rank1"])
-    assert text.returncode == 0 and "worst rank by peak reserved: rank %d" % worst["rank"] in text.stdout
+    want = "worst rank by peak reserved: %s.rank%d" % (out, worst["rank"])
+    assert text.returncode == 0 and want in text.stdout, text.stdout[-1500:]
+    every = json.loads(run(["report", "--json"] + sorted(glob.glob(out + ".*"))).stdout)
+    assert [row["helper"] for row in every["ranks"]] == [False, True, False], every["ranks"]
+    assert every["worst_rank"] == rep["worst_rank"] | {"index": 2}, (every["worst_rank"], rep["worst_rank"])
     bad = run(["report", "--device", "1", out + ".rank0"])
     assert bad.returncode == 1, (bad.returncode, bad.stderr)
     assert "run.memhist.rank0: no events for device 1; its device: 0" in bad.stderr, bad.stderr
