@@ -1,8 +1,10 @@
 """ranks.py - distributed runs under `memhist simulate` (ctest label
 "vdevice"): torchrun with 2 ranks (DDP on gloo) on virtual devices, rank 0
-starting a CUDA-using helper process. Asserts one file per process (the
+starting a CUDA-using helper process, and an elastic restart after a failing
+rank (restart_program.py). Asserts one file per process (the
 helper's FILE.rank0.pid<P> beside FILE.rank0 and FILE.rank1), no file
-truncated (each complete, not damaged), headers naming rank, world size,
+truncated (each complete, not damaged), the failed attempt's files kept
+beside FILE.rank<R>.attempt1, headers naming rank, world size,
 host and parent process, each rank's peaks equal to that rank's
 torch.cuda.max_memory_allocated/reserved, record's closing summary, the
 rank table and worst rank of `report --json`, and `--device` errors naming
@@ -89,6 +91,24 @@ def check_report(out, tmp):
     assert "run.memhist.rank0: no events for device 1; its device: 0" in bad.stderr, bad.stderr
 
 
+def check_restart(tmp):
+    """--max-restarts 1 after a failing rank: the failed attempt's files stay."""
+    out = os.path.join(tmp, "rs.memhist")
+    r = run(["simulate", "--no-report", "--device-memory", "2GiB", "--context-memory", "64MiB", "-o", out,
+             "--", "torchrun", "--standalone", "--nproc-per-node", "2", "--max-restarts", "1",
+             "--monitor-interval", "0.5", os.path.join(HERE, "restart_program.py")], cwd=tmp)
+    assert r.returncode == 0, (r.returncode, r.stderr[-3000:])
+    names = sorted(os.path.basename(f) for f in glob.glob(out + ".*"))
+    want = ["rs.memhist.rank0", "rs.memhist.rank0.attempt1", "rs.memhist.rank1", "rs.memhist.rank1.attempt1"]
+    assert names == want, names
+    rep = json.loads(run(["report", "--json"] + [os.path.join(tmp, n) for n in names]).stdout)
+    for n, row in zip(names, rep["ranks"]):
+        info = json.loads(run(["info", "--json", os.path.join(tmp, n)]).stdout)
+        assert info["complete"] and info["meta"]["attempt"] == ("1" if "attempt" in n else "0"), (n, info)
+        allocated = (2 if "attempt" in n else 1) << 20  # the workload's tensor
+        assert row["peak_allocated"]["bytes"] == allocated, (n, row)
+
+
 def main():
     try:
         import torch  # noqa: F401
@@ -104,6 +124,7 @@ def main():
         check_report(out, tmp)
         again_out, again = record(tmp)  # a second run replaces the first run's files
         assert len(glob.glob(again_out + ".*")) == 3, sorted(glob.glob(again_out + ".*"))
+        check_restart(tmp)
     print("ok: 2 ranks and a helper, one file each; rank peaks equal torch's")
 
 
