@@ -98,6 +98,20 @@ static int write_out(const char *path, const char *in, struct mh_snapshot *s)
     return mh__cli_output_close(&of, path, rc, sink.errnum) < 0 ? MH_EXIT_FAIL : MH_EXIT_OK;
 }
 
+/* --device N that the file never used: one line naming its devices. */
+static void no_such_device(const struct snap_args *a, const struct mh_reader *r)
+{
+    char list[128] = "none";
+    size_t used = 0, n = mh_reader_device_count(r);
+    for (size_t i = 0; i < n && used + 8 < sizeof list; i++) {
+        struct mh_device_info d;
+        if (mh_reader_device(r, i, &d) == 0)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", used ? ", " : "", d.device);
+    }
+    mh__cli_error("%s: no events for device %llu (the index as this file's process saw it; it saw "
+                  "device%s %s)", a->in, (unsigned long long)a->device, n == 1 ? "" : "s", list);
+}
+
 static int run(int argc, char **argv)
 {
     struct snap_args a;
@@ -130,6 +144,12 @@ static int run(int argc, char **argv)
     }
     struct mh_snapshot_info info;
     mh__snapshot_info(s, &info);
+    if (a.has_device && info.entries == 0 && info.segments == 0 && !a.steps && !a.time) {
+        no_such_device(&a, r);
+        mh__snapshot_free(s);
+        mh_reader_close(r);
+        return MH_EXIT_FAIL;
+    }
     report_build(&a, &info, r);
     int code = write_out(a.out, a.in, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {

@@ -89,6 +89,12 @@ def check_report(out, tmp):
     bad = run(["report", "--device", "1", out + ".rank0"])
     assert bad.returncode == 1, (bad.returncode, bad.stderr)
     assert "run.memhist.rank0: no events for device 1; its device: 0" in bad.stderr, bad.stderr
+    pickle = os.path.join(tmp, "r1.pickle")
+    bad = run(["snapshot", "--device", "0", out + ".rank1", "-o", pickle])
+    assert bad.returncode == 1 and not os.path.exists(pickle), (bad.returncode, bad.stderr)
+    assert "run.memhist.rank1: no events for device 0" in bad.stderr, bad.stderr
+    good = run(["snapshot", "--device", "1", out + ".rank1", "-o", pickle])
+    assert good.returncode == 0 and os.path.getsize(pickle) > 0, good.stderr
 
 
 def check_restart(tmp):
