@@ -43,6 +43,7 @@
 #include "memhist/cupti.h"
 #include "memhist/error.h"
 #include "memhist/torch.h"
+#include "record/pystack.h"
 #include "record/torch_support.h"
 
 #define MH_TORCH_AT_LEAST(maj, min)                                                        \
@@ -165,6 +166,9 @@ struct bridge {
     int op_ranges = 0;
     uint32_t ctx_slots = 16384;
     bool history_ours = false;
+    bool own_stacks = false; /* memhist's frame walker (pystack.h) instead of torch's gather */
+    int max_frames = 0;      /* 0: the walker's limit */
+    char stack_source[256] = "";
     bool hooks_installed = false;
     std::atomic<int64_t> step{0};
     std::atomic<int> mode{STEPS_OPTIMIZER};
@@ -335,8 +339,43 @@ void resolve_ring_from(mh_recorder *rec, ctx_ring *r, uint64_t first)
     }
 }
 
+/* Names a native return address for the C++ frames of `--stacks all`, on
+ * the drain thread without the GIL (torch's symbolizer, TORCH_SYMBOLIZE_MODE
+ * as in torch: dladdr by default here, fast or addr2line on request). */
+int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap, uint32_t *line)
+{
+    try {
+        static const torch::unwind::Mode mode = [] {
+            const char *m = getenv("TORCH_SYMBOLIZE_MODE");
+            if (m && !strcmp(m, "fast"))
+                return torch::unwind::Mode::fast;
+            if (m && !strcmp(m, "addr2line"))
+                return torch::unwind::Mode::addr2line;
+            return torch::unwind::Mode::dladdr;
+        }();
+        std::vector<torch::unwind::Frame> f = torch::unwind::symbolize({(void *)ip}, mode);
+        if (f.empty())
+            return -1;
+        snprintf(file, filecap, "%s", f[0].filename.c_str());
+        snprintf(func, funccap, "%s", f[0].funcname.c_str());
+        *line = (uint32_t)f[0].lineno;
+        return 0;
+    } catch (...) {
+        return -1;
+    }
+}
+
+/* Tokens of own captures are trie nodes, tagged with the low bit (context
+ * slots are aligned pointers). */
+inline bool own_token(uint64_t token)
+{
+    return token & 1;
+}
+
 uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
 {
+    if (own_token(token))
+        return mh__stack_resolve(rec, (uint32_t)(token >> 1), name_native, nullptr);
     try {
         ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
         if (!s)
@@ -352,6 +391,8 @@ uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
 /* Frees released (and dropped) slots in order, so the owner may reuse them. */
 void release_ctx(void *user, uint64_t token)
 {
+    if (own_token(token))
+        return;
     ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
     if (!s)
         return;
@@ -469,6 +510,16 @@ void note_phase_from_alloc(mh_recorder *rec, uint64_t t, uint32_t tid)
         emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_BACKWARD);
 }
 
+/* The calling thread's stack as a trie node (pystack.h); with C++ frames
+ * for `--stacks all`, unwound here and named later on the drain thread. */
+uint32_t capture_stack()
+{
+    if (g.stacks != MH_TORCH_STACKS_ALL)
+        return mh__stack_capture(nullptr, 0, g.max_frames);
+    std::vector<void *> ips = torch::unwind::unwind();
+    return mh__stack_capture(reinterpret_cast<const uintptr_t *>(ips.data()), ips.size(), g.max_frames);
+}
+
 /* The tracker: runs under the allocator mutex. No GIL, no torch calls, no
  * allocation beyond a thread's first event, no system call. */
 void on_trace(const Entry &e)
@@ -497,7 +548,12 @@ void on_trace(const Entry &e)
     ctx_slot *slot = nullptr;
     bool wants_ctx = kind == MH_EV_ALLOC || kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_MAP ||
                      kind == MH_EV_OOM;
-    if (e.context_ && wants_ctx && g.stacks != MH_TORCH_STACKS_NONE) {
+    if (wants_ctx && g.own_stacks) {
+        if (uint32_t node = capture_stack()) {
+            ev.ctx = (uint64_t)node << 1 | 1;
+            ev.flags |= MH_EVF_CTX_TOKEN;
+        }
+    } else if (e.context_ && wants_ctx && g.stacks != MH_TORCH_STACKS_NONE) {
         slot = park_context(e.context_);
         if (slot) {
             ev.ctx = (uint64_t)(uintptr_t)slot;
@@ -631,12 +687,34 @@ void call_record_history(F f, bool enabled, cca::CreateContextFn fn, cca::Record
     }
 }
 
-/* Turns on torch's history with a one-entry ring so that torch gathers
- * contexts for the tracker while keeping its own buffer minimal. Leaves a
- * history the program turned on itself alone. */
+/* Chooses the stack source: memhist's own walker when it works here (then
+ * torch's history stays off and the tracker alone is attached), else torch's
+ * gathered contexts (below). */
+void choose_stacks()
+{
+    g.own_stacks = false;
+    if (g.stacks == MH_TORCH_STACKS_NONE) {
+        snprintf(g.stack_source, sizeof g.stack_source, "none");
+        return;
+    }
+    char why[200];
+    if (mh__stack_init(why, sizeof why) == 0) {
+        g.own_stacks = true;
+        snprintf(g.stack_source, sizeof g.stack_source, "%s", why);
+        if (g.stacks == MH_TORCH_STACKS_ALL)
+            torch::unwind::unwind(); /* warm the unwinder's caches outside the lock */
+    } else {
+        snprintf(g.stack_source, sizeof g.stack_source, "torch CapturedTraceback (own capture off: %s)", why);
+    }
+    mh__stack_forget();
+}
+
+/* The fallback: turns on torch's history with a one-entry ring so that
+ * torch gathers contexts for the tracker while keeping its own buffer
+ * minimal. Leaves a history the program turned on itself alone. */
 void enable_history()
 {
-    if (g.stacks == MH_TORCH_STACKS_NONE || cca::isHistoryEnabled())
+    if (g.stacks == MH_TORCH_STACKS_NONE || g.own_stacks || cca::isHistoryEnabled())
         return;
     cca::CreateContextFn fn = g.stacks == MH_TORCH_STACKS_ALL ? gather_all : gather_python;
     if (g.stacks == MH_TORCH_STACKS_ALL)
@@ -715,6 +793,7 @@ void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
     mh_recorder_set_meta(rec, "alloc_conf", conf ? conf : "");
     static const char *names[] = {"python", "none", "python", "all"};
     mh_recorder_set_meta(rec, "torch_stacks", names[g.stacks]);
+    mh_recorder_set_meta(rec, "stack_capture", g.stack_source);
     mh_recorder_set_meta(rec, "step_source", "record_function (Optimizer.step#, ProfilerStep#) or explicit");
     record_devices(rec, devices);
 }
@@ -775,6 +854,7 @@ int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
         set_error("%s", "clock calibration failed");
         return rc;
     }
+    choose_stacks();
     enable_history();
     install_hooks();
     record_meta(rec, o, c10::cuda::device_count());
@@ -857,9 +937,10 @@ int mh_torch_stop(void)
     } catch (...) {
         return MH_ESTATE;
     }
-    if (rec && g.ctx_lost.load()) {
+    uint64_t lost = g.ctx_lost.load() + (g.own_stacks ? mh__stack_lost() : 0);
+    if (rec && lost) {
         char buf[32];
-        snprintf(buf, sizeof buf, "%llu", (unsigned long long)g.ctx_lost.load());
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)lost);
         mh_recorder_set_meta(rec, "stacks_lost", buf);
     }
     return 0;
@@ -947,8 +1028,10 @@ int mh__torch_test_attach(struct mh_recorder *rec, int stacks, int op_ranges)
     int rc = apply_options(&o);
     if (rc == 0)
         rc = calibrate_clock();
-    if (rc == 0)
+    if (rc == 0) {
+        choose_stacks();
         reset_steps(rec);
+    }
     return rc;
 }
 
