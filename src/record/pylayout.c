@@ -145,3 +145,24 @@ const uint8_t *mh__pybytes(const void *bytes, size_t *len)
     *len = n > 0 ? (size_t)n : 0;
     return (const uint8_t *)bytes + 32;
 }
+
+int mh__python_gil_take(void)
+{
+    int (*initialized)(void) = (int (*)(void))sym("Py_IsInitialized");
+    int (*finalizing)(void) = (int (*)(void))sym("Py_IsFinalizing");
+    if (!finalizing)
+        finalizing = (int (*)(void))sym("_Py_IsFinalizing");
+    int (*ensure)(void) = (int (*)(void))sym("PyGILState_Ensure");
+    if (!initialized || !ensure || !sym("PyGILState_Release") || !initialized())
+        return MH_EUNAVAILABLE;
+    if (finalizing && finalizing())
+        return MH_ESTATE;
+    return ensure();
+}
+
+void mh__python_gil_give(int state)
+{
+    void (*release)(int) = (void (*)(int))sym("PyGILState_Release");
+    if (state >= 0 && release)
+        release(state);
+}

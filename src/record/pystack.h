@@ -70,6 +70,14 @@ int mh__python_find(struct mh__python *py, char *why, size_t whylen);
  * otherwise. Never call it from the allocator hook. */
 int mh__python_validate(const struct mh__python *py, char *why, size_t whylen);
 
+/* Takes the GIL for a thread that may not hold it (PyGILState_Ensure):
+ * returns the state to give back, MH_EUNAVAILABLE when no interpreter runs
+ * (nothing taken) or MH_ESTATE while it finalizes. Never in the allocator
+ * hook. */
+int mh__python_gil_take(void);
+/* Gives back what mh__python_gil_take took (no-op for a negative state). */
+void mh__python_gil_give(int state);
+
 /* Copies a str object's text as UTF-8 into `out` (always terminated);
  * reads the object's memory only (no Python call). Returns the length, or
  * -1 for a layout it does not know. */

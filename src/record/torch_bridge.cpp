@@ -3,21 +3,20 @@
  *
  * Data flow: torch's CUDA caching allocator calls our trace tracker on every
  * action, under the device's allocator mutex, on the allocating thread. The
- * tracker converts the raw approximate-clock ticks to Unix-epoch ns with our
- * own calibration, copies scalars into an mh_event and hands it to mh_emit.
- * A stack context (torch's shared_ptr<GatheredContext>) is parked in a slot
- * of the thread's context ring and travels as an opaque token; the recorder's
- * drain thread calls resolve_ctx(), which symbolizes a whole batch of parked
- * contexts with torch::symbolize (GIL taken there, never in the tracker) and
- * interns frames and stacks; release_ctx() then drops the reference.
- * RecordFunction USER_SCOPE ranges give step markers, phases and op ranges.
+ * tracker converts the raw approximate-clock ticks to Unix-epoch ns, copies
+ * scalars into an mh_event, captures the thread's stack with memhist's own
+ * walker (pystack.h: CPython frames, plus C++ frames unwound here for
+ * `--stacks all`) as a trie node, and hands the event to mh_emit; torch's
+ * history stays off. The recorder's drain thread resolves nodes into frames
+ * (resolve_ctx) without the GIL. Where the walker cannot run (an unknown
+ * CPython layout), torch's gathered contexts are parked in per-thread rings
+ * instead and symbolized in batches with torch::symbolize (GIL taken there,
+ * never in the tracker). RecordFunction USER_SCOPE ranges give step markers,
+ * phases and op ranges.
  *
  * Owns: the bridge state (one per process, never destroyed: torch cannot
- * detach a tracker), the context rings (one per producing thread, adopted by
- * later threads when their owner exits), the clock calibration, and the table
- * of metadata strings known to the bridge. Every extern "C" entry catches
- * all exceptions. */
-#include <dlfcn.h>
+ * detach a tracker), the context rings, the clock calibration. Every
+ * extern "C" entry catches all exceptions. */
 #include <time.h>
 
 #include <algorithm>
@@ -182,16 +181,6 @@ struct bridge {
 };
 bridge g;
 
-/* Metadata strings interned outside the allocator lock, so that the tracker
- * can attach user_metadata / compile_context ids by a lock-free lookup.
- * Append-only; entries are published by `count`. */
-struct meta_table {
-    static const size_t cap = 256;
-    std::string text[cap];
-    uint32_t id[cap] = {};
-    std::atomic<size_t> count{0};
-};
-meta_table g_meta;
 
 void set_error(const char *fmt, const char *detail = "")
 {
@@ -249,44 +238,21 @@ ctx_slot *park_context(const std::shared_ptr<c10::GatheredContext> &ctx)
 
 /* ---- drain side: batch symbolization ------------------------------------------- */
 
-struct py_api {
-    int (*is_initialized)() = nullptr;
-    int (*is_finalizing)() = nullptr;
-    int (*ensure)() = nullptr;
-    void (*release)(int) = nullptr;
-};
-
-py_api python_api()
-{
-    py_api p;
-    p.is_initialized = (int (*)())dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-    p.is_finalizing = (int (*)())dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
-    if (!p.is_finalizing)
-        p.is_finalizing = (int (*)())dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
-    p.ensure = (int (*)())dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
-    p.release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
-    return p;
-}
-
 /* torch::symbolize needs the GIL for Python frames; the drain thread is not an
  * allocator thread, so it may take it. Without Python there are no Python
  * frames and nothing to lock. Returns false if Python is shutting down. */
 bool symbolize_batch(const std::vector<torch::CapturedTraceback *> &tbs, torch::SymbolizedTracebacks *out)
 {
-    static const py_api py = python_api();
-    bool with_py = py.is_initialized && py.ensure && py.release && py.is_initialized();
-    if (with_py && py.is_finalizing && py.is_finalizing())
+    int gil = mh__python_gil_take();
+    if (gil == MH_ESTATE)
         return false;
-    int gil = with_py ? py.ensure() : 0;
     try {
         *out = torch::symbolize(tbs);
     } catch (...) {
-        if (with_py)
-            py.release(gil);
+        mh__python_gil_give(gil);
         throw;
     }
-    if (with_py)
-        py.release(gil);
+    mh__python_gil_give(gil);
     return true;
 }
 
@@ -339,20 +305,17 @@ void resolve_ring_from(mh_recorder *rec, ctx_ring *r, uint64_t first)
     }
 }
 
-/* Names a native return address for the C++ frames of `--stacks all`, on
- * the drain thread without the GIL (torch's symbolizer, TORCH_SYMBOLIZE_MODE
- * as in torch: dladdr by default here, fast or addr2line on request). */
+/* Names a native return address for `--stacks all` on the drain thread,
+ * without the GIL: torch's symbolizer in the mode TORCH_SYMBOLIZE_MODE asks
+ * for (fast, addr2line), dladdr by default. */
 int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap, uint32_t *line)
 {
     try {
-        static const torch::unwind::Mode mode = [] {
-            const char *m = getenv("TORCH_SYMBOLIZE_MODE");
-            if (m && !strcmp(m, "fast"))
-                return torch::unwind::Mode::fast;
-            if (m && !strcmp(m, "addr2line"))
-                return torch::unwind::Mode::addr2line;
-            return torch::unwind::Mode::dladdr;
-        }();
+        const char *m = getenv("TORCH_SYMBOLIZE_MODE");
+        auto mode = !m ? torch::unwind::Mode::dladdr
+                    : !strcmp(m, "fast")      ? torch::unwind::Mode::fast
+                    : !strcmp(m, "addr2line") ? torch::unwind::Mode::addr2line
+                                              : torch::unwind::Mode::dladdr;
         std::vector<torch::unwind::Frame> f = torch::unwind::symbolize({(void *)ip}, mode);
         if (f.empty())
             return -1;
@@ -466,13 +429,7 @@ int map_action(int a)
 /* Lock-free lookup of a metadata string interned earlier (0 = unknown). */
 uint32_t meta_id(const std::string &s)
 {
-    if (s.empty() || s == "N/A")
-        return 0;
-    size_t n = g_meta.count.load(std::memory_order_acquire);
-    for (size_t i = 0; i < n; i++)
-        if (g_meta.text[i] == s)
-            return g_meta.id[i];
-    return 0;
+    return s.empty() || s == "N/A" ? 0 : mh__torch_meta_id(s.c_str());
 }
 
 /* TraceEntry fields that appeared over releases, detected by C++17 SFINAE
@@ -762,30 +719,6 @@ void install_hooks()
     g.hooks_installed = true;
 }
 
-/* Device names and sizes through the CUDA driver, already loaded by torch. */
-void record_devices(mh_recorder *rec, int count)
-{
-    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    using name_fn = int (*)(char *, int, int);
-    using mem_fn = int (*)(size_t *, int);
-    using get_fn = int (*)(int *, int);
-    name_fn get_name = cuda ? (name_fn)dlsym(cuda, "cuDeviceGetName") : nullptr;
-    mem_fn total_mem = cuda ? (mem_fn)dlsym(cuda, "cuDeviceTotalMem_v2") : nullptr;
-    get_fn get_dev = cuda ? (get_fn)dlsym(cuda, "cuDeviceGet") : nullptr;
-    for (int i = 0; i < count; i++) {
-        char name[256] = "";
-        size_t total = 0;
-        int dev = -1;
-        if (get_dev && get_dev(&dev, i) == 0) {
-            if (get_name)
-                get_name(name, (int)sizeof name, dev);
-            if (total_mem)
-                total_mem(&total, dev);
-        }
-        mh_recorder_set_device(rec, i, name, total);
-    }
-}
-
 void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
 {
     mh_recorder_set_meta(rec, "torch_version", o && o->torch_version ? o->torch_version : TORCH_VERSION);
@@ -795,7 +728,7 @@ void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
     mh_recorder_set_meta(rec, "torch_stacks", names[g.stacks]);
     mh_recorder_set_meta(rec, "stack_capture", g.stack_source);
     mh_recorder_set_meta(rec, "step_source", "record_function (Optimizer.step#, ProfilerStep#) or explicit");
-    record_devices(rec, devices);
+    mh__torch_record_devices(rec, devices);
 }
 
 int apply_options(const mh_torch_opts *o)
@@ -989,19 +922,7 @@ int mh_torch_metadata(const char *text)
         mh_recorder *rec = g.rec.load();
         if (!rec)
             return MH_ESTATE;
-        size_t n = g_meta.count.load();
-        for (size_t i = 0; i < n; i++)
-            if (g_meta.text[i] == text)
-                return 0;
-        if (n == meta_table::cap)
-            return MH_ELIMIT;
-        int64_t id = mh_intern_string(rec, text, strlen(text));
-        if (id < 0)
-            return (int)id;
-        g_meta.text[n] = text;
-        g_meta.id[n] = (uint32_t)id;
-        g_meta.count.store(n + 1, std::memory_order_release);
-        return 0;
+        return mh__torch_meta_add(rec, text);
     } catch (...) {
         return MH_ENOMEM;
     }
@@ -1044,17 +965,6 @@ void mh__torch_test_trace(const void *entry)
 void mh__torch_test_range(const char *name, int begin)
 {
     on_range(name, begin != 0);
-}
-
-int mh__torch_test_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, double *scale, uint64_t *ns_at_tick0)
-{
-    mh_tick_fit f;
-    int rc = mh__tick_fit(ticks, ns, n, &f);
-    if (rc == 0) {
-        *scale = f.scale;
-        *ns_at_tick0 = f.ns0;
-    }
-    return rc;
 }
 
 uint64_t mh__torch_test_ticks_to_ns(uint64_t ticks)
