@@ -654,8 +654,9 @@ void choose_stacks()
         snprintf(g.stack_source, sizeof g.stack_source, "none");
         return;
     }
-    char why[200];
-    if (mh__stack_init(why, sizeof why) == 0) {
+    char why[200] = "MEMHIST_STACK_CAPTURE=torch";
+    const char *want = getenv("MEMHIST_STACK_CAPTURE"); /* "torch": torch's gather, for comparisons */
+    if (!(want && !strcmp(want, "torch")) && mh__stack_init(why, sizeof why) == 0) {
         g.own_stacks = true;
         snprintf(g.stack_source, sizeof g.stack_source, "%s", why);
         if (g.stacks == MH_TORCH_STACKS_ALL)

@@ -29,3 +29,11 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch)
     LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800
     ENVIRONMENT "MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
 endif()
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch)
+  add_test(NAME gpu_stacks_check
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/stacks_check.py
+                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/gpu_stacks_check)
+  set_tests_properties(gpu_stacks_check PROPERTIES
+    LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
+endif()

@@ -1,0 +1,156 @@
+"""torch_stacks.py - recording overhead of memhist's stack modes against
+torch's own _record_memory_history, on the tiny GPT (examples/python).
+
+    python tests/bench/torch_stacks.py [--rounds N] [--steps N] [--out DIR]
+
+Every round runs each configuration once, in a fresh process, in an order
+that rotates from round to round: none, torch_python, torch_all,
+memhist_none, memhist_python, memhist_all, and memhist_python_gather
+(memhist taking torch's gathered contexts, as before its own walker:
+MEMHIST_STACK_CAPTURE=torch). Recording starts before the first step.
+Prints per configuration the median, p99 and max step over all rounds, the
+first step, bytes per event of the file written (torch: the pickle of
+_dump_snapshot) and the time spent after the last step (dump or close),
+then the overhead ratio memhist/torch per stack mode. Needs torch with a
+CUDA device (a real GPU or memhist's virtual device); exits 77 otherwise.
+Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
+CONFIGS = ["none", "torch_python", "torch_all", "memhist_none", "memhist_python", "memhist_all",
+           "memhist_python_gather"]
+
+
+def one(config, steps, out):
+    """Runs one configuration in this process; prints one JSON line."""
+    import torch
+    from tiny_gpt import TinyGPT
+    torch.manual_seed(0)
+    torch.cuda.init()
+    model = TinyGPT().cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    session = None
+    path = os.path.join(out, config + (".pickle" if config.startswith("torch") else ".memhist"))
+    if config.startswith("torch_"):
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks=config[6:],
+                                                 max_entries=10 ** 7)
+    elif config.startswith("memhist_"):
+        import memhist
+        mode = config.split("_")[1]
+        session = memhist.start(path, stacks=None if mode == "none" else mode)
+    times = []
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        idx = torch.randint(0, 8192, (8, 257), device="cuda")
+        loss = torch.nn.functional.cross_entropy(model(idx[:, :-1]).flatten(0, 1), idx[:, 1:].flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1e3)
+    t = time.perf_counter()
+    size = events = 0
+    if config.startswith("torch_"):
+        snap = torch.cuda.memory._snapshot()
+        events = sum(len(tr) for tr in snap["device_traces"])
+        torch.cuda.memory._dump_snapshot(path)
+        torch.cuda.memory._record_memory_history(enabled=None)
+        size = os.path.getsize(path)
+    elif session is not None:
+        import memhist
+        memhist.stop()
+        events = session.counts["emitted"] if session.counts else 0
+        size = os.path.getsize(path)
+        if session.status != "recording":
+            print("memhist: %s" % session.status, file=sys.stderr)
+    after = (time.perf_counter() - t) * 1e3
+    print(json.dumps({"config": config, "times": times, "bytes": size, "events": events, "after_ms": after}))
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
+
+
+def run_rounds(args, out):
+    env = dict(os.environ)
+    res = {c: {"steady": [], "first": [], "bpe": [], "after": [], "stall_runs": 0} for c in CONFIGS}
+    for r in range(args.rounds):
+        order = CONFIGS[r % len(CONFIGS):] + CONFIGS[:r % len(CONFIGS)]
+        for c in order:
+            e = dict(env, MEMHIST_STACK_CAPTURE="torch") if c == "memhist_python_gather" else env
+            name = "memhist_python" if c == "memhist_python_gather" else c
+            p = subprocess.run([sys.executable, __file__, "--one", name, "--steps", str(args.steps), "--out", out],
+                               capture_output=True, text=True, env=e, timeout=600)
+            line = [l for l in p.stdout.splitlines() if l.startswith("{")]
+            if p.returncode != 0 or not line:
+                print("%s failed (rc %d): %s" % (c, p.returncode, p.stderr[-2000:]))
+                sys.exit(1)
+            d = json.loads(line[-1])
+            steady = d["times"][2:]
+            med = statistics.median(steady)
+            res[c]["steady"] += steady
+            res[c]["first"].append(d["times"][0])
+            res[c]["after"].append(d["after_ms"])
+            res[c]["stall_runs"] += int(max(steady) > 2 * med)
+            if d["events"]:
+                res[c]["bpe"].append(d["bytes"] / d["events"])
+        print("round %d/%d done" % (r + 1, args.rounds), file=sys.stderr, flush=True)
+    return res
+
+
+def report(res, args):
+    base = statistics.median(res["none"]["steady"])
+    base_first = statistics.median(res["none"]["first"])
+    print("tiny GPT, %d rounds x %d steps (steady = steps 3..%d), ms" % (args.rounds, args.steps, args.steps))
+    print("%-22s %8s %8s %8s %8s %9s %9s %8s %11s" % ("config", "median", "p99", "max", "overhead", "1st step+",
+                                                      "B/event", "after", "stall runs"))
+    over = {}
+    for c in CONFIGS:
+        v = res[c]["steady"]
+        med = statistics.median(v)
+        over[c] = med / base - 1
+        bpe = "%.1f" % statistics.median(res[c]["bpe"]) if res[c]["bpe"] else "-"
+        print("%-22s %8.3f %8.3f %8.3f %7.1f%% %9.2f %9s %8.1f %6d/%d" % (
+            c, med, pct(v, 0.99), max(v), 100 * over[c], statistics.median(res[c]["first"]) - base_first, bpe,
+            statistics.median(res[c]["after"]), res[c]["stall_runs"], args.rounds))
+    for mode in ("python", "all"):
+        t = over["torch_" + mode]
+        ratio = over["memhist_" + mode] / t if t > 0 else float("nan")
+        print("overhead ratio memhist/torch, stacks=%s: %.2f" % (mode, ratio))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 7)))
+    ap.add_argument("--steps", type=int, default=int(os.environ.get("STEPS", 50)))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--one", default=None)
+    args = ap.parse_args()
+    if args.one:
+        return one(args.one, args.steps, args.out)
+    try:
+        import torch
+        ok = torch.cuda.is_available()
+    except ImportError:
+        ok = False
+    if not ok:
+        print("torch_stacks: skipped: torch sees no CUDA device")
+        sys.exit(77)
+    out = args.out or tempfile.mkdtemp(prefix="mh_torch_stacks.")
+    os.makedirs(out, exist_ok=True)
+    report(run_rounds(args, out), args)
+
+
+if __name__ == "__main__":
+    main()
