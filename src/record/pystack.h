@@ -150,11 +150,15 @@ int mh__stack_init(char *why, size_t whylen);
 /* Whether mh__stack_init succeeded. */
 int mh__stack_ready(void);
 /* Captures the calling thread's stack: Python frames up to `max_frames`,
- * merged with `nips` native return addresses (innermost first) when given.
+ * merged with `nips` native return addresses (innermost first, as the
+ * unwinder called from the capturing module returns them) when given.
  * Returns the trie node (0: nothing captured). Hot path. */
 uint32_t mh__stack_capture(const uintptr_t *ips, size_t nips, int max_frames);
 /* Drops the resolution caches (a new recorder may reuse an old address). */
 void mh__stack_forget(void);
+/* Leaves the frames of the module holding `code` (the caller's library) and
+ * the unwinder's first frame out of the innermost end of native stacks. */
+void mh__stack_skip_module(const void *code);
 /* Stacks lost because the trie or code table was full. */
 uint64_t mh__stack_lost(void);
 

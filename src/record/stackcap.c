@@ -14,6 +14,7 @@
  * loop stands for the Python frames run by that call of the loop (3.10:
  * one; 3.11: up to the entry frame; 3.12+: up to the C-stack shim); Python
  * frames left over go after the native ones. */
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #define MAX_FRAMES 512
 
 static struct mh__python g_py;
+static uintptr_t skip_lo, skip_hi; /* the capturing module's code: left out of native stacks */
 static _Atomic int g_ready;
 static _Atomic uint64_t g_lost;
 
@@ -166,6 +168,27 @@ static uint32_t intern_items(struct memo *m, int n)
     return node;
 }
 
+static int find_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uintptr_t addr = *(uintptr_t *)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr >= lo && addr < hi) {
+            skip_lo = lo;
+            skip_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void mh__stack_skip_module(const void *code)
+{
+    uintptr_t addr = (uintptr_t)code;
+    dl_iterate_phdr(find_module, &addr);
+}
+
 uint32_t mh__stack_capture(const uintptr_t *ips, size_t nips, int max_frames)
 {
     if (!atomic_load_explicit(&g_ready, memory_order_relaxed))
@@ -175,6 +198,12 @@ uint32_t mh__stack_capture(const uintptr_t *ips, size_t nips, int max_frames)
         return 0;
     if (max_frames <= 0 || max_frames > MAX_FRAMES)
         max_frames = MAX_FRAMES;
+    /* the unwinder's own frame and the capturing module's are not the program's */
+    size_t skip = nips ? 1 : 0;
+    while (skip < nips && ips[skip] >= skip_lo && ips[skip] < skip_hi)
+        skip++;
+    ips += skip;
+    nips -= skip;
     int np = mh__pywalk(&g_py, m->py, max_frames);
     int n = nips ? merge(m, np, ips, nips) : np;
     if (!nips)

@@ -661,6 +661,7 @@ void choose_stacks()
         snprintf(g.stack_source, sizeof g.stack_source, "%s", why);
         if (g.stacks == MH_TORCH_STACKS_ALL)
             torch::unwind::unwind(); /* warm the unwinder's caches outside the lock */
+        mh__stack_skip_module((const void *)&choose_stacks);
     } else {
         snprintf(g.stack_source, sizeof g.stack_source, "torch CapturedTraceback (own capture off: %s)", why);
     }

@@ -34,6 +34,9 @@ def one(config, steps, out):
     """Runs one configuration in this process; prints one JSON line."""
     import torch
     from tiny_gpt import TinyGPT
+    if os.environ.get("MEMHIST_VDEVICE") == "1":  # memhist's virtual device: cuDNN off
+        from memhist import _vdevice
+        _vdevice.install(torch.cuda)
     torch.manual_seed(0)
     torch.cuda.init()
     model = TinyGPT().cuda()

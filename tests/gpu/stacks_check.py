@@ -73,6 +73,9 @@ def workload(torch):
 
 def record(workdir):
     import torch
+    if os.environ.get("MEMHIST_VDEVICE") == "1":  # memhist's virtual device: cuDNN off
+        from memhist import _vdevice
+        _vdevice.install(torch.cuda)
     if not torch.cuda.is_available():
         print("skipped: no CUDA device")
         sys.exit(77)
@@ -80,6 +83,7 @@ def record(workdir):
     os.makedirs(workdir, exist_ok=True)
     torch.cuda.init()
     for mode in ("python", "all"):
+        torch.cuda.empty_cache()  # each recording sees its segments created
         s = memhist.start(os.path.join(workdir, "own_%s.memhist" % mode), stacks=mode)
         torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
                                                  max_entries=10 ** 6)
