@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "memhist/memhist.h"
-#include "record/pystack.h"
+#include "pystack.h"
 
 Test(stacktrie, a_child_is_found_again_and_knows_its_parent)
 {

@@ -8,7 +8,7 @@
  * byte with bit 7 set, bits 3-6 the kind and bits 0-2 the length in code
  * units minus one, followed by 6-bit varints. Both walk address ranges
  * exactly as PyCode_Addr2Line does. */
-#include "record/pystack.h"
+#include "pystack.h"
 
 /* 3.10: advance over zero-length ranges as _PyLineTable_NextAddressRange. */
 static int line310(const uint8_t *t, size_t len, int first, int offset)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "record/pystack.h"
+#include "pystack.h"
 
 #define CHECK_FRAMES 64
 

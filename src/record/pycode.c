@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record/pystack.h"
+#include "pystack.h"
 
 #define CODE_BITS 19
 #define CODE_SLOTS (1u << CODE_BITS)

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "record/pystack.h"
+#include "pystack.h"
 
 static const struct mh__pylayout layouts[] = {
     /* minor cframe frame  code back instr owner entry  file name ltab first trace adapt  ascii compact */

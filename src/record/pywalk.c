@@ -7,7 +7,7 @@
  * is frozen, and every frame keeps its code object alive. No Python API is
  * called except PyGILState_GetThisThreadState (a thread-local read) and the
  * finalization flag; nothing is allocated or reference-counted. */
-#include "record/pystack.h"
+#include "pystack.h"
 
 #define LOADP(base, off) (*(const char *const *)((base) + (off)))
 

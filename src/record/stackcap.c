@@ -23,7 +23,7 @@
 
 #include "memhist/error.h"
 #include "memhist/recorder.h"
-#include "record/pystack.h"
+#include "pystack.h"
 
 #define MAX_FRAMES 512
 

@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "record/pystack.h"
+#include "pystack.h"
 
 #define TRIE_BITS 21
 #define TRIE_SLOTS (1u << TRIE_BITS)

@@ -42,8 +42,8 @@
 #include "memhist/cupti.h"
 #include "memhist/error.h"
 #include "memhist/torch.h"
-#include "record/pystack.h"
-#include "record/torch_support.h"
+#include "pystack.h"
+#include "torch_support.h"
 
 #define MH_TORCH_AT_LEAST(maj, min)                                                        \
     (TORCH_VERSION_MAJOR > (maj) || (TORCH_VERSION_MAJOR == (maj) && TORCH_VERSION_MINOR >= (min)))

@@ -23,7 +23,7 @@
 #include "memhist/error.h"
 #include "memhist/reader.h"
 #include "memhist/torch.h"
-#include "record/torch_support.h"
+#include "torch_support.h"
 
 extern "C" {
 int mh__torch_test_attach(struct mh_recorder *rec, int stacks, int op_ranges);
