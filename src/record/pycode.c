@@ -104,9 +104,3 @@ const struct mh__code *mh__code_get(uint32_t id)
         return NULL;
     return atomic_load_explicit(&codes[id], memory_order_acquire);
 }
-
-int mh__code_matches(const struct mh__python *py, uint32_t id, const void *code)
-{
-    const struct mh__code *c = mh__code_get(id);
-    return c && same_object(py->layout, c, code);
-}

@@ -120,8 +120,6 @@ struct mh__code {
 uint32_t mh__code_id(const struct mh__python *py, const void *code);
 /* The code behind an id (NULL for 0 or unknown). */
 const struct mh__code *mh__code_get(uint32_t id);
-/* Whether `id` still describes the live object at `code` (cheap check). */
-int mh__code_matches(const struct mh__python *py, uint32_t id, const void *code);
 
 /* ---- the stack trie (stacktrie.c) ---------------------------------------------- */
 

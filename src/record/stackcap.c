@@ -42,7 +42,7 @@ struct memo {
     int n;
     const void *ptr[MAX_FRAMES];
     uint64_t pos[MAX_FRAMES];
-    uint32_t code[MAX_FRAMES];
+    const struct mh__code *info[MAX_FRAMES];
     uint32_t node[MAX_FRAMES];
     struct mh__pyframe py[MAX_FRAMES];
     struct item items[MAX_FRAMES];
@@ -138,6 +138,17 @@ static int merge(struct memo *m, int np, const uintptr_t *ips, size_t nips)
     return n;
 }
 
+/* Whether the copied code `c` still describes the live object at `code`
+ * (the fingerprint check of pycode.c, inlined for the memo). */
+static inline int still_same(const struct mh__code *c, const char *code)
+{
+    const struct mh__pylayout *l = g_py.layout;
+    return c && c->ptr == code && c->filename == *(const void *const *)(code + l->co_filename) &&
+           c->name == *(const void *const *)(code + l->co_name) &&
+           c->linetable == *(const void *const *)(code + l->co_linetable) &&
+           c->firstlineno == *(const int *)(code + l->co_firstlineno);
+}
+
 /* Interns items (innermost first) outermost first, reusing the memo's
  * prefix while it still describes the same live frames. */
 static uint32_t intern_items(struct memo *m, int n)
@@ -146,8 +157,7 @@ static uint32_t intern_items(struct memo *m, int n)
     int i = 0;
     for (; i < n && i < m->n; i++) {
         const struct item *it = &m->items[n - 1 - i];
-        if (m->ptr[i] != it->code || m->pos[i] != it->pos ||
-            (it->code && !mh__code_matches(&g_py, m->code[i], it->code)))
+        if (m->ptr[i] != it->code || m->pos[i] != it->pos || (it->code && !still_same(m->info[i], it->code)))
             break;
         node = m->node[i];
     }
@@ -161,7 +171,7 @@ static uint32_t intern_items(struct memo *m, int n)
         }
         m->ptr[i] = it->code;
         m->pos[i] = it->pos;
-        m->code[i] = key.code;
+        m->info[i] = it->code ? mh__code_get(key.code) : NULL;
         m->node[i] = node;
     }
     m->n = n;

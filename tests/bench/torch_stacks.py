@@ -1,5 +1,6 @@
 """torch_stacks.py - recording overhead of memhist's stack modes against
-torch's own _record_memory_history, on the tiny GPT (examples/python).
+torch's own _record_memory_history, on the tiny GPT (examples/python; 4
+layers of width 256, batch 8 x 128 tokens, AdamW).
 
     python tests/bench/torch_stacks.py [--rounds N] [--steps N] [--out DIR]
 
@@ -13,6 +14,8 @@ first step, bytes per event of the file written (torch: the pickle of
 _dump_snapshot) and the time spent after the last step (dump or close),
 then the overhead ratio memhist/torch per stack mode. Needs torch with a
 CUDA device (a real GPU or memhist's virtual device); exits 77 otherwise.
+--capture-cost measures only the per-call cost of capturing a Python stack
+(memhist's walker against torch's gather), which needs no device.
 Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
 """
 import argparse
@@ -39,7 +42,7 @@ def one(config, steps, out):
         _vdevice.install(torch.cuda)
     torch.manual_seed(0)
     torch.cuda.init()
-    model = TinyGPT().cuda()
+    model = TinyGPT(dim=256, heads=4, layers=4, ctx=128).cuda()
     opt = torch.optim.AdamW(model.parameters())
     session = None
     path = os.path.join(out, config + (".pickle" if config.startswith("torch") else ".memhist"))
@@ -54,7 +57,7 @@ def one(config, steps, out):
     for _ in range(steps):
         torch.cuda.synchronize()
         t = time.perf_counter()
-        idx = torch.randint(0, 8192, (8, 257), device="cuda")
+        idx = torch.randint(0, 8192, (8, 129), device="cuda")
         loss = torch.nn.functional.cross_entropy(model(idx[:, :-1]).flatten(0, 1), idx[:, 1:].flatten())
         loss.backward()
         opt.step()
@@ -78,6 +81,50 @@ def one(config, steps, out):
             print("memhist: %s" % session.status, file=sys.stderr)
     after = (time.perf_counter() - t) * 1e3
     print(json.dumps({"config": config, "times": times, "bytes": size, "events": events, "after_ms": after}))
+
+
+def capture_cost(depth=30, fresh=10, n=4000, reps=15):
+    """Per-call cost of capturing the Python stack, called from Python
+    through ctypes under `depth` long-lived frames and `fresh` frames entered
+    anew for every call (as in a model's forward); the cost of the same
+    calls into an empty library function is subtracted. memhist's walker
+    (GIL held, as for a compiled kernel's allocation) against torch's
+    gather_traceback(python), whose figure includes its binding's call and
+    result object."""
+    import ctypes
+    import torch
+    path = os.path.join(os.environ.get("MEMHIST_LIB_DIR", "build"), "libmemhist.so")
+    lib = ctypes.PyDLL(path)
+    lib.mh__stack_capture.restype = ctypes.c_uint32
+    lib.mh__stack_capture.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    lib.mh__stack_describe.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
+    why = ctypes.create_string_buffer(256)
+    if ctypes.CDLL(path).mh__stack_init(why, 256) != 0:
+        print("capture cost: own walker unavailable: %s" % why.value.decode())
+        return
+    gather = torch._C._profiler.gather_traceback
+
+    def chain(d, fn):
+        return chain(d - 1, fn) if d > 1 else fn()
+
+    def timed(fn):  # CPU time of this thread: preemption on a busy machine does not count
+        t = time.thread_time_ns()
+        for _ in range(n):
+            chain(fresh, fn)
+        return (time.thread_time_ns() - t) / n
+
+    runs = {"empty call": lambda: lib.mh__stack_describe(0, None, 0),  # same ctypes conversions
+            "memhist walker": lambda: lib.mh__stack_capture(None, 0, 0),
+            "torch gather_traceback(python)": lambda: gather(True, False, False)}
+    cost = {k: [] for k in runs}
+    for _ in range(reps):
+        for k, fn in runs.items():
+            cost[k].append(chain(depth, lambda: timed(fn)))
+    base = min(cost["empty call"])  # fastest run: the least disturbed on a busy machine
+    print("stack capture under %d frames, %d of them new per call; ns per call (thread CPU time, "
+          "fastest of %d runs of %d calls):" % (depth + fresh + 3, fresh, reps, n))
+    for k in list(runs)[1:]:
+        print("  %-32s %8.0f" % (k, min(cost[k]) - base))
 
 
 def pct(v, q):
@@ -139,9 +186,12 @@ def main():
     ap.add_argument("--steps", type=int, default=int(os.environ.get("STEPS", 50)))
     ap.add_argument("--out", default=None)
     ap.add_argument("--one", default=None)
+    ap.add_argument("--capture-cost", action="store_true", help="only the per-call capture cost (no GPU needed)")
     args = ap.parse_args()
     if args.one:
         return one(args.one, args.steps, args.out)
+    if args.capture_cost:
+        return capture_cost()
     try:
         import torch
         ok = torch.cuda.is_available()
@@ -150,6 +200,7 @@ def main():
     if not ok:
         print("torch_stacks: skipped: torch sees no CUDA device")
         sys.exit(77)
+    capture_cost()
     out = args.out or tempfile.mkdtemp(prefix="mh_torch_stacks.")
     os.makedirs(out, exist_ok=True)
     report(run_rounds(args, out), args)
