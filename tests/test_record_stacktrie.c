@@ -103,7 +103,8 @@ Test(linetable, address_line_pairs_of_310)
     cr_assert_eq(mh__linetable_line(10, t, 1, 20, 0), -1, "odd byte left over");
 }
 
-static int namer(void *user, uintptr_t ip, char *file, size_t fc, char *func, size_t nc, uint32_t *line)
+static int namer(void *user, uintptr_t ip, char *file, size_t fc, char *func, size_t nc,
+                 uint32_t *line)
 {
     if (ip == 0xdead)
         return -1;
@@ -132,8 +133,12 @@ Test(stackcap, native_stacks_resolve_innermost_first_into_a_recorder)
     char text[512];
     cr_assert_gt(mh__stack_describe(node, text, sizeof text), 0);
     cr_assert_str_eq(text, "0x2222\n0xdead\n0x3333\n");
-    struct mh_event ev = {.kind = MH_EV_ALLOC, .time_ns = mh_clock_ns(), .addr = 0x1000, .size = 64,
-                          .stack = sid, .thread = mh_thread_id()};
+    struct mh_event ev = {.kind = MH_EV_ALLOC,
+                          .time_ns = mh_clock_ns(),
+                          .addr = 0x1000,
+                          .size = 64,
+                          .stack = sid,
+                          .thread = mh_thread_id()};
     cr_assert_eq(mh_emit(rec, &ev), 0);
     cr_assert_eq(mh_recorder_close(rec), 0);
     struct mh_reader *r;

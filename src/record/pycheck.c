@@ -40,8 +40,8 @@ static int load_capi(struct capi *c)
     c->as_long = (long (*)(void *))dlsym(RTLD_DEFAULT, "PyLong_AsLong");
     c->addr2line = (int (*)(void *, int))dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
     c->decref = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef");
-    return c->ensure && c->release && c->get_frame && c->get_back && c->get_code && c->getattr && c->as_utf8 &&
-           c->as_long && c->addr2line && c->decref;
+    return c->ensure && c->release && c->get_frame && c->get_back && c->get_code && c->getattr &&
+           c->as_utf8 && c->as_long && c->addr2line && c->decref;
 }
 
 static long attr_long(const struct capi *c, void *obj, const char *name)
@@ -54,15 +54,16 @@ static long attr_long(const struct capi *c, void *obj, const char *name)
 }
 
 /* Compares one string field read through the layout with the attribute. */
-static int same_str(const struct capi *c, const struct mh__python *py, void *code, const char *attr, uint32_t off)
+static int same_str(const struct capi *c, const struct mh__python *py, void *code, const char *attr,
+                    uint32_t off)
 {
     void *s = c->getattr(code, attr);
     if (!s)
         return 0;
     char mine[1024];
     const char *theirs = c->as_utf8(s);
-    int ok = s == *(void **)((char *)code + off) && theirs && mh__pystr_copy(py->layout, s, mine, sizeof mine) >= 0 &&
-             strcmp(mine, theirs) == 0;
+    int ok = s == *(void **)((char *)code + off) && theirs &&
+             mh__pystr_copy(py->layout, s, mine, sizeof mine) >= 0 && strcmp(mine, theirs) == 0;
     c->decref(s);
     return ok;
 }
@@ -85,7 +86,8 @@ static int same_line(const struct capi *c, const struct mh__python *py, void *co
 
 /* Walks the public chain and compares it frame by frame; returns the
  * number of frames that agreed, or -1 - i at the first that did not. */
-static int compare(const struct capi *c, const struct mh__python *py, const struct mh__pyframe *mine, int n)
+static int compare(const struct capi *c, const struct mh__python *py,
+                   const struct mh__pyframe *mine, int n)
 {
     void *f = c->get_frame(), *owned = NULL;
     int i = 0, bad = 0;
@@ -94,7 +96,8 @@ static int compare(const struct capi *c, const struct mh__python *py, const stru
         int lasti = (int)attr_long(c, f, "f_lasti");
         bad = i >= n || mine[i].code != code || mine[i].offset != (lasti < 0 ? -1 : lasti) ||
               !same_str(c, py, code, "co_filename", py->layout->co_filename) ||
-              !same_str(c, py, code, "co_name", py->layout->co_name) || !same_line(c, py, code, lasti);
+              !same_str(c, py, code, "co_name", py->layout->co_name) ||
+              !same_line(c, py, code, lasti);
         c->decref(code);
         void *back = c->get_back(f);
         if (owned)
@@ -121,8 +124,8 @@ int mh__python_validate(const struct mh__python *py, char *why, size_t whylen)
     int r = compare(&c, py, mine, n);
     c.release(gil);
     if (r < 0) {
-        snprintf(why, whylen, "CPython 3.%d: frame walk disagrees with the interpreter at frame %d", py->minor,
-                 -r - 1);
+        snprintf(why, whylen, "CPython 3.%d: frame walk disagrees with the interpreter at frame %d",
+                 py->minor, -r - 1);
         return MH_EUNSUPPORTED;
     }
     return 0;

@@ -31,8 +31,8 @@ static uint32_t hash_ptr(const void *p)
 
 static int same_object(const struct mh__pylayout *l, const struct mh__code *c, const void *code)
 {
-    return c->ptr == code && c->filename == FIELD(code, l->co_filename) && c->name == FIELD(code, l->co_name) &&
-           c->linetable == FIELD(code, l->co_linetable) &&
+    return c->ptr == code && c->filename == FIELD(code, l->co_filename) &&
+           c->name == FIELD(code, l->co_name) && c->linetable == FIELD(code, l->co_linetable) &&
            c->firstlineno == *(const int *)((const char *)code + l->co_firstlineno);
 }
 

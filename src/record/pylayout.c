@@ -16,7 +16,8 @@
 #include "pystack.h"
 
 static const struct mh__pylayout layouts[] = {
-    /* minor cframe frame  code back instr owner entry  file name ltab first trace adapt  ascii compact */
+    /* minor cframe frame  code back instr owner entry  file name ltab first trace adapt  ascii
+       compact */
     {10, 0, 24, 32, 24, 96, 0, 0, 104, 112, 120, 40, 0, 0, 48, 72},
     {11, 56, 8, 32, 48, 56, 69, 68, 112, 120, 136, 72, 168, 184, 48, 72},
     {12, 56, 0, 0, 8, 56, 70, 0, 112, 120, 136, 68, 176, 192, 40, 56},
@@ -127,7 +128,9 @@ int mh__pystr_copy(const struct mh__pylayout *l, const void *str, char *out, siz
     const unsigned char *data = p + (ascii ? l->str_ascii_size : l->str_compact_size);
     size_t n = 0;
     for (int64_t i = 0; i < length; i++) {
-        uint32_t c = kind == 1 ? data[i] : kind == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
+        uint32_t c = kind == 1   ? data[i]
+                     : kind == 2 ? ((const uint16_t *)data)[i]
+                                 : ((const uint32_t *)data)[i];
         size_t m = put_utf8(out, cap, n, c);
         if (m == n)
             break;

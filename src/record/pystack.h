@@ -39,9 +39,9 @@ int mh__linetable_line(int minor, const uint8_t *table, size_t len, int first, i
 /* Field offsets of one CPython minor version (x86-64 and aarch64 release
  * builds; not free-threaded, not Py_DEBUG). */
 struct mh__pylayout {
-    int minor;              /* 10..13 */
-    uint32_t ts_cframe;     /* 3.11/3.12: tstate->cframe; 0 otherwise */
-    uint32_t ts_frame;      /* tstate->frame (3.10), cframe->current_frame, tstate->current_frame */
+    int minor;          /* 10..13 */
+    uint32_t ts_cframe; /* 3.11/3.12: tstate->cframe; 0 otherwise */
+    uint32_t ts_frame;  /* tstate->frame (3.10), cframe->current_frame, tstate->current_frame */
     uint32_t fr_code, fr_back, fr_instr, fr_owner, fr_is_entry;
     uint32_t co_filename, co_name, co_linetable, co_firstlineno, co_firsttraceable, co_adaptive;
     uint32_t str_ascii_size, str_compact_size; /* sizeof PyASCIIObject / PyCompactUnicodeObject */
@@ -49,13 +49,13 @@ struct mh__pylayout {
 
 /* The running interpreter, as seen through the dynamic symbol table. */
 struct mh__python {
-    int present;       /* libpython symbols found */
-    int minor;         /* 3.minor */
+    int present;                       /* libpython symbols found */
+    int minor;                         /* 3.minor */
     const struct mh__pylayout *layout; /* NULL: this version's frames are unknown */
     void *(*this_tstate)(void);        /* PyGILState_GetThisThreadState */
     int (*is_finalizing)(void);
-    const void *code_type;             /* &PyCode_Type */
-    uintptr_t eval_lo, eval_hi;        /* _PyEval_EvalFrameDefault's code */
+    const void *code_type;      /* &PyCode_Type */
+    uintptr_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's code */
 };
 
 /* Finds the interpreter and its layout (no GIL needed; idempotent).
@@ -105,8 +105,8 @@ int mh__pywalk(const struct mh__python *py, struct mh__pyframe *out, int max);
 
 /* Copied facts about one code object: everything resolution needs. */
 struct mh__code {
-    const void *ptr;                           /* identity while alive */
-    const void *filename, *name, *linetable;   /* fingerprint against address reuse */
+    const void *ptr;                         /* identity while alive */
+    const void *filename, *name, *linetable; /* fingerprint against address reuse */
     int firstlineno;
     int minor;
     const char *file, *func;
@@ -173,7 +173,8 @@ typedef int (*mh__native_namer)(void *user, uintptr_t ip, char *file, size_t fil
 /* Interns the stack of trie node `node` into `rec` and returns its stack id
  * (0 on failure). Caches per node and recorder; drain thread only (a lock
  * orders drain threads of different recorders, never the hot path). */
-uint32_t mh__stack_resolve(struct mh_recorder *rec, uint32_t node, mh__native_namer namer, void *user);
+uint32_t mh__stack_resolve(struct mh_recorder *rec, uint32_t node, mh__native_namer namer,
+                           void *user);
 
 #ifdef __cplusplus
 }

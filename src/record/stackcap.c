@@ -157,7 +157,8 @@ static uint32_t intern_items(struct memo *m, int n)
     int i = 0;
     for (; i < n && i < m->n; i++) {
         const struct item *it = &m->items[n - 1 - i];
-        if (m->ptr[i] != it->code || m->pos[i] != it->pos || (it->code && !still_same(m->info[i], it->code)))
+        if (m->ptr[i] != it->code || m->pos[i] != it->pos ||
+            (it->code && !still_same(m->info[i], it->code)))
             break;
         node = m->node[i];
     }
@@ -267,13 +268,15 @@ static int cache_for(struct mh_recorder *rec, uint32_t node)
     return 0;
 }
 
-static int64_t intern_key(struct mh_recorder *rec, const struct mh__fkey *k, mh__native_namer namer, void *user)
+static int64_t intern_key(struct mh_recorder *rec, const struct mh__fkey *k, mh__native_namer namer,
+                          void *user)
 {
     if (k->code != MH__NATIVE) {
         const struct mh__code *c = mh__code_get(k->code);
         if (!c)
             return MH_EINVAL;
-        int line = mh__linetable_line(c->minor, c->table, c->table_len, c->firstlineno, (int)(int64_t)k->pos);
+        int line = mh__linetable_line(c->minor, c->table, c->table_len, c->firstlineno,
+                                      (int)(int64_t)k->pos);
         return mh_intern_frame(rec, c->file, c->func, line < 0 ? 0 : (uint32_t)line);
     }
     char file[512] = "", func[1024] = "";
@@ -285,7 +288,8 @@ static int64_t intern_key(struct mh_recorder *rec, const struct mh__fkey *k, mh_
     return mh_intern_frame(rec, file, func, line);
 }
 
-static uint32_t resolve_locked(struct mh_recorder *rec, uint32_t node, mh__native_namer namer, void *user)
+static uint32_t resolve_locked(struct mh_recorder *rec, uint32_t node, mh__native_namer namer,
+                               void *user)
 {
     if (cache_for(rec, node) < 0)
         return 0;
@@ -310,7 +314,8 @@ static uint32_t resolve_locked(struct mh_recorder *rec, uint32_t node, mh__nativ
     return res_stack[node] = sid > 0 ? (uint32_t)sid : 0;
 }
 
-uint32_t mh__stack_resolve(struct mh_recorder *rec, uint32_t node, mh__native_namer namer, void *user)
+uint32_t mh__stack_resolve(struct mh_recorder *rec, uint32_t node, mh__native_namer namer,
+                           void *user)
 {
     if (!rec || node == 0)
         return 0;
@@ -334,7 +339,8 @@ int mh__stack_describe(uint32_t node, char *out, size_t cap)
         const struct mh__code *c = k.code == MH__NATIVE ? NULL : mh__code_get(k.code);
         if (c)
             w = snprintf(out + n, cap - n, "%s\t%s\t%d\n", c->file, c->func,
-                         mh__linetable_line(c->minor, c->table, c->table_len, c->firstlineno, (int)(int64_t)k.pos));
+                         mh__linetable_line(c->minor, c->table, c->table_len, c->firstlineno,
+                                            (int)(int64_t)k.pos));
         else
             w = snprintf(out + n, cap - n, "0x%llx\n", (unsigned long long)k.pos);
         if (w < 0 || (size_t)w >= cap - n)

@@ -308,7 +308,8 @@ void resolve_ring_from(mh_recorder *rec, ctx_ring *r, uint64_t first)
 /* Names a native return address for `--stacks all` on the drain thread,
  * without the GIL: torch's symbolizer in the mode TORCH_SYMBOLIZE_MODE asks
  * for (fast, addr2line), dladdr by default. */
-int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap, uint32_t *line)
+int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap,
+                uint32_t *line)
 {
     try {
         const char *m = getenv("TORCH_SYMBOLIZE_MODE");
@@ -474,7 +475,8 @@ uint32_t capture_stack()
     if (g.stacks != MH_TORCH_STACKS_ALL)
         return mh__stack_capture(nullptr, 0, g.max_frames);
     std::vector<void *> ips = torch::unwind::unwind();
-    return mh__stack_capture(reinterpret_cast<const uintptr_t *>(ips.data()), ips.size(), g.max_frames);
+    auto *raw = reinterpret_cast<const uintptr_t *>(ips.data());
+    return mh__stack_capture(raw, ips.size(), g.max_frames);
 }
 
 /* The tracker: runs under the allocator mutex. No GIL, no torch calls, no
@@ -655,7 +657,8 @@ void choose_stacks()
         return;
     }
     char why[200] = "MEMHIST_STACK_CAPTURE=torch";
-    const char *want = getenv("MEMHIST_STACK_CAPTURE"); /* "torch": torch's gather, for comparisons */
+    /* MEMHIST_STACK_CAPTURE=torch: torch's gathered contexts, for comparisons */
+    const char *want = getenv("MEMHIST_STACK_CAPTURE");
     if (!(want && !strcmp(want, "torch")) && mh__stack_init(why, sizeof why) == 0) {
         g.own_stacks = true;
         snprintf(g.stack_source, sizeof g.stack_source, "%s", why);
@@ -663,7 +666,8 @@ void choose_stacks()
             torch::unwind::unwind(); /* warm the unwinder's caches outside the lock */
         mh__stack_skip_module((const void *)&choose_stacks);
     } else {
-        snprintf(g.stack_source, sizeof g.stack_source, "torch CapturedTraceback (own capture off: %s)", why);
+        snprintf(g.stack_source, sizeof g.stack_source, "torch CapturedTraceback (own capture off: %s)",
+                 why);
     }
     mh__stack_forget();
 }

@@ -53,10 +53,10 @@ def one(config, steps, out):
         import memhist
         mode = config.split("_")[1]
         session = memhist.start(path, stacks=None if mode == "none" else mode)
-    times = []
+    times, cpu = [], []
     for _ in range(steps):
         torch.cuda.synchronize()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         idx = torch.randint(0, 8192, (8, 129), device="cuda")
         loss = torch.nn.functional.cross_entropy(model(idx[:, :-1]).flatten(0, 1), idx[:, 1:].flatten())
         loss.backward()
@@ -64,6 +64,7 @@ def one(config, steps, out):
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t) * 1e3)
+        cpu.append((time.process_time() - c) * 1e3)
     t = time.perf_counter()
     size = events = 0
     if config.startswith("torch_"):
@@ -80,7 +81,8 @@ def one(config, steps, out):
         if session.status != "recording":
             print("memhist: %s" % session.status, file=sys.stderr)
     after = (time.perf_counter() - t) * 1e3
-    print(json.dumps({"config": config, "times": times, "bytes": size, "events": events, "after_ms": after}))
+    print(json.dumps({"config": config, "times": times, "cpu": cpu, "bytes": size, "events": events,
+                      "after_ms": after}))
 
 
 def capture_cost(depth=30, fresh=10, n=4000, reps=15):
@@ -134,7 +136,7 @@ def pct(v, q):
 
 def run_rounds(args, out):
     env = dict(os.environ)
-    res = {c: {"steady": [], "first": [], "bpe": [], "after": [], "stall_runs": 0} for c in CONFIGS}
+    res = {c: {"steady": [], "cpu": [], "first": [], "bpe": [], "after": [], "stall_runs": 0} for c in CONFIGS}
     for r in range(args.rounds):
         order = CONFIGS[r % len(CONFIGS):] + CONFIGS[:r % len(CONFIGS)]
         for c in order:
@@ -148,11 +150,11 @@ def run_rounds(args, out):
                 sys.exit(1)
             d = json.loads(line[-1])
             steady = d["times"][2:]
-            med = statistics.median(steady)
             res[c]["steady"] += steady
+            res[c]["cpu"] += d["cpu"][2:]
             res[c]["first"].append(d["times"][0])
             res[c]["after"].append(d["after_ms"])
-            res[c]["stall_runs"] += int(max(steady) > 2 * med)
+            res[c]["stall_runs"] += int(max(steady) > 2 * statistics.median(steady))
             if d["events"]:
                 res[c]["bpe"].append(d["bytes"] / d["events"])
         print("round %d/%d done" % (r + 1, args.rounds), file=sys.stderr, flush=True)
@@ -160,24 +162,28 @@ def run_rounds(args, out):
 
 
 def report(res, args):
-    base = statistics.median(res["none"]["steady"])
+    med = {c: statistics.median(res[c]["steady"]) for c in CONFIGS}
+    cpu = {c: statistics.median(res[c]["cpu"]) for c in CONFIGS}
     base_first = statistics.median(res["none"]["first"])
-    print("tiny GPT, %d rounds x %d steps (steady = steps 3..%d), ms" % (args.rounds, args.steps, args.steps))
-    print("%-22s %8s %8s %8s %8s %9s %9s %8s %11s" % ("config", "median", "p99", "max", "overhead", "1st step+",
-                                                      "B/event", "after", "stall runs"))
-    over = {}
+    print("tiny GPT, %d rounds x %d steps; step times in ms over steps 3..%d of every run" %
+          (args.rounds, args.steps, args.steps))
+    print("(wall: what the program sees; CPU: process CPU time per step, all threads, which a busy")
+    print("machine disturbs far less; overheads against 'none')")
+    print("%-22s %7s %7s %7s %6s %7s %6s %9s %7s %7s %6s" % (
+        "config", "median", "p99", "max", "+wall", "CPU", "+CPU", "1st step+", "B/event", "after", "stalls"))
     for c in CONFIGS:
         v = res[c]["steady"]
-        med = statistics.median(v)
-        over[c] = med / base - 1
         bpe = "%.1f" % statistics.median(res[c]["bpe"]) if res[c]["bpe"] else "-"
-        print("%-22s %8.3f %8.3f %8.3f %7.1f%% %9.2f %9s %8.1f %6d/%d" % (
-            c, med, pct(v, 0.99), max(v), 100 * over[c], statistics.median(res[c]["first"]) - base_first, bpe,
+        print("%-22s %7.2f %7.2f %7.2f %5.0f%% %7.2f %5.0f%% %9.2f %7s %7.1f %3d/%d" % (
+            c, med[c], pct(v, 0.99), max(v), 100 * (med[c] / med["none"] - 1), cpu[c],
+            100 * (cpu[c] / cpu["none"] - 1), statistics.median(res[c]["first"]) - base_first, bpe,
             statistics.median(res[c]["after"]), res[c]["stall_runs"], args.rounds))
     for mode in ("python", "all"):
-        t = over["torch_" + mode]
-        ratio = over["memhist_" + mode] / t if t > 0 else float("nan")
-        print("overhead ratio memhist/torch, stacks=%s: %.2f" % (mode, ratio))
+        for label, m in (("wall", med), ("CPU", cpu)):
+            t = m["torch_" + mode] - m["none"]
+            ratio = (m["memhist_" + mode] - m["none"]) / t if t > 0 else float("nan")
+            print("overhead ratio memhist/torch, stacks=%s (%s): %.2f" % (mode, label, ratio))
+    print("stalls: runs with a step over twice the run's median")
 
 
 def main():

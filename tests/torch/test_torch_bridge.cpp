@@ -161,6 +161,10 @@ static void check_allocator_events(mh_reader *r, const seen &s, uint64_t t0, uin
         size_t n = 0;
         T_CHECK(alloc_ctx->stack != 0, "alloc with context has no stack");
         T_CHECK(mh_reader_stack(r, alloc_ctx->stack, &frames, &n) == 0 && n > 0, "stack unreadable");
+        /* own capture: C++ frames of this test, none of the bridge's own */
+        mh_frame f{};
+        T_CHECK(n > 0 && mh_reader_frame(r, frames[0], &f) == 0 && f.file && !strstr(f.file, "libmemhist_torch"),
+                "innermost frame is the bridge's own: %s", f.file ? f.file : "?");
     }
     T_CHECK(oom && oom->addr == 12345 && oom->size == (1u << 30), "oom carries device_free and the size");
     T_CHECK(md && md->str && mh_reader_string(r, md->str) && !strcmp(mh_reader_string(r, md->str), "phase-A"),
