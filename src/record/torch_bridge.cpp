@@ -307,22 +307,28 @@ void resolve_ring_from(mh_recorder *rec, ctx_ring *r, uint64_t first)
 
 /* Names a native return address for `--stacks all` on the drain thread,
  * without the GIL: torch's symbolizer in the mode TORCH_SYMBOLIZE_MODE asks
- * for (fast, addr2line), dladdr by default. */
+ * for (fast, addr2line), dladdr by default. Names are kept per address (the
+ * resolver calls this under its own lock, one drain thread at a time). */
 int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap,
                 uint32_t *line)
 {
+    static std::unordered_map<uintptr_t, torch::unwind::Frame> known;
     try {
-        const char *m = getenv("TORCH_SYMBOLIZE_MODE");
-        auto mode = !m ? torch::unwind::Mode::dladdr
-                    : !strcmp(m, "fast")      ? torch::unwind::Mode::fast
-                    : !strcmp(m, "addr2line") ? torch::unwind::Mode::addr2line
-                                              : torch::unwind::Mode::dladdr;
-        std::vector<torch::unwind::Frame> f = torch::unwind::symbolize({(void *)ip}, mode);
-        if (f.empty())
-            return -1;
-        snprintf(file, filecap, "%s", f[0].filename.c_str());
-        snprintf(func, funccap, "%s", f[0].funcname.c_str());
-        *line = (uint32_t)f[0].lineno;
+        auto it = known.find(ip);
+        if (it == known.end()) {
+            const char *m = getenv("TORCH_SYMBOLIZE_MODE");
+            auto mode = !m ? torch::unwind::Mode::dladdr
+                        : !strcmp(m, "fast")      ? torch::unwind::Mode::fast
+                        : !strcmp(m, "addr2line") ? torch::unwind::Mode::addr2line
+                                                  : torch::unwind::Mode::dladdr;
+            std::vector<torch::unwind::Frame> f = torch::unwind::symbolize({(void *)ip}, mode);
+            if (f.empty())
+                return -1;
+            it = known.emplace(ip, f[0]).first;
+        }
+        snprintf(file, filecap, "%s", it->second.filename.c_str());
+        snprintf(func, funccap, "%s", it->second.funcname.c_str());
+        *line = (uint32_t)it->second.lineno;
         return 0;
     } catch (...) {
         return -1;

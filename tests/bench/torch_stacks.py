@@ -135,7 +135,7 @@ def pct(v, q):
 
 
 def run_rounds(args, out):
-    env = dict(os.environ)
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a crashing run says where
     res = {c: {"steady": [], "cpu": [], "first": [], "bpe": [], "after": [], "stall_runs": 0} for c in CONFIGS}
     for r in range(args.rounds):
         order = CONFIGS[r % len(CONFIGS):] + CONFIGS[:r % len(CONFIGS)]
