@@ -203,9 +203,7 @@ static void print_json(struct run_view *v, const struct delta_list *layers,
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh__sink_init_file(&sink, stdout);
-    mh__json_init(&j, &sink, 1);
-    mh__json_begin_object(&j);
+    mh__cli_json_begin(&j, &sink, "diff");
     mh__json_kv_string(&j, "a", v[0].an.rp.path);
     mh__json_kv_string(&j, "b", v[1].an.rp.path);
     json_pair(&j, "peak_allocated", v[0].pa.value, v[1].pa.value);
@@ -281,8 +279,10 @@ static int run_diff(int argc, char **argv)
             rc = stacks_side(&v[s], s, &stacks);
     }
     if (rc == 0) {
-        qsort(layers.items, layers.n, sizeof *layers.items, by_abs_delta);
-        qsort(stacks.items, stacks.n, sizeof *stacks.items, by_abs_delta);
+        if (layers.n) /* an empty list has no array to sort */
+            qsort(layers.items, layers.n, sizeof *layers.items, by_abs_delta);
+        if (stacks.n)
+            qsort(stacks.items, stacks.n, sizeof *stacks.items, by_abs_delta);
         if (json)
             print_json(v, &layers, &stacks, top);
         else

@@ -13,7 +13,9 @@ together. Then every allocation in torch's trace is matched with memhist's
 only memhist's Python frames are compared (torch's own interleave of C++
 and Python frames is wrong on CPython 3.11+). The workload has methods,
 nested modules, a generator, a comprehension, a lambda, a custom
-autograd.Function and exec'd code. Exits 77 without a GPU, 1 on mismatch.
+autograd.Function and exec'd code. Runs on memhist's virtual device too
+(ctest vdevice_stacks_check: LD_PRELOAD of its libraries, MEMHIST_VDEVICE=1).
+Exits 77 without a CUDA device, 1 on mismatch.
 """
 import os
 import pickle
@@ -111,11 +113,12 @@ def compare(memhist_bin, workdir):
     for mode in ("python", "all"):
         mh = os.path.join(workdir, "own_%s.memhist" % mode)
         out = os.path.join(workdir, "own_%s.pickle" % mode)
-        p = subprocess.run([memhist_bin, "snapshot", mh, "-o", out], capture_output=True, text=True)
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # no virtual device for the CLI
+        p = subprocess.run([memhist_bin, "snapshot", mh, "-o", out], capture_output=True, text=True, env=env)
         check(p.returncode == 0, "memhist snapshot %s: %s" % (mode, p.stderr.strip()))
         if p.returncode:
             continue
-        info = subprocess.run([memhist_bin, "info", mh], capture_output=True, text=True).stdout
+        info = subprocess.run([memhist_bin, "info", mh], capture_output=True, text=True, env=env).stdout
         check("memhist frame walker" in info, "info names the own frame walker (%s)" % mode)
         with open(out, "rb") as f:
             mine = allocs(pickle.load(f))
