@@ -188,8 +188,8 @@ def report(res, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 7)))
-    ap.add_argument("--steps", type=int, default=int(os.environ.get("STEPS", 50)))
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 4)))
+    ap.add_argument("--steps", type=int, default=int(os.environ.get("STEPS", 30)))
     ap.add_argument("--out", default=None)
     ap.add_argument("--one", default=None)
     ap.add_argument("--capture-cost", action="store_true", help="only the per-call capture cost (no GPU needed)")
