@@ -235,6 +235,9 @@ static void print_text(const struct whatif_view *v)
         printf("replay fidelity: %.2f %% of %" PRIu64 " recorded allocator events reproduced "
                "exactly (kind, address, size, order)\n",
                match_pct(v->res), v->res->recorded_alloc_events);
+    if (v->ro->use_oracle)
+        printf("placement: %" PRIu64 " of %" PRIu64 " allocations at the recorded address\n",
+               v->res->placed, v->res->allocs);
 }
 
 static void json_run(struct mh_json *j, const char *key, const struct run_summary *s,
@@ -281,6 +284,8 @@ static void print_json(const struct whatif_view *v)
     mh_json_kv_uint(&j, "unknown_frees", v->res->unknown_frees);
     mh_json_kv_uint(&j, "recorded_allocator_events", v->res->recorded_alloc_events);
     mh_json_kv_uint(&j, "simulated_allocator_events", v->res->simulated_alloc_events);
+    mh_json_kv_uint(&j, "recorded_allocations", v->res->allocs);
+    mh_json_kv_uint(&j, "allocations_placed_same", v->res->placed);
     mh_json_key(&j, "match_percent");
     if (v->ro->use_oracle)
         mh_json_double(&j, match_pct(v->res), 2);
