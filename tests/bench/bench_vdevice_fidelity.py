@@ -28,7 +28,7 @@ def main():
     for name in cw.CASES:
         with tempfile.TemporaryDirectory(prefix="mh-fid-") as work:
             rc, rec, _, _ = cw.record_case(memhist, name, work, truth=False)
-            fid = cw.fidelity(memhist, rec) if os.path.exists(rec) else None
+            fid = cw.fidelity(memhist, rec, cw.CASES[name]["whatif"]) if os.path.exists(rec) else None
         if fid is None:
             print("sim_fidelity_%s: not measured (exit %d)" % (name, rc))
             continue

@@ -27,25 +27,35 @@ SKIP = 77
 WL = os.path.join(SRC, "tests", "vdevice", "workloads.py")
 EX = os.path.join(SRC, "examples", "python")
 
-# case: (script and arguments, PYTORCH_CUDA_ALLOC_CONF, virtual-device options,
-#        whether the simulator's replay must reproduce the run exactly)
+
+def case(argv, conf="", vdev=(), whatif=(), exact=True, phases=True):
+    """argv: script and arguments; conf: PYTORCH_CUDA_ALLOC_CONF; vdev: virtual
+    device options; whatif: what the replay needs beyond the recording (the
+    memory fraction the program set is not in it); exact: the simulator must
+    reproduce the run (every placement, the reserved peak); phases: the run
+    has forward, backward and optimizer phases."""
+    return {"argv": argv, "conf": conf, "vdev": list(vdev), "whatif": list(whatif), "exact": exact,
+            "phases": phases}
+
+
 CASES = {
-    "gpt": ([WL, "gpt"], "", [], True),
-    "gpt_ckpt": ([WL, "gpt_ckpt"], "", [], True),
-    "conv": ([WL, "conv"], "", [], True),
-    "amp": ([WL, "amp"], "", [], True),
-    "streams": ([WL, "streams"], "", [], True),
-    "expandable": ([WL, "gpt"], "expandable_segments:True", [], True),
-    "max_split": ([WL, "big_logits"], "max_split_size_mb:32", [], True),
-    "gc_threshold": ([WL, "gc", "--steps", "6"], "garbage_collection_threshold:0.6",
-                     ["--device-memory", "1GiB"], True),
-    "oom": ([WL, "oom", "--steps", "12"], "", ["--device-memory", "2GiB"], True),
-    "two_devices": ([WL, "two_devices"], "", ["--devices", "2"], True),
-    "example_train_gpt": ([os.path.join(EX, "train_gpt.py"), "--steps", "3", "--layers", "2", "--ctx", "128"],
-                          "", [], True),
-    "example_checkpoint": ([os.path.join(EX, "train_gpt_checkpoint.py"), "--steps", "3", "--layers", "3",
-                            "--layers-ckpt", "0,2", "--ctx", "128"], "", [], True),
-    "example_oom": ([os.path.join(EX, "oom.py"), "--leak-steps", "2"], "", ["--device-memory", "8GiB"], True),
+    "gpt": case([WL, "gpt"]),
+    "gpt_ckpt": case([WL, "gpt_ckpt"]),
+    "conv": case([WL, "conv"]),
+    "amp": case([WL, "amp"]),
+    "streams": case([WL, "streams"]),
+    "expandable": case([WL, "gpt"], "expandable_segments:True"),
+    "max_split": case([WL, "big_logits"], "max_split_size_mb:32"),
+    "gc_threshold": case([WL, "gc", "--steps", "6"], "garbage_collection_threshold:0.6",
+                         ["--device-memory", "1GiB"], ["--memory-fraction", "0.5"]),
+    "oom": case([WL, "oom", "--steps", "12"], vdev=["--device-memory", "2GiB"]),
+    "two_devices": case([WL, "two_devices"], vdev=["--devices", "2"]),
+    "example_train_gpt": case([os.path.join(EX, "train_gpt.py"), "--steps", "3", "--layers", "2",
+                               "--ctx", "128"]),
+    "example_checkpoint": case([os.path.join(EX, "train_gpt_checkpoint.py"), "--steps", "3", "--layers", "3",
+                                "--layers-ckpt", "0,2", "--ctx", "128"]),
+    "example_oom": case([os.path.join(EX, "oom.py"), "--leak-steps", "2"], vdev=["--device-memory", "8GiB"],
+                        phases=False),  # it keeps graphs alive and never runs backward
 }
 
 
@@ -72,13 +82,14 @@ def skip_unless_ready(memhist):
 def record_case(memhist, name, work, truth=True):
     """Runs case `name` on the virtual device under memhist; with truth, through
     tests/truth/truth_run.py. Returns (exit status, recording, truth, dump)."""
-    argv, conf, vopts, _ = CASES[name]
+    cs = CASES[name]
+    argv = cs["argv"]
     rec, truth_path, dump = (os.path.join(work, f) for f in ("run.memhist", "truth.json", "torch.pickle"))
     if truth:
         argv = [os.path.join(SRC, "tests", "truth", "truth_run.py"), "--truth", truth_path,
                 "--dump", dump, "--"] + argv
-    env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=conf, PYTHONDONTWRITEBYTECODE="1")
-    p = compare.run(device_cmd(memhist, rec, vopts, [sys.executable] + argv), env=env)
+    env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=cs["conf"], PYTHONDONTWRITEBYTECODE="1")
+    p = compare.run(device_cmd(memhist, rec, cs["vdev"], [sys.executable] + argv), env=env)
     return p.returncode, rec, truth_path, dump
 
 
@@ -97,12 +108,12 @@ def run_case(memhist, name, work):
         return c
     with open(truth_path) as f:
         truth = json.load(f)
-    compare.check_recording(c, memhist, rec, truth, work, dump=dump)
-    fid = fidelity(memhist, rec)
+    compare.check_recording(c, memhist, rec, truth, work, dump=dump, phases=CASES[name]["phases"])
+    fid = fidelity(memhist, rec, CASES[name]["whatif"])
     if not c.check(fid is not None, "memhist whatif replays the recording"):
         return c
     print_fidelity(name, fid)
-    if CASES[name][3]:
+    if CASES[name]["exact"]:
         c.check(not fid["stopped_on_oom"], "the replay runs to the end")
         c.check(fid["placed"] == fid["allocs"], "simulator places all %d allocations where torch did (%d)"
                 % (fid["allocs"], fid["placed"]))
@@ -112,9 +123,9 @@ def run_case(memhist, name, work):
     return c
 
 
-def fidelity(memhist, rec):
+def fidelity(memhist, rec, extra=()):
     """The simulator's replay of rec under the recorded settings (device 0)."""
-    w = compare.run_json([memhist, "whatif", rec, "--json"])
+    w = compare.run_json([memhist, "whatif", rec, "--json"] + list(extra))
     if w is None:
         return None
     return {"match_percent": w.get("match_percent") or 0.0,

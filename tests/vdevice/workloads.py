@@ -124,7 +124,7 @@ def gc(steps):
     model = TinyGPT(vocab=VOCAB, dim=256, heads=4, layers=4, ctx=128).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for s in range(steps):
-        lm_step(model, opt, batch(8 * (1 + s % 3), seq_len(s)))
+        lm_step(model, opt, batch(4 * (1 + s % 3), seq_len(s)))
 
 
 def oom(steps):
