@@ -22,6 +22,7 @@ import runpy
 import sys
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 _kept = []  # the script's globals, held until exit
 
@@ -82,7 +83,7 @@ def main():
         state["ooms"].append({"device": int(device), "size": int(alloc)})
 
     torch.cuda.init()
-    torch.optim.optimizer.register_optimizer_step_post_hook(on_step)
+    register_optimizer_step_post_hook(on_step)
     torch._C._cuda_attach_out_of_memory_observer(on_oom)
     if a.dump:
         torch.cuda.memory._record_memory_history(context=None, stacks="python", max_entries=10_000_000)

@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from tiny_gpt import TinyGPT  # noqa: E402
 
 VOCAB = 4096
+trained = None
 
 
 def batch(n, t, vocab=VOCAB, device="cuda"):
@@ -53,6 +54,7 @@ def gpt(steps, ckpt=()):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for s in range(steps):
         lm_step(model, opt, batch(8, seq_len(s)))
+    return model, opt
 
 
 def big_logits(steps):
@@ -61,6 +63,7 @@ def big_logits(steps):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for s in range(steps):
         lm_step(model, opt, batch(8, seq_len(s, 256), vocab), vocab)
+    return model, opt
 
 
 class SmallCNN(nn.Module):
@@ -86,6 +89,7 @@ def conv(steps):
         F.cross_entropy(model(x), y).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+    return model, opt
 
 
 def amp(steps):
@@ -101,6 +105,7 @@ def amp(steps):
         scaler.step(opt)
         scaler.update()
         opt.zero_grad(set_to_none=True)
+    return model, opt, scaler
 
 
 def streams(steps):
@@ -117,6 +122,7 @@ def streams(steps):
         idx.record_stream(main)
         lm_step(model, opt, idx)
         del idx
+    return model, opt
 
 
 def gc(steps):
@@ -125,6 +131,7 @@ def gc(steps):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for s in range(steps):
         lm_step(model, opt, batch(4 * (1 + s % 3), seq_len(s)))
+    return model, opt
 
 
 def oom(steps):
@@ -140,7 +147,7 @@ def oom(steps):
             opt.zero_grad(set_to_none=True)
             n //= 4
             lm_step(model, opt, batch(n, 128))
-            return
+            return model, opt
     raise SystemExit("oom: the device did not run out of memory; give it less")
 
 
@@ -176,6 +183,7 @@ def two_devices(steps):
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+    return model, opt
 
 
 WORKLOADS = {
@@ -198,7 +206,8 @@ def main():
     a = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("workloads.py: torch sees no CUDA device")
-    WORKLOADS[a.name](a.steps)
+    global trained
+    trained = WORKLOADS[a.name](a.steps)  # alive to the end: the final state holds it
     torch.cuda.synchronize()
 
 
