@@ -130,7 +130,7 @@ def gc(steps):
     model = TinyGPT(vocab=VOCAB, dim=256, heads=4, layers=4, ctx=128).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for s in range(steps):
-        lm_step(model, opt, batch(4 * (1 + s % 3), seq_len(s)))
+        lm_step(model, opt, batch(8 * (1 + s % 3), seq_len(s)))
     return model, opt
 
 
@@ -141,14 +141,16 @@ def oom(steps):
     for s in range(steps):
         try:
             lm_step(model, opt, batch(n, 128))
-            n *= 2
         except torch.cuda.OutOfMemoryError as e:
             print("OOM at batch %d: %s" % (n, str(e).splitlines()[0]))
-            opt.zero_grad(set_to_none=True)
-            n //= 4
-            lm_step(model, opt, batch(n, 128))
-            return model, opt
-    raise SystemExit("oom: the device did not run out of memory; give it less")
+            break
+        n *= 2
+    else:
+        raise SystemExit("oom: the device did not run out of memory; give it less")
+    # outside the handler, whose traceback holds the failed step's tensors
+    opt.zero_grad(set_to_none=True)
+    lm_step(model, opt, batch(n // 4, 128))
+    return model, opt
 
 
 class Split(nn.Module):
