@@ -90,3 +90,11 @@ foreach(t mh_vdev_cudart mh_vdev_nvml)
   target_link_libraries(${t} PRIVATE mh_vdev_cuda)
 endforeach()
 add_custom_target(vdevice ALL DEPENDS mh_vdev_cuda mh_vdev_cudart mh_vdev_cublas mh_vdev_cublaslt mh_vdev_nvml)
+
+# The smoke test: a tiny PyTorch program under `memhist simulate` (label vdevice).
+if(MEMHIST_TESTS AND TARGET memhist_torch)
+  find_package(Python3 COMPONENTS Interpreter)
+  add_test(NAME vdevice_smoke COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/smoke.py)
+  set_tests_properties(vdevice_smoke PROPERTIES LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+endif()

@@ -83,6 +83,18 @@ void mh_cli_device_info(const struct mh_reader *r, int device, struct mh_device_
 /* The allocator settings recorded in a file (meta "alloc_conf"), or defaults. */
 void mh_cli_file_conf(const struct mh_reader *r, struct mh_alloc_conf *conf);
 
+/* Runs `cmd` (NULL-terminated argv) recorded exactly as `memhist record`
+ * does (cmd_record.c): the Python bootstrap and the torch bridge write
+ * `output` (per rank under torchrun), then one line per process says what
+ * was written. `who` names the command in messages. Returns the child's
+ * exit status, or 1 if it could not be started. */
+struct mh_cli_record_opts {
+    const char *output, *stacks; /* stacks: python, all or none */
+    int op_ranges;
+    const char *who;
+};
+int mh_cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
+
 /* Formats a stack as "file:line func" lines joined by `sep`, innermost first:
  * at most `max_frames` frames of user code (framework and interpreter frames
  * are skipped when the stack has user frames), then "(+N more frames)"

@@ -35,6 +35,9 @@ static void read_config(void)
             cfg.error = "MEMHIST_VDEVICE_MEMORY is not a size of at least 2MiB";
     }
     cfg.count = 1;
+    const char *ranks = getenv("LOCAL_WORLD_SIZE"); /* torchrun: one device per local rank */
+    if (!(count && *count) && ranks && atoi(ranks) > 1 && atoi(ranks) <= MH_VDEV_MAX_DEVICES)
+        cfg.count = atoi(ranks);
     if (count && *count) {
         char *end;
         long n = strtol(count, &end, 10);

@@ -69,6 +69,20 @@ int nvmlDeviceGetHandleByIndex(unsigned int i, void **dev)
     return nvmlDeviceGetHandleByIndex_v2(i, dev);
 }
 
+/* Bus ids as cudaDeviceGetPCIBusId gives them: "00000000:<dev + 1>:00.0". */
+int nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, void **dev)
+{
+    unsigned int domain, bus;
+    if (sscanf(bus_id, "%x:%x", &domain, &bus) != 2 || bus < 1)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return nvmlDeviceGetHandleByIndex_v2(bus - 1, dev);
+}
+
+int nvmlDeviceGetHandleByPciBusId(const char *bus_id, void **dev)
+{
+    return nvmlDeviceGetHandleByPciBusId_v2(bus_id, dev);
+}
+
 int nvmlDeviceGetIndex(void *dev, unsigned int *i)
 {
     *i = (unsigned int)*(int *)dev;
@@ -88,6 +102,26 @@ int nvmlDeviceGetMemoryInfo(void *dev, struct nvml_memory *m)
     size_t free_bytes, total;
     mh__vdev_mem_info(*(int *)dev, &free_bytes, &total);
     m->total = total, m->free = free_bytes, m->used = total - free_bytes;
+    return NVML_SUCCESS;
+}
+
+/* No process holds memory on a virtual device as far as NVML knows (torch
+ * lists them in its OOM message). */
+int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, void *infos)
+{
+    *count = 0;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v2(void *dev, unsigned int *count, void *infos)
+{
+    *count = 0;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetComputeRunningProcesses(void *dev, unsigned int *count, void *infos)
+{
+    *count = 0;
     return NVML_SUCCESS;
 }
 

@@ -11,7 +11,8 @@
  * Settings, read once from the environment at first use:
  *   MEMHIST_VDEVICE_GPU      preset name (presets.c; default H100)
  *   MEMHIST_VDEVICE_MEMORY   capacity per device, e.g. 24GiB (default: the preset's)
- *   MEMHIST_VDEVICE_COUNT    number of devices, 1 to 16 (default 1)
+ *   MEMHIST_VDEVICE_COUNT    number of devices, 1 to 16 (default 1, or
+ *                            $LOCAL_WORLD_SIZE under torchrun: a device per rank)
  *   MEMHIST_VDEVICE_CONTEXT  memory a CUDA context takes on its device (default 512MiB)
  *   MEMHIST_VDEVICE_EVENTS   "immediate" (default): events complete when recorded;
  *                            "sync": at the next synchronizing call */
