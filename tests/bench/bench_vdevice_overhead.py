@@ -36,18 +36,30 @@ CONFIGS = {
 }
 
 
-def command(memhist, stacks, mode, steps, out):
+STANDINS = ("libcuda.so.1", "libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libnvidia-ml.so.1")
+
+
+def vdevice_dir(memhist):
+    d = os.environ.get("MEMHIST_VDEVICE_DIR", os.path.join(os.path.dirname(os.path.abspath(memhist)), "vdevice"))
+    return d if all(os.path.exists(os.path.join(d, f)) for f in STANDINS) else None
+
+
+def command(memhist, stacks, mode, steps, out, env):
+    """memhist simulate when memhist records; otherwise the stand-in libraries
+    preloaded directly, so the program runs on the same virtual device unrecorded."""
     loop = [sys.executable, LOOP, mode, str(steps)]
-    if stacks is None:
-        return [memhist, "simulate", "--no-record", "--"] + loop
-    return [memhist, "simulate", "--stacks", stacks, "-o", out, "--"] + loop
+    if stacks is not None:
+        return [memhist, "simulate", "--no-report", "--stacks", stacks, "-o", out, "--"] + loop
+    d = vdevice_dir(memhist)
+    env["LD_PRELOAD"] = ":".join(os.path.join(d, f) for f in STANDINS)
+    return loop
 
 
 def one_run(memhist, name, steps, work):
     stacks, mode = CONFIGS[name]
     env = dict(os.environ, MH_OVERHEAD_LABEL=name, PYTHONDONTWRITEBYTECODE="1")
-    p = subprocess.run(command(memhist, stacks, mode, steps, os.path.join(work, name + ".memhist")),
-                       capture_output=True, text=True, env=env, timeout=600)
+    cmd = command(memhist, stacks, mode, steps, os.path.join(work, name + ".memhist"), env)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     m = re.search(r"^step_ms_%s: ([0-9.]+)" % name, p.stdout, re.M)
     if p.returncode != 0 or not m:
         sys.stderr.write("%s failed (exit %d): %s\n" % (name, p.returncode, p.stderr[-1500:]))
@@ -60,6 +72,9 @@ def main():
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     memhist = cw.memhist_bin()
     cw.skip_unless_ready(memhist)
+    if vdevice_dir(memhist) is None:
+        print("skipped: the virtual device's libraries are not built next to %s" % memhist)
+        return cw.SKIP
     times = {name: [] for name in CONFIGS}
     with tempfile.TemporaryDirectory(prefix="mh-ovh-") as work:
         for r in range(rounds):

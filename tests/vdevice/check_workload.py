@@ -64,8 +64,9 @@ def memhist_bin():
 
 
 def device_cmd(memhist, out, vopts, argv):
-    """The command that runs argv on the virtual device, recorded to out."""
-    return [memhist, "simulate"] + vopts + ["-o", out, "--"] + argv
+    """The command that runs argv on the virtual device, recorded to out
+    (`memhist simulate -- COMMAND` is `memhist record` on the virtual device)."""
+    return [memhist, "simulate", "--no-report"] + vopts + ["-o", out, "--"] + argv
 
 
 def skip_unless_ready(memhist):
