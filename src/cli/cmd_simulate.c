@@ -4,15 +4,16 @@
  * (writer source "simulated", meta "alloc_conf", device capacity). With
  * `-- COMMAND`, runs that program on the virtual CUDA device and records it
  * (simulate_program.c). Needs no GPU either way. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/simulate.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "cli.h"
+#include "sim.h"
+#include "simulate.h"
+#include "workload.h"
 
 static const char usage[] =
     "usage: memhist simulate [--gpu PRESET] [--device-memory SIZE] [--devices N]\n"
@@ -39,11 +40,12 @@ static const char usage[] =
     "  --no-report            do not print the report afterwards\n"
     "  -o, --output FILE      output file (default sim.memhist)\n\n"
     "example: memhist simulate --gpu RTX4090 -- python train.py --batch 16\n\n"
-    "Without a command: simulates a training run with PyTorch's CUDA caching allocator rules and writes\n"
-    "its memory history, with stacks, steps and phases, as a .memhist file. No GPU\n"
-    "is needed. If the run needs more than --device-memory it stops at the OOM like\n"
-    "a real run raising OutOfMemoryError: the file ends with the OOM event and the\n"
-    "unfinished step (the command still succeeds: the recording is the result).\n\n"
+    "Without a command: simulates a built-in training run with PyTorch's CUDA\n"
+    "caching allocator rules and writes its memory history, with stacks, steps and\n"
+    "phases, as a .memhist file. If the run needs more than --device-memory it\n"
+    "stops at the OOM like a real run raising OutOfMemoryError: the file ends with\n"
+    "the OOM event and the unfinished step (the command still succeeds: the\n"
+    "recording is the result).\n\n"
     "options:\n"
     "  --workload NAME        gpt (default) or resnet; 'list' shows the workloads and\n"
     "                         their parameters\n"
@@ -59,7 +61,7 @@ static const char usage[] =
     "  -o, --output FILE      output file (default sim.memhist)\n"
     "  -h, --help             show this help\n";
 
-extern const struct mh_cli_command mh_cmd_simulate;
+extern const struct mh_cli_command mh__cmd_simulate;
 
 struct sim_args {
     const char *workload, *conf_text, *params, *out;
@@ -68,19 +70,19 @@ struct sim_args {
     /* the virtual device (with a command) */
     const char *gpu, *events, *stacks;
     uint64_t devices, context;
-    int has_capacity, no_report, builtin_only, cmd_index;
+    int has_capacity, no_report, builtin_only, command_only, cmd_index;
 };
 
 static int list_workloads(void)
 {
-    for (size_t i = 0; i < mh_workload_count(); i++) {
-        const struct mh_workload *w = mh_workload_at(i);
+    for (size_t i = 0; i < mh__workload_count(); i++) {
+        const struct mh_workload *w = mh__workload_at(i);
         printf("%s%s - %s\n", i ? "\n" : "", w->name, w->summary);
         for (size_t j = 0; w->params[j].name; j++)
             printf("  %-8s default %-8lld %s\n", w->params[j].name, (long long)w->params[j].dflt,
                    w->params[j].help);
     }
-    return mh_cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH_EXIT_OK);
 }
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
@@ -94,13 +96,16 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         {"context-memory", required_argument, NULL, 'C'}, {"events", required_argument, NULL, 'e'},
         {"stacks", required_argument, NULL, 'k'}, {"no-report", no_argument, NULL, 'n'},
         {NULL, 0, NULL, 0}};
-    const struct mh_cli_command *cmd = &mh_cmd_simulate;
+    const struct mh_cli_command *cmd = &mh__cmd_simulate;
     int c;
     char *end;
     optind = 1;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
         if (strchr("wpsSf", c))
             a->builtin_only = c;
+        if (strchr("dCekn", c))
+            a->command_only = c;
         switch (c) {
         case 'w': a->workload = optarg; break;
         case 'c': a->conf_text = optarg; break;
@@ -111,34 +116,38 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         case 'k': a->stacks = optarg; break;
         case 'n': a->no_report = 1; break;
         case 'd':
-            if (mh_cli_parse_uint(optarg, 1, 16, &a->devices))
-                return mh_cli_usage_error(cmd, "--devices: bad value '%s' (1 to 16)", optarg);
+            if (mh__cli_parse_uint(optarg, 1, 16, &a->devices))
+                return mh__cli_usage_error(cmd, "--devices: bad value '%s' (1 to 16)", optarg);
             break;
         case 'C':
-            if (mh_cli_parse_size(optarg, &a->context))
-                return mh_cli_usage_error(cmd, "--context-memory: bad size '%s' (e.g. 512MiB)", optarg);
+            if (mh__cli_parse_size(optarg, &a->context))
+                return mh__cli_usage_error(cmd, "--context-memory: bad size '%s' (e.g. 512MiB)", optarg);
             break;
         case 's':
-            if (mh_cli_parse_uint(optarg, 1, 1000000, &a->steps))
-                return mh_cli_usage_error(cmd, "--steps: bad value '%s' (1 to 1000000)", optarg);
+            if (mh__cli_parse_uint(optarg, 1, 1000000, &a->steps))
+                return mh__cli_usage_error(cmd, "--steps: bad value '%s' (1 to 1000000)", optarg);
             break;
         case 'S':
-            if (mh_cli_parse_uint(optarg, 0, UINT64_MAX, &a->seed))
-                return mh_cli_usage_error(cmd, "--seed: bad value '%s'", optarg);
+            if (mh__cli_parse_uint(optarg, 0, UINT64_MAX, &a->seed))
+                return mh__cli_usage_error(cmd, "--seed: bad value '%s'", optarg);
             break;
         case 'm':
-            if (mh_cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
-                return mh_cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)", optarg);
+            if (mh__cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
+                return mh__cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)", optarg);
             a->has_capacity = 1;
             break;
         case 'f':
             a->fraction = strtod(optarg, &end);
             if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
-                return mh_cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])", optarg);
+                return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])", optarg);
             break;
-        default: return mh_cli_usage_error(cmd, "unknown or incomplete option");
+        default:
+            return mh__cli_usage_error(cmd, "unknown option or missing value: '%s'",
+                                      argv[optind - 1]);
         }
     }
+    if (optind == argc && strcmp(argv[optind - 1], "--") == 0)
+        return mh__cli_usage_error(cmd, "no command after '--'");
     a->cmd_index = optind < argc ? optind : 0;
     return 0;
 }
@@ -151,40 +160,40 @@ static int list_gpus(void)
         const struct mh__vdev_gpu *g = mh__vdev_preset_at(i);
         char cc[16];
         snprintf(cc, sizeof cc, "%d.%d", g->major, g->minor);
-        printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc, mh_cli_bytes(g->memory, b));
+        printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc, mh__cli_bytes(g->memory, b));
     }
-    return mh_cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH_EXIT_OK);
 }
 
 /* Checks the virtual device settings and runs the command on it. */
 static int simulate_command(const struct sim_args *a, char **cmd)
 {
-    const struct mh_cli_command *c = &mh_cmd_simulate;
+    const struct mh_cli_command *c = &mh__cmd_simulate;
     static const char *const names[] = {['w'] = "--workload", ['p'] = "--param", ['s'] = "--steps",
                                         ['S'] = "--seed", ['f'] = "--memory-fraction"};
     if (a->builtin_only)
-        return mh_cli_usage_error(c, "%s applies to the built-in workloads, not to a command",
+        return mh__cli_usage_error(c, "%s applies to the built-in workloads, not to a command",
                                   names[a->builtin_only]);
     const char *gpu = a->gpu ? a->gpu : "H100";
     struct mh_cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu), .devices = (int)a->devices,
                                  .context = a->context, .events = a->events, .alloc_conf = a->conf_text,
                                  .output = a->out, .stacks = a->stacks, .report = !a->no_report};
     if (!o.gpu)
-        return mh_cli_usage_error(c, "--gpu: no preset named '%s' (try --gpu list)", gpu);
+        return mh__cli_usage_error(c, "--gpu: no preset named '%s' (try --gpu list)", gpu);
     o.capacity = a->has_capacity ? a->capacity : o.gpu->memory;
     if (o.capacity < (4u << 20))
-        return mh_cli_usage_error(c, "--device-memory: at least 4MiB is needed");
+        return mh__cli_usage_error(c, "--device-memory: at least 4MiB is needed");
     if (o.context >= o.capacity)
-        return mh_cli_usage_error(c, "--context-memory must be smaller than the device memory");
+        return mh__cli_usage_error(c, "--context-memory must be smaller than the device memory");
     if (strcmp(o.events, "immediate") && strcmp(o.events, "sync"))
-        return mh_cli_usage_error(c, "--events must be immediate or sync, not '%s'", o.events);
+        return mh__cli_usage_error(c, "--events must be immediate or sync, not '%s'", o.events);
     if (strcmp(o.stacks, "python") && strcmp(o.stacks, "all") && strcmp(o.stacks, "none"))
-        return mh_cli_usage_error(c, "--stacks must be python, all or none, not '%s'", o.stacks);
+        return mh__cli_usage_error(c, "--stacks must be python, all or none, not '%s'", o.stacks);
     char err[256];
     struct mh_alloc_conf conf;
     if (o.alloc_conf && mh_alloc_conf_parse(o.alloc_conf, &conf, err, sizeof err))
-        return mh_cli_usage_error(c, "--alloc-conf: %s", err);
-    return mh_cli_simulate_program(&o, cmd);
+        return mh__cli_usage_error(c, "--alloc-conf: %s", err);
+    return mh__cli_simulate_program(&o, cmd);
 }
 
 static int write_header(struct mh_writer *w, const struct sim_args *a, const struct mh_workload *wl,
@@ -195,7 +204,7 @@ static int write_header(struct mh_writer *w, const struct sim_args *a, const str
     mh_alloc_conf_format(conf, buf, sizeof buf);
     rc |= mh_writer_set_meta(w, "alloc_conf", buf);
     rc |= mh_writer_set_meta(w, "workload", wl->name);
-    mh_workload_format_params(wl, values, buf, sizeof buf);
+    mh__workload_format_params(wl, values, buf, sizeof buf);
     rc |= mh_writer_set_meta(w, "workload_params", buf);
     snprintf(buf, sizeof buf, "%" PRIu64, a->seed);
     rc |= mh_writer_set_meta(w, "seed", buf);
@@ -214,12 +223,12 @@ static void print_result(const struct sim_args *a, const struct mh_workload *wl,
     printf("wrote %s: simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s "
            "(device %s)\n",
            a->out, wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
-           mh_cli_bytes(st->peak_allocated, b1), mh_cli_bytes(st->peak_reserved, b2),
-           mh_cli_bytes(a->capacity, b3));
+           mh__cli_bytes(st->peak_allocated, b1), mh__cli_bytes(st->peak_reserved, b2),
+           mh__cli_bytes(a->capacity, b3));
     if (res->oom)
         printf("out of memory in step %" PRId64 " allocating %s: the run stopped there, as a real "
                "one would\nnext: memhist oom %s\n",
-               res->oom_step, mh_cli_bytes(res->oom_size, b1), a->out);
+               res->oom_step, mh__cli_bytes(res->oom_size, b1), a->out);
     else
         printf("next: memhist report %s\n", a->out);
 }
@@ -232,27 +241,32 @@ static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const
     struct mh_sim *s = NULL;
     struct mh_workload_result res;
     struct mh_sim_stats st;
-    int rc = mh_writer_open(a->out, &wo, &w);
+    struct mh_outfile of;
+    if (mh__cli_output_open(&of, a->out, NULL, 0) < 0)
+        return MH_EXIT_FAIL;
+    int rc = mh_writer_open_fd(of.fd, &wo, &w);
     if (rc < 0) {
-        mh_cli_error("%s: cannot create: %s", a->out, mh_strerror(rc));
+        mh__cli_error("%s: %s", a->out, mh_strerror(rc));
+        mh__outfile_abort(&of);
         return MH_EXIT_FAIL;
     }
     struct mh_sim_opts so = {.conf = *conf, .capacity = a->capacity, .writer = w};
     rc = write_header(w, a, wl, values, conf);
     if (rc == 0)
-        rc = mh_sim_new(&so, &s);
+        rc = mh__sim_new(&so, &s);
     if (rc == 0)
-        rc = mh_workload_run(wl, s, values, a->steps, a->seed, &res);
+        rc = mh__workload_run(wl, s, values, a->steps, a->seed, &res);
     if (rc == 0)
-        mh_sim_stats(s, &st);
-    mh_sim_free(s);
+        mh__sim_stats(s, &st);
+    mh__sim_free(s);
     int crc = mh_writer_close(w);
+    int errnum = crc == MH_EIO ? errno : 0;
     if (rc == 0)
         rc = crc;
-    if (rc < 0) {
-        mh_cli_error("%s: %s", a->out, mh_strerror(rc));
+    if (rc < 0 && !errnum)
+        mh__cli_error("%s: %s", a->out, mh_strerror(rc));
+    if (mh__cli_output_close(&of, a->out, rc, errnum) < 0)
         return MH_EXIT_FAIL;
-    }
     print_result(a, wl, &res, &st);
     return MH_EXIT_OK;
 }
@@ -269,31 +283,35 @@ static int simulate_main(int argc, char **argv)
         return list_gpus();
     if (a.cmd_index)
         return simulate_command(&a, argv + a.cmd_index);
-    if (a.devices > 1)
-        return mh_cli_usage_error(&mh_cmd_simulate, "--devices applies to a command; the built-in "
-                                                    "workloads use one device");
+    static const char *const command_options[] = {['d'] = "--devices", ['C'] = "--context-memory",
+                                                  ['e'] = "--events", ['k'] = "--stacks",
+                                                  ['n'] = "--no-report"};
+    if (a.command_only)
+        return mh__cli_usage_error(&mh__cmd_simulate, "%s applies to a command (after --), not to "
+                                   "the built-in workloads", command_options[a.command_only]);
     if (!a.has_capacity && a.gpu != NULL) {
         const struct mh__vdev_gpu *g = mh__vdev_preset_find(a.gpu);
         if (!g)
-            return mh_cli_usage_error(&mh_cmd_simulate, "--gpu: no preset named '%s' (try --gpu list)", a.gpu);
+            return mh__cli_usage_error(&mh__cmd_simulate, "--gpu: no preset named '%s' (try --gpu list)", a.gpu);
         a.capacity = g->memory;
     }
     if (strcmp(a.workload, "list") == 0)
         return list_workloads();
-    const struct mh_workload *wl = mh_workload_find(a.workload);
+    const struct mh_workload *wl = mh__workload_find(a.workload);
     if (!wl)
-        return mh_cli_usage_error(&mh_cmd_simulate,
+        return mh__cli_usage_error(&mh__cmd_simulate,
                                   "no workload named '%s' (try --workload list)", a.workload);
     int64_t values[MH_WORKLOAD_MAX_PARAMS];
     char err[256];
-    if (mh_workload_parse_params(wl, a.params, values, err, sizeof err))
-        return mh_cli_usage_error(&mh_cmd_simulate, "--param: %s", err);
+    if (mh__workload_parse_params(wl, a.params, values, err, sizeof err))
+        return mh__cli_usage_error(&mh__cmd_simulate, "--param: %s", err);
     struct mh_alloc_conf conf;
     if (mh_alloc_conf_parse(a.conf_text, &conf, err, sizeof err))
-        return mh_cli_usage_error(&mh_cmd_simulate, "--alloc-conf: %s", err);
+        return mh__cli_usage_error(&mh__cmd_simulate, "--alloc-conf: %s", err);
     conf.memory_fraction = a.fraction;
-    return mh_cli_finish(run_sim(&a, wl, values, &conf));
+    return mh__cli_finish(run_sim(&a, wl, values, &conf));
 }
 
-const struct mh_cli_command mh_cmd_simulate = {
-    "simulate", "simulate a training run's GPU memory (no GPU needed)", usage, simulate_main};
+const struct mh_cli_command mh__cmd_simulate = {
+    "simulate", "run a PyTorch program on a virtual GPU, or a built-in training run (no GPU)",
+    usage, simulate_main};

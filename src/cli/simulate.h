@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#include "cli/cli.h"
-#include "vdevice/presets.h"
+#include "cli.h"
+#include "vdev_presets.h"
 
 struct mh_cli_vdev_opts {
     const struct mh__vdev_gpu *gpu;
@@ -18,9 +18,9 @@ struct mh_cli_vdev_opts {
     int report; /* print `memhist report` of the file afterwards */
 };
 
-extern const struct mh_cli_command mh_cmd_report;
+extern const struct mh_cli_command mh__cmd_report;
 
 /* Returns the program's exit status, or 1 when it could not be started. */
-int mh_cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd);
+int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd);
 
 #endif

@@ -1,6 +1,6 @@
 /* simulate_program.c - `memhist simulate [--gpu PRESET] ... -- COMMAND`: runs
  * any program on the virtual CUDA device (src/vdevice) and records it as
- * `memhist record` does (cmd_record.c's mh_cli_record_command: same
+ * `memhist record` does (cmd_record.c's mh__cli_record_command: same
  * bootstrap, same torch bridge, same file). This file checks the settings,
  * finds the stand-in libraries, puts them in LD_PRELOAD with the device
  * settings in the environment, says what is simulated, and prints the report
@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/simulate.h"
-#include "vdevice/presets.h"
+#include "cli.h"
+#include "simulate.h"
+#include "vdev_presets.h"
 
 static const char *const vdev_libs[] = {"libcuda.so.1", "libcudart.so.13", "libcublas.so.13",
                                         "libcublasLt.so.13", "libnvidia-ml.so.1"};
@@ -110,9 +110,9 @@ static void say_what_runs(const struct mh_cli_vdev_opts *o)
 {
     char cap[32], ctx[32];
     fprintf(stderr,
-            "memhist: simulate: virtual %s (%s per device, %s taken by the CUDA context); "
-            "PyTorch's own allocator decides, but tensor values are not computed\n",
-            o->gpu->name, mh_cli_bytes(o->capacity, cap), mh_cli_bytes(o->context, ctx));
+            "memhist: simulate: on a virtual %s (%s, %s of it taken by the CUDA context): "
+            "PyTorch's allocator is real, tensor values are not computed\n",
+            o->gpu->name, mh__cli_bytes(o->capacity, cap), mh__cli_bytes(o->context, ctx));
 }
 
 /* `memhist report` of what was written: FILE, or FILE.rank<R> under torchrun. */
@@ -133,32 +133,33 @@ static int report_files(const char *output)
     for (size_t i = 0; i < n; i++)
         argv[i + 1] = g.gl_pathc ? g.gl_pathv[i] : (char *)output;
     fflush(stderr);
-    int rc = mh_cmd_report.run((int)n + 1, argv);
+    int rc = mh__cmd_report.run((int)n + 1, argv);
     free(argv);
     globfree(&g);
     return rc;
 }
 
-int mh_cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
+int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
 {
     char dir[PATH_MAX];
     if (!command_exists(cmd[0])) {
-        mh_cli_error("simulate: cannot run '%s': command not found", cmd[0]);
+        mh__cli_error("simulate: cannot run '%s': command not found", cmd[0]);
         return MH_EXIT_FAIL;
     }
     if (find_vdevice_dir(dir, sizeof dir) < 0) {
-        mh_cli_error("simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "
-                     "$MEMHIST_VDEVICE_DIR or next to memhist (built without CUDA headers? see "
-                     "MEMHIST_WITH_VDEVICE)");
+        mh__cli_error(
+            "simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "
+            "$MEMHIST_VDEVICE_DIR or next to memhist (built without CUDA headers? see "
+            "MEMHIST_WITH_VDEVICE)");
         return MH_EXIT_FAIL;
     }
     if (set_preload(dir) < 0 || set_device_env(o) < 0) {
-        mh_cli_error("simulate: cannot set the environment: %s", strerror(errno));
+        mh__cli_error("simulate: cannot set the environment: %s", strerror(errno));
         return MH_EXIT_FAIL;
     }
     say_what_runs(o);
     struct mh_cli_record_opts ro = {o->output, o->stacks, 0, "simulate"};
-    int code = mh_cli_record_command(&ro, cmd);
+    int code = mh__cli_record_command(&ro, cmd);
     if (o->report) {
         int rrc = report_files(o->output);
         if (code == 0)

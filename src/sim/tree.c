@@ -7,7 +7,7 @@
  * nothing. */
 #include <stdlib.h>
 
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 struct key {
     uint64_t k1, seq, addr;

@@ -1,0 +1,102 @@
+/* snapshot_iint.h - internals of snapshot import. snapshot_iconv.c checks the
+ * value tree against the snapshot schema and converts it into the flat arrays
+ * below (interning frames and strings in the writer); snapshot_ireplay.c
+ * rebuilds the starting state by replaying the trace backwards and writes the
+ * events. */
+#ifndef MH_IMPORT_SNAPSHOT_IINT_H
+#define MH_IMPORT_SNAPSHOT_IINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memhist/model.h"
+#include "memhist/writer.h"
+#include "pickle_value.h"
+#include "snapshot_import.h"
+
+struct mh__iseg {
+    int device;
+    uint64_t address, size, stream;
+    uint32_t pool[2];
+    uint32_t stack;
+    uint8_t small, expandable;
+};
+
+struct mh__iblk {
+    int device;
+    uint64_t address, size, requested, stream;
+    uint32_t stack;
+    uint32_t pool[2];
+    uint8_t state; /* enum mh_block_state */
+};
+
+/* One trace entry (kind is an mh_event_kind) or annotation. */
+struct mh__ient {
+    uint64_t time_ns, addr, size, stream;
+    uint32_t stack, str, str2;
+    uint32_t pool[2];
+    uint8_t kind, flags, has_pool;
+    int8_t phase_hint; /* -1 = none */
+    int64_t step_hint; /* INT64_MIN = none */
+};
+
+struct mh__inote {
+    uint64_t time_ns;
+    int device;
+    int begin;   /* START */
+    int is_step; /* name is "step N" */
+    int64_t step;
+    uint32_t str; /* name, for ranges */
+};
+
+struct mh__itrace {
+    struct mh__ient *e;
+    size_t n;
+};
+
+struct mh__imp {
+    struct mh_writer *w;
+    struct mh_import_info *info;
+    char *err;
+    size_t errlen;
+    struct mh__iseg *segs;
+    size_t nsegs;
+    struct mh__iblk *blks;
+    size_t nblks;
+    struct mh__itrace *traces; /* per device index */
+    int ndev;
+    struct mh__inote *notes;
+    size_t nnotes;
+    uint64_t t_start;        /* time of the preexisting events */
+    size_t seg_cur, blk_cur; /* per-device cursors into the sorted arrays */
+    /* caches: tree node pointer -> interned id */
+    struct mh__ptrmap *frame_ids, *stack_ids;
+};
+
+/* Sets the error message (printf style) and returns `code`. */
+int mh__imp_fail(struct mh__imp *im, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Converts the snapshot dict (or a legacy list of segments). */
+int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root);
+/* Schema helpers of snapshot_iconv.c used by snapshot_itrace.c. */
+int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces);
+int mh__imp_convert_notes(struct mh__imp *im, const struct mh_pv *notes);
+int mh__imp_frames(struct mh__imp *im, const struct mh_pv *list, const char *path, uint32_t *stack);
+int mh__imp_visit(struct mh__imp *im, const struct mh_pv *v, const char *path);
+int mh__imp_opt_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, const char *path,
+                    uint64_t dflt, uint64_t *out);
+int mh__imp_pool(struct mh__imp *im, const struct mh_pv *v, const char *path, uint32_t pool[2]);
+/* Backwards replay and event output (snapshot_ireplay.c), then the merged
+ * forward events (snapshot_import.c). */
+int mh__imp_emit(struct mh__imp *im);
+int mh__imp_forward(struct mh__imp *im);
+/* Frees the arrays (not the writer). */
+void mh__imp_free(struct mh__imp *im);
+
+/* Pointer -> uint32 map (open addressing). */
+struct mh__ptrmap;
+int mh__ptrmap_get(const struct mh__ptrmap *m, const void *key, uint32_t *val);
+int mh__ptrmap_put(struct mh__ptrmap **m, const void *key, uint32_t val);
+void mh__ptrmap_free(struct mh__ptrmap *m);
+
+#endif
