@@ -7,7 +7,7 @@
 set -euo pipefail
 
 apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev
-              libcriterion-dev libdw-dev python3 python3-pip)
+              libcriterion-dev libdw-dev python3 python3-pip valgrind)
 
 missing=()
 for p in "${apt_packages[@]}"; do
