@@ -12,6 +12,7 @@
 #include "memhist/allocconf.h"
 #include "memhist/error.h"
 #include "viz/snapshot_iint.h"
+#include "viz/snapshot_settings.h"
 
 /* Whether annotation n goes before entry e in the merged order. At equal
  * times the step hints of memhist's own metadata decide. */
@@ -24,7 +25,7 @@ static int note_first(const struct mh__inote *n, const struct mh__ient *e)
     return n->begin ? e->step_hint >= n->step : e->step_hint > n->step;
 }
 
-static int put(struct mh__imp *im, const struct mh_event *ev)
+int mh__imp_put(struct mh__imp *im, const struct mh_event *ev)
 {
     int rc = mh_writer_event(im->w, ev);
     return rc < 0 ? mh__imp_fail(im, rc, "writing the events: %s", mh_strerror(rc)) : 0;
@@ -45,7 +46,7 @@ static int emit_note(struct mh__imp *im, const struct mh__inote *n, int *phase)
         ev.kind = n->begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END;
         ev.str = n->str;
     }
-    return put(im, &ev);
+    return mh__imp_put(im, &ev);
 }
 
 static int emit_entry(struct mh__imp *im, const struct mh__ient *e, int device, int *phase)
@@ -60,7 +61,7 @@ static int emit_entry(struct mh__imp *im, const struct mh__ient *e, int device, 
         ev.kind = MH_EV_PHASE;
         ev.aux = (uint32_t)e->phase_hint;
         *phase = e->phase_hint;
-        int rc = put(im, &ev);
+        int rc = mh__imp_put(im, &ev);
         if (rc)
             return rc;
     }
@@ -72,8 +73,9 @@ static int emit_entry(struct mh__imp *im, const struct mh__ient *e, int device, 
     ev.stack = e->stack;
     ev.str = e->str;
     ev.str2 = e->str2;
+    ev.aux = e->aux;
     memcpy(ev.pool, e->pool, sizeof ev.pool);
-    return put(im, &ev);
+    return mh__imp_put(im, &ev);
 }
 
 /* The merge heap: devices ordered by the time of their next entry (then by
@@ -119,6 +121,24 @@ static int open_window_step(struct mh__imp *im, const struct mh__ient *e, int de
     return emit_note(im, &n, phase);
 }
 
+/* Steps come from record_function ranges when the snapshot has
+ * Optimizer.step# or ProfilerStep# annotations and no step markers of
+ * memhist's own ("step N" annotations or user metadata). */
+static int steps_from_ranges(const struct mh__imp *im)
+{
+    int ranges = 0;
+    for (size_t i = 0; i < im->nnotes; i++) {
+        if (im->notes[i].is_step)
+            return 0;
+        ranges |= im->notes[i].range_kind != MH__SR_OTHER;
+    }
+    for (int d = 0; ranges && d < im->ndev; d++)
+        for (size_t i = 0; i < im->traces[d].n; i++)
+            if (im->traces[d].e[i].step_hint != INT64_MIN)
+                return 0;
+    return ranges;
+}
+
 int mh__imp_forward(struct mh__imp *im)
 {
     size_t *cur = calloc(im->ndev ? (size_t)im->ndev : 1, sizeof *cur);
@@ -137,6 +157,7 @@ int mh__imp_forward(struct mh__imp *im)
     size_t ni = 0;
     int phase = -1, rc = 0, seen_step = 0;
     int64_t synth = INT64_MIN; /* step opened for a window's first entries */
+    struct mh__isteps st = {steps_from_ranges(im), 0, 1, MH_PHASE_NONE, 0};
     while (!rc && (h.n || ni < im->nnotes)) {
         int best = h.n ? h.dev[0] : -1;
         const struct mh__ient *e = best >= 0 ? &im->traces[best].e[cur[best]] : NULL;
@@ -149,9 +170,12 @@ int mh__imp_forward(struct mh__imp *im)
             }
             if (!dup)
                 rc = emit_note(im, n, &phase);
+            if (!rc)
+                rc = mh__isteps_note(im, &st, n);
             continue;
         }
-        if (!seen_step && e->step_hint >= 0) {
+        rc = mh__isteps_entry(im, &st, e);
+        if (!rc && !seen_step && e->step_hint >= 0) {
             seen_step = 1;
             rc = open_window_step(im, e, best, &phase, &synth);
         }
@@ -206,8 +230,15 @@ static int write_meta(struct mh__imp *im, const struct mh_pv *root)
 {
     int rc = 0;
     const struct mh_pv *set = mh_pv_get(root, "allocator_settings");
-    if (set && set->type == MH_PV_DICT)
+    if (set && set->type == MH_PV_DICT) {
+        char *text = NULL;
         rc = settings_meta(im, set);
+        if (!rc)
+            rc = mh_snapshot_settings_text(set, &text);
+        if (!rc && text && text[0])
+            rc = mh_writer_set_meta(im->w, "torch_allocator_settings", text);
+        free(text);
+    }
     const struct mh_pv *ver = mh_pv_get(root, "torch_version");
     if (!rc && ver && ver->type == MH_PV_STR && ver->n < 64) {
         char buf[64];
@@ -215,14 +246,41 @@ static int write_meta(struct mh__imp *im, const struct mh_pv *root)
         buf[ver->n] = '\0';
         rc = mh_writer_set_meta(im->w, "torch_version", buf);
     }
+    if (!rc && im->info->entries && im->entry_keys) {
+        char keys[64];
+        snprintf(keys, sizeof keys, "%s%s%s", im->entry_keys & MH__IK_COMPILE ? "compile_context " : "",
+                 im->entry_keys & MH__IK_USER ? "user_metadata " : "",
+                 im->entry_keys & MH__IK_POOL ? "pool_id " : "");
+        keys[strlen(keys) - 1] = '\0';
+        rc = mh_writer_set_meta(im->w, "torch_entry_keys", keys);
+    }
     if (!rc && im->info->synthetic_times)
         rc = mh_writer_set_meta(im->w, "synthetic_times",
-                                "the snapshot has no time_us: times are 1 us apart");
+                                "the snapshot has no time_us: times show the order of "
+                                "events (1 us apart), not when they happened");
+
     if (!rc && im->info->overflowed)
         rc = mh_writer_set_meta(im->w, "trace_overflowed",
                                 "torch's trace ring buffer wrapped: older entries are missing");
     for (int d = 0; !rc && d < im->ndev; d++)
         rc = mh_writer_set_device(im->w, d, "", 0);
+    for (size_t i = 0; !rc && i < im->nsegs; i++) /* a bare segment list has no traces */
+        if (im->segs[i].device >= im->ndev && (i == 0 || im->segs[i].device != im->segs[i - 1].device))
+            rc = mh_writer_set_device(im->w, im->segs[i].device, "", 0);
+    return rc < 0 ? mh__imp_fail(im, rc, "writing metadata: %s", mh_strerror(rc)) : 0;
+}
+
+/* Known once the starting state is written (the meta lands after it). */
+static int initial_state_meta(struct mh__imp *im)
+{
+    if (!im->info->unknown_initial)
+        return 0;
+    char text[200];
+    snprintf(text, sizeof text,
+             "%llu block(s) allocated before the trace and freed during it: their sizes "
+             "are estimated from the requests, so the starting state is not exact",
+             (unsigned long long)im->info->unknown_initial);
+    int rc = mh_writer_set_meta(im->w, "initial_state", text);
     return rc < 0 ? mh__imp_fail(im, rc, "writing metadata: %s", mh_strerror(rc)) : 0;
 }
 
@@ -267,6 +325,7 @@ int mh_snapshot_import(const void *data, size_t len, const struct mh_pickle_limi
     im.info = info;
     im.err = err;
     im.errlen = errlen;
+    im.entry_keys = MH__IK_COMPILE | MH__IK_USER | MH__IK_POOL;
     const struct mh_pv *root = mh_pickle_doc_root(doc);
     rc = mh__imp_convert(&im, root);
     if (!rc)
@@ -274,6 +333,8 @@ int mh_snapshot_import(const void *data, size_t len, const struct mh_pickle_limi
     if (!rc) {
         start_time(&im);
         rc = mh__imp_emit(&im);
+        if (!rc)
+            rc = initial_state_meta(&im);
     }
     if (rc == MH_ENOMEM && err && errlen && !err[0])
         snprintf(err, errlen, "%s", mh_strerror(rc));

@@ -44,6 +44,8 @@ struct mh_snapshot {
     struct mh__strace notes; /* step (and range) annotations */
     int export_ranges;       /* ranges came from an imported snapshot */
     uint64_t categorized;    /* entries given a category (snapshot_category.c) */
+    int saw_steps;           /* the window has step markers */
+    int derived_steps;       /* steps inferred on import (not written as "step N") */
 };
 
 /* Entry i (oldest first) of a trace. */

@@ -50,8 +50,24 @@ static void print_text(const char *path, const struct mh_reader *r, const struct
     printf("%-16s %s\n", "file", path);
     printf("%-16s version %u\n", "format", s->format_version);
     const char *key, *value;
-    for (size_t i = 0; mh_reader_meta_at(r, i, &key, &value); i++)
-        printf("%-16s %s\n", key, value);
+    const char *source = mh_reader_meta(r, "source");
+    int imported = source && !strcmp(source, "imported");
+    for (size_t i = 0; mh_reader_meta_at(r, i, &key, &value); i++) {
+        if (imported && !strcmp(key, "pid"))
+            continue; /* the importer's, not the recording's */
+        if (imported && !strcmp(key, "host"))
+            key = "imported on";
+        if (imported && !strcmp(key, "start_ns"))
+            key = "imported at ns";
+        printf("%-16s ", key);
+        for (const char *p = value; *p; p++) { /* multi-line values stay in their column */
+            if (*p != '\n')
+                putchar(*p);
+            else if (p[1])
+                printf("\n%-16s ", "");
+        }
+        printf("\n");
+    }
     for (size_t i = 0; i < mh_reader_device_count(r); i++) {
         struct mh_device_info d;
         if (mh_reader_device(r, i, &d) == 0)

@@ -83,6 +83,38 @@ static void report_build(const struct snap_args *a, const struct mh_snapshot_inf
     }
 }
 
+/* Refuses a device the file does not have and a window with nothing in it
+ * (the viewer cannot open the first; the second would be an empty file). */
+static int check_window(const struct snap_args *a, const struct mh_snapshot_info *info,
+                        struct mh_reader *r)
+{
+    if (a->has_device) {
+        char list[256] = "";
+        size_t used = 0;
+        int found = 0;
+        for (size_t i = 0; i < mh_reader_device_count(r); i++) {
+            struct mh_device_info d;
+            if (mh_reader_device(r, i, &d) != 0 || d.device < 0)
+                continue;
+            found |= (uint64_t)d.device == a->device;
+            if (used < sizeof list)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", used ? ", " : "",
+                                         d.device);
+        }
+        if (!found && info->entries == 0) {
+            mh_cli_error("%s: no device %llu in the recording (devices: %s)", a->in,
+                         (unsigned long long)a->device, used ? list : "none");
+            return MH_EXIT_FAIL;
+        }
+    }
+    if ((a->steps || a->time) && info->entries == 0) {
+        mh_cli_error("%s: no allocator events in %s %s; nothing written", a->in,
+                     a->steps ? "--steps" : "--time", a->steps ? a->steps : a->time);
+        return MH_EXIT_FAIL;
+    }
+    return MH_EXIT_OK;
+}
+
 static int write_out(const char *path, struct mh_snapshot *s)
 {
     FILE *fp = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
@@ -137,7 +169,9 @@ static int run(int argc, char **argv)
     struct mh_snapshot_info info;
     mh_snapshot_info(s, &info);
     report_build(&a, &info, r);
-    int code = write_out(a.out, s);
+    int code = check_window(&a, &info, r);
+    if (code == MH_EXIT_OK)
+        code = write_out(a.out, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
         mh_snapshot_info(s, &info);
         printf("%s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s\n",
