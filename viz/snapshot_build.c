@@ -166,7 +166,8 @@ static int replay(struct mh_snapshot *s, struct mh_event ev, int rc)
             continue;
         }
         entered |= windowed_kind(ev.kind);
-        s->saw_steps |= ev.kind == MH_EV_STEP_BEGIN || ev.kind == MH_EV_STEP_END;
+        s->saw_steps |= (ev.kind == MH_EV_STEP_BEGIN || ev.kind == MH_EV_STEP_END) &&
+                        !(ev.flags & MH_EVF_DERIVED);
         if (ev.flags & MH_EVF_PREEXISTING)
             continue; /* state from before the trace (imported): segments show it */
         if (ev.flags & MH_EVF_DERIVED) {
@@ -251,9 +252,10 @@ int mh_snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
     if (!s->info.read_error)
         drain(s);
     summarize(s);
-    /* colours by category where steps and phases give the categories a
-     * meaning; an imported snapshot keeps torch's colouring by allocation */
-    int colour = !s->opts.no_categories && s->saw_steps && !s->export_ranges;
+    /* colours by category where memhist's own step markers give the
+     * categories a meaning; a snapshot torch wrote (steps only inferred from
+     * its annotations, or none) keeps torch's colouring by allocation */
+    int colour = !s->opts.no_categories && s->saw_steps;
     if (colour && (rc = mh__snapshot_categorize(s)) < 0) {
         mh_snapshot_free(s);
         return rc;

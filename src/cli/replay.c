@@ -108,7 +108,10 @@ const char *mh_cli_stack_text(const struct mh_reader *r, uint32_t stack, const c
     if (stack == 0 || mh_reader_stack(r, stack, &frames, &n) != 0)
         return buf;
     int skip_internal = has_user_frame(r, frames, n);
-    for (size_t i = 0; i < n && used + 1 < len; i++) {
+    /* framework frames only: from the innermost operation (mh_stack_best_index) */
+    int best = skip_internal ? 0 : mh_stack_best_index(r, stack);
+    hidden = best > 0 ? (size_t)best : 0;
+    for (size_t i = hidden; i < n && used + 1 < len; i++) {
         struct mh_frame f;
         int internal = mh_reader_frame(r, frames[i], &f) != 0 || mh_frame_is_internal(f.file, f.func);
         if ((skip_internal && internal) || shown >= max_frames) {

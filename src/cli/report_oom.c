@@ -144,6 +144,10 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
                  i == 2 ? " + memory fraction 1.0" : "");
         if (mh_whatif_conf(&in->conf, changes[i], &conf) != 0)
             continue;
+        if (memcmp(&conf, &in->conf, sizeof conf) == 0) {
+            s->in_effect = 1;
+            continue;
+        }
         if (i == 2)
             conf.memory_fraction = 1.0;
         if (mh_whatif_run(in, &conf, capacity, &out) == 0) {
@@ -247,7 +251,8 @@ static int gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
         c->recorded_peak_reserved = p.value;
     c->capacity = c->info.total_bytes;
     if (!c->capacity) {
-        c->capacity = c->oom.reserved + c->oom.device_free;
+        /* at the peak there is no CUDA free figure: the capacity is unknown (0) */
+        c->capacity = o->at_peak ? 0 : c->oom.reserved + c->oom.device_free;
         c->capacity_estimated = 1;
     } else if (c->verdict != MH_OOM_VERDICT_NONE && c->capacity > c->oom.device_free + c->oom.reserved) {
         c->outside = c->capacity - c->oom.device_free - c->oom.reserved;

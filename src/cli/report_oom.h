@@ -35,6 +35,7 @@ struct mh_named_bytes {
 struct mh_suggestion {
     char setting[96];
     int ok;               /* the replay ran */
+    int in_effect;        /* the recording already ran with this setting */
     uint64_t ooms;        /* OOMs of the what-if run */
     uint64_t peak_reserved, peak_allocated;
 };

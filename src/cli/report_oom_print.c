@@ -43,8 +43,11 @@ static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
     if (c->verdict != MH_OOM_VERDICT_NONE)
         printf("  request        %s (rounded) in the %s pool on stream %#" PRIx64 "\n",
                mh_cli_bytes(o->request, b[0]), c->small_pool ? "small" : "large", o->stream);
-    printf("  device         %s%s", mh_cli_bytes(c->capacity, b[0]),
-           c->capacity_estimated ? " (estimated: reserved + CUDA free)" : " total");
+    if (c->capacity == 0) /* no device size recorded and no CUDA free figure */
+        printf("  device         capacity unknown");
+    else
+        printf("  device         %s%s", mh_cli_bytes(c->capacity, b[0]),
+               c->capacity_estimated ? " (estimated: reserved + CUDA free)" : " total");
     if (c->verdict != MH_OOM_VERDICT_NONE)
         printf("; CUDA reported %s free", mh_cli_bytes(o->device_free, b[1]));
     printf("\n  reserved       %s = allocated %s + reserved but unallocated %s\n",
@@ -86,14 +89,19 @@ static void text_suggestions(const struct mh_oom_case *c)
     printf("  suggestions, checked by replaying the run's requests (what-if):\n");
     for (size_t i = 0; i < c->nsugg; i++) {
         const struct mh_suggestion *s = &c->sugg[i];
+        if (s->in_effect) {
+            printf("    %-56s already in effect in this run\n", s->setting);
+            continue;
+        }
         if (!s->ok) {
             printf("    %-56s could not be replayed\n", s->setting);
             continue;
         }
         const char *v = c->verdict == MH_OOM_VERDICT_NONE ? ""
                         : s->ooms ? "still OOM;  " : "OOM gone;   ";
-        printf("    %-56s %speak reserved %s (recorded %s)\n", s->setting, v,
-               mh_cli_bytes(s->peak_reserved, b[0]), mh_cli_bytes(c->recorded_peak_reserved, b[1]));
+        printf("    %-56s %speak reserved %s (recorded %s)%s\n", s->setting, v,
+               mh_cli_bytes(s->peak_reserved, b[0]), mh_cli_bytes(c->recorded_peak_reserved, b[1]),
+               s->peak_reserved > c->recorded_peak_reserved ? ": worse" : "");
     }
     if (c->nplan == 0) {
         printf("    activation checkpointing: no layer with saved activations known from a "
@@ -145,6 +153,7 @@ static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
         mh_json_begin_object(j);
         mh_json_kv_string(j, "setting", s->setting);
         mh_json_kv_bool(j, "checked", s->ok);
+        mh_json_kv_bool(j, "in_effect", s->in_effect);
         mh_json_kv_bool(j, "oom", s->ooms > 0);
         mh_json_kv_uint(j, "peak_reserved", s->peak_reserved);
         mh_json_kv_uint(j, "peak_allocated", s->peak_allocated);

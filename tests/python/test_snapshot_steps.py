@@ -11,7 +11,10 @@ phases. A snapshot without annotations gets no steps and says so. Also:
 exporting an imported snapshot adds no categories (torch's colouring by
 allocation stays), `snapshot --device` of a device the file lacks and
 `--steps` past the end are refused, and `info` names the importer's host as
-such.
+such. `oom --at peak` says the capacity is unknown when nothing recorded it
+and marks a setting the run already had as in effect; `plot --kind segments`
+of a bare segment list (all its events at one moment) draws without saying
+there is nothing to plot.
 """
 import json
 import os
@@ -125,11 +128,33 @@ def check_refusals(mh):
     print("--device/--steps refusals and info: ok")
 
 
+def check_answers(d, mh):
+    out = sc.run("oom", "--at", "peak", mh).stdout
+    if "capacity unknown" not in out or "already in effect" in out:
+        sc.fail("oom --at peak without a device size:\n%s" % out)
+    snap, _ = training_snapshot()
+    snap["allocator_settings"].update(PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True",
+                                      expandable_segments=True)
+    exp, _, _ = import_report(d, "expandable", snap)
+    out = sc.run("oom", "--at", "peak", exp).stdout
+    if not any("expandable_segments:True" in l and "already in effect" in l
+               for l in out.splitlines()):
+        sc.fail("oom suggests a setting the run already had:\n%s" % out)
+    g = sc.Gen(metadata=False)
+    g.alloc(0, 3 << 20)
+    bare, _, _ = import_report(d, "bare", g.snapshot()["segments"])
+    p = sc.run("plot", bare, "--kind", "segments", "-o", bare + ".png")
+    if "nothing to plot" in p.stderr:
+        sc.fail("plot --kind segments of a bare segment list: %r" % p.stderr)
+    print("oom capacity and settings in effect, segment plot of a bare list: ok")
+
+
 def main():
     d = sc.workdir("snapshot_steps")
     mh = check_steps(d)
     check_no_annotations(d)
     check_refusals(mh)
+    check_answers(d, mh)
 
 
 if __name__ == "__main__":
