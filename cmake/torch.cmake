@@ -80,7 +80,7 @@ message(STATUS "memhist: torch bridge against torch ${MH_TORCH_VERSION} (${MH_TO
 # Settings every C++ target compiled against torch shares.
 function(mh_torch_target t)
   target_include_directories(${t} SYSTEM PRIVATE ${MH_TORCH_INCLUDES} ${MH_CUDA_INCLUDE})
-  target_include_directories(${t} PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
+  target_include_directories(${t} PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src/record)
   target_compile_definitions(${t} PRIVATE _GLIBCXX_USE_CXX11_ABI=${MH_TORCH_CXX11_ABI})
   target_compile_options(${t} PRIVATE -Wno-unused-parameter)
   set_target_properties(${t} PROPERTIES CXX_STANDARD ${MH_TORCH_CXX_STANDARD} CXX_STANDARD_REQUIRED ON

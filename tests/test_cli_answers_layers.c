@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "model/analysis_layers.h"
-#include "model/categories.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "layers.h"
+#include "categories.h"
+#include "sim.h"
+#include "workload.h"
 
 /* A simulated run written to memory and replayed with lifetimes. */
 struct run {
@@ -24,7 +24,7 @@ struct run {
 
 static void simulate(const char *params, uint64_t steps, struct run *out)
 {
-    const struct mh_workload *wl = mh_workload_find("gpt");
+    const struct mh_workload *wl = mh__workload_find("gpt");
     int64_t values[MH_WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer_opts wo = {.source = "simulated"};
@@ -33,12 +33,12 @@ static void simulate(const char *params, uint64_t steps, struct run *out)
     struct mh_workload_result res;
     memset(out, 0, sizeof *out);
     memset(&so, 0, sizeof so);
-    cr_assert_eq(mh_workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh__workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
     cr_assert_eq(mh_writer_open_mem(&wo, &out->w), 0);
     so.writer = out->w;
-    cr_assert_eq(mh_sim_new(&so, &s), 0);
-    cr_assert_eq(mh_workload_run(wl, s, values, steps, 1, &res), 0);
-    mh_sim_free(s);
+    cr_assert_eq(mh__sim_new(&so, &s), 0);
+    cr_assert_eq(mh__workload_run(wl, s, values, steps, 1, &res), 0);
+    mh__sim_free(s);
     cr_assert_eq(mh_writer_close(out->w), 0);
     const void *data;
     size_t len;
@@ -47,20 +47,20 @@ static void simulate(const char *params, uint64_t steps, struct run *out)
     struct mh_model_opts mo;
     memset(&mo, 0, sizeof mo);
     cr_assert_eq(mh_model_new(&mo, &out->m), 0);
-    cr_assert_eq(mh_lifetimes_new(&out->lt), 0);
+    cr_assert_eq(mh__lifetimes_new(&out->lt), 0);
     struct mh_event e;
     struct mh_apply_result ar;
     while (mh_reader_next(out->r, &e) == 1) {
         cr_assert_eq(mh_model_apply(out->m, &e, &ar), 0);
-        cr_assert_eq(mh_lifetimes_observe(out->lt, out->m, &e, &ar), 0);
+        cr_assert_eq(mh__lifetimes_observe(out->lt, out->m, &e, &ar), 0);
     }
     mh_model_finish(out->m);
-    mh_lifetimes_finish(out->lt);
+    mh__lifetimes_finish(out->lt);
 }
 
 static void run_free(struct run *r)
 {
-    mh_lifetimes_free(r->lt);
+    mh__lifetimes_free(r->lt);
     mh_model_free(r->m);
     mh_reader_close(r->r);
     mh_writer_free_mem(r->w);
@@ -86,7 +86,7 @@ Test(answers_categories, known_parameter_gradient_optimizer_input_bytes)
     struct run r;
     simulate(SMALL, 3, &r);
     size_t n;
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(r.lt, &n);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(r.lt, &n);
     uint64_t by[MH_CAT_COUNT] = {0}, grads_step1 = 0, inputs_step1 = 0;
     for (size_t i = 0; i < n; i++) {
         by[recs[i].category] += recs[i].requested;
@@ -104,7 +104,7 @@ Test(answers_categories, known_parameter_gradient_optimizer_input_bytes)
     struct mh_peak p;
     uint64_t bytes[MH_CAT_COUNT], req[MH_CAT_COUNT];
     cr_assert_eq(mh_model_peak_allocated(r.m, 0, &p), 0);
-    mh_lifetimes_live_by_category(r.lt, 0, p.event_index, bytes, req);
+    mh__lifetimes_live_by_category(r.lt, 0, p.event_index, bytes, req);
     cr_expect_eq(req[MH_CAT_PARAMETER], param_bytes());
     uint64_t total = 0;
     for (int c = 0; c < MH_CAT_COUNT; c++)
@@ -120,7 +120,7 @@ Test(answers_categories, no_steps_means_unknown)
     struct mh_model_opts mo;
     memset(&mo, 0, sizeof mo);
     cr_assert_eq(mh_model_new(&mo, &m), 0);
-    cr_assert_eq(mh_lifetimes_new(&lt), 0);
+    cr_assert_eq(mh__lifetimes_new(&lt), 0);
     struct mh_event ev[] = {
         {.time_ns = 1, .kind = MH_EV_SEGMENT_ALLOC, .addr = 0x100000, .size = 2 << 20},
         {.time_ns = 2, .kind = MH_EV_ALLOC, .addr = 0x100000, .size = 4096},
@@ -128,22 +128,22 @@ Test(answers_categories, no_steps_means_unknown)
     for (size_t i = 0; i < 2; i++) {
         struct mh_apply_result ar;
         cr_assert_eq(mh_model_apply(m, &ev[i], &ar), 0);
-        cr_assert_eq(mh_lifetimes_observe(lt, m, &ev[i], &ar), 0);
+        cr_assert_eq(mh__lifetimes_observe(lt, m, &ev[i], &ar), 0);
     }
-    mh_lifetimes_finish(lt);
+    mh__lifetimes_finish(lt);
     size_t n;
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(lt, &n);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(lt, &n);
     cr_assert_eq(n, 1);
     cr_expect_eq(recs[0].category, MH_CAT_UNKNOWN);
     cr_expect_eq(recs[0].size, 4096);
-    mh_lifetimes_free(lt);
+    mh__lifetimes_free(lt);
     mh_model_free(m);
 }
 
 static const struct mh_layer_stats *find_layer(const struct mh_layers *ly, const char *name)
 {
     size_t n;
-    const struct mh_layer_stats *st = mh_layers_list(ly, &n);
+    const struct mh_layer_stats *st = mh__layers_list(ly, &n);
     for (size_t i = 0; i < n; i++)
         if (strcmp(st[i].name, name) == 0)
             return &st[i];
@@ -155,10 +155,10 @@ Test(answers_layers, attribution_matches_the_shapes)
     struct run r;
     struct mh_layers *ly;
     simulate(SMALL, 3, &r);
-    cr_assert_eq(mh_layers_analyze(r.lt, r.r, 0, &ly), 0);
+    cr_assert_eq(mh__layers_analyze(r.lt, r.r, 0, &ly), 0);
     struct mh_peak p;
     cr_assert_eq(mh_model_peak_allocated(r.m, 0, &p), 0);
-    cr_expect_eq(mh_layers_peak(ly, NULL, NULL), p.value, "same peak as the model");
+    cr_expect_eq(mh__layers_peak(ly, NULL, NULL), p.value, "same peak as the model");
     /* What a block keeps for backward (flash attention), from wl_gpt.c's shapes. */
     uint64_t saved = 34ull * T * H + 24ull * H * H + 18ull * H + 16ull * T + 4ull * B * NH * S;
     uint64_t output = 4ull * T * H;
@@ -175,7 +175,7 @@ Test(answers_layers, attribution_matches_the_shapes)
                       (unsigned long long)saved);
         cr_expect(s->candidate);
     }
-    mh_layers_free(ly);
+    mh__layers_free(ly);
     run_free(&r);
 }
 
@@ -195,12 +195,12 @@ static void check_estimate(const char *base, size_t k_wanted)
     struct run r;
     struct mh_layers *ly;
     simulate(base, 3, &r);
-    cr_assert_eq(mh_layers_analyze(r.lt, r.r, 0, &ly), 0);
+    cr_assert_eq(mh__layers_analyze(r.lt, r.r, 0, &ly), 0);
     size_t *order, n, best, nl;
     uint64_t *after;
-    cr_assert_eq(mh_layers_plan(ly, &order, &after, &n, &best), 0);
+    cr_assert_eq(mh__layers_plan(ly, &order, &after, &n, &best), 0);
     cr_assert_geq(n, k_wanted);
-    const struct mh_layer_stats *st = mh_layers_list(ly, &nl);
+    const struct mh_layer_stats *st = mh__layers_list(ly, &nl);
     uint64_t mask = 0;
     size_t k = 0;
     for (size_t i = 0; i < n && k < k_wanted; i++) {
@@ -211,8 +211,8 @@ static void check_estimate(const char *base, size_t k_wanted)
         }
     }
     cr_assert_eq(k, k_wanted);
-    uint64_t est, peak = mh_layers_peak(ly, NULL, NULL);
-    cr_assert_eq(mh_layers_estimate(ly, order, k, &est, NULL), 0);
+    uint64_t est, peak = mh__layers_peak(ly, NULL, NULL);
+    cr_assert_eq(mh__layers_estimate(ly, order, k, &est, NULL), 0);
     char params[256];
     snprintf(params, sizeof params, "%s,checkpoint=%llu", base, (unsigned long long)mask);
     uint64_t actual = simulated_peak(params);
@@ -222,7 +222,7 @@ static void check_estimate(const char *base, size_t k_wanted)
                   "k=%zu: estimated saving %.0f, simulated %.0f", k, got, want);
     free(order);
     free(after);
-    mh_layers_free(ly);
+    mh__layers_free(ly);
     run_free(&r);
 }
 
@@ -249,6 +249,6 @@ Test(answers_layers, layer_names)
         }
     }
     cr_assert_neq(id, 0);
-    cr_expect_str_eq(mh_layer_name(r.r, id, 0, buf, sizeof buf), "transformer.h.1");
+    cr_expect_str_eq(mh__layer_name(r.r, id, 0, buf, sizeof buf), "transformer.h.1");
     run_free(&r);
 }

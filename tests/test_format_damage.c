@@ -4,7 +4,7 @@
 #include <msgpack.h>
 #include <stdlib.h>
 
-#include "format/fmt.h"
+#include "fmt.h"
 #include "test_format_util.h"
 
 #define NEV 100

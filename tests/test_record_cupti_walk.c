@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "record/cupti_walk.h"
+#include "cupti_walk.h"
 
 #define MAX_ITEMS 64
 

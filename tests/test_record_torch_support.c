@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "record/torch_support.h"
+#include "torch_support.h"
 
 Test(torch_support, fit_recovers_scale_and_offset_despite_an_outlier)
 {

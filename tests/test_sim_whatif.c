@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "sim/replay.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "sim_replay.h"
+#include "sim.h"
+#include "workload.h"
 
 struct evs {
     struct mh_event *ev;
@@ -37,18 +37,18 @@ static struct mh_sim *make(const char *conf, uint64_t capacity, struct evs *out)
     o.capacity = capacity;
     o.emit = keep;
     o.emit_user = out;
-    cr_assert_eq(mh_sim_new(&o, &s), 0);
+    cr_assert_eq(mh__sim_new(&o, &s), 0);
     return s;
 }
 
 static void simulate(const char *conf, uint64_t capacity, const char *params, struct evs *out)
 {
-    const struct mh_workload *wl = mh_workload_find("gpt");
+    const struct mh_workload *wl = mh__workload_find("gpt");
     int64_t v[MH_WORKLOAD_MAX_PARAMS];
-    cr_assert_eq(mh_workload_parse_params(wl, params, v, NULL, 0), 0);
+    cr_assert_eq(mh__workload_parse_params(wl, params, v, NULL, 0), 0);
     struct mh_sim *s = make(conf, capacity, out);
-    cr_assert_eq(mh_workload_run(wl, s, v, 4, 5, NULL), 0);
-    mh_sim_free(s);
+    cr_assert_eq(mh__workload_run(wl, s, v, 4, 5, NULL), 0);
+    mh__sim_free(s);
 }
 
 static void replay(const struct evs *in, const char *conf, uint64_t capacity, int oracle,
@@ -61,7 +61,7 @@ static void replay(const struct evs *in, const char *conf, uint64_t capacity, in
     o.use_oracle = oracle;
     o.emit = keep;
     o.emit_user = out;
-    cr_assert_eq(mh_sim_replay(in->ev, in->n, &o, res), 0);
+    cr_assert_eq(mh__sim_replay(in->ev, in->n, &o, res), 0);
 }
 
 #define PARAMS "layers=3,hidden=256,heads=4,seq=512,batch=4,vocab=6000,seqvar=40"
@@ -111,17 +111,17 @@ Test(sim_whatif, pending_frees_and_empty_cache_match)
     struct mh_sim *s = make("", 0, &rec);
     uint64_t a[8];
     for (int i = 0; i < 8; i++)
-        cr_assert_eq(mh_sim_malloc(s, (uint64_t)(i + 1) << 21, (uint64_t)(i % 2), 0, 0, &a[i]), 0);
+        cr_assert_eq(mh__sim_malloc(s, (uint64_t)(i + 1) << 21, (uint64_t)(i % 2), 0, 0, &a[i]), 0);
     for (int i = 0; i < 8; i += 2)
-        cr_assert_eq(mh_sim_free_block(s, a[i], 0, 1, mh_sim_time(s) + 100), 0);
-    mh_sim_advance(s, 1000);
+        cr_assert_eq(mh__sim_free_block(s, a[i], 0, 1, mh__sim_time(s) + 100), 0);
+    mh__sim_advance(s, 1000);
     uint64_t b;
-    cr_assert_eq(mh_sim_malloc(s, 3 << 20, 0, 0, 0, &b), 0);
+    cr_assert_eq(mh__sim_malloc(s, 3 << 20, 0, 0, 0, &b), 0);
     for (int i = 1; i < 8; i += 2)
-        cr_assert_eq(mh_sim_free_block(s, a[i], 0, 0, 0), 0);
-    cr_assert_eq(mh_sim_empty_cache(s), 0);
-    cr_assert_eq(mh_sim_malloc(s, 5 << 20, 1, 0, 0, &b), 0);
-    mh_sim_free(s);
+        cr_assert_eq(mh__sim_free_block(s, a[i], 0, 0, 0), 0);
+    cr_assert_eq(mh__sim_empty_cache(s), 0);
+    cr_assert_eq(mh__sim_malloc(s, 5 << 20, 1, 0, 0, &b), 0);
+    mh__sim_free(s);
     struct mh_sim_replay_result res;
     replay(&rec, "", 0, 1, &out, &res);
     for (size_t i = 0; i < rec.n || i < out.n; i++) {

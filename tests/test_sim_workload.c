@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "sim.h"
+#include "workload.h"
 
 #define SMALL_GPT "layers=2,hidden=256,heads=4,seq=256,batch=4,vocab=4000"
 
@@ -31,11 +31,11 @@ static int run(const char *wname, const char *params, const char *conf, uint64_t
                uint64_t steps, uint64_t seed, struct mh_writer *w, struct digest *d,
                struct mh_workload_result *res, struct mh_sim_stats *st)
 {
-    const struct mh_workload *wl = mh_workload_find(wname);
+    const struct mh_workload *wl = mh__workload_find(wname);
     cr_assert_not_null(wl);
     int64_t values[MH_WORKLOAD_MAX_PARAMS];
     char err[128];
-    cr_assert_eq(mh_workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh__workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
     struct mh_sim_opts o;
     memset(&o, 0, sizeof o);
     cr_assert_eq(mh_alloc_conf_parse(conf, &o.conf, err, sizeof err), 0);
@@ -48,11 +48,11 @@ static int run(const char *wname, const char *params, const char *conf, uint64_t
         o.emit_user = d;
     }
     struct mh_sim *s;
-    cr_assert_eq(mh_sim_new(&o, &s), 0);
-    int rc = mh_workload_run(wl, s, values, steps, seed, res);
+    cr_assert_eq(mh__sim_new(&o, &s), 0);
+    int rc = mh__workload_run(wl, s, values, steps, seed, res);
     if (st)
-        mh_sim_stats(s, st);
-    mh_sim_free(s);
+        mh__sim_stats(s, st);
+    mh__sim_free(s);
     return rc;
 }
 
@@ -159,12 +159,12 @@ Test(sim_workload, model_agrees_with_simulator)
 
 Test(sim_workload, bad_parameters_are_named)
 {
-    const struct mh_workload *wl = mh_workload_find("gpt");
+    const struct mh_workload *wl = mh__workload_find("gpt");
     int64_t v[MH_WORKLOAD_MAX_PARAMS];
     char err[128];
-    cr_expect_neq(mh_workload_parse_params(wl, "layerz=3", v, err, sizeof err), 0);
+    cr_expect_neq(mh__workload_parse_params(wl, "layerz=3", v, err, sizeof err), 0);
     cr_expect(strstr(err, "layerz") != NULL, "%s", err);
-    cr_expect_neq(mh_workload_parse_params(wl, "layers=x", v, err, sizeof err), 0);
+    cr_expect_neq(mh__workload_parse_params(wl, "layers=x", v, err, sizeof err), 0);
     cr_expect(strstr(err, "layers") != NULL, "%s", err);
-    cr_expect_null(mh_workload_find("nope"));
+    cr_expect_null(mh__workload_find("nope"));
 }

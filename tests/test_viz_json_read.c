@@ -4,11 +4,11 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "viz/json_read.h"
+#include "json_read.h"
 
 static int parse(const char *text, struct mh_jr_doc *d, struct mh_jr_value *root, char *err)
 {
-    return mh_jr_parse(d, text, strlen(text), 0, 0, root, err, 160);
+    return mh__jr_parse(d, text, strlen(text), 0, 0, root, err, 160);
 }
 
 Test(json_read, valid_documents)
@@ -48,10 +48,10 @@ Test(json_read, depth_and_size_limits)
     struct mh_jr_doc d;
     struct mh_jr_value v;
     char err[160];
-    cr_assert_eq(mh_jr_parse(&d, deep, 300, 0, 0, &v, err, sizeof err), MH_ELIMIT);
+    cr_assert_eq(mh__jr_parse(&d, deep, 300, 0, 0, &v, err, sizeof err), MH_ELIMIT);
     cr_assert(strstr(err, "deep") != NULL, "%s", err);
-    cr_assert_eq(mh_jr_parse(&d, deep, 300, 200, 0, &v, err, sizeof err), 0);
-    cr_assert_eq(mh_jr_parse(&d, "[1,2,3]", 7, 0, 4, &v, err, sizeof err), MH_ELIMIT);
+    cr_assert_eq(mh__jr_parse(&d, deep, 300, 200, 0, &v, err, sizeof err), 0);
+    cr_assert_eq(mh__jr_parse(&d, "[1,2,3]", 7, 0, 4, &v, err, sizeof err), MH_ELIMIT);
 }
 
 Test(json_read, iterate_and_find)
@@ -63,35 +63,35 @@ Test(json_read, iterate_and_find)
     char err[160];
     cr_assert_eq(parse(text, &d, &root, err), 0, "%s", err);
     cr_assert_eq(root.type, MH_JR_OBJECT);
-    cr_assert(mh_jr_find(&d, &root, "traceEvents", &ev));
+    cr_assert(mh__jr_find(&d, &root, "traceEvents", &ev));
     cr_assert_eq(ev.type, MH_JR_ARRAY);
     size_t pos = 0, n = 0;
     double sum = 0;
-    while (mh_jr_next(&d, &ev, &pos, NULL, &v)) {
+    while (mh__jr_next(&d, &ev, &pos, NULL, &v)) {
         cr_assert_eq(v.type, MH_JR_OBJECT);
         struct mh_jr_value ts;
         double x;
-        cr_assert(mh_jr_find(&d, &v, "ts", &ts));
-        cr_assert_eq(mh_jr_double(&d, &ts, &x), 0);
+        cr_assert(mh__jr_find(&d, &v, "ts", &ts));
+        cr_assert_eq(mh__jr_double(&d, &ts, &x), 0);
         sum += x;
         n++;
     }
     cr_assert_eq(n, 2);
     cr_assert_float_eq(sum, 4.5, 1e-9);
     uint64_t base;
-    cr_assert(mh_jr_find(&d, &root, "baseTimeNanoseconds", &v));
-    cr_assert_eq(mh_jr_u64(&d, &v, &base), 0);
+    cr_assert(mh__jr_find(&d, &root, "baseTimeNanoseconds", &v));
+    cr_assert_eq(mh__jr_u64(&d, &v, &base), 0);
     cr_assert_eq(base, 1700000000000000123ull, "integers are exact");
-    cr_assert(mh_jr_find(&d, &root, "name", &v), "escaped keys match");
+    cr_assert(mh__jr_find(&d, &root, "name", &v), "escaped keys match");
     char s[16];
-    cr_assert_eq(mh_jr_string(&d, &v, s, sizeof s), 3);
+    cr_assert_eq(mh__jr_string(&d, &v, s, sizeof s), 3);
     cr_assert_str_eq(s, "t\"r");
     pos = 0;
     n = 0;
-    while (mh_jr_next(&d, &root, &pos, &k, &v))
+    while (mh__jr_next(&d, &root, &pos, &k, &v))
         n++;
     cr_assert_eq(n, 3);
-    cr_assert_neq(mh_jr_u64(&d, &ev, &base), 0, "not a number");
+    cr_assert_neq(mh__jr_u64(&d, &ev, &base), 0, "not a number");
 }
 
 Test(json_read, strings_truncate_safely)
@@ -100,7 +100,7 @@ Test(json_read, strings_truncate_safely)
     struct mh_jr_value v;
     char err[160], out[4];
     cr_assert_eq(parse("\"abcdef\\u00e9\"", &d, &v, err), 0);
-    cr_assert_eq(mh_jr_string(&d, &v, out, sizeof out), 8);
+    cr_assert_eq(mh__jr_string(&d, &v, out, sizeof out), 8);
     cr_assert_str_eq(out, "abc");
-    cr_assert(mh_jr_string_eq(&d, &v, "abcdef\xc3\xa9"));
+    cr_assert(mh__jr_string_eq(&d, &v, "abcdef\xc3\xa9"));
 }

@@ -1,7 +1,7 @@
 /* test_viz_plot_category.c - the timeline coloured by memory category and
  * the multi-rank image: small runs with steps and phases built with the
  * writer in memory. Category mode must agree with the categories library
- * (bytes at the peak equal mh_lifetimes_live_by_category, mh_livecat gives
+ * (bytes at the peak equal mh__lifetimes_live_by_category, mh_livecat gives
  * every allocation mh_lifetimes' category), its stacked areas must add up to
  * the allocated curve in every column, its legend must show every category's
  * swatch and its fills must differ from the allocation-site colours.
@@ -12,11 +12,11 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "model/categories.h"
-#include "viz/palette.h"
-#include "viz/plot.h"
-#include "viz/plot_internal.h"
-#include "viz/png_out.h"
+#include "categories.h"
+#include "palette.h"
+#include "plot.h"
+#include "plot_internal.h"
+#include "png_out.h"
 #include "test_viz_plot_util.h"
 
 #define SEG 0x10000000ull
@@ -82,17 +82,17 @@ static struct mh_lifetimes *lifetimes_of(struct mh_reader *r)
     struct mh_model_opts mo;
     memset(&mo, 0, sizeof mo);
     cr_assert_eq(mh_model_new(&mo, &m), 0);
-    cr_assert_eq(mh_lifetimes_new(&lt), 0);
+    cr_assert_eq(mh__lifetimes_new(&lt), 0);
     cr_assert_eq(mh_reader_rewind(r), 0);
     struct mh_event e;
     struct mh_apply_result res;
     while (mh_reader_next(r, &e) == 1) {
         memset(&res, 0, sizeof res);
         cr_assert_eq(mh_model_apply(m, &e, &res), 0);
-        cr_assert_eq(mh_lifetimes_observe(lt, m, &e, &res), 0);
+        cr_assert_eq(mh__lifetimes_observe(lt, m, &e, &res), 0);
     }
     mh_model_finish(m);
-    mh_lifetimes_finish(lt);
+    mh__lifetimes_finish(lt);
     mh_model_free(m);
     return lt;
 }
@@ -119,7 +119,7 @@ Test(plot_category, livecat_agrees_with_lifetimes)
     struct mh_model_opts mo;
     memset(&mo, 0, sizeof mo);
     cr_assert_eq(mh_model_new(&mo, &m), 0);
-    cr_assert_eq(mh_livecat_new(&lc), 0);
+    cr_assert_eq(mh__livecat_new(&lc), 0);
     cr_assert_eq(mh_reader_rewind(b.r), 0);
     struct mh_event e;
     struct mh_apply_result res;
@@ -127,15 +127,15 @@ Test(plot_category, livecat_agrees_with_lifetimes)
     for (uint64_t i = 0; mh_reader_next(b.r, &e) == 1; i++) {
         memset(&res, 0, sizeof res);
         cr_assert_eq(mh_model_apply(m, &e, &res), 0);
-        int rc = mh_livecat_observe(lc, m, &e, &res, i, &end);
+        int rc = mh__livecat_observe(lc, m, &e, &res, i, &end);
         cr_assert_geq(rc, 0);
         if (rc == 1 && end.ended)
             seen.cat[end.tag] = end.category;
     }
     mh_model_finish(m);
-    cr_assert_eq(mh_livecat_finish(lc, on_live, &seen), 0);
+    cr_assert_eq(mh__livecat_finish(lc, on_live, &seen), 0);
     size_t n;
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(lt, &n);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(lt, &n);
     cr_assert_eq(n, 1 + 3 * 4 + 1, "records: %zu", n);
     int kinds[MH_CAT_COUNT] = {0};
     for (size_t i = 0; i < n; i++) {
@@ -146,10 +146,10 @@ Test(plot_category, livecat_agrees_with_lifetimes)
         kinds[recs[i].category]++;
     }
     for (int k = 0; k < MH_CAT_UNKNOWN; k++)
-        cr_assert_gt(kinds[k], 0, "no %s in the run", mh_category_name(k));
-    mh_livecat_free(lc);
+        cr_assert_gt(kinds[k], 0, "no %s in the run", mh__category_name(k));
+    mh__livecat_free(lc);
     mh_model_free(m);
-    mh_lifetimes_free(lt);
+    mh__lifetimes_free(lt);
     run_free(&b);
 }
 
@@ -176,13 +176,13 @@ Test(plot_category, columns_add_up_and_peak_matches_the_library)
         }
         struct mh_lifetimes *lt = lifetimes_of(b.r);
         uint64_t want[MH_CAT_COUNT];
-        mh_lifetimes_live_by_category(lt, 0, s.peak.event_index, want, NULL);
+        mh__lifetimes_live_by_category(lt, 0, s.peak.event_index, want, NULL);
         for (int k = 0; k < MH_CAT_COUNT; k++)
             cr_assert_eq(c.cat_peak[k], want[k], "%s at the peak: plot %llu, library %llu",
-                         mh_category_name(k), (unsigned long long)c.cat_peak[k],
+                         mh__category_name(k), (unsigned long long)c.cat_peak[k],
                          (unsigned long long)want[k]);
         cr_assert_gt(want[MH_CAT_ACTIVATION], 0);
-        mh_lifetimes_free(lt);
+        mh__lifetimes_free(lt);
         mh__plot_cols_free(&c);
     }
     mh__plot_scan_free(&s);
@@ -193,10 +193,10 @@ static void render(struct run *b, const struct mh_plot_opts *o, struct mh_canvas
 {
     struct mh_sink sink;
     char err[256];
-    mh_sink_init_mem(&sink);
-    cr_assert_eq(mh_plot_render(b->r, o, &sink, NULL, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(mh_png_read(sink.buf, sink.len, img), 0);
-    mh_sink_free(&sink);
+    mh__sink_init_mem(&sink);
+    cr_assert_eq(mh__plot_render(b->r, o, &sink, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh__png_read(sink.buf, sink.len, img), 0);
+    mh__sink_free(&sink);
 }
 
 static int count_colour(const struct mh_canvas *img, int x0, int x1, int y0, int y1, uint32_t rgb)
@@ -204,7 +204,7 @@ static int count_colour(const struct mh_canvas *img, int x0, int x1, int y0, int
     int n = 0;
     for (int y = y0; y <= y1; y++)
         for (int x = x0; x <= x1; x++)
-            n += mh_canvas_get(img, x, y) == rgb;
+            n += mh__canvas_get(img, x, y) == rgb;
     return n;
 }
 
@@ -226,26 +226,26 @@ Test(plot_category, colours_and_legend_differ_from_stack_mode)
         int in_cat = count_colour(&cat, px0, px1, py0, py1, mh__plot_category_color(k));
         int in_stack = count_colour(&stack, px0, px1, py0, py1, mh__plot_category_color(k));
         if (k != MH_CAT_UNKNOWN)
-            cr_assert_gt(in_cat, 20, "no %s area in the panel", mh_category_name(k));
-        cr_assert_eq(in_stack, 0, "%s colour used in stack mode", mh_category_name(k));
+            cr_assert_gt(in_cat, 20, "no %s area in the panel", mh__category_name(k));
+        cr_assert_eq(in_stack, 0, "%s colour used in stack mode", mh__category_name(k));
     }
     for (unsigned g = 0; g < MH_PALETTE_GROUPS; g++)
-        cr_assert_eq(count_colour(&cat, px0, px1, py0, py1, mh_palette_group(g)), 0,
+        cr_assert_eq(count_colour(&cat, px0, px1, py0, py1, mh__palette_group(g)), 0,
                      "site colour %u in category mode", g);
-    cr_assert_gt(count_colour(&stack, px0, px1, py0, py1, mh_palette_group(0)), 20);
+    cr_assert_gt(count_colour(&stack, px0, px1, py0, py1, mh__palette_group(0)), 20);
     /* legend: a swatch row per category, in enum order, top to bottom */
     int last_y = -1;
     for (int k = 0; k < MH_CAT_COUNT; k++) {
         int y = -1;
         for (int yy = f.legend_y; yy < o.height && y < 0; yy++)
-            if (mh_canvas_get(&cat, f.legend_x + 3, yy) == mh__plot_category_color(k))
+            if (mh__canvas_get(&cat, f.legend_x + 3, yy) == mh__plot_category_color(k))
                 y = yy;
         cr_assert_gt(y, last_y, "legend swatch of %s missing or out of order",
-                     mh_category_name(k));
+                     mh__category_name(k));
         last_y = y;
     }
-    mh_canvas_release(&cat);
-    mh_canvas_release(&stack);
+    mh__canvas_release(&cat);
+    mh__canvas_release(&stack);
     run_free(&b);
 }
 
@@ -255,7 +255,7 @@ static int title_right(const struct mh_canvas *img, int y0, int y1)
     int right = -1;
     for (int y = y0; y <= y1; y++)
         for (int x = 0; x < img->width; x++)
-            if (mh_canvas_get(img, x, y) == MH_COL_TEXT && x > right)
+            if (mh__canvas_get(img, x, y) == MH_COL_TEXT && x > right)
                 right = x;
     return right;
 }
@@ -273,32 +273,32 @@ Test(plot_category, ranks_stack_panels_and_mark_the_worst)
     struct mh_sink sink;
     struct mh_plot_result res[2];
     char err[256];
-    mh_sink_init_mem(&sink);
-    cr_assert_eq(mh_plot_render_ranks(rd, names, 2, NULL, &o, &sink, res, err, sizeof err), 0,
+    mh__sink_init_mem(&sink);
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, NULL, &o, &sink, res, err, sizeof err), 0,
                  "%s", err);
     struct mh_canvas img;
-    cr_assert_eq(mh_png_read(sink.buf, sink.len, &img), 0);
+    cr_assert_eq(mh__png_read(sink.buf, sink.len, &img), 0);
     cr_assert_eq(img.width, 1000);
     cr_assert_eq(img.height, 800);
     cr_assert_eq(res[0].empty + res[1].empty, 0);
     int r0 = title_right(&img, 8, 28), r1 = title_right(&img, 408, 428);
     cr_assert_gt(r0, 200, "first panel has no title");
     cr_assert_gt(r1, r0 + 100, "the worst rank's title has no note (%d vs %d)", r1, r0);
-    cr_assert_eq(mh_canvas_get(&img, 500, 400), MH_COL_AXIS, "no rule between the panels");
-    mh_canvas_release(&img);
-    mh_sink_free(&sink);
+    cr_assert_eq(mh__canvas_get(&img, 500, 400), MH_COL_AXIS, "no rule between the panels");
+    mh__canvas_release(&img);
+    mh__sink_free(&sink);
 
     o.kind = MH_PLOT_SEGMENTS;
-    mh_sink_init_mem(&sink);
-    cr_assert_eq(mh_plot_render_ranks(rd, names, 2, NULL, &o, &sink, NULL, err, sizeof err),
+    mh__sink_init_mem(&sink);
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, NULL, &o, &sink, NULL, err, sizeof err),
                  MH_EINVAL);
     cr_assert(strstr(err, "segment view draws one file") != NULL, "%s", err);
     o.kind = MH_PLOT_TIMELINE;
     o.height = 9000;
-    cr_assert_eq(mh_plot_render_ranks(rd, names, 2, NULL, &o, &sink, NULL, err, sizeof err),
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, NULL, &o, &sink, NULL, err, sizeof err),
                  MH_EINVAL);
     cr_assert(strstr(err, "at most 16384 pixels tall") != NULL, "%s", err);
-    mh_sink_free(&sink);
+    mh__sink_free(&sink);
     run_free(&a);
     run_free(&b);
 }
@@ -315,26 +315,26 @@ Test(plot_category, ranks_share_the_time_axis_only_when_they_overlap)
     o.height = 400;
     struct mh_sink s1, s2;
     char err[256];
-    mh_sink_init_mem(&s1);
-    mh_sink_init_mem(&s2);
-    cr_assert_eq(mh_plot_render_ranks(rd, names, 2, NULL, &o, &s1, NULL, err, sizeof err), 0);
+    mh__sink_init_mem(&s1);
+    mh__sink_init_mem(&s2);
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, NULL, &o, &s1, NULL, err, sizeof err), 0);
     /* separate axes: each panel draws like its own file alone */
     struct mh_reader *only_b[1] = {b.r};
-    cr_assert_eq(mh_plot_render_ranks(only_b, names + 1, 1, NULL, &o, &s2, NULL, err, sizeof err),
+    cr_assert_eq(mh__plot_render_ranks(only_b, names + 1, 1, NULL, &o, &s2, NULL, err, sizeof err),
                  0);
     struct mh_canvas both, one;
-    cr_assert_eq(mh_png_read(s1.buf, s1.len, &both), 0);
-    cr_assert_eq(mh_png_read(s2.buf, s2.len, &one), 0);
+    cr_assert_eq(mh__png_read(s1.buf, s1.len, &both), 0);
+    cr_assert_eq(mh__png_read(s2.buf, s2.len, &one), 0);
     cr_assert_eq(one.height, 400);
     /* the second panel's plot area equals b alone (titles differ: a single
      * file has no worst-rank note) */
     cr_assert_eq(memcmp(both.px + (size_t)(400 + 60) * 1000 * 3, one.px + (size_t)60 * 1000 * 3,
                         (size_t)300 * 1000 * 3),
                  0, "separate time axes expected for runs that do not overlap");
-    mh_canvas_release(&both);
-    mh_canvas_release(&one);
-    mh_sink_free(&s1);
-    mh_sink_free(&s2);
+    mh__canvas_release(&both);
+    mh__canvas_release(&one);
+    mh__sink_free(&s1);
+    mh__sink_free(&s2);
     run_free(&a);
     run_free(&b);
 }

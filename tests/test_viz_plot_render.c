@@ -1,5 +1,5 @@
 /* test_viz_plot_render.c - the PNG plots end to end: small runs built with
- * the writer in memory, rendered by mh_plot_render, decoded again with
+ * the writer in memory, rendered by mh__plot_render, decoded again with
  * libpng and checked for what a reader of the picture relies on (the peak
  * marker's column, reserved never below allocated, step lines where the
  * steps begin), for clear errors on bad options, for a message image on
@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "viz/palette.h"
-#include "viz/plot.h"
-#include "viz/plot_internal.h"
-#include "viz/png_out.h"
+#include "palette.h"
+#include "plot.h"
+#include "plot_internal.h"
+#include "png_out.h"
 #include "test_viz_plot_util.h"
 
 static void run_open(struct run *b)
@@ -62,12 +62,12 @@ static int render(struct run *b, const struct mh_plot_opts *o, struct mh_canvas 
                   struct mh_plot_result *res, char *err)
 {
     struct mh_sink sink;
-    mh_sink_init_mem(&sink);
-    int rc = mh_plot_render(b->r, o, &sink, res, err, 256);
+    mh__sink_init_mem(&sink);
+    int rc = mh__plot_render(b->r, o, &sink, res, err, 256);
     if (rc == 0) {
-        cr_assert_eq(mh_png_read(sink.buf, sink.len, img), 0, "output is not a PNG");
+        cr_assert_eq(mh__png_read(sink.buf, sink.len, img), 0, "output is not a PNG");
     }
-    mh_sink_free(&sink);
+    mh__sink_free(&sink);
     return rc;
 }
 
@@ -95,7 +95,7 @@ static int count_in_column(const struct mh_canvas *img, int x, int y0, int y1, u
 {
     int n = 0;
     for (int y = y0; y <= y1; y++)
-        n += mh_canvas_get(img, x, y) == rgb;
+        n += mh__canvas_get(img, x, y) == rgb;
     return n;
 }
 
@@ -124,7 +124,7 @@ Test(plot_render, peak_marker_at_the_peak_column)
     cr_assert_gt(best_n, 10, "no peak marker found");
     cr_assert(best >= expect - 1 && best <= expect + 1, "peak marker at x=%d, expected %d", best,
               expect);
-    mh_canvas_release(&img);
+    mh__canvas_release(&img);
     run_free(&b);
 }
 
@@ -132,7 +132,7 @@ Test(plot_render, peak_marker_at_the_peak_column)
 static int top_of(const struct mh_canvas *img, int x, int y0, int y1, uint32_t rgb)
 {
     for (int y = y0; y <= y1; y++)
-        if (mh_canvas_get(img, x, y) == rgb)
+        if (mh__canvas_get(img, x, y) == rgb)
             return y;
     return -1;
 }
@@ -157,7 +157,7 @@ Test(plot_render, reserved_never_below_allocated)
         checked++;
     }
     cr_assert_gt(checked, f.w / 2);
-    mh_canvas_release(&img);
+    mh__canvas_release(&img);
     run_free(&b);
 }
 
@@ -191,7 +191,7 @@ Test(plot_render, step_lines_at_step_begins)
         else
             cr_assert_lt(n, 3, "unexpected step-coloured line at x=%d", x);
     }
-    mh_canvas_release(&img);
+    mh__canvas_release(&img);
     run_free(&b);
 }
 
@@ -244,7 +244,7 @@ static void expect_message_image(struct run *b)
     for (int x = 0; x < img.width; x++)
         text += count_in_column(&img, x, img.height / 2 - 12, img.height / 2 + 12, MH_COL_TEXT);
     cr_assert_gt(text, 50, "the message is missing");
-    mh_canvas_release(&img);
+    mh__canvas_release(&img);
 }
 
 Test(plot_render, empty_file_gives_a_message_image)
@@ -331,14 +331,14 @@ Test(plot_render, same_input_same_bytes)
     small_opts(&o);
     struct mh_sink s1, s2;
     char err[256];
-    mh_sink_init_mem(&s1);
-    mh_sink_init_mem(&s2);
-    cr_assert_eq(mh_plot_render(b.r, &o, &s1, NULL, err, sizeof err), 0);
-    cr_assert_eq(mh_plot_render(b.r, &o, &s2, NULL, err, sizeof err), 0);
+    mh__sink_init_mem(&s1);
+    mh__sink_init_mem(&s2);
+    cr_assert_eq(mh__plot_render(b.r, &o, &s1, NULL, err, sizeof err), 0);
+    cr_assert_eq(mh__plot_render(b.r, &o, &s2, NULL, err, sizeof err), 0);
     cr_assert_eq(s1.len, s2.len);
     cr_assert_eq(memcmp(s1.buf, s2.buf, s1.len), 0);
-    mh_sink_free(&s1);
-    mh_sink_free(&s2);
+    mh__sink_free(&s1);
+    mh__sink_free(&s2);
     run_free(&b);
 }
 
@@ -348,8 +348,8 @@ static void golden(const char *name, struct run *b, const struct mh_plot_opts *o
 {
     struct mh_sink sink;
     char err[256], path[1024];
-    mh_sink_init_mem(&sink);
-    cr_assert_eq(mh_plot_render(b->r, o, &sink, NULL, err, sizeof err), 0, "%s", err);
+    mh__sink_init_mem(&sink);
+    cr_assert_eq(mh__plot_render(b->r, o, &sink, NULL, err, sizeof err), 0, "%s", err);
     const char *regen = getenv("MH_REGEN_GOLDEN");
     snprintf(path, sizeof path, "%s/%s/%s", regen ? regen : MH_TEST_DATA_DIR,
              regen ? "" : "golden", name);
@@ -367,7 +367,7 @@ static void golden(const char *name, struct run *b, const struct mh_plot_opts *o
                   "run scripts/regen-golden.sh", path, n, sink.len);
         free(want);
     }
-    mh_sink_free(&sink);
+    mh__sink_free(&sink);
 }
 
 /* The CLI tests (tests/python/test_plot_cli.py) plot these same inputs. */

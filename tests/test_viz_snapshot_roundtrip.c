@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "viz/pickle_read.h"
-#include "viz/snapshot_export.h"
-#include "viz/snapshot_import.h"
+#include "pickle_read.h"
+#include "snapshot_export.h"
+#include "snapshot_import.h"
 
 #define MiB (1ull << 20)
 #define A 0x7f0000000000ull
@@ -72,28 +72,28 @@ static void export_mem(const void *data, size_t len, struct mh_sink *sink)
     struct mh_reader *r;
     cr_assert_eq(mh_reader_open_mem(data, len, &r), 0);
     struct mh_snapshot *s;
-    cr_assert_eq(mh_snapshot_build(r, NULL, &s), 0);
+    cr_assert_eq(mh__snapshot_build(r, NULL, &s), 0);
     struct mh_snapshot_info info;
-    mh_snapshot_info(s, &info);
+    mh__snapshot_info(s, &info);
     cr_assert_eq(info.entries, 8);
     cr_assert_eq(info.anomalies, 0);
     cr_assert_eq(info.overflowed, 0);
     cr_assert(info.estimate_bytes > 500);
-    mh_sink_init_mem(sink);
-    cr_assert_eq(mh_snapshot_write(s, sink), 0);
-    mh_snapshot_free(s);
+    mh__sink_init_mem(sink);
+    cr_assert_eq(mh__snapshot_write(s, sink), 0);
+    mh__snapshot_free(s);
     mh_reader_close(r);
 }
 
 static const struct mh_pv *entry(const struct mh_pv *root, int dev, int i)
 {
-    return mh_pv_at(mh_pv_at(mh_pv_get(root, "device_traces"), (size_t)dev), (size_t)i);
+    return mh__pv_at(mh__pv_at(mh__pv_get(root, "device_traces"), (size_t)dev), (size_t)i);
 }
 
 static uint64_t u(const struct mh_pv *d, const char *key)
 {
     uint64_t v = 0;
-    cr_assert_eq(mh_pv_u64(mh_pv_get(d, key), &v), 0, "'%s' missing", key);
+    cr_assert_eq(mh__pv_u64(mh__pv_get(d, key), &v), 0, "'%s' missing", key);
     return v;
 }
 
@@ -101,49 +101,50 @@ static void check_export(const struct mh_sink *sink)
 {
     struct mh_pickle_doc *doc;
     char err[200];
-    cr_assert_eq(mh_pickle_parse(sink->buf, sink->len, NULL, &doc, err, sizeof err), 0, "%s", err);
-    const struct mh_pv *root = mh_pickle_doc_root(doc);
-    cr_assert_eq(mh_pv_get(root, "device_traces")->n, 2);
-    cr_assert_eq(mh_pv_at(mh_pv_get(root, "device_traces"), 0)->n, 6);
+    cr_assert_eq(mh__pickle_parse(sink->buf, sink->len, NULL, &doc, err, sizeof err), 0, "%s", err);
+    const struct mh_pv *root = mh__pickle_doc_root(doc);
+    cr_assert_eq(mh__pv_get(root, "device_traces")->n, 2);
+    cr_assert_eq(mh__pv_at(mh__pv_get(root, "device_traces"), 0)->n, 6);
     const struct mh_pv *e1 = entry(root, 0, 1), *e2 = entry(root, 0, 2);
-    cr_assert(mh_pv_is_str(mh_pv_get(e1, "action"), "alloc"));
+    cr_assert(mh__pv_is_str(mh__pv_get(e1, "action"), "alloc"));
     cr_assert_eq(u(e1, "addr"), A);
     cr_assert_eq(u(e1, "size"), 3 * MiB);
     cr_assert_eq(u(e1, "time_us"), (T0 + 3000) / 1000);
-    cr_assert(mh_pv_is_str(mh_pv_get(e1, "user_metadata"), "step 1 forward"));
-    cr_assert(mh_pv_is_str(mh_pv_get(e2, "user_metadata"), "step 1 forward | tagged"));
-    cr_assert(mh_pv_is_str(mh_pv_get(entry(root, 0, 3), "user_metadata"), "step 1 backward"));
+    cr_assert(mh__pv_is_str(mh__pv_get(e1, "user_metadata"), "step 1 forward"));
+    cr_assert(mh__pv_is_str(mh__pv_get(e2, "user_metadata"), "step 1 forward | tagged"));
+    cr_assert(mh__pv_is_str(mh__pv_get(entry(root, 0, 3), "user_metadata"), "step 1 backward"));
     cr_assert_neq(e1, e2, "entry dicts are never shared");
-    cr_assert_eq(mh_pv_get(e1, "frames"), mh_pv_get(e2, "frames"), "frame lists are shared");
-    const struct mh_pv *fr = mh_pv_at(mh_pv_get(e1, "frames"), 0);
-    cr_assert(mh_pv_is_str(mh_pv_get(fr, "filename"), "train.py"));
-    cr_assert(mh_pv_is_str(mh_pv_get(fr, "name"), "forward"), "innermost first");
+    cr_assert_eq(mh__pv_get(e1, "frames"), mh__pv_get(e2, "frames"), "frame lists are shared");
+    const struct mh_pv *fr = mh__pv_at(mh__pv_get(e1, "frames"), 0);
+    cr_assert(mh__pv_is_str(mh__pv_get(fr, "filename"), "train.py"));
+    cr_assert(mh__pv_is_str(mh__pv_get(fr, "name"), "forward"), "innermost first");
     const struct mh_pv *oom = entry(root, 0, 5);
-    cr_assert(mh_pv_is_str(mh_pv_get(oom, "action"), "oom"));
+    cr_assert(mh__pv_is_str(mh__pv_get(oom, "action"), "oom"));
     cr_assert_eq(u(oom, "device_free"), 1ull << 30);
-    cr_assert_null(mh_pv_get(oom, "addr"));
-    const struct mh_pv *segs = mh_pv_get(root, "segments");
+    cr_assert_null(mh__pv_get(oom, "addr"));
+    const struct mh_pv *segs = mh__pv_get(root, "segments");
     cr_assert_eq(segs->n, 2);
-    const struct mh_pv *s0 = mh_pv_at(segs, 0), *blocks = mh_pv_get(s0, "blocks");
+    const struct mh_pv *s0 = mh__pv_at(segs, 0), *blocks = mh__pv_get(s0, "blocks");
     cr_assert_eq(u(s0, "total_size"), 20 * MiB);
-    cr_assert(mh_pv_is_str(mh_pv_get(s0, "segment_type"), "large"));
-    cr_assert(mh_pv_is_str(mh_pv_get(mh_pv_at(segs, 1), "segment_type"), "small"));
+    cr_assert(mh__pv_is_str(mh__pv_get(s0, "segment_type"), "large"));
+    cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(segs, 1), "segment_type"), "small"));
     uint64_t sum = 0;
     for (size_t i = 0; i < blocks->n; i++)
-        sum += u(mh_pv_at(blocks, i), "size");
+        sum += u(mh__pv_at(blocks, i), "size");
     cr_assert_eq(sum, 20 * MiB, "blocks tile the segment");
-    cr_assert(mh_pv_is_str(mh_pv_get(mh_pv_at(blocks, 0), "state"), "inactive"));
-    cr_assert(mh_pv_is_str(mh_pv_get(mh_pv_at(blocks, 1), "state"), "active_allocated"));
-    cr_assert_eq(u(mh_pv_at(blocks, 1), "requested_size"), 4 * MiB - 100);
-    const struct mh_pv *notes = mh_pv_get(root, "external_annotations");
+    cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(blocks, 0), "state"), "inactive"));
+    cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(blocks, 1), "state"), "active_allocated"));
+    cr_assert_eq(u(mh__pv_at(blocks, 1), "requested_size"), 4 * MiB - 100);
+    const struct mh_pv *notes = mh__pv_get(root, "external_annotations");
     cr_assert_eq(notes->n, 2);
-    cr_assert(mh_pv_is_str(mh_pv_get(mh_pv_at(notes, 0), "name"), "step 1"));
-    cr_assert(mh_pv_is_str(mh_pv_get(mh_pv_at(notes, 1), "stage"), "END"));
+    cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(notes, 0), "name"), "step 1"));
+    cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(notes, 1), "stage"), "END"));
     int64_t split;
     cr_assert_eq(
-        mh_pv_i64(mh_pv_get(mh_pv_get(root, "allocator_settings"), "max_split_size"), &split), 0);
+        mh__pv_i64(mh__pv_get(mh__pv_get(root, "allocator_settings"), "max_split_size"), &split),
+        0);
     cr_assert_eq(split, -1);
-    mh_pickle_doc_free(doc);
+    mh__pickle_doc_free(doc);
 }
 
 /* The allocator events of a file, with stacks as text, in order. */
@@ -196,7 +197,7 @@ Test(snapshot, export_import_round_trip)
     cr_assert_eq(mh_writer_open_mem(&o, &w2), 0);
     struct mh_import_info info;
     char err[200];
-    cr_assert_eq(mh_snapshot_import(first.buf, first.len, NULL, w2, &info, err, sizeof err), 0,
+    cr_assert_eq(mh__snapshot_import(first.buf, first.len, NULL, w2, &info, err, sizeof err), 0,
                  "%s", err);
     cr_assert_eq(mh_writer_close(w2), 0);
     cr_assert_eq(info.entries, 8);
@@ -225,8 +226,8 @@ Test(snapshot, export_import_round_trip)
     cr_assert_eq(memcmp(first.buf, second.buf, first.len), 0, "second export differs");
     free(a);
     free(b);
-    mh_sink_free(&first);
-    mh_sink_free(&second);
+    mh__sink_free(&first);
+    mh__sink_free(&second);
     mh_writer_free_mem(w2);
     mh_writer_free_mem(f.w);
 }
@@ -248,7 +249,7 @@ Test(snapshot, import_committed_and_refused)
         cr_assert_eq(mh_writer_open_mem(&o, &w), 0);
         struct mh_import_info info;
         char err[200];
-        int rc = mh_snapshot_import(buf, len, NULL, w, &info, err, sizeof err);
+        int rc = mh__snapshot_import(buf, len, NULL, w, &info, err, sizeof err);
         mh_writer_close(w);
         if (i == 3) {
             cr_assert_eq(rc, MH_EUNSAFE);

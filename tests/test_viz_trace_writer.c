@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "memhist/memhist.h"
-#include "viz/json_read.h"
-#include "viz/trace_writer.h"
+#include "json_read.h"
+#include "trace_writer.h"
 
 #define T0 1700000000000000000ull
 #define US 1000ull
@@ -114,46 +114,46 @@ struct stats {
 static void check_event(const struct mh_jr_doc *d, const struct mh_jr_value *ev, struct stats *st)
 {
     struct mh_jr_value ph, v, args, a;
-    cr_assert(mh_jr_find(d, ev, "ph", &ph));
+    cr_assert(mh__jr_find(d, ev, "ph", &ph));
     char p[8];
-    mh_jr_string(d, &ph, p, sizeof p);
-    cr_assert(mh_jr_find(d, ev, "ts", &v) && v.type == MH_JR_NUMBER, "every event has a ts");
-    cr_assert(mh_jr_find(d, ev, "pid", &v));
+    mh__jr_string(d, &ph, p, sizeof p);
+    cr_assert(mh__jr_find(d, ev, "ts", &v) && v.type == MH_JR_NUMBER, "every event has a ts");
+    cr_assert(mh__jr_find(d, ev, "pid", &v));
     if (!strcmp(p, "X")) {
         st->x++;
-        if (!mh_jr_find(d, ev, "dur", &v) || v.type != MH_JR_NUMBER)
+        if (!mh__jr_find(d, ev, "dur", &v) || v.type != MH_JR_NUMBER)
             st->x_nodur++;
-        if (mh_jr_find(d, ev, "cat", &v) && mh_jr_string_eq(d, &v, "kernel"))
+        if (mh__jr_find(d, ev, "cat", &v) && mh__jr_string_eq(d, &v, "kernel"))
             st->kernels++;
     } else if (!strcmp(p, "C")) {
         st->c++;
-        cr_assert(mh_jr_find(d, ev, "args", &args));
+        cr_assert(mh__jr_find(d, ev, "args", &args));
         size_t pos = 0;
         struct mh_jr_value k;
-        while (mh_jr_next(d, &args, &pos, &k, &a))
+        while (mh__jr_next(d, &args, &pos, &k, &a))
             if (a.type != MH_JR_NUMBER)
                 st->c_nonnum++;
     } else if (!strcmp(p, "s") || !strcmp(p, "f")) {
         uint64_t id;
-        cr_assert(mh_jr_find(d, ev, "id", &v));
-        cr_assert_eq(mh_jr_u64(d, &v, &id), 0);
+        cr_assert(mh__jr_find(d, ev, "id", &v));
+        cr_assert_eq(mh__jr_u64(d, &v, &id), 0);
         if (p[0] == 's') {
             st->s++;
             st->flow_ids[st->nflow++ % 16] = (int)id;
         } else {
             st->f++;
-            if (!mh_jr_find(d, ev, "bp", &v) || !mh_jr_string_eq(d, &v, "e"))
+            if (!mh__jr_find(d, ev, "bp", &v) || !mh__jr_string_eq(d, &v, "e"))
                 st->f_nobp++;
         }
     } else if (!strcmp(p, "i")) {
         st->i++;
-        if (mh_jr_find(d, ev, "name", &v) && mh_jr_string_eq(d, &v, "OOM")) {
+        if (mh__jr_find(d, ev, "name", &v) && mh__jr_string_eq(d, &v, "OOM")) {
             st->oom++;
-            cr_assert(mh_jr_find(d, ev, "args", &args));
+            cr_assert(mh__jr_find(d, ev, "args", &args));
             static const char *const keys[] = {"request", "device_free", "allocated", "reserved",
                                                "largest free block"};
             for (size_t k = 0; k < 5; k++)
-                st->oom_args += mh_jr_find(d, &args, keys[k], &a) && a.type == MH_JR_NUMBER;
+                st->oom_args += mh__jr_find(d, &args, keys[k], &a) && a.type == MH_JR_NUMBER;
         }
     } else if (!strcmp(p, "M")) {
         st->m++;
@@ -169,13 +169,13 @@ static void check_doc(const char *json, size_t len, struct stats *st, uint64_t *
     struct mh_jr_doc d;
     struct mh_jr_value root, evs, ev, v;
     char err[160];
-    cr_assert_eq(mh_jr_parse(&d, json, len, 0, 0, &root, err, sizeof err), 0, "%s", err);
-    cr_assert(mh_jr_find(&d, &root, "traceEvents", &evs));
-    cr_assert(mh_jr_find(&d, &root, "baseTimeNanoseconds", &v));
-    cr_assert_eq(mh_jr_u64(&d, &v, base), 0);
+    cr_assert_eq(mh__jr_parse(&d, json, len, 0, 0, &root, err, sizeof err), 0, "%s", err);
+    cr_assert(mh__jr_find(&d, &root, "traceEvents", &evs));
+    cr_assert(mh__jr_find(&d, &root, "baseTimeNanoseconds", &v));
+    cr_assert_eq(mh__jr_u64(&d, &v, base), 0);
     memset(st, 0, sizeof *st);
     size_t pos = 0;
-    while (mh_jr_next(&d, &evs, &pos, NULL, &ev))
+    while (mh__jr_next(&d, &evs, &pos, NULL, &ev))
         check_event(&d, &ev, st);
     cr_assert_eq(st->x_nodur, 0, "X events have dur");
     cr_assert_eq(st->c_nonnum, 0, "counters are numeric");
@@ -190,18 +190,18 @@ static char *render(const struct mh_trace_opts *o, size_t *len, const struct mh_
     struct mh_reader *r;
     cr_assert_eq(mh_reader_open(path, &r), 0);
     struct mh_trace *t;
-    cr_assert_eq(mh_trace_new(o, NULL, &t), 0);
+    cr_assert_eq(mh__trace_new(o, NULL, &t), 0);
     struct mh_sink s;
-    mh_sink_init_mem(&s);
-    cr_assert_eq(mh_trace_write(t, r, &s), 0);
-    *plan = mh_trace_get_plan(t);
+    mh__sink_init_mem(&s);
+    cr_assert_eq(mh__trace_write(t, r, &s), 0);
+    *plan = mh__trace_get_plan(t);
     *tout = t;
     mh_reader_close(r);
     char *out = malloc(s.len + 1);
     memcpy(out, s.buf, s.len);
     out[s.len] = '\0';
     *len = s.len;
-    mh_sink_free(&s);
+    mh__sink_free(&s);
     return out;
 }
 
@@ -243,7 +243,7 @@ Test(trace_writer, whole_file)
     cr_assert(strstr(json, "\"ph\":\"f\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"pid\":0,\"tid\":7,"
                            "\"ts\":30.125,\"id\":900,\"bp\":\"e\"") != NULL);
     free(json);
-    mh_trace_free(t);
+    mh__trace_free(t);
     unlink(path);
 }
 
@@ -267,7 +267,7 @@ Test(trace_writer, step_window_and_device_filter)
     cr_assert(strstr(json, "\"name\":\"step 0\"") == NULL);
     cr_assert(strstr(json, "\"name\":\"step 1\"") != NULL);
     free(json);
-    mh_trace_free(t);
+    mh__trace_free(t);
     unlink(path);
 }
 
@@ -285,7 +285,7 @@ Test(trace_writer, size_warning_suggests_a_window)
     cr_assert_gt(plan->est_bytes, len / 4, "the estimate is in the right range");
     cr_assert_lt(plan->est_bytes, len * 4, "the estimate is in the right range");
     free(json);
-    mh_trace_free(t);
+    mh__trace_free(t);
     unlink(path);
 }
 
@@ -303,11 +303,11 @@ Test(trace_writer, merge_into_kineto)
     cr_assert_eq(mh_reader_open(path, &r), 0);
     struct mh_trace *t;
     struct mh_trace_opts o = all_opts();
-    cr_assert_eq(mh_trace_new(&o, NULL, &t), 0);
+    cr_assert_eq(mh__trace_new(&o, NULL, &t), 0);
     struct mh_sink s;
-    mh_sink_init_mem(&s);
+    mh__sink_init_mem(&s);
     char err[200] = "";
-    cr_assert_eq(mh_trace_merge_kineto(t, r, kin, klen, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh__trace_merge_kineto(t, r, kin, klen, &s, err, sizeof err), 0, "%s", err);
     struct stats st;
     uint64_t base;
     check_doc(s.buf, s.len, &st, &base);
@@ -316,18 +316,19 @@ Test(trace_writer, merge_into_kineto)
     cr_assert_eq(st.kernels, 1, "Kineto's own kernel only: memhist adds memory tracks");
     cr_assert(memmem(s.buf, s.len, "\"traceName\"", 11) != NULL, "other members are kept");
     cr_assert(memmem(s.buf, s.len, "\"name\":\"aten::add\"", 18) != NULL);
-    mh_sink_free(&s);
-    mh_trace_free(t);
+    mh__sink_free(&s);
+    mh__trace_free(t);
     /* malformed input: a clear error */
     cr_assert_eq(mh_reader_rewind(r), 0);
-    cr_assert_eq(mh_trace_new(&o, NULL, &t), 0);
-    mh_sink_init_mem(&s);
-    cr_assert_neq(mh_trace_merge_kineto(t, r, "{\"traceEvents\":[1,]}", 20, &s, err, sizeof err), 0);
+    cr_assert_eq(mh__trace_new(&o, NULL, &t), 0);
+    mh__sink_init_mem(&s);
+    cr_assert_neq(mh__trace_merge_kineto(t, r, "{\"traceEvents\":[1,]}", 20, &s, err, sizeof err),
+                  0);
     cr_assert(strstr(err, "at byte") != NULL, "%s", err);
-    cr_assert_neq(mh_trace_merge_kineto(t, r, "{\"x\":1}", 7, &s, err, sizeof err), 0);
+    cr_assert_neq(mh__trace_merge_kineto(t, r, "{\"x\":1}", 7, &s, err, sizeof err), 0);
     cr_assert(strstr(err, "traceEvents") != NULL, "%s", err);
-    mh_sink_free(&s);
-    mh_trace_free(t);
+    mh__sink_free(&s);
+    mh__trace_free(t);
     mh_reader_close(r);
     unlink(path);
 }

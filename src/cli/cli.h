@@ -1,7 +1,7 @@
 /* cli.h - shared pieces of the `memhist` command-line tool.
  *
  * main.c holds the command table; each subcommand lives in cmd_<name>.c and
- * defines one `const struct mh_cli_command mh_cmd_<name>`. This header gives
+ * defines one `const struct mh_cli_command mh__cmd_<name>`. This header gives
  * them the common conventions: errors go to stderr as one line naming the
  * file and the problem; usage errors exit 2, failures exit 1; stdout is
  * checked before exit. Only src/cli prints. */
@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "memhist/memhist.h"
+#include "replay_file.h"
 
 #define MH_EXIT_OK 0
 #define MH_EXIT_FAIL 1
@@ -27,25 +28,25 @@ struct mh_cli_command {
 };
 
 /* "memhist: <message>" on stderr. */
-void mh_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mh__cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints the message and a hint to run `memhist help NAME`; returns 2. */
-int mh_cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
+int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Prints the command's usage to stdout; returns 0. */
-int mh_cli_print_usage(const struct mh_cli_command *cmd);
+int mh__cli_print_usage(const struct mh_cli_command *cmd);
 /* 1 if argv holds -h or --help before a "--". */
-int mh_cli_wants_help(int argc, char **argv);
+int mh__cli_wants_help(int argc, char **argv);
 /* Flushes stdout; on failure prints why and returns 1, else returns `code`. */
-int mh_cli_finish(int code);
+int mh__cli_finish(int code);
 
 /* Parses "123", "4KiB", "1.5GiB", "80G", "512MB" (binary units) into bytes. */
-int mh_cli_parse_size(const char *text, uint64_t *out);
+int mh__cli_parse_size(const char *text, uint64_t *out);
 /* Parses a non-negative integer within [lo, hi]. */
-int mh_cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
+int mh__cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
 
 /* Human units: "1.50 GiB", "512 B"; "12.3 ms", "4.20 s". Return `buf`. */
-const char *mh_cli_bytes(uint64_t bytes, char buf[32]);
-const char *mh_cli_duration(uint64_t ns, char buf[32]);
+const char *mh__cli_bytes(uint64_t bytes, char buf[32]);
+const char *mh__cli_duration(uint64_t ns, char buf[32]);
 
 /* A window of the run: --steps A:B (inclusive) or --time A:B (seconds from
  * the first event, "1.5:3", "2:" and ":4" allowed). */
@@ -56,38 +57,17 @@ struct mh_window {
 };
 /* Parses either option (the other NULL). Returns 0 or MH_EINVAL with a
  * message in err. */
-int mh_cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
-                        size_t errlen);
+int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
+                         size_t errlen);
 /* Whether an event at `time_ns` during `step` lies in the window; `t0_ns` is
  * the time of the first event. An empty window contains everything. */
-int mh_window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);
-
-/* A file opened and replayed through the model. */
-struct mh_replay {
-    const char *path;
-    struct mh_reader *reader;
-    struct mh_model *model;
-    struct mh_file_summary summary;
-    int read_error; /* negative code if reading stopped on damage */
-};
-/* Opens `path`, sets the model up from the file's allocator settings, and
- * replays every event (until `stop_after` events if non-zero). Prints a
- * one-line error naming the file on failure (returns < 0). A damaged file
- * replays up to the damage, prints a warning and returns 0. */
-int mh_replay_open(const char *path, uint64_t stop_after, struct mh_replay *out);
-void mh_replay_close(struct mh_replay *rp);
-/* Opens a reader and prints the error naming the file on failure. */
-int mh_cli_open_reader(const char *path, struct mh_reader **out);
-/* What the file says about `device` (name "" and capacity 0 if nothing). */
-void mh_cli_device_info(const struct mh_reader *r, int device, struct mh_device_info *out);
-/* The allocator settings recorded in a file (meta "alloc_conf"), or defaults. */
-void mh_cli_file_conf(const struct mh_reader *r, struct mh_alloc_conf *conf);
+int mh__window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);
 
 /* Formats a stack as "file:line func" lines joined by `sep`, innermost first:
  * at most `max_frames` frames of user code (framework and interpreter frames
  * are skipped when the stack has user frames), then "(+N more frames)"
  * for what was left out. Returns `buf`. */
-const char *mh_cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
-                              size_t max_frames, char *buf, size_t len);
+const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
+                               size_t max_frames, char *buf, size_t len);
 
 #endif

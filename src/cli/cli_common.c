@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
-void mh_cli_error(const char *fmt, ...)
+void mh__cli_error(const char *fmt, ...)
 {
     va_list ap;
     fputs("memhist: ", stderr);
@@ -19,7 +19,7 @@ void mh_cli_error(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-int mh_cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
+int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "memhist %s: ", cmd->name);
@@ -30,13 +30,13 @@ int mh_cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
     return MH_EXIT_USAGE;
 }
 
-int mh_cli_print_usage(const struct mh_cli_command *cmd)
+int mh__cli_print_usage(const struct mh_cli_command *cmd)
 {
     printf("memhist %s - %s\n\n%s", cmd->name, cmd->summary, cmd->usage);
     return MH_EXIT_OK;
 }
 
-int mh_cli_wants_help(int argc, char **argv)
+int mh__cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0)
@@ -47,10 +47,10 @@ int mh_cli_wants_help(int argc, char **argv)
     return 0;
 }
 
-int mh_cli_finish(int code)
+int mh__cli_finish(int code)
 {
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        mh_cli_error("could not write to standard output: %s", strerror(errno));
+        mh__cli_error("could not write to standard output: %s", strerror(errno));
         return MH_EXIT_FAIL;
     }
     return code;
@@ -79,7 +79,7 @@ static int unit_multiplier(const char *unit, double *mult)
     return MH_EINVAL;
 }
 
-int mh_cli_parse_size(const char *text, uint64_t *out)
+int mh__cli_parse_size(const char *text, uint64_t *out)
 {
     if (!text || !*text || *text == '-')
         return MH_EINVAL;
@@ -100,7 +100,7 @@ int mh_cli_parse_size(const char *text, uint64_t *out)
     return 0;
 }
 
-int mh_cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
+int mh__cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     if (!text || !isdigit((unsigned char)*text))
         return MH_EINVAL;
@@ -113,7 +113,7 @@ int mh_cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
     return 0;
 }
 
-const char *mh_cli_bytes(uint64_t bytes, char buf[32])
+const char *mh__cli_bytes(uint64_t bytes, char buf[32])
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)bytes;
@@ -129,7 +129,7 @@ const char *mh_cli_bytes(uint64_t bytes, char buf[32])
     return buf;
 }
 
-const char *mh_cli_duration(uint64_t ns, char buf[32])
+const char *mh__cli_duration(uint64_t ns, char buf[32])
 {
     if (ns < 1000)
         snprintf(buf, 32, "%llu ns", (unsigned long long)ns);

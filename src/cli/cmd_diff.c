@@ -1,7 +1,7 @@
 /* cmd_diff.c - `memhist diff A B`: two runs side by side (recorded,
  * simulated or what-if files alike): peaks, per-step peaks and their deltas,
  * and the layers and stacks whose bytes at the allocated peak grew or shrank
- * most. Layers come from analysis_layers.h, stacks are matched by their
+ * most. Layers come from layers.h, stacks are matched by their
  * label ("file:line func" of the most informative frame) since stack ids
  * differ between files. */
 #include <getopt.h>
@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "cli/report_analysis.h"
-#include "model/stacks.h"
-#include "viz/json.h"
+#include "cli.h"
+#include "device_report.h"
+#include "analysis.h"
+#include "stacks.h"
+#include "json.h"
 
 static const char usage[] =
     "usage: memhist diff [--device N] [--top N] [--json] A B\n\n"
@@ -29,7 +30,7 @@ static const char usage[] =
 
 static int run_diff(int argc, char **argv);
 
-const struct mh_cli_command mh_cmd_diff = {
+const struct mh_cli_command mh__cmd_diff = {
     "diff", "compare two runs: peaks, steps, layers and stacks that changed", usage, run_diff};
 
 /* Bytes at the peak keyed by a name, for both runs. */
@@ -85,14 +86,14 @@ static int layers_side(struct run_view *v, int which, struct delta_list *l)
 {
     struct mh_layers *ly;
     size_t n;
-    int rc = mh_layers_analyze(v->an.lt, v->an.rp.reader, v->device, &ly);
+    int rc = mh__layers_analyze(v->an.lt, v->an.rp.reader, v->device, &ly);
     if (rc < 0)
         return rc;
-    const struct mh_layer_stats *st = mh_layers_list(ly, &n);
+    const struct mh_layer_stats *st = mh__layers_list(ly, &n);
     for (size_t i = 0; i < n && rc == 0; i++)
         if (st[i].live_at_peak)
             rc = delta_add(l, st[i].name, st[i].live_at_peak, which);
-    mh_layers_free(ly);
+    mh__layers_free(ly);
     return rc;
 }
 
@@ -104,30 +105,31 @@ static int stacks_side(struct run_view *v, int which, struct delta_list *l)
     uint64_t tb, tc;
     if (v->pa.value == 0)
         return 0;
-    int rc = mh_replay_open(v->an.rp.path, v->pa.event_index + 1, &at);
+    int rc = mh__replay_open(v->an.rp.path, v->pa.event_index + 1, &at);
     if (rc < 0)
         return rc;
-    rc = mh_report_group_live(at.model, v->device, 0, &g, &n, &tb, &tc);
+    rc = mh__report_group_live(at.model, v->device, 0, &g, &n, &tb, &tc);
     char label[512];
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = delta_add(l, mh_stack_label(at.reader, g[i].stack, label, sizeof label), g[i].bytes,
+        rc = delta_add(l, mh__stack_label(at.reader, g[i].stack, label, sizeof label), g[i].bytes,
                        which);
     free(g);
-    mh_replay_close(&at);
+    mh__replay_close(&at);
     return rc;
 }
 
 static const char *signed_bytes(int64_t v, char buf[32])
 {
     char b[32];
-    snprintf(buf, 32, "%s%s", v < 0 ? "-" : "+", mh_cli_bytes(v < 0 ? (uint64_t)-v : (uint64_t)v, b));
+    snprintf(buf, 32, "%s%s", v < 0 ? "-" : "+",
+             mh__cli_bytes(v < 0 ? (uint64_t)-v : (uint64_t)v, b));
     return buf;
 }
 
 static void text_row(const char *name, uint64_t a, uint64_t b)
 {
     char x[3][32];
-    printf("  %-34.34s %12s %12s %13s\n", name, mh_cli_bytes(a, x[0]), mh_cli_bytes(b, x[1]),
+    printf("  %-34.34s %12s %12s %13s\n", name, mh__cli_bytes(a, x[0]), mh__cli_bytes(b, x[1]),
            signed_bytes((int64_t)b - (int64_t)a, x[2]));
 }
 
@@ -173,27 +175,27 @@ static void print_text(struct run_view *v, const struct delta_list *layers,
 static void json_list(struct mh_json *j, const char *key, const char *field,
                       const struct delta_list *l, uint64_t top)
 {
-    mh_json_key(j, key);
-    mh_json_begin_array(j);
+    mh__json_key(j, key);
+    mh__json_begin_array(j);
     for (size_t i = 0; i < l->n && i < top; i++) {
-        mh_json_begin_object(j);
-        mh_json_kv_string(j, field, l->items[i].name);
-        mh_json_kv_uint(j, "a", l->items[i].a);
-        mh_json_kv_uint(j, "b", l->items[i].b);
-        mh_json_kv_int(j, "delta", (int64_t)l->items[i].b - (int64_t)l->items[i].a);
-        mh_json_end_object(j);
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, field, l->items[i].name);
+        mh__json_kv_uint(j, "a", l->items[i].a);
+        mh__json_kv_uint(j, "b", l->items[i].b);
+        mh__json_kv_int(j, "delta", (int64_t)l->items[i].b - (int64_t)l->items[i].a);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
+    mh__json_end_array(j);
 }
 
 static void json_pair(struct mh_json *j, const char *key, uint64_t a, uint64_t b)
 {
-    mh_json_key(j, key);
-    mh_json_begin_object(j);
-    mh_json_kv_uint(j, "a", a);
-    mh_json_kv_uint(j, "b", b);
-    mh_json_kv_int(j, "delta", (int64_t)b - (int64_t)a);
-    mh_json_end_object(j);
+    mh__json_key(j, key);
+    mh__json_begin_object(j);
+    mh__json_kv_uint(j, "a", a);
+    mh__json_kv_uint(j, "b", b);
+    mh__json_kv_int(j, "delta", (int64_t)b - (int64_t)a);
+    mh__json_end_object(j);
 }
 
 static void print_json(struct run_view *v, const struct delta_list *layers,
@@ -201,37 +203,37 @@ static void print_json(struct run_view *v, const struct delta_list *layers,
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh_sink_init_file(&sink, stdout);
-    mh_json_init(&j, &sink, 1);
-    mh_json_begin_object(&j);
-    mh_json_kv_string(&j, "a", v[0].an.rp.path);
-    mh_json_kv_string(&j, "b", v[1].an.rp.path);
+    mh__sink_init_file(&sink, stdout);
+    mh__json_init(&j, &sink, 1);
+    mh__json_begin_object(&j);
+    mh__json_kv_string(&j, "a", v[0].an.rp.path);
+    mh__json_kv_string(&j, "b", v[1].an.rp.path);
     json_pair(&j, "peak_allocated", v[0].pa.value, v[1].pa.value);
     json_pair(&j, "peak_reserved", v[0].pr.value, v[1].pr.value);
-    mh_json_key(&j, "steps");
-    mh_json_begin_array(&j);
+    mh__json_key(&j, "steps");
+    mh__json_begin_array(&j);
     const struct mh_model *m = v[0].an.rp.model;
     for (size_t i = 0; i < mh_model_step_count(m, v[0].device); i++) {
         struct mh_step_stats a, b;
         if (mh_model_step(m, v[0].device, i, &a) != 0 || !step_of(&v[1], a.step, &b))
             continue;
-        mh_json_begin_object(&j);
-        mh_json_kv_int(&j, "step", a.step);
+        mh__json_begin_object(&j);
+        mh__json_kv_int(&j, "step", a.step);
         json_pair(&j, "peak_allocated", a.peak_allocated, b.peak_allocated);
         json_pair(&j, "peak_reserved", a.peak_reserved, b.peak_reserved);
-        mh_json_end_object(&j);
+        mh__json_end_object(&j);
     }
-    mh_json_end_array(&j);
+    mh__json_end_array(&j);
     json_list(&j, "layers", "layer", layers, top);
     json_list(&j, "stacks", "stack", stacks, top);
-    mh_json_end_object(&j);
-    mh_sink_puts(&sink, "\n");
-    mh_sink_finish(&sink);
+    mh__json_end_object(&j);
+    mh__sink_puts(&sink, "\n");
+    mh__sink_finish(&sink);
 }
 
 static int open_side(const char *path, int device, struct run_view *v)
 {
-    if (mh_analysis_open(path, &v->an) < 0)
+    if (mh__analysis_open(path, &v->an) < 0)
         return MH_EIO;
     const struct mh_model *m = v->an.rp.model;
     v->device = device >= 0 ? device : mh_model_device_count(m) ? mh_model_device_at(m, 0) : 0;
@@ -251,26 +253,26 @@ static int run_diff(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'd' && mh_cli_parse_uint(optarg, 0, 255, &dv) == 0)
+        if (c == 'd' && mh__cli_parse_uint(optarg, 0, 255, &dv) == 0)
             device = (int)dv;
-        else if (c == 't' && mh_cli_parse_uint(optarg, 1, 100000, &top) == 0)
+        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &top) == 0)
             ;
         else if (c == 'j')
             json = 1;
         else if (c == '?')
-            return mh_cli_usage_error(&mh_cmd_diff, "unknown option '%s'", argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_diff, "unknown option '%s'", argv[optind - 1]);
         else
-            return mh_cli_usage_error(&mh_cmd_diff, "invalid value '%s' for --%s", optarg,
-                                      c == 'd' ? "device" : "top");
+            return mh__cli_usage_error(&mh__cmd_diff, "invalid value '%s' for --%s", optarg,
+                                       c == 'd' ? "device" : "top");
     }
     if (argc - optind != 2)
-        return mh_cli_usage_error(&mh_cmd_diff, "expected two files, A and B");
+        return mh__cli_usage_error(&mh__cmd_diff, "expected two files, A and B");
     struct run_view v[2];
     struct delta_list layers = {0}, stacks = {0};
     memset(v, 0, sizeof v);
     int rc = open_side(argv[optind], device, &v[0]);
     if (rc == 0 && (rc = open_side(argv[optind + 1], device, &v[1])) < 0)
-        mh_analysis_close(&v[0].an);
+        mh__analysis_close(&v[0].an);
     if (rc < 0)
         return MH_EXIT_FAIL;
     for (int s = 0; s < 2 && rc == 0; s++) {
@@ -286,11 +288,11 @@ static int run_diff(int argc, char **argv)
         else
             print_text(v, &layers, &stacks, top);
     } else {
-        mh_cli_error("%s: %s", argv[optind], mh_strerror(rc));
+        mh__cli_error("%s: %s", argv[optind], mh_strerror(rc));
     }
     free(layers.items);
     free(stacks.items);
-    mh_analysis_close(&v[0].an);
-    mh_analysis_close(&v[1].an);
-    return mh_cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
+    mh__analysis_close(&v[0].an);
+    mh__analysis_close(&v[1].an);
+    return mh__cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
 }

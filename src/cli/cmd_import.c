@@ -1,15 +1,15 @@
 /* cmd_import.c - `memhist import`: a PyTorch memory snapshot pickle to a
  * .memhist file, read with memhist's own strict pickle reader (nothing in
- * the file is ever imported or called). Library side: viz/snapshot_import.h. */
+ * the file is ever imported or called). Library side: src/import/snapshot_import.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "viz/snapshot_import.h"
+#include "cli.h"
+#include "snapshot_import.h"
 
-extern const struct mh_cli_command mh_cmd_import;
+extern const struct mh_cli_command mh__cmd_import;
 
 #define MAX_INPUT (16ull << 30)
 
@@ -57,20 +57,20 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
             if (i + 1 >= argc)
-                return mh_cli_usage_error(&mh_cmd_import, "%s needs a value", argv[i]);
+                return mh__cli_usage_error(&mh__cmd_import, "%s needs a value", argv[i]);
             *out = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return mh_cli_usage_error(&mh_cmd_import, "unknown option '%s'", argv[i]);
+            return mh__cli_usage_error(&mh__cmd_import, "unknown option '%s'", argv[i]);
         } else if (!*in) {
             *in = argv[i];
         } else {
-            return mh_cli_usage_error(&mh_cmd_import, "more than one input file");
+            return mh__cli_usage_error(&mh__cmd_import, "more than one input file");
         }
     }
     if (!*in)
-        return mh_cli_usage_error(&mh_cmd_import, "missing the snapshot pickle");
+        return mh__cli_usage_error(&mh__cmd_import, "missing the snapshot pickle");
     if (!*out)
-        return mh_cli_usage_error(&mh_cmd_import, "missing -o OUT.memhist");
+        return mh__cli_usage_error(&mh__cmd_import, "missing -o OUT.memhist");
     return 0;
 }
 
@@ -83,24 +83,24 @@ static void print_summary(const char *out, const struct mh_import_info *info)
            (unsigned long long)info->preexisting_blocks, (unsigned long long)info->annotations,
            info->protocol);
     if (info->synthetic_times)
-        mh_cli_error("note: the snapshot has no time_us; entries were given times 1 us apart");
+        mh__cli_error("note: the snapshot has no time_us; entries were given times 1 us apart");
     if (info->skipped)
-        mh_cli_error("note: %llu entries of display-only or unknown actions were skipped",
-                     (unsigned long long)info->skipped);
+        mh__cli_error("note: %llu entries of display-only or unknown actions were skipped",
+                      (unsigned long long)info->skipped);
     if (info->inconsistencies)
-        mh_cli_error("warning: %llu trace entries contradict the snapshot's segments; the "
-                     "replayed state may differ from them",
-                     (unsigned long long)info->inconsistencies);
+        mh__cli_error("warning: %llu trace entries contradict the snapshot's segments; the "
+                      "replayed state may differ from them",
+                      (unsigned long long)info->inconsistencies);
     if (info->overflowed)
-        mh_cli_error("note: torch's trace buffer had wrapped: the trace starts mid-run");
+        mh__cli_error("note: torch's trace buffer had wrapped: the trace starts mid-run");
     if (info->steps)
-        mh_cli_error("note: %llu step%s from the snapshot's Optimizer.step/ProfilerStep "
+        mh__cli_error("note: %llu step%s from the snapshot's Optimizer.step/ProfilerStep "
                      "annotations",
                      (unsigned long long)info->steps, info->steps == 1 ? "" : "s");
     else if (info->entries && !info->annotations)
-        mh_cli_error("note: the snapshot has no step annotations: analyses go by time");
+        mh__cli_error("note: the snapshot has no step annotations: analyses go by time");
     if (info->unknown_initial)
-        mh_cli_error("warning: %llu block(s) allocated before the trace and freed during "
+        mh__cli_error("warning: %llu block(s) allocated before the trace and freed during "
                      "it: their sizes are estimated from the requests, so the state before "
                      "the trace is not exact",
                      (unsigned long long)info->unknown_initial);
@@ -115,8 +115,8 @@ static int run(int argc, char **argv)
     unsigned char *data;
     size_t len;
     if ((rc = slurp(in, &data, &len)) < 0) {
-        mh_cli_error("%s: cannot read the file: %s", in,
-                     rc == MH_ENOTFOUND ? strerror(errno) : mh_strerror(rc));
+        mh__cli_error("%s: cannot read the file: %s", in,
+                      rc == MH_ENOTFOUND ? strerror(errno) : mh_strerror(rc));
         return MH_EXIT_FAIL;
     }
     struct mh_writer_opts wo;
@@ -124,31 +124,31 @@ static int run(int argc, char **argv)
     wo.source = "imported";
     struct mh_writer *w;
     if ((rc = mh_writer_open(out, &wo, &w)) < 0) {
-        mh_cli_error("%s: cannot create the file: %s", out, mh_strerror(rc));
+        mh__cli_error("%s: cannot create the file: %s", out, mh_strerror(rc));
         free(data);
         return MH_EXIT_FAIL;
     }
     struct mh_import_info info;
     char err[256];
-    rc = mh_snapshot_import(data, len, NULL, w, &info, err, sizeof err);
+    rc = mh__snapshot_import(data, len, NULL, w, &info, err, sizeof err);
     int crc = mh_writer_close(w);
     free(data);
     if (rc < 0) {
-        mh_cli_error("%s: %s: %s", in, mh_strerror(rc), err);
+        mh__cli_error("%s: %s: %s", in, mh_strerror(rc), err);
         if (strcmp(out, "-") != 0)
             remove(out);
         return MH_EXIT_FAIL;
     }
     if (crc < 0) {
-        mh_cli_error("%s: %s", out, mh_strerror(crc));
+        mh__cli_error("%s: %s", out, mh_strerror(crc));
         return MH_EXIT_FAIL;
     }
     if (strcmp(out, "-") != 0)
         print_summary(out, &info);
-    return mh_cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH_EXIT_OK);
 }
 
-const struct mh_cli_command mh_cmd_import = {
+const struct mh_cli_command mh__cmd_import = {
     .name = "import",
     .summary = "convert a PyTorch memory snapshot pickle into a .memhist file",
     .usage = "usage: memhist import SNAPSHOT.pickle -o OUT.memhist\n"

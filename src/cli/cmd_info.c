@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/cli.h"
-#include "viz/json.h"
+#include "cli.h"
+#include "json.h"
 
 static const char usage[] =
     "usage: memhist info [--json] FILE\n\n"
@@ -72,11 +72,12 @@ static void print_text(const char *path, const struct mh_reader *r, const struct
         struct mh_device_info d;
         if (mh_reader_device(r, i, &d) == 0)
             printf("device %-9d %s%s%s\n", d.device, d.name[0] ? d.name : "(unnamed)",
-                   d.total_bytes ? ", " : "", d.total_bytes ? mh_cli_bytes(d.total_bytes, b1) : "");
+                   d.total_bytes ? ", " : "",
+                   d.total_bytes ? mh__cli_bytes(d.total_bytes, b1) : "");
     }
     if (s->events) {
         printf("%-16s %s\n", "first event", utc_text(s->first_time_ns, b1));
-        printf("%-16s %s\n", "duration", mh_cli_duration(s->last_time_ns - s->first_time_ns, b2));
+        printf("%-16s %s\n", "duration", mh__cli_duration(s->last_time_ns - s->first_time_ns, b2));
     }
     printf("%-16s %" PRIu64 "\n", "events", s->events);
     for (unsigned k = 0; k < MH_EV_KIND_COUNT; k++)
@@ -91,53 +92,53 @@ static void print_json(const char *path, const struct mh_reader *r, const struct
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh_sink_init_file(&sink, stdout);
-    mh_json_init(&j, &sink, 1);
-    mh_json_begin_object(&j);
-    mh_json_kv_string(&j, "file", path);
-    mh_json_kv_uint(&j, "format_version", s->format_version);
-    mh_json_key(&j, "meta");
-    mh_json_begin_object(&j);
+    mh__sink_init_file(&sink, stdout);
+    mh__json_init(&j, &sink, 1);
+    mh__json_begin_object(&j);
+    mh__json_kv_string(&j, "file", path);
+    mh__json_kv_uint(&j, "format_version", s->format_version);
+    mh__json_key(&j, "meta");
+    mh__json_begin_object(&j);
     const char *key, *value;
     for (size_t i = 0; mh_reader_meta_at(r, i, &key, &value); i++)
-        mh_json_kv_string(&j, key, value);
-    mh_json_end_object(&j);
-    mh_json_key(&j, "devices");
-    mh_json_begin_array(&j);
+        mh__json_kv_string(&j, key, value);
+    mh__json_end_object(&j);
+    mh__json_key(&j, "devices");
+    mh__json_begin_array(&j);
     for (size_t i = 0; i < mh_reader_device_count(r); i++) {
         struct mh_device_info d;
         if (mh_reader_device(r, i, &d) != 0)
             continue;
-        mh_json_begin_object(&j);
-        mh_json_kv_int(&j, "device", d.device);
-        mh_json_kv_string(&j, "name", d.name);
-        mh_json_kv_uint(&j, "total_bytes", d.total_bytes);
-        mh_json_end_object(&j);
+        mh__json_begin_object(&j);
+        mh__json_kv_int(&j, "device", d.device);
+        mh__json_kv_string(&j, "name", d.name);
+        mh__json_kv_uint(&j, "total_bytes", d.total_bytes);
+        mh__json_end_object(&j);
     }
-    mh_json_end_array(&j);
-    mh_json_kv_uint(&j, "first_time_ns", s->first_time_ns);
-    mh_json_kv_uint(&j, "last_time_ns", s->last_time_ns);
-    mh_json_kv_uint(&j, "events", s->events);
-    mh_json_key(&j, "events_by_kind");
-    mh_json_begin_object(&j);
+    mh__json_end_array(&j);
+    mh__json_kv_uint(&j, "first_time_ns", s->first_time_ns);
+    mh__json_kv_uint(&j, "last_time_ns", s->last_time_ns);
+    mh__json_kv_uint(&j, "events", s->events);
+    mh__json_key(&j, "events_by_kind");
+    mh__json_begin_object(&j);
     for (unsigned k = 0; k < MH_EV_KIND_COUNT; k++)
         if (s->events_by_kind[k])
-            mh_json_kv_uint(&j, mh_event_kind_name(k), s->events_by_kind[k]);
-    mh_json_end_object(&j);
-    mh_json_kv_uint(&j, "dropped", s->dropped);
-    mh_json_kv_bool(&j, "complete", s->has_trailer && !s->damaged);
-    mh_json_kv_bool(&j, "damaged", s->damaged);
+            mh__json_kv_uint(&j, mh_event_kind_name(k), s->events_by_kind[k]);
+    mh__json_end_object(&j);
+    mh__json_kv_uint(&j, "dropped", s->dropped);
+    mh__json_kv_bool(&j, "complete", s->has_trailer && !s->damaged);
+    mh__json_kv_bool(&j, "damaged", s->damaged);
     if (s->damaged) {
-        mh_json_kv_uint(&j, "damage_offset", s->damage_offset);
-        mh_json_kv_string(&j, "damage", mh_reader_errmsg(r));
+        mh__json_kv_uint(&j, "damage_offset", s->damage_offset);
+        mh__json_kv_string(&j, "damage", mh_reader_errmsg(r));
     }
-    mh_json_end_object(&j);
-    mh_sink_finish(&sink);
+    mh__json_end_object(&j);
+    mh__sink_finish(&sink);
 }
 
 static int run_info(int argc, char **argv);
 
-const struct mh_cli_command mh_cmd_info = {
+const struct mh_cli_command mh__cmd_info = {
     "info", "show what a recording holds (devices, span, event counts, damage)", usage, run_info};
 
 static int run_info(int argc, char **argv)
@@ -148,14 +149,14 @@ static int run_info(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (c != 'j')
-            return mh_cli_usage_error(&mh_cmd_info, "unknown option '%s'", argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_info, "unknown option '%s'", argv[optind - 1]);
         json = 1;
     }
     if (optind != argc - 1)
-        return mh_cli_usage_error(&mh_cmd_info, "expected exactly one FILE");
+        return mh__cli_usage_error(&mh__cmd_info, "expected exactly one FILE");
     const char *path = argv[optind];
     struct mh_reader *r;
-    if (mh_cli_open_reader(path, &r) < 0)
+    if (mh__open_reader(path, &r) < 0)
         return MH_EXIT_FAIL;
     struct mh_event ev;
     int rc;
@@ -168,6 +169,6 @@ static int run_info(int argc, char **argv)
     else
         print_text(path, r, &s);
     mh_reader_close(r);
-    return mh_cli_finish(rc < 0 && rc != MH_ETRUNCATED && rc != MH_EFORMAT ? MH_EXIT_FAIL
-                                                                             : MH_EXIT_OK);
+    return mh__cli_finish(rc < 0 && rc != MH_ETRUNCATED && rc != MH_EFORMAT ? MH_EXIT_FAIL
+                                                                            : MH_EXIT_OK);
 }

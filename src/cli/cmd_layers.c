@@ -3,14 +3,15 @@
  * activations are, what checkpointing it would save, and a ranked
  * checkpointing plan; per step, the largest layers at the step's peak.
  * Several files (one per rank) are reported one after the other, then the
- * worst rank by peak reserved. The analysis is src/model/analysis_layers.h. */
+ * worst rank by peak reserved. The analysis is src/analysis/layers.h. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_analysis.h"
-#include "viz/json.h"
+#include "cli.h"
+#include "analysis.h"
+#include "json.h"
 
 static const char usage[] =
     "usage: memhist layers [--device N] [--top N] [--json] FILE...\n\n"
@@ -35,7 +36,7 @@ static const char usage[] =
 
 static int run_layers(int argc, char **argv);
 
-const struct mh_cli_command mh_cmd_layers = {
+const struct mh_cli_command mh__cmd_layers = {
     "layers", "peak by layer and category, activation-checkpointing plan", usage, run_layers};
 
 struct layers_opts {
@@ -60,7 +61,7 @@ static const struct mh_layers *sort_src;
 static int by_live_desc(const void *a, const void *b)
 {
     size_t n;
-    const struct mh_layer_stats *st = mh_layers_list(sort_src, &n);
+    const struct mh_layer_stats *st = mh__layers_list(sort_src, &n);
     uint64_t x = st[*(const size_t *)a].live_at_peak, y = st[*(const size_t *)b].live_at_peak;
     if (x != y)
         return x < y ? 1 : -1;
@@ -72,11 +73,11 @@ static int view_open(const struct mh_analysis *a, int device, struct dev_view *v
     memset(v, 0, sizeof *v);
     v->a = a;
     v->device = device;
-    int rc = mh_layers_analyze(a->lt, a->rp.reader, device, &v->ly);
+    int rc = mh__layers_analyze(a->lt, a->rp.reader, device, &v->ly);
     if (rc < 0)
         return rc;
     size_t n;
-    mh_layers_list(v->ly, &n);
+    mh__layers_list(v->ly, &n);
     v->by_live = malloc((n ? n : 1) * sizeof *v->by_live);
     if (!v->by_live)
         return MH_ENOMEM;
@@ -84,12 +85,12 @@ static int view_open(const struct mh_analysis *a, int device, struct dev_view *v
         v->by_live[i] = i;
     sort_src = v->ly;
     qsort(v->by_live, n, sizeof *v->by_live, by_live_desc);
-    return mh_layers_plan(v->ly, &v->order, &v->peak_after, &v->nplan, &v->best);
+    return mh__layers_plan(v->ly, &v->order, &v->peak_after, &v->nplan, &v->best);
 }
 
 static void view_close(struct dev_view *v)
 {
-    mh_layers_free(v->ly);
+    mh__layers_free(v->ly);
     free(v->by_live);
     free(v->order);
     free(v->peak_after);
@@ -111,9 +112,9 @@ static int model_has_step(const struct dev_view *v, int64_t step)
 static void top_at(const struct dev_view *v, uint64_t index, size_t top3[3], uint64_t bytes3[3])
 {
     size_t n, nrec;
-    mh_layers_list(v->ly, &n);
-    const struct mh_alloc_rec *recs = mh_lifetimes_records(v->a->lt, &nrec);
-    const int32_t *lof = mh_layers_of_records(v->ly);
+    mh__layers_list(v->ly, &n);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(v->a->lt, &nrec);
+    const int32_t *lof = mh__layers_of_records(v->ly);
     uint64_t *sum = calloc(n ? n : 1, sizeof *sum);
     memset(bytes3, 0, 3 * sizeof *bytes3);
     for (int k = 0; k < 3; k++)
@@ -141,12 +142,12 @@ static void print_categories(const struct dev_view *v, uint64_t index)
 {
     uint64_t cat[MH_CAT_COUNT];
     char b[32];
-    mh_lifetimes_live_by_category(v->a->lt, v->device, index, cat, NULL);
+    mh__lifetimes_live_by_category(v->a->lt, v->device, index, cat, NULL);
     const char *sep = "";
     printf("  by category at the peak: ");
     for (int c = 0; c < MH_CAT_COUNT; c++)
         if (cat[c]) {
-            printf("%s%s %s", sep, mh_category_name(c), mh_cli_bytes(cat[c], b));
+            printf("%s%s %s", sep, mh__category_name(c), mh__cli_bytes(cat[c], b));
             sep = ", ";
         }
     printf("\n");
@@ -155,17 +156,18 @@ static void print_categories(const struct dev_view *v, uint64_t index)
 static void print_table(const struct dev_view *v, uint64_t top)
 {
     size_t n;
-    const struct mh_layer_stats *st = mh_layers_list(v->ly, &n);
+    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
     char b[5][32];
     printf("\n  %-28s %11s %11s %11s %11s %11s\n", "layer", "live@peak", "activations",
            "saved@peak", "recompute", "ckpt saves");
     for (size_t i = 0; i < n && i < top; i++) {
         const struct mh_layer_stats *s = &st[v->by_live[i]];
-        printf("  %-28.28s %11s %11s %11s %11s %11s\n", s->name, mh_cli_bytes(s->live_at_peak, b[0]),
-               mh_cli_bytes(s->by_category[MH_CAT_ACTIVATION], b[1]),
-               mh_cli_bytes(s->saved_at_peak, b[2]),
-               s->candidate ? mh_cli_bytes(s->transient, b[3]) : "-",
-               s->candidate ? mh_cli_bytes(s->reduction, b[4]) : "-");
+        printf("  %-28.28s %11s %11s %11s %11s %11s\n", s->name,
+               mh__cli_bytes(s->live_at_peak, b[0]),
+               mh__cli_bytes(s->by_category[MH_CAT_ACTIVATION], b[1]),
+               mh__cli_bytes(s->saved_at_peak, b[2]),
+               s->candidate ? mh__cli_bytes(s->transient, b[3]) : "-",
+               s->candidate ? mh__cli_bytes(s->reduction, b[4]) : "-");
     }
     if (n > top)
         printf("  ... %zu more layers (--top)\n", n - top);
@@ -174,8 +176,8 @@ static void print_table(const struct dev_view *v, uint64_t top)
 static void print_plan(const struct dev_view *v)
 {
     size_t n;
-    const struct mh_layer_stats *st = mh_layers_list(v->ly, &n);
-    uint64_t peak = mh_layers_peak(v->ly, NULL, NULL);
+    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
+    uint64_t peak = mh__layers_peak(v->ly, NULL, NULL);
     char b[3][32];
     if (v->best == 0) {
         printf("\n  plan: no layer has saved activations live at the peak; checkpointing would "
@@ -184,24 +186,24 @@ static void print_plan(const struct dev_view *v)
     }
     double share;
     uint64_t after;
-    mh_layers_estimate(v->ly, v->order, v->best, &after, &share);
+    mh__layers_estimate(v->ly, v->order, v->best, &after, &share);
     printf("\n  plan: checkpoint these %zu layer%s to save about %s (peak %s -> %s); recompute "
            "~%.0f%% of the forward pass (by allocation volume):\n    ",
-           v->best, v->best == 1 ? "" : "s", mh_cli_bytes(peak - after, b[0]),
-           mh_cli_bytes(peak, b[1]), mh_cli_bytes(after, b[2]), 100.0 * share);
+           v->best, v->best == 1 ? "" : "s", mh__cli_bytes(peak - after, b[0]),
+           mh__cli_bytes(peak, b[1]), mh__cli_bytes(after, b[2]), 100.0 * share);
     for (size_t i = 0; i < v->best; i++)
         printf("%s%s", i ? ", " : "", st[v->order[i]].name);
     printf("\n  estimated peak after checkpointing the first K of the ranking:");
     for (size_t k = 0; k < v->nplan; k++)
-        printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1, mh_cli_bytes(v->peak_after[k], b[0]));
+        printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1, mh__cli_bytes(v->peak_after[k], b[0]));
     printf("\n");
 }
 
 static void print_steps(const struct dev_view *v)
 {
     size_t n, nl;
-    const struct mh_step_peak *sp = mh_layers_step_peaks(v->ly, &n);
-    const struct mh_layer_stats *st = mh_layers_list(v->ly, &nl);
+    const struct mh_step_peak *sp = mh__layers_step_peaks(v->ly, &n);
+    const struct mh_layer_stats *st = mh__layers_list(v->ly, &nl);
     char b[32], s[24];
     if (n)
         printf("\n  per step, largest layers at the step's allocated peak:\n");
@@ -211,9 +213,9 @@ static void print_steps(const struct dev_view *v)
         if (!model_has_step(v, sp[i].step))
             continue;
         top_at(v, sp[i].index, top3, bytes3);
-        printf("  %12s %10s:", mh_step_text(sp[i].step, s), mh_cli_bytes(sp[i].bytes, b));
+        printf("  %12s %10s:", mh__step_text(sp[i].step, s), mh__cli_bytes(sp[i].bytes, b));
         for (int k = 0; k < 3 && top3[k] != SIZE_MAX; k++)
-            printf("%s %s %s", k ? "," : "", st[top3[k]].name, mh_cli_bytes(bytes3[k], b));
+            printf("%s %s %s", k ? "," : "", st[top3[k]].name, mh__cli_bytes(bytes3[k], b));
         printf("\n");
     }
 }
@@ -222,10 +224,10 @@ static void print_text(const struct dev_view *v, const struct layers_opts *o)
 {
     uint64_t index;
     int64_t step;
-    uint64_t peak = mh_layers_peak(v->ly, &index, &step);
+    uint64_t peak = mh__layers_peak(v->ly, &index, &step);
     char b[32], s[24];
     printf("\n%s device %d: peak allocated %s (%s)\n", v->a->rp.path, v->device,
-           mh_cli_bytes(peak, b), mh_step_text(step, s));
+           mh__cli_bytes(peak, b), mh__step_text(step, s));
     print_categories(v, index);
     print_table(v, o->top);
     print_plan(v);
@@ -234,86 +236,86 @@ static void print_text(const struct dev_view *v, const struct layers_opts *o)
 
 static void json_categories(struct mh_json *j, const uint64_t *cat)
 {
-    mh_json_begin_object(j);
+    mh__json_begin_object(j);
     for (int c = 0; c < MH_CAT_COUNT; c++)
-        mh_json_kv_uint(j, mh_category_name(c), cat[c]);
-    mh_json_end_object(j);
+        mh__json_kv_uint(j, mh__category_name(c), cat[c]);
+    mh__json_end_object(j);
 }
 
 static void json_layer(struct mh_json *j, const struct mh_layer_stats *s)
 {
-    mh_json_begin_object(j);
-    mh_json_kv_string(j, "layer", s->name);
-    mh_json_kv_uint(j, "live_at_peak", s->live_at_peak);
-    mh_json_key(j, "by_category");
+    mh__json_begin_object(j);
+    mh__json_kv_string(j, "layer", s->name);
+    mh__json_kv_uint(j, "live_at_peak", s->live_at_peak);
+    mh__json_key(j, "by_category");
     json_categories(j, s->by_category);
-    mh_json_kv_uint(j, "saved_activations_at_peak", s->saved_at_peak);
-    mh_json_kv_uint(j, "saved_activations", s->saved_total);
-    mh_json_kv_uint(j, "recompute_transient", s->transient);
-    mh_json_kv_uint(j, "forward_volume", s->forward_volume);
-    mh_json_kv_bool(j, "checkpoint_candidate", s->candidate);
-    mh_json_kv_uint(j, "checkpoint_reduction", s->reduction);
-    mh_json_end_object(j);
+    mh__json_kv_uint(j, "saved_activations_at_peak", s->saved_at_peak);
+    mh__json_kv_uint(j, "saved_activations", s->saved_total);
+    mh__json_kv_uint(j, "recompute_transient", s->transient);
+    mh__json_kv_uint(j, "forward_volume", s->forward_volume);
+    mh__json_kv_bool(j, "checkpoint_candidate", s->candidate);
+    mh__json_kv_uint(j, "checkpoint_reduction", s->reduction);
+    mh__json_end_object(j);
 }
 
 static void json_plan(struct mh_json *j, const struct dev_view *v)
 {
     size_t n;
-    const struct mh_layer_stats *st = mh_layers_list(v->ly, &n);
-    uint64_t peak = mh_layers_peak(v->ly, NULL, NULL), after = peak;
+    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
+    uint64_t peak = mh__layers_peak(v->ly, NULL, NULL), after = peak;
     double share = 0;
     if (v->best)
-        mh_layers_estimate(v->ly, v->order, v->best, &after, &share);
-    mh_json_key(j, "plan");
-    mh_json_begin_object(j);
-    mh_json_key(j, "layers");
-    mh_json_begin_array(j);
+        mh__layers_estimate(v->ly, v->order, v->best, &after, &share);
+    mh__json_key(j, "plan");
+    mh__json_begin_object(j);
+    mh__json_key(j, "layers");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < v->best; i++)
-        mh_json_string(j, st[v->order[i]].name);
-    mh_json_end_array(j);
-    mh_json_kv_uint(j, "estimated_peak", after);
-    mh_json_kv_uint(j, "estimated_saving", peak - after);
-    mh_json_kv_double(j, "recompute_share", share, 4);
-    mh_json_key(j, "ranking");
-    mh_json_begin_array(j);
+        mh__json_string(j, st[v->order[i]].name);
+    mh__json_end_array(j);
+    mh__json_kv_uint(j, "estimated_peak", after);
+    mh__json_kv_uint(j, "estimated_saving", peak - after);
+    mh__json_kv_double(j, "recompute_share", share, 4);
+    mh__json_key(j, "ranking");
+    mh__json_begin_array(j);
     for (size_t k = 0; k < v->nplan; k++) {
-        mh_json_begin_object(j);
-        mh_json_kv_string(j, "layer", st[v->order[k]].name);
-        mh_json_kv_uint(j, "estimated_peak_with_first_k", v->peak_after[k]);
-        mh_json_end_object(j);
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "layer", st[v->order[k]].name);
+        mh__json_kv_uint(j, "estimated_peak_with_first_k", v->peak_after[k]);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
-    mh_json_end_object(j);
+    mh__json_end_array(j);
+    mh__json_end_object(j);
 }
 
 static void json_steps(struct mh_json *j, const struct dev_view *v)
 {
     size_t n, nl;
-    const struct mh_step_peak *sp = mh_layers_step_peaks(v->ly, &n);
-    const struct mh_layer_stats *st = mh_layers_list(v->ly, &nl);
-    mh_json_key(j, "steps");
-    mh_json_begin_array(j);
+    const struct mh_step_peak *sp = mh__layers_step_peaks(v->ly, &n);
+    const struct mh_layer_stats *st = mh__layers_list(v->ly, &nl);
+    mh__json_key(j, "steps");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < n; i++) {
         size_t top3[3];
         uint64_t bytes3[3];
         if (!model_has_step(v, sp[i].step))
             continue;
         top_at(v, sp[i].index, top3, bytes3);
-        mh_json_begin_object(j);
-        mh_json_kv_int(j, "step", sp[i].step);
-        mh_json_kv_uint(j, "peak_allocated", sp[i].bytes);
-        mh_json_key(j, "top_layers");
-        mh_json_begin_array(j);
+        mh__json_begin_object(j);
+        mh__json_kv_int(j, "step", sp[i].step);
+        mh__json_kv_uint(j, "peak_allocated", sp[i].bytes);
+        mh__json_key(j, "top_layers");
+        mh__json_begin_array(j);
         for (int k = 0; k < 3 && top3[k] != SIZE_MAX; k++) {
-            mh_json_begin_object(j);
-            mh_json_kv_string(j, "layer", st[top3[k]].name);
-            mh_json_kv_uint(j, "bytes", bytes3[k]);
-            mh_json_end_object(j);
+            mh__json_begin_object(j);
+            mh__json_kv_string(j, "layer", st[top3[k]].name);
+            mh__json_kv_uint(j, "bytes", bytes3[k]);
+            mh__json_end_object(j);
         }
-        mh_json_end_array(j);
-        mh_json_end_object(j);
+        mh__json_end_array(j);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
+    mh__json_end_array(j);
 }
 
 static void json_device(struct mh_json *j, const struct dev_view *v, uint64_t top)
@@ -321,23 +323,23 @@ static void json_device(struct mh_json *j, const struct dev_view *v, uint64_t to
     uint64_t index, cat[MH_CAT_COUNT];
     int64_t step;
     size_t n;
-    const struct mh_layer_stats *st = mh_layers_list(v->ly, &n);
-    mh_json_begin_object(j);
-    mh_json_kv_int(j, "device", v->device);
-    mh_json_kv_uint(j, "peak_allocated", mh_layers_peak(v->ly, &index, &step));
-    mh_json_kv_uint(j, "peak_event_index", index);
-    mh_json_kv_int(j, "peak_step", step);
-    mh_lifetimes_live_by_category(v->a->lt, v->device, index, cat, NULL);
-    mh_json_key(j, "by_category");
+    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
+    mh__json_begin_object(j);
+    mh__json_kv_int(j, "device", v->device);
+    mh__json_kv_uint(j, "peak_allocated", mh__layers_peak(v->ly, &index, &step));
+    mh__json_kv_uint(j, "peak_event_index", index);
+    mh__json_kv_int(j, "peak_step", step);
+    mh__lifetimes_live_by_category(v->a->lt, v->device, index, cat, NULL);
+    mh__json_key(j, "by_category");
     json_categories(j, cat);
-    mh_json_key(j, "layers");
-    mh_json_begin_array(j);
+    mh__json_key(j, "layers");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < n && i < top; i++)
         json_layer(j, &st[v->by_live[i]]);
-    mh_json_end_array(j);
+    mh__json_end_array(j);
     json_plan(j, v);
     json_steps(j, v);
-    mh_json_end_object(j);
+    mh__json_end_object(j);
 }
 
 static int parse_opts(int argc, char **argv, struct layers_opts *o)
@@ -352,20 +354,20 @@ static int parse_opts(int argc, char **argv, struct layers_opts *o)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'd' && mh_cli_parse_uint(optarg, 0, 255, &v) == 0)
+        if (c == 'd' && mh__cli_parse_uint(optarg, 0, 255, &v) == 0)
             o->device = (int)v;
-        else if (c == 't' && mh_cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
+        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
             ;
         else if (c == 'j')
             o->json = 1;
         else if (c == '?')
-            return mh_cli_usage_error(&mh_cmd_layers, "unknown option '%s'", argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_layers, "unknown option '%s'", argv[optind - 1]);
         else
-            return mh_cli_usage_error(&mh_cmd_layers, "invalid value '%s' for --%s", optarg,
-                                      c == 'd' ? "device" : "top");
+            return mh__cli_usage_error(&mh__cmd_layers, "invalid value '%s' for --%s", optarg,
+                                       c == 'd' ? "device" : "top");
     }
     if (optind >= argc)
-        return mh_cli_usage_error(&mh_cmd_layers, "missing FILE");
+        return mh__cli_usage_error(&mh__cmd_layers, "missing FILE");
     return 0;
 }
 
@@ -375,10 +377,10 @@ static int one_file(const struct mh_analysis *a, const struct layers_opts *o, st
     const struct mh_model *m = a->rp.model;
     size_t shown = 0;
     if (j) {
-        mh_json_begin_object(j);
-        mh_json_kv_string(j, "file", a->rp.path);
-        mh_json_key(j, "devices");
-        mh_json_begin_array(j);
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "file", a->rp.path);
+        mh__json_key(j, "devices");
+        mh__json_begin_array(j);
     }
     for (size_t d = 0; d < mh_model_device_count(m); d++) {
         int dev = mh_model_device_at(m, d);
@@ -388,7 +390,7 @@ static int one_file(const struct mh_analysis *a, const struct layers_opts *o, st
         int rc = view_open(a, dev, &v);
         if (rc < 0) {
             view_close(&v);
-            mh_cli_error("%s: %s", a->rp.path, mh_strerror(rc));
+            mh__cli_error("%s: %s", a->rp.path, mh_strerror(rc));
             return rc;
         }
         if (j)
@@ -399,8 +401,8 @@ static int one_file(const struct mh_analysis *a, const struct layers_opts *o, st
         shown++;
     }
     if (j) {
-        mh_json_end_array(j);
-        mh_json_end_object(j);
+        mh__json_end_array(j);
+        mh__json_end_object(j);
     } else if (!shown) {
         printf("\n%s: no allocations%s\n", a->rp.path, o->device >= 0 ? " on that device" : "");
     }
@@ -410,17 +412,17 @@ static int one_file(const struct mh_analysis *a, const struct layers_opts *o, st
 static void print_worst(const struct mh_analysis *a, size_t n, struct mh_json *j)
 {
     uint64_t peak;
-    size_t w = mh_analysis_worst(a, n, &peak);
+    size_t w = mh__analysis_worst(a, n, &peak);
     char b[32];
     if (j) {
-        mh_json_key(j, "worst_rank");
-        mh_json_begin_object(j);
-        mh_json_kv_string(j, "file", a[w].rp.path);
-        mh_json_kv_uint(j, "index", w);
-        mh_json_kv_uint(j, "peak_reserved", peak);
-        mh_json_end_object(j);
+        mh__json_key(j, "worst_rank");
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "file", a[w].rp.path);
+        mh__json_kv_uint(j, "index", w);
+        mh__json_kv_uint(j, "peak_reserved", peak);
+        mh__json_end_object(j);
     } else if (n > 1) {
-        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh_cli_bytes(peak, b));
+        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
     }
 }
 
@@ -434,38 +436,38 @@ static int run_layers(int argc, char **argv)
     char **files = argv + optind;
     struct mh_analysis *a = calloc(n, sizeof *a);
     if (!a) {
-        mh_cli_error("%s", mh_strerror(MH_ENOMEM));
+        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
     }
     size_t opened = 0;
     for (; opened < n && rc == 0; opened++)
-        if (mh_analysis_open(files[opened], &a[opened]) < 0)
+        if (mh__analysis_open(files[opened], &a[opened]) < 0)
             rc = MH_EXIT_FAIL;
     if (rc != 0)
         opened--;
     struct mh_sink sink;
     struct mh_json j;
     if (rc == 0 && o.json) {
-        mh_sink_init_file(&sink, stdout);
-        mh_json_init(&j, &sink, 1);
-        mh_json_begin_object(&j);
-        mh_json_key(&j, "files");
-        mh_json_begin_array(&j);
+        mh__sink_init_file(&sink, stdout);
+        mh__json_init(&j, &sink, 1);
+        mh__json_begin_object(&j);
+        mh__json_key(&j, "files");
+        mh__json_begin_array(&j);
     }
     for (size_t i = 0; i < n && rc == 0; i++)
         if (one_file(&a[i], &o, o.json ? &j : NULL) < 0)
             rc = MH_EXIT_FAIL;
     if (rc == 0 && o.json) {
-        mh_json_end_array(&j);
+        mh__json_end_array(&j);
         print_worst(a, n, &j);
-        mh_json_end_object(&j);
-        mh_sink_puts(&sink, "\n");
-        mh_sink_finish(&sink);
+        mh__json_end_object(&j);
+        mh__sink_puts(&sink, "\n");
+        mh__sink_finish(&sink);
     } else if (rc == 0) {
         print_worst(a, n, NULL);
     }
     for (size_t i = 0; i < opened; i++)
-        mh_analysis_close(&a[i]);
+        mh__analysis_close(&a[i]);
     free(a);
-    return mh_cli_finish(rc);
+    return mh__cli_finish(rc);
 }

@@ -3,17 +3,17 @@
  * allocated and free memory, the largest free block per pool and stream, a
  * verdict (fragmentation, cross-stream caching or exhaustion), what was live
  * by layer and by stack, and suggestions checked by what-if replay
- * (report_whatif.h) plus the activation-checkpointing plan (analysis_layers.h).
- * Gathering is in report_oom.c, printing in report_oom_print.c. */
+ * (whatif_check.h) plus the activation-checkpointing plan (layers.h).
+ * Gathering is in oom_explain.c, printing in report_oom_print.c. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "cli/report_analysis.h"
-#include "cli/report_oom.h"
-#include "cli/report_whatif.h"
+#include "printers.h"
+#include "analysis.h"
+#include "oom_explain.h"
+#include "whatif_check.h"
 
 static const char usage[] =
     "usage: memhist oom [--at peak] [--top N] [--json] FILE...\n\n"
@@ -38,7 +38,7 @@ static const char usage[] =
 
 static int run_oom(int argc, char **argv);
 
-const struct mh_cli_command mh_cmd_oom = {
+const struct mh_cli_command mh__cmd_oom = {
     "oom", "why an allocation failed, and checked settings that avoid it", usage, run_oom};
 
 static int parse_opts(int argc, char **argv, struct mh_oom_opts *o)
@@ -55,18 +55,18 @@ static int parse_opts(int argc, char **argv, struct mh_oom_opts *o)
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (c == 'a' && strcmp(optarg, "peak") == 0)
             o->at_peak = 1;
-        else if (c == 't' && mh_cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
+        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
             ;
         else if (c == 'j')
             o->json = 1;
         else if (c == '?')
-            return mh_cli_usage_error(&mh_cmd_oom, "unknown option '%s'", argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_oom, "unknown option '%s'", argv[optind - 1]);
         else
-            return mh_cli_usage_error(&mh_cmd_oom, "invalid value '%s' for --%s%s", optarg,
-                                      c == 'a' ? "at" : "top", c == 'a' ? " (only 'peak')" : "");
+            return mh__cli_usage_error(&mh__cmd_oom, "invalid value '%s' for --%s%s", optarg,
+                                       c == 'a' ? "at" : "top", c == 'a' ? " (only 'peak')" : "");
     }
     if (optind >= argc)
-        return mh_cli_usage_error(&mh_cmd_oom, "missing FILE");
+        return mh__cli_usage_error(&mh__cmd_oom, "missing FILE");
     return 0;
 }
 
@@ -79,20 +79,20 @@ static int run_oom(int argc, char **argv)
     size_t n = (size_t)(argc - optind);
     struct mh_analysis *a = calloc(n, sizeof *a);
     if (!a) {
-        mh_cli_error("%s", mh_strerror(MH_ENOMEM));
+        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
     }
     size_t opened = 0;
     while (opened < n && rc == 0) {
-        if (mh_analysis_open(argv[optind + (int)opened], &a[opened]) < 0)
+        if (mh__analysis_open(argv[optind + (int)opened], &a[opened]) < 0)
             rc = MH_EXIT_FAIL;
         else
             opened++;
     }
     if (rc == 0)
-        rc = mh_oom_explain_all(a, n, &o) < 0 ? MH_EXIT_FAIL : MH_EXIT_OK;
+        rc = mh__oom_explain_all(a, n, &o) < 0 ? MH_EXIT_FAIL : MH_EXIT_OK;
     for (size_t i = 0; i < opened; i++)
-        mh_analysis_close(&a[i]);
+        mh__analysis_close(&a[i]);
     free(a);
-    return mh_cli_finish(rc);
+    return mh__cli_finish(rc);
 }

@@ -1,13 +1,13 @@
 /* cmd_plot.c - `memhist plot`: PNG pictures of a recorded run, the memory
  * timeline (default) or the segment layout at one moment; with several
  * files (ranks), one timeline panel per file in one image. Parses options,
- * opens the files and hands over to viz/plot.h, which does the drawing. */
+ * opens the files and hands over to viz/plot/plot.h, which does the drawing. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "viz/plot.h"
+#include "cli.h"
+#include "plot.h"
 
 static const char usage[] =
     "usage: memhist plot FILE... -o OUT.png [options]\n"
@@ -45,7 +45,7 @@ static const char usage[] =
     "  memhist plot run.memhist -o cat.png --color category\n"
     "  memhist plot rank0.memhist rank1.memhist -o ranks.png\n";
 
-extern const struct mh_cli_command mh_cmd_plot;
+extern const struct mh_cli_command mh__cmd_plot;
 
 struct plot_args {
     const char *files[MH_PLOT_MAX_RANKS];
@@ -57,11 +57,10 @@ struct plot_args {
 static int parse_dim(const char *v, const char *name, int *out)
 {
     uint64_t n;
-    if (!v || mh_cli_parse_uint(v, 1, 16384, &n) != 0)
-        return mh_cli_usage_error(&mh_cmd_plot, "%s needs a number of pixels (%d..16384), not '%s'",
-                                  name, strcmp(name, "--width") == 0 ? MH_PLOT_MIN_WIDTH
-                                                                     : MH_PLOT_MIN_HEIGHT,
-                                  v ? v : "");
+    if (!v || mh__cli_parse_uint(v, 1, 16384, &n) != 0)
+        return mh__cli_usage_error(
+            &mh__cmd_plot, "%s needs a number of pixels (%d..16384), not '%s'", name,
+            strcmp(name, "--width") == 0 ? MH_PLOT_MIN_WIDTH : MH_PLOT_MIN_HEIGHT, v ? v : "");
     *out = (int)n;
     return 0;
 }
@@ -79,8 +78,8 @@ static int parse_at(const char *v, struct mh_plot_opts *o)
     char *end;
     double sec = strtod(v, &end);
     if (end == v || (*end && strcmp(end, "s") != 0) || !(sec >= 0) || sec > 1e9)
-        return mh_cli_usage_error(&mh_cmd_plot,
-                                  "--at takes 'peak', 'oom' or seconds from the start, not '%s'", v);
+        return mh__cli_usage_error(
+            &mh__cmd_plot, "--at takes 'peak', 'oom' or seconds from the start, not '%s'", v);
     o->at = MH_PLOT_AT_TIME;
     o->at_ns = (uint64_t)(sec * 1e9 + 0.5);
     return 0;
@@ -108,8 +107,8 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
         else if (strcmp(v, "category") == 0)
             o->color = MH_PLOT_COLOR_CATEGORY;
         else
-            return mh_cli_usage_error(&mh_cmd_plot, "--color is 'stack' or 'category', not '%s'",
-                                      v);
+            return mh__cli_usage_error(&mh__cmd_plot, "--color is 'stack' or 'category', not '%s'",
+                                       v);
     }
     else if (strcmp(opt, "--kind") == 0) {
         if (strcmp(v, "timeline") == 0)
@@ -117,17 +116,17 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
         else if (strcmp(v, "segments") == 0)
             o->kind = MH_PLOT_SEGMENTS;
         else
-            return mh_cli_usage_error(&mh_cmd_plot, "--kind is 'timeline' or 'segments', not '%s'",
-                                      v);
+            return mh__cli_usage_error(&mh__cmd_plot,
+                                       "--kind is 'timeline' or 'segments', not '%s'", v);
     } else if (strcmp(opt, "--device") == 0) {
-        if (mh_cli_parse_uint(v, 0, 32767, &n) != 0)
-            return mh_cli_usage_error(&mh_cmd_plot, "--device needs a device index, not '%s'", v);
+        if (mh__cli_parse_uint(v, 0, 32767, &n) != 0)
+            return mh__cli_usage_error(&mh__cmd_plot, "--device needs a device index, not '%s'", v);
         o->has_device = 1;
         o->device = (int)n;
     } else if (strcmp(opt, "--top") == 0) {
-        if (mh_cli_parse_uint(v, 1, MH_PLOT_MAX_TOP, &n) != 0)
-            return mh_cli_usage_error(&mh_cmd_plot, "--top needs a number in 1..%d, not '%s'",
-                                      MH_PLOT_MAX_TOP, v);
+        if (mh__cli_parse_uint(v, 1, MH_PLOT_MAX_TOP, &n) != 0)
+            return mh__cli_usage_error(&mh__cmd_plot, "--top needs a number in 1..%d, not '%s'",
+                                       MH_PLOT_MAX_TOP, v);
         o->top = (unsigned)n;
     } else
         return -1;
@@ -143,21 +142,21 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
         const char *arg = argv[i];
         if (arg[0] == '-' && arg[1] != '\0') {
             if (i + 1 >= argc)
-                return mh_cli_usage_error(&mh_cmd_plot, "%s needs a value", arg);
+                return mh__cli_usage_error(&mh__cmd_plot, "%s needs a value", arg);
             int rc = parse_value(a, arg, argv[++i]);
             if (rc < 0)
-                return mh_cli_usage_error(&mh_cmd_plot, "unknown option '%s'", arg);
+                return mh__cli_usage_error(&mh__cmd_plot, "unknown option '%s'", arg);
             if (rc > 0)
                 return rc;
         } else if (a->nfiles < MH_PLOT_MAX_RANKS)
             a->files[a->nfiles++] = arg;
         else
-            return mh_cli_usage_error(&mh_cmd_plot, "at most %d input files ('%s' is extra)",
-                                      MH_PLOT_MAX_RANKS, arg);
+            return mh__cli_usage_error(&mh__cmd_plot, "at most %d input files ('%s' is extra)",
+                                       MH_PLOT_MAX_RANKS, arg);
     }
     a->file = a->files[0];
     if (!a->file)
-        return mh_cli_usage_error(&mh_cmd_plot, "missing the input FILE");
+        return mh__cli_usage_error(&mh__cmd_plot, "missing the input FILE");
     return check_args(a);
 }
 
@@ -165,27 +164,29 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
 static int check_args(struct plot_args *a)
 {
     if (!a->out)
-        return mh_cli_usage_error(&mh_cmd_plot, "missing -o OUT.png");
+        return mh__cli_usage_error(&mh__cmd_plot, "missing -o OUT.png");
     for (size_t i = 0; i < a->nfiles; i++)
         if (strcmp(a->files[i], "-") == 0)
-            return mh_cli_usage_error(
-                &mh_cmd_plot, "plot reads its input twice; give a file, not standard input");
+            return mh__cli_usage_error(
+                &mh__cmd_plot, "plot reads its input twice; give a file, not standard input");
     if (a->nfiles > 1 && a->opts.kind == MH_PLOT_SEGMENTS)
-        return mh_cli_usage_error(&mh_cmd_plot, "--kind segments draws one file; %zu were given "
-                                  "(several files make a timeline per rank)", a->nfiles);
+        return mh__cli_usage_error(&mh__cmd_plot,
+                                   "--kind segments draws one file; %zu were given "
+                                   "(several files make a timeline per rank)",
+                                   a->nfiles);
     if (a->opts.color != MH_PLOT_COLOR_STACK && a->opts.kind == MH_PLOT_SEGMENTS)
-        return mh_cli_usage_error(&mh_cmd_plot, "--color applies to the timeline, not to "
-                                  "--kind segments");
+        return mh__cli_usage_error(&mh__cmd_plot, "--color applies to the timeline, not to "
+                                                  "--kind segments");
     if (a->opts.at != MH_PLOT_AT_PEAK && a->opts.kind != MH_PLOT_SEGMENTS)
-        return mh_cli_usage_error(&mh_cmd_plot, "--at applies to --kind segments");
+        return mh__cli_usage_error(&mh__cmd_plot, "--at applies to --kind segments");
     if ((a->opts.width && a->opts.width < MH_PLOT_MIN_WIDTH) ||
         (a->opts.height && a->opts.height < MH_PLOT_MIN_HEIGHT))
-        return mh_cli_usage_error(&mh_cmd_plot, "the image must be at least %dx%d pixels",
-                                  MH_PLOT_MIN_WIDTH, MH_PLOT_MIN_HEIGHT);
+        return mh__cli_usage_error(&mh__cmd_plot, "the image must be at least %dx%d pixels",
+                                   MH_PLOT_MIN_WIDTH, MH_PLOT_MIN_HEIGHT);
     char err[160];
     struct mh_window w;
-    if (mh_cli_parse_window(a->steps, a->time, &w, err, sizeof err) != 0)
-        return mh_cli_usage_error(&mh_cmd_plot, "%s", err);
+    if (mh__cli_parse_window(a->steps, a->time, &w, err, sizeof err) != 0)
+        return mh__cli_usage_error(&mh__cmd_plot, "%s", err);
     a->opts.has_steps = w.has_steps;
     a->opts.has_time = w.has_time;
     a->opts.step_lo = w.step_lo;
@@ -202,7 +203,7 @@ static int write_image(const struct plot_args *a, const struct mh_sink *sink, in
     FILE *fp = to_stdout ? stdout : fopen(a->out, "wb");
     if (!fp || fwrite(sink->buf, 1, sink->len, fp) != sink->len ||
         (!to_stdout && fclose(fp) != 0)) {
-        mh_cli_error("%s: cannot write the image: %s", a->out, strerror(errno));
+        mh__cli_error("%s: cannot write the image: %s", a->out, strerror(errno));
         return MH_EIO;
     }
     if (!to_stdout)
@@ -217,21 +218,21 @@ static int render(struct plot_args *a, struct mh_reader *r)
     struct mh_sink sink;
     struct mh_plot_result res;
     char err[256];
-    mh_sink_init_mem(&sink);
+    mh__sink_init_mem(&sink);
     a->opts.name = a->file;
-    mh_cli_file_conf(r, &a->opts.model.conf);
-    int rc = mh_plot_render(r, &a->opts, &sink, &res, err, sizeof err);
+    mh__file_conf(r, &a->opts.model.conf);
+    int rc = mh__plot_render(r, &a->opts, &sink, &res, err, sizeof err);
     if (rc == MH_EINVAL && err[0]) {
-        mh_cli_error("%s: %s", a->file, err);
+        mh__cli_error("%s: %s", a->file, err);
     } else if (rc < 0) {
-        mh_cli_error("%s: %s", a->file, mh_strerror(rc));
+        mh__cli_error("%s: %s", a->file, mh_strerror(rc));
     } else {
         if (res.read_error)
-            mh_cli_error("warning: %s: %s; plotted the events before that point", a->file,
-                         mh_reader_errmsg(r));
+            mh__cli_error("warning: %s: %s; plotted the events before that point", a->file,
+                          mh_reader_errmsg(r));
         rc = write_image(a, &sink, res.empty);
     }
-    mh_sink_free(&sink);
+    mh__sink_free(&sink);
     return rc;
 }
 
@@ -244,25 +245,25 @@ static int render_ranks(struct plot_args *a, struct mh_reader **r)
     char err[320];
     memset(models, 0, sizeof models);
     for (size_t i = 0; i < a->nfiles; i++)
-        mh_cli_file_conf(r[i], &models[i].conf);
-    mh_sink_init_mem(&sink);
-    int rc = mh_plot_render_ranks(r, a->files, a->nfiles, models, &a->opts, &sink, res, err,
-                                  sizeof err);
+        mh__file_conf(r[i], &models[i].conf);
+    mh__sink_init_mem(&sink);
+    int rc = mh__plot_render_ranks(r, a->files, a->nfiles, models, &a->opts, &sink, res, err,
+                                   sizeof err);
     if (rc == MH_EINVAL && err[0]) {
-        mh_cli_error("%s", err);
+        mh__cli_error("%s", err);
     } else if (rc < 0) {
-        mh_cli_error("%s: %s", a->out, mh_strerror(rc));
+        mh__cli_error("%s: %s", a->out, mh_strerror(rc));
     } else {
         int all_empty = 1;
         for (size_t i = 0; i < a->nfiles; i++) {
             if (res[i].read_error)
-                mh_cli_error("warning: %s: %s; plotted the events before that point",
-                             a->files[i], mh_reader_errmsg(r[i]));
+                mh__cli_error("warning: %s: %s; plotted the events before that point", a->files[i],
+                              mh_reader_errmsg(r[i]));
             all_empty &= res[i].empty;
         }
         rc = write_image(a, &sink, all_empty);
     }
-    mh_sink_free(&sink);
+    mh__sink_free(&sink);
     return rc;
 }
 
@@ -274,7 +275,7 @@ static int run(int argc, char **argv)
         return rc;
     struct mh_reader *r[MH_PLOT_MAX_RANKS] = {NULL};
     for (size_t i = 0; i < a.nfiles && rc == 0; i++)
-        if (mh_cli_open_reader(a.files[i], &r[i]) < 0)
+        if (mh__open_reader(a.files[i], &r[i]) < 0)
             rc = MH_EXIT_FAIL;
     if (rc == 0)
         rc = a.nfiles == 1 ? render(&a, r[0]) : render_ranks(&a, r);
@@ -282,10 +283,10 @@ static int run(int argc, char **argv)
         mh_reader_close(r[i]);
     if (rc == MH_EXIT_FAIL)
         return rc;
-    return mh_cli_finish(rc < 0 ? MH_EXIT_FAIL : MH_EXIT_OK);
+    return mh__cli_finish(rc < 0 ? MH_EXIT_FAIL : MH_EXIT_OK);
 }
 
-const struct mh_cli_command mh_cmd_plot = {
+const struct mh_cli_command mh__cmd_plot = {
     .name = "plot",
     .summary = "draw a PNG: memory timeline or segment layout",
     .usage = usage,

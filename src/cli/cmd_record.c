@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
 static const char usage[] =
     "usage: memhist record [-o FILE] [--stacks python|all|none] [--op-ranges] -- CMD [ARGS...]\n\n"
@@ -42,7 +42,7 @@ static const char usage[] =
 
 static int run_record(int argc, char **argv);
 
-const struct mh_cli_command mh_cmd_record = {
+const struct mh_cli_command mh__cmd_record = {
     "record", "run a PyTorch program and record its GPU memory history", usage, run_record};
 
 static int is_file(const char *dir, const char *name)
@@ -136,14 +136,16 @@ static int parse_args(int argc, char **argv, struct rec_opts *o, int *cmd_index)
         else if (c == 'r')
             o->op_ranges = 1;
         else if (c == ':' || (c == '?' && optopt))
-            return mh_cli_usage_error(&mh_cmd_record, "option '%s' needs a value", argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_record, "option '%s' needs a value",
+                                       argv[optind - 1]);
         else
-            return mh_cli_usage_error(&mh_cmd_record, "unknown option '%s'", argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_record, "unknown option '%s'", argv[optind - 1]);
     }
     if (strcmp(o->stacks, "python") && strcmp(o->stacks, "all") && strcmp(o->stacks, "none"))
-        return mh_cli_usage_error(&mh_cmd_record, "--stacks must be python, all or none, not '%s'", o->stacks);
+        return mh__cli_usage_error(&mh__cmd_record,
+                                   "--stacks must be python, all or none, not '%s'", o->stacks);
     if (optind >= argc)
-        return mh_cli_usage_error(&mh_cmd_record, "no command to run (put it after --)");
+        return mh__cli_usage_error(&mh__cmd_record, "no command to run (put it after --)");
     *cmd_index = optind;
     return 0;
 }
@@ -153,18 +155,19 @@ static int setup_env(const struct rec_opts *o, const char *out_abs, const char *
     char exe[PATH_MAX], pydir[PATH_MAX], libdir[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) {
-        mh_cli_error("record: cannot locate the memhist binary (/proc/self/exe)");
+        mh__cli_error("record: cannot locate the memhist binary (/proc/self/exe)");
         return -1;
     }
     exe[n] = '\0';
     *strrchr(exe, '/') = '\0';
     if (find_lib_dir(exe, libdir, sizeof libdir) < 0) {
-        mh_cli_error("record: libmemhist_torch.so not found next to %s or in $MEMHIST_LIB_DIR "
-                     "(was memhist built with torch? see MEMHIST_WITH_TORCH)", exe);
+        mh__cli_error("record: libmemhist_torch.so not found next to %s or in $MEMHIST_LIB_DIR "
+                      "(was memhist built with torch? see MEMHIST_WITH_TORCH)",
+                      exe);
         return -1;
     }
     if (find_python_dir(exe, pydir, sizeof pydir) < 0) {
-        mh_cli_error("record: the memhist Python package was not found (set MEMHIST_PYTHON_DIR)");
+        mh__cli_error("record: the memhist Python package was not found (set MEMHIST_PYTHON_DIR)");
         return -1;
     }
     const char *old = getenv("PYTHONPATH");
@@ -198,7 +201,7 @@ static int run_child(char **cmd)
 {
     pid_t pid = fork();
     if (pid < 0) {
-        mh_cli_error("record: fork failed: %s", strerror(errno));
+        mh__cli_error("record: fork failed: %s", strerror(errno));
         return -1;
     }
     if (pid == 0) {

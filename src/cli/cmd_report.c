@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "cli/report_analysis.h"
+#include "printers.h"
+#include "analysis.h"
 
 static const char usage[] =
     "usage: memhist report [--device N] [--top N] [--frames N] [--json] FILE...\n\n"
@@ -36,7 +36,7 @@ static const char usage[] =
 
 static int run_report(int argc, char **argv);
 
-const struct mh_cli_command mh_cmd_report = {
+const struct mh_cli_command mh__cmd_report = {
     "report", "peaks, what was live at the peak and from where, per-step table, OOMs", usage,
     run_report};
 
@@ -62,22 +62,24 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'd' && mh_cli_parse_uint(optarg, 0, 255, &v) == 0)
+        if (c == 'd' && mh__cli_parse_uint(optarg, 0, 255, &v) == 0)
             o->device = (int)v;
-        else if (c == 't' && mh_cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
+        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
             ;
-        else if (c == 'f' && mh_cli_parse_uint(optarg, 1, 1000, &o->frames) == 0)
+        else if (c == 'f' && mh__cli_parse_uint(optarg, 1, 1000, &o->frames) == 0)
             ;
         else if (c == 'j')
             o->json = 1;
         else if (c == '?')
-            return mh_cli_usage_error(&mh_cmd_report, "unknown option '%s'", argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_report, "unknown option '%s'", argv[optind - 1]);
         else
-            return mh_cli_usage_error(&mh_cmd_report, "invalid value '%s' for --%s", optarg,
-                                      c == 'd' ? "device" : c == 't' ? "top" : "frames");
+            return mh__cli_usage_error(&mh__cmd_report, "invalid value '%s' for --%s", optarg,
+                                       c == 'd'   ? "device"
+                                       : c == 't' ? "top"
+                                                  : "frames");
     }
     if (optind >= argc)
-        return mh_cli_usage_error(&mh_cmd_report, "missing FILE");
+        return mh__cli_usage_error(&mh__cmd_report, "missing FILE");
     o->paths = argv + optind;
     o->npaths = (size_t)(argc - optind);
     return 0;
@@ -89,12 +91,12 @@ static int live_at_peak(const struct report_opts *o, struct mh_device_report *d)
     if (d->peak_allocated.value == 0)
         return 0;
     struct mh_replay at;
-    int rc = mh_replay_open(o->path, d->peak_allocated.event_index + 1, &at);
+    int rc = mh__replay_open(o->path, d->peak_allocated.event_index + 1, &at);
     if (rc < 0)
         return rc;
-    rc = mh_report_group_live(at.model, d->device, (size_t)o->top, &d->top, &d->ntop,
-                              &d->live_at_peak_bytes, &d->live_at_peak_count);
-    mh_replay_close(&at);
+    rc = mh__report_group_live(at.model, d->device, (size_t)o->top, &d->top, &d->ntop,
+                               &d->live_at_peak_bytes, &d->live_at_peak_count);
+    mh__replay_close(&at);
     return rc;
 }
 
@@ -104,14 +106,14 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
     const struct mh_replay *rp = &a->rp;
     memset(d, 0, sizeof *d);
     d->device = device;
-    mh_cli_device_info(rp->reader, device, &d->info);
+    mh__device_info(rp->reader, device, &d->info);
     mh_model_peak_allocated(rp->model, device, &d->peak_allocated);
     mh_model_peak_reserved(rp->model, device, &d->peak_reserved);
     mh_model_stats(rp->model, device, &d->final);
     if (d->peak_allocated.value)
-        mh_lifetimes_live_by_category(a->lt, device, d->peak_allocated.event_index,
-                                      d->category_at_peak, NULL);
-    mh_report_trend(rp, device, &d->trend);
+        mh__lifetimes_live_by_category(a->lt, device, d->peak_allocated.event_index,
+                                       d->category_at_peak, NULL);
+    mh__report_trend(rp, device, &d->trend);
     return live_at_peak(o, d);
 }
 
@@ -121,7 +123,7 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     size_t n = mh_model_device_count(rp->model);
     struct mh_device_report *devs = calloc(n ? n : 1, sizeof *devs);
     if (!devs) {
-        mh_cli_error("%s: %s", o->path, mh_strerror(MH_ENOMEM));
+        mh__cli_error("%s: %s", o->path, mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
     }
     size_t used = 0;
@@ -132,13 +134,13 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
             rc = build_device(o, a, dev, &devs[used++]);
     }
     if (rc == 0 && o->device >= 0 && used == 0) {
-        mh_cli_error("%s: no events for device %d (the file has %zu device%s)", o->path,
-                     o->device, n, n == 1 ? "" : "s");
+        mh__cli_error("%s: no events for device %d (the file has %zu device%s)", o->path, o->device,
+                      n, n == 1 ? "" : "s");
         rc = MH_EINVAL;
     } else if (rc == 0 && o->json) {
-        mh_report_print_json(rp, devs, used);
+        mh__report_print_json(rp, devs, used);
     } else if (rc == 0) {
-        mh_report_print_text(rp, devs, used, (size_t)o->frames);
+        mh__report_print_text(rp, devs, used, (size_t)o->frames);
     }
     for (size_t i = 0; i < used; i++)
         free(devs[i].top);
@@ -149,9 +151,9 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
 static void print_worst(const struct mh_analysis *a, size_t n)
 {
     uint64_t peak;
-    size_t w = mh_analysis_worst(a, n, &peak);
+    size_t w = mh__analysis_worst(a, n, &peak);
     char b[32];
-    printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh_cli_bytes(peak, b));
+    printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
 }
 
 static int run_report(int argc, char **argv)
@@ -162,13 +164,13 @@ static int run_report(int argc, char **argv)
         return rc;
     struct mh_analysis *a = calloc(o.npaths, sizeof *a);
     if (!a) {
-        mh_cli_error("%s", mh_strerror(MH_ENOMEM));
+        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
     }
     size_t opened = 0;
     for (size_t i = 0; i < o.npaths && rc == 0; i++) {
         o.path = o.paths[i];
-        if (mh_analysis_open(o.path, &a[i]) < 0)
+        if (mh__analysis_open(o.path, &a[i]) < 0)
             rc = MH_EXIT_FAIL;
         else
             opened++;
@@ -182,7 +184,7 @@ static int run_report(int argc, char **argv)
     else if (rc == 0 && o.npaths > 1)
         print_worst(a, o.npaths);
     for (size_t i = 0; i < opened; i++)
-        mh_analysis_close(&a[i]);
+        mh__analysis_close(&a[i]);
     free(a);
-    return mh_cli_finish(rc);
+    return mh__cli_finish(rc);
 }

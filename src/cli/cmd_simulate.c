@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "cli.h"
+#include "sim.h"
+#include "workload.h"
 
 static const char usage[] =
     "usage: memhist simulate [--workload NAME] [--steps N] [--device-memory SIZE]\n"
@@ -33,7 +33,7 @@ static const char usage[] =
     "  -o, --output FILE      output file (default sim.memhist)\n"
     "  -h, --help             show this help\n";
 
-extern const struct mh_cli_command mh_cmd_simulate;
+extern const struct mh_cli_command mh__cmd_simulate;
 
 struct sim_args {
     const char *workload, *conf_text, *params, *out;
@@ -43,14 +43,14 @@ struct sim_args {
 
 static int list_workloads(void)
 {
-    for (size_t i = 0; i < mh_workload_count(); i++) {
-        const struct mh_workload *w = mh_workload_at(i);
+    for (size_t i = 0; i < mh__workload_count(); i++) {
+        const struct mh_workload *w = mh__workload_at(i);
         printf("%s%s - %s\n", i ? "\n" : "", w->name, w->summary);
         for (size_t j = 0; w->params[j].name; j++)
             printf("  %-8s default %-8lld %s\n", w->params[j].name, (long long)w->params[j].dflt,
                    w->params[j].help);
     }
-    return mh_cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH_EXIT_OK);
 }
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
@@ -61,7 +61,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         {"memory-fraction", required_argument, NULL, 'f'}, {"param", required_argument, NULL, 'p'},
         {"seed", required_argument, NULL, 'S'}, {"output", required_argument, NULL, 'o'},
         {NULL, 0, NULL, 0}};
-    const struct mh_cli_command *cmd = &mh_cmd_simulate;
+    const struct mh_cli_command *cmd = &mh__cmd_simulate;
     int c;
     char *end;
     optind = 1;
@@ -72,27 +72,30 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         case 'p': a->params = optarg; break;
         case 'o': a->out = optarg; break;
         case 's':
-            if (mh_cli_parse_uint(optarg, 1, 1000000, &a->steps))
-                return mh_cli_usage_error(cmd, "--steps: bad value '%s' (1 to 1000000)", optarg);
+            if (mh__cli_parse_uint(optarg, 1, 1000000, &a->steps))
+                return mh__cli_usage_error(cmd, "--steps: bad value '%s' (1 to 1000000)", optarg);
             break;
         case 'S':
-            if (mh_cli_parse_uint(optarg, 0, UINT64_MAX, &a->seed))
-                return mh_cli_usage_error(cmd, "--seed: bad value '%s'", optarg);
+            if (mh__cli_parse_uint(optarg, 0, UINT64_MAX, &a->seed))
+                return mh__cli_usage_error(cmd, "--seed: bad value '%s'", optarg);
             break;
         case 'm':
-            if (mh_cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
-                return mh_cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)", optarg);
+            if (mh__cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
+                return mh__cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)",
+                                           optarg);
             break;
         case 'f':
             a->fraction = strtod(optarg, &end);
             if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
-                return mh_cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])", optarg);
+                return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])",
+                                           optarg);
             break;
-        default: return mh_cli_usage_error(cmd, "unknown or incomplete option");
+        default:
+            return mh__cli_usage_error(cmd, "unknown or incomplete option");
         }
     }
     if (optind < argc)
-        return mh_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+        return mh__cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     return 0;
 }
 
@@ -104,7 +107,7 @@ static int write_header(struct mh_writer *w, const struct sim_args *a, const str
     mh_alloc_conf_format(conf, buf, sizeof buf);
     rc |= mh_writer_set_meta(w, "alloc_conf", buf);
     rc |= mh_writer_set_meta(w, "workload", wl->name);
-    mh_workload_format_params(wl, values, buf, sizeof buf);
+    mh__workload_format_params(wl, values, buf, sizeof buf);
     rc |= mh_writer_set_meta(w, "workload_params", buf);
     snprintf(buf, sizeof buf, "%" PRIu64, a->seed);
     rc |= mh_writer_set_meta(w, "seed", buf);
@@ -123,12 +126,12 @@ static void print_result(const struct sim_args *a, const struct mh_workload *wl,
     printf("wrote %s: simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s "
            "(device %s)\n",
            a->out, wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
-           mh_cli_bytes(st->peak_allocated, b1), mh_cli_bytes(st->peak_reserved, b2),
-           mh_cli_bytes(a->capacity, b3));
+           mh__cli_bytes(st->peak_allocated, b1), mh__cli_bytes(st->peak_reserved, b2),
+           mh__cli_bytes(a->capacity, b3));
     if (res->oom)
         printf("out of memory in step %" PRId64 " allocating %s: the run stopped there, as a real "
                "one would\nnext: memhist oom %s\n",
-               res->oom_step, mh_cli_bytes(res->oom_size, b1), a->out);
+               res->oom_step, mh__cli_bytes(res->oom_size, b1), a->out);
     else
         printf("next: memhist report %s\n", a->out);
 }
@@ -143,23 +146,23 @@ static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const
     struct mh_sim_stats st;
     int rc = mh_writer_open(a->out, &wo, &w);
     if (rc < 0) {
-        mh_cli_error("%s: cannot create: %s", a->out, mh_strerror(rc));
+        mh__cli_error("%s: cannot create: %s", a->out, mh_strerror(rc));
         return MH_EXIT_FAIL;
     }
     struct mh_sim_opts so = {.conf = *conf, .capacity = a->capacity, .writer = w};
     rc = write_header(w, a, wl, values, conf);
     if (rc == 0)
-        rc = mh_sim_new(&so, &s);
+        rc = mh__sim_new(&so, &s);
     if (rc == 0)
-        rc = mh_workload_run(wl, s, values, a->steps, a->seed, &res);
+        rc = mh__workload_run(wl, s, values, a->steps, a->seed, &res);
     if (rc == 0)
-        mh_sim_stats(s, &st);
-    mh_sim_free(s);
+        mh__sim_stats(s, &st);
+    mh__sim_free(s);
     int crc = mh_writer_close(w);
     if (rc == 0)
         rc = crc;
     if (rc < 0) {
-        mh_cli_error("%s: %s", a->out, mh_strerror(rc));
+        mh__cli_error("%s: %s", a->out, mh_strerror(rc));
         return MH_EXIT_FAIL;
     }
     print_result(a, wl, &res, &st);
@@ -175,20 +178,20 @@ static int simulate_main(int argc, char **argv)
         return rc;
     if (strcmp(a.workload, "list") == 0)
         return list_workloads();
-    const struct mh_workload *wl = mh_workload_find(a.workload);
+    const struct mh_workload *wl = mh__workload_find(a.workload);
     if (!wl)
-        return mh_cli_usage_error(&mh_cmd_simulate,
-                                  "no workload named '%s' (try --workload list)", a.workload);
+        return mh__cli_usage_error(&mh__cmd_simulate,
+                                   "no workload named '%s' (try --workload list)", a.workload);
     int64_t values[MH_WORKLOAD_MAX_PARAMS];
     char err[256];
-    if (mh_workload_parse_params(wl, a.params, values, err, sizeof err))
-        return mh_cli_usage_error(&mh_cmd_simulate, "--param: %s", err);
+    if (mh__workload_parse_params(wl, a.params, values, err, sizeof err))
+        return mh__cli_usage_error(&mh__cmd_simulate, "--param: %s", err);
     struct mh_alloc_conf conf;
     if (mh_alloc_conf_parse(a.conf_text, &conf, err, sizeof err))
-        return mh_cli_usage_error(&mh_cmd_simulate, "--alloc-conf: %s", err);
+        return mh__cli_usage_error(&mh__cmd_simulate, "--alloc-conf: %s", err);
     conf.memory_fraction = a.fraction;
-    return mh_cli_finish(run_sim(&a, wl, values, &conf));
+    return mh__cli_finish(run_sim(&a, wl, values, &conf));
 }
 
-const struct mh_cli_command mh_cmd_simulate = {
+const struct mh_cli_command mh__cmd_simulate = {
     "simulate", "simulate a training run's GPU memory (no GPU needed)", usage, simulate_main};

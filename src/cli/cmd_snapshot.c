@@ -1,16 +1,16 @@
 /* cmd_snapshot.c - `memhist snapshot`: a .memhist file to a PyTorch memory
  * snapshot pickle for pytorch.org/memory_viz and torch/cuda/_memory_viz.py
- * (library side: viz/snapshot_export.h). */
+ * (library side: viz/snapshot/snapshot_export.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "viz/snapshot_export.h"
+#include "cli.h"
+#include "snapshot_export.h"
 
 #define BROWSER_LIMIT (500ull * 1000 * 1000)
 
-extern const struct mh_cli_command mh_cmd_snapshot;
+extern const struct mh_cli_command mh__cmd_snapshot;
 
 struct snap_args {
     const char *in, *out, *steps, *time;
@@ -20,7 +20,7 @@ struct snap_args {
 
 static int window_cb(void *user, uint64_t t0, uint64_t t, int64_t step)
 {
-    return mh_window_contains(user, t0, t, step);
+    return mh__window_contains(user, t0, t, step);
 }
 
 static int parse_args(int argc, char **argv, struct snap_args *a)
@@ -32,7 +32,7 @@ static int parse_args(int argc, char **argv, struct snap_args *a)
         if (!strcmp(opt, "-o") || !strcmp(opt, "--output") || !strcmp(opt, "--device") ||
             !strcmp(opt, "--steps") || !strcmp(opt, "--time") || !strcmp(opt, "--max-entries")) {
             if (!has_val)
-                return mh_cli_usage_error(&mh_cmd_snapshot, "%s needs a value", opt);
+                return mh__cli_usage_error(&mh__cmd_snapshot, "%s needs a value", opt);
             const char *v = argv[++i];
             if (opt[1] == 'o' || !strcmp(opt, "--output"))
                 a->out = v;
@@ -41,26 +41,26 @@ static int parse_args(int argc, char **argv, struct snap_args *a)
             else if (!strcmp(opt, "--time"))
                 a->time = v;
             else if (!strcmp(opt, "--device")) {
-                if (mh_cli_parse_uint(v, 0, INT16_MAX, &a->device))
-                    return mh_cli_usage_error(&mh_cmd_snapshot, "invalid --device '%s'", v);
+                if (mh__cli_parse_uint(v, 0, INT16_MAX, &a->device))
+                    return mh__cli_usage_error(&mh__cmd_snapshot, "invalid --device '%s'", v);
                 a->has_device = 1;
-            } else if (mh_cli_parse_uint(v, 1, UINT64_MAX, &a->max_entries)) {
-                return mh_cli_usage_error(&mh_cmd_snapshot, "invalid --max-entries '%s'", v);
+            } else if (mh__cli_parse_uint(v, 1, UINT64_MAX, &a->max_entries)) {
+                return mh__cli_usage_error(&mh__cmd_snapshot, "invalid --max-entries '%s'", v);
             }
         } else if (!strcmp(opt, "--no-categories")) {
             a->no_categories = 1;
         } else if (opt[0] == '-' && opt[1]) {
-            return mh_cli_usage_error(&mh_cmd_snapshot, "unknown option '%s'", opt);
+            return mh__cli_usage_error(&mh__cmd_snapshot, "unknown option '%s'", opt);
         } else if (!a->in) {
             a->in = opt;
         } else {
-            return mh_cli_usage_error(&mh_cmd_snapshot, "more than one input file");
+            return mh__cli_usage_error(&mh__cmd_snapshot, "more than one input file");
         }
     }
     if (!a->in)
-        return mh_cli_usage_error(&mh_cmd_snapshot, "missing the input .memhist file");
+        return mh__cli_usage_error(&mh__cmd_snapshot, "missing the input .memhist file");
     if (!a->out)
-        return mh_cli_usage_error(&mh_cmd_snapshot, "missing -o OUT.pickle");
+        return mh__cli_usage_error(&mh__cmd_snapshot, "missing -o OUT.pickle");
     return 0;
 }
 
@@ -68,18 +68,18 @@ static void report_build(const struct snap_args *a, const struct mh_snapshot_inf
                          struct mh_reader *r)
 {
     if (info->read_error)
-        mh_cli_error("warning: %s: %s; using the events before that point", a->in,
-                     mh_reader_errmsg(r));
+        mh__cli_error("warning: %s: %s; using the events before that point", a->in,
+                      mh_reader_errmsg(r));
     if (info->anomalies)
-        mh_cli_error("warning: %s: %llu events contradict the allocator state and are left out "
-                     "of the trace",
-                     a->in, (unsigned long long)info->anomalies);
+        mh__cli_error("warning: %s: %llu events contradict the allocator state and are left out "
+                      "of the trace",
+                      a->in, (unsigned long long)info->anomalies);
     if (info->estimate_bytes > BROWSER_LIMIT) {
         char sz[32];
-        mh_cli_error("warning: the snapshot will be about %s; the memory_viz page lags from "
-                     "500 MB and fails near 1 GB: pick a window with --steps A:B (or "
-                     "--max-entries N)",
-                     mh_cli_bytes(info->estimate_bytes, sz));
+        mh__cli_error("warning: the snapshot will be about %s; the memory_viz page lags from "
+                      "500 MB and fails near 1 GB: pick a window with --steps A:B (or "
+                      "--max-entries N)",
+                      mh__cli_bytes(info->estimate_bytes, sz));
     }
 }
 
@@ -102,13 +102,13 @@ static int check_window(const struct snap_args *a, const struct mh_snapshot_info
                                          d.device);
         }
         if (!found && info->entries == 0) {
-            mh_cli_error("%s: no device %llu in the recording (devices: %s)", a->in,
+            mh__cli_error("%s: no device %llu in the recording (devices: %s)", a->in,
                          (unsigned long long)a->device, used ? list : "none");
             return MH_EXIT_FAIL;
         }
     }
     if ((a->steps || a->time) && info->entries == 0) {
-        mh_cli_error("%s: no allocator events in %s %s; nothing written", a->in,
+        mh__cli_error("%s: no allocator events in %s %s; nothing written", a->in,
                      a->steps ? "--steps" : "--time", a->steps ? a->steps : a->time);
         return MH_EXIT_FAIL;
     }
@@ -119,18 +119,18 @@ static int write_out(const char *path, struct mh_snapshot *s)
 {
     FILE *fp = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
     if (!fp) {
-        mh_cli_error("%s: cannot create the file", path);
+        mh__cli_error("%s: cannot create the file", path);
         return MH_EXIT_FAIL;
     }
     struct mh_sink sink;
-    mh_sink_init_file(&sink, fp);
-    int rc = mh_snapshot_write(s, &sink);
+    mh__sink_init_file(&sink, fp);
+    int rc = mh__snapshot_write(s, &sink);
     if (!rc)
-        rc = mh_sink_finish(&sink);
+        rc = mh__sink_finish(&sink);
     if (fp != stdout && fclose(fp) != 0 && !rc)
         rc = MH_EIO;
     if (rc) {
-        mh_cli_error("%s: %s", path, mh_strerror(rc));
+        mh__cli_error("%s: %s", path, mh_strerror(rc));
         return MH_EXIT_FAIL;
     }
     return MH_EXIT_OK;
@@ -144,8 +144,8 @@ static int run(int argc, char **argv)
         return rc;
     struct mh_window win;
     char err[160];
-    if (mh_cli_parse_window(a.steps, a.time, &win, err, sizeof err))
-        return mh_cli_usage_error(&mh_cmd_snapshot, "%s", err);
+    if (mh__cli_parse_window(a.steps, a.time, &win, err, sizeof err))
+        return mh__cli_usage_error(&mh__cmd_snapshot, "%s", err);
     struct mh_snapshot_opts opts;
     memset(&opts, 0, sizeof opts);
     opts.only_device = a.has_device;
@@ -157,35 +157,35 @@ static int run(int argc, char **argv)
         opts.window_user = &win;
     }
     struct mh_reader *r;
-    if (mh_cli_open_reader(a.in, &r) < 0)
+    if (mh__open_reader(a.in, &r) < 0)
         return MH_EXIT_FAIL;
     struct mh_snapshot *s;
-    rc = mh_snapshot_build(r, &opts, &s);
+    rc = mh__snapshot_build(r, &opts, &s);
     if (rc < 0) {
-        mh_cli_error("%s: %s", a.in, mh_strerror(rc));
+        mh__cli_error("%s: %s", a.in, mh_strerror(rc));
         mh_reader_close(r);
         return MH_EXIT_FAIL;
     }
     struct mh_snapshot_info info;
-    mh_snapshot_info(s, &info);
+    mh__snapshot_info(s, &info);
     report_build(&a, &info, r);
     int code = check_window(&a, &info, r);
     if (code == MH_EXIT_OK)
         code = write_out(a.out, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
-        mh_snapshot_info(s, &info);
+        mh__snapshot_info(s, &info);
         printf("%s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s\n",
                a.out, (unsigned long long)info.entries, info.devices,
                (unsigned long long)info.segments, (unsigned long long)info.blocks,
                info.categorized ? ", coloured by memory category" : "",
                info.overflowed ? " (trace incomplete: trace_alloc_overflowed set)" : "");
     }
-    mh_snapshot_free(s);
+    mh__snapshot_free(s);
     mh_reader_close(r);
-    return mh_cli_finish(code);
+    return mh__cli_finish(code);
 }
 
-const struct mh_cli_command mh_cmd_snapshot = {
+const struct mh_cli_command mh__cmd_snapshot = {
     .name = "snapshot",
     .summary = "write a PyTorch memory snapshot pickle (pytorch.org/memory_viz)",
     .usage = "usage: memhist snapshot FILE.memhist -o OUT.pickle [options]\n"

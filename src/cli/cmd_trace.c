@@ -1,5 +1,5 @@
 /* cmd_trace.c - `memhist trace FILE -o OUT.json`: a Chrome trace event file
- * for ui.perfetto.dev and chrome://tracing (writer: viz/trace_writer.c), or
+ * for ui.perfetto.dev and chrome://tracing (writer: viz/trace/trace_writer.c), or
  * memhist's memory tracks merged into a torch.profiler trace (--into).
  *
  * Scans the file first to estimate the output size and warns with a
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "viz/trace_writer.h"
+#include "cli.h"
+#include "trace_writer.h"
 
 static const char usage[] =
     "usage: memhist trace FILE -o OUT.json [--steps A:B | --time A:B] [--device N]\n"
@@ -35,7 +35,7 @@ static const char usage[] =
 
 static int run_trace(int argc, char **argv);
 
-const struct mh_cli_command mh_cmd_trace = {
+const struct mh_cli_command mh__cmd_trace = {
     "trace", "write a Chrome/Perfetto trace (ops, kernels, memory counters)", usage, run_trace};
 
 struct trace_args {
@@ -64,28 +64,28 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
         case 'i': a->into = optarg; break;
         case 'p': a->o.pretty = 1; break;
         case 'd':
-            if (mh_cli_parse_uint(optarg, 0, 32767, &v) != 0)
-                return mh_cli_usage_error(&mh_cmd_trace, "invalid --device '%s'", optarg);
+            if (mh__cli_parse_uint(optarg, 0, 32767, &v) != 0)
+                return mh__cli_usage_error(&mh__cmd_trace, "invalid --device '%s'", optarg);
             a->o.device = (int)v;
             break;
         case 'w':
-            if (mh_cli_parse_size(optarg, &a->o.warn_bytes) != 0 || a->o.warn_bytes == 0)
-                return mh_cli_usage_error(&mh_cmd_trace, "invalid --warn-size '%s'", optarg);
+            if (mh__cli_parse_size(optarg, &a->o.warn_bytes) != 0 || a->o.warn_bytes == 0)
+                return mh__cli_usage_error(&mh__cmd_trace, "invalid --warn-size '%s'", optarg);
             break;
         default:
-            return mh_cli_usage_error(&mh_cmd_trace, "unknown or incomplete option '%s'",
-                                      argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_trace, "unknown or incomplete option '%s'",
+                                       argv[optind - 1]);
         }
     }
     if (optind != argc - 1)
-        return mh_cli_usage_error(&mh_cmd_trace, "expected exactly one FILE");
+        return mh__cli_usage_error(&mh__cmd_trace, "expected exactly one FILE");
     a->file = argv[optind];
     if (!a->out)
-        return mh_cli_usage_error(&mh_cmd_trace, "missing -o OUT.json");
+        return mh__cli_usage_error(&mh__cmd_trace, "missing -o OUT.json");
     struct mh_window w;
     char err[160];
-    if (mh_cli_parse_window(a->steps, a->time, &w, err, sizeof err) != 0)
-        return mh_cli_usage_error(&mh_cmd_trace, "%s", err);
+    if (mh__cli_parse_window(a->steps, a->time, &w, err, sizeof err) != 0)
+        return mh__cli_usage_error(&mh__cmd_trace, "%s", err);
     a->o.has_steps = w.has_steps;
     a->o.step_lo = w.step_lo;
     a->o.step_hi = w.step_hi;
@@ -100,7 +100,7 @@ static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        mh_cli_error("%s: %s", path, strerror(errno));
+        mh__cli_error("%s: %s", path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 20, n = 0;
@@ -113,14 +113,14 @@ static char *slurp(const char *path, size_t *len)
         if (!nb) {
             free(buf);
             buf = NULL;
-            mh_cli_error("%s: too large to read", path);
+            mh__cli_error("%s: too large to read", path);
             break;
         }
         buf = nb;
         cap *= 2;
     }
     if (buf && ferror(f)) {
-        mh_cli_error("%s: %s", path, strerror(errno));
+        mh__cli_error("%s: %s", path, strerror(errno));
         free(buf);
         buf = NULL;
     }
@@ -132,9 +132,9 @@ static char *slurp(const char *path, size_t *len)
 static void warn_size(const struct mh_trace_plan *p, const char *file)
 {
     char b[32];
-    mh_cli_error("warning: the trace will be about %s; Perfetto handles up to a few hundred MB."
-                 " Try a window, e.g. 'memhist trace %s %s -o OUT.json'",
-                 mh_cli_bytes(p->est_bytes, b), file, p->suggestion);
+    mh__cli_error("warning: the trace will be about %s; Perfetto handles up to a few hundred MB."
+                  " Try a window, e.g. 'memhist trace %s %s -o OUT.json'",
+                  mh__cli_bytes(p->est_bytes, b), file, p->suggestion);
 }
 
 /* Writes the trace to an open stream; returns 0 or prints why. */
@@ -142,17 +142,17 @@ static int write_output(struct trace_args *a, struct mh_reader *r, struct mh_tra
                         const char *kineto, size_t klen, FILE *fp)
 {
     struct mh_sink sink;
-    mh_sink_init_file(&sink, fp);
+    mh__sink_init_file(&sink, fp);
     char err[200] = "";
-    int rc = kineto ? mh_trace_merge_kineto(t, r, kineto, klen, &sink, err, sizeof err)
-                    : mh_trace_write(t, r, &sink);
+    int rc = kineto ? mh__trace_merge_kineto(t, r, kineto, klen, &sink, err, sizeof err)
+                    : mh__trace_write(t, r, &sink);
     if (rc == 0)
-        rc = mh_sink_finish(&sink);
+        rc = mh__sink_finish(&sink);
     if (rc != 0) {
         if (err[0])
-            mh_cli_error("%s: %s", a->into, err);
+            mh__cli_error("%s: %s", a->into, err);
         else
-            mh_cli_error("%s: %s", sink.error ? a->out : a->file, mh_strerror(rc));
+            mh__cli_error("%s: %s", sink.error ? a->out : a->file, mh_strerror(rc));
     }
     return rc;
 }
@@ -170,15 +170,15 @@ static int produce(struct trace_args *a, struct mh_reader *r, struct mh_trace *t
     FILE *fp = fopen(tmp, "wb");
     int rc = MH_EIO;
     if (!fp)
-        mh_cli_error("%s: %s", tmp, strerror(errno));
+        mh__cli_error("%s: %s", tmp, strerror(errno));
     else {
         rc = write_output(a, r, t, kineto, klen, fp);
         if (fclose(fp) != 0 && rc == 0) {
-            mh_cli_error("%s: %s", a->out, strerror(errno));
+            mh__cli_error("%s: %s", a->out, strerror(errno));
             rc = MH_EIO;
         }
         if (rc == 0 && rename(tmp, a->out) != 0) {
-            mh_cli_error("%s: %s", a->out, strerror(errno));
+            mh__cli_error("%s: %s", a->out, strerror(errno));
             rc = MH_EIO;
         }
         if (rc != 0)
@@ -199,32 +199,33 @@ static int run_trace(int argc, char **argv)
     if (a.into && !(kineto = slurp(a.into, &klen)))
         return MH_EXIT_FAIL;
     struct mh_reader *r;
-    if (mh_cli_open_reader(a.file, &r) < 0) {
+    if (mh__open_reader(a.file, &r) < 0) {
         free(kineto);
         return MH_EXIT_FAIL;
     }
     struct mh_alloc_conf conf;
-    mh_cli_file_conf(r, &conf);
+    mh__file_conf(r, &conf);
     struct mh_trace *t = NULL;
-    rc = mh_trace_new(&a.o, &conf, &t);
-    if (rc == 0 && !kineto && (rc = mh_trace_scan(t, r)) < 0)
-        mh_cli_error("%s: %s%s", a.file, mh_strerror(rc),
-                     rc == MH_EUNSUPPORTED ? " (trace needs a file it can read twice, not a pipe)" : "");
+    rc = mh__trace_new(&a.o, &conf, &t);
+    if (rc == 0 && !kineto && (rc = mh__trace_scan(t, r)) < 0)
+        mh__cli_error("%s: %s%s", a.file, mh_strerror(rc),
+                      rc == MH_EUNSUPPORTED ? " (trace needs a file it can read twice, not a pipe)"
+                                            : "");
     else if (rc == 0) {
-        if (!kineto && mh_trace_get_plan(t)->too_big)
-            warn_size(mh_trace_get_plan(t), a.file);
-        if (!kineto && mh_trace_get_plan(t)->events == 0)
-            mh_cli_error("warning: %s: no events in the chosen window", a.file);
+        if (!kineto && mh__trace_get_plan(t)->too_big)
+            warn_size(mh__trace_get_plan(t), a.file);
+        if (!kineto && mh__trace_get_plan(t)->events == 0)
+            mh__cli_error("warning: %s: no events in the chosen window", a.file);
         rc = produce(&a, r, t, kineto, klen);
     }
     if (rc == 0 && strcmp(a.out, "-") != 0) {
-        const struct mh_trace_plan *p = mh_trace_get_plan(t);
+        const struct mh_trace_plan *p = mh__trace_get_plan(t);
         printf("wrote %s (%llu events, %llu launch->GPU arrows); open it in "
                         "https://ui.perfetto.dev\n",
                 a.out, (unsigned long long)p->events, (unsigned long long)p->flows);
     }
-    mh_trace_free(t);
+    mh__trace_free(t);
     mh_reader_close(r);
     free(kineto);
-    return mh_cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
+    return mh__cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
 }

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/report_whatif.h"
-#include "sim/replay.h"
-#include "viz/json.h"
-#include "viz/sink.h"
+#include "cli.h"
+#include "whatif_check.h"
+#include "sim_replay.h"
+#include "json.h"
+#include "sink.h"
 
 static const char usage[] =
     "usage: memhist whatif FILE [--alloc-conf STR] [--device-memory SIZE] [--json]\n\n"
@@ -34,7 +34,7 @@ static const char usage[] =
     "  --json                print one JSON object\n"
     "  -h, --help            show this help\n";
 
-extern const struct mh_cli_command mh_cmd_whatif;
+extern const struct mh_cli_command mh__cmd_whatif;
 
 struct run_summary {
     uint64_t peak_allocated, peak_reserved, end_reserved;
@@ -129,7 +129,7 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
         {"alloc-conf", required_argument, NULL, 'c'}, {"device-memory", required_argument, NULL, 'm'},
         {"memory-fraction", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
         {NULL, 0, NULL, 0}};
-    const struct mh_cli_command *cmd = &mh_cmd_whatif;
+    const struct mh_cli_command *cmd = &mh__cmd_whatif;
     int c;
     char *end;
     optind = 1;
@@ -138,21 +138,24 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
         case 'c': a->conf_text = optarg; break;
         case 'j': a->json = 1; break;
         case 'm':
-            if (mh_cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
-                return mh_cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)", optarg);
+            if (mh__cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
+                return mh__cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)",
+                                           optarg);
             break;
         case 'f':
             a->fraction = strtod(optarg, &end);
             if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
-                return mh_cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])", optarg);
+                return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])",
+                                           optarg);
             break;
-        default: return mh_cli_usage_error(cmd, "unknown or incomplete option");
+        default:
+            return mh__cli_usage_error(cmd, "unknown or incomplete option");
         }
     }
     if (optind >= argc)
-        return mh_cli_usage_error(cmd, "missing FILE");
+        return mh__cli_usage_error(cmd, "missing FILE");
     if (optind + 1 < argc)
-        return mh_cli_usage_error(cmd, "one FILE only (got '%s' too)", argv[optind + 1]);
+        return mh__cli_usage_error(cmd, "one FILE only (got '%s' too)", argv[optind + 1]);
     a->path = argv[optind];
     return 0;
 }
@@ -192,14 +195,14 @@ static const char *oom_text(const struct run_summary *s, char *buf, size_t len)
         snprintf(buf, len, "no");
     else
         snprintf(buf, len, "yes: step %" PRId64 ", at %s, %s", s->oom_step,
-                 mh_cli_duration(s->oom_time_ns, b1), mh_cli_bytes(s->oom_size, b2));
+                 mh__cli_duration(s->oom_time_ns, b1), mh__cli_bytes(s->oom_size, b2));
     return buf;
 }
 
 static void row_bytes(const char *name, uint64_t a, uint64_t b)
 {
     char b1[32], b2[32];
-    printf("%-32s %-22s %s\n", name, mh_cli_bytes(a, b1), mh_cli_bytes(b, b2));
+    printf("%-32s %-22s %s\n", name, mh__cli_bytes(a, b1), mh__cli_bytes(b, b2));
 }
 
 static void print_text(const struct whatif_view *v)
@@ -211,8 +214,8 @@ static void print_text(const struct whatif_view *v)
     printf("%-32s %-22s %s\n", "allocator settings", conf_text(&v->L->conf, c1, sizeof c1),
            conf_text(&v->ro->conf, c2, sizeof c2));
     printf("%-32s %-22s %s\n", "device memory",
-           v->L->total_bytes ? mh_cli_bytes(v->L->total_bytes, b1) : "unknown",
-           v->ro->capacity ? mh_cli_bytes(v->ro->capacity, b2) : "unlimited");
+           v->L->total_bytes ? mh__cli_bytes(v->L->total_bytes, b1) : "unknown",
+           v->ro->capacity ? mh__cli_bytes(v->ro->capacity, b2) : "unlimited");
     row_bytes("peak allocated", r->peak_allocated, s->peak_allocated);
     row_bytes("peak reserved", r->peak_reserved, s->peak_reserved);
     row_bytes("reserved at end", r->end_reserved, s->end_reserved);
@@ -241,53 +244,53 @@ static void json_run(struct mh_json *j, const char *key, const struct run_summar
                      const struct mh_alloc_conf *conf, uint64_t capacity)
 {
     char c[512];
-    mh_json_key(j, key);
-    mh_json_begin_object(j);
+    mh__json_key(j, key);
+    mh__json_begin_object(j);
     mh_alloc_conf_format(conf, c, sizeof c);
-    mh_json_kv_string(j, "alloc_conf", c);
-    mh_json_kv_uint(j, "device_memory", capacity);
-    mh_json_kv_uint(j, "peak_allocated", s->peak_allocated);
-    mh_json_kv_uint(j, "peak_reserved", s->peak_reserved);
-    mh_json_kv_uint(j, "reserved_at_end", s->end_reserved);
-    mh_json_kv_double(j, "fragmentation_at_reserved_peak", frag(s), 4);
-    mh_json_kv_uint(j, "segment_allocs", s->segment_allocs);
-    mh_json_kv_uint(j, "segment_frees", s->segment_frees);
-    mh_json_kv_uint(j, "alloc_retries", s->retries);
-    mh_json_key(j, "oom");
+    mh__json_kv_string(j, "alloc_conf", c);
+    mh__json_kv_uint(j, "device_memory", capacity);
+    mh__json_kv_uint(j, "peak_allocated", s->peak_allocated);
+    mh__json_kv_uint(j, "peak_reserved", s->peak_reserved);
+    mh__json_kv_uint(j, "reserved_at_end", s->end_reserved);
+    mh__json_kv_double(j, "fragmentation_at_reserved_peak", frag(s), 4);
+    mh__json_kv_uint(j, "segment_allocs", s->segment_allocs);
+    mh__json_kv_uint(j, "segment_frees", s->segment_frees);
+    mh__json_kv_uint(j, "alloc_retries", s->retries);
+    mh__json_key(j, "oom");
     if (!s->oom) {
-        mh_json_null(j);
+        mh__json_null(j);
     } else {
-        mh_json_begin_object(j);
-        mh_json_kv_int(j, "step", s->oom_step);
-        mh_json_kv_uint(j, "time_ns", s->oom_time_ns);
-        mh_json_kv_uint(j, "size", s->oom_size);
-        mh_json_end_object(j);
+        mh__json_begin_object(j);
+        mh__json_kv_int(j, "step", s->oom_step);
+        mh__json_kv_uint(j, "time_ns", s->oom_time_ns);
+        mh__json_kv_uint(j, "size", s->oom_size);
+        mh__json_end_object(j);
     }
-    mh_json_end_object(j);
+    mh__json_end_object(j);
 }
 
 static void print_json(const struct whatif_view *v)
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh_sink_init_file(&sink, stdout);
-    mh_json_init(&j, &sink, 1);
-    mh_json_begin_object(&j);
-    mh_json_kv_string(&j, "file", v->a->path);
+    mh__sink_init_file(&sink, stdout);
+    mh__json_init(&j, &sink, 1);
+    mh__json_begin_object(&j);
+    mh__json_kv_string(&j, "file", v->a->path);
     json_run(&j, "recorded", v->rec, &v->L->conf, v->L->total_bytes);
     json_run(&j, "whatif", v->sim, &v->ro->conf, v->ro->capacity);
-    mh_json_kv_uint(&j, "requests", v->res->requests);
-    mh_json_kv_bool(&j, "whatif_stopped_on_oom", v->res->oom);
-    mh_json_kv_uint(&j, "unknown_frees", v->res->unknown_frees);
-    mh_json_kv_uint(&j, "recorded_allocator_events", v->res->recorded_alloc_events);
-    mh_json_kv_uint(&j, "simulated_allocator_events", v->res->simulated_alloc_events);
-    mh_json_key(&j, "match_percent");
+    mh__json_kv_uint(&j, "requests", v->res->requests);
+    mh__json_kv_bool(&j, "whatif_stopped_on_oom", v->res->oom);
+    mh__json_kv_uint(&j, "unknown_frees", v->res->unknown_frees);
+    mh__json_kv_uint(&j, "recorded_allocator_events", v->res->recorded_alloc_events);
+    mh__json_kv_uint(&j, "simulated_allocator_events", v->res->simulated_alloc_events);
+    mh__json_key(&j, "match_percent");
     if (v->ro->use_oracle)
-        mh_json_double(&j, match_pct(v->res), 2);
+        mh__json_double(&j, match_pct(v->res), 2);
     else
-        mh_json_null(&j);
-    mh_json_end_object(&j);
-    mh_sink_puts(&sink, "\n");
+        mh__json_null(&j);
+    mh__json_end_object(&j);
+    mh__sink_puts(&sink, "\n");
 }
 
 static int whatif_main(int argc, char **argv)
@@ -300,12 +303,12 @@ static int whatif_main(int argc, char **argv)
     char err[256];
     memset(&ro, 0, sizeof ro);
     if (a.conf_text && mh_alloc_conf_parse(a.conf_text, &ro.conf, err, sizeof err))
-        return mh_cli_usage_error(&mh_cmd_whatif, "--alloc-conf: %s", err);
+        return mh__cli_usage_error(&mh__cmd_whatif, "--alloc-conf: %s", err);
     struct mh_whatif_input L;
-    if (mh_whatif_load(a.path, -1, &L) < 0)
+    if (mh__whatif_load(a.path, -1, &L) < 0)
         return MH_EXIT_FAIL;
     if (L.damage[0])
-        mh_cli_error("warning: %s: %s; using the events before that point", a.path, L.damage);
+        mh__cli_error("warning: %s: %s; using the events before that point", a.path, L.damage);
     if (!a.conf_text)
         ro.conf = L.conf;
     ro.conf.memory_fraction = a.fraction;
@@ -323,10 +326,10 @@ static int whatif_main(int argc, char **argv)
     ro.emit = track;
     ro.emit_user = &sim;
     if (rc == 0)
-        rc = mh_sim_replay(L.ev, L.n, &ro, &res);
+        rc = mh__sim_replay(L.ev, L.n, &ro, &res);
     if (rc < 0) {
-        mh_cli_error("%s: %s", a.path, mh_strerror(rc));
-        mh_whatif_input_free(&L);
+        mh__cli_error("%s: %s", a.path, mh_strerror(rc));
+        mh__whatif_input_free(&L);
         return MH_EXIT_FAIL;
     }
     summarize(&rec, t0, &rs);
@@ -338,9 +341,9 @@ static int whatif_main(int argc, char **argv)
         print_text(&v);
     mh_model_free(rec.model);
     mh_model_free(sim.model);
-    mh_whatif_input_free(&L);
-    return mh_cli_finish(MH_EXIT_OK);
+    mh__whatif_input_free(&L);
+    return mh__cli_finish(MH_EXIT_OK);
 }
 
-const struct mh_cli_command mh_cmd_whatif = {
+const struct mh_cli_command mh__cmd_whatif = {
     "whatif", "replay a recording under other allocator settings", usage, whatif_main};

@@ -6,18 +6,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli.h"
+#include "diag.h"
 
 #define MH_COMMANDS(X)                                                                     \
     X(record) X(info) X(report) X(oom) X(layers) X(plot) X(snapshot) X(import) X(trace)    \
         X(simulate) X(whatif) X(diff)
 
-#define MH_X_DECL(n) extern const struct mh_cli_command mh_cmd_##n __attribute__((weak));
+#define MH_X_DECL(n) extern const struct mh_cli_command mh__cmd_##n __attribute__((weak));
 MH_COMMANDS(MH_X_DECL)
 #undef MH_X_DECL
 
 static const struct mh_cli_command *const commands[] = {
-#define MH_X_ENTRY(n) &mh_cmd_##n,
+#define MH_X_ENTRY(n) &mh__cmd_##n,
     MH_COMMANDS(MH_X_ENTRY)
 #undef MH_X_ENTRY
 };
@@ -42,7 +43,7 @@ static int print_help(void)
             printf("  %-10s %s\n", commands[i]->name, commands[i]->summary);
     printf("  %-10s %s\n", "help", "show the help of a command");
     printf("\nRun 'memhist help COMMAND' or 'memhist COMMAND -h' for a command's options.\n");
-    return mh_cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH_EXIT_OK);
 }
 
 static int help_command(int argc, char **argv)
@@ -51,14 +52,21 @@ static int help_command(int argc, char **argv)
         return print_help();
     const struct mh_cli_command *cmd = find_command(argv[1]);
     if (!cmd) {
-        mh_cli_error("no command named '%s'; run 'memhist --help' for the list", argv[1]);
+        mh__cli_error("no command named '%s'; run 'memhist --help' for the list", argv[1]);
         return MH_EXIT_USAGE;
     }
-    return mh_cli_finish(mh_cli_print_usage(cmd));
+    return mh__cli_finish(mh__cli_print_usage(cmd));
+}
+
+/* Where the libraries' warnings and errors go: one line on stderr. */
+static void print_diag(void *user, const char *message)
+{
+    mh__cli_error("%s", message);
 }
 
 int main(int argc, char **argv)
 {
+    mh__diag_set(print_diag, NULL);
     if (argc < 2) {
         print_help();
         return MH_EXIT_USAGE;
@@ -68,16 +76,16 @@ int main(int argc, char **argv)
         return print_help();
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
         printf("memhist %s (file format %d)\n", mh_version_string(), MH_FORMAT_VERSION);
-        return mh_cli_finish(MH_EXIT_OK);
+        return mh__cli_finish(MH_EXIT_OK);
     }
     if (strcmp(name, "help") == 0)
         return help_command(argc - 1, argv + 1);
     const struct mh_cli_command *cmd = find_command(name);
     if (!cmd) {
-        mh_cli_error("unknown command '%s'; run 'memhist --help' for the list", name);
+        mh__cli_error("unknown command '%s'; run 'memhist --help' for the list", name);
         return MH_EXIT_USAGE;
     }
-    if (mh_cli_wants_help(argc - 1, argv + 1))
-        return mh_cli_finish(mh_cli_print_usage(cmd));
+    if (mh__cli_wants_help(argc - 1, argv + 1))
+        return mh__cli_finish(mh__cli_print_usage(cmd));
     return cmd->run(argc - 1, argv + 1);
 }

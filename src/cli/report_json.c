@@ -1,4 +1,4 @@
-/* report_json.c - the JSON form of `memhist report` (see report.h).
+/* report_json.c - the JSON form of `memhist report` (see device_report.h).
  *
  * Top level: file, source, events, dropped, damaged, devices (a list), and
  * anomalies. Per device: device, name, total_bytes, peak_allocated(+_time_ns,
@@ -6,8 +6,8 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "viz/json.h"
+#include "printers.h"
+#include "json.h"
 
 /* JSON key of an anomaly: its enum name without the prefix, lower case. */
 static const char *anomaly_key(int a, char buf[48])
@@ -29,173 +29,173 @@ static void json_frames(struct mh_json *j, const struct mh_reader *r, uint32_t s
 {
     const uint32_t *frames;
     size_t n = 0;
-    mh_json_begin_array(j);
+    mh__json_begin_array(j);
     if (stack && mh_reader_stack(r, stack, &frames, &n) == 0) {
         for (size_t i = 0; i < n; i++) {
             struct mh_frame f;
             if (mh_reader_frame(r, frames[i], &f) != 0)
                 continue;
-            mh_json_begin_object(j);
-            mh_json_kv_string(j, "filename", f.file);
-            mh_json_kv_uint(j, "line", f.line);
-            mh_json_kv_string(j, "name", f.func);
-            mh_json_end_object(j);
+            mh__json_begin_object(j);
+            mh__json_kv_string(j, "filename", f.file);
+            mh__json_kv_uint(j, "line", f.line);
+            mh__json_kv_string(j, "name", f.func);
+            mh__json_end_object(j);
         }
     }
-    mh_json_end_array(j);
+    mh__json_end_array(j);
 }
 
 static void json_top(struct mh_json *j, const struct mh_replay *rp, const struct mh_device_report *d)
 {
-    mh_json_key(j, "top_at_peak");
-    mh_json_begin_array(j);
+    mh__json_key(j, "top_at_peak");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < d->ntop; i++) {
-        mh_json_begin_object(j);
-        mh_json_kv_uint(j, "bytes", d->top[i].bytes);
-        mh_json_kv_uint(j, "count", d->top[i].count);
-        mh_json_key(j, "frames");
+        mh__json_begin_object(j);
+        mh__json_kv_uint(j, "bytes", d->top[i].bytes);
+        mh__json_kv_uint(j, "count", d->top[i].count);
+        mh__json_key(j, "frames");
         json_frames(j, rp->reader, d->top[i].stack);
-        mh_json_end_object(j);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
+    mh__json_end_array(j);
 }
 
 static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device)
 {
-    mh_json_key(j, "steps");
-    mh_json_begin_array(j);
+    mh__json_key(j, "steps");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < mh_model_step_count(rp->model, device); i++) {
         struct mh_step_stats s;
         if (mh_model_step(rp->model, device, i, &s) != 0)
             continue;
-        mh_json_begin_object(j);
-        mh_json_kv_int(j, "step", s.step);
-        mh_json_kv_uint(j, "begin_ns", s.begin_ns);
-        mh_json_kv_uint(j, "end_ns", s.end_ns);
-        mh_json_kv_uint(j, "peak_allocated", s.peak_allocated);
-        mh_json_kv_uint(j, "peak_reserved", s.peak_reserved);
-        mh_json_kv_uint(j, "end_allocated", s.end_allocated);
-        mh_json_kv_uint(j, "end_reserved", s.end_reserved);
-        mh_json_kv_double(j, "fragmentation", s.fragmentation, 6);
-        mh_json_kv_uint(j, "allocated_at_reserved_peak", s.allocated_at_reserved_peak);
-        mh_json_kv_uint(j, "inactive_split_at_reserved_peak", s.inactive_split_at_reserved_peak);
-        mh_json_kv_uint(j, "largest_free_at_reserved_peak", s.largest_free_at_reserved_peak);
-        mh_json_kv_uint(j, "segments", s.segments_at_end);
-        mh_json_kv_uint(j, "segment_allocs", s.segment_allocs);
-        mh_json_kv_uint(j, "segment_frees", s.segment_frees);
-        mh_json_kv_uint(j, "retries", s.retries);
-        mh_json_kv_uint(j, "ooms", s.ooms);
-        mh_json_end_object(j);
+        mh__json_begin_object(j);
+        mh__json_kv_int(j, "step", s.step);
+        mh__json_kv_uint(j, "begin_ns", s.begin_ns);
+        mh__json_kv_uint(j, "end_ns", s.end_ns);
+        mh__json_kv_uint(j, "peak_allocated", s.peak_allocated);
+        mh__json_kv_uint(j, "peak_reserved", s.peak_reserved);
+        mh__json_kv_uint(j, "end_allocated", s.end_allocated);
+        mh__json_kv_uint(j, "end_reserved", s.end_reserved);
+        mh__json_kv_double(j, "fragmentation", s.fragmentation, 6);
+        mh__json_kv_uint(j, "allocated_at_reserved_peak", s.allocated_at_reserved_peak);
+        mh__json_kv_uint(j, "inactive_split_at_reserved_peak", s.inactive_split_at_reserved_peak);
+        mh__json_kv_uint(j, "largest_free_at_reserved_peak", s.largest_free_at_reserved_peak);
+        mh__json_kv_uint(j, "segments", s.segments_at_end);
+        mh__json_kv_uint(j, "segment_allocs", s.segment_allocs);
+        mh__json_kv_uint(j, "segment_frees", s.segment_frees);
+        mh__json_kv_uint(j, "retries", s.retries);
+        mh__json_kv_uint(j, "ooms", s.ooms);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
+    mh__json_end_array(j);
 }
 
 static void json_ooms(struct mh_json *j, const struct mh_replay *rp, int device)
 {
-    mh_json_key(j, "ooms");
-    mh_json_begin_array(j);
+    mh__json_key(j, "ooms");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < mh_model_oom_count(rp->model); i++) {
         struct mh_oom_info o;
         if (mh_model_oom(rp->model, i, &o) != 0 || o.device != device)
             continue;
-        mh_json_begin_object(j);
-        mh_json_kv_uint(j, "time_ns", o.time_ns);
-        mh_json_kv_int(j, "step", o.step);
-        mh_json_kv_uint(j, "stream", o.stream);
-        mh_json_kv_uint(j, "requested", o.request);
-        mh_json_kv_uint(j, "device_free", o.device_free);
-        mh_json_kv_uint(j, "allocated", o.allocated);
-        mh_json_kv_uint(j, "reserved", o.reserved);
-        mh_json_kv_uint(j, "reserved_unallocated", o.reserved - o.allocated);
-        mh_json_kv_uint(j, "largest_free_block", o.largest_free_same_stream);
-        mh_json_kv_uint(j, "largest_free_block_any_stream", o.largest_free_any);
-        mh_json_key(j, "frames");
+        mh__json_begin_object(j);
+        mh__json_kv_uint(j, "time_ns", o.time_ns);
+        mh__json_kv_int(j, "step", o.step);
+        mh__json_kv_uint(j, "stream", o.stream);
+        mh__json_kv_uint(j, "requested", o.request);
+        mh__json_kv_uint(j, "device_free", o.device_free);
+        mh__json_kv_uint(j, "allocated", o.allocated);
+        mh__json_kv_uint(j, "reserved", o.reserved);
+        mh__json_kv_uint(j, "reserved_unallocated", o.reserved - o.allocated);
+        mh__json_kv_uint(j, "largest_free_block", o.largest_free_same_stream);
+        mh__json_kv_uint(j, "largest_free_block_any_stream", o.largest_free_any);
+        mh__json_key(j, "frames");
         json_frames(j, rp->reader, o.stack);
-        mh_json_end_object(j);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
+    mh__json_end_array(j);
 }
 
 static void json_final(struct mh_json *j, const struct mh_mem_stats *s)
 {
-    mh_json_key(j, "final");
-    mh_json_begin_object(j);
-    mh_json_kv_uint(j, "allocated", s->allocated);
-    mh_json_kv_uint(j, "reserved", s->reserved);
-    mh_json_kv_uint(j, "active", s->active);
-    mh_json_kv_uint(j, "requested", s->requested);
-    mh_json_kv_uint(j, "segments", s->segments);
-    mh_json_kv_uint(j, "driver_outside", s->driver_outside);
-    mh_json_end_object(j);
+    mh__json_key(j, "final");
+    mh__json_begin_object(j);
+    mh__json_kv_uint(j, "allocated", s->allocated);
+    mh__json_kv_uint(j, "reserved", s->reserved);
+    mh__json_kv_uint(j, "active", s->active);
+    mh__json_kv_uint(j, "requested", s->requested);
+    mh__json_kv_uint(j, "segments", s->segments);
+    mh__json_kv_uint(j, "driver_outside", s->driver_outside);
+    mh__json_end_object(j);
 }
 
 static void json_device(struct mh_json *j, const struct mh_replay *rp,
                         const struct mh_device_report *d)
 {
-    mh_json_begin_object(j);
-    mh_json_kv_int(j, "device", d->device);
-    mh_json_kv_string(j, "name", d->info.name ? d->info.name : "");
-    mh_json_kv_uint(j, "total_bytes", d->info.total_bytes);
-    mh_json_kv_uint(j, "peak_allocated", d->peak_allocated.value);
-    mh_json_kv_uint(j, "peak_allocated_time_ns", d->peak_allocated.time_ns);
-    mh_json_kv_int(j, "peak_allocated_step", d->peak_allocated.step);
-    mh_json_kv_uint(j, "peak_reserved", d->peak_reserved.value);
-    mh_json_kv_uint(j, "peak_reserved_time_ns", d->peak_reserved.time_ns);
-    mh_json_kv_int(j, "peak_reserved_step", d->peak_reserved.step);
-    mh_json_kv_uint(j, "live_at_peak_bytes", d->live_at_peak_bytes);
-    mh_json_kv_uint(j, "live_at_peak_count", d->live_at_peak_count);
+    mh__json_begin_object(j);
+    mh__json_kv_int(j, "device", d->device);
+    mh__json_kv_string(j, "name", d->info.name ? d->info.name : "");
+    mh__json_kv_uint(j, "total_bytes", d->info.total_bytes);
+    mh__json_kv_uint(j, "peak_allocated", d->peak_allocated.value);
+    mh__json_kv_uint(j, "peak_allocated_time_ns", d->peak_allocated.time_ns);
+    mh__json_kv_int(j, "peak_allocated_step", d->peak_allocated.step);
+    mh__json_kv_uint(j, "peak_reserved", d->peak_reserved.value);
+    mh__json_kv_uint(j, "peak_reserved_time_ns", d->peak_reserved.time_ns);
+    mh__json_kv_int(j, "peak_reserved_step", d->peak_reserved.step);
+    mh__json_kv_uint(j, "live_at_peak_bytes", d->live_at_peak_bytes);
+    mh__json_kv_uint(j, "live_at_peak_count", d->live_at_peak_count);
     json_final(j, &d->final);
     json_top(j, rp, d);
-    mh_json_key(j, "category_at_peak");
-    mh_json_begin_object(j);
+    mh__json_key(j, "category_at_peak");
+    mh__json_begin_object(j);
     for (int c = 0; c < MH_CAT_COUNT; c++)
-        mh_json_kv_uint(j, mh_category_name(c), d->category_at_peak[c]);
-    mh_json_end_object(j);
-    mh_json_key(j, "fragmentation_trend");
+        mh__json_kv_uint(j, mh__category_name(c), d->category_at_peak[c]);
+    mh__json_end_object(j);
+    mh__json_key(j, "fragmentation_trend");
     if (d->trend.steps < 2) {
-        mh_json_null(j);
+        mh__json_null(j);
     } else {
-        mh_json_begin_object(j);
-        mh_json_kv_int(j, "reserved_growth", d->trend.reserved_growth);
-        mh_json_kv_int(j, "allocated_growth", d->trend.allocated_growth);
-        mh_json_kv_bool(j, "fragmentation", d->trend.fragmenting);
-        mh_json_key(j, "whatif_expandable_peak_reserved");
+        mh__json_begin_object(j);
+        mh__json_kv_int(j, "reserved_growth", d->trend.reserved_growth);
+        mh__json_kv_int(j, "allocated_growth", d->trend.allocated_growth);
+        mh__json_kv_bool(j, "fragmentation", d->trend.fragmenting);
+        mh__json_key(j, "whatif_expandable_peak_reserved");
         if (d->trend.whatif_ok)
-            mh_json_uint(j, d->trend.whatif_peak_reserved);
+            mh__json_uint(j, d->trend.whatif_peak_reserved);
         else
-            mh_json_null(j);
-        mh_json_end_object(j);
+            mh__json_null(j);
+        mh__json_end_object(j);
     }
     json_steps(j, rp, d->device);
     json_ooms(j, rp, d->device);
-    mh_json_end_object(j);
+    mh__json_end_object(j);
 }
 
-void mh_report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
-                          size_t ndev)
+void mh__report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
+                           size_t ndev)
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh_sink_init_file(&sink, stdout);
-    mh_json_init(&j, &sink, 1);
-    mh_json_begin_object(&j);
-    mh_json_kv_string(&j, "file", rp->path);
-    mh_json_kv_string(&j, "source", mh_reader_meta(rp->reader, "source"));
-    mh_json_kv_uint(&j, "events", rp->summary.events);
-    mh_json_kv_uint(&j, "dropped", rp->summary.dropped);
-    mh_json_kv_bool(&j, "damaged", rp->read_error != 0);
-    mh_json_key(&j, "devices");
-    mh_json_begin_array(&j);
+    mh__sink_init_file(&sink, stdout);
+    mh__json_init(&j, &sink, 1);
+    mh__json_begin_object(&j);
+    mh__json_kv_string(&j, "file", rp->path);
+    mh__json_kv_string(&j, "source", mh_reader_meta(rp->reader, "source"));
+    mh__json_kv_uint(&j, "events", rp->summary.events);
+    mh__json_kv_uint(&j, "dropped", rp->summary.dropped);
+    mh__json_kv_bool(&j, "damaged", rp->read_error != 0);
+    mh__json_key(&j, "devices");
+    mh__json_begin_array(&j);
     for (size_t i = 0; i < ndev; i++)
         json_device(&j, rp, &devs[i]);
-    mh_json_end_array(&j);
-    mh_json_key(&j, "anomalies");
-    mh_json_begin_object(&j);
+    mh__json_end_array(&j);
+    mh__json_key(&j, "anomalies");
+    mh__json_begin_object(&j);
     for (int a = 1; a < MH_ANOM_COUNT; a++) {
         char key[48];
-        mh_json_kv_uint(&j, anomaly_key(a, key), mh_model_anomaly_count(rp->model, a));
+        mh__json_kv_uint(&j, anomaly_key(a, key), mh_model_anomaly_count(rp->model, a));
     }
-    mh_json_end_object(&j);
-    mh_json_end_object(&j);
-    mh_sink_finish(&sink);
+    mh__json_end_object(&j);
+    mh__json_end_object(&j);
+    mh__sink_finish(&sink);
 }

@@ -1,9 +1,9 @@
-/* report_oom_print.c - text and JSON forms of `memhist oom` (see report_oom.h). */
+/* report_oom_print.c - text and JSON forms of `memhist oom` (see oom_explain.h). */
 #include <inttypes.h>
 #include <string.h>
 
-#include "cli/report_oom.h"
-#include "model/stacks.h"
+#include "printers.h"
+#include "stacks.h"
 
 static const char *verdict_text(const struct mh_oom_case *c, char *buf, size_t len)
 {
@@ -14,21 +14,22 @@ static const char *verdict_text(const struct mh_oom_case *c, char *buf, size_t l
         snprintf(buf, len,
                  "FRAGMENTATION: allocated %s + request %s fit in the %s the allocator could use, "
                  "but the largest free block on the request's stream is %s",
-                 mh_cli_bytes(o->allocated, b[0]), mh_cli_bytes(o->request, b[1]),
-                 mh_cli_bytes(o->reserved + o->device_free, b[2]),
-                 mh_cli_bytes(o->largest_free_same_stream, b[3]));
+                 mh__cli_bytes(o->allocated, b[0]), mh__cli_bytes(o->request, b[1]),
+                 mh__cli_bytes(o->reserved + o->device_free, b[2]),
+                 mh__cli_bytes(o->largest_free_same_stream, b[3]));
         break;
     case MH_OOM_VERDICT_CROSS_STREAM:
         snprintf(buf, len,
                  "CROSS-STREAM CACHING: a free block of %s or more is cached for another stream, "
-                 "which this stream cannot use", mh_cli_bytes(o->request, b[0]));
+                 "which this stream cannot use",
+                 mh__cli_bytes(o->request, b[0]));
         break;
     case MH_OOM_VERDICT_EXHAUSTION:
         snprintf(buf, len,
                  "EXHAUSTION: live allocations %s + request %s exceed the %s the allocator could "
                  "use; settings cannot fix this, less must be live",
-                 mh_cli_bytes(o->allocated, b[0]), mh_cli_bytes(o->request, b[1]),
-                 mh_cli_bytes(o->reserved + o->device_free, b[2]));
+                 mh__cli_bytes(o->allocated, b[0]), mh__cli_bytes(o->request, b[1]),
+                 mh__cli_bytes(o->reserved + o->device_free, b[2]));
         break;
     default:
         snprintf(buf, len, "no failure (explaining the allocated peak)");
@@ -42,24 +43,25 @@ static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
     char b[4][32];
     if (c->verdict != MH_OOM_VERDICT_NONE)
         printf("  request        %s (rounded) in the %s pool on stream %#" PRIx64 "\n",
-               mh_cli_bytes(o->request, b[0]), c->small_pool ? "small" : "large", o->stream);
+               mh__cli_bytes(o->request, b[0]), c->small_pool ? "small" : "large", o->stream);
     if (c->capacity == 0) /* no device size recorded and no CUDA free figure */
         printf("  device         capacity unknown");
     else
-        printf("  device         %s%s", mh_cli_bytes(c->capacity, b[0]),
+        printf("  device         %s%s", mh__cli_bytes(c->capacity, b[0]),
                c->capacity_estimated ? " (estimated: reserved + CUDA free)" : " total");
     if (c->verdict != MH_OOM_VERDICT_NONE)
-        printf("; CUDA reported %s free", mh_cli_bytes(o->device_free, b[1]));
+        printf("; CUDA reported %s free", mh__cli_bytes(o->device_free, b[1]));
     printf("\n  reserved       %s = allocated %s + reserved but unallocated %s\n",
-           mh_cli_bytes(o->reserved, b[0]), mh_cli_bytes(o->allocated, b[1]),
-           mh_cli_bytes(o->reserved - o->allocated, b[2]));
+           mh__cli_bytes(o->reserved, b[0]), mh__cli_bytes(o->allocated, b[1]),
+           mh__cli_bytes(o->reserved - o->allocated, b[2]));
     if (c->outside)
         printf("  outside the allocator %s (device total - CUDA free - reserved)\n",
-               mh_cli_bytes(c->outside, b[0]));
+               mh__cli_bytes(c->outside, b[0]));
     for (size_t i = 0; i < c->nfree; i++)
-        printf("  free blocks    stream %#" PRIx64 " %s pool: largest %s, %s in %" PRIu64 " blocks%s\n",
+        printf("  free blocks    stream %#" PRIx64 " %s pool: largest %s, %s in %" PRIu64
+               " blocks%s\n",
                c->free[i].stream, c->free[i].small_pool ? "small" : "large",
-               mh_cli_bytes(c->free[i].largest, b[0]), mh_cli_bytes(c->free[i].total, b[1]),
+               mh__cli_bytes(c->free[i].largest, b[0]), mh__cli_bytes(c->free[i].total, b[1]),
                c->free[i].blocks,
                c->verdict != MH_OOM_VERDICT_NONE && c->free[i].stream == o->stream &&
                        c->free[i].small_pool == c->small_pool
@@ -71,21 +73,21 @@ static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
 static void text_live(const struct mh_analysis *a, const struct mh_oom_case *c, size_t top)
 {
     char b[32], label[512];
-    printf("  live: %s in %" PRIu64 " blocks; by layer:\n", mh_cli_bytes(c->live_bytes, b),
+    printf("  live: %s in %" PRIu64 " blocks; by layer:\n", mh__cli_bytes(c->live_bytes, b),
            c->live_count);
     for (size_t i = 0; i < c->nlayers && i < top; i++)
-        printf("    %11s  %s\n", mh_cli_bytes(c->layers[i].bytes, b), c->layers[i].name);
+        printf("    %11s  %s\n", mh__cli_bytes(c->layers[i].bytes, b), c->layers[i].name);
     printf("  by stack:\n");
     for (size_t i = 0; i < c->nstacks; i++)
-        printf("    %11s  %s\n", mh_cli_bytes(c->stacks[i].bytes, b),
-               mh_stack_label(a->rp.reader, c->stacks[i].stack, label, sizeof label));
+        printf("    %11s  %s\n", mh__cli_bytes(c->stacks[i].bytes, b),
+               mh__stack_label(a->rp.reader, c->stacks[i].stack, label, sizeof label));
 }
 
 static void text_suggestions(const struct mh_oom_case *c)
 {
     char b[3][32];
     size_t nl;
-    const struct mh_layer_stats *st = mh_layers_list(c->ly, &nl);
+    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
     printf("  suggestions, checked by replaying the run's requests (what-if):\n");
     for (size_t i = 0; i < c->nsugg; i++) {
         const struct mh_suggestion *s = &c->sugg[i];
@@ -100,7 +102,7 @@ static void text_suggestions(const struct mh_oom_case *c)
         const char *v = c->verdict == MH_OOM_VERDICT_NONE ? ""
                         : s->ooms ? "still OOM;  " : "OOM gone;   ";
         printf("    %-56s %speak reserved %s (recorded %s)%s\n", s->setting, v,
-               mh_cli_bytes(s->peak_reserved, b[0]), mh_cli_bytes(c->recorded_peak_reserved, b[1]),
+               mh__cli_bytes(s->peak_reserved, b[0]), mh__cli_bytes(c->recorded_peak_reserved, b[1]),
                s->peak_reserved > c->recorded_peak_reserved ? ": worse" : "");
     }
     if (c->nplan == 0) {
@@ -111,30 +113,30 @@ static void text_suggestions(const struct mh_oom_case *c)
     if (c->verdict == MH_OOM_VERDICT_NONE)
         printf("    activation checkpointing of %zu layer%s: estimated peak allocated %s -> %s "
                "(memhist layers has the details):\n      ",
-               c->nplan, c->nplan == 1 ? "" : "s", mh_cli_bytes(c->peak_allocated, b[0]),
-               mh_cli_bytes(c->plan_peak_after, b[1]));
+               c->nplan, c->nplan == 1 ? "" : "s", mh__cli_bytes(c->peak_allocated, b[0]),
+               mh__cli_bytes(c->plan_peak_after, b[1]));
     else
         printf("    activation checkpointing of %zu layer%s: frees about %s of activations live at "
                "the OOM (allocated would be %s; %s):\n      ",
-               c->nplan, c->nplan == 1 ? "" : "s", mh_cli_bytes(c->plan_freed, b[0]),
-               mh_cli_bytes(c->oom.allocated - c->plan_freed, b[1]),
+               c->nplan, c->nplan == 1 ? "" : "s", mh__cli_bytes(c->plan_freed, b[0]),
+               mh__cli_bytes(c->oom.allocated - c->plan_freed, b[1]),
                c->plan_fits ? "the request would then fit" : "still not enough");
     for (size_t i = 0; i < c->nplan; i++)
         printf("%s%s", i ? ", " : "", st[c->plan[i]].name);
     printf("\n");
 }
 
-void mh_oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
-                       const struct mh_oom_opts *o, size_t number, size_t count)
+void mh__oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
+                        const struct mh_oom_opts *o, size_t number, size_t count)
 {
     char t[32], s[24], v[512];
     uint64_t t0 = a->rp.summary.first_time_ns;
     if (c->verdict == MH_OOM_VERDICT_NONE)
         printf("%s device %d: allocated peak at %s (%s)\n", a->rp.path, c->device,
-               mh_cli_duration(c->oom.time_ns - t0, t), mh_step_text(c->oom.step, s));
+               mh__cli_duration(c->oom.time_ns - t0, t), mh__step_text(c->oom.step, s));
     else
         printf("%s device %d: OOM %zu of %zu at %s (%s)\n", a->rp.path, c->device, number, count,
-               mh_cli_duration(c->oom.time_ns - t0, t), mh_step_text(c->oom.step, s));
+               mh__cli_duration(c->oom.time_ns - t0, t), mh__step_text(c->oom.step, s));
     text_state(a, c);
     printf("  verdict: %s\n", verdict_text(c, v, sizeof v));
     text_live(a, c, (size_t)o->top);
@@ -145,99 +147,99 @@ void mh_oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
 static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
 {
     size_t nl;
-    const struct mh_layer_stats *st = mh_layers_list(c->ly, &nl);
-    mh_json_key(j, "suggestions");
-    mh_json_begin_array(j);
+    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    mh__json_key(j, "suggestions");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < c->nsugg; i++) {
         const struct mh_suggestion *s = &c->sugg[i];
-        mh_json_begin_object(j);
-        mh_json_kv_string(j, "setting", s->setting);
-        mh_json_kv_bool(j, "checked", s->ok);
-        mh_json_kv_bool(j, "in_effect", s->in_effect);
-        mh_json_kv_bool(j, "oom", s->ooms > 0);
-        mh_json_kv_uint(j, "peak_reserved", s->peak_reserved);
-        mh_json_kv_uint(j, "peak_allocated", s->peak_allocated);
-        mh_json_end_object(j);
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "setting", s->setting);
+        mh__json_kv_bool(j, "checked", s->ok);
+        mh__json_kv_bool(j, "in_effect", s->in_effect);
+        mh__json_kv_bool(j, "oom", s->ooms > 0);
+        mh__json_kv_uint(j, "peak_reserved", s->peak_reserved);
+        mh__json_kv_uint(j, "peak_allocated", s->peak_allocated);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
-    mh_json_key(j, "checkpoint");
-    mh_json_begin_object(j);
-    mh_json_key(j, "layers");
-    mh_json_begin_array(j);
+    mh__json_end_array(j);
+    mh__json_key(j, "checkpoint");
+    mh__json_begin_object(j);
+    mh__json_key(j, "layers");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < c->nplan; i++)
-        mh_json_string(j, st[c->plan[i]].name);
-    mh_json_end_array(j);
-    mh_json_kv_uint(j, "peak_allocated", c->peak_allocated);
-    mh_json_kv_uint(j, "estimated_peak_allocated", c->plan_peak_after);
-    mh_json_kv_uint(j, "freed_at_oom", c->plan_freed);
-    mh_json_kv_bool(j, "request_would_fit", c->plan_fits);
-    mh_json_end_object(j);
+        mh__json_string(j, st[c->plan[i]].name);
+    mh__json_end_array(j);
+    mh__json_kv_uint(j, "peak_allocated", c->peak_allocated);
+    mh__json_kv_uint(j, "estimated_peak_allocated", c->plan_peak_after);
+    mh__json_kv_uint(j, "freed_at_oom", c->plan_freed);
+    mh__json_kv_bool(j, "request_would_fit", c->plan_fits);
+    mh__json_end_object(j);
 }
 
 static void json_live(struct mh_json *j, const struct mh_analysis *a, const struct mh_oom_case *c,
                       size_t top)
 {
     char label[512];
-    mh_json_kv_uint(j, "live_bytes", c->live_bytes);
-    mh_json_kv_uint(j, "live_blocks", c->live_count);
-    mh_json_key(j, "live_by_layer");
-    mh_json_begin_array(j);
+    mh__json_kv_uint(j, "live_bytes", c->live_bytes);
+    mh__json_kv_uint(j, "live_blocks", c->live_count);
+    mh__json_key(j, "live_by_layer");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < c->nlayers && i < top; i++) {
-        mh_json_begin_object(j);
-        mh_json_kv_string(j, "layer", c->layers[i].name);
-        mh_json_kv_uint(j, "bytes", c->layers[i].bytes);
-        mh_json_end_object(j);
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "layer", c->layers[i].name);
+        mh__json_kv_uint(j, "bytes", c->layers[i].bytes);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
-    mh_json_key(j, "live_by_stack");
-    mh_json_begin_array(j);
+    mh__json_end_array(j);
+    mh__json_key(j, "live_by_stack");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < c->nstacks; i++) {
-        mh_json_begin_object(j);
-        mh_json_kv_string(j, "stack",
-                          mh_stack_label(a->rp.reader, c->stacks[i].stack, label, sizeof label));
-        mh_json_kv_uint(j, "bytes", c->stacks[i].bytes);
-        mh_json_kv_uint(j, "count", c->stacks[i].count);
-        mh_json_end_object(j);
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "stack",
+                           mh__stack_label(a->rp.reader, c->stacks[i].stack, label, sizeof label));
+        mh__json_kv_uint(j, "bytes", c->stacks[i].bytes);
+        mh__json_kv_uint(j, "count", c->stacks[i].count);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
+    mh__json_end_array(j);
 }
 
-void mh_oom_print_json(struct mh_json *j, const struct mh_analysis *a, const struct mh_oom_case *c,
-                       const struct mh_oom_opts *o)
+void mh__oom_print_json(struct mh_json *j, const struct mh_analysis *a, const struct mh_oom_case *c,
+                        const struct mh_oom_opts *o)
 {
     const struct mh_oom_info *x = &c->oom;
-    mh_json_begin_object(j);
-    mh_json_kv_int(j, "device", c->device);
-    mh_json_kv_string(j, "kind", c->verdict == MH_OOM_VERDICT_NONE ? "peak" : "oom");
-    mh_json_kv_uint(j, "time_ns", x->time_ns);
-    mh_json_kv_int(j, "step", x->step);
-    mh_json_kv_uint(j, "event_index", x->event_index);
-    mh_json_kv_uint(j, "request", x->request);
-    mh_json_kv_string(j, "pool", c->small_pool ? "small" : "large");
-    mh_json_kv_uint(j, "stream", x->stream);
-    mh_json_kv_uint(j, "capacity", c->capacity);
-    mh_json_kv_bool(j, "capacity_estimated", c->capacity_estimated);
-    mh_json_kv_uint(j, "device_free", x->device_free);
-    mh_json_kv_uint(j, "reserved", x->reserved);
-    mh_json_kv_uint(j, "allocated", x->allocated);
-    mh_json_kv_uint(j, "reserved_unallocated", x->reserved - x->allocated);
-    mh_json_kv_uint(j, "outside_allocator", c->outside);
-    mh_json_kv_uint(j, "largest_free_same_stream", x->largest_free_same_stream);
-    mh_json_kv_uint(j, "largest_free_any", x->largest_free_any);
-    mh_json_kv_string(j, "verdict", mh_oom_verdict_name(c->verdict));
-    mh_json_key(j, "free_blocks");
-    mh_json_begin_array(j);
+    mh__json_begin_object(j);
+    mh__json_kv_int(j, "device", c->device);
+    mh__json_kv_string(j, "kind", c->verdict == MH_OOM_VERDICT_NONE ? "peak" : "oom");
+    mh__json_kv_uint(j, "time_ns", x->time_ns);
+    mh__json_kv_int(j, "step", x->step);
+    mh__json_kv_uint(j, "event_index", x->event_index);
+    mh__json_kv_uint(j, "request", x->request);
+    mh__json_kv_string(j, "pool", c->small_pool ? "small" : "large");
+    mh__json_kv_uint(j, "stream", x->stream);
+    mh__json_kv_uint(j, "capacity", c->capacity);
+    mh__json_kv_bool(j, "capacity_estimated", c->capacity_estimated);
+    mh__json_kv_uint(j, "device_free", x->device_free);
+    mh__json_kv_uint(j, "reserved", x->reserved);
+    mh__json_kv_uint(j, "allocated", x->allocated);
+    mh__json_kv_uint(j, "reserved_unallocated", x->reserved - x->allocated);
+    mh__json_kv_uint(j, "outside_allocator", c->outside);
+    mh__json_kv_uint(j, "largest_free_same_stream", x->largest_free_same_stream);
+    mh__json_kv_uint(j, "largest_free_any", x->largest_free_any);
+    mh__json_kv_string(j, "verdict", mh__oom_verdict_name(c->verdict));
+    mh__json_key(j, "free_blocks");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < c->nfree; i++) {
-        mh_json_begin_object(j);
-        mh_json_kv_uint(j, "stream", c->free[i].stream);
-        mh_json_kv_string(j, "pool", c->free[i].small_pool ? "small" : "large");
-        mh_json_kv_uint(j, "largest", c->free[i].largest);
-        mh_json_kv_uint(j, "total", c->free[i].total);
-        mh_json_kv_uint(j, "blocks", c->free[i].blocks);
-        mh_json_end_object(j);
+        mh__json_begin_object(j);
+        mh__json_kv_uint(j, "stream", c->free[i].stream);
+        mh__json_kv_string(j, "pool", c->free[i].small_pool ? "small" : "large");
+        mh__json_kv_uint(j, "largest", c->free[i].largest);
+        mh__json_kv_uint(j, "total", c->free[i].total);
+        mh__json_kv_uint(j, "blocks", c->free[i].blocks);
+        mh__json_end_object(j);
     }
-    mh_json_end_array(j);
+    mh__json_end_array(j);
     json_live(j, a, c, (size_t)o->top);
     json_suggestions(j, c);
-    mh_json_end_object(j);
+    mh__json_end_object(j);
 }

@@ -1,9 +1,9 @@
-/* report_text.c - the human-readable form of `memhist report` (see report.h). */
+/* report_text.c - the human-readable form of `memhist report` (see device_report.h). */
 #include <inttypes.h>
 #include <string.h>
 
-#include "cli/report.h"
-#include "model/stacks.h"
+#include "printers.h"
+#include "stacks.h"
 
 static const char *step_text(int64_t step, char buf[24])
 {
@@ -43,17 +43,18 @@ static void print_peaks(const struct mh_replay *rp, const struct mh_device_repor
     printf("\ndevice %d", d->device);
     if (d->info.name && d->info.name[0])
         printf(" (%s%s%s)", d->info.name, d->info.total_bytes ? ", " : "",
-               d->info.total_bytes ? mh_cli_bytes(d->info.total_bytes, b) : "");
-    printf("\n  peak allocated  %-11s at %s (%s)\n", mh_cli_bytes(d->peak_allocated.value, b),
-           mh_cli_duration(d->peak_allocated.time_ns - t0, t), step_text(d->peak_allocated.step, s));
-    printf("  peak reserved   %-11s at %s (%s)\n", mh_cli_bytes(d->peak_reserved.value, b),
-           mh_cli_duration(d->peak_reserved.time_ns - t0, t), step_text(d->peak_reserved.step, s));
-    printf("  at the end      allocated %s", mh_cli_bytes(d->final.allocated, b));
-    printf(", reserved %s in %u segment%s\n", mh_cli_bytes(d->final.reserved, t), d->final.segments,
-           d->final.segments == 1 ? "" : "s");
+               d->info.total_bytes ? mh__cli_bytes(d->info.total_bytes, b) : "");
+    printf("\n  peak allocated  %-11s at %s (%s)\n", mh__cli_bytes(d->peak_allocated.value, b),
+           mh__cli_duration(d->peak_allocated.time_ns - t0, t),
+           step_text(d->peak_allocated.step, s));
+    printf("  peak reserved   %-11s at %s (%s)\n", mh__cli_bytes(d->peak_reserved.value, b),
+           mh__cli_duration(d->peak_reserved.time_ns - t0, t), step_text(d->peak_reserved.step, s));
+    printf("  at the end      allocated %s", mh__cli_bytes(d->final.allocated, b));
+    printf(", reserved %s in %u segment%s\n", mh__cli_bytes(d->final.reserved, t),
+           d->final.segments, d->final.segments == 1 ? "" : "s");
     if (d->final.driver_outside)
         printf("  outside the allocator (driver level) at the end: %s\n",
-               mh_cli_bytes(d->final.driver_outside, b));
+               mh__cli_bytes(d->final.driver_outside, b));
 }
 
 static void print_top(const struct mh_replay *rp, const struct mh_device_report *d,
@@ -63,15 +64,15 @@ static void print_top(const struct mh_replay *rp, const struct mh_device_report 
     if (d->ntop == 0)
         return;
     printf("\n  live at the allocated peak: %s in %" PRIu64 " blocks; largest groups by stack:\n",
-           mh_cli_bytes(d->live_at_peak_bytes, b), d->live_at_peak_count);
+           mh__cli_bytes(d->live_at_peak_bytes, b), d->live_at_peak_count);
     for (size_t i = 0; i < d->ntop; i++) {
         const struct mh_stack_group *g = &d->top[i];
         double share = d->live_at_peak_bytes ? 100.0 * g->bytes / d->live_at_peak_bytes : 0;
-        printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh_cli_bytes(g->bytes, b), share, g->count,
+        printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh__cli_bytes(g->bytes, b), share, g->count,
                g->count == 1 ? " " : "s");
         char text[4096];
-        mh_cli_stack_text(rp->reader, g->stack, "\n                                    ",
-                          max_frames, text, sizeof text);
+        mh__cli_stack_text(rp->reader, g->stack, "\n                                    ",
+                           max_frames, text, sizeof text);
         printf("%s\n", text[0] ? text : "<no stack recorded>");
     }
 }
@@ -83,8 +84,9 @@ static void print_categories(const struct mh_device_report *d)
     for (int c = 0; c < MH_CAT_COUNT; c++) {
         if (!d->category_at_peak[c])
             continue;
-        printf("%s%s %s", any ? ", " : "\n  by category at the allocated peak: ", mh_category_name(c),
-               mh_cli_bytes(d->category_at_peak[c], b));
+        printf("%s%s %s",
+               any ? ", " : "\n  by category at the allocated peak: ", mh__category_name(c),
+               mh__cli_bytes(d->category_at_peak[c], b));
         any = 1;
     }
     if (any)
@@ -108,19 +110,20 @@ static void print_steps(const struct mh_replay *rp, int device)
         snprintf(seg, sizeof seg, "+%" PRIu64 "/-%" PRIu64, s.segment_allocs, s.segment_frees);
         printf("  %5" PRId64 " %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64
                "\n",
-               s.step, mh_cli_bytes(s.peak_allocated, a), mh_cli_bytes(s.peak_reserved, r),
-               mh_cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation,
-               mh_cli_bytes(s.allocated_at_reserved_peak, ar),
-               mh_cli_bytes(s.inactive_split_at_reserved_peak, is),
-               mh_cli_bytes(s.largest_free_at_reserved_peak, lf), s.segments_at_end, seg, s.retries,
-               s.ooms);
+               s.step, mh__cli_bytes(s.peak_allocated, a), mh__cli_bytes(s.peak_reserved, r),
+               mh__cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation,
+               mh__cli_bytes(s.allocated_at_reserved_peak, ar),
+               mh__cli_bytes(s.inactive_split_at_reserved_peak, is),
+               mh__cli_bytes(s.largest_free_at_reserved_peak, lf), s.segments_at_end, seg,
+               s.retries, s.ooms);
     }
 }
 
 static const char *signed_bytes(int64_t v, char buf[32])
 {
     char b[32];
-    snprintf(buf, 32, "%s%s", v < 0 ? "-" : "+", mh_cli_bytes(v < 0 ? (uint64_t)-v : (uint64_t)v, b));
+    snprintf(buf, 32, "%s%s", v < 0 ? "-" : "+",
+             mh__cli_bytes(v < 0 ? (uint64_t)-v : (uint64_t)v, b));
     return buf;
 }
 
@@ -151,13 +154,15 @@ static void print_ooms(const struct mh_replay *rp, int device)
         if (mh_model_oom(rp->model, i, &o) != 0 || o.device != device)
             continue;
         printf("\n  OOM at %s (%s): requested %s on stream %#" PRIx64 "\n",
-               mh_cli_duration(o.time_ns - rp->summary.first_time_ns, b[0]), step_text(o.step, s),
-               mh_cli_bytes(o.request, b[1]), o.stream);
-        printf("      device free %s, reserved %s, allocated %s\n", mh_cli_bytes(o.device_free, b[2]),
-               mh_cli_bytes(o.reserved, b[3]), mh_cli_bytes(o.allocated, b[4]));
+               mh__cli_duration(o.time_ns - rp->summary.first_time_ns, b[0]), step_text(o.step, s),
+               mh__cli_bytes(o.request, b[1]), o.stream);
+        printf("      device free %s, reserved %s, allocated %s\n",
+               mh__cli_bytes(o.device_free, b[2]), mh__cli_bytes(o.reserved, b[3]),
+               mh__cli_bytes(o.allocated, b[4]));
         printf("      reserved but unallocated %s, largest free block %s (same stream), %s (any)\n",
-               mh_cli_bytes(o.reserved - o.allocated, b[1]),
-               mh_cli_bytes(o.largest_free_same_stream, b[2]), mh_cli_bytes(o.largest_free_any, b[3]));
+               mh__cli_bytes(o.reserved - o.allocated, b[1]),
+               mh__cli_bytes(o.largest_free_same_stream, b[2]),
+               mh__cli_bytes(o.largest_free_any, b[3]));
     }
 }
 
@@ -176,8 +181,8 @@ static void print_anomalies(const struct mh_replay *rp)
         printf("\n");
 }
 
-void mh_report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
-                          size_t ndev, size_t max_frames)
+void mh__report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
+                           size_t ndev, size_t max_frames)
 {
     print_header(rp);
     if (ndev == 0)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
 static int parse_bound_int(const char *s, const char *end, int64_t dflt, int64_t *out)
 {
@@ -39,8 +39,8 @@ static int parse_bound_seconds(const char *s, const char *end, uint64_t dflt, ui
     return 0;
 }
 
-int mh_cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
-                        size_t errlen)
+int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
+                         size_t errlen)
 {
     memset(w, 0, sizeof *w);
     if (steps && time) {
@@ -77,7 +77,7 @@ int mh_cli_parse_window(const char *steps, const char *time, struct mh_window *w
     return rc;
 }
 
-int mh_window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step)
+int mh__window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step)
 {
     if (w->has_steps)
         return step >= w->step_lo && step <= w->step_hi;

@@ -2,7 +2,7 @@
  * chunks in .memhist files. Tables are built once on first use. */
 #include <pthread.h>
 
-#include "format/fmt.h"
+#include "fmt.h"
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;

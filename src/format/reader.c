@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "format/reader_int.h"
+#include "reader_int.h"
 #include "memhist/error.h"
 #include "memhist/version.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/reader_int.h"
+#include "reader_int.h"
 #include "memhist/error.h"
 
 struct mh__arena_block {

@@ -7,7 +7,7 @@
  * handed out, so a malformed chunk yields none. */
 #include <string.h>
 
-#include "format/reader_int.h"
+#include "reader_int.h"
 #include "memhist/error.h"
 
 /* One column into v[]/neg[]; returns 1 if it is a single value (in v[0]),

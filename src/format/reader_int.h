@@ -6,8 +6,8 @@
 
 #include <stdio.h>
 
-#include "format/fmt.h"
-#include "format/mpdec.h"
+#include "fmt.h"
+#include "mpdec.h"
 #include "memhist/reader.h"
 
 /* Blocks of memory whose addresses never change: definitions handed out as

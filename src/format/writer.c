@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "format/writer_int.h"
+#include "writer_int.h"
 #include "memhist/error.h"
 #include "memhist/version.h"
 #include "memhist/writer.h"

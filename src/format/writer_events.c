@@ -7,7 +7,7 @@
  * that one integer (nil when it is zero). Layout: FORMAT.md "Events chunk". */
 #include <string.h>
 
-#include "format/writer_int.h"
+#include "writer_int.h"
 #include "memhist/error.h"
 
 static inline uint64_t amap_slot(uint64_t addr)

@@ -7,7 +7,7 @@
 
 #include <msgpack.h>
 
-#include "format/fmt.h"
+#include "fmt.h"
 #include "memhist/event.h"
 
 /* An interning table: byte keys -> sequential ids (1, 2, ...). Keys are kept

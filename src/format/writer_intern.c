@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/writer_int.h"
+#include "writer_int.h"
 #include "memhist/error.h"
 #include "memhist/writer.h"
 

@@ -7,7 +7,7 @@
  * (completed), merging with free neighbours. Contradictions are anomalies
  * and leave the state untouched. Expandable mapping is in expand.c. */
 #include "memhist/error.h"
-#include "model/model_internal.h"
+#include "model_internal.h"
 
 static int replay_expandable(const struct mh_model *m, const struct mh__segment *s)
 {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "memhist/model.h"
+#include "addrmap.h"
 
 #define MH__MAX_DEVICES 256
 
@@ -22,21 +23,6 @@
 unsigned mh__conf_divisions(const struct mh_alloc_conf *conf, uint64_t size);
 /* torch's roundup_power2_next_division: 1200 with 4 divisions -> 1280. */
 uint64_t mh__roundup_power2_division(uint64_t size, unsigned divisions);
-
-/* ---- hash map uint64 -> pointer (hmap.c) ---------------------------------- */
-struct mh__hslot {
-    uint64_t key;
-    void *val; /* NULL = empty slot */
-};
-struct mh__hmap {
-    struct mh__hslot *slots;
-    size_t cap; /* power of two, 0 before the first insert */
-    size_t count;
-};
-void *mh__addrmap_get(const struct mh__hmap *h, uint64_t key);
-int mh__addrmap_put(struct mh__hmap *h, uint64_t key, void *val); /* replaces; MH_ENOMEM */
-void *mh__addrmap_del(struct mh__hmap *h, uint64_t key);          /* returns the removed value */
-void mh__addrmap_destroy(struct mh__hmap *h);
 
 /* ---- blocks and segments -------------------------------------------------- */
 struct mh__segment;

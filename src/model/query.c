@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model/model_internal.h"
+#include "model_internal.h"
 
 static const struct mh__device *device_of(const struct mh_model *m, int device)
 {

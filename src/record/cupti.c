@@ -26,7 +26,7 @@
 #include "memhist/cupti.h"
 #include "memhist/error.h"
 #include "memhist/recorder.h"
-#include "record/cupti_walk.h"
+#include "cupti_walk.h"
 
 /* ---- the slice of the CUPTI ABI used here -------------------------------- */
 typedef int cupti_result;

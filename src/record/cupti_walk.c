@@ -4,7 +4,7 @@
  * tests hand it buffers built by hand, and the fuzzer hands it noise. Fields
  * are read with memcpy at the documented offsets, so the buffer may have any
  * alignment, and every record is checked to lie inside `valid` first. */
-#include "record/cupti_walk.h"
+#include "cupti_walk.h"
 
 #include <string.h>
 

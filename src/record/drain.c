@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "memhist/error.h"
-#include "record/rec_int.h"
+#include "rec_int.h"
 
 int mh__writer_errno(const struct mh_writer *w);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record/rec_int.h"
+#include "rec_int.h"
 #include "memhist/error.h"
 
 void mh__rec_fail(struct mh_recorder *rec, const char *what, int code, int errnum)

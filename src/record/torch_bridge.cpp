@@ -43,7 +43,7 @@
 #include "memhist/cupti.h"
 #include "memhist/error.h"
 #include "memhist/torch.h"
-#include "record/torch_support.h"
+#include "torch_support.h"
 
 #define MH_TORCH_AT_LEAST(maj, min)                                                        \
     (TORCH_VERSION_MAJOR > (maj) || (TORCH_VERSION_MAJOR == (maj) && TORCH_VERSION_MINOR >= (min)))

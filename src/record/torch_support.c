@@ -1,6 +1,6 @@
 /* torch_support.c - torch-independent helpers of the torch bridge (see
  * torch_support.h). */
-#include "record/torch_support.h"
+#include "torch_support.h"
 
 #include <stdio.h>
 #include <stdlib.h>

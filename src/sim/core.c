@@ -7,13 +7,13 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 #define SLAB_BLOCKS 256
 #define DEFAULT_BASE 0x7f0000000000ull
 #define DEFAULT_START_NS 1700000000000000000ull
 
-int mh_sim_new(const struct mh_sim_opts *opts, struct mh_sim **out)
+int mh__sim_new(const struct mh_sim_opts *opts, struct mh_sim **out)
 {
     if (!opts || !out)
         return MH_EINVAL;
@@ -33,7 +33,7 @@ int mh_sim_new(const struct mh_sim_opts *opts, struct mh_sim **out)
     return 0;
 }
 
-void mh_sim_free(struct mh_sim *s)
+void mh__sim_free(struct mh_sim *s)
 {
     if (!s)
         return;
@@ -156,7 +156,7 @@ int mh__emit_alloc_event(struct mh_sim *s, int kind, uint64_t addr, uint64_t siz
     return deliver(s, &ev);
 }
 
-int mh_sim_emit(struct mh_sim *s, const struct mh_event *ev)
+int mh__sim_emit(struct mh_sim *s, const struct mh_event *ev)
 {
     struct mh_event e = *ev;
     e.time_ns = s->now;

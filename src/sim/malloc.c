@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 static int gc_enabled(const struct mh_sim *s)
 {
@@ -126,8 +126,8 @@ static int oom(struct mh_sim *s, struct mh__sim_pool *p, uint64_t rounded)
     return s->err ? s->err : MH_EOOM_SIM;
 }
 
-int mh_sim_malloc(struct mh_sim *s, uint64_t size, uint64_t stream, uint32_t stack, uint32_t str,
-                  uint64_t *addr)
+int mh__sim_malloc(struct mh_sim *s, uint64_t size, uint64_t stream, uint32_t stack, uint32_t str,
+                   uint64_t *addr)
 {
     if (size == 0 || size > UINT64_MAX / 4)
         return MH_EINVAL;
@@ -158,8 +158,8 @@ int mh_sim_malloc(struct mh_sim *s, uint64_t size, uint64_t stream, uint32_t sta
     return rc ? rc : s->err;
 }
 
-int mh_sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int deferred,
-                      uint64_t ready_ns)
+int mh__sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int deferred,
+                       uint64_t ready_ns)
 {
     struct mh__sim_block *b = mh__map_get(&s->live, addr);
     if (!b || !b->allocated)
@@ -189,7 +189,7 @@ int mh_sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int defer
     return s->err;
 }
 
-int mh_sim_mark_ready(struct mh_sim *s, uint64_t addr)
+int mh__sim_mark_ready(struct mh_sim *s, uint64_t addr)
 {
     struct mh__sim_block *b = mh__map_get(&s->live, addr);
     if (!b || !b->pending)
@@ -199,7 +199,7 @@ int mh_sim_mark_ready(struct mh_sim *s, uint64_t addr)
     return 0;
 }
 
-int mh_sim_empty_cache(struct mh_sim *s)
+int mh__sim_empty_cache(struct mh_sim *s)
 {
     s->cur_stack = 0;
     s->cur_str = 0;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 int mh__release_block(struct mh_sim *s, struct mh__sim_block *b)
 {

@@ -60,49 +60,49 @@ struct mh_sim_stats {
     uint64_t pending_frees; /* blocks freed but waiting on another stream */
 };
 
-int mh_sim_new(const struct mh_sim_opts *opts, struct mh_sim **out);
-void mh_sim_free(struct mh_sim *s);
+int mh__sim_new(const struct mh_sim_opts *opts, struct mh_sim **out);
+void mh__sim_free(struct mh_sim *s);
 
 /* Simulated clock: events carry the current time. Time never goes back. */
-void mh_sim_set_time(struct mh_sim *s, uint64_t time_ns);
-void mh_sim_advance(struct mh_sim *s, uint64_t ns);
-uint64_t mh_sim_time(const struct mh_sim *s);
+void mh__sim_set_time(struct mh_sim *s, uint64_t time_ns);
+void mh__sim_advance(struct mh_sim *s, uint64_t ns);
+uint64_t mh__sim_time(const struct mh_sim *s);
 
 /* Allocates `size` bytes on `stream` (torch's malloc). `stack` and `str`
  * (interned ids, 0 = none) are attached to the events. On success stores the
  * block address. Returns MH_EOOM_SIM after emitting the OOM event when every
  * retry failed, MH_EINVAL for size 0 (which emits nothing, as in torch). */
-int mh_sim_malloc(struct mh_sim *s, uint64_t size, uint64_t stream, uint32_t stack, uint32_t str,
-                  uint64_t *addr);
+int mh__sim_malloc(struct mh_sim *s, uint64_t size, uint64_t stream, uint32_t stack, uint32_t str,
+                   uint64_t *addr);
 
 /* Frees a block (torch's free). `stack` 0 means the allocation's stack.
  * With `deferred` the block was used on another stream: free_requested is
  * emitted now and free_completed once its event completes, i.e. at the first
  * malloc (or release) at or after `ready_ns` (UINT64_MAX: when
- * mh_sim_mark_ready is called). MH_ENOTFOUND for an unknown address. */
-int mh_sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int deferred,
-                      uint64_t ready_ns);
+ * mh__sim_mark_ready is called). MH_ENOTFOUND for an unknown address. */
+int mh__sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int deferred,
+                       uint64_t ready_ns);
 /* The pending free of `addr` completes now (reaped at the next malloc). */
-int mh_sim_mark_ready(struct mh_sim *s, uint64_t addr);
+int mh__sim_mark_ready(struct mh_sim *s, uint64_t addr);
 
 /* torch.cuda.empty_cache(): completes every pending free, frees every
  * unsplit cached segment and unmaps free expandable pages. */
-int mh_sim_empty_cache(struct mh_sim *s);
+int mh__sim_empty_cache(struct mh_sim *s);
 
 /* Emits a non-allocator event (step, phase, mark, ...) at the current time;
  * kind and payload are the caller's. */
-int mh_sim_emit(struct mh_sim *s, const struct mh_event *ev);
+int mh__sim_emit(struct mh_sim *s, const struct mh_event *ev);
 
 /* Interning through the writer, or local distinct ids without one. */
-uint32_t mh_sim_intern_string(struct mh_sim *s, const char *text);
-uint32_t mh_sim_intern_frame(struct mh_sim *s, const char *file, const char *func, uint32_t line);
-uint32_t mh_sim_intern_stack(struct mh_sim *s, const uint32_t *frames, size_t n);
+uint32_t mh__sim_intern_string(struct mh_sim *s, const char *text);
+uint32_t mh__sim_intern_frame(struct mh_sim *s, const char *file, const char *func, uint32_t line);
+uint32_t mh__sim_intern_stack(struct mh_sim *s, const uint32_t *frames, size_t n);
 
-void mh_sim_stats(const struct mh_sim *s, struct mh_sim_stats *out);
-const struct mh_alloc_conf *mh_sim_conf(const struct mh_sim *s);
+void mh__sim_stats(const struct mh_sim *s, struct mh_sim_stats *out);
+const struct mh_alloc_conf *mh__sim_conf(const struct mh_sim *s);
 /* Size of the block at `addr` (0 if none is allocated there). */
-uint64_t mh_sim_block_size(const struct mh_sim *s, uint64_t addr);
+uint64_t mh__sim_block_size(const struct mh_sim *s, uint64_t addr);
 /* Largest free (inactive, mapped) block on a stream and pool, UINT64_MAX stream = any. */
-uint64_t mh_sim_largest_free(const struct mh_sim *s, uint64_t stream, int small_pool);
+uint64_t mh__sim_largest_free(const struct mh_sim *s, uint64_t stream, int small_pool);
 
 #endif

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/sim.h"
+#include "sim.h"
 
 struct mh__sim_pool;
 struct mh__sim_resv;

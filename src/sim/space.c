@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 #define SPACE_ALIGN (2ull * 1024 * 1024)
 

@@ -6,7 +6,7 @@
  * nothing. */
 #include <stdlib.h>
 
-#include "sim/sim_internal.h"
+#include "sim_internal.h"
 
 static int key_less(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
 {

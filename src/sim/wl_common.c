@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim/wl_internal.h"
+#include "wl_internal.h"
 
 extern const struct mh_workload mh__wl_gpt;
 extern const struct mh_workload mh__wl_resnet;
@@ -14,17 +14,17 @@ extern const struct mh_workload mh__wl_resnet;
 static const struct mh_workload *const registry[] = {&mh__wl_gpt, &mh__wl_resnet};
 #define NWORKLOADS (sizeof registry / sizeof registry[0])
 
-size_t mh_workload_count(void)
+size_t mh__workload_count(void)
 {
     return NWORKLOADS;
 }
 
-const struct mh_workload *mh_workload_at(size_t i)
+const struct mh_workload *mh__workload_at(size_t i)
 {
     return i < NWORKLOADS ? registry[i] : NULL;
 }
 
-const struct mh_workload *mh_workload_find(const char *name)
+const struct mh_workload *mh__workload_find(const char *name)
 {
     for (size_t i = 0; i < NWORKLOADS; i++)
         if (strcmp(registry[i]->name, name) == 0)
@@ -32,7 +32,7 @@ const struct mh_workload *mh_workload_find(const char *name)
     return NULL;
 }
 
-size_t mh_workload_param_count(const struct mh_workload *w)
+size_t mh__workload_param_count(const struct mh_workload *w)
 {
     size_t n = 0;
     while (w->params[n].name)
@@ -75,8 +75,8 @@ static int set_param(const struct mh_workload *w, const char *item, size_t len, 
     return MH_EINVAL;
 }
 
-int mh_workload_parse_params(const struct mh_workload *w, const char *text, int64_t *values,
-                             char *err, size_t errlen)
+int mh__workload_parse_params(const struct mh_workload *w, const char *text, int64_t *values,
+                              char *err, size_t errlen)
 {
     for (size_t i = 0; w->params[i].name; i++)
         values[i] = w->params[i].dflt;
@@ -94,8 +94,8 @@ int mh_workload_parse_params(const struct mh_workload *w, const char *text, int6
     return 0;
 }
 
-int mh_workload_format_params(const struct mh_workload *w, const int64_t *values, char *buf,
-                              size_t len)
+int mh__workload_format_params(const struct mh_workload *w, const int64_t *values, char *buf,
+                               size_t len)
 {
     size_t used = 0;
     if (len)
@@ -109,8 +109,8 @@ int mh_workload_format_params(const struct mh_workload *w, const int64_t *values
     return (int)used;
 }
 
-int mh_workload_run(const struct mh_workload *w, struct mh_sim *s, const int64_t *values,
-                    uint64_t steps, uint64_t seed, struct mh_workload_result *res)
+int mh__workload_run(const struct mh_workload *w, struct mh_sim *s, const int64_t *values,
+                     uint64_t steps, uint64_t seed, struct mh_workload_result *res)
 {
     struct mh_workload_result local;
     if (!res)
@@ -136,10 +136,10 @@ struct wl_site mh__wl_site(struct wl *w, const struct wl_frame *frames, size_t n
     if (n > 32)
         n = 32;
     for (size_t i = 0; i < n; i++)
-        ids[i] = mh_sim_intern_frame(w->sim, frames[i].file, frames[i].func, frames[i].line);
-    site.stack = mh_sim_intern_stack(w->sim, ids, n);
+        ids[i] = mh__sim_intern_frame(w->sim, frames[i].file, frames[i].func, frames[i].line);
+    site.stack = mh__sim_intern_stack(w->sim, ids, n);
     if (meta)
-        site.str = mh_sim_intern_string(w->sim, meta);
+        site.str = mh__sim_intern_string(w->sim, meta);
     return site;
 }
 
@@ -149,8 +149,8 @@ uint64_t mh__wl_alloc(struct wl *w, uint64_t bytes, struct wl_site site)
     if (w->stopped || bytes == 0)
         return 0;
     /* launch latency plus a memory-bound kernel writing the tensor */
-    mh_sim_advance(w->sim, 2000 + bytes / 400);
-    int rc = mh_sim_malloc(w->sim, bytes, w->stream, site.stack, site.str, &addr);
+    mh__sim_advance(w->sim, 2000 + bytes / 400);
+    int rc = mh__sim_malloc(w->sim, bytes, w->stream, site.stack, site.str, &addr);
     if (rc == MH_EOOM_SIM) {
         w->stopped = 1;
         w->res->oom = 1;
@@ -170,8 +170,8 @@ void mh__wl_free(struct wl *w, uint64_t *addr)
 {
     if (w->stopped || !*addr)
         return;
-    mh_sim_advance(w->sim, 500);
-    int rc = mh_sim_free_block(w->sim, *addr, 0, 0, 0);
+    mh__sim_advance(w->sim, 500);
+    int rc = mh__sim_free_block(w->sim, *addr, 0, 0, 0);
     if (rc < 0) {
         w->stopped = 1;
         w->err = rc;
@@ -187,7 +187,7 @@ static void marker(struct wl *w, int kind, uint32_t aux)
     memset(&ev, 0, sizeof ev);
     ev.kind = (uint8_t)kind;
     ev.aux = aux;
-    int rc = mh_sim_emit(w->sim, &ev);
+    int rc = mh__sim_emit(w->sim, &ev);
     if (rc < 0) {
         w->stopped = 1;
         w->err = rc;
@@ -198,11 +198,11 @@ void mh__wl_step(struct wl *w, int begin)
 {
     if (begin) {
         w->step++;
-        mh_sim_advance(w->sim, 20000);
+        mh__sim_advance(w->sim, 20000);
         marker(w, MH_EV_STEP_BEGIN, (uint32_t)w->step);
         return;
     }
-    mh_sim_advance(w->sim, 20000);
+    mh__sim_advance(w->sim, 20000);
     marker(w, MH_EV_STEP_END, (uint32_t)w->step);
     if (!w->stopped)
         w->res->steps_done++;

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim/wl_gpt_sites.h"
+#include "wl_gpt_sites.h"
 
 enum { P_LAYERS, P_HIDDEN, P_HEADS, P_SEQ, P_BATCH, P_VOCAB, P_FLASH, P_SEQVAR, P_CKPT, P_COUNT };
 

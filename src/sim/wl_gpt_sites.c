@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "sim/wl_gpt_sites.h"
+#include "wl_gpt_sites.h"
 
 #define CALL {"torch/nn/modules/module.py", "Module._call_impl", 1762}
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/workload.h"
+#include "workload.h"
 
 struct wl_frame {
     const char *file;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim/wl_internal.h"
+#include "wl_internal.h"
 
 enum { P_DEPTH, P_BATCH, P_IMAGE, P_WIDTH, P_CLASSES, P_AMP, P_COUNT };
 

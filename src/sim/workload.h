@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/sim.h"
+#include "sim.h"
 
 #define MH_WORKLOAD_MAX_PARAMS 16
 
@@ -41,20 +41,20 @@ struct mh_workload {
                struct mh_workload_result *res);
 };
 
-size_t mh_workload_count(void);
-const struct mh_workload *mh_workload_at(size_t i);
-const struct mh_workload *mh_workload_find(const char *name);
-size_t mh_workload_param_count(const struct mh_workload *w);
+size_t mh__workload_count(void);
+const struct mh_workload *mh__workload_at(size_t i);
+const struct mh_workload *mh__workload_find(const char *name);
+size_t mh__workload_param_count(const struct mh_workload *w);
 /* Fills values with the defaults, then applies "k=v,k=v". MH_EINVAL with a
  * message naming the bad key or value. */
-int mh_workload_parse_params(const struct mh_workload *w, const char *text, int64_t *values,
-                             char *err, size_t errlen);
+int mh__workload_parse_params(const struct mh_workload *w, const char *text, int64_t *values,
+                              char *err, size_t errlen);
 /* "k=v,k=v" of all values. */
-int mh_workload_format_params(const struct mh_workload *w, const int64_t *values, char *buf,
-                              size_t len);
+int mh__workload_format_params(const struct mh_workload *w, const int64_t *values, char *buf,
+                               size_t len);
 /* Runs the workload. Returns 0 also when it stopped on a simulated OOM
  * (res->oom says so); negative on other failures. */
-int mh_workload_run(const struct mh_workload *w, struct mh_sim *s, const int64_t *values,
-                    uint64_t steps, uint64_t seed, struct mh_workload_result *res);
+int mh__workload_run(const struct mh_workload *w, struct mh_sim *s, const int64_t *values,
+                     uint64_t steps, uint64_t seed, struct mh_workload_result *res);
 
 #endif

@@ -8,7 +8,7 @@ if(MEMHIST_BENCH)
     string(REGEX REPLACE "^bench_([a-z]+)_.*$" "\\1" module ${name})
     mh_module_libs(${module} libs)
     add_executable(${name} ${src})
-    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}
+    target_include_directories(${name} PRIVATE ${MH_MODULE_DIRS_${module}}
                                ${CMAKE_CURRENT_LIST_DIR})
     target_link_libraries(${name} PRIVATE ${libs} m)
     target_compile_definitions(${name} PRIVATE MH_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "memhist/memhist.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "sim.h"
+#include "workload.h"
 
 static double now_s(void)
 {
@@ -21,20 +21,20 @@ static double now_s(void)
 
 static int simulate(const char *path, uint64_t steps)
 {
-    const struct mh_workload *wl = mh_workload_find("gpt");
+    const struct mh_workload *wl = mh__workload_find("gpt");
     int64_t values[MH_WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer *w;
     struct mh_sim *sim;
     struct mh_workload_result res;
-    if (!wl || mh_workload_parse_params(wl, "", values, err, sizeof err) != 0 ||
+    if (!wl || mh__workload_parse_params(wl, "", values, err, sizeof err) != 0 ||
         mh_writer_open(path, &(struct mh_writer_opts){.source = "simulated"}, &w) != 0)
         return 1;
     struct mh_sim_opts so = {.capacity = 80 * MH_GB, .writer = w};
-    if (mh_sim_new(&so, &sim) != 0)
+    if (mh__sim_new(&so, &sim) != 0)
         return 1;
-    int rc = mh_workload_run(wl, sim, values, steps, 1, &res);
-    mh_sim_free(sim);
+    int rc = mh__workload_run(wl, sim, values, steps, 1, &res);
+    mh__sim_free(sim);
     return (mh_writer_close(w) != 0 || rc != 0) ? 1 : 0;
 }
 

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/sim.h"
-#include "sim/workload.h"
+#include "sim.h"
+#include "workload.h"
 
 static uint64_t nevents;
 
@@ -42,7 +42,7 @@ int main(void)
     struct mh_sim *s;
     memset(&o, 0, sizeof o);
     o.emit = sink;
-    if (mh_sim_new(&o, &s) != 0)
+    if (mh__sim_new(&o, &s) != 0)
         return 1;
     static const uint64_t sizes[] = {512, 4096, 65536, 1 << 20, 3 << 20, 8 << 20, 24 << 20, 96 << 20};
     enum { DEPTH = 64, OPS = 5000000 };
@@ -53,11 +53,11 @@ int main(void)
     while (ops < OPS) {
         if (top < DEPTH && (top == 0 || next_rand() % 2 == 0)) {
             uint64_t sz = sizes[next_rand() % 8] + (next_rand() % 4) * 512;
-            if (mh_sim_malloc(s, sz, 0, 0, 0, &stack[top]) != 0)
+            if (mh__sim_malloc(s, sz, 0, 0, 0, &stack[top]) != 0)
                 return 1;
             top++;
         } else {
-            if (mh_sim_free_block(s, stack[--top], 0, 0, 0) != 0)
+            if (mh__sim_free_block(s, stack[--top], 0, 0, 0) != 0)
                 return 1;
         }
         ops++;
@@ -65,21 +65,21 @@ int main(void)
     double dt = now_s() - t0;
     printf("sim_allocs_per_s: %.0f\n", (double)ops / dt);
     printf("sim_events_per_s: %.0f\n", (double)nevents / dt);
-    mh_sim_free(s);
+    mh__sim_free(s);
 
-    const struct mh_workload *wl = mh_workload_find("gpt");
+    const struct mh_workload *wl = mh__workload_find("gpt");
     int64_t v[MH_WORKLOAD_MAX_PARAMS];
-    mh_workload_parse_params(wl, "", v, NULL, 0);
+    mh__workload_parse_params(wl, "", v, NULL, 0);
     memset(&o, 0, sizeof o);
     o.emit = sink;
-    if (mh_sim_new(&o, &s) != 0)
+    if (mh__sim_new(&o, &s) != 0)
         return 1;
     struct mh_sim_stats st;
     t0 = now_s();
-    mh_workload_run(wl, s, v, 200, 1, NULL);
+    mh__workload_run(wl, s, v, 200, 1, NULL);
     dt = now_s() - t0;
-    mh_sim_stats(s, &st);
+    mh__sim_stats(s, &st);
     printf("sim_gpt_allocs_per_s: %.0f\n", (double)(st.allocs + st.frees) / dt);
-    mh_sim_free(s);
+    mh__sim_free(s);
     return 0;
 }

@@ -17,8 +17,8 @@
 #include <time.h>
 
 #include "memhist/memhist.h"
-#include "viz/pickle_read.h"
-#include "viz/snapshot_export.h"
+#include "pickle_read.h"
+#include "snapshot_export.h"
 
 #ifndef MH_SOURCE_DIR
 #define MH_SOURCE_DIR "."
@@ -148,16 +148,16 @@ int main(int argc, char **argv)
     struct mh_reader *r;
     struct mh_snapshot *s;
     double t0 = now();
-    if (mh_reader_open_mem(data, len, &r) != 0 || mh_snapshot_build(r, NULL, &s) != 0)
+    if (mh_reader_open_mem(data, len, &r) != 0 || mh__snapshot_build(r, NULL, &s) != 0)
         return 1;
     double t1 = now();
     struct mh_sink sink;
-    mh_sink_init_mem(&sink);
-    if (mh_snapshot_write(s, &sink) != 0)
+    mh__sink_init_mem(&sink);
+    if (mh__snapshot_write(s, &sink) != 0)
         return 1;
     double t2 = now();
     struct mh_snapshot_info info;
-    mh_snapshot_info(s, &info);
+    mh__snapshot_info(s, &info);
     printf("entries: %llu\n", (unsigned long long)info.entries);
     printf("snapshot_bytes: %zu\n", sink.len);
     printf("snapshot_estimate_bytes: %llu\n", (unsigned long long)info.estimate_bytes);
@@ -169,12 +169,12 @@ int main(int argc, char **argv)
         struct mh_pickle_doc *doc;
         char err[200];
         double a = now();
-        if (mh_pickle_parse(sink.buf, sink.len, NULL, &doc, err, sizeof err) != 0) {
+        if (mh__pickle_parse(sink.buf, sink.len, NULL, &doc, err, sizeof err) != 0) {
             fprintf(stderr, "read back failed: %s\n", err);
             return 1;
         }
         double b = now();
-        mh_pickle_doc_free(doc);
+        mh__pickle_doc_free(doc);
         best = b - a < best ? b - a : best;
     }
     printf("pickle_read_s: %.4f\n", best);
@@ -190,9 +190,9 @@ int main(int argc, char **argv)
     }
     if (!keep)
         remove(path);
-    mh_snapshot_free(s);
+    mh__snapshot_free(s);
     mh_reader_close(r);
-    mh_sink_free(&sink);
+    mh__sink_free(&sink);
     mh_writer_free_mem(w);
     return 0;
 }

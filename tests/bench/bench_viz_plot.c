@@ -2,7 +2,7 @@
  * matplotlib drawing the same stacked timeline from the same data.
  *
  * Generates synthetic runs of 1 M and 10 M events (generator below),
- * times mh_plot_render on each (the whole plot: both passes over the file,
+ * times mh__plot_render on each (the whole plot: both passes over the file,
  * drawing and PNG encoding; wall and CPU time), then runs tests/bench/plot_matplotlib.py on the
  * same events and prints both times and the ratio as `name: value` lines.
  *
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "memhist/memhist.h"
-#include "viz/plot.h"
+#include "plot.h"
 
 #ifndef MH_SOURCE_DIR
 #define MH_SOURCE_DIR "."
@@ -238,10 +238,10 @@ static int plot_file(const char *path, const char *png, double *secs, double *cp
     memset(&o, 0, sizeof o);
     o.name = path;
     struct mh_sink sink;
-    mh_sink_init_mem(&sink);
+    mh__sink_init_mem(&sink);
     char err[256];
     double t = now_s(), c = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-    rc = mh_plot_render(r, &o, &sink, NULL, err, sizeof err);
+    rc = mh__plot_render(r, &o, &sink, NULL, err, sizeof err);
     *secs = now_s() - t;
     *cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c;
     mh_reader_close(r);
@@ -250,7 +250,7 @@ static int plot_file(const char *path, const char *png, double *secs, double *cp
         fwrite(sink.buf, 1, sink.len, fp);
         fclose(fp);
     }
-    mh_sink_free(&sink);
+    mh__sink_free(&sink);
     return rc;
 }
 

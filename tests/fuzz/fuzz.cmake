@@ -14,7 +14,7 @@ if(MEMHIST_FUZZ)
       string(REGEX REPLACE "^fuzz_([a-z]+)_.*$" "\\1" module ${name})
       mh_module_libs(${module} libs)
       add_executable(${name} ${src})
-      target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}
+      target_include_directories(${name} PRIVATE ${MH_MODULE_DIRS_${module}}
                                  ${MSGPACK_INCLUDE_DIRS})
       target_link_options(${name} PRIVATE -fsanitize=fuzzer)
       target_link_libraries(${name} PRIVATE ${libs} m)

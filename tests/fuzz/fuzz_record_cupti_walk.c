@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "record/cupti_walk.h"
+#include "cupti_walk.h"
 
 static int check_item(void *user, const struct mh_cupti_item *it)
 {

@@ -1,0 +1,386 @@
+/* categories.c - allocation lifetimes and their categories (see
+ * categories.h). Fed after the model, so block sizes are the model's (torch's
+ * allocated bytes). Owns the record array, the step spans and an address map
+ * from live blocks to their records. The streaming variant (mh_livecat, at
+ * the end) shares the classification rule and owns only the records of
+ * allocations not yet completely freed. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memhist/error.h"
+#include "categories.h"
+#include "addrmap.h"
+
+struct mh_lifetimes {
+    struct mh_alloc_rec *recs;
+    size_t n, cap;
+    struct mh_step_span *steps;
+    size_t nsteps, capsteps;
+    struct mh__hmap live; /* device-tagged block address -> record index + 1 */
+    uint64_t nevents;
+    int64_t last_step;
+    int forward_seen;     /* the current step has entered its forward phase */
+};
+
+const char *mh__category_name(int category)
+{
+    static const char *const names[MH_CAT_COUNT] = {
+        "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown"};
+    return category >= 0 && category < MH_CAT_COUNT ? names[category] : "unknown";
+}
+
+int mh__lifetimes_new(struct mh_lifetimes **out)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return MH_ENOMEM;
+    (*out)->last_step = -1;
+    return 0;
+}
+
+void mh__lifetimes_free(struct mh_lifetimes *lt)
+{
+    if (!lt)
+        return;
+    mh__addrmap_destroy(&lt->live);
+    free(lt->recs);
+    free(lt->steps);
+    free(lt);
+}
+
+/* Device addresses fit in 48 bits; the device goes above them. */
+static uint64_t live_key(int device, uint64_t addr)
+{
+    return addr ^ ((uint64_t)(uint16_t)device << 48);
+}
+
+static int add_step(struct mh_lifetimes *lt, int64_t step, uint64_t index)
+{
+    if (lt->nsteps == lt->capsteps) {
+        size_t cap = lt->capsteps ? lt->capsteps * 2 : 64;
+        struct mh_step_span *p = realloc(lt->steps, cap * sizeof *p);
+        if (!p)
+            return MH_ENOMEM;
+        lt->steps = p;
+        lt->capsteps = cap;
+    }
+    lt->steps[lt->nsteps++] = (struct mh_step_span){step, index};
+    return 0;
+}
+
+static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
+                    const struct mh_apply_result *res, uint64_t index)
+{
+    if (lt->n == lt->cap) {
+        size_t cap = lt->cap ? lt->cap * 2 : 4096;
+        struct mh_alloc_rec *p = realloc(lt->recs, cap * sizeof *p);
+        if (!p)
+            return MH_ENOMEM;
+        lt->recs = p;
+        lt->cap = cap;
+    }
+    struct mh_alloc_rec *r = &lt->recs[lt->n];
+    memset(r, 0, sizeof *r);
+    r->alloc_index = index;
+    r->free_index = MH_NEVER;
+    r->addr = ev->addr;
+    r->size = res->block_size;
+    r->requested = ev->size;
+    r->alloc_step = mh_model_current_step(m);
+    r->free_step = -1;
+    r->stack = ev->stack;
+    r->str = ev->str;
+    r->device = ev->device;
+    r->alloc_phase = (uint8_t)mh_model_current_phase(m);
+    r->before_forward = r->alloc_step >= 0 && !lt->forward_seen;
+    r->category = MH_CAT_UNKNOWN;
+    lt->n++;
+    return mh__addrmap_put(&lt->live, live_key(ev->device, ev->addr), (void *)(uintptr_t)lt->n);
+}
+
+static void on_free(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
+                    uint64_t index)
+{
+    uintptr_t i = (uintptr_t)mh__addrmap_del(&lt->live, live_key(ev->device, ev->addr));
+    if (!i)
+        return;
+    struct mh_alloc_rec *r = &lt->recs[i - 1];
+    r->free_index = index;
+    r->free_step = mh_model_current_step(m);
+    r->free_phase = (uint8_t)mh_model_current_phase(m);
+}
+
+int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
+                          const struct mh_event *ev, const struct mh_apply_result *res)
+{
+    uint64_t index = lt->nevents++;
+    int64_t step = mh_model_current_step(m);
+    int rc = 0;
+    if (step != lt->last_step) {
+        lt->last_step = step;
+        lt->forward_seen = 0;
+        rc = add_step(lt, step, index);
+    }
+    if (ev->kind == MH_EV_PHASE && ev->aux == MH_PHASE_FORWARD)
+        lt->forward_seen = 1;
+    if (rc < 0 || (res && res->anomaly))
+        return rc;
+    if (ev->kind == MH_EV_ALLOC && res)
+        return on_alloc(lt, m, ev, res, index);
+    if (ev->kind == MH_EV_FREE_REQUESTED ||
+        (ev->kind == MH_EV_FREE_COMPLETED && res && res->allocated_delta < 0))
+        on_free(lt, m, ev, index);
+    return 0;
+}
+
+static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_steps)
+{
+    int freed = r->free_index != MH_NEVER;
+    int same_phase = freed && r->free_step == r->alloc_step && r->free_phase == r->alloc_phase;
+    if (!has_steps)
+        return MH_CAT_UNKNOWN;
+    if (r->alloc_step < first_step)
+        return !freed ? MH_CAT_PARAMETER : MH_CAT_UNKNOWN;
+    if (r->before_forward)
+        return MH_CAT_INPUT;
+    if (same_phase)
+        return MH_CAT_TEMPORARY;
+    switch (r->alloc_phase) {
+    case MH_PHASE_FORWARD: return MH_CAT_ACTIVATION;
+    case MH_PHASE_BACKWARD: return MH_CAT_GRADIENT;
+    case MH_PHASE_OPTIMIZER: return MH_CAT_OPTIMIZER_STATE;
+    default: return MH_CAT_UNKNOWN;
+    }
+}
+
+void mh__lifetimes_finish(struct mh_lifetimes *lt)
+{
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; i < lt->nsteps; i++)
+        if (lt->steps[i].step >= 0 && lt->steps[i].step < first)
+            first = lt->steps[i].step;
+    int has_steps = first != INT64_MAX;
+    for (size_t i = 0; i < lt->n; i++)
+        lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps);
+}
+
+const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n)
+{
+    *n = lt->n;
+    return lt->recs;
+}
+
+const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, size_t *n)
+{
+    *n = lt->nsteps;
+    return lt->steps;
+}
+
+uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt)
+{
+    return lt->nevents;
+}
+
+int64_t mh__lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index)
+{
+    size_t lo = 0, hi = lt->nsteps; /* last span with first_index <= index */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (lt->steps[mid].first_index <= index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? lt->steps[lo - 1].step : -1;
+}
+
+void mh__lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,
+                                    uint64_t bytes[MH_CAT_COUNT], uint64_t *requested)
+{
+    memset(bytes, 0, MH_CAT_COUNT * sizeof *bytes);
+    if (requested)
+        memset(requested, 0, MH_CAT_COUNT * sizeof *requested);
+    for (size_t i = 0; i < lt->n; i++) {
+        const struct mh_alloc_rec *r = &lt->recs[i];
+        if (r->device != device || !mh_alloc_rec_live_at(r, index))
+            continue;
+        bytes[r->category] += r->size;
+        if (requested)
+            requested[r->category] += r->requested;
+    }
+}
+
+/* ---- mh_livecat ---------------------------------------------------------- */
+
+struct livecat_slot {
+    struct mh_alloc_rec rec;
+    uint64_t tag;
+    uint32_t next_free; /* free list, index + 1 */
+    uint8_t used, ended;
+};
+
+struct mh_livecat {
+    struct livecat_slot *slots;
+    size_t n, cap;
+    uint32_t free_head; /* index + 1, 0 = none */
+    struct mh__hmap live; /* device-tagged block address -> slot index + 1 */
+    uint64_t nevents;
+    int64_t last_step, first_step; /* first_step: smallest step >= 0 seen, INT64_MAX if none */
+    int forward_seen;
+};
+
+int mh__livecat_new(struct mh_livecat **out)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return MH_ENOMEM;
+    (*out)->last_step = -1;
+    (*out)->first_step = INT64_MAX;
+    return 0;
+}
+
+void mh__livecat_free(struct mh_livecat *lc)
+{
+    if (!lc)
+        return;
+    mh__addrmap_destroy(&lc->live);
+    free(lc->slots);
+    free(lc);
+}
+
+static int livecat_take(struct mh_livecat *lc, uint32_t *idx)
+{
+    if (lc->free_head) {
+        *idx = lc->free_head - 1;
+        lc->free_head = lc->slots[*idx].next_free;
+        return 0;
+    }
+    if (lc->n == lc->cap) {
+        size_t cap = lc->cap ? lc->cap * 2 : 1024;
+        struct livecat_slot *p = realloc(lc->slots, cap * sizeof *p);
+        if (!p || cap > UINT32_MAX)
+            return MH_ENOMEM;
+        lc->slots = p;
+        lc->cap = cap;
+    }
+    *idx = (uint32_t)lc->n++;
+    return 0;
+}
+
+static void livecat_release(struct mh_livecat *lc, uint32_t idx)
+{
+    lc->slots[idx].used = 0;
+    lc->slots[idx].next_free = lc->free_head;
+    lc->free_head = idx + 1;
+}
+
+static void livecat_fill(const struct mh_livecat *lc, const struct livecat_slot *sl,
+                         struct mh_livecat_end *end)
+{
+    int has_steps = lc->first_step != INT64_MAX;
+    end->tag = sl->tag;
+    end->size = sl->rec.size;
+    end->device = sl->rec.device;
+    end->category = (uint8_t)classify(&sl->rec, lc->first_step, has_steps);
+    end->ended = 0;
+}
+
+static int livecat_alloc(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
+                         const struct mh_apply_result *res, uint64_t tag)
+{
+    uint64_t key = live_key(ev->device, ev->addr);
+    uintptr_t old = (uintptr_t)mh__addrmap_del(&lc->live, key);
+    if (old)
+        livecat_release(lc, (uint32_t)(old - 1)); /* a block the model replaced */
+    uint32_t idx;
+    if (livecat_take(lc, &idx) < 0)
+        return MH_ENOMEM;
+    struct livecat_slot *sl = &lc->slots[idx];
+    memset(sl, 0, sizeof *sl);
+    struct mh_alloc_rec *r = &sl->rec;
+    r->alloc_index = lc->nevents - 1;
+    r->free_index = MH_NEVER;
+    r->addr = ev->addr;
+    r->size = res->block_size;
+    r->requested = ev->size;
+    r->alloc_step = mh_model_current_step(m);
+    r->free_step = -1;
+    r->stack = ev->stack;
+    r->device = ev->device;
+    r->alloc_phase = (uint8_t)mh_model_current_phase(m);
+    r->before_forward = r->alloc_step >= 0 && !lc->forward_seen;
+    sl->tag = tag;
+    sl->used = 1;
+    int rc = mh__addrmap_put(&lc->live, key, (void *)(uintptr_t)(idx + 1));
+    if (rc < 0)
+        livecat_release(lc, idx);
+    return rc;
+}
+
+/* A free event of a tracked block: ends its life (first time) and, at
+ * FREE_COMPLETED, forgets it. */
+static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
+                           const struct mh_event *ev, const struct mh_apply_result *res,
+                           struct mh_livecat_end *end)
+{
+    uint64_t key = live_key(ev->device, ev->addr);
+    uintptr_t i = (uintptr_t)mh__addrmap_get(&lc->live, key);
+    if (!i)
+        return 0;
+    struct livecat_slot *sl = &lc->slots[i - 1];
+    int completed = ev->kind == MH_EV_FREE_COMPLETED;
+    int ends = !sl->ended && (!completed || (res && res->allocated_delta < 0));
+    if (!sl->ended && !ends)
+        return 0; /* mh_lifetimes ignores this free too */
+    if (ends) {
+        sl->rec.free_index = lc->nevents - 1;
+        sl->rec.free_step = mh_model_current_step(m);
+        sl->rec.free_phase = (uint8_t)mh_model_current_phase(m);
+        sl->ended = 1;
+    }
+    livecat_fill(lc, sl, end);
+    end->ended = (uint8_t)ends;
+    if (completed) {
+        mh__addrmap_del(&lc->live, key);
+        livecat_release(lc, (uint32_t)(i - 1));
+    }
+    return 1;
+}
+
+int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
+                        const struct mh_apply_result *res, uint64_t tag, struct mh_livecat_end *end)
+{
+    lc->nevents++;
+    int64_t step = mh_model_current_step(m);
+    if (step != lc->last_step) {
+        lc->last_step = step;
+        lc->forward_seen = 0;
+        if (step >= 0 && step < lc->first_step)
+            lc->first_step = step;
+    }
+    if (ev->kind == MH_EV_PHASE && ev->aux == MH_PHASE_FORWARD)
+        lc->forward_seen = 1;
+    if (res && res->anomaly)
+        return 0;
+    if (ev->kind == MH_EV_ALLOC && res)
+        return livecat_alloc(lc, m, ev, res, tag);
+    if (ev->kind == MH_EV_FREE_REQUESTED || ev->kind == MH_EV_FREE_COMPLETED)
+        return livecat_on_free(lc, m, ev, res, end);
+    return 0;
+}
+
+int mh__livecat_finish(struct mh_livecat *lc,
+                       int (*fn)(void *user, const struct mh_livecat_end *end), void *user)
+{
+    for (size_t i = 0; i < lc->n; i++) {
+        const struct livecat_slot *sl = &lc->slots[i];
+        if (!sl->used || sl->ended)
+            continue;
+        struct mh_livecat_end end;
+        livecat_fill(lc, sl, &end);
+        int rc = fn(user, &end);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,45 @@
+/* device_report.h - data behind `memhist report`: per device, the peaks, the live
+ * allocations at the allocated peak grouped by stack, per-step statistics and
+ * OOMs, gathered from the model, then printed as text or JSON. */
+#ifndef MH_ANALYSIS_DEVICE_REPORT_H
+#define MH_ANALYSIS_DEVICE_REPORT_H
+
+#include "replay_file.h"
+#include "categories.h"
+
+struct mh_stack_group {
+    uint32_t stack;
+    uint64_t bytes;
+    uint64_t count;
+};
+
+struct mh_device_report {
+    int device;
+    struct mh_device_info info; /* name and capacity if the file has them */
+    struct mh_peak peak_allocated, peak_reserved;
+    struct mh_mem_stats final;
+    uint64_t peak_driver_outside;
+    struct mh_stack_group *top; /* largest first */
+    size_t ntop;
+    uint64_t live_at_peak_bytes, live_at_peak_count;
+    uint64_t category_at_peak[MH_CAT_COUNT]; /* block bytes live at the allocated peak */
+    struct mh_frag_trend {
+        size_t steps;                  /* 0: fewer than two steps, no trend */
+        int64_t first_step, last_step;
+        int64_t reserved_growth, allocated_growth; /* last minus first step peak */
+        int fragmenting;               /* reserved grows while allocated does not */
+        int whatif_ok;
+        uint64_t whatif_peak_reserved; /* with expandable_segments:True */
+    } trend;
+};
+
+/* Fills the fragmentation trend of one device (runs the what-if replay). */
+void mh__report_trend(const struct mh_replay *rp, int device, struct mh_frag_trend *t);
+
+/* Groups the allocated blocks of `device` in `m` by stack, largest first;
+ * keeps at most `top` groups (all if 0). The caller frees *out. */
+int mh__report_group_live(const struct mh_model *m, int device, size_t top,
+                          struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
+                          uint64_t *total_count);
+
+#endif

@@ -1,0 +1,42 @@
+/* layers_int.h - internals shared by layers.c (naming, grouping,
+ * attribution) and checkpoint.c (checkpointing estimates). */
+#ifndef MH_ANALYSIS_LAYERS_INT_H
+#define MH_ANALYSIS_LAYERS_INT_H
+
+#include "layers.h"
+
+/* One layer in one step span of the lifetimes. */
+struct mh__lgroup {
+    uint64_t bwd_start; /* first backward allocation of the layer; MH_NEVER if none */
+    uint64_t fwd_first; /* first forward allocation of the layer; MH_NEVER if none */
+    uint64_t moved;     /* saved activation bytes that checkpointing recomputes */
+    uint64_t transient; /* recompute working set beyond them */
+};
+
+struct mh_layers {
+    const struct mh_lifetimes *lt;
+    int device;
+    size_t nlayers, nspans;
+    struct mh_layer_stats *stats; /* by layer index */
+    char **names;                 /* by layer index */
+    int32_t *layer_of;            /* per record, -1 = other device */
+    uint32_t *span_of;            /* per record: step span of the allocation */
+    struct mh__lgroup *groups;    /* [layer * nspans + span] */
+    int64_t *delta;               /* allocated-bytes change at each event index */
+    uint64_t nevents;
+    uint64_t peak, peak_index;
+    int64_t peak_step;
+    size_t peak_span;
+    uint64_t forward_total;       /* forward allocation volume of the peak step */
+    struct mh_step_peak *step_peaks;
+    size_t nstep_peaks;
+};
+
+/* 1 if record i is a saved activation that checkpointing its layer drops. */
+int mh__layers_is_saved(const struct mh_layers *ly, size_t i);
+/* Fills groups (bwd_start, moved, transient). */
+int mh__layers_groups(struct mh_layers *ly);
+/* Single-layer reductions of every candidate. */
+int mh__layers_reductions(struct mh_layers *ly);
+
+#endif

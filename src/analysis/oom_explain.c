@@ -1,0 +1,292 @@
+/* oom_explain.c - gathers what `memhist oom` explains about one moment (see
+ * oom_explain.h): the allocator state replayed up to the OOM, free blocks per
+ * pool and stream, the verdict, live memory by stack and by layer, the
+ * what-if checked suggestions and the checkpointing plan. Owns each case's
+ * arrays until mh__oom_case_free. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "oom_explain.h"
+#include "whatif_check.h"
+#include "diag.h"
+
+const char *mh__oom_verdict_name(int verdict)
+{
+    switch (verdict) {
+    case MH_OOM_VERDICT_FRAGMENTATION: return "fragmentation";
+    case MH_OOM_VERDICT_CROSS_STREAM: return "cross-stream caching";
+    case MH_OOM_VERDICT_EXHAUSTION: return "exhaustion";
+    default: return "none";
+    }
+}
+
+static int add_free(void *user, const struct mh_segment_view *seg, const struct mh_block_view *blk)
+{
+    struct mh_oom_case *c = user;
+    if (blk->state != MH_BLOCK_INACTIVE)
+        return 0;
+    size_t i = 0;
+    while (i < c->nfree && !(c->free[i].stream == seg->stream && c->free[i].small_pool == seg->small_pool))
+        i++;
+    if (i == c->nfree) {
+        struct mh_free_stat *p = realloc(c->free, (c->nfree + 1) * sizeof *p);
+        if (!p)
+            return MH_ENOMEM;
+        c->free = p;
+        p[c->nfree++] = (struct mh_free_stat){seg->stream, seg->small_pool, 0, 0, 0};
+    }
+    struct mh_free_stat *f = &c->free[i];
+    f->total += blk->size;
+    f->blocks++;
+    if (blk->size > f->largest)
+        f->largest = blk->size;
+    return 0;
+}
+
+/* Replays up to the moment and reads the allocator state there. */
+static int state_at(const char *path, struct mh_oom_case *c, size_t top)
+{
+    struct mh_replay at;
+    int rc = mh__replay_open(path, c->oom.event_index + 1, &at);
+    if (rc < 0)
+        return rc;
+    rc = mh_model_foreach_block(at.model, c->device, add_free, c);
+    struct mh_mem_stats st;
+    if (c->verdict == MH_OOM_VERDICT_NONE && mh_model_stats(at.model, c->device, &st) == 0) {
+        c->oom.allocated = st.allocated;
+        c->oom.reserved = st.reserved;
+        c->oom.largest_free_any = mh_model_largest_free(at.model, c->device, UINT64_MAX, -1);
+    }
+    if (rc == 0)
+        rc = mh__report_group_live(at.model, c->device, top, &c->stacks, &c->nstacks,
+                                   &c->live_bytes, &c->live_count);
+    mh__replay_close(&at);
+    return rc < 0 ? rc : 0;
+}
+
+static void decide(struct mh_oom_case *c)
+{
+    const struct mh_oom_info *o = &c->oom;
+    uint64_t other = 0;
+    c->small_pool = mh_is_small_size(o->request);
+    for (size_t i = 0; i < c->nfree; i++)
+        if (c->free[i].stream != o->stream && c->free[i].small_pool == c->small_pool &&
+            c->free[i].largest > other)
+            other = c->free[i].largest;
+    if (c->verdict == MH_OOM_VERDICT_NONE)
+        return;
+    if (other >= o->request && o->largest_free_same_stream < o->request)
+        c->verdict = MH_OOM_VERDICT_CROSS_STREAM;
+    else if (o->allocated + o->request <= o->reserved + o->device_free)
+        c->verdict = MH_OOM_VERDICT_FRAGMENTATION;
+    else
+        c->verdict = MH_OOM_VERDICT_EXHAUSTION;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const struct mh_named_bytes *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+static int layers_at(const struct mh_analysis *a, struct mh_oom_case *c)
+{
+    size_t nl, nrec;
+    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(a->lt, &nrec);
+    const int32_t *lof = mh__layers_of_records(c->ly);
+    c->layers = calloc(nl ? nl : 1, sizeof *c->layers);
+    if (!c->layers)
+        return MH_ENOMEM;
+    for (size_t l = 0; l < nl; l++)
+        c->layers[l].name = st[l].name;
+    for (size_t i = 0; i < nrec; i++)
+        if (lof[i] >= 0 && mh_alloc_rec_live_at(&recs[i], c->oom.event_index))
+            c->layers[lof[i]].bytes += recs[i].size;
+    qsort(c->layers, nl, sizeof *c->layers, by_bytes);
+    c->nlayers = nl;
+    while (c->nlayers > 0 && c->layers[c->nlayers - 1].bytes == 0)
+        c->nlayers--;
+    return 0;
+}
+
+/* max_split_size_mb candidate: half the request (or of the largest request
+ * when explaining the peak), at least 20 MiB (torch's minimum). */
+static uint64_t split_candidate_mb(const struct mh_analysis *a, const struct mh_oom_case *c)
+{
+    uint64_t size = c->oom.request;
+    if (c->verdict == MH_OOM_VERDICT_NONE) {
+        size_t n;
+        const struct mh_alloc_rec *recs = mh__lifetimes_records(a->lt, &n);
+        for (size_t i = 0; i < n; i++)
+            if (recs[i].device == c->device && recs[i].requested > size)
+                size = recs[i].requested;
+    }
+    uint64_t mb = size / 2 / MH_MB;
+    return mb < 20 ? 20 : mb;
+}
+
+static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *in,
+                    struct mh_oom_case *c)
+{
+    char changes[3][96];
+    snprintf(changes[0], sizeof changes[0], "expandable_segments:True");
+    snprintf(changes[1], sizeof changes[1], "max_split_size_mb:%llu",
+             (unsigned long long)split_candidate_mb(a, c));
+    snprintf(changes[2], sizeof changes[2], "garbage_collection_threshold:0.6");
+    uint64_t capacity = c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE ? 0 : c->capacity;
+    for (int i = 0; i < 3; i++) {
+        struct mh_suggestion *s = &c->sugg[c->nsugg++];
+        struct mh_alloc_conf conf;
+        struct mh_whatif_outcome out;
+        snprintf(s->setting, sizeof s->setting, "%s%s", changes[i],
+                 i == 2 ? " + memory fraction 1.0" : "");
+        if (mh__whatif_conf(&in->conf, changes[i], &conf) != 0)
+            continue;
+        if (memcmp(&conf, &in->conf, sizeof conf) == 0) {
+            s->in_effect = 1;
+            continue;
+        }
+        if (i == 2)
+            conf.memory_fraction = 1.0;
+        if (mh__whatif_run(in, &conf, capacity, &out) == 0) {
+            s->ok = 1;
+            s->ooms = out.ooms;
+            s->peak_reserved = out.peak_reserved;
+            s->peak_allocated = out.peak_allocated;
+        }
+    }
+}
+
+static int plan(struct mh_oom_case *c)
+{
+    uint64_t *after;
+    size_t n, best;
+    int rc = mh__layers_plan(c->ly, &c->plan, &after, &n, &best);
+    c->peak_allocated = mh__layers_peak(c->ly, NULL, NULL);
+    c->nplan = best;
+    c->plan_peak_after = best ? after[best - 1] : c->peak_allocated;
+    free(after);
+    return rc;
+}
+
+/* Forward activations of the OOM's step that each layer holds at the OOM. */
+static int drops_at_oom(const struct mh_analysis *a, const struct mh_oom_case *c, uint64_t *drop)
+{
+    size_t nrec;
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(a->lt, &nrec);
+    const int32_t *lof = mh__layers_of_records(c->ly);
+    for (size_t i = 0; i < nrec; i++) {
+        const struct mh_alloc_rec *r = &recs[i];
+        if (lof[i] >= 0 && mh_alloc_rec_live_at(r, c->oom.event_index) &&
+            r->alloc_phase == MH_PHASE_FORWARD && !r->before_forward &&
+            r->category == MH_CAT_ACTIVATION && r->alloc_step == c->oom.step)
+            drop[lof[i]] += r->size;
+    }
+    return 0;
+}
+
+/* At an OOM: the fewest layers (known checkpointing candidates, most
+ * activation bytes live at the OOM first) whose activations, minus the
+ * largest recompute transient, free what the request lacks (or, for
+ * fragmentation, the request's size). Counts the layers' outputs too, so it
+ * is an upper bound on what is freed. */
+static int oom_plan(const struct mh_analysis *a, struct mh_oom_case *c)
+{
+    size_t nl;
+    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    uint64_t *drop = calloc(nl ? nl : 1, sizeof *drop);
+    c->plan = malloc((nl ? nl : 1) * sizeof *c->plan);
+    if (!drop || !c->plan) {
+        free(drop);
+        return MH_ENOMEM;
+    }
+    drops_at_oom(a, c, drop);
+    const struct mh_oom_info *o = &c->oom;
+    uint64_t avail = o->reserved + o->device_free;
+    uint64_t need = o->allocated + o->request > avail ? o->allocated + o->request - avail : o->request;
+    uint64_t sum = 0, transient = 0;
+    uint8_t *used = calloc(nl ? nl : 1, 1);
+    if (!used) {
+        free(drop);
+        return MH_ENOMEM;
+    }
+    while (c->plan_freed < need) {
+        size_t best = nl;
+        for (size_t l = 0; l < nl; l++)
+            if (!used[l] && st[l].candidate && drop[l] > 0 && (best == nl || drop[l] > drop[best]))
+                best = l;
+        if (best == nl)
+            break;
+        used[best] = 1;
+        c->plan[c->nplan++] = best;
+        sum += drop[best];
+        if (st[best].transient > transient)
+            transient = st[best].transient;
+        c->plan_freed = sum > transient ? sum - transient : 0;
+    }
+    c->plan_fits = c->nplan > 0 && o->allocated - c->plan_freed + o->request <= avail;
+    free(used);
+    free(drop);
+    return 0;
+}
+
+void mh__oom_case_free(struct mh_oom_case *c)
+{
+    free(c->free);
+    free(c->stacks);
+    free(c->layers);
+    free(c->plan);
+}
+
+int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
+                   struct mh_layers *ly, const struct mh_oom_opts *o, struct mh_oom_case *c)
+{
+    const struct mh_model *m = a->rp.model;
+    struct mh_peak p;
+    c->ly = ly;
+    mh__device_info(a->rp.reader, c->device, &c->info);
+    if (mh_model_peak_reserved(m, c->device, &p) == 0)
+        c->recorded_peak_reserved = p.value;
+    c->capacity = c->info.total_bytes;
+    if (!c->capacity) {
+        /* at the peak there is no CUDA free figure: the capacity is unknown (0) */
+        c->capacity = o->at_peak ? 0 : c->oom.reserved + c->oom.device_free;
+        c->capacity_estimated = 1;
+    } else if (c->verdict != MH_OOM_VERDICT_NONE && c->capacity > c->oom.device_free + c->oom.reserved) {
+        c->outside = c->capacity - c->oom.device_free - c->oom.reserved;
+    }
+    int rc = state_at(a->rp.path, c, (size_t)o->top);
+    if (rc == 0)
+        rc = layers_at(a, c);
+    decide(c);
+    if (rc == 0)
+        rc = c->verdict == MH_OOM_VERDICT_NONE ? plan(c) : oom_plan(a, c);
+    if (rc == 0)
+        suggest(a, in, c);
+    return rc;
+}
+
+/* The moments to explain on one device: its OOMs, or its allocated peak. */
+size_t mh__oom_moments(const struct mh_model *m, int device, int at_peak, struct mh_oom_info *out,
+                       size_t max)
+{
+    size_t k = 0;
+    if (at_peak) {
+        struct mh_peak p;
+        if (mh_model_peak_allocated(m, device, &p) != 0 || p.value == 0)
+            return 0;
+        memset(out, 0, sizeof *out);
+        out->device = device;
+        out->time_ns = p.time_ns;
+        out->step = p.step;
+        out->event_index = p.event_index;
+        return 1;
+    }
+    for (size_t i = 0; i < mh_model_oom_count(m) && k < max; i++)
+        if (mh_model_oom(m, i, &out[k]) == 0 && out[k].device == device)
+            k++;
+    return k;
+}

@@ -1,0 +1,82 @@
+/* oom_explain.h - the data behind `memhist oom`: one explained moment (an
+ * OOM, or the allocated peak) of one device, gathered in oom_explain.c and
+ * printed as text or JSON by src/cli (report_oom_print.c). */
+#ifndef MH_ANALYSIS_OOM_EXPLAIN_H
+#define MH_ANALYSIS_OOM_EXPLAIN_H
+
+#include "device_report.h"
+#include "analysis.h"
+#include "whatif_check.h"
+
+struct mh_oom_opts {
+    int at_peak, json;
+    uint64_t top;
+};
+
+enum mh_oom_verdict {
+    MH_OOM_VERDICT_NONE,          /* --at peak: nothing failed */
+    MH_OOM_VERDICT_FRAGMENTATION,
+    MH_OOM_VERDICT_CROSS_STREAM,
+    MH_OOM_VERDICT_EXHAUSTION
+};
+const char *mh__oom_verdict_name(int verdict);
+
+struct mh_free_stat {
+    uint64_t stream;
+    int small_pool;
+    uint64_t largest, total, blocks;
+};
+
+struct mh_named_bytes {
+    const char *name; /* borrowed from the layer analysis */
+    uint64_t bytes;
+};
+
+struct mh_suggestion {
+    char setting[96];
+    int ok;               /* the replay ran */
+    int in_effect;        /* the recording already ran with this setting */
+    uint64_t ooms;        /* OOMs of the what-if run */
+    uint64_t peak_reserved, peak_allocated;
+};
+
+struct mh_oom_case {
+    int device;
+    struct mh_oom_info oom;       /* at peak: time, step, allocated, reserved, event_index */
+    struct mh_device_info info;
+    uint64_t capacity;            /* recorded total, else reserved + CUDA free (estimate) */
+    int capacity_estimated;
+    uint64_t outside;             /* capacity - CUDA free - reserved (0 if unknown) */
+    int small_pool;
+    int verdict;
+    struct mh_free_stat *free;
+    size_t nfree;
+    struct mh_stack_group *stacks;
+    size_t nstacks;
+    uint64_t live_bytes, live_count;
+    struct mh_named_bytes *layers;
+    size_t nlayers;
+    struct mh_suggestion sugg[3];
+    size_t nsugg;
+    uint64_t recorded_peak_reserved;
+    /* activation checkpointing plan */
+    struct mh_layers *ly;
+    size_t *plan;
+    size_t nplan;
+    uint64_t plan_peak_after, peak_allocated; /* --at peak */
+    uint64_t plan_freed;                      /* at an OOM: activations dropped minus transient */
+    int plan_fits;
+};
+
+/* The moments to explain on one device: its OOMs (at most `max`), or its
+ * allocated peak with `at_peak`. Returns how many were written to `out`. */
+size_t mh__oom_moments(const struct mh_model *m, int device, int at_peak, struct mh_oom_info *out,
+                       size_t max);
+/* Fills `c` (device, oom and verdict set by the caller) for one moment: the
+ * state replayed up to it, free blocks, verdict, live stacks and layers, the
+ * checked suggestions from `in` and the checkpointing plan from `ly`. */
+int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
+                   struct mh_layers *ly, const struct mh_oom_opts *o, struct mh_oom_case *c);
+void mh__oom_case_free(struct mh_oom_case *c);
+
+#endif

@@ -1,0 +1,124 @@
+/* stack_label.c - picks and formats the most informative frame of a stack
+ * (see stacks.h). Offline only: reads definitions from a reader. */
+#include "stacks.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const internal_files[] = {
+    "torch/nn/modules/module.py", "torch/_tensor.py", "torch/autograd/", "torch/optim/",
+    "torch/utils/", "torch/_dynamo/", "torch/_inductor/", "torch/cuda/", "torch/amp/",
+    "torch/_ops.py", "torch/overrides.py", "torch/functional.py", "torch/nn/functional.py",
+    "torch/utils/checkpoint.py", "<frozen ", "/lib/python3", "??", "c10/", "aten/src/",
+    "torch/csrc/", "libtorch", "libc10", "libc.so", "libpython", "<built-in>",
+    /* CPython's own C sources, as C++ stacks name them */
+    "/Objects/", "/Python/", "/Modules/", "/Programs/", "/Parser/",
+    /* the C library's process and thread start-up */
+    "/csu/", "sysdeps/",
+};
+
+/* Function names that start with these belong to framework namespaces. */
+static const char *const internal_prefixes[] = {
+    "c10::", "at::", "torch::", "std::", "_Py", "PyEval", "PyObject_", "PyVectorcall",
+    "cfunction_", "method_vectorcall", "__libc_start",
+};
+
+/* Whole function names of framework glue and thread/process start-up. */
+static const char *const internal_names[] = {
+    "_call_impl", "_wrapped_call_impl", "__torch_function__", "start_thread", "clone", "clone3",
+    "_start", "execute_native_thread_routine",
+};
+
+/* The qualified name of a C++ function, past its return type
+ * ("void at::cuda::blas::gemm<float>(...)" -> "at::cuda::blas::gemm<float>(...)"). */
+static const char *qualified_name(const char *func)
+{
+    const char *paren = strchr(func, '(');
+    const char *name = func;
+    for (const char *p = func; *p && (!paren || p < paren); p++)
+        if (*p == ' ')
+            name = p + 1;
+    return name;
+}
+
+int mh__frame_is_internal(const char *file, const char *func)
+{
+    file = file ? file : "";
+    func = func ? func : "";
+    for (size_t i = 0; i < sizeof internal_files / sizeof internal_files[0]; i++)
+        if (strstr(file, internal_files[i]))
+            return 1;
+    const char *qual = qualified_name(func);
+    for (size_t i = 0; i < sizeof internal_prefixes / sizeof internal_prefixes[0]; i++)
+        if (strncmp(func, internal_prefixes[i], strlen(internal_prefixes[i])) == 0 ||
+            strncmp(qual, internal_prefixes[i], strlen(internal_prefixes[i])) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof internal_names / sizeof internal_names[0]; i++)
+        if (strcmp(func, internal_names[i]) == 0)
+            return 1;
+    return *file == '\0' && *func == '\0';
+}
+
+int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
+{
+    const uint32_t *frames;
+    size_t n;
+    if (stack == 0 || mh_reader_stack(r, stack, &frames, &n) != 0 || n == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        struct mh_frame f;
+        if (mh_reader_frame(r, frames[i], &f) == 0 && !mh__frame_is_internal(f.file, f.func))
+            return (int)i;
+    }
+    /* only framework frames (a C++ stack of autograd's threads): the
+     * innermost ATen operation, past the stack capture and the allocator */
+    for (size_t i = 0; i < n; i++) {
+        struct mh_frame f;
+        const char *q = mh_reader_frame(r, frames[i], &f) == 0 && f.func ? qualified_name(f.func)
+                                                                          : "";
+        if (strncmp(q, "at::", 4) == 0 && strncmp(q, "at::detail::", 12) != 0 && !strstr(q, "empty"))
+            return (int)i;
+    }
+    return 0;
+}
+
+static const char *short_path(const char *file)
+{
+    const char *last = strrchr(file, '/');
+    if (!last)
+        return file;
+    for (const char *p = last - 1; p >= file; p--)
+        if (*p == '/')
+            return p + 1;
+    return file;
+}
+
+const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len)
+{
+    struct mh_frame f;
+    if (mh_reader_frame(r, frame, &f) != 0)
+        snprintf(buf, len, "<frame %u>", frame);
+    else if (f.line)
+        snprintf(buf, len, "%s:%u %s", f.file, f.line, f.func);
+    else
+        snprintf(buf, len, "%s %s", f.file, f.func);
+    return buf;
+}
+
+const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len)
+{
+    int best = mh__stack_best_index(r, stack);
+    const uint32_t *frames;
+    size_t n;
+    struct mh_frame f;
+    if (best < 0 || mh_reader_stack(r, stack, &frames, &n) != 0 ||
+        mh_reader_frame(r, frames[best], &f) != 0) {
+        snprintf(buf, len, "<no stack>");
+        return buf;
+    }
+    if (f.line)
+        snprintf(buf, len, "%s:%u %s", short_path(f.file), f.line, f.func);
+    else
+        snprintf(buf, len, "%s %s", short_path(f.file), f.func);
+    return buf;
+}

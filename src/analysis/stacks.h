@@ -1,0 +1,26 @@
+/* stacks.h - naming stacks for people.
+ *
+ * Outputs (report, plot legend, layer attribution) label a group of
+ * allocations by its most informative frame: the innermost frame of user
+ * code, skipping PyTorch internals, the Python interpreter and unresolved
+ * C++ frames. Definitions come from the reader that read the file. */
+#ifndef MH_ANALYSIS_STACKS_H
+#define MH_ANALYSIS_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memhist/reader.h"
+
+/* 1 if a frame belongs to framework or interpreter internals. */
+int mh__frame_is_internal(const char *file, const char *func);
+/* Index (innermost = 0) of the most informative frame of a stack, or -1 if
+ * the stack is empty or unknown. */
+int mh__stack_best_index(const struct mh_reader *r, uint32_t stack);
+/* "file:line func" of the most informative frame ("<no stack>" if none),
+ * with the file name shortened to its last two path components. Returns buf. */
+const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len);
+/* "file:line func" for one frame id (full file name). Returns buf. */
+const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len);
+
+#endif

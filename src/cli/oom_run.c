@@ -1,0 +1,102 @@
+/* oom_run.c - `memhist oom` over its files: for each device the moments to
+ * explain, each one gathered by src/analysis/oom_explain.c and printed as
+ * text or JSON by report_oom_print.c, then the worst rank. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "printers.h"
+#include "whatif_check.h"
+
+static int explain_device(const struct mh_analysis *a, int device, const struct mh_oom_opts *o,
+                          struct mh_json *j, size_t *shown)
+{
+    struct mh_oom_info ooms[64];
+    size_t n = mh__oom_moments(a->rp.model, device, o->at_peak, ooms, 64);
+    if (n == 0)
+        return 0;
+    struct mh_whatif_input in;
+    struct mh_layers *ly;
+    int rc = mh__whatif_load(a->rp.path, device, &in);
+    if (rc < 0)
+        return rc;
+    if ((rc = mh__layers_analyze(a->lt, a->rp.reader, device, &ly)) < 0) {
+        mh__whatif_input_free(&in);
+        return rc;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct mh_oom_case c;
+        memset(&c, 0, sizeof c);
+        c.device = device;
+        c.oom = ooms[i];
+        c.verdict = o->at_peak ? MH_OOM_VERDICT_NONE : MH_OOM_VERDICT_EXHAUSTION;
+        rc = mh__oom_gather(a, &in, ly, o, &c);
+        if (rc == 0 && j)
+            mh__oom_print_json(j, a, &c, o);
+        else if (rc == 0)
+            mh__oom_print_text(a, &c, o, i + 1, n);
+        mh__oom_case_free(&c);
+        (*shown)++;
+    }
+    mh__layers_free(ly);
+    mh__whatif_input_free(&in);
+    return rc;
+}
+
+static int explain_file(const struct mh_analysis *a, const struct mh_oom_opts *o, struct mh_json *j)
+{
+    const struct mh_model *m = a->rp.model;
+    size_t shown = 0;
+    int rc = 0;
+    if (j) {
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "file", a->rp.path);
+        mh__json_key(j, "cases");
+        mh__json_begin_array(j);
+    }
+    for (size_t d = 0; d < mh_model_device_count(m) && rc == 0; d++)
+        rc = explain_device(a, mh_model_device_at(m, d), o, j, &shown);
+    if (j) {
+        mh__json_end_array(j);
+        mh__json_end_object(j);
+    } else if (rc == 0 && shown == 0) {
+        printf("%s: no OOM in this recording (use --at peak to explain the peak instead)\n",
+               a->rp.path);
+    }
+    if (rc < 0)
+        mh__cli_error("%s: %s", a->rp.path, mh_strerror(rc));
+    return rc;
+}
+
+int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o)
+{
+    struct mh_sink sink;
+    struct mh_json j;
+    int rc = 0;
+    if (o->json) {
+        mh__sink_init_file(&sink, stdout);
+        mh__json_init(&j, &sink, 1);
+        mh__json_begin_object(&j);
+        mh__json_key(&j, "files");
+        mh__json_begin_array(&j);
+    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = explain_file(&a[i], o, o->json ? &j : NULL);
+    uint64_t peak;
+    size_t w = mh__analysis_worst(a, n, &peak);
+    if (o->json) {
+        mh__json_end_array(&j);
+        mh__json_key(&j, "worst_rank");
+        mh__json_begin_object(&j);
+        mh__json_kv_string(&j, "file", a[w].rp.path);
+        mh__json_kv_uint(&j, "peak_reserved", peak);
+        mh__json_end_object(&j);
+        mh__json_end_object(&j);
+        mh__sink_puts(&sink, "\n");
+        mh__sink_finish(&sink);
+    } else if (n > 1 && rc == 0) {
+        char b[32];
+        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
+    }
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* stack_text.c - a recorded stack as lines of text for the printers (see
+ * cli.h, mh__cli_stack_text). */
+#include <stdio.h>
+
+#include "cli.h"
+#include "stacks.h"
+
+/* Whether the stack has a frame of user code (not framework internals). */
+static int has_user_frame(const struct mh_reader *r, const uint32_t *frames, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct mh_frame f;
+        if (mh_reader_frame(r, frames[i], &f) == 0 && !mh__frame_is_internal(f.file, f.func))
+            return 1;
+    }
+    return 0;
+}
+
+const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
+                               size_t max_frames, char *buf, size_t len)
+{
+    const uint32_t *frames;
+    size_t n, used = 0, shown = 0, hidden = 0;
+    buf[0] = '\0';
+    if (stack == 0 || mh_reader_stack(r, stack, &frames, &n) != 0)
+        return buf;
+    int skip_internal = has_user_frame(r, frames, n);
+    /* framework frames only: from the innermost operation (mh__stack_best_index) */
+    int best = skip_internal ? 0 : mh__stack_best_index(r, stack);
+    hidden = best > 0 ? (size_t)best : 0;
+    for (size_t i = hidden; i < n && used + 1 < len; i++) {
+        struct mh_frame f;
+        int internal =
+            mh_reader_frame(r, frames[i], &f) != 0 || mh__frame_is_internal(f.file, f.func);
+        if ((skip_internal && internal) || shown >= max_frames) {
+            hidden++;
+            continue;
+        }
+        char frame[512];
+        mh__frame_text(r, frames[i], frame, sizeof frame);
+        int w = snprintf(buf + used, len - used, "%s%s", shown ? sep : "", frame);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+        shown++;
+    }
+    if (hidden && used + 1 < len)
+        snprintf(buf + used, len - used, "%s(+%zu more frame%s)", sep, hidden,
+                 hidden == 1 ? "" : "s");
+    return buf;
+}

@@ -1,0 +1,138 @@
+/* snapshot_iint.h - internals of snapshot import. snapshot_iconv.c checks the
+ * value tree against the snapshot schema and converts it into the flat arrays
+ * below (interning frames and strings in the writer); snapshot_ireplay.c
+ * rebuilds the starting state by replaying the trace backwards and writes the
+ * events. */
+#ifndef MH_IMPORT_SNAPSHOT_IINT_H
+#define MH_IMPORT_SNAPSHOT_IINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memhist/model.h"
+#include "memhist/writer.h"
+#include "pickle_value.h"
+#include "snapshot_import.h"
+
+struct mh__iseg {
+    int device;
+    uint64_t address, size, stream;
+    uint32_t pool[2];
+    uint32_t stack;
+    uint8_t small, expandable;
+};
+
+struct mh__iblk {
+    int device;
+    uint64_t address, size, requested, stream;
+    uint32_t stack;
+    uint32_t pool[2];
+    uint8_t state; /* enum mh_block_state */
+};
+
+/* One trace entry (kind is an mh_event_kind) or annotation. */
+struct mh__ient {
+    uint64_t time_ns, addr, size, stream;
+    uint32_t stack, str, str2;
+    uint32_t aux; /* segment events: the segment's own stack (MH_EVF_SEGMENT_STACK) */
+    uint32_t pool[2];
+    uint8_t kind, flags, has_pool;
+    uint8_t backward; /* an alloc whose stack runs inside autograd's backward */
+    int8_t phase_hint; /* -1 = none */
+    int64_t step_hint; /* INT64_MIN = none */
+};
+
+struct mh__inote {
+    uint64_t time_ns;
+    int device;
+    int begin;   /* START */
+    int is_step; /* name is "step N" */
+    int64_t step;
+    int range_kind; /* enum mh_range_kind of snapshot_isteps.c */
+    uint32_t str; /* name, for ranges */
+};
+
+/* Optional trace-entry keys (meta "torch_entry_keys"): newer torch writes
+ * them on every entry, with "N/A", "" and (0, 0) when there is nothing. */
+#define MH__IK_COMPILE 1u
+#define MH__IK_USER 2u
+#define MH__IK_POOL 4u
+
+struct mh__itrace {
+    struct mh__ient *e;
+    size_t n;
+};
+
+struct mh__imp {
+    struct mh_writer *w;
+    struct mh_import_info *info;
+    char *err;
+    size_t errlen;
+    struct mh__iseg *segs;
+    size_t nsegs;
+    struct mh__iblk *blks;
+    size_t nblks;
+    struct mh__itrace *traces; /* per device index */
+    int ndev;
+    struct mh__inote *notes;
+    size_t nnotes;
+    unsigned entry_keys; /* MH__IK_* bits: optional keys torch wrote on every entry */
+    uint64_t t_start;        /* time of the preexisting events */
+    size_t seg_cur, blk_cur; /* per-device cursors into the sorted arrays */
+    /* caches: tree node pointer -> interned id */
+    struct mh__ptrmap *frame_ids, *stack_ids;
+};
+
+/* Sets the error message (printf style) and returns `code`. */
+int mh__imp_fail(struct mh__imp *im, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Converts the snapshot dict (or a legacy list of segments). */
+int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root);
+/* Schema helpers of snapshot_iconv.c used by snapshot_itrace.c. */
+int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces);
+int mh__imp_convert_notes(struct mh__imp *im, const struct mh_pv *notes);
+int mh__imp_frames(struct mh__imp *im, const struct mh_pv *list, const char *path, uint32_t *stack);
+int mh__imp_visit(struct mh__imp *im, const struct mh_pv *v, const char *path);
+int mh__imp_opt_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, const char *path,
+                    uint64_t dflt, uint64_t *out);
+int mh__imp_pool(struct mh__imp *im, const struct mh_pv *v, const char *path, uint32_t pool[2]);
+/* Backwards replay and event output (snapshot_ireplay.c), then the merged
+ * forward events (snapshot_import.c). */
+int mh__imp_emit(struct mh__imp *im);
+int mh__imp_forward(struct mh__imp *im);
+int mh__imp_put(struct mh__imp *im, const struct mh_event *ev);
+
+/* Steps and phases from record_function annotations (snapshot_isteps.c),
+ * with the torch bridge's semantics: step 0 opens at the first allocator
+ * entry, Optimizer.step#... starts the optimizer phase and its end closes
+ * the step (the next opens at the next entry, in the forward phase),
+ * ProfilerStep#N ranges number the steps once seen, and an allocation made
+ * inside autograd's backward starts the backward phase. */
+enum mh__srange { MH__SR_OTHER = 0, MH__SR_OPTIMIZER, MH__SR_PROFILER };
+struct mh__isteps {
+    int on;            /* the snapshot has step annotations */
+    int profiler_mode; /* ProfilerStep# seen: it numbers the steps */
+    int begin_pending;
+    int phase;
+    int64_t step;
+};
+/* Kind of an annotation name; *step gets N of ProfilerStep#N. */
+int mh__imp_range_kind(const char *name, size_t n, int64_t *step);
+int mh__isteps_entry(struct mh__imp *im, struct mh__isteps *st, const struct mh__ient *e);
+int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n);
+/* Whether an alloc's frames (a pickle list) run inside autograd's backward. */
+int mh__imp_in_backward(const struct mh_pv *frames);
+/* The allocator_settings dict as the text of meta "torch_allocator_settings"
+ * (snapshot_isettings.c) in *out (malloc'd; NULL if `dict` is not a dict).
+ * Returns 0 or MH_ENOMEM / MH_ELIMIT. */
+int mh__imp_settings_text(const struct mh_pv *dict, char **out);
+/* Frees the arrays (not the writer). */
+void mh__imp_free(struct mh__imp *im);
+
+/* Pointer -> uint32 map (open addressing). */
+struct mh__ptrmap;
+int mh__ptrmap_get(const struct mh__ptrmap *m, const void *key, uint32_t *val);
+int mh__ptrmap_put(struct mh__ptrmap **m, const void *key, uint32_t val);
+void mh__ptrmap_free(struct mh__ptrmap *m);
+
+#endif

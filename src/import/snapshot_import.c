@@ -1,0 +1,343 @@
+/* snapshot_import.c - snapshot import entry point (see snapshot_import.h):
+ * parses the pickle strictly, converts it (snapshot_iconv.c,
+ * snapshot_itrace.c), writes metadata from allocator_settings, the starting
+ * state (snapshot_ireplay.c) and then the entries of all devices merged with
+ * the annotations in time order. */
+#include "snapshot_import.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memhist/allocconf.h"
+#include "memhist/error.h"
+#include "snapshot_iint.h"
+
+/* Whether annotation n goes before entry e in the merged order. At equal
+ * times the step hints of memhist's own metadata decide. */
+static int note_first(const struct mh__inote *n, const struct mh__ient *e)
+{
+    if (n->time_ns != e->time_ns)
+        return n->time_ns < e->time_ns;
+    if (!n->is_step || e->step_hint == INT64_MIN)
+        return 1;
+    return n->begin ? e->step_hint >= n->step : e->step_hint > n->step;
+}
+
+int mh__imp_put(struct mh__imp *im, const struct mh_event *ev)
+{
+    int rc = mh_writer_event(im->w, ev);
+    return rc < 0 ? mh__imp_fail(im, rc, "writing the events: %s", mh_strerror(rc)) : 0;
+}
+
+static int emit_note(struct mh__imp *im, const struct mh__inote *n, int *phase)
+{
+    struct mh_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.time_ns = n->time_ns;
+    ev.device = (int16_t)n->device;
+    if (n->is_step) {
+        ev.kind = n->begin ? MH_EV_STEP_BEGIN : MH_EV_STEP_END;
+        ev.aux = (uint32_t)n->step;
+        if (n->begin)
+            *phase = -1;
+    } else {
+        ev.kind = n->begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END;
+        ev.str = n->str;
+    }
+    return mh__imp_put(im, &ev);
+}
+
+static int emit_entry(struct mh__imp *im, const struct mh__ient *e, int device, int *phase)
+{
+    struct mh_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.time_ns = e->time_ns;
+    ev.device = (int16_t)device;
+    /* a phase change; "no phase" only matters after a named phase */
+    if (e->phase_hint >= 0 && e->phase_hint != *phase &&
+        (e->phase_hint != MH_PHASE_NONE || *phase > MH_PHASE_NONE)) {
+        ev.kind = MH_EV_PHASE;
+        ev.aux = (uint32_t)e->phase_hint;
+        *phase = e->phase_hint;
+        int rc = mh__imp_put(im, &ev);
+        if (rc)
+            return rc;
+    }
+    ev.kind = e->kind;
+    ev.flags = e->flags;
+    ev.addr = e->addr;
+    ev.size = e->size;
+    ev.stream = e->stream;
+    ev.stack = e->stack;
+    ev.str = e->str;
+    ev.str2 = e->str2;
+    ev.aux = e->aux;
+    memcpy(ev.pool, e->pool, sizeof ev.pool);
+    return mh__imp_put(im, &ev);
+}
+
+/* The merge heap: devices ordered by the time of their next entry (then by
+ * index), so each device's trace keeps its own order. */
+struct heap {
+    int *dev;
+    size_t n;
+    const struct mh__imp *im;
+    const size_t *cur;
+};
+
+static int heap_less(const struct heap *h, int a, int b)
+{
+    uint64_t ta = h->im->traces[a].e[h->cur[a]].time_ns;
+    uint64_t tb = h->im->traces[b].e[h->cur[b]].time_ns;
+    return ta != tb ? ta < tb : a < b;
+}
+
+static void heap_down(struct heap *h, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < h->n && heap_less(h, h->dev[l], h->dev[m]))
+            m = l;
+        if (l + 1 < h->n && heap_less(h, h->dev[l + 1], h->dev[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        int t = h->dev[i];
+        h->dev[i] = h->dev[m];
+        h->dev[m] = t;
+        i = m;
+    }
+}
+
+/* Writes the step note that opens a window's first entries when the window
+ * starts inside a step (its START annotation lies before the window). */
+static int open_window_step(struct mh__imp *im, const struct mh__ient *e, int dev, int *phase,
+                            int64_t *synth)
+{
+    struct mh__inote n = {e->time_ns, dev, 1, 1, e->step_hint, 0};
+    *synth = e->step_hint;
+    return emit_note(im, &n, phase);
+}
+
+/* Steps come from record_function ranges when the snapshot has
+ * Optimizer.step# or ProfilerStep# annotations and no step markers of
+ * memhist's own ("step N" annotations or user metadata). */
+static int steps_from_ranges(const struct mh__imp *im)
+{
+    int ranges = 0;
+    for (size_t i = 0; i < im->nnotes; i++) {
+        if (im->notes[i].is_step)
+            return 0;
+        ranges |= im->notes[i].range_kind != MH__SR_OTHER;
+    }
+    for (int d = 0; ranges && d < im->ndev; d++)
+        for (size_t i = 0; i < im->traces[d].n; i++)
+            if (im->traces[d].e[i].step_hint != INT64_MIN)
+                return 0;
+    return ranges;
+}
+
+int mh__imp_forward(struct mh__imp *im)
+{
+    size_t *cur = calloc(im->ndev ? (size_t)im->ndev : 1, sizeof *cur);
+    int *devs = calloc(im->ndev ? (size_t)im->ndev : 1, sizeof *devs);
+    if (!cur || !devs) {
+        free(cur);
+        free(devs);
+        return MH_ENOMEM;
+    }
+    struct heap h = {devs, 0, im, cur};
+    for (int d = 0; d < im->ndev; d++)
+        if (im->traces[d].n)
+            h.dev[h.n++] = d;
+    for (size_t i = h.n / 2; i-- > 0;)
+        heap_down(&h, i);
+    size_t ni = 0;
+    int phase = -1, rc = 0, seen_step = 0;
+    int64_t synth = INT64_MIN; /* step opened for a window's first entries */
+    struct mh__isteps st = {steps_from_ranges(im), 0, 1, MH_PHASE_NONE, 0};
+    while (!rc && (h.n || ni < im->nnotes)) {
+        int best = h.n ? h.dev[0] : -1;
+        const struct mh__ient *e = best >= 0 ? &im->traces[best].e[cur[best]] : NULL;
+        if (ni < im->nnotes && (!e || note_first(&im->notes[ni], e))) {
+            const struct mh__inote *n = &im->notes[ni++];
+            int dup = n->is_step && n->begin && n->step == synth;
+            if (n->is_step) {
+                seen_step = 1;
+                synth = INT64_MIN;
+            }
+            if (!dup)
+                rc = emit_note(im, n, &phase);
+            if (!rc)
+                rc = mh__isteps_note(im, &st, n);
+            continue;
+        }
+        rc = mh__isteps_entry(im, &st, e);
+        if (!rc && !seen_step && e->step_hint >= 0) {
+            seen_step = 1;
+            rc = open_window_step(im, e, best, &phase, &synth);
+        }
+        if (!rc)
+            rc = emit_entry(im, e, best, &phase);
+        if (++cur[best] == im->traces[best].n)
+            h.dev[0] = h.dev[--h.n];
+        heap_down(&h, 0);
+    }
+    free(cur);
+    free(devs);
+    return rc;
+}
+
+/* meta "alloc_conf": the settings string with the dict's values on top. */
+static int settings_meta(struct mh__imp *im, const struct mh_pv *set)
+{
+    struct mh_alloc_conf conf;
+    memset(&conf, 0, sizeof conf);
+    const struct mh_pv *text = mh__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF");
+    if (text && text->type == MH_PV_STR && text->n < 4096) {
+        char buf[4096];
+        memcpy(buf, text->u.s, text->n);
+        buf[text->n] = '\0';
+        if (mh_alloc_conf_parse(buf, &conf, NULL, 0) != 0)
+            memset(&conf, 0, sizeof conf);
+    }
+    int64_t v;
+    double f;
+    int b;
+    if (mh__pv_i64(mh__pv_get(set, "max_split_size"), &v) == 0)
+        conf.max_split_size = v < 0 ? 0 : (uint64_t)v;
+    if (mh__pv_f64(mh__pv_get(set, "garbage_collection_threshold"), &f) == 0 && f > 0 && f < 1)
+        conf.garbage_collection_threshold = f;
+    if (mh__pv_bool(mh__pv_get(set, "expandable_segments"), &b) == 0)
+        conf.expandable_segments = b;
+    const struct mh_pv *div = mh__pv_get(set, "roundup_power2_divisions");
+    for (int i = 0; i < 16 && div; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "%u", 1u << i);
+        if (mh__pv_i64(mh__pv_get(div, key), &v) == 0 && v >= 0 && v <= 1 << 16)
+            conf.roundup_power2_divisions[i] = (uint32_t)v;
+    }
+    if (mh__pv_bool(mh__pv_get(set, "trace_alloc_overflowed"), &b) == 0 && b)
+        im->info->overflowed = 1;
+    char out[1024];
+    mh_alloc_conf_format(&conf, out, sizeof out);
+    return out[0] ? mh_writer_set_meta(im->w, "alloc_conf", out) : 0;
+}
+
+static int write_meta(struct mh__imp *im, const struct mh_pv *root)
+{
+    int rc = 0;
+    const struct mh_pv *set = mh__pv_get(root, "allocator_settings");
+    if (set && set->type == MH_PV_DICT) {
+        char *text = NULL;
+        rc = settings_meta(im, set);
+        if (!rc)
+            rc = mh__imp_settings_text(set, &text);
+        if (!rc && text && text[0])
+            rc = mh_writer_set_meta(im->w, "torch_allocator_settings", text);
+        free(text);
+    }
+    const struct mh_pv *ver = mh__pv_get(root, "torch_version");
+    if (!rc && ver && ver->type == MH_PV_STR && ver->n < 64) {
+        char buf[64];
+        memcpy(buf, ver->u.s, ver->n);
+        buf[ver->n] = '\0';
+        rc = mh_writer_set_meta(im->w, "torch_version", buf);
+    }
+    if (!rc && im->info->entries && im->entry_keys) {
+        char keys[64];
+        snprintf(keys, sizeof keys, "%s%s%s", im->entry_keys & MH__IK_COMPILE ? "compile_context " : "",
+                 im->entry_keys & MH__IK_USER ? "user_metadata " : "",
+                 im->entry_keys & MH__IK_POOL ? "pool_id " : "");
+        keys[strlen(keys) - 1] = '\0';
+        rc = mh_writer_set_meta(im->w, "torch_entry_keys", keys);
+    }
+    if (!rc && im->info->synthetic_times)
+        rc = mh_writer_set_meta(im->w, "synthetic_times",
+                                "the snapshot has no time_us: times show the order of "
+                                "events (1 us apart), not when they happened");
+
+    if (!rc && im->info->overflowed)
+        rc = mh_writer_set_meta(im->w, "trace_overflowed",
+                                "torch's trace ring buffer wrapped: older entries are missing");
+    for (int d = 0; !rc && d < im->ndev; d++)
+        rc = mh_writer_set_device(im->w, d, "", 0);
+    for (size_t i = 0; !rc && i < im->nsegs; i++) /* a bare segment list has no traces */
+        if (im->segs[i].device >= im->ndev && (i == 0 || im->segs[i].device != im->segs[i - 1].device))
+            rc = mh_writer_set_device(im->w, im->segs[i].device, "", 0);
+    return rc < 0 ? mh__imp_fail(im, rc, "writing metadata: %s", mh_strerror(rc)) : 0;
+}
+
+/* Known once the starting state is written (the meta lands after it). */
+static int initial_state_meta(struct mh__imp *im)
+{
+    if (!im->info->unknown_initial)
+        return 0;
+    char text[200];
+    snprintf(text, sizeof text,
+             "%llu block(s) allocated before the trace and freed during it: their sizes "
+             "are estimated from the requests, so the starting state is not exact",
+             (unsigned long long)im->info->unknown_initial);
+    int rc = mh_writer_set_meta(im->w, "initial_state", text);
+    return rc < 0 ? mh__imp_fail(im, rc, "writing metadata: %s", mh_strerror(rc)) : 0;
+}
+
+/* Time of the first entry or annotation: when the preexisting state is dated. */
+static void start_time(struct mh__imp *im)
+{
+    uint64_t t = UINT64_MAX;
+    for (int d = 0; d < im->ndev; d++)
+        if (im->traces[d].n && im->traces[d].e[0].time_ns < t)
+            t = im->traces[d].e[0].time_ns;
+    if (im->nnotes && im->notes[0].time_ns < t)
+        t = im->notes[0].time_ns;
+    im->t_start = t == UINT64_MAX ? 1000000000ull : t;
+}
+
+void mh__imp_free(struct mh__imp *im)
+{
+    for (int d = 0; d < im->ndev; d++)
+        free(im->traces[d].e);
+    free(im->traces);
+    free(im->segs);
+    free(im->blks);
+    free(im->notes);
+    mh__ptrmap_free(im->frame_ids);
+    mh__ptrmap_free(im->stack_ids);
+}
+
+int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
+                        struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen)
+{
+    memset(info, 0, sizeof *info);
+    if (err && errlen)
+        err[0] = '\0';
+    struct mh_pickle_doc *doc;
+    int rc = mh__pickle_parse(data, len, lim, &doc, err, errlen);
+    if (rc < 0)
+        return rc;
+    info->protocol = mh__pickle_doc_protocol(doc);
+    struct mh__imp im;
+    memset(&im, 0, sizeof im);
+    im.w = w;
+    im.info = info;
+    im.err = err;
+    im.errlen = errlen;
+    im.entry_keys = MH__IK_COMPILE | MH__IK_USER | MH__IK_POOL;
+    const struct mh_pv *root = mh__pickle_doc_root(doc);
+    rc = mh__imp_convert(&im, root);
+    if (!rc)
+        rc = write_meta(&im, root);
+    if (!rc) {
+        start_time(&im);
+        rc = mh__imp_emit(&im);
+        if (!rc)
+            rc = initial_state_meta(&im);
+    }
+    if (rc == MH_ENOMEM && err && errlen && !err[0])
+        snprintf(err, errlen, "%s", mh_strerror(rc));
+    mh__imp_free(&im);
+    mh__pickle_doc_free(doc);
+    return rc;
+}

@@ -1,0 +1,432 @@
+/* snapshot_ireplay.c - snapshot import, second half: per device, replays the
+ * trace backwards from the snapshot's final segments (undoing each entry as
+ * the viewer's State History view does) to find the segments and blocks that
+ * were live before the first entry, writes them as MH_EVF_PREEXISTING events,
+ * then writes the trace entries of all devices and the annotations merged in
+ * time order. The backwards pass also gives each segment event its pool and
+ * expandable flags, and each block event its pool, from the state it acted
+ * on. Entries that contradict the state are counted, not fatal. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memhist/error.h"
+#include "snapshot_iint.h"
+
+#define SMALL_SEGMENT (2ull << 20)
+/* Bound on the work of keeping segments ordered (elements moved), so that a
+ * hostile snapshot cannot make the replay quadratic for hours. Real runs
+ * (at most some 10^4 live segments) stay far below it. */
+#define MOVE_LIMIT (1ull << 31)
+
+/* A live block during the backwards pass. */
+struct rblk {
+    uint64_t addr, size, requested, stream; /* size 0: unknown (freed during the trace) */
+    uint32_t stack;
+    uint32_t pool[2];
+    uint8_t state, live;
+};
+
+struct rstate {
+    struct mh__iseg *segs; /* sorted by address */
+    size_t nsegs, segcap;
+    struct rblk *blk;
+    size_t nblk, blkcap;
+    uint32_t *map; /* open addressing: index + 1 into blk, 0 = empty */
+    size_t mapcap;
+    uint64_t moves; /* segment array elements moved so far */
+};
+
+static size_t addr_hash(uint64_t a, size_t cap)
+{
+    return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+}
+
+static struct rblk *find_blk(const struct rstate *st, uint64_t addr)
+{
+    for (size_t i = addr_hash(addr, st->mapcap); st->map[i]; i = (i + 1) & (st->mapcap - 1))
+        if (st->blk[st->map[i] - 1].addr == addr)
+            return &st->blk[st->map[i] - 1];
+    return NULL;
+}
+
+static int map_rebuild(struct rstate *st, size_t cap)
+{
+    uint32_t *m = calloc(cap, sizeof *m);
+    if (!m)
+        return MH_ENOMEM;
+    free(st->map);
+    st->map = m;
+    st->mapcap = cap;
+    for (size_t b = 0; b < st->nblk; b++) {
+        size_t i = addr_hash(st->blk[b].addr, cap);
+        while (m[i])
+            i = (i + 1) & (cap - 1);
+        m[i] = (uint32_t)(b + 1);
+    }
+    return 0;
+}
+
+/* The record for `addr`, created (not live) if new. */
+static struct rblk *get_blk(struct rstate *st, uint64_t addr)
+{
+    struct rblk *b = st->mapcap ? find_blk(st, addr) : NULL;
+    if (b)
+        return b;
+    if (st->nblk == st->blkcap) {
+        size_t cap = st->blkcap ? 2 * st->blkcap : 256;
+        struct rblk *p = realloc(st->blk, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        st->blk = p;
+        st->blkcap = cap;
+    }
+    b = &st->blk[st->nblk++];
+    memset(b, 0, sizeof *b);
+    b->addr = addr;
+    if (2 * st->nblk > st->mapcap) {
+        if (map_rebuild(st, st->mapcap ? 2 * st->mapcap : 1024))
+            return NULL;
+    } else {
+        size_t i = addr_hash(addr, st->mapcap);
+        while (st->map[i])
+            i = (i + 1) & (st->mapcap - 1);
+        st->map[i] = (uint32_t)st->nblk;
+    }
+    return b;
+}
+
+/* Index of the segment containing addr, or -1. */
+static long seg_find(const struct rstate *st, uint64_t addr)
+{
+    size_t lo = 0, hi = st->nsegs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (st->segs[mid].address + st->segs[mid].size <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < st->nsegs && st->segs[lo].address <= addr ? (long)lo : -1;
+}
+
+/* Inserts in address order. 0, 1 on overlap, 2 past the work limit,
+ * MH_ENOMEM. */
+static int seg_insert(struct rstate *st, const struct mh__iseg *g)
+{
+    if (st->nsegs == st->segcap) {
+        size_t cap = st->segcap ? 2 * st->segcap : 64;
+        struct mh__iseg *p = realloc(st->segs, cap * sizeof *p);
+        if (!p)
+            return MH_ENOMEM;
+        st->segs = p;
+        st->segcap = cap;
+    }
+    size_t lo = 0, hi = st->nsegs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (st->segs[mid].address < g->address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if ((lo < st->nsegs && st->segs[lo].address < g->address + g->size) ||
+        (lo > 0 && st->segs[lo - 1].address + st->segs[lo - 1].size > g->address))
+        return 1; /* overlap */
+    if ((st->moves += st->nsegs - lo) > MOVE_LIMIT)
+        return 2;
+    memmove(st->segs + lo + 1, st->segs + lo, (st->nsegs - lo) * sizeof *st->segs);
+    st->segs[lo] = *g;
+    st->nsegs++;
+    return 0;
+}
+
+static void seg_remove(struct rstate *st, size_t i)
+{
+    st->moves += st->nsegs - i - 1;
+    memmove(st->segs + i, st->segs + i + 1, (st->nsegs - i - 1) * sizeof *st->segs);
+    st->nsegs--;
+}
+
+static uint8_t seg_flags(const struct mh__iseg *g)
+{
+    return (uint8_t)(MH_EVF_POOL_KNOWN | (g->small ? MH_EVF_POOL_SMALL : 0) |
+                     (g->expandable ? MH_EVF_EXPANDABLE : 0));
+}
+
+/* Undo of a mapping: cut [a, a+n) out of the expandable segment holding it. */
+static int unmap_range(struct rstate *st, struct mh__ient *e)
+{
+    long i = seg_find(st, e->addr);
+    if (i < 0 || e->addr + e->size > st->segs[i].address + st->segs[i].size)
+        return 1;
+    struct mh__iseg g = st->segs[i];
+    e->flags = seg_flags(&g) | MH_EVF_EXPANDABLE;
+    memcpy(e->pool, g.pool, sizeof e->pool);
+    seg_remove(st, (size_t)i);
+    struct mh__iseg left = g, right = g;
+    left.size = e->addr - g.address;
+    right.address = e->addr + e->size;
+    right.size = g.address + g.size - right.address;
+    int rc = 0;
+    if (left.size)
+        rc = seg_insert(st, &left);
+    if (right.size && rc == 0)
+        rc = seg_insert(st, &right);
+    return rc;
+}
+
+/* Undo of an unmapping: the range becomes mapped again, joining neighbours. */
+static int map_range(struct rstate *st, struct mh__ient *e, int device)
+{
+    struct mh__iseg g;
+    memset(&g, 0, sizeof g);
+    g.device = device;
+    g.address = e->addr;
+    g.size = e->size;
+    g.stream = e->stream;
+    g.expandable = 1;
+    g.small = e->size == SMALL_SEGMENT;
+    memcpy(g.pool, e->pool, sizeof g.pool);
+    long l = e->addr ? seg_find(st, e->addr - 1) : -1;
+    if (l >= 0 && st->segs[l].expandable && st->segs[l].address + st->segs[l].size == e->addr) {
+        g = st->segs[l];
+        g.size += e->size;
+        seg_remove(st, (size_t)l);
+    }
+    long r = seg_find(st, e->addr + e->size);
+    if (r >= 0 && st->segs[r].expandable && st->segs[r].address == e->addr + e->size) {
+        g.size += st->segs[r].size;
+        seg_remove(st, (size_t)r);
+    }
+    e->flags = seg_flags(&g);
+    return seg_insert(st, &g);
+}
+
+static void entry_pool(const struct rstate *st, struct mh__ient *e)
+{
+    long i = seg_find(st, e->addr);
+    if (!e->has_pool && i >= 0)
+        memcpy(e->pool, st->segs[i].pool, sizeof e->pool);
+}
+
+/* Undoes one entry; returns 1 if it contradicts the state. */
+static int undo(struct rstate *st, struct mh__ient *e, int device)
+{
+    struct rblk *b;
+    long i;
+    switch (e->kind) {
+    case MH_EV_ALLOC:
+        if (!(b = get_blk(st, e->addr)))
+            return -1;
+        entry_pool(st, e);
+        if (!b->live || b->state != MH_BLOCK_ALLOCATED)
+            return 1;
+        b->live = 0;
+        return 0;
+    case MH_EV_FREE_REQUESTED:
+        if (!(b = get_blk(st, e->addr)))
+            return -1;
+        entry_pool(st, e);
+        if (!b->live)
+            return 1;
+        b->state = MH_BLOCK_ALLOCATED;
+        return 0;
+    case MH_EV_FREE_COMPLETED:
+        if (!(b = get_blk(st, e->addr)))
+            return -1;
+        entry_pool(st, e);
+        if (b->live)
+            return 1;
+        b->live = 1;
+        b->state = MH_BLOCK_PENDING_FREE;
+        b->size = 0;
+        b->requested = e->size;
+        b->stack = e->stack;
+        b->stream = e->stream;
+        memcpy(b->pool, e->pool, sizeof b->pool);
+        return 0;
+    case MH_EV_SEGMENT_ALLOC:
+        i = seg_find(st, e->addr);
+        if (i < 0 || st->segs[i].address != e->addr)
+            return 1;
+        e->flags = seg_flags(&st->segs[i]);
+        /* the segment's own frames (what the final state shows for it) ride
+         * along when they differ from the entry's */
+        if (st->segs[i].stack != e->stack) {
+            e->flags |= MH_EVF_SEGMENT_STACK;
+            e->aux = st->segs[i].stack;
+        }
+        if (!e->has_pool)
+            memcpy(e->pool, st->segs[i].pool, sizeof e->pool);
+        seg_remove(st, (size_t)i);
+        return 0;
+    case MH_EV_SEGMENT_FREE: {
+        struct mh__iseg g;
+        memset(&g, 0, sizeof g);
+        g.device = device;
+        g.address = e->addr;
+        g.size = e->size;
+        g.stream = e->stream;
+        g.stack = e->stack;
+        g.small = e->size == SMALL_SEGMENT;
+        memcpy(g.pool, e->pool, sizeof g.pool);
+        e->flags = seg_flags(&g);
+        return seg_insert(st, &g);
+    }
+    case MH_EV_SEGMENT_MAP:
+        return unmap_range(st, e);
+    case MH_EV_SEGMENT_UNMAP:
+        return map_range(st, e, device);
+    default:
+        return 0;
+    }
+}
+
+/* The final state of one device, from the snapshot's segments and blocks. */
+static int load_final(struct mh__imp *im, int device, struct rstate *st)
+{
+    /* segments and blocks are sorted by (device, address): take this device's run */
+    for (; im->seg_cur < im->nsegs && im->segs[im->seg_cur].device == device; im->seg_cur++) {
+        int rc = seg_insert(st, &im->segs[im->seg_cur]);
+        if (rc < 0)
+            return rc;
+        im->info->inconsistencies += rc != 0;
+    }
+    for (; im->blk_cur < im->nblks && im->blks[im->blk_cur].device == device; im->blk_cur++) {
+        const struct mh__iblk *s = &im->blks[im->blk_cur];
+        struct rblk *b = get_blk(st, s->address);
+        if (!b)
+            return MH_ENOMEM;
+        b->live = 1;
+        b->state = s->state;
+        b->size = s->size;
+        b->requested = s->requested;
+        b->stack = s->stack;
+        b->stream = s->stream;
+        memcpy(b->pool, s->pool, sizeof b->pool);
+    }
+    return 0;
+}
+
+static int cmp_blk(const void *a, const void *b)
+{
+    const struct rblk *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int put(struct mh__imp *im, const struct mh_event *ev)
+{
+    int rc = mh_writer_event(im->w, ev);
+    return rc < 0 ? mh__imp_fail(im, rc, "writing the events: %s", mh_strerror(rc)) : 0;
+}
+
+/* The state before the first entry, as preexisting events. */
+static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
+{
+    size_t nlive = 0;
+    for (size_t i = 0; i < st->nblk; i++)
+        if (st->blk[i].live)
+            st->blk[nlive++] = st->blk[i];
+    if (nlive)
+        qsort(st->blk, nlive, sizeof *st->blk, cmp_blk);
+    size_t b = 0;
+    for (size_t s = 0; s < st->nsegs; s++) {
+        const struct mh__iseg *g = &st->segs[s];
+        struct mh_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.time_ns = im->t_start;
+        ev.device = (int16_t)device;
+        ev.kind = g->expandable ? MH_EV_SEGMENT_MAP : MH_EV_SEGMENT_ALLOC;
+        ev.flags = MH_EVF_PREEXISTING | seg_flags(g);
+        ev.addr = g->address;
+        ev.size = g->size;
+        ev.stream = g->stream;
+        ev.stack = g->stack;
+        memcpy(ev.pool, g->pool, sizeof ev.pool);
+        int rc = put(im, &ev);
+        im->info->preexisting_segments++;
+        for (; !rc && b < nlive && st->blk[b].addr < g->address + g->size; b++) {
+            const struct rblk *k = &st->blk[b];
+            if (k->addr < g->address) {
+                im->info->inconsistencies++;
+                continue;
+            }
+            ev.kind = MH_EV_ALLOC;
+            ev.flags = MH_EVF_PREEXISTING;
+            ev.addr = k->addr;
+            ev.size = k->requested;
+            ev.block_size = k->size;
+            ev.stack = k->stack;
+            ev.stream = k->stream;
+            memcpy(ev.pool, k->pool, sizeof ev.pool);
+            im->info->unknown_initial += k->size == 0;
+            rc = put(im, &ev);
+            if (!rc && k->state == MH_BLOCK_PENDING_FREE) {
+                ev.kind = MH_EV_FREE_REQUESTED;
+                rc = put(im, &ev);
+            }
+            im->info->preexisting_blocks++;
+        }
+        if (rc)
+            return rc;
+    }
+    im->info->inconsistencies += nlive - b;
+    return 0;
+}
+
+static int device_initial(struct mh__imp *im, int device)
+{
+    struct rstate st;
+    memset(&st, 0, sizeof st);
+    int rc = load_final(im, device, &st);
+    struct mh__itrace *t = device < im->ndev ? &im->traces[device] : NULL;
+    for (size_t i = t ? t->n : 0; !rc && i-- > 0;) {
+        int u = undo(&st, &t->e[i], device);
+        if (u < 0)
+            rc = MH_ENOMEM;
+        else if (u >= 2)
+            rc = mh__imp_fail(im, MH_ELIMIT,
+                              "device_traces[%d]: too many segment changes to replay", device);
+        im->info->inconsistencies += u == 1;
+    }
+    if (!rc)
+        rc = emit_initial(im, device, &st);
+    free(st.segs);
+    free(st.blk);
+    free(st.map);
+    return rc;
+}
+
+static int cmp_seg_dev(const void *a, const void *b)
+{
+    const struct mh__iseg *x = a, *y = b;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return x->address < y->address ? -1 : x->address > y->address;
+}
+
+static int cmp_blk_dev(const void *a, const void *b)
+{
+    const struct mh__iblk *x = a, *y = b;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return x->address < y->address ? -1 : x->address > y->address;
+}
+
+int mh__imp_emit(struct mh__imp *im)
+{
+    if (im->nsegs)
+        qsort(im->segs, im->nsegs, sizeof *im->segs, cmp_seg_dev);
+    if (im->nblks)
+        qsort(im->blks, im->nblks, sizeof *im->blks, cmp_blk_dev);
+    int maxdev = im->ndev - 1;
+    for (size_t i = 0; i < im->nsegs; i++)
+        if (im->segs[i].device > maxdev)
+            maxdev = im->segs[i].device;
+    for (int d = 0; d <= maxdev; d++) {
+        int rc = device_initial(im, d);
+        if (rc)
+            return rc;
+    }
+    return mh__imp_forward(im);
+}

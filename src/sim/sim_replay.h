@@ -1,0 +1,46 @@
+/* replay.h - what-if replay: re-drives a recorded allocator request sequence
+ * (sizes, streams, order, frees matched to their allocations by address)
+ * through the simulator under other settings or another device capacity.
+ * Used by `memhist whatif` and the tests. */
+#ifndef MH_SIM_SIM_REPLAY_H
+#define MH_SIM_SIM_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim.h"
+
+struct mh_sim_replay_opts {
+    struct mh_alloc_conf conf; /* settings of the what-if run */
+    uint64_t capacity;         /* device bytes, 0 = unlimited */
+    /* take segment addresses from the recorded segment_alloc/segment_map
+     * events in order when sizes agree (replay under the recorded settings) */
+    int use_oracle;
+    mh_sim_event_fn emit;      /* receives every event of the what-if run */
+    void *emit_user;
+};
+
+struct mh_sim_replay_result {
+    uint64_t recorded_alloc_events; /* allocator events in the input */
+    uint64_t simulated_alloc_events;
+    /* same kind, address and size at the same position (OOM: the address is
+     * the driver's free memory, which a simulation cannot know, so kind and
+     * size) */
+    uint64_t matched;
+    uint64_t requests;       /* allocations replayed */
+    uint64_t unknown_frees;  /* frees of blocks allocated before the recording began */
+    uint64_t empty_caches;   /* recorded empty_cache() calls replayed */
+    int oom;                 /* the what-if run hit an OOM the recording did not */
+    size_t oom_index;        /* index in the input of the request that failed */
+};
+
+/* Replays `events` (one device, file order; non-allocator events such as
+ * steps and phases pass through). Returns 0 (also when it stopped on a
+ * what-if OOM) or a negative error. */
+int mh__sim_replay(const struct mh_event *events, size_t n, const struct mh_sim_replay_opts *opts,
+                   struct mh_sim_replay_result *res);
+
+/* 1 for the kinds the caching allocator emits (alloc ... oom). */
+int mh__sim_is_allocator_kind(unsigned kind);
+
+#endif

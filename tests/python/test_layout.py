@@ -1,0 +1,134 @@
+"""The module boundaries of the source tree (docs/DESIGN.md, "Layout").
+
+Checks, over src/ and viz/:
+  - a file includes only public headers (include/memhist/), headers of its
+    own module, or the headers another module offers, and only from modules
+    below its own in the dependency order;
+  - file names are unique across src/, viz/ and include/;
+  - the built libraries and the CLI define no global mh_ symbol that the
+    public headers do not declare (internal cross-file names use mh__).
+Prints one line per problem and exits 1 if there is any.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.environ.get("MH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("MH_BINARY_DIR", "")
+
+# module -> (folders, modules it may include from, headers it offers to others)
+MODULES = {
+    "format": (["src/format"], [], []),
+    "record": (["src/record"], ["format"], []),
+    "model": (["src/model"], [], ["addrmap.h"]),
+    "sim": (["src/sim"], ["model"], ["sim.h", "workload.h", "sim_replay.h"]),
+    "analysis": (["src/analysis"], ["sim", "model"],
+                 ["analysis.h", "categories.h", "device_report.h", "diag.h", "layers.h",
+                  "oom_explain.h", "replay_file.h", "stacks.h", "whatif_check.h"]),
+    "import": (["src/import"], ["model"], ["snapshot_import.h", "pickle_read.h", "pickle_value.h"]),
+    "viz_common": (["viz/common"], [], ["json.h", "json_read.h", "pickle_write.h", "sink.h"]),
+    "viz_plot": (["viz/plot"], ["viz_common", "analysis"], ["plot.h"]),
+    "viz_snapshot": (["viz/snapshot"], ["viz_common", "analysis"], ["snapshot_export.h"]),
+    "viz_trace": (["viz/trace"], ["viz_common", "analysis"], ["trace_writer.h"]),
+    "cli": (["src/cli"], ["viz_plot", "viz_snapshot", "viz_trace", "viz_common", "import",
+                          "analysis", "sim", "model"], []),
+}
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def reachable(module):
+    """Modules `module` may include from: its dependencies, transitively."""
+    seen, todo = set(), list(MODULES[module][1])
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(MODULES[m][1])
+    return seen
+
+
+def sources():
+    for module, (dirs, _, _) in MODULES.items():
+        for d in dirs:
+            for path in sorted(glob.glob(os.path.join(ROOT, d, "*"))):
+                if path.endswith((".c", ".h", ".cpp")):
+                    yield module, path
+
+
+def check_includes(problems):
+    owner = {}
+    for module, path in sources():
+        if path.endswith(".h"):
+            owner[os.path.basename(path)] = module
+    for module, path in sources():
+        text = open(path, encoding="utf-8").read()
+        allowed = reachable(module)
+        rel = os.path.relpath(path, ROOT)
+        for name in INCLUDE_RE.findall(text):
+            if name.startswith("memhist/"):
+                continue
+            other = owner.get(name)
+            if other is None:
+                problems.append(f"{rel}: includes \"{name}\", which is no header of src/ or viz/")
+            elif other == module:
+                continue
+            elif other not in allowed:
+                problems.append(f"{rel}: includes \"{name}\" of {other}, which {module} does not depend on")
+            elif name not in MODULES[other][2]:
+                problems.append(f"{rel}: includes \"{name}\", an internal header of {other}")
+
+
+def check_unique_names(problems):
+    seen = {}
+    for top in ("src", "viz", "include"):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
+            for f in files:
+                if f.endswith((".c", ".h", ".cpp")):
+                    rel = os.path.relpath(os.path.join(dirpath, f), ROOT)
+                    if f in seen:
+                        problems.append(f"{rel}: same file name as {seen[f]}")
+                    seen.setdefault(f, rel)
+
+
+def public_names():
+    names = set()
+    for h in glob.glob(os.path.join(ROOT, "include", "memhist", "*.h")):
+        names.update(re.findall(r"\b(mh_[a-z0-9_]+)\b", open(h, encoding="utf-8").read()))
+    return names
+
+
+def check_symbols(problems):
+    nm = shutil.which("nm")
+    if not BUILD or not nm:
+        print("skipping the symbol check: no build directory or no nm")
+        return
+    objs = [os.path.join(BUILD, f) for f in ("libmemhist.a", "memhist")]
+    objs = [f for f in objs if os.path.exists(f)] + glob.glob(os.path.join(BUILD, "libmh_*.a"))
+    if len(objs) < 3:
+        problems.append(f"{BUILD}: no libraries or objects to check")
+        return
+    out = subprocess.run([nm, "-g", "--defined-only", *objs], capture_output=True, text=True,
+                         check=True).stdout
+    public = public_names()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and re.match(r"mh_[a-z0-9]", parts[2]) and parts[2] not in public:
+            problems.append(f"symbol {parts[2]}: global, not in include/memhist/, so it needs mh__")
+
+
+def main():
+    problems = []
+    check_includes(problems)
+    check_unique_names(problems)
+    check_symbols(problems)
+    for p in sorted(set(problems)):
+        print(p)
+    print(f"{len(set(problems))} layout problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

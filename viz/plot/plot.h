@@ -1,0 +1,87 @@
+/* plot.h - PNG pictures of a recorded run: the memory timeline and the
+ * allocator's segment layout at one moment.
+ *
+ * Input is an open reader (the plot rewinds it and replays the file through
+ * its own models, several passes, memory independent of the number of
+ * events); output is PNG bytes written to a sink. The timeline shows live
+ * allocations stacked by allocation stack (the top groups at the peak), the
+ * allocated, reserved and driver-level curves, the peak, steps, OOMs and a
+ * per-step strip (or stacked by memory category, --color category); several
+ * files (ranks) give one timeline panel each, stacked vertically; the segment view shows every segment and block at the
+ * peak, the last OOM or a given time. Library code: it never prints;
+ * problems with the options come back as MH_EINVAL with a message. */
+#ifndef MH_VIZ_PLOT_H
+#define MH_VIZ_PLOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memhist/model.h"
+#include "memhist/reader.h"
+#include "sink.h"
+
+enum mh_plot_kind { MH_PLOT_TIMELINE = 0, MH_PLOT_SEGMENTS = 1 };
+enum mh_plot_at { MH_PLOT_AT_PEAK = 0, MH_PLOT_AT_OOM = 1, MH_PLOT_AT_TIME = 2 };
+/* What the timeline's stacked areas are coloured by: allocation site (the
+ * top groups at the peak) or memory category (src/analysis/categories.h). */
+enum mh_plot_color { MH_PLOT_COLOR_STACK = 0, MH_PLOT_COLOR_CATEGORY = 1 };
+
+#define MH_PLOT_DEFAULT_WIDTH 1280
+#define MH_PLOT_DEFAULT_HEIGHT 760
+#define MH_PLOT_DEFAULT_TOP 8
+#define MH_PLOT_MAX_TOP 16
+#define MH_PLOT_MIN_WIDTH 400
+#define MH_PLOT_MIN_HEIGHT 300
+
+/* Zero-initialised = defaults: timeline of the first device, whole run,
+ * default size, top 8 groups, at the peak. */
+struct mh_plot_opts {
+    int kind;                  /* enum mh_plot_kind */
+    int width, height;         /* pixels; 0 = defaults */
+    int has_device, device;    /* device to draw; default: first device seen */
+    unsigned top;              /* coloured groups; 0 = MH_PLOT_DEFAULT_TOP */
+    /* window, as --steps A:B (inclusive) or --time A:B (ns from the first event) */
+    int has_steps, has_time;
+    int64_t step_lo, step_hi;
+    uint64_t t_lo_ns, t_hi_ns;
+    int at;                    /* enum mh_plot_at, for the segment view */
+    uint64_t at_ns;            /* MH_PLOT_AT_TIME: ns from the first event */
+    int color;                 /* enum mh_plot_color, for the timeline */
+    const char *name;          /* file name for the title (borrowed); NULL = none */
+    const char *note;          /* appended to the title line (borrowed); NULL = none */
+    struct mh_model_opts model; /* allocator settings of the recorded run */
+};
+
+/* What the plot saw, for the caller's messages. */
+struct mh_plot_result {
+    int device;                /* device drawn, -1 if none */
+    uint64_t events;           /* events read per pass */
+    int read_error;            /* negative code if the file is damaged (events before it were used) */
+    int empty;                 /* the image holds a message instead of a plot */
+};
+
+/* Draws the plot and writes it to `out` as PNG. Returns 0 or a negative
+ * code; for MH_EINVAL (bad options, unknown device, empty window, no OOM for
+ * MH_PLOT_AT_OOM) `err` holds a one-line message. `res` may be NULL. */
+int mh__plot_render(struct mh_reader *r, const struct mh_plot_opts *opts, struct mh_sink *out,
+                    struct mh_plot_result *res, char *err, size_t errlen);
+
+/* Most files mh__plot_render_ranks draws in one image. */
+#define MH_PLOT_MAX_RANKS 64
+
+/* Timelines of several runs (one per rank) in one PNG: a panel per reader,
+ * top to bottom in the order given, each `opts->height` pixels tall (0 =
+ * MH_PLOT_RANK_HEIGHT) with its own title naming names[i]. When every run's
+ * window shares an instant, the panels share one time axis (times from the
+ * earliest first event); otherwise each has its own. The run with the
+ * highest reserved peak is marked in its title. Timeline only (MH_EINVAL
+ * for MH_PLOT_SEGMENTS). `models`, if not NULL, has each run's allocator
+ * settings (n entries; else opts->model for all). `res`, if not NULL, has n
+ * entries. */
+#define MH_PLOT_RANK_HEIGHT 520
+int mh__plot_render_ranks(struct mh_reader *const *readers, const char *const *names, size_t n,
+                          const struct mh_model_opts *models, const struct mh_plot_opts *opts,
+                          struct mh_sink *out, struct mh_plot_result *res, char *err,
+                          size_t errlen);
+
+#endif

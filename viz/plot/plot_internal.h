@@ -1,0 +1,181 @@
+/* plot_internal.h - what the parts of the PNG plots share (not public).
+ *
+ * Data flow of a timeline: plot_scan.c replays the file once (pass 1) to find
+ * the device, the time span of the window, the allocated peak and the bytes
+ * each allocation site held at that peak, and ranks the sites into groups;
+ * plot_columns.c replays it again (pass 2) into one column per pixel; then
+ * plot_timeline.c, plot_strip.c and plot_legend.c draw. With --color
+ * category, pass 2 also classifies allocations (plot_category.c) and the
+ * groups are the memory categories. plot_multi.c stacks one timeline panel
+ * per file (rank) into one image. plot_segments.c
+ * draws the segment view from a model replayed up to the chosen moment.
+ * Memory is proportional to the number of distinct stacks, pixels and (for
+ * categories) live allocations, never to the number of events. */
+#ifndef MH_VIZ_PLOT_INTERNAL_H
+#define MH_VIZ_PLOT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "categories.h"
+#include "canvas.h"
+#include "plot.h"
+
+#define MH__PLOT_LABEL 160
+
+/* Per allocation stack, on the plotted device. */
+struct mh__plot_stack {
+    uint64_t cur;      /* live bytes now */
+    uint64_t saved;    /* live bytes at the latest peak, valid when seq == peak_seq */
+    uint32_t seq;      /* peak sequence number when `saved` was taken */
+    int16_t group;     /* index into the groups, or the "rest" group */
+    uint8_t seen;
+};
+
+/* Result of pass 1. */
+struct mh__plot_scan {
+    int device, has_device;
+    uint64_t events;          /* events read */
+    int read_error;
+    uint64_t t0;              /* time of the first event */
+    uint64_t win_first, win_last; /* span of the events in the window (absolute ns) */
+    uint64_t win_events;      /* events in the window (any device) */
+    uint64_t dev_events;      /* memory events of the device in the window */
+    struct mh_peak peak;      /* allocated peak inside the window */
+    int has_peak;
+    uint64_t max_reserved, max_driver; /* maxima inside the window */
+    int has_driver;
+    struct mh__plot_stack *stacks; /* indexed by stack id */
+    size_t nstacks;
+    uint32_t peak_seq;
+    /* groups, largest first; group `ngroups` is everything else. By
+     * category: the categories in enum order, `ngroups` being "unknown". */
+    int by_category;
+    unsigned ngroups;
+    char labels[MH_PLOT_MAX_TOP][MH__PLOT_LABEL];
+    uint64_t group_peak[MH_PLOT_MAX_TOP + 1];
+    struct mh_model *model;   /* replayed over the whole file: steps, OOMs, devices */
+};
+
+/* Result of pass 2: per pixel column, the maxima inside the column and the
+ * group breakdown at the moment of the column's allocated maximum. */
+struct mh__plot_cols {
+    int n;
+    uint64_t t_begin, t_end;  /* absolute ns mapped to columns 0 and n */
+    unsigned ngroups;         /* coloured groups; the breakdown has ngroups + 1 entries */
+    int by_category;          /* the breakdown is by enum mh_category */
+    uint64_t cat_peak[MH_CAT_COUNT]; /* by category: bytes live at the scan's peak */
+    uint64_t *alloc, *reserved, *driver, *groups;
+};
+
+/* Pass 1. The reader is rewound first. Fills `s`; MH_EINVAL with a message
+ * for an unknown device or an empty window. */
+int mh__plot_scan_run(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__plot_scan *s,
+                      char *err, size_t errlen);
+/* Ranks allocation sites (stacks grouped by their label) by bytes at the
+ * peak into at most `top` groups and assigns every stack its group. */
+int mh__plot_scan_rank(struct mh_reader *r, struct mh__plot_scan *s, unsigned top);
+void mh__plot_scan_free(struct mh__plot_scan *s);
+
+/* Memory categories in pass 2 (plot_category.c). A column shows the state
+ * right after one event (its "moment"); an allocation's category is known
+ * only when its life ends, so each end adds the allocation's bytes to every
+ * column whose moment it was live at: a difference array per category for
+ * the columns already closed, a pending sum for the open one (dropped when
+ * the open column's moment moves past the end). */
+struct mh__plot_catacc {
+    struct mh_livecat *lc;
+    int device, n;
+    int64_t *moment;   /* per column: ordinal of the event whose state it shows, -1 none */
+    int64_t *diff;     /* (n + 1) x MH_CAT_COUNT */
+    int open;          /* column whose moment may still move, -1 if none */
+    uint64_t pending[MH_CAT_COUNT];
+    int64_t peak;      /* ordinal of the peak event, -1 if none */
+    uint64_t at_peak[MH_CAT_COUNT];
+};
+int mh__plot_cat_init(struct mh__plot_catacc *a, int ncols, int device, int64_t peak);
+void mh__plot_cat_release(struct mh__plot_catacc *a);
+/* Observes event `ord` (after mh_model_apply); fills *end and returns 1
+ * when it ends an allocation of the device. */
+int mh__plot_cat_observe(struct mh__plot_catacc *a, const struct mh_model *m,
+                         const struct mh_event *ev, const struct mh_apply_result *res,
+                         uint64_t ord, struct mh_livecat_end *end);
+/* Books an ended allocation (ord: event that ended it). */
+void mh__plot_cat_end(struct mh__plot_catacc *a, const struct mh_livecat_end *end, int64_t ord);
+/* Closes the open column (its moment is final). */
+void mh__plot_cat_close(struct mh__plot_catacc *a);
+/* The open column's moment moved to a later event. */
+void mh__plot_cat_moved(struct mh__plot_catacc *a);
+/* After the last event: books the allocations still alive and writes the
+ * per-column breakdown (MH_CAT_COUNT entries per column) and cat_peak. */
+int mh__plot_cat_finish(struct mh__plot_catacc *a, struct mh__plot_cols *c);
+/* Fill colour of a category's area. */
+uint32_t mh__plot_category_color(int category);
+
+/* Pass 2 over `ncols` columns spanning [t_begin, t_end]. */
+int mh__plot_cols_run(struct mh_reader *r, const struct mh_plot_opts *o,
+                      const struct mh__plot_scan *s, int ncols, uint64_t t_begin, uint64_t t_end,
+                      struct mh__plot_cols *c);
+void mh__plot_cols_free(struct mh__plot_cols *c);
+
+/* Units for people: "1.50 GiB", "512 B"; "12.5 ms". Return buf. */
+const char *mh__plot_bytes(uint64_t v, char *buf, size_t len);
+const char *mh__plot_duration(uint64_t ns, char *buf, size_t len);
+
+/* Axes. A linear map from a value range to a pixel range. */
+struct mh__plot_axis {
+    double v0, v1;   /* values at the two ends */
+    int p0, p1;      /* pixels of those ends (p1 < p0 for a y axis) */
+};
+int mh__plot_axis_px(const struct mh__plot_axis *a, double v);
+/* Ticks and labels along a time axis (values are ns since t0) under the
+ * panel at y, and along a byte axis (left of the panel at x), with light
+ * grid lines across the panel [gx0, gx1] x [gy0, gy1]. */
+void mh__plot_time_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y, int gy0,
+                         int gy1);
+void mh__plot_byte_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int x, int gx0,
+                         int gx1, int max_ticks);
+/* A "nice" step (1, 2 or 5 times a power of ten) for about `span / n`. */
+double mh__plot_nice_step(double span, int n);
+
+/* Title line (scale 2) and a subtitle below it. Returns the y below them. */
+int mh__plot_title(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+                   int device, const char *what, const char *subtitle);
+/* An image holding only the title and a message (empty input). */
+int mh__plot_message(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+                     int device, const char *message);
+
+/* Timeline drawing (plot_timeline.c) with its strip (plot_strip.c) and
+ * legend (plot_legend.c). */
+struct mh__plot_frame {
+    int x, y, w, h;               /* the main panel */
+    int legend_x, legend_y, legend_w;
+    int strip_y, strip_h, strip_gap;
+    struct mh__plot_axis tx;      /* time axis (ns since t0) over the panel */
+};
+/* Places the main panel, the legend and the strip below a header `top`
+ * pixels tall; the time axis (tx) is left for the caller. */
+void mh__plot_layout(int width, int height, int top, struct mh__plot_frame *f);
+#define MH__PLOT_TOP 52
+/* The whole timeline (title, panel, strip, legend) over [t_begin, t_end]
+ * (absolute ns, shown as times since s->t0), or a message image for empty
+ * input. Ranks the groups (or sets up categories) and runs pass 2. */
+int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_reader *r,
+                            const struct mh_plot_opts *o, struct mh__plot_scan *s,
+                            uint64_t t_begin, uint64_t t_end);
+int mh__plot_timeline(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+                      const struct mh__plot_scan *s, const struct mh__plot_cols *cols,
+                      const struct mh__plot_frame *f);
+void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
+                    const struct mh__plot_frame *f, uint64_t t_begin, uint64_t t_end);
+void mh__plot_legend(struct mh_canvas *c, const struct mh__plot_scan *s,
+                     const struct mh__plot_frame *f);
+/* Step boundaries and OOM markers over [y0, y1] inside the panel's x range. */
+void mh__plot_markers(struct mh_canvas *c, const struct mh__plot_scan *s,
+                      const struct mh__plot_frame *f, int y0, int y1, int labels);
+
+/* The segment view (plot_segments.c). */
+int mh__plot_segments(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+                      const struct mh__plot_scan *s, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,181 @@
+/* plot_scan.c - pass 1 of the timeline: one replay that finds the device,
+ * the window's time span, the allocated peak and, for every allocation
+ * stack, the bytes it held at that peak (see plot_internal.h).
+ *
+ * Bytes at the peak without a second replay: each stack keeps its live bytes
+ * and a copy taken the first time it changes after the latest peak. A stack
+ * not touched since that peak still holds its value at the peak; one touched
+ * since has the copy. That is O(1) per event and exact. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memhist/error.h"
+#include "plot_internal.h"
+
+static int is_device_event(const struct mh_event *ev)
+{
+    switch (ev->kind) {
+    case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED:
+    case MH_EV_SEGMENT_ALLOC: case MH_EV_SEGMENT_FREE: case MH_EV_SEGMENT_MAP:
+    case MH_EV_SEGMENT_UNMAP: case MH_EV_OOM: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE:
+        return ev->device >= 0;
+    default:
+        return 0;
+    }
+}
+
+static int in_window(const struct mh_plot_opts *o, uint64_t t0, uint64_t t, int64_t step)
+{
+    if (o->has_steps)
+        return step >= o->step_lo && step <= o->step_hi;
+    if (o->has_time) {
+        uint64_t rel = t >= t0 ? t - t0 : 0;
+        return rel >= o->t_lo_ns && rel <= o->t_hi_ns;
+    }
+    return 1;
+}
+
+static struct mh__plot_stack *stack_slot(struct mh__plot_scan *s, uint32_t id)
+{
+    if (id >= s->nstacks) {
+        size_t n = s->nstacks ? s->nstacks : 256;
+        while (n <= id)
+            n *= 2;
+        struct mh__plot_stack *p = realloc(s->stacks, n * sizeof *p);
+        if (!p)
+            return NULL;
+        memset(p + s->nstacks, 0, (n - s->nstacks) * sizeof *p);
+        s->stacks = p;
+        s->nstacks = n;
+    }
+    return &s->stacks[id];
+}
+
+static int track_stack(struct mh__plot_scan *s, const struct mh_apply_result *res)
+{
+    struct mh__plot_stack *st = stack_slot(s, res->block_stack);
+    if (!st)
+        return MH_ENOMEM;
+    if (st->seq != s->peak_seq) {
+        st->saved = st->cur;
+        st->seq = s->peak_seq;
+    }
+    st->cur += (uint64_t)res->allocated_delta;
+    st->seen = 1;
+    return 0;
+}
+
+/* Per-event bookkeeping for an event of the plotted device. */
+static int on_device_event(struct mh__plot_scan *s, const struct mh_event *ev,
+                           const struct mh_apply_result *res, int inside, uint64_t *alloc,
+                           uint64_t *reserved)
+{
+    if (res->block_size && res->allocated_delta && track_stack(s, res) < 0)
+        return MH_ENOMEM;
+    *alloc += (uint64_t)res->allocated_delta;
+    *reserved += (uint64_t)res->reserved_delta;
+    if (!inside)
+        return 0;
+    s->dev_events++;
+    if (*alloc > s->peak.value || !s->has_peak) {
+        s->has_peak = 1;
+        if (*alloc > s->peak.value)
+            s->peak_seq++;
+        s->peak.value = *alloc;
+        s->peak.time_ns = ev->time_ns;
+        s->peak.step = mh_model_current_step(s->model);
+        s->peak.event_index = s->events - 1;
+    }
+    if (*reserved > s->max_reserved)
+        s->max_reserved = *reserved;
+    if (ev->kind == MH_EV_DRIVER_ALLOC || ev->kind == MH_EV_DRIVER_FREE) {
+        struct mh_mem_stats st;
+        s->has_driver = 1;
+        if (mh_model_stats(s->model, s->device, &st) == 0 && st.driver_outside > s->max_driver)
+            s->max_driver = st.driver_outside;
+    }
+    return 0;
+}
+
+static int device_known(const struct mh_model *m, int device)
+{
+    for (size_t i = 0; i < mh_model_device_count(m); i++)
+        if (mh_model_device_at(m, i) == device)
+            return 1;
+    return 0;
+}
+
+static int replay(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__plot_scan *s)
+{
+    struct mh_event ev;
+    struct mh_apply_result res;
+    uint64_t alloc = 0, reserved = 0;
+    int rc;
+    while ((rc = mh_reader_next(r, &ev)) == 1) {
+        if (s->events == 0)
+            s->t0 = ev.time_ns;
+        memset(&res, 0, sizeof res);
+        if ((rc = mh_model_apply(s->model, &ev, &res)) < 0)
+            return rc;
+        s->events++;
+        int inside = in_window(o, s->t0, ev.time_ns, mh_model_current_step(s->model));
+        if (inside) {
+            if (s->win_events == 0 || ev.time_ns < s->win_first)
+                s->win_first = ev.time_ns;
+            if (ev.time_ns > s->win_last)
+                s->win_last = ev.time_ns;
+            s->win_events++;
+        }
+        if (!s->has_device && is_device_event(&ev)) {
+            s->device = ev.device;
+            s->has_device = 1;
+        }
+        if (s->has_device && ev.device == s->device && is_device_event(&ev) &&
+            (rc = on_device_event(s, &ev, &res, inside, &alloc, &reserved)) < 0)
+            return rc;
+    }
+    if (rc < 0)
+        s->read_error = rc;
+    mh_model_finish(s->model);
+    return 0;
+}
+
+int mh__plot_scan_run(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__plot_scan *s,
+                      char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->device = o->has_device ? o->device : -1;
+    s->has_device = o->has_device;
+    s->peak_seq = 1;
+    int rc = mh_reader_rewind(r);
+    if (rc < 0)
+        return rc;
+    if ((rc = mh_model_new(&o->model, &s->model)) < 0)
+        return rc;
+    if ((rc = replay(r, o, s)) < 0)
+        return rc;
+    if (o->has_device && !device_known(s->model, o->device)) {
+        size_t n = mh_model_device_count(s->model), used = 0;
+        used += (size_t)snprintf(err, errlen, "unknown device %d; the file has ", o->device);
+        if (n == 0)
+            snprintf(err + used, errlen - used, "no devices");
+        for (size_t i = 0; i < n && used < errlen; i++)
+            used += (size_t)snprintf(err + used, errlen - used, "%s%s%d",
+                                     i == 0 ? (n > 1 ? "devices " : "device ") : "",
+                                     i == 0 ? "" : ", ", mh_model_device_at(s->model, i));
+        return MH_EINVAL;
+    }
+    if ((o->has_steps || o->has_time) && s->events > 0 && s->win_events == 0) {
+        snprintf(err, errlen, "the %s window holds no events", o->has_steps ? "--steps" : "--time");
+        return MH_EINVAL;
+    }
+    return 0;
+}
+
+void mh__plot_scan_free(struct mh__plot_scan *s)
+{
+    free(s->stacks);
+    mh_model_free(s->model);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,167 @@
+/* plot_strip.c - the timeline's step boundaries, OOM markers and the
+ * per-step strip under the main panel: peak reserved and peak allocated per
+ * step as overlapping bars, and fragmentation at the step's reserved peak
+ * (1 - allocated/reserved, from the model's mh_step_stats), both on the
+ * main panel's time axis (see plot_internal.h). */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "font.h"
+#include "palette.h"
+#include "plot_internal.h"
+
+/* Column of a time; the window's last instant maps to the last column
+ * (not one past it), so a final OOM stays visible. */
+static int time_x(const struct mh__plot_scan *s, const struct mh__plot_frame *f, uint64_t t)
+{
+    double v = (double)(t >= s->t0 ? t - s->t0 : 0);
+    int x = mh__plot_axis_px(&f->tx, v);
+    return x == f->x + f->w && v <= f->tx.v1 ? x - 1 : x;
+}
+
+static int visible(const struct mh__plot_frame *f, int x)
+{
+    return x >= f->x && x < f->x + f->w;
+}
+
+/* Every k-th step boundary, k in 1, 2, 5, 10, 20, ... so lines stay at
+ * least `min_gap` pixels apart. */
+static int64_t step_stride(const struct mh__plot_frame *f, size_t visible_steps, int min_gap)
+{
+    static const int mult[] = {1, 2, 5};
+    for (int64_t dec = 1; dec < INT64_MAX / 100; dec *= 10)
+        for (int i = 0; i < 3; i++)
+            if (visible_steps == 0 || (double)f->w * (double)(mult[i] * dec) / visible_steps >= min_gap)
+                return mult[i] * dec;
+    return 1;
+}
+
+static size_t count_visible(const struct mh__plot_scan *s, const struct mh__plot_frame *f)
+{
+    size_t n = mh_model_step_count(s->model, s->device), v = 0;
+    struct mh_step_stats st;
+    for (size_t i = 0; i < n; i++)
+        if (mh_model_step(s->model, s->device, i, &st) == 0 && visible(f, time_x(s, f, st.begin_ns)))
+            v++;
+    return v;
+}
+
+static void step_lines(struct mh_canvas *c, const struct mh__plot_scan *s,
+                       const struct mh__plot_frame *f, int y0, int y1, int labels)
+{
+    size_t n = mh_model_step_count(s->model, s->device);
+    int64_t k = step_stride(f, count_visible(s, f), 6);
+    int last_label = -1000;
+    for (size_t i = 0; i < n; i++) {
+        struct mh_step_stats st;
+        if (mh_model_step(s->model, s->device, i, &st) != 0 || st.step % k != 0)
+            continue;
+        int x = time_x(s, f, st.begin_ns);
+        if (!visible(f, x))
+            continue;
+        mh__canvas_vdash(c, x, y0, y1, MH_COL_STEP, 3, 2);
+        char text[24];
+        snprintf(text, sizeof text, "%lld", (long long)st.step);
+        int w = mh__font_text_width(text, 1);
+        if (labels && x - last_label > w + 8 && x + 2 + w < f->x + f->w) {
+            mh__canvas_text(c, x + 2, y0 - 11, text, MH_COL_MUTED, 1);
+            last_label = x;
+        }
+    }
+    if (labels && n > 0)
+        mh__canvas_text(c, f->x - 30, y0 - 11, "step", MH_COL_MUTED, 1);
+}
+
+static void oom_marks(struct mh_canvas *c, const struct mh__plot_scan *s,
+                      const struct mh__plot_frame *f, int y0, int y1, int labels)
+{
+    for (size_t i = 0; i < mh_model_oom_count(s->model); i++) {
+        struct mh_oom_info oom;
+        if (mh_model_oom(s->model, i, &oom) != 0 || oom.device != s->device)
+            continue;
+        int x = time_x(s, f, oom.time_ns);
+        if (!visible(f, x))
+            continue;
+        if (x > f->x + f->w - 2)
+            x = f->x + f->w - 2;
+        mh__canvas_rect(c, x, y0, 2, y1 - y0 + 1, MH_COL_OOM);
+        if (labels) {
+            mh__canvas_line(c, x - 4, y0 + 2, x + 5, y0 + 11, MH_COL_OOM, 2);
+            mh__canvas_line(c, x + 5, y0 + 2, x - 4, y0 + 11, MH_COL_OOM, 2);
+            char text[48], b[32];
+            snprintf(text, sizeof text, "OOM (%s)", mh__plot_bytes(oom.request, b, sizeof b));
+            int w = mh__font_text_width(text, 1);
+            int right = x + 9 + w < f->x + f->w;
+            mh__canvas_text(c, right ? x + 9 : x - 8 - w, y0 + 14, text, MH_COL_OOM, 1);
+        }
+    }
+}
+
+void mh__plot_markers(struct mh_canvas *c, const struct mh__plot_scan *s,
+                      const struct mh__plot_frame *f, int y0, int y1, int labels)
+{
+    step_lines(c, s, f, y0, y1, labels);
+    oom_marks(c, s, f, y0, y1, labels);
+}
+
+/* x range of a step clipped to the panel; 0 if it is outside. */
+static int step_span(const struct mh__plot_scan *s, const struct mh__plot_frame *f,
+                     const struct mh_step_stats *st, uint64_t t_end, int *xa, int *xb)
+{
+    uint64_t end = st->end_ns > st->begin_ns ? st->end_ns : t_end;
+    *xa = time_x(s, f, st->begin_ns);
+    *xb = time_x(s, f, end);
+    if (*xa < f->x)
+        *xa = f->x;
+    if (*xb > f->x + f->w - 1)
+        *xb = f->x + f->w - 1;
+    return *xb >= *xa;
+}
+
+static void strip_frame(struct mh_canvas *c, const struct mh__plot_frame *f, int y,
+                        const char *name, const char *top)
+{
+    mh__canvas_frame(c, f->x - 1, y - 1, f->w + 2, f->strip_h + 2, MH_COL_AXIS);
+    mh__canvas_text_fit(c, 8, y + f->strip_h - 20, name, MH_COL_MUTED, 1, f->x - 14);
+    mh__canvas_text_fit(c, 8, y + f->strip_h - 9, "per step", MH_COL_MUTED, 1, f->x - 14);
+    int w = mh__font_text_width(top, 1);
+    mh__canvas_text(c, f->x - 6 - w, y, top, MH_COL_MUTED, 1);
+}
+
+void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
+                    const struct mh__plot_frame *f, uint64_t t_begin, uint64_t t_end)
+{
+    int y1 = f->strip_y, y2 = f->strip_y + f->strip_h + f->strip_gap, h = f->strip_h;
+    size_t n = mh_model_step_count(s->model, s->device);
+    uint64_t top = 1;
+    struct mh_step_stats st;
+    int xa, xb;
+    for (size_t i = 0; i < n; i++)
+        if (mh_model_step(s->model, s->device, i, &st) == 0 && st.end_ns >= t_begin &&
+            st.begin_ns <= t_end && step_span(s, f, &st, t_end, &xa, &xb) &&
+            st.peak_reserved > top)
+            top = st.peak_reserved;
+    for (size_t i = 0; i < n; i++) {
+        if (mh_model_step(s->model, s->device, i, &st) != 0 || st.end_ns < t_begin ||
+            st.begin_ns > t_end || !step_span(s, f, &st, t_end, &xa, &xb))
+            continue;
+        int w = xb - xa > 2 ? xb - xa : 1; /* one pixel of air between steps */
+        int hr = (int)((double)st.peak_reserved / top * h + 0.5);
+        int ha = (int)((double)st.peak_allocated / top * h + 0.5);
+        mh__canvas_rect(c, xa + 1, y1 + h - hr, w, hr, MH_COL_RESERVED_FILL);
+        mh__canvas_rect(c, xa + 1, y1 + h - ha, w, ha, 0x555555u);
+        int hf = (int)(st.fragmentation * h + 0.5);
+        mh__canvas_rect(c, xa + 1, y2 + h - hf, w, hf, MH_COL_FRAG);
+    }
+    char b[32];
+    mh__plot_bytes(top, b, sizeof b);
+    strip_frame(c, f, y1, "peaks", b);
+    strip_frame(c, f, y2, "frag.", "100%");
+    mh__canvas_hline(c, f->x, f->x + f->w - 1, y2 + h / 2, MH_COL_GRID);
+    mh__plot_markers(c, s, f, y1, y2 + h - 1, 0);
+    if (n == 0)
+        mh__canvas_text(c, f->x + 8, y1 + 4, "no step markers in this run", MH_COL_MUTED, 1);
+    const char *axis = "time since the first event";
+    int w = mh__font_text_width(axis, 1);
+    mh__canvas_text(c, f->x + (f->w - w) / 2, y2 + h + 8, axis, MH_COL_MUTED, 1);
+}

@@ -1,0 +1,92 @@
+/* trace_int.h - state shared by the Chrome trace writer's files
+ * (trace_writer.c: scan and document; trace_events.c: one event at a time;
+ * trace_kineto.c: merging into a torch.profiler trace). Internal to viz. */
+#ifndef MH_VIZ_TRACE_INT_H
+#define MH_VIZ_TRACE_INT_H
+
+#include "memhist/model.h"
+#include "trace_writer.h"
+
+/* Correlation flags. */
+enum { CORR_API = 1, CORR_DEVICE = 2, CORR_S_DONE = 4, CORR_F_DONE = 8 };
+
+struct mh_corr_map {
+    uint32_t *keys; /* 0 = empty (correlation 0 is never used) */
+    uint8_t *flags;
+    size_t cap, len;
+};
+
+struct mh_open_range {
+    uint32_t str;
+    uint64_t begin_ns;
+};
+
+struct mh_thread_ranges {
+    uint32_t thread;
+    struct mh_open_range *stack;
+    size_t len, cap;
+};
+
+struct mh_track {
+    int64_t pid, tid;
+};
+
+#define MH_TRACE_MAX_DEVICES 64
+
+struct mh_counter_state {
+    int pending;
+    uint64_t ts_us;         /* microsecond of the pending sample */
+    uint64_t time_ns;
+    struct mh_mem_stats st;
+};
+
+struct mh_trace {
+    struct mh_trace_opts o;
+    struct mh_alloc_conf conf;
+    struct mh_trace_plan plan;
+    int scanned;
+    struct mh_corr_map corr;
+    /* clock */
+    uint64_t base_ns;       /* ts origin (0 = absolute) */
+    int base_fixed;         /* set by the merge: keep base_ns after the scan */
+    uint64_t t0_ns;         /* time of the file's first event */
+    int have_t0;
+    uint64_t clip_lo_ns, clip_hi_ns; /* extra absolute clip (merge), 0/0 = none */
+    /* pass 2 */
+    struct mh_json *j;
+    const struct mh_reader *r;
+    struct mh_model *m;
+    int64_t host_pid;
+    struct mh_thread_ranges *threads;
+    size_t nthreads;
+    struct mh_track *tracks;
+    size_t ntracks, tracks_cap;
+    uint64_t step_begin_ns;
+    int64_t open_step;
+    int in_window_seen;
+    /* step begin times (from the scan), for events that arrive late */
+    struct mh_step_time { uint64_t begin_ns; int64_t step; } *step_times;
+    size_t nstep_times, step_times_cap;
+    struct mh_counter_state counters[MH_TRACE_MAX_DEVICES];
+};
+
+/* trace_writer.c */
+int mh__trace_in_window(struct mh_trace *t, const struct mh_event *ev, int64_t step);
+int mh__trace_device_ok(const struct mh_trace *t, int device);
+/* The step of an event: by time for device records and API calls (CUPTI
+ * delivers them late, after later host events), else the model's step. */
+int64_t mh__trace_step_of(const struct mh_trace *t, const struct mh_event *ev, int64_t model_step);
+int mh__corr_add(struct mh_corr_map *c, uint32_t key, uint8_t flag);
+uint8_t mh__corr_get(const struct mh_corr_map *c, uint32_t key);
+int mh__trace_new_model(const struct mh_trace *t, struct mh_model **m);
+/* "memhist": {the file's metadata} as one object member. */
+void mh__trace_write_meta(struct mh_json *j, const struct mh_reader *r);
+
+/* trace_events.c */
+int mh__trace_events_begin(struct mh_trace *t, struct mh_reader *r, struct mh_json *j);
+int mh__trace_event(struct mh_trace *t, const struct mh_event *ev);
+void mh__trace_events_end(struct mh_trace *t);
+/* "123.456": microseconds relative to the base, clamped at 0. */
+const char *mh__trace_ts(const struct mh_trace *t, uint64_t ns, char buf[32]);
+
+#endif

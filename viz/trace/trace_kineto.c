@@ -1,0 +1,141 @@
+/* trace_kineto.c - memhist's memory tracks added to a torch.profiler trace
+ * (`memhist trace --into PROFILE.json`).
+ *
+ * The profile is validated with the span reader (json_read.c) and re-emitted
+ * byte for byte; only traceEvents grows. Clocks: Kineto's ts are microseconds
+ * relative to baseTimeNanoseconds when present, else absolute microseconds;
+ * both count from the Unix epoch on CLOCK_REALTIME, as memhist does, so
+ * alignment is a change of origin. By default only the profiled span is
+ * added, so the counters do not stretch the timeline. */
+#include <string.h>
+
+#include "memhist/error.h"
+#include "json_read.h"
+#include "trace_int.h"
+
+struct kineto_info {
+    struct mh_jr_value root, events;
+    int has_base;
+    uint64_t base_ns;
+    int has_span;
+    double lo_us, hi_us;
+};
+
+static void span_of_events(const struct mh_jr_doc *d, struct kineto_info *k)
+{
+    size_t pos = 0;
+    struct mh_jr_value ev, v;
+    while (mh__jr_next(d, &k->events, &pos, NULL, &ev)) {
+        double ts, dur = 0;
+        if (ev.type != MH_JR_OBJECT || !mh__jr_find(d, &ev, "ts", &v) ||
+            mh__jr_double(d, &v, &ts) != 0)
+            continue;
+        if (mh__jr_find(d, &ev, "ph", &v) && mh__jr_string_eq(d, &v, "M"))
+            continue;
+        if (mh__jr_find(d, &ev, "dur", &v))
+            mh__jr_double(d, &v, &dur);
+        if (!k->has_span || ts < k->lo_us)
+            k->lo_us = ts;
+        if (!k->has_span || ts + dur > k->hi_us)
+            k->hi_us = ts + dur;
+        k->has_span = 1;
+    }
+}
+
+static int read_kineto(struct mh_jr_doc *d, const char *json, size_t len, struct kineto_info *k,
+                       char *err, size_t errlen)
+{
+    memset(k, 0, sizeof *k);
+    int rc = mh__jr_parse(d, json, len, 0, 0, &k->root, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (k->root.type != MH_JR_OBJECT || !mh__jr_find(d, &k->root, "traceEvents", &k->events) ||
+        k->events.type != MH_JR_ARRAY) {
+        snprintf(err, errlen, "not a Chrome trace: no \"traceEvents\" array at the top level");
+        return MH_EFORMAT;
+    }
+    struct mh_jr_value b;
+    if (mh__jr_find(d, &k->root, "baseTimeNanoseconds", &b)) {
+        double v;
+        if (mh__jr_u64(d, &b, &k->base_ns) == 0)
+            k->has_base = 1;
+        else if (mh__jr_double(d, &b, &v) == 0 && v >= 0 && v < 1.8e19) {
+            k->base_ns = (uint64_t)v;
+            k->has_base = 1;
+        }
+    }
+    span_of_events(d, k);
+    return 0;
+}
+
+static uint64_t us_to_ns(const struct kineto_info *k, double us)
+{
+    double ns = us * 1000.0;
+    if (ns < 0)
+        ns = 0;
+    return (k->has_base ? k->base_ns : 0) + (uint64_t)ns;
+}
+
+/* The profile's members but traceEvents, then traceEvents' own elements. */
+static size_t copy_profile(const struct mh_jr_doc *d, const struct kineto_info *k,
+                           struct mh_sink *s)
+{
+    size_t pos = 0, n = 0;
+    struct mh_jr_value key, v;
+    mh__sink_puts(s, "{");
+    while (mh__jr_next(d, &k->root, &pos, &key, &v)) {
+        if (mh__jr_string_eq(d, &key, "traceEvents") || mh__jr_string_eq(d, &key, "memhist"))
+            continue;
+        mh__sink_write(s, d->buf + key.off, key.len);
+        mh__sink_puts(s, ":");
+        mh__sink_write(s, d->buf + v.off, v.len);
+        mh__sink_puts(s, ",");
+    }
+    mh__sink_puts(s, "\"traceEvents\":[");
+    pos = 0;
+    while (mh__jr_next(d, &k->events, &pos, NULL, &v)) {
+        if (n++)
+            mh__sink_puts(s, ",");
+        mh__sink_write(s, d->buf + v.off, v.len);
+    }
+    return n;
+}
+
+int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
+                           struct mh_sink *s, char *err, size_t errlen)
+{
+    struct mh_jr_doc d;
+    struct kineto_info k;
+    int rc = read_kineto(&d, kineto, len, &k, err, errlen);
+    if (rc != 0)
+        return rc;
+    t->base_fixed = 1;
+    t->base_ns = k.has_base ? k.base_ns : 0;
+    t->o.memory_only = 1;
+    if (k.has_span && !t->o.has_steps && !t->o.has_time) {
+        t->clip_lo_ns = us_to_ns(&k, k.lo_us);
+        t->clip_hi_ns = us_to_ns(&k, k.hi_us);
+        if (t->clip_hi_ns <= t->clip_lo_ns)
+            t->clip_hi_ns = t->clip_lo_ns + 1;
+    }
+    if ((rc = mh__trace_scan(t, r)) < 0)
+        return rc;
+    size_t copied = copy_profile(&d, &k, s);
+    /* continue the open array and object with the JSON writer */
+    struct mh_json j;
+    mh__json_init(&j, s, 0);
+    j.depth = 2;
+    j.count[1] = 1;
+    j.count[2] = (int)(copied > 0);
+    rc = mh__trace_events_begin(t, r, &j);
+    struct mh_event ev;
+    while (rc == 0 && (rc = mh_reader_next(r, &ev)) == 1)
+        rc = mh__trace_event(t, &ev);
+    mh__trace_events_end(t);
+    mh__json_end_array(&j);
+    mh__trace_write_meta(&j, r);
+    mh__json_end_object(&j);
+    if (rc < 0 && rc != MH_ENOMEM)
+        rc = 0;
+    return rc < 0 ? rc : s->error;
+}

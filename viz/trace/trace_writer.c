@@ -1,0 +1,338 @@
+/* trace_writer.c - Chrome trace: options, the scan pass, the document
+ * (see trace_writer.h). The scan replays the file once to learn the window's
+ * span, which launches have a device activity in the window (so every flow
+ * start gets its finish) and how large the output will be. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memhist/error.h"
+#include "memhist/model.h"
+#include "trace_int.h"
+
+#define DEFAULT_WARN_BYTES (300ull << 20)
+
+int mh__trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *conf,
+                  struct mh_trace **out)
+{
+    struct mh_trace *t = calloc(1, sizeof *t);
+    if (!t)
+        return MH_ENOMEM;
+    if (opts)
+        t->o = *opts;
+    else
+        t->o.device = -1;
+    if (!t->o.warn_bytes)
+        t->o.warn_bytes = DEFAULT_WARN_BYTES;
+    if (conf)
+        t->conf = *conf;
+    *out = t;
+    return 0;
+}
+
+void mh__trace_free(struct mh_trace *t)
+{
+    if (!t)
+        return;
+    free(t->corr.keys);
+    free(t->corr.flags);
+    free(t->step_times);
+    free(t);
+}
+
+const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t)
+{
+    return &t->plan;
+}
+
+int mh__trace_new_model(const struct mh_trace *t, struct mh_model **m)
+{
+    struct mh_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    mo.conf = t->conf;
+    return mh_model_new(&mo, m);
+}
+
+/* ---- correlation ids: open addressing, grown at half load ------------------ */
+static size_t corr_slot(const struct mh_corr_map *c, uint32_t key)
+{
+    size_t i = (size_t)(key * 2654435761u) & (c->cap - 1);
+    while (c->keys[i] && c->keys[i] != key)
+        i = (i + 1) & (c->cap - 1);
+    return i;
+}
+
+static int corr_grow(struct mh_corr_map *c)
+{
+    struct mh_corr_map n = {0};
+    n.cap = c->cap ? c->cap * 2 : 1024;
+    n.keys = calloc(n.cap, sizeof *n.keys);
+    n.flags = calloc(n.cap, sizeof *n.flags);
+    if (!n.keys || !n.flags) {
+        free(n.keys);
+        free(n.flags);
+        return MH_ENOMEM;
+    }
+    for (size_t i = 0; i < c->cap; i++)
+        if (c->keys[i]) {
+            size_t s = corr_slot(&n, c->keys[i]);
+            n.keys[s] = c->keys[i];
+            n.flags[s] = c->flags[i];
+            n.len++;
+        }
+    free(c->keys);
+    free(c->flags);
+    *c = n;
+    return 0;
+}
+
+int mh__corr_add(struct mh_corr_map *c, uint32_t key, uint8_t flag)
+{
+    if (key == 0)
+        return 0;
+    if ((c->len + 1) * 2 > c->cap && corr_grow(c) != 0)
+        return MH_ENOMEM;
+    size_t s = corr_slot(c, key);
+    if (!c->keys[s]) {
+        c->keys[s] = key;
+        c->len++;
+    }
+    c->flags[s] |= flag;
+    return 0;
+}
+
+uint8_t mh__corr_get(const struct mh_corr_map *c, uint32_t key)
+{
+    if (key == 0 || c->cap == 0)
+        return 0;
+    return c->flags[corr_slot(c, key)];
+}
+
+/* ---- the window ----------------------------------------------------------------- */
+int mh__trace_device_ok(const struct mh_trace *t, int device)
+{
+    return t->o.device < 0 || device < 0 || device == t->o.device;
+}
+
+int mh__trace_in_window(struct mh_trace *t, const struct mh_event *ev, int64_t step)
+{
+    if (t->clip_hi_ns &&
+        (ev->time_ns + ev->dur_ns < t->clip_lo_ns || ev->time_ns > t->clip_hi_ns))
+        return 0;
+    if (t->o.has_steps)
+        return step >= t->o.step_lo && step <= t->o.step_hi;
+    if (t->o.has_time) {
+        uint64_t rel = ev->time_ns >= t->t0_ns ? ev->time_ns - t->t0_ns : 0;
+        return rel >= t->o.t_lo_ns && rel <= t->o.t_hi_ns;
+    }
+    return 1;
+}
+
+static int arrives_late(unsigned kind)
+{
+    return kind == MH_EV_KERNEL || kind == MH_EV_MEMCPY || kind == MH_EV_MEMSET ||
+           kind == MH_EV_API_CALL;
+}
+
+int64_t mh__trace_step_of(const struct mh_trace *t, const struct mh_event *ev, int64_t model_step)
+{
+    if (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END)
+        return (int64_t)ev->aux; /* the step it opens or closes */
+    if (!arrives_late(ev->kind))
+        return model_step;
+    size_t lo = 0, hi = t->nstep_times; /* last begin <= time */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->step_times[mid].begin_ns <= ev->time_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo == 0 ? -1 : t->step_times[lo - 1].step;
+}
+
+static void note_step_begin(struct mh_trace *t, const struct mh_event *ev)
+{
+    if (t->nstep_times > 0 && t->step_times[t->nstep_times - 1].begin_ns > ev->time_ns)
+        return; /* keep the table sorted */
+    if (t->nstep_times == t->step_times_cap) {
+        size_t cap = t->step_times_cap ? t->step_times_cap * 2 : 64;
+        struct mh_step_time *n = realloc(t->step_times, cap * sizeof *n);
+        if (!n)
+            return;
+        t->step_times = n;
+        t->step_times_cap = cap;
+    }
+    t->step_times[t->nstep_times++] = (struct mh_step_time){ev->time_ns, (int64_t)ev->aux};
+}
+
+static int is_host_detail(unsigned kind)
+{
+    return kind == MH_EV_KERNEL || kind == MH_EV_MEMCPY || kind == MH_EV_MEMSET ||
+           kind == MH_EV_API_CALL || kind == MH_EV_RANGE_BEGIN || kind == MH_EV_RANGE_END;
+}
+
+/* Rough bytes of the JSON one event produces (estimate only). */
+static uint64_t event_bytes(unsigned kind)
+{
+    switch (kind) {
+    case MH_EV_KERNEL: case MH_EV_MEMCPY: case MH_EV_MEMSET: return 190;
+    case MH_EV_API_CALL: return 170;
+    case MH_EV_RANGE_BEGIN: return 0;
+    case MH_EV_RANGE_END: return 130;
+    case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED: return 150;
+    case MH_EV_SEGMENT_ALLOC: case MH_EV_SEGMENT_FREE: case MH_EV_SEGMENT_MAP:
+    case MH_EV_SEGMENT_UNMAP: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE: return 400;
+    case MH_EV_OOM: return 600;
+    default: return 140;
+    }
+}
+
+struct step_bytes {
+    int64_t step;
+    uint64_t bytes;
+};
+
+struct scan {
+    struct step_bytes *steps;
+    size_t n, cap;
+};
+
+static void scan_step(struct scan *sc, int64_t step, uint64_t bytes)
+{
+    if (sc->n > 0 && sc->steps[sc->n - 1].step == step) {
+        sc->steps[sc->n - 1].bytes += bytes;
+        return;
+    }
+    if (sc->n == sc->cap) {
+        size_t cap = sc->cap ? sc->cap * 2 : 64;
+        struct step_bytes *s = realloc(sc->steps, cap * sizeof *s);
+        if (!s)
+            return; /* the suggestion is best effort */
+        sc->steps = s;
+        sc->cap = cap;
+    }
+    sc->steps[sc->n++] = (struct step_bytes){step, bytes};
+}
+
+/* A window of about half the limit: the first steps, or the first seconds. */
+static void suggest(struct mh_trace *t, const struct scan *sc)
+{
+    struct mh_trace_plan *p = &t->plan;
+    uint64_t budget = t->o.warn_bytes / 2, sum = 0;
+    if (sc->n >= 2 && sc->steps[0].step >= 0) {
+        size_t i = 0;
+        while (i + 1 < sc->n && sum + sc->steps[i].bytes <= budget)
+            sum += sc->steps[i++].bytes;
+        int64_t last = sc->steps[i > 0 ? i - 1 : 0].step;
+        snprintf(p->suggestion, sizeof p->suggestion, "--steps %lld:%lld",
+                 (long long)sc->steps[0].step, (long long)last);
+        return;
+    }
+    double frac = (double)budget / (double)p->est_bytes;
+    double lo = (double)(p->first_ns > t->t0_ns ? p->first_ns - t->t0_ns : 0) / 1e9;
+    double span = (double)(p->last_ns - p->first_ns) / 1e9 * frac;
+    snprintf(p->suggestion, sizeof p->suggestion, "--time %.3f:%.3f", lo,
+             lo + (span > 0.001 ? span : 0.001));
+}
+
+static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_event *ev,
+                       int64_t step)
+{
+    if (!t->have_t0) {
+        t->t0_ns = ev->time_ns;
+        t->have_t0 = 1;
+    }
+    if (ev->kind == MH_EV_STEP_BEGIN)
+        note_step_begin(t, ev);
+    step = mh__trace_step_of(t, ev, step);
+    if (!mh__trace_in_window(t, ev, step) || !mh__trace_device_ok(t, ev->device))
+        return;
+    if (t->o.memory_only && is_host_detail(ev->kind))
+        return;
+    struct mh_trace_plan *p = &t->plan;
+    if (p->events == 0 || ev->time_ns < p->first_ns)
+        p->first_ns = ev->time_ns;
+    if (ev->time_ns + ev->dur_ns > p->last_ns)
+        p->last_ns = ev->time_ns + ev->dur_ns;
+    p->events++;
+    uint64_t bytes = event_bytes(ev->kind);
+    p->est_bytes += bytes;
+    scan_step(sc, step, bytes);
+    if (ev->kind == MH_EV_API_CALL)
+        mh__corr_add(&t->corr, ev->correlation, CORR_API);
+    else if (ev->kind == MH_EV_KERNEL || ev->kind == MH_EV_MEMCPY || ev->kind == MH_EV_MEMSET)
+        mh__corr_add(&t->corr, ev->correlation, CORR_DEVICE);
+}
+
+int mh__trace_scan(struct mh_trace *t, struct mh_reader *r)
+{
+    struct mh_model *m;
+    int rc = mh__trace_new_model(t, &m);
+    if (rc < 0)
+        return rc;
+    struct scan sc = {0};
+    struct mh_event ev;
+    memset(&t->plan, 0, sizeof t->plan);
+    t->have_t0 = 0;
+    t->nstep_times = 0;
+    while ((rc = mh_reader_next(r, &ev)) == 1) {
+        if ((rc = mh_model_apply(m, &ev, NULL)) < 0)
+            break;
+        scan_event(t, &sc, &ev, mh_model_current_step(m));
+    }
+    mh_model_free(m);
+    for (size_t i = 0; i < t->corr.cap; i++)
+        if ((t->corr.flags[i] & (CORR_API | CORR_DEVICE)) == (CORR_API | CORR_DEVICE))
+            t->plan.flows++;
+    t->plan.est_bytes += t->plan.flows * 200 + 4096;
+    t->plan.too_big = t->plan.est_bytes > t->o.warn_bytes;
+    if (t->plan.too_big && t->plan.events > 0)
+        suggest(t, &sc);
+    free(sc.steps);
+    if (!t->base_fixed)
+        t->base_ns = t->plan.first_ns;
+    t->scanned = 1;
+    if (rc < 0 && rc != MH_ENOMEM)
+        rc = 0; /* damage: use what was readable, as the other commands do */
+    if (rc < 0)
+        return rc;
+    return mh_reader_rewind(r);
+}
+
+/* ---- the document ----------------------------------------------------------------- */
+void mh__trace_write_meta(struct mh_json *j, const struct mh_reader *r)
+{
+    const char *k, *v;
+    mh__json_key(j, "memhist");
+    mh__json_begin_object(j);
+    for (size_t i = 0; mh_reader_meta_at(r, i, &k, &v) > 0; i++)
+        mh__json_kv_string(j, k, v);
+    mh__json_end_object(j);
+}
+
+int mh__trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s)
+{
+    int rc = t->scanned ? 0 : mh__trace_scan(t, r);
+    if (rc < 0)
+        return rc;
+    struct mh_json j;
+    mh__json_init(&j, s, t->o.pretty);
+    mh__json_begin_object(&j);
+    mh__json_kv_int(&j, "schemaVersion", 1);
+    mh__json_kv_string(&j, "displayTimeUnit", "ms");
+    mh__json_kv_uint(&j, "baseTimeNanoseconds", t->base_ns);
+    mh__json_kv_string(&j, "traceName", "memhist");
+    mh__trace_write_meta(&j, r);
+    mh__json_key(&j, "traceEvents");
+    mh__json_begin_array(&j);
+    rc = mh__trace_events_begin(t, r, &j);
+    struct mh_event ev;
+    while (rc == 0 && (rc = mh_reader_next(r, &ev)) == 1)
+        rc = mh__trace_event(t, &ev);
+    mh__trace_events_end(t);
+    mh__json_end_array(&j);
+    mh__json_end_object(&j);
+    if (rc < 0 && rc != MH_ENOMEM)
+        rc = 0;
+    return rc < 0 ? rc : s->error;
+}

@@ -1,0 +1,71 @@
+/* trace_writer.h - Chrome trace event JSON (ui.perfetto.dev, chrome://tracing)
+ * from a .memhist file.
+ *
+ * Reads the file twice through a reader and two fresh models: a scan that
+ * decides what lies in the window, pairs launch -> kernel correlations and
+ * estimates the output size, then the write. Output follows Kineto's
+ * conventions (reference/cupti.md section 6): ts/dur in microseconds with three
+ * decimals relative to baseTimeNanoseconds; host tracks pid = process id,
+ * tid = OS thread; GPU tracks pid = device, tid = stream; "ac2g" flows from the
+ * launching API call to its kernel or copy; per-device "C" memory counters
+ * from the model (allocated, reserved, outside the allocator, total); instants
+ * for segments, driver allocations, OOMs (with the model's explanation) and
+ * marks; steps and op ranges as complete "X" events, so every slice is closed
+ * even when the window cuts it. Owns its models and correlation table. */
+#ifndef MH_VIZ_TRACE_WRITER_H
+#define MH_VIZ_TRACE_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memhist/allocconf.h"
+#include "memhist/reader.h"
+#include "json.h"
+#include "sink.h"
+
+struct mh_trace_opts {
+    int has_steps;              /* keep events of steps [step_lo, step_hi] */
+    int64_t step_lo, step_hi;
+    int has_time;               /* keep events in [t_lo_ns, t_hi_ns] from the first event */
+    uint64_t t_lo_ns, t_hi_ns;
+    int device;                 /* only this device's GPU tracks; -1 = all */
+    int memory_only;            /* counters, memory instants, steps and marks only */
+    uint64_t warn_bytes;        /* size above which the plan suggests a window; 0 = 300 MB */
+    int pretty;
+};
+
+/* What the scan found. */
+struct mh_trace_plan {
+    uint64_t events;            /* events in the window */
+    uint64_t first_ns, last_ns; /* span of the window's events (0 if none) */
+    uint64_t flows;             /* launch -> device-activity pairs */
+    uint64_t est_bytes;         /* estimated output size */
+    int too_big;                /* est_bytes > warn_bytes */
+    char suggestion[96];        /* e.g. "--steps 3:5" when too_big, else "" */
+};
+
+struct mh_trace;
+
+/* `conf`: allocator settings of the recorded run (NULL = defaults). */
+int mh__trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *conf,
+                  struct mh_trace **out);
+void mh__trace_free(struct mh_trace *t);
+
+/* Pass 1: reads the whole file and rewinds it (the reader must be
+ * rewindable: a file, not stdin). */
+int mh__trace_scan(struct mh_trace *t, struct mh_reader *r);
+const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t);
+
+/* Writes a complete trace document (scans first if not done). Returns 0, a
+ * reader error, or the sink's error. */
+int mh__trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s);
+
+/* Writes `kineto` (a torch.profiler trace, `len` bytes) with memhist's memory
+ * tracks added to its traceEvents, on its clock: ts relative to its
+ * baseTimeNanoseconds if present, else absolute microseconds. Unless the
+ * options set a window, only the profiled time span is added. On a bad input
+ * returns MH_EFORMAT/MH_ELIMIT with a message in err. */
+int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
+                           struct mh_sink *s, char *err, size_t errlen);
+
+#endif
