@@ -33,8 +33,9 @@ MODULES = {
     "viz_plot": (["viz/plot"], ["viz_common", "analysis"], ["plot.h"]),
     "viz_snapshot": (["viz/snapshot"], ["viz_common", "analysis"], ["snapshot_export.h"]),
     "viz_trace": (["viz/trace"], ["viz_common", "analysis"], ["trace_writer.h"]),
+    "vdevice": (["src/vdevice"], [], ["vdev_presets.h"]),
     "cli": (["src/cli"], ["viz_plot", "viz_snapshot", "viz_trace", "viz_common", "import",
-                          "analysis", "sim", "model"], []),
+                          "analysis", "sim", "model", "vdevice"], []),
 }
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
