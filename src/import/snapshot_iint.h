@@ -57,6 +57,7 @@ struct mh__inote {
 #define MH__IK_COMPILE 1u
 #define MH__IK_USER 2u
 #define MH__IK_POOL 4u
+#define MH__IK_FRAMES 8u
 
 struct mh__itrace {
     struct mh__ient *e;
@@ -119,6 +120,7 @@ struct mh__isteps {
 /* Kind of an annotation name; *step gets N of ProfilerStep#N. */
 int mh__imp_range_kind(const char *name, size_t n, int64_t *step);
 int mh__isteps_entry(struct mh__imp *im, struct mh__isteps *st, const struct mh__ient *e);
+int mh__isteps_before_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n);
 int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n);
 /* Whether an alloc's frames (a pickle list) run inside autograd's backward. */
 int mh__imp_in_backward(const struct mh_pv *frames);

@@ -167,7 +167,8 @@ int mh__imp_forward(struct mh__imp *im)
                 seen_step = 1;
                 synth = INT64_MIN;
             }
-            if (!dup)
+            rc = mh__isteps_before_note(im, &st, n);
+            if (!rc && !dup)
                 rc = emit_note(im, n, &phase);
             if (!rc)
                 rc = mh__isteps_note(im, &st, n);
@@ -245,11 +246,16 @@ static int write_meta(struct mh__imp *im, const struct mh_pv *root)
         buf[ver->n] = '\0';
         rc = mh_writer_set_meta(im->w, "torch_version", buf);
     }
+    const struct mh_pv *hs = mh__pv_get(root, "host_segments"), *ht = mh__pv_get(root, "host_traces");
+    if (!rc && hs && ht && mh__pv_is_seq(hs) && mh__pv_is_seq(ht) && !hs->n && !ht->n)
+        rc = mh_writer_set_meta(im->w, "torch_host_memory", "empty");
     if (!rc && im->info->entries && im->entry_keys) {
         char keys[64];
-        snprintf(keys, sizeof keys, "%s%s%s", im->entry_keys & MH__IK_COMPILE ? "compile_context " : "",
+        snprintf(keys, sizeof keys, "%s%s%s%s",
+                 im->entry_keys & MH__IK_COMPILE ? "compile_context " : "",
                  im->entry_keys & MH__IK_USER ? "user_metadata " : "",
-                 im->entry_keys & MH__IK_POOL ? "pool_id " : "");
+                 im->entry_keys & MH__IK_POOL ? "pool_id " : "",
+                 im->entry_keys & MH__IK_FRAMES ? "frames " : "");
         keys[strlen(keys) - 1] = '\0';
         rc = mh_writer_set_meta(im->w, "torch_entry_keys", keys);
     }
@@ -324,7 +330,7 @@ int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_lim
     im.info = info;
     im.err = err;
     im.errlen = errlen;
-    im.entry_keys = MH__IK_COMPILE | MH__IK_USER | MH__IK_POOL;
+    im.entry_keys = MH__IK_COMPILE | MH__IK_USER | MH__IK_POOL | MH__IK_FRAMES;
     const struct mh_pv *root = mh__pickle_doc_root(doc);
     rc = mh__imp_convert(&im, root);
     if (!rc)

@@ -104,6 +104,14 @@ int mh__isteps_entry(struct mh__imp *im, struct mh__isteps *st, const struct mh_
     return rc;
 }
 
+int mh__isteps_before_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n)
+{
+    /* the range's own event is the next event: a pending step opens before it */
+    if (!st->on || n->is_step || n->range_kind == MH__SR_PROFILER)
+        return 0;
+    return maybe_begin(im, st, n->time_ns, n->device);
+}
+
 int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n)
 {
     if (!st->on || n->is_step)

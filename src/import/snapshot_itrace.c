@@ -233,7 +233,8 @@ static int conv_entry(struct mh__imp *im, const struct mh_pv *d, const char *pat
     if (!rc && kind == MH_EV_ALLOC)
         e->backward = (uint8_t)mh__imp_in_backward(mh__pv_get(d, "frames"));
     im->entry_keys &= (cc ? MH__IK_COMPILE : 0) | (mh__pv_get(d, "user_metadata") ? MH__IK_USER : 0) |
-                      (mh__pv_get(d, "pool_id") ? MH__IK_POOL : 0);
+                      (mh__pv_get(d, "pool_id") ? MH__IK_POOL : 0) |
+                      (mh__pv_get(d, "frames") ? MH__IK_FRAMES : 0);
     if (!rc && mh__pv_get(d, "pool_id")) {
         rc = mh__imp_pool(im, mh__pv_get(d, "pool_id"), path, e->pool);
         e->has_pool = 1;

@@ -90,6 +90,9 @@ def compare(name, orig, out):
         if "external_annotations" in orig:
             check("external_annotations", orig["external_annotations"],
                   out["external_annotations"])
+        for k in ("host_segments", "host_traces"):
+            if k in orig:
+                check(k, orig[k], out.get(k))
         if "allocator_settings" in orig:
             check("allocator_settings", orig["allocator_settings"], out["allocator_settings"])
             check("allocator_settings order", list(orig["allocator_settings"]),

@@ -61,7 +61,7 @@ struct wctx {
     uint32_t last_um_memo; /* + 1, 0 = none */
     int error;
     /* optional entry keys the imported snapshot had on every entry */
-    int keys_compile, keys_user, keys_pool;
+    int keys_compile, keys_user, keys_pool, keys_frames;
     /* segment streaming */
     struct mh_segment_view *segs;
     size_t nsegs, nseg_cap, next_seg;
@@ -232,7 +232,7 @@ static void write_entry(struct wctx *c, const struct mh__sentry *e)
     mh__pw_uint(w, e->stream);
     konst(c, K_TIME_US);
     mh__pw_uint(w, e->time_ns / 1000);
-    if (e->stack) {
+    if (e->stack || c->keys_frames) {
         konst(c, K_FRAMES);
         write_frames(c, e->stack);
     }
@@ -510,6 +510,7 @@ int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
     c->keys_compile = keys && strstr(keys, "compile_context");
     c->keys_user = keys && strstr(keys, "user_metadata");
     c->keys_pool = keys && strstr(keys, "pool_id");
+    c->keys_frames = keys && strstr(keys, "frames");
     mh__pw_init(w, sink);
     mh__pw_empty_dict(w);
     mh__pw_mark(w);
@@ -524,6 +525,12 @@ int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
     write_settings(c);
     mh__pw_cstr(w, "external_annotations");
     write_notes(c);
+    if (mh_reader_meta(s->reader, "torch_host_memory")) { /* torch 2.14+: pinned host memory */
+        mh__pw_cstr(w, "host_segments");
+        mh__pw_empty_list(w);
+        mh__pw_cstr(w, "host_traces");
+        mh__pw_empty_list(w);
+    }
     mh__pw_setitems(w);
     int rc = mh__pw_finish(w);
     if (!rc && c->error)
