@@ -6,7 +6,8 @@
  * torch bridge applies to a live recording (see snapshot_iint.h). A live
  * recording sees backward from the thread autograd allocates on; a snapshot
  * has no threads, so an allocation whose stack runs through autograd's
- * backward entry points starts the backward phase instead. */
+ * backward entry points, or has no frame at all (autograd's worker thread
+ * runs no Python), starts the backward phase instead. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,12 +44,16 @@ static int contains(const struct mh_pv *s, const char *needle)
     return 0;
 }
 
-/* Python frames of Tensor.backward / torch.autograd.backward, or the C++
- * autograd engine (stacks="all"). */
+/* Python frames of Tensor.backward / torch.autograd.backward, the C++
+ * autograd engine (stacks="all"), or an empty stack: with Python stacks an
+ * allocation on autograd's worker thread has no Python frame, which is the
+ * live recording's rule (an allocation off the training thread). */
 int mh__imp_in_backward(const struct mh_pv *frames)
 {
     if (!frames || !mh__pv_is_seq(frames))
         return 0;
+    if (frames->n == 0)
+        return 1;
     for (uint32_t i = 0; i < frames->n; i++) {
         const struct mh_pv *f = mh__pv_at(frames, i);
         if (f->type != MH_PV_DICT)
