@@ -250,6 +250,7 @@ int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in
     mh__device_info(a->rp.reader, c->device, &c->info);
     if (mh_model_peak_reserved(m, c->device, &p) == 0)
         c->recorded_peak_reserved = p.value;
+    c->mid_run = mh_reader_meta(a->rp.reader, "trace_start") != NULL;
     c->capacity = c->info.total_bytes;
     if (!c->capacity) {
         /* at the peak there is no CUDA free figure: the capacity is unknown (0) */

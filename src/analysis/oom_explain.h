@@ -46,6 +46,8 @@ struct mh_oom_case {
     struct mh_device_info info;
     uint64_t capacity;            /* recorded total, else reserved + CUDA free (estimate) */
     int capacity_estimated;
+    int mid_run;                  /* an imported trace that starts mid-run (meta trace_start):
+                                   * the what-if replay cannot reproduce the run */
     uint64_t outside;             /* capacity - CUDA free - reserved (0 if unknown) */
     int small_pool;
     int verdict;

@@ -88,7 +88,11 @@ static void text_suggestions(const struct mh_oom_case *c)
     char b[3][32];
     size_t nl;
     const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
-    printf("  suggestions, checked by replaying the run's requests (what-if):\n");
+    if (c->mid_run)
+        printf("  suggestions, replayed from the trace's start only (the run began before it, so "
+               "these are estimates, not checks):\n");
+    else
+        printf("  suggestions, checked by replaying the run's requests (what-if):\n");
     for (size_t i = 0; i < c->nsugg; i++) {
         const struct mh_suggestion *s = &c->sugg[i];
         if (s->in_effect) {
@@ -154,7 +158,7 @@ static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
         const struct mh_suggestion *s = &c->sugg[i];
         mh__json_begin_object(j);
         mh__json_kv_string(j, "setting", s->setting);
-        mh__json_kv_bool(j, "checked", s->ok);
+        mh__json_kv_bool(j, "checked", s->ok && !c->mid_run);
         mh__json_kv_bool(j, "in_effect", s->in_effect);
         mh__json_kv_bool(j, "oom", s->ooms > 0);
         mh__json_kv_uint(j, "peak_reserved", s->peak_reserved);

@@ -278,9 +278,19 @@ static int write_meta(struct mh__imp *im, const struct mh_pv *root)
 /* Known once the starting state is written (the meta lands after it). */
 static int initial_state_meta(struct mh__imp *im)
 {
+    char text[200];
+    if (im->info->entries && (im->info->preexisting_segments || im->info->preexisting_blocks)) {
+        snprintf(text, sizeof text,
+                 "the trace starts mid-run: %llu segment(s) and %llu block(s) were live before "
+                 "its first entry",
+                 (unsigned long long)im->info->preexisting_segments,
+                 (unsigned long long)im->info->preexisting_blocks);
+        int rc = mh_writer_set_meta(im->w, "trace_start", text);
+        if (rc < 0)
+            return mh__imp_fail(im, rc, "writing metadata: %s", mh_strerror(rc));
+    }
     if (!im->info->unknown_initial)
         return 0;
-    char text[200];
     snprintf(text, sizeof text,
              "%llu block(s) allocated before the trace and freed during it: their sizes "
              "are estimated from the requests, so the starting state is not exact",

@@ -14,7 +14,8 @@ allocation stays), `snapshot --device` of a device the file lacks and
 such. `oom --at peak` says the capacity is unknown when nothing recorded it
 and marks a setting the run already had as in effect; `plot --kind segments`
 of a bare segment list (all its events at one moment) draws without saying
-there is nothing to plot.
+there is nothing to plot. A trace that starts mid-run says so in `report`,
+and `oom` does not call its what-if suggestions checked.
 """
 import json
 import os
@@ -23,6 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import snapshot_check as sc  # noqa: E402
+import test_snapshot_import as shapes  # noqa: E402
 
 MiB = 1 << 20
 BACKWARD = [sc.frame("_engine_run_backward", "/venv/lib/python3.12/site-packages/torch/autograd/"
@@ -146,6 +148,13 @@ def check_answers(d, mh):
     p = sc.run("plot", bare, "--kind", "segments", "-o", bare + ".png")
     if "nothing to plot" in p.stderr:
         sc.fail("plot --kind segments of a bare segment list: %r" % p.stderr)
+    wrapped, _, _ = import_report(d, "wrapped", shapes.variant_wrapped()[0])
+    rep = sc.run("report", wrapped).stdout
+    sugg = sc.run("oom", "--at", "peak", wrapped).stdout
+    if "starts mid-run" not in rep or "not checks" not in sugg or "checked by" in sugg:
+        sc.fail("a mid-run trace:\n%s\n%s" % (rep, sugg))
+    if "checked by replaying" not in sc.run("oom", "--at", "peak", mh).stdout:
+        sc.fail("a trace that starts empty is not said to be checked")
     print("oom capacity and settings in effect, segment plot of a bare list: ok")
 
 
