@@ -3,6 +3,7 @@
  * pool and stream, the verdict, live memory by stack and by layer, the
  * what-if checked suggestions and the checkpointing plan. Owns each case's
  * arrays until mh__oom_case_free. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

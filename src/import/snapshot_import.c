@@ -115,7 +115,8 @@ static void heap_down(struct heap *h, size_t i)
 static int open_window_step(struct mh__imp *im, const struct mh__ient *e, int dev, int *phase,
                             int64_t *synth)
 {
-    struct mh__inote n = {e->time_ns, dev, 1, 1, e->step_hint, 0};
+    struct mh__inote n = {.time_ns = e->time_ns, .device = dev, .begin = 1, .is_step = 1,
+                          .step = e->step_hint};
     *synth = e->step_hint;
     return emit_note(im, &n, phase);
 }

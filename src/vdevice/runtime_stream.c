@@ -129,7 +129,8 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *data)
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *data, unsigned int flags)
+cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *data,
+                                  unsigned int flags)
 {
     cb(s, cudaSuccess, data);
     return cudaSuccess;

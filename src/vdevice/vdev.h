@@ -51,6 +51,10 @@ int mh__vdev_map(void *ptr, size_t size);
 int mh__vdev_unmap(void *ptr, size_t size);
 /* The device whose memory holds p, or -1 for host memory. */
 int mh__vdev_ptr_device(const void *p, void **base, size_t *size);
+/* Pinned host memory: registered ranges, so pointer attributes say "host". */
+int mh__vdev_pin(void *p, size_t size);
+int mh__vdev_unpin(void *p); /* -1 if p starts no registered range */
+int mh__vdev_is_pinned(const void *p);
 void mh__vdev_mem_info(int dev, size_t *free_bytes, size_t *total);
 /* memset that gives pages back instead of writing zeros to large ranges. */
 void mh__vdev_memset(void *p, int value, size_t n);

@@ -9,11 +9,14 @@
 
 #include "vdev.h"
 
+/* Not exported: the stand-in exports NVIDIA's functions and nothing else. */
+#define MH_VRT_INTERNAL __attribute__((visibility("hidden")))
+
 /* Records `e` as the thread's last error when it is one; returns it. */
-cudaError_t mh__vrt_result(cudaError_t e);
+MH_VRT_INTERNAL cudaError_t mh__vrt_result(cudaError_t e);
 /* The device a stream belongs to (the current device for the default ones). */
-int mh__vrt_stream_device(cudaStream_t s);
+MH_VRT_INTERNAL int mh__vrt_stream_device(cudaStream_t s);
 /* Marks the current device's context as created (first real use). */
-int mh__vrt_device(void);
+MH_VRT_INTERNAL int mh__vrt_device(void);
 
 #endif

@@ -125,6 +125,27 @@ Test(vdevice, copies_and_memsets)
     cr_assert_eq(d[15], 3);
 }
 
+Test(vdevice, pinned_host_memory)
+{
+    settings("A10", "64MiB", "0", "immediate");
+    void *h;
+    struct cudaPointerAttributes at;
+    cr_assert_eq(cudaHostAlloc(&h, 10000, cudaHostAllocDefault), cudaSuccess);
+    cr_assert_eq(cudaPointerGetAttributes(&at, (char *)h + 9999), cudaSuccess);
+    cr_assert_eq(at.type, cudaMemoryTypeHost);
+    cr_assert_eq(cudaPointerGetAttributes(&at, (char *)h + 10000), cudaSuccess);
+    cr_assert_eq(at.type, cudaMemoryTypeUnregistered, "one past the end is not pinned");
+    cr_assert_eq(cudaFreeHost(h), cudaSuccess);
+    cr_assert_eq(cudaPointerGetAttributes(&at, h), cudaSuccess);
+    cr_assert_eq(at.type, cudaMemoryTypeUnregistered);
+    static char buf[4096];
+    cr_assert_eq(cudaHostRegister(buf, sizeof buf, 0), cudaSuccess);
+    cudaPointerGetAttributes(&at, buf);
+    cr_assert_eq(at.type, cudaMemoryTypeHost);
+    cr_assert_eq(cudaHostUnregister(buf), cudaSuccess);
+    cr_assert_eq(cudaHostUnregister(buf), cudaErrorHostMemoryNotRegistered);
+}
+
 Test(vdevice, events_complete_at_once)
 {
     settings("T4", "64MiB", "0", "immediate");
@@ -182,7 +203,8 @@ Test(vdevice, virtual_memory_api)
     cr_assert_eq(create(&h, 48 * MIB, &prop, 0), CUDA_SUCCESS);
     cr_assert_eq(create(&h2, 32 * MIB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY, "capacity is shared");
     CUdeviceptr va;
-    cr_assert_eq(cuMemAddressReserve(&va, 1024 * MIB, 0, 0, 0), CUDA_SUCCESS, "reservations are free");
+    cr_assert_eq(cuMemAddressReserve(&va, 1024 * MIB, 0, 0, 0), CUDA_SUCCESS,
+                 "reservations are free");
     cr_assert_eq(cuMemMap(va, 48 * MIB, 0, h, 0), CUDA_SUCCESS);
     CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     cr_assert_eq(cuMemSetAccess(va, 48 * MIB, &acc, 1), CUDA_SUCCESS);

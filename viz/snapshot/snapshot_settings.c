@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
+#include "pickle_write.h"
 #include "snapshot_int.h"
 
 /* Writes one value of type t. */
