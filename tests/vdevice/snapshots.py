@@ -10,7 +10,8 @@ through `memhist simulate`, which records them live. For each snapshot:
 must equal torch's max_memory_allocated since the trace began, the steps it
 builds from the Optimizer.step annotations must have the per-step peaks of
 the live recording's steps of the same iterations, and `memhist snapshot`
-must write every field back (tests/python/test_snapshot_lossless.py).
+must write every field back (tests/python/test_snapshot_lossless.py). The
+live recording of a finished run says record_status complete.
 Environment: MEMHIST, MH_SOURCE_DIR, MH_BINARY_DIR. Exits 77 (skip) without
 torch or without the virtual device libraries."""
 import json
@@ -60,6 +61,8 @@ def report(path):
 
 def check(d, name, steps, max_entries):
     snap, live, truth = record(d, name, steps, max_entries)
+    if "record_status    complete" not in run(["info", live]).stdout:
+        fail("%s: the finished live recording does not say record_status complete" % name)
     mh = os.path.join(d, name + ".memhist")
     note = run(["import", snap, "-o", mh]).stderr
     dev = report(mh)
