@@ -77,7 +77,9 @@ static void print_text(const char *path, const struct mh_reader *r, const struct
                    d.total_bytes ? ", " : "",
                    d.total_bytes ? mh__cli_bytes(d.total_bytes, b1) : "");
     }
-    if (s->events) {
+    if (s->events && mh_reader_meta(r, "synthetic_times")) {
+        printf("%-16s %s\n", "first event", "unknown (the snapshot has no times)");
+    } else if (s->events) {
         printf("%-16s %s\n", "first event", utc_text(s->first_time_ns, b1));
         printf("%-16s %s\n", "duration", mh__cli_duration(s->last_time_ns - s->first_time_ns, b2));
     }
