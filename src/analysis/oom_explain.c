@@ -138,6 +138,9 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
              (unsigned long long)split_candidate_mb(a, c));
     snprintf(changes[2], sizeof changes[2], "garbage_collection_threshold:0.6");
     uint64_t capacity = c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE ? 0 : c->capacity;
+    struct mh_whatif_outcome base;
+    c->replay_match = mh__whatif_baseline(in, capacity, &base) == 0 ? base.match : -1;
+    c->estimates = c->mid_run || c->replay_match < MH_OOM_CHECKED_MATCH;
     for (int i = 0; i < 3; i++) {
         struct mh_suggestion *s = &c->sugg[c->nsugg++];
         struct mh_alloc_conf conf;

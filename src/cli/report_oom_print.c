@@ -88,11 +88,16 @@ static void text_suggestions(const struct mh_oom_case *c)
     char b[3][32];
     size_t nl;
     const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
-    if (c->mid_run)
-        printf("  suggestions, replayed from the trace's start only (the run began before it, so "
-               "these are estimates, not checks):\n");
+    if (c->estimates)
+        printf("  suggestions, estimates, not checks: replayed %s, the run's own settings "
+               "reproduce %.0f%% of its allocator events:\n",
+               c->mid_run ? "from the trace's start (the run began before it)"
+                          : "the run's requests",
+               c->replay_match < 0 ? 0.0 : c->replay_match);
     else
-        printf("  suggestions, checked by replaying the run's requests (what-if):\n");
+        printf("  suggestions, checked by replaying the run's requests (what-if; the run's own "
+               "settings reproduce %.0f%% of its allocator events):\n",
+               c->replay_match);
     for (size_t i = 0; i < c->nsugg; i++) {
         const struct mh_suggestion *s = &c->sugg[i];
         if (s->in_effect) {
@@ -152,13 +157,14 @@ static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
 {
     size_t nl;
     const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    mh__json_kv_double(j, "replay_match_percent", c->replay_match, 1);
     mh__json_key(j, "suggestions");
     mh__json_begin_array(j);
     for (size_t i = 0; i < c->nsugg; i++) {
         const struct mh_suggestion *s = &c->sugg[i];
         mh__json_begin_object(j);
         mh__json_kv_string(j, "setting", s->setting);
-        mh__json_kv_bool(j, "checked", s->ok && !c->mid_run);
+        mh__json_kv_bool(j, "checked", s->ok && !c->estimates);
         mh__json_kv_bool(j, "in_effect", s->in_effect);
         mh__json_kv_bool(j, "oom", s->ooms > 0);
         mh__json_kv_uint(j, "peak_reserved", s->peak_reserved);
