@@ -48,7 +48,7 @@ static const char *status_text(const struct mh_file_summary *s, const struct mh_
 
 static void print_text(const char *path, const struct mh_reader *r, const struct mh_file_summary *s)
 {
-    char b1[40], b2[40];
+    char b1[40], b2[40], k[256], v[1024];
     printf("%-16s %s\n", "file", path);
     printf("%-16s version %u\n", "format", s->format_version);
     const char *key, *value;
@@ -61,11 +61,18 @@ static void print_text(const char *path, const struct mh_reader *r, const struct
             key = "imported on";
         if (imported && !strcmp(key, "start_ns"))
             key = "imported at ns";
-        printf("%-16s ", key);
-        for (const char *p = value; *p; p++) { /* multi-line values stay in their column */
-            if (*p != '\n')
-                putchar(*p);
-            else if (p[1])
+        printf("%-16s ", mh__cli_text(key, k, sizeof k));
+        /* multi-line values stay in their column, line by line */
+        for (const char *line = value; *line;) {
+            const char *end = strchr(line, '\n');
+            size_t n = end ? (size_t)(end - line) : strlen(line);
+            char part[1024];
+            snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), line);
+            for (char *t = part; (t = strchr(t, '\t')) != NULL;)
+                *t = ' '; /* the settings' "type key value" columns */
+            printf("%s", mh__cli_text(part, v, sizeof v));
+            line += n + (end != NULL);
+            if (*line)
                 printf("\n%-16s ", "");
         }
         printf("\n");
@@ -73,7 +80,8 @@ static void print_text(const char *path, const struct mh_reader *r, const struct
     for (size_t i = 0; i < mh_reader_device_count(r); i++) {
         struct mh_device_info d;
         if (mh_reader_device(r, i, &d) == 0)
-            printf("device %-9d %s%s%s\n", d.device, d.name[0] ? d.name : "(unnamed)",
+            printf("device %-9d %s%s%s\n", d.device,
+                   d.name[0] ? mh__cli_text(d.name, v, sizeof v) : "(unnamed)",
                    d.total_bytes ? ", " : "",
                    d.total_bytes ? mh__cli_bytes(d.total_bytes, b1) : "");
     }
@@ -96,9 +104,7 @@ static void print_json(const char *path, const struct mh_reader *r, const struct
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh__sink_init_file(&sink, stdout);
-    mh__json_init(&j, &sink, 1);
-    mh__json_begin_object(&j);
+    mh__cli_json_begin(&j, &sink, "info");
     mh__json_kv_string(&j, "file", path);
     mh__json_kv_uint(&j, "format_version", s->format_version);
     mh__json_key(&j, "meta");

@@ -84,7 +84,7 @@ def import_report(d, name, snap):
     mh = os.path.join(d, name + ".memhist")
     p = sc.run("import", src, "-o", mh)
     rep = json.loads(sc.run("report", "--json", mh).stdout)
-    return mh, p.stderr, rep["devices"][0]
+    return mh, p.stderr, rep["files"][0]["devices"][0]
 
 
 def check_steps(d):

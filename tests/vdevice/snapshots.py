@@ -56,7 +56,7 @@ def record(d, name, steps, max_entries):
 
 
 def report(path):
-    return json.loads(run(["report", "--json", path]).stdout)["devices"][0]
+    return json.loads(run(["report", "--json", path]).stdout)["files"][0]["devices"][0]
 
 
 def check(d, name, steps, max_entries):
