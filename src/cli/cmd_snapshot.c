@@ -131,7 +131,7 @@ static int write_out(const char *path, const char *in, struct mh_snapshot *s)
 }
 
 /* --device N that the file never used: one line naming its devices. */
-static void no_such_device(const struct snap_args *a, const struct mh_reader *r)
+static int no_such_device(const struct snap_args *a, const struct mh_reader *r)
 {
     char list[128] = "none";
     size_t used = 0, n = mh_reader_device_count(r);
@@ -142,6 +142,7 @@ static void no_such_device(const struct snap_args *a, const struct mh_reader *r)
     }
     mh__cli_error("%s: no events for device %llu (the index as this file's process saw it; it saw "
                   "device%s %s)", a->in, (unsigned long long)a->device, n == 1 ? "" : "s", list);
+    return MH_EXIT_FAIL;
 }
 
 static int run(int argc, char **argv)
@@ -176,14 +177,10 @@ static int run(int argc, char **argv)
     }
     struct mh_snapshot_info info;
     mh__snapshot_info(s, &info);
-    if (a.has_device && info.entries == 0 && info.segments == 0 && !a.steps && !a.time) {
-        no_such_device(&a, r);
-        mh__snapshot_free(s);
-        mh_reader_close(r);
-        return MH_EXIT_FAIL;
-    }
     report_build(&a, &info, r);
     int code = check_window(&a, &info, r);
+    if (code == MH_EXIT_OK && a.has_device && info.entries == 0 && info.segments == 0 && !a.steps && !a.time)
+        code = no_such_device(&a, r); /* a device the process saw but never used */
     if (code == MH_EXIT_OK)
         code = write_out(a.out, a.in, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
