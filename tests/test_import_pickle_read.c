@@ -301,6 +301,20 @@ Test(pickle_read, memory_per_input_byte)
     cr_assert_lt(per, 20.0);
     mh__pickle_doc_free(doc);
     free(data);
+    /* appended one at a time (APPEND), the list's growing array leaves no
+     * copies behind: 8 bytes per list at most, 2 input bytes each */
+    data = malloc(2 * n + 4);
+    memcpy(data, "\x80\x04]", 3);
+    for (size_t i = 0; i < n; i++)
+        memcpy(data + 3 + 2 * i, "]a", 2);
+    data[3 + 2 * n] = '.';
+    doc = parse_ok(data, 4 + 2 * n);
+    cr_assert_eq(mh__pickle_doc_root(doc)->n, n);
+    per = (double)mh__pickle_doc_bytes(doc) / (double)(4 + 2 * n);
+    cr_log_info("%zu empty lists appended: %.1f bytes per input byte", n, per);
+    cr_assert_lt(per, 6.0);
+    mh__pickle_doc_free(doc);
+    free(data);
     /* the default limit grows with the input: 4 M memoized lists need more
      * than the 64 MiB floor and parse; 16 M need more than 64 MiB + 16 bytes
      * per input byte and fail with a limit naming that rule */

@@ -3,7 +3,8 @@
  * pickle_read.c owns the opcode loop, the stack, marks, memo and containers;
  * pickle_text.c decodes the protocol-0 text opcodes (INT, LONG, FLOAT,
  * STRING, UNICODE, PUT, GET). Both allocate from the document's arena, which
- * counts every byte against the memory limit. */
+ * counts every byte against the memory limit (large item arrays have
+ * blocks of their own, counted the same way). */
 #ifndef MH_IMPORT_PICKLE_PARSE_H
 #define MH_IMPORT_PICKLE_PARSE_H
 
@@ -13,9 +14,11 @@
 #include "pickle_value.h"
 
 struct mh__arena_block;
+struct mh__big;
 
 struct mh_pickle_doc {
     struct mh__arena_block *blocks;
+    struct mh__big *bigs; /* large item arrays, one malloc block each */
     uint64_t bytes, max_bytes;
     int per_byte; /* max_bytes is the default derived from the input length */
     struct mh_pv *root;

@@ -15,6 +15,7 @@
 #include "pickle_read.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,15 @@ struct mh__arena_block {
     _Alignas(8) unsigned char data[];
 };
 
+/* Item arrays of BIG_ITEMS slots or more live in blocks of their own that
+ * realloc grows in place, so a growing container leaves no copies behind. */
+struct mh__big {
+    struct mh__big *prev, *next;
+    struct mh_pv *items[];
+};
+
 #define ARENA_CHUNK (1u << 20)
+#define BIG_ITEMS 8192u
 #define MEMO_SLACK 65536u
 #define LIMIT_FLOOR (64ull << 20)
 #define LIMIT_PER_BYTE 16u
@@ -211,7 +220,36 @@ static struct mh_pv **stack_at(struct mh__pr *pr, size_t at)
     return pr->stack ? pr->stack + at : NULL;
 }
 
-/* Appends items[0..n) to container c (growing its arena array). */
+/* Grows an item array of `cap` slots (in the arena, or big) to a big one of
+ * `ncap`; a big array keeps its items, an arena one is left to the caller
+ * to copy. NULL after recording a failure. */
+static struct mh_pv **big_items(struct mh__pr *pr, struct mh_pv **old, size_t cap, size_t ncap)
+{
+    struct mh_pickle_doc *d = pr->doc;
+    int was_big = cap >= BIG_ITEMS;
+    if (account(pr, (uint64_t)(ncap - (was_big ? cap : 0)) * sizeof *old))
+        return NULL;
+    struct mh__big *b =
+        was_big ? (struct mh__big *)(void *)((char *)old - offsetof(struct mh__big, items)) : NULL;
+    struct mh__big *nb = realloc(b, sizeof *nb + ncap * sizeof *old);
+    if (!nb) {
+        mh__pr_fail(pr, MH_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (!was_big) {
+        nb->prev = NULL;
+        nb->next = d->bigs;
+    }
+    if (nb->next)
+        nb->next->prev = nb;
+    if (nb->prev)
+        nb->prev->next = nb;
+    else
+        d->bigs = nb;
+    return nb->items;
+}
+
+/* Appends items[0..n) to container c (growing its array). */
 static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, size_t n)
 {
     if (c->frozen)
@@ -231,10 +269,11 @@ static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, s
         size_t ncap = cap ? cap : 1;
         while (ncap < have + n)
             ncap *= 2;
-        struct mh_pv **arr = mh__pr_alloc(pr, ncap * sizeof *arr);
+        struct mh_pv **arr = ncap >= BIG_ITEMS ? big_items(pr, c->u.items, cap, ncap)
+                                               : mh__pr_alloc(pr, ncap * sizeof *arr);
         if (!arr)
             return pr->code;
-        if (have)
+        if (have && cap < BIG_ITEMS)
             memcpy(arr, c->u.items, have * sizeof *arr);
         c->u.items = arr;
     }
@@ -779,6 +818,12 @@ void mh__pickle_doc_free(struct mh_pickle_doc *doc)
         struct mh__arena_block *next = b->next;
         free(b);
         b = next;
+    }
+    struct mh__big *g = doc->bigs;
+    while (g) {
+        struct mh__big *next = g->next;
+        free(g);
+        g = next;
     }
     free(doc);
 }
