@@ -137,6 +137,7 @@ static int replay(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__
     }
     if (rc < 0)
         s->read_error = rc;
+    s->event_order = mh_reader_meta(r, "synthetic_times") != NULL;
     mh_model_finish(s->model);
     return 0;
 }
