@@ -14,6 +14,7 @@
 #include "analysis.h"
 #include "stacks.h"
 #include "json.h"
+#include "grow.h"
 
 static const char usage[] =
     "usage: memhist diff [--device N] [--top N] [--json] A B\n\n"
@@ -51,14 +52,8 @@ static int delta_add(struct delta_list *l, const char *name, uint64_t bytes, int
             *(which ? &l->items[i].b : &l->items[i].a) += bytes;
             return 0;
         }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct named_delta *p = realloc(l->items, cap * sizeof *p);
-        if (!p)
-            return MH_ENOMEM;
-        l->items = p;
-        l->cap = cap;
-    }
+    if (MH__GROW(l->items, l->n, l->cap, 64) < 0)
+        return MH_ENOMEM;
     struct named_delta *d = &l->items[l->n++];
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "%s", name);
@@ -99,22 +94,17 @@ static int layers_side(struct run_view *v, int which, struct delta_list *l)
 
 static int stacks_side(struct run_view *v, int which, struct delta_list *l)
 {
-    struct mh_replay at;
     struct mh_stack_group *g = NULL;
     size_t n = 0;
     uint64_t tb, tc;
     if (v->pa.value == 0)
         return 0;
-    int rc = mh__replay_open(v->an.rp.path, v->pa.event_index + 1, &at);
-    if (rc < 0)
-        return rc;
-    rc = mh__report_group_live(at.model, v->device, 0, &g, &n, &tb, &tc);
+    int rc = mh__peak_groups_get(v->an.peaks, v->an.rp.model, v->device, 0, &g, &n, &tb, &tc);
     char label[512];
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = delta_add(l, mh__stack_label(at.reader, g[i].stack, label, sizeof label), g[i].bytes,
-                       which);
+        rc = delta_add(l, mh__stack_label(v->an.rp.reader, g[i].stack, label, sizeof label),
+                       g[i].bytes, which);
     free(g);
-    mh__replay_close(&at);
     return rc;
 }
 
@@ -233,7 +223,8 @@ static void print_json(struct run_view *v, const struct delta_list *layers,
 
 static int open_side(const char *path, int device, struct run_view *v)
 {
-    if (mh__analysis_open(path, &v->an) < 0)
+    const struct mh_analysis_want want = {0, 1};
+    if (mh__analysis_open(path, &want, &v->an) < 0)
         return MH_EIO;
     const struct mh_model *m = v->an.rp.model;
     v->device = device >= 0 ? device : mh_model_device_count(m) ? mh_model_device_at(m, 0) : 0;

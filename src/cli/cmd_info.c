@@ -139,20 +139,18 @@ static int run_info(int argc, char **argv)
     if (optind != argc - 1)
         return mh__cli_usage_error(&mh__cmd_info, "expected exactly one FILE");
     const char *path = argv[optind];
-    struct mh_reader *r;
-    if (mh__open_reader(path, &r) < 0)
+    struct mh_session *ses;
+    if (mh__session_open(path, &ses) < 0)
         return MH_EXIT_FAIL;
-    struct mh_event ev;
-    int rc;
-    while ((rc = mh_reader_next(r, &ev)) == 1)
-        ;
+    int rc = mh__session_skim(ses);
+    const struct mh_reader *r = mh__session_reader(ses);
     struct mh_file_summary s;
     mh_reader_summary(r, &s);
     if (json)
         print_json(path, r, &s);
     else
         print_text(path, r, &s);
-    mh_reader_close(r);
+    mh__session_close(ses);
     return mh__cli_finish(rc < 0 && rc != MH_ETRUNCATED && rc != MH_EFORMAT ? MH_EXIT_FAIL
                                                                             : MH_EXIT_OK);
 }

@@ -441,7 +441,7 @@ static int run_layers(int argc, char **argv)
     }
     size_t opened = 0;
     for (; opened < n && rc == 0; opened++)
-        if (mh__analysis_open(files[opened], &a[opened]) < 0)
+        if (mh__analysis_open(files[opened], NULL, &a[opened]) < 0)
             rc = MH_EXIT_FAIL;
     if (rc != 0)
         opened--;

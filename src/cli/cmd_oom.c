@@ -82,9 +82,10 @@ static int run_oom(int argc, char **argv)
         mh__cli_error("%s", mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
     }
+    const struct mh_analysis_want want = {1, 0};
     size_t opened = 0;
     while (opened < n && rc == 0) {
-        if (mh__analysis_open(argv[optind + (int)opened], &a[opened]) < 0)
+        if (mh__analysis_open(argv[optind + (int)opened], &want, &a[opened]) < 0)
             rc = MH_EXIT_FAIL;
         else
             opened++;

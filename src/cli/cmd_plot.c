@@ -213,14 +213,15 @@ static int write_image(const struct plot_args *a, const struct mh_sink *sink, in
 }
 
 /* Renders into memory first, so a failed plot never leaves a broken file. */
-static int render(struct plot_args *a, struct mh_reader *r)
+static int render(struct plot_args *a, struct mh_session *ses)
 {
+    struct mh_reader *r = mh__session_output_reader(ses);
     struct mh_sink sink;
     struct mh_plot_result res;
     char err[256];
     mh__sink_init_mem(&sink);
     a->opts.name = a->file;
-    mh__file_conf(r, &a->opts.model.conf);
+    a->opts.model.conf = *mh__session_conf(ses);
     int rc = mh__plot_render(r, &a->opts, &sink, &res, err, sizeof err);
     if (rc == MH_EINVAL && err[0]) {
         mh__cli_error("%s: %s", a->file, err);
@@ -237,15 +238,18 @@ static int render(struct plot_args *a, struct mh_reader *r)
 }
 
 /* Several files: one panel per rank. */
-static int render_ranks(struct plot_args *a, struct mh_reader **r)
+static int render_ranks(struct plot_args *a, struct mh_session **ses)
 {
+    struct mh_reader *r[MH_PLOT_MAX_RANKS];
     struct mh_sink sink;
     struct mh_plot_result res[MH_PLOT_MAX_RANKS];
     struct mh_model_opts models[MH_PLOT_MAX_RANKS];
     char err[320];
     memset(models, 0, sizeof models);
-    for (size_t i = 0; i < a->nfiles; i++)
-        mh__file_conf(r[i], &models[i].conf);
+    for (size_t i = 0; i < a->nfiles; i++) {
+        r[i] = mh__session_output_reader(ses[i]);
+        models[i].conf = *mh__session_conf(ses[i]);
+    }
     mh__sink_init_mem(&sink);
     int rc = mh__plot_render_ranks(r, a->files, a->nfiles, models, &a->opts, &sink, res, err,
                                    sizeof err);
@@ -273,14 +277,14 @@ static int run(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    struct mh_reader *r[MH_PLOT_MAX_RANKS] = {NULL};
+    struct mh_session *s[MH_PLOT_MAX_RANKS] = {NULL};
     for (size_t i = 0; i < a.nfiles && rc == 0; i++)
-        if (mh__open_reader(a.files[i], &r[i]) < 0)
+        if (mh__session_open(a.files[i], &s[i]) < 0)
             rc = MH_EXIT_FAIL;
     if (rc == 0)
-        rc = a.nfiles == 1 ? render(&a, r[0]) : render_ranks(&a, r);
+        rc = a.nfiles == 1 ? render(&a, s[0]) : render_ranks(&a, s);
     for (size_t i = 0; i < a.nfiles; i++)
-        mh_reader_close(r[i]);
+        mh__session_close(s[i]);
     if (rc == MH_EXIT_FAIL)
         return rc;
     return mh__cli_finish(rc < 0 ? MH_EXIT_FAIL : MH_EXIT_OK);

@@ -1,9 +1,10 @@
 /* cmd_report.c - `memhist report FILE`: the peak, what was live at the peak
  * and from where, per-step evolution of allocated and reserved memory, OOMs.
  *
- * Replays the file once through the model for peaks, steps and OOMs, then
- * once more up to each device's allocated peak to group the live blocks by
- * stack. Printing is in report_text.c and report_json.c. */
+ * Replays the file once through a session (src/analysis/session.h) whose
+ * observers gather lifetimes, the events for the what-if check and the live
+ * groups at each device's allocated peak. Printing is in report_text.c and
+ * report_json.c. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,21 +86,6 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     return 0;
 }
 
-/* Replays up to the allocated peak of one device and groups what was live. */
-static int live_at_peak(const struct report_opts *o, struct mh_device_report *d)
-{
-    if (d->peak_allocated.value == 0)
-        return 0;
-    struct mh_replay at;
-    int rc = mh__replay_open(o->path, d->peak_allocated.event_index + 1, &at);
-    if (rc < 0)
-        return rc;
-    rc = mh__report_group_live(at.model, d->device, (size_t)o->top, &d->top, &d->ntop,
-                               &d->live_at_peak_bytes, &d->live_at_peak_count);
-    mh__replay_close(&at);
-    return rc;
-}
-
 static int build_device(const struct report_opts *o, const struct mh_analysis *a, int device,
                         struct mh_device_report *d)
 {
@@ -113,8 +99,16 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
     if (d->peak_allocated.value)
         mh__lifetimes_live_by_category(a->lt, device, d->peak_allocated.event_index,
                                        d->category_at_peak, NULL);
-    mh__report_trend(rp, device, &d->trend);
-    return live_at_peak(o, d);
+    struct mh_whatif_input in;
+    int rc = mh__whatif_input(a->events, a->session, device, &in);
+    if (rc < 0)
+        return rc;
+    mh__report_trend(rp->model, &in, &d->trend);
+    mh__whatif_input_free(&in);
+    if (d->peak_allocated.value == 0)
+        return 0;
+    return mh__peak_groups_get(a->peaks, rp->model, device, (size_t)o->top, &d->top, &d->ntop,
+                               &d->live_at_peak_bytes, &d->live_at_peak_count);
 }
 
 static int report_devices(const struct report_opts *o, const struct mh_analysis *a)
@@ -141,6 +135,8 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
         mh__report_print_json(rp, devs, used);
     } else if (rc == 0) {
         mh__report_print_text(rp, devs, used, (size_t)o->frames);
+    } else {
+        mh__cli_error("%s: %s", o->path, mh_strerror(rc));
     }
     for (size_t i = 0; i < used; i++)
         free(devs[i].top);
@@ -167,10 +163,11 @@ static int run_report(int argc, char **argv)
         mh__cli_error("%s", mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
     }
+    const struct mh_analysis_want want = {1, 1};
     size_t opened = 0;
     for (size_t i = 0; i < o.npaths && rc == 0; i++) {
         o.path = o.paths[i];
-        if (mh__analysis_open(o.path, &a[i]) < 0)
+        if (mh__analysis_open(o.path, &want, &a[i]) < 0)
             rc = MH_EXIT_FAIL;
         else
             opened++;

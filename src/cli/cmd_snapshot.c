@@ -124,14 +124,16 @@ static int run(int argc, char **argv)
         opts.in_window = window_cb;
         opts.window_user = &win;
     }
-    struct mh_reader *r;
-    if (mh__open_reader(a.in, &r) < 0)
+    struct mh_session *ses;
+    if (mh__session_open(a.in, &ses) < 0)
         return MH_EXIT_FAIL;
+    struct mh_reader *r = mh__session_output_reader(ses);
+    opts.conf = mh__session_conf(ses);
     struct mh_snapshot *s;
     rc = mh__snapshot_build(r, &opts, &s);
     if (rc < 0) {
         mh__cli_error("%s: %s", a.in, mh_strerror(rc));
-        mh_reader_close(r);
+        mh__session_close(ses);
         return MH_EXIT_FAIL;
     }
     struct mh_snapshot_info info;
@@ -147,7 +149,7 @@ static int run(int argc, char **argv)
                info.overflowed ? " (trace incomplete: trace_alloc_overflowed set)" : "");
     }
     mh__snapshot_free(s);
-    mh_reader_close(r);
+    mh__session_close(ses);
     return mh__cli_finish(code);
 }
 

@@ -198,15 +198,14 @@ static int run_trace(int argc, char **argv)
     char *kineto = NULL;
     if (a.into && !(kineto = slurp(a.into, &klen)))
         return MH_EXIT_FAIL;
-    struct mh_reader *r;
-    if (mh__open_reader(a.file, &r) < 0) {
+    struct mh_session *ses;
+    if (mh__session_open(a.file, &ses) < 0) {
         free(kineto);
         return MH_EXIT_FAIL;
     }
-    struct mh_alloc_conf conf;
-    mh__file_conf(r, &conf);
+    struct mh_reader *r = mh__session_output_reader(ses);
     struct mh_trace *t = NULL;
-    rc = mh__trace_new(&a.o, &conf, &t);
+    rc = mh__trace_new(&a.o, mh__session_conf(ses), &t);
     if (rc == 0 && !kineto && (rc = mh__trace_scan(t, r)) < 0)
         mh__cli_error("%s: %s%s", a.file, mh_strerror(rc),
                       rc == MH_EUNSUPPORTED ? " (trace needs a file it can read twice, not a pipe)"
@@ -225,7 +224,7 @@ static int run_trace(int argc, char **argv)
                 a.out, (unsigned long long)p->events, (unsigned long long)p->flows);
     }
     mh__trace_free(t);
-    mh_reader_close(r);
+    mh__session_close(ses);
     free(kineto);
     return mh__cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
 }

@@ -17,7 +17,7 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
         return 0;
     struct mh_whatif_input in;
     struct mh_layers *ly;
-    int rc = mh__whatif_load(a->rp.path, device, &in);
+    int rc = mh__whatif_input(a->events, a->session, device, &in);
     if (rc < 0)
         return rc;
     if ((rc = mh__layers_analyze(a->lt, a->rp.reader, device, &ly)) < 0) {

@@ -185,8 +185,8 @@ static void set_conf(struct mh_snapshot *s)
     const char *text = mh_reader_meta(s->reader, "alloc_conf");
     s->conf_text = text ? text : "";
     memset(&s->conf, 0, sizeof s->conf);
-    if (text && mh_alloc_conf_parse(text, &s->conf, NULL, 0) != 0)
-        memset(&s->conf, 0, sizeof s->conf);
+    if (s->opts.conf)
+        s->conf = *s->opts.conf;
     const char *source = mh_reader_meta(s->reader, "source");
     s->export_ranges = source && strcmp(source, "imported") == 0;
 }

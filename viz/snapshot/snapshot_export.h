@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memhist/allocconf.h"
 #include "memhist/reader.h"
 #include "sink.h"
 
@@ -41,6 +42,9 @@ struct mh_snapshot_opts {
     mh_snapshot_window_fn in_window; /* NULL = the whole file */
     void *window_user;
     int no_categories; /* leave out the trace entries' "category" keys */
+    /* the recorded allocator settings, as the replay session read them
+     * (src/analysis/session.h); NULL = defaults */
+    const struct mh_alloc_conf *conf;
 };
 
 struct mh_snapshot_info {
@@ -58,7 +62,7 @@ struct mh_snapshot_info {
 };
 
 /* Replays `r` (borrowed; it must stay open until mh__snapshot_free, it holds
- * the stacks) through a model set up from the file's "alloc_conf" meta.
+ * the stacks) through a model set up with opts->conf.
  * Reading damage is not fatal: see info.read_error. Returns 0 or MH_E*. */
 int mh__snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
                        struct mh_snapshot **out);
