@@ -55,6 +55,24 @@ int mh__session_open(const char *path, struct mh_session **out)
     return 0;
 }
 
+int mh__session_open_mem(const void *data, size_t len, const char *name,
+                         struct mh_session **out)
+{
+    *out = NULL;
+    struct mh_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return MH_ENOMEM;
+    s->path = name;
+    int rc = mh_reader_open_mem(data, len, &s->reader);
+    if (rc < 0) {
+        mh__diag("%s: %s", name, mh_strerror(rc));
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
 void mh__session_close(struct mh_session *s)
 {
     if (!s)
@@ -161,6 +179,16 @@ int mh__session_run(struct mh_session *s, uint64_t stop_after)
     for (size_t i = 0; i < s->nobs && rc >= 0; i++)
         rc = s->obs[i].end ? s->obs[i].end(s->obs[i].user, s) : 0;
     return rc < 0 ? rc : 0;
+}
+
+int mh__session_pass(struct mh_session *s, const struct mh_observer *o)
+{
+    int rc = mh__session_observe(s, o);
+    if (rc < 0)
+        return fail(s, rc);
+    rc = mh__session_run(s, 0);
+    s->nobs--;
+    return rc;
 }
 
 int mh__session_state_at(struct mh_session *s, uint64_t n, struct mh_model **out)

@@ -14,6 +14,7 @@
 #ifndef MH_ANALYSIS_SESSION_H
 #define MH_ANALYSIS_SESSION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "memhist/memhist.h"
@@ -40,6 +41,10 @@ struct mh_observer {
 /* Opens `path` ("-" = stdin) and reads the allocator settings. Reports a
  * one-line error naming the file through diag.h on failure (returns < 0). */
 int mh__session_open(const char *path, struct mh_session **out);
+/* As mh__session_open on `len` bytes at `data` (borrowed until close);
+ * `name` names it in messages. */
+int mh__session_open_mem(const void *data, size_t len, const char *name,
+                         struct mh_session **out);
 void mh__session_close(struct mh_session *s);
 
 /* Registers an observer (copied) for the following passes; at most 16. */
@@ -54,6 +59,10 @@ void mh__session_forget(struct mh_session *s);
  * (reported through diag.h naming the file) or an observer's code; rewinding
  * a pipe gives MH_EUNSUPPORTED. */
 int mh__session_run(struct mh_session *s, uint64_t stop_after);
+
+/* One full pass (mh__session_run) with `o` added to the registered
+ * observers for this pass only. */
+int mh__session_pass(struct mh_session *s, const struct mh_observer *o);
 
 /* The allocator state after the first `n` events, in a model the caller
  * frees; the session's model and observers are left alone. */

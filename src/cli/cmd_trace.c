@@ -137,31 +137,30 @@ static void warn_size(const struct mh_trace_plan *p, const char *file)
                   mh__cli_bytes(p->est_bytes, b), file, p->suggestion);
 }
 
-/* Writes the trace to an open stream; returns 0 or prints why. */
-static int write_output(struct trace_args *a, struct mh_reader *r, struct mh_trace *t,
+/* Writes the trace to an open stream; returns 0 or says why. */
+static int write_output(struct trace_args *a, struct mh_session *ses, struct mh_trace *t,
                         const char *kineto, size_t klen, FILE *fp)
 {
     struct mh_sink sink;
     mh__sink_init_file(&sink, fp);
     char err[200] = "";
-    int rc = kineto ? mh__trace_merge_kineto(t, r, kineto, klen, &sink, err, sizeof err)
-                    : mh__trace_write(t, r, &sink);
+    int rc = kineto ? mh__trace_merge_kineto(t, ses, kineto, klen, &sink, err, sizeof err)
+                    : mh__trace_write(t, ses, &sink);
     if (rc == 0)
         rc = mh__sink_finish(&sink);
-    if (rc != 0) {
-        if (err[0])
-            mh__cli_error("%s: %s", a->into, err);
-        else
-            mh__cli_error("%s: %s", sink.error ? a->out : a->file, mh_strerror(rc));
-    }
+    if (rc != 0 && err[0])
+        mh__cli_error("%s: %s", a->into, err);
+    else if (rc != 0 && sink.error)
+        mh__cli_error("%s: %s", a->out, mh_strerror(rc));
+    /* errors while reading were reported by the session */
     return rc;
 }
 
-static int produce(struct trace_args *a, struct mh_reader *r, struct mh_trace *t,
+static int produce(struct trace_args *a, struct mh_session *ses, struct mh_trace *t,
                    const char *kineto, size_t klen)
 {
     if (strcmp(a->out, "-") == 0)
-        return write_output(a, r, t, kineto, klen, stdout);
+        return write_output(a, ses, t, kineto, klen, stdout);
     size_t n = strlen(a->out) + 5;
     char *tmp = malloc(n);
     if (!tmp)
@@ -172,7 +171,7 @@ static int produce(struct trace_args *a, struct mh_reader *r, struct mh_trace *t
     if (!fp)
         mh__cli_error("%s: %s", tmp, strerror(errno));
     else {
-        rc = write_output(a, r, t, kineto, klen, fp);
+        rc = write_output(a, ses, t, kineto, klen, fp);
         if (fclose(fp) != 0 && rc == 0) {
             mh__cli_error("%s: %s", a->out, strerror(errno));
             rc = MH_EIO;
@@ -203,19 +202,16 @@ static int run_trace(int argc, char **argv)
         free(kineto);
         return MH_EXIT_FAIL;
     }
-    struct mh_reader *r = mh__session_output_reader(ses);
     struct mh_trace *t = NULL;
-    rc = mh__trace_new(&a.o, mh__session_conf(ses), &t);
-    if (rc == 0 && !kineto && (rc = mh__trace_scan(t, r)) < 0)
-        mh__cli_error("%s: %s%s", a.file, mh_strerror(rc),
-                      rc == MH_EUNSUPPORTED ? " (trace needs a file it can read twice, not a pipe)"
-                                            : "");
-    else if (rc == 0) {
+    rc = mh__trace_new(&a.o, &t);
+    if (rc < 0)
+        mh__cli_error("%s: %s", a.file, mh_strerror(rc));
+    else if (kineto || (rc = mh__trace_scan(t, ses)) == 0) {
         if (!kineto && mh__trace_get_plan(t)->too_big)
             warn_size(mh__trace_get_plan(t), a.file);
         if (!kineto && mh__trace_get_plan(t)->events == 0)
             mh__cli_error("warning: %s: no events in the chosen window", a.file);
-        rc = produce(&a, r, t, kineto, klen);
+        rc = produce(&a, ses, t, kineto, klen);
     }
     if (rc == 0 && strcmp(a.out, "-") != 0) {
         const struct mh_trace_plan *p = mh__trace_get_plan(t);

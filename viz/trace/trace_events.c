@@ -440,14 +440,13 @@ static void mark_event(struct mh_trace *t, const struct mh_event *ev)
 }
 
 /* ---- driving ------------------------------------------------------------------------ */
-int mh__trace_events_begin(struct mh_trace *t, struct mh_reader *r, struct mh_json *j)
+int mh__trace_events_begin(struct mh_trace *t, const struct mh_reader *r, struct mh_model *m,
+                           struct mh_json *j)
 {
     t->j = j;
     t->r = r;
+    t->m = m;
     t->open_step = -1;
-    int rc = mh__trace_new_model(t, &t->m);
-    if (rc < 0)
-        return rc;
     const char *pid = mh_reader_meta(r, "pid");
     char *end;
     long long v = pid ? strtoll(pid, &end, 10) : 0;
@@ -494,9 +493,6 @@ static int dispatch(struct mh_trace *t, const struct mh_event *ev)
 
 int mh__trace_event(struct mh_trace *t, const struct mh_event *ev)
 {
-    int rc = mh_model_apply(t->m, ev, NULL);
-    if (rc < 0)
-        return rc;
     int64_t step = mh__trace_step_of(t, ev, mh_model_current_step(t->m));
     if (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END) {
         step_event(t, ev);
@@ -532,6 +528,5 @@ void mh__trace_events_end(struct mh_trace *t)
     t->tracks = NULL;
     t->nthreads = t->ntracks = t->tracks_cap = 0;
     memset(t->counters, 0, sizeof t->counters);
-    mh_model_free(t->m);
     t->m = NULL;
 }

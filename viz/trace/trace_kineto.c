@@ -101,8 +101,8 @@ static size_t copy_profile(const struct mh_jr_doc *d, const struct kineto_info *
     return n;
 }
 
-int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
-                           struct mh_sink *s, char *err, size_t errlen)
+int mh__trace_merge_kineto(struct mh_trace *t, struct mh_session *ses, const char *kineto,
+                           size_t len, struct mh_sink *s, char *err, size_t errlen)
 {
     struct mh_jr_doc d;
     struct kineto_info k;
@@ -118,7 +118,7 @@ int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *
         if (t->clip_hi_ns <= t->clip_lo_ns)
             t->clip_hi_ns = t->clip_lo_ns + 1;
     }
-    if ((rc = mh__trace_scan(t, r)) < 0)
+    if ((rc = mh__trace_scan(t, ses)) < 0)
         return rc;
     size_t copied = copy_profile(&d, &k, s);
     /* continue the open array and object with the JSON writer */
@@ -127,15 +127,9 @@ int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *
     j.depth = 2;
     j.count[1] = 1;
     j.count[2] = (int)(copied > 0);
-    rc = mh__trace_events_begin(t, r, &j);
-    struct mh_event ev;
-    while (rc == 0 && (rc = mh_reader_next(r, &ev)) == 1)
-        rc = mh__trace_event(t, &ev);
-    mh__trace_events_end(t);
+    rc = mh__trace_events_pass(t, ses, &j);
     mh__json_end_array(&j);
-    mh__trace_write_meta(&j, r);
+    mh__trace_write_meta(&j, mh__session_reader(ses));
     mh__json_end_object(&j);
-    if (rc < 0 && rc != MH_ENOMEM)
-        rc = 0;
     return rc < 0 ? rc : s->error;
 }
