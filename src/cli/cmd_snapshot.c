@@ -64,12 +64,9 @@ static int parse_args(int argc, char **argv, struct snap_args *a)
     return 0;
 }
 
-static void report_build(const struct snap_args *a, const struct mh_snapshot_info *info,
-                         struct mh_reader *r)
+/* A damaged file was reported by the session. */
+static void report_build(const struct snap_args *a, const struct mh_snapshot_info *info)
 {
-    if (info->read_error)
-        mh__cli_error("warning: %s: %s; using the events before that point", a->in,
-                      mh_reader_errmsg(r));
     if (info->anomalies)
         mh__cli_error("warning: %s: %llu events contradict the allocator state and are left out "
                       "of the trace",
@@ -127,18 +124,15 @@ static int run(int argc, char **argv)
     struct mh_session *ses;
     if (mh__session_open(a.in, &ses) < 0)
         return MH_EXIT_FAIL;
-    struct mh_reader *r = mh__session_output_reader(ses);
-    opts.conf = mh__session_conf(ses);
     struct mh_snapshot *s;
-    rc = mh__snapshot_build(r, &opts, &s);
+    rc = mh__snapshot_build(ses, &opts, &s);
     if (rc < 0) {
-        mh__cli_error("%s: %s", a.in, mh_strerror(rc));
         mh__session_close(ses);
         return MH_EXIT_FAIL;
     }
     struct mh_snapshot_info info;
     mh__snapshot_info(s, &info);
-    report_build(&a, &info, r);
+    report_build(&a, &info);
     int code = write_out(a.out, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
         mh__snapshot_info(s, &info);
