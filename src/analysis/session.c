@@ -208,15 +208,17 @@ int mh__session_state_at(struct mh_session *s, uint64_t n, struct mh_model **out
 const char *mh__session_path(const struct mh_session *s) { return s->path; }
 const struct mh_reader *mh__session_reader(const struct mh_session *s) { return s->reader; }
 struct mh_model *mh__session_model(const struct mh_session *s) { return s->model; }
+
+struct mh_model *mh__session_take_model(struct mh_session *s)
+{
+    struct mh_model *m = s->model;
+    s->model = NULL;
+    return m;
+}
 const struct mh_alloc_conf *mh__session_conf(struct mh_session *s)
 {
     read_conf(s);
     return &s->conf;
-}
-
-struct mh_reader *mh__session_output_reader(struct mh_session *s)
-{
-    return s->reader;
 }
 
 int mh__session_skim(struct mh_session *s)

@@ -72,6 +72,9 @@ const char *mh__session_path(const struct mh_session *s);
 const struct mh_reader *mh__session_reader(const struct mh_session *s);
 /* The model of the last pass (NULL before the first). */
 struct mh_model *mh__session_model(const struct mh_session *s);
+/* Hands the model of the last pass to the caller (who frees it); the
+ * session's next pass makes a new one. */
+struct mh_model *mh__session_take_model(struct mh_session *s);
 /* The recorded allocator settings (defaults where the file has none; read
  * from the metadata seen so far if no pass was made). */
 const struct mh_alloc_conf *mh__session_conf(struct mh_session *s);
@@ -85,10 +88,6 @@ unsigned mh__session_passes(const struct mh_session *s);
 /* Reads every event without the model or the observers, for the reader's
  * summary (`memhist info`); returns 0 or the reader's error, not reported. */
 int mh__session_skim(struct mh_session *s);
-/* The reader itself, for the outputs that still read the events with their
- * own loop (viz/plot, viz/snapshot, viz/trace): positioned where the last
- * pass left it, at the first event if none was made. */
-struct mh_reader *mh__session_output_reader(struct mh_session *s);
 
 /* What the file says about `device` (name "" and capacity 0 if nothing). */
 void mh__device_info(const struct mh_reader *r, int device, struct mh_device_info *out);

@@ -215,22 +215,17 @@ static int write_image(const struct plot_args *a, const struct mh_sink *sink, in
 /* Renders into memory first, so a failed plot never leaves a broken file. */
 static int render(struct plot_args *a, struct mh_session *ses)
 {
-    struct mh_reader *r = mh__session_output_reader(ses);
     struct mh_sink sink;
     struct mh_plot_result res;
     char err[256];
     mh__sink_init_mem(&sink);
     a->opts.name = a->file;
-    a->opts.model.conf = *mh__session_conf(ses);
-    int rc = mh__plot_render(r, &a->opts, &sink, &res, err, sizeof err);
+    int rc = mh__plot_render(ses, &a->opts, &sink, &res, err, sizeof err);
     if (rc == MH_EINVAL && err[0]) {
         mh__cli_error("%s: %s", a->file, err);
     } else if (rc < 0) {
         mh__cli_error("%s: %s", a->file, mh_strerror(rc));
-    } else {
-        if (res.read_error)
-            mh__cli_error("warning: %s: %s; plotted the events before that point", a->file,
-                          mh_reader_errmsg(r));
+    } else { /* a damaged file was reported by the session */
         rc = write_image(a, &sink, res.empty);
     }
     mh__sink_free(&sink);
@@ -240,18 +235,11 @@ static int render(struct plot_args *a, struct mh_session *ses)
 /* Several files: one panel per rank. */
 static int render_ranks(struct plot_args *a, struct mh_session **ses)
 {
-    struct mh_reader *r[MH_PLOT_MAX_RANKS];
     struct mh_sink sink;
     struct mh_plot_result res[MH_PLOT_MAX_RANKS];
-    struct mh_model_opts models[MH_PLOT_MAX_RANKS];
     char err[320];
-    memset(models, 0, sizeof models);
-    for (size_t i = 0; i < a->nfiles; i++) {
-        r[i] = mh__session_output_reader(ses[i]);
-        models[i].conf = *mh__session_conf(ses[i]);
-    }
     mh__sink_init_mem(&sink);
-    int rc = mh__plot_render_ranks(r, a->files, a->nfiles, models, &a->opts, &sink, res, err,
+    int rc = mh__plot_render_ranks(ses, a->files, a->nfiles, &a->opts, &sink, res, err,
                                    sizeof err);
     if (rc == MH_EINVAL && err[0]) {
         mh__cli_error("%s", err);
@@ -259,12 +247,8 @@ static int render_ranks(struct plot_args *a, struct mh_session **ses)
         mh__cli_error("%s: %s", a->out, mh_strerror(rc));
     } else {
         int all_empty = 1;
-        for (size_t i = 0; i < a->nfiles; i++) {
-            if (res[i].read_error)
-                mh__cli_error("warning: %s: %s; plotted the events before that point", a->files[i],
-                              mh_reader_errmsg(r[i]));
+        for (size_t i = 0; i < a->nfiles; i++)
             all_empty &= res[i].empty;
-        }
         rc = write_image(a, &sink, all_empty);
     }
     mh__sink_free(&sink);
