@@ -12,6 +12,7 @@
 #include "font.h"
 #include "palette.h"
 #include "plot_internal.h"
+#include "grow.h"
 
 struct seg_box {
     uint64_t addr, size;
@@ -31,14 +32,8 @@ struct seg_view {
 static int collect(void *user, const struct mh_segment_view *seg)
 {
     struct seg_view *v = user;
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 64;
-        struct seg_box *p = realloc(v->boxes, cap * sizeof *p);
-        if (!p)
-            return MH_ENOMEM;
-        v->boxes = p;
-        v->cap = cap;
-    }
+    if (MH__GROW(v->boxes, v->n, v->cap, 64) < 0)
+        return MH_ENOMEM;
     v->boxes[v->n].addr = seg->address;
     v->boxes[v->n].size = seg->size;
     v->n++;

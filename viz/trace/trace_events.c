@@ -11,6 +11,7 @@
 #include "memhist/model.h"
 #include "stacks.h"
 #include "trace_int.h"
+#include "grow.h"
 
 #define HOST_PID_DEFAULT 4194305 /* above Linux's pid_max: never a real pid */
 #define TID_STEPS 0
@@ -79,14 +80,8 @@ static int new_track(struct mh_trace *t, int64_t pid, int64_t tid)
     for (size_t i = 0; i < t->ntracks; i++)
         if (t->tracks[i].pid == pid && t->tracks[i].tid == tid)
             return 0;
-    if (t->ntracks == t->tracks_cap) {
-        size_t cap = t->tracks_cap ? t->tracks_cap * 2 : 32;
-        struct mh_track *n = realloc(t->tracks, cap * sizeof *n);
-        if (!n)
-            return 0;
-        t->tracks = n;
-        t->tracks_cap = cap;
-    }
+    if (MH__GROW(t->tracks, t->ntracks, t->tracks_cap, 32) < 0)
+        return 0;
     t->tracks[t->ntracks++] = (struct mh_track){pid, tid};
     return 1;
 }
@@ -391,14 +386,8 @@ static int range_event(struct mh_trace *t, const struct mh_event *ev)
     if (!th)
         return MH_ENOMEM;
     if (ev->kind == MH_EV_RANGE_BEGIN) {
-        if (th->len == th->cap) {
-            size_t cap = th->cap ? th->cap * 2 : 16;
-            struct mh_open_range *s = realloc(th->stack, cap * sizeof *s);
-            if (!s)
-                return MH_ENOMEM;
-            th->stack = s;
-            th->cap = cap;
-        }
+        if (MH__GROW(th->stack, th->len, th->cap, 16) < 0)
+            return MH_ENOMEM;
         th->stack[th->len++] = (struct mh_open_range){ev->str, ev->time_ns};
         return 0;
     }

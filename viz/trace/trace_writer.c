@@ -8,6 +8,7 @@
 #include "memhist/error.h"
 #include "memhist/model.h"
 #include "trace_int.h"
+#include "grow.h"
 
 #define DEFAULT_WARN_BYTES (300ull << 20)
 
@@ -143,14 +144,8 @@ static void note_step_begin(struct mh_trace *t, const struct mh_event *ev)
 {
     if (t->nstep_times > 0 && t->step_times[t->nstep_times - 1].begin_ns > ev->time_ns)
         return; /* keep the table sorted */
-    if (t->nstep_times == t->step_times_cap) {
-        size_t cap = t->step_times_cap ? t->step_times_cap * 2 : 64;
-        struct mh_step_time *n = realloc(t->step_times, cap * sizeof *n);
-        if (!n)
-            return;
-        t->step_times = n;
-        t->step_times_cap = cap;
-    }
+    if (MH__GROW(t->step_times, t->nstep_times, t->step_times_cap, 64) < 0)
+        return;
     t->step_times[t->nstep_times++] = (struct mh_step_time){ev->time_ns, (int64_t)ev->aux};
 }
 
@@ -192,14 +187,8 @@ static void scan_step(struct scan *sc, int64_t step, uint64_t bytes)
         sc->steps[sc->n - 1].bytes += bytes;
         return;
     }
-    if (sc->n == sc->cap) {
-        size_t cap = sc->cap ? sc->cap * 2 : 64;
-        struct step_bytes *s = realloc(sc->steps, cap * sizeof *s);
-        if (!s)
-            return; /* the suggestion is best effort */
-        sc->steps = s;
-        sc->cap = cap;
-    }
+    if (MH__GROW(sc->steps, sc->n, sc->cap, 64) < 0)
+        return; /* the suggestion is best effort */
     sc->steps[sc->n++] = (struct step_bytes){step, bytes};
 }
 
