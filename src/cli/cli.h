@@ -44,6 +44,59 @@ int mh__cli_parse_size(const char *text, uint64_t *out);
 /* Parses a non-negative integer within [lo, hi]. */
 int mh__cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
 
+/* One option of a subcommand, for mh__cli_options. */
+enum mh_opt_kind {
+    MH_OPT_FLAG,     /* int, set to 1 */
+    MH_OPT_TEXT,     /* const char *, borrowed from argv */
+    MH_OPT_UINT,     /* uint64_t in [lo, hi] */
+    MH_OPT_INT,      /* int in [lo, hi] */
+    MH_OPT_SIZE,     /* uint64_t bytes, "80GiB"; not 0 */
+    MH_OPT_FRACTION, /* double in (0, 1] */
+};
+struct mh_cli_opt {
+    const char *name; /* long name, without "--"; NULL ends the table */
+    char short_name;  /* 0 = none */
+    int kind;         /* enum mh_opt_kind */
+    void *out;
+    uint64_t lo, hi;  /* MH_OPT_UINT and MH_OPT_INT */
+    const char *hint; /* added to the error for a bad value, e.g. "e.g. 80GiB" */
+    int *seen;        /* set to 1 when the option is given (NULL = not wanted) */
+};
+/* The device options of the commands that replay or simulate a run. */
+#define MH_CLI_OPT_DEVICE_MEMORY(out) \
+    {"device-memory", 0, MH_OPT_SIZE, (out), 0, 0, "a size such as 80GiB", NULL}
+#define MH_CLI_OPT_MEMORY_FRACTION(out) \
+    {"memory-fraction", 0, MH_OPT_FRACTION, (out), 0, 0, "in (0, 1]", NULL}
+/* Parses the options of argv[1..] (they may follow the operands) into their
+ * `out`; on a bad one prints one usage error and returns MH_EXIT_USAGE.
+ * Returns 0 with *first at the first operand (operands are moved last). */
+int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
+                    const struct mh_cli_opt *opts, int *first);
+
+/* The skeleton of a command over one file per rank: the files are opened
+ * (all before the first result, or each just before its own), `each` gives
+ * one file's result, `finish` follows the last one, then the worst rank by
+ * peak reserved is printed (as a
+ * "worst_rank" member of `json` if not NULL, else as a text line when there
+ * are several files). Callbacks return 0 or an exit code / MH_E* (< 0:
+ * failure, reported by the callback). `begin` and `end` may be NULL; `end`
+ * is called after a failure too. Returns an exit code. */
+struct mh_json;
+struct mh_analysis;
+struct mh_analysis_want;
+struct mh_cli_multi {
+    const struct mh_analysis_want *want;
+    int open_all_first;
+    int worst;            /* print the worst rank */
+    struct mh_json *json; /* where the worst rank goes (NULL = text) */
+    int (*begin)(void *user, size_t n);
+    int (*each)(void *user, const struct mh_analysis *a, size_t i, size_t n);
+    void (*finish)(void *user);     /* after the last result, before the worst rank */
+    void (*end)(void *user, int rc);
+    void *user;
+};
+int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);
+
 /* Human units: "1.50 GiB", "512 B"; "12.3 ms", "4.20 s". Return `buf`. */
 const char *mh__cli_bytes(uint64_t bytes, char buf[32]);
 const char *mh__cli_duration(uint64_t ns, char buf[32]);

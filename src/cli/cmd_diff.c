@@ -4,7 +4,6 @@
  * most. Layers come from layers.h, stacks are matched by their
  * label ("file:line func" of the most informative frame) since stack ids
  * differ between files. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,34 +234,23 @@ static int open_side(const char *path, int device, struct run_view *v)
 
 static int run_diff(int argc, char **argv)
 {
-    static const struct option opts[] = {{"device", required_argument, NULL, 'd'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {0, 0, 0, 0}};
-    uint64_t top = 8, dv;
-    int device = -1, json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'd' && mh__cli_parse_uint(optarg, 0, 255, &dv) == 0)
-            device = (int)dv;
-        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &top) == 0)
-            ;
-        else if (c == 'j')
-            json = 1;
-        else if (c == '?')
-            return mh__cli_usage_error(&mh__cmd_diff, "unknown option '%s'", argv[optind - 1]);
-        else
-            return mh__cli_usage_error(&mh__cmd_diff, "invalid value '%s' for --%s", optarg,
-                                       c == 'd' ? "device" : "top");
-    }
-    if (argc - optind != 2)
+    uint64_t top = 8;
+    int device = -1, json = 0, first;
+    const struct mh_cli_opt opts[] = {
+        {"device", 0, MH_OPT_INT, &device, 0, 255, NULL, NULL},
+        {"top", 0, MH_OPT_UINT, &top, 1, 100000, NULL, NULL},
+        {"json", 0, MH_OPT_FLAG, &json, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int rc = mh__cli_options(&mh__cmd_diff, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (argc - first != 2)
         return mh__cli_usage_error(&mh__cmd_diff, "expected two files, A and B");
     struct run_view v[2];
     struct delta_list layers = {0}, stacks = {0};
     memset(v, 0, sizeof v);
-    int rc = open_side(argv[optind], device, &v[0]);
-    if (rc == 0 && (rc = open_side(argv[optind + 1], device, &v[1])) < 0)
+    rc = open_side(argv[first], device, &v[0]);
+    if (rc == 0 && (rc = open_side(argv[first + 1], device, &v[1])) < 0)
         mh__analysis_close(&v[0].an);
     if (rc < 0)
         return MH_EXIT_FAIL;
@@ -279,7 +267,7 @@ static int run_diff(int argc, char **argv)
         else
             print_text(v, &layers, &stacks, top);
     } else {
-        mh__cli_error("%s: %s", argv[optind], mh_strerror(rc));
+        mh__cli_error("%s: %s", argv[first], mh_strerror(rc));
     }
     free(layers.items);
     free(stacks.items);

@@ -4,7 +4,6 @@
  * checkpointing plan; per step, the largest layers at the step's peak.
  * Several files (one per rank) are reported one after the other, then the
  * worst rank by peak reserved. The analysis is src/analysis/layers.h. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,31 +341,18 @@ static void json_device(struct mh_json *j, const struct dev_view *v, uint64_t to
     mh__json_end_object(j);
 }
 
-static int parse_opts(int argc, char **argv, struct layers_opts *o)
+static int parse_opts(int argc, char **argv, struct layers_opts *o, int *first)
 {
-    static const struct option opts[] = {{"device", required_argument, NULL, 'd'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {0, 0, 0, 0}};
     *o = (struct layers_opts){-1, 12, 0};
-    uint64_t v;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'd' && mh__cli_parse_uint(optarg, 0, 255, &v) == 0)
-            o->device = (int)v;
-        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
-            ;
-        else if (c == 'j')
-            o->json = 1;
-        else if (c == '?')
-            return mh__cli_usage_error(&mh__cmd_layers, "unknown option '%s'", argv[optind - 1]);
-        else
-            return mh__cli_usage_error(&mh__cmd_layers, "invalid value '%s' for --%s", optarg,
-                                       c == 'd' ? "device" : "top");
-    }
-    if (optind >= argc)
+    const struct mh_cli_opt opts[] = {
+        {"device", 0, MH_OPT_INT, &o->device, 0, 255, NULL, NULL},
+        {"top", 0, MH_OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+        {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int rc = mh__cli_options(&mh__cmd_layers, argc, argv, opts, first);
+    if (rc)
+        return rc;
+    if (*first >= argc)
         return mh__cli_usage_error(&mh__cmd_layers, "missing FILE");
     return 0;
 }
@@ -409,65 +395,59 @@ static int one_file(const struct mh_analysis *a, const struct layers_opts *o, st
     return 0;
 }
 
-static void print_worst(const struct mh_analysis *a, size_t n, struct mh_json *j)
+struct layers_run {
+    const struct layers_opts *o;
+    struct mh_sink sink;
+    struct mh_json j;
+};
+
+static int layers_begin(void *user, size_t n)
 {
-    uint64_t peak;
-    size_t w = mh__analysis_worst(a, n, &peak);
-    char b[32];
-    if (j) {
-        mh__json_key(j, "worst_rank");
-        mh__json_begin_object(j);
-        mh__json_kv_string(j, "file", a[w].rp.path);
-        mh__json_kv_uint(j, "index", w);
-        mh__json_kv_uint(j, "peak_reserved", peak);
-        mh__json_end_object(j);
-    } else if (n > 1) {
-        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
+    struct layers_run *r = user;
+    (void)n;
+    if (r->o->json) {
+        mh__sink_init_file(&r->sink, stdout);
+        mh__json_init(&r->j, &r->sink, 1);
+        mh__json_begin_object(&r->j);
+        mh__json_key(&r->j, "files");
+        mh__json_begin_array(&r->j);
+    }
+    return 0;
+}
+
+static int layers_file(void *user, const struct mh_analysis *a, size_t i, size_t n)
+{
+    struct layers_run *r = user;
+    (void)i;
+    (void)n;
+    return one_file(a, r->o, r->o->json ? &r->j : NULL) < 0 ? MH_EXIT_FAIL : 0;
+}
+
+static void layers_finish(void *user)
+{
+    struct layers_run *r = user;
+    if (r->o->json)
+        mh__json_end_array(&r->j);
+}
+
+static void layers_end(void *user, int rc)
+{
+    struct layers_run *r = user;
+    if (rc == 0 && r->o->json) {
+        mh__json_end_object(&r->j);
+        mh__sink_puts(&r->sink, "\n");
+        mh__sink_finish(&r->sink);
     }
 }
 
 static int run_layers(int argc, char **argv)
 {
     struct layers_opts o;
-    int rc = parse_opts(argc, argv, &o);
+    int first, rc = parse_opts(argc, argv, &o, &first);
     if (rc)
         return rc;
-    size_t n = (size_t)(argc - optind);
-    char **files = argv + optind;
-    struct mh_analysis *a = calloc(n, sizeof *a);
-    if (!a) {
-        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
-        return MH_EXIT_FAIL;
-    }
-    size_t opened = 0;
-    for (; opened < n && rc == 0; opened++)
-        if (mh__analysis_open(files[opened], NULL, &a[opened]) < 0)
-            rc = MH_EXIT_FAIL;
-    if (rc != 0)
-        opened--;
-    struct mh_sink sink;
-    struct mh_json j;
-    if (rc == 0 && o.json) {
-        mh__sink_init_file(&sink, stdout);
-        mh__json_init(&j, &sink, 1);
-        mh__json_begin_object(&j);
-        mh__json_key(&j, "files");
-        mh__json_begin_array(&j);
-    }
-    for (size_t i = 0; i < n && rc == 0; i++)
-        if (one_file(&a[i], &o, o.json ? &j : NULL) < 0)
-            rc = MH_EXIT_FAIL;
-    if (rc == 0 && o.json) {
-        mh__json_end_array(&j);
-        print_worst(a, n, &j);
-        mh__json_end_object(&j);
-        mh__sink_puts(&sink, "\n");
-        mh__sink_finish(&sink);
-    } else if (rc == 0) {
-        print_worst(a, n, NULL);
-    }
-    for (size_t i = 0; i < opened; i++)
-        mh__analysis_close(&a[i]);
-    free(a);
-    return mh__cli_finish(rc);
+    struct layers_run r = {&o};
+    const struct mh_cli_multi m = {NULL, 1, 1, o.json ? &r.j : NULL, layers_begin, layers_file,
+                                   layers_finish, layers_end, &r};
+    return mh__cli_finish(mh__cli_multi_run(argv + first, (size_t)(argc - first), &m));
 }

@@ -5,7 +5,6 @@
  * observers gather lifetimes, the events for the what-if check and the live
  * groups at each device's allocated peak. Printing is in report_text.c and
  * report_json.c. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,37 +51,20 @@ struct report_opts {
 
 static int parse_opts(int argc, char **argv, struct report_opts *o)
 {
-    static const struct option opts[] = {{"device", required_argument, NULL, 'd'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"frames", required_argument, NULL, 'f'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {0, 0, 0, 0}};
     *o = (struct report_opts){-1, 10, 6, 0, NULL, NULL, 0};
-    uint64_t v;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'd' && mh__cli_parse_uint(optarg, 0, 255, &v) == 0)
-            o->device = (int)v;
-        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
-            ;
-        else if (c == 'f' && mh__cli_parse_uint(optarg, 1, 1000, &o->frames) == 0)
-            ;
-        else if (c == 'j')
-            o->json = 1;
-        else if (c == '?')
-            return mh__cli_usage_error(&mh__cmd_report, "unknown option '%s'", argv[optind - 1]);
-        else
-            return mh__cli_usage_error(&mh__cmd_report, "invalid value '%s' for --%s", optarg,
-                                       c == 'd'   ? "device"
-                                       : c == 't' ? "top"
-                                                  : "frames");
-    }
-    if (optind >= argc)
+    const struct mh_cli_opt opts[] = {
+        {"device", 0, MH_OPT_INT, &o->device, 0, 255, NULL, NULL},
+        {"top", 0, MH_OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+        {"frames", 0, MH_OPT_UINT, &o->frames, 1, 1000, NULL, NULL},
+        {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(&mh__cmd_report, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first >= argc)
         return mh__cli_usage_error(&mh__cmd_report, "missing FILE");
-    o->paths = argv + optind;
-    o->npaths = (size_t)(argc - optind);
+    o->paths = argv + first;
+    o->npaths = (size_t)(argc - first);
     return 0;
 }
 
@@ -144,12 +126,20 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
 }
 
-static void print_worst(const struct mh_analysis *a, size_t n)
+static int report_file(void *user, const struct mh_analysis *a, size_t i, size_t n)
 {
-    uint64_t peak;
-    size_t w = mh__analysis_worst(a, n, &peak);
-    char b[32];
-    printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
+    struct report_opts *o = user;
+    o->path = a->rp.path;
+    if (o->json && n > 1)
+        printf("%s", i == 0 ? "[\n" : ",\n");
+    return report_devices(o, a);
+}
+
+static void report_end(void *user, int rc)
+{
+    const struct report_opts *o = user;
+    if (rc == 0 && o->json && o->npaths > 1)
+        printf("]\n");
 }
 
 static int run_report(int argc, char **argv)
@@ -158,30 +148,8 @@ static int run_report(int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc;
-    struct mh_analysis *a = calloc(o.npaths, sizeof *a);
-    if (!a) {
-        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
-        return MH_EXIT_FAIL;
-    }
     const struct mh_analysis_want want = {1, 1};
-    size_t opened = 0;
-    for (size_t i = 0; i < o.npaths && rc == 0; i++) {
-        o.path = o.paths[i];
-        if (mh__analysis_open(o.path, &want, &a[i]) < 0)
-            rc = MH_EXIT_FAIL;
-        else
-            opened++;
-        if (rc == 0 && o.json && o.npaths > 1)
-            printf("%s", i == 0 ? "[\n" : ",\n");
-        if (rc == 0)
-            rc = report_devices(&o, &a[i]);
-    }
-    if (rc == 0 && o.json && o.npaths > 1)
-        printf("]\n");
-    else if (rc == 0 && o.npaths > 1)
-        print_worst(a, o.npaths);
-    for (size_t i = 0; i < opened; i++)
-        mh__analysis_close(&a[i]);
-    free(a);
-    return mh__cli_finish(rc);
+    const struct mh_cli_multi m = {&want, 0, !o.json, NULL, NULL, report_file, NULL, report_end,
+                                   &o};
+    return mh__cli_finish(mh__cli_multi_run(o.paths, o.npaths, &m));
 }

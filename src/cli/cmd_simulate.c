@@ -2,7 +2,6 @@
  * through the caching-allocator simulator and writes a .memhist recording
  * that every other command reads like a recorded one (writer source
  * "simulated", meta "alloc_conf", device capacity). Needs no GPU. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,47 +54,22 @@ static int list_workloads(void)
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
 {
-    static const struct option opts[] = {
-        {"workload", required_argument, NULL, 'w'}, {"steps", required_argument, NULL, 's'},
-        {"device-memory", required_argument, NULL, 'm'}, {"alloc-conf", required_argument, NULL, 'c'},
-        {"memory-fraction", required_argument, NULL, 'f'}, {"param", required_argument, NULL, 'p'},
-        {"seed", required_argument, NULL, 'S'}, {"output", required_argument, NULL, 'o'},
-        {NULL, 0, NULL, 0}};
     const struct mh_cli_command *cmd = &mh__cmd_simulate;
-    int c;
-    char *end;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'w': a->workload = optarg; break;
-        case 'c': a->conf_text = optarg; break;
-        case 'p': a->params = optarg; break;
-        case 'o': a->out = optarg; break;
-        case 's':
-            if (mh__cli_parse_uint(optarg, 1, 1000000, &a->steps))
-                return mh__cli_usage_error(cmd, "--steps: bad value '%s' (1 to 1000000)", optarg);
-            break;
-        case 'S':
-            if (mh__cli_parse_uint(optarg, 0, UINT64_MAX, &a->seed))
-                return mh__cli_usage_error(cmd, "--seed: bad value '%s'", optarg);
-            break;
-        case 'm':
-            if (mh__cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
-                return mh__cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)",
-                                           optarg);
-            break;
-        case 'f':
-            a->fraction = strtod(optarg, &end);
-            if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
-                return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])",
-                                           optarg);
-            break;
-        default:
-            return mh__cli_usage_error(cmd, "unknown or incomplete option");
-        }
-    }
-    if (optind < argc)
-        return mh__cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    const struct mh_cli_opt opts[] = {
+        {"workload", 0, MH_OPT_TEXT, &a->workload, 0, 0, NULL, NULL},
+        {"steps", 0, MH_OPT_UINT, &a->steps, 1, 1000000, "1 to 1000000", NULL},
+        MH_CLI_OPT_DEVICE_MEMORY(&a->capacity),
+        {"alloc-conf", 0, MH_OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
+        MH_CLI_OPT_MEMORY_FRACTION(&a->fraction),
+        {"param", 0, MH_OPT_TEXT, &a->params, 0, 0, NULL, NULL},
+        {"seed", 0, MH_OPT_UINT, &a->seed, 0, UINT64_MAX, NULL, NULL},
+        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(cmd, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first < argc)
+        return mh__cli_usage_error(cmd, "unexpected argument '%s'", argv[first]);
     return 0;
 }
 

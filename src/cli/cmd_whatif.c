@@ -4,7 +4,6 @@
  * the what-if run side by side. Without --alloc-conf it replays under the
  * recorded settings and reports how many allocator events the simulator
  * reproduced exactly (kind, address, size, position). */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,38 +44,21 @@ struct whatif_args {
 
 static int parse_args(int argc, char **argv, struct whatif_args *a)
 {
-    static const struct option opts[] = {
-        {"alloc-conf", required_argument, NULL, 'c'}, {"device-memory", required_argument, NULL, 'm'},
-        {"memory-fraction", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0}};
     const struct mh_cli_command *cmd = &mh__cmd_whatif;
-    int c;
-    char *end;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': a->conf_text = optarg; break;
-        case 'j': a->json = 1; break;
-        case 'm':
-            if (mh__cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
-                return mh__cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)",
-                                           optarg);
-            break;
-        case 'f':
-            a->fraction = strtod(optarg, &end);
-            if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
-                return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])",
-                                           optarg);
-            break;
-        default:
-            return mh__cli_usage_error(cmd, "unknown or incomplete option");
-        }
-    }
-    if (optind >= argc)
+    const struct mh_cli_opt opts[] = {
+        {"alloc-conf", 0, MH_OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
+        MH_CLI_OPT_DEVICE_MEMORY(&a->capacity),
+        MH_CLI_OPT_MEMORY_FRACTION(&a->fraction),
+        {"json", 0, MH_OPT_FLAG, &a->json, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(cmd, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first >= argc)
         return mh__cli_usage_error(cmd, "missing FILE");
-    if (optind + 1 < argc)
-        return mh__cli_usage_error(cmd, "one FILE only (got '%s' too)", argv[optind + 1]);
-    a->path = argv[optind];
+    if (first + 1 < argc)
+        return mh__cli_usage_error(cmd, "one FILE only (got '%s' too)", argv[first + 1]);
+    a->path = argv[first];
     return 0;
 }
 

@@ -68,35 +68,56 @@ static int explain_file(const struct mh_analysis *a, const struct mh_oom_opts *o
     return rc;
 }
 
-int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o)
-{
+struct oom_run {
+    const struct mh_oom_opts *o;
     struct mh_sink sink;
     struct mh_json j;
-    int rc = 0;
-    if (o->json) {
-        mh__sink_init_file(&sink, stdout);
-        mh__json_init(&j, &sink, 1);
-        mh__json_begin_object(&j);
-        mh__json_key(&j, "files");
-        mh__json_begin_array(&j);
+};
+
+static int oom_begin(void *user, size_t n)
+{
+    struct oom_run *r = user;
+    (void)n;
+    if (r->o->json) {
+        mh__sink_init_file(&r->sink, stdout);
+        mh__json_init(&r->j, &r->sink, 1);
+        mh__json_begin_object(&r->j);
+        mh__json_key(&r->j, "files");
+        mh__json_begin_array(&r->j);
     }
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = explain_file(&a[i], o, o->json ? &j : NULL);
-    uint64_t peak;
-    size_t w = mh__analysis_worst(a, n, &peak);
-    if (o->json) {
-        mh__json_end_array(&j);
-        mh__json_key(&j, "worst_rank");
-        mh__json_begin_object(&j);
-        mh__json_kv_string(&j, "file", a[w].rp.path);
-        mh__json_kv_uint(&j, "peak_reserved", peak);
-        mh__json_end_object(&j);
-        mh__json_end_object(&j);
-        mh__sink_puts(&sink, "\n");
-        mh__sink_finish(&sink);
-    } else if (n > 1 && rc == 0) {
-        char b[32];
-        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
+    return 0;
+}
+
+static int oom_file(void *user, const struct mh_analysis *a, size_t i, size_t n)
+{
+    struct oom_run *r = user;
+    (void)i;
+    (void)n;
+    return explain_file(a, r->o, r->o->json ? &r->j : NULL) < 0 ? MH_EXIT_FAIL : 0;
+}
+
+static void oom_finish(void *user)
+{
+    struct oom_run *r = user;
+    if (r->o->json)
+        mh__json_end_array(&r->j);
+}
+
+static void oom_end(void *user, int rc)
+{
+    struct oom_run *r = user;
+    if (rc == 0 && r->o->json) {
+        mh__json_end_object(&r->j);
+        mh__sink_puts(&r->sink, "\n");
+        mh__sink_finish(&r->sink);
     }
-    return rc;
+}
+
+int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o)
+{
+    struct oom_run r = {o};
+    const struct mh_analysis_want want = {1, 0};
+    const struct mh_cli_multi m = {&want, 1, 1, o->json ? &r.j : NULL, oom_begin, oom_file,
+                                   oom_finish, oom_end, &r};
+    return mh__cli_multi_run(paths, n, &m);
 }

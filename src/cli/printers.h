@@ -14,7 +14,8 @@ void mh__report_print_text(const struct mh_replay *rp, const struct mh_device_re
 void mh__report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
                            size_t ndev);
 
-int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o);
+/* `memhist oom` over one file per rank; returns an exit code. */
+int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o);
 
 void mh__oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
                         const struct mh_oom_opts *o, size_t number, size_t count);

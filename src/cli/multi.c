@@ -1,0 +1,67 @@
+/* multi.c - the skeleton of the commands that take one file per rank
+ * (report, layers, oom): each file replayed once through
+ * src/analysis/analysis.h with the observers the command wants, one result
+ * per file from the command's callback, then the worst rank by peak
+ * reserved (see cli.h). */
+#include <stdlib.h>
+
+#include "cli.h"
+#include "printers.h"
+
+static void print_worst(const struct mh_analysis *a, size_t n, const struct mh_cli_multi *m)
+{
+    uint64_t peak;
+    size_t w = mh__analysis_worst(a, n, &peak);
+    char b[32];
+    if (m->json) {
+        mh__json_key(m->json, "worst_rank");
+        mh__json_begin_object(m->json);
+        mh__json_kv_string(m->json, "file", a[w].rp.path);
+        mh__json_kv_uint(m->json, "index", w);
+        mh__json_kv_uint(m->json, "peak_reserved", peak);
+        mh__json_end_object(m->json);
+    } else if (n > 1) {
+        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
+    }
+}
+
+/* Opens files [from, to); returns how many opened, *rc < 0 on a failure
+ * (already reported). */
+static size_t open_range(char **paths, size_t from, size_t to, const struct mh_cli_multi *m,
+                         struct mh_analysis *a, int *rc)
+{
+    size_t i = from;
+    for (; i < to; i++)
+        if ((*rc = mh__analysis_open(paths[i], m->want, &a[i])) < 0)
+            break;
+    return i - from;
+}
+
+int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
+{
+    struct mh_analysis *a = calloc(n ? n : 1, sizeof *a);
+    if (!a) {
+        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
+        return MH_EXIT_FAIL;
+    }
+    int rc = 0;
+    size_t opened = m->open_all_first ? open_range(paths, 0, n, m, a, &rc) : 0;
+    if (m->begin && rc == 0)
+        rc = m->begin(m->user, n);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!m->open_all_first)
+            opened += open_range(paths, i, i + 1, m, a, &rc);
+        if (rc == 0)
+            rc = m->each(m->user, &a[i], i, n);
+    }
+    if (rc == 0 && m->finish)
+        m->finish(m->user);
+    if (rc == 0 && m->worst)
+        print_worst(a, n, m);
+    if (m->end)
+        m->end(m->user, rc);
+    for (size_t i = 0; i < opened; i++)
+        mh__analysis_close(&a[i]);
+    free(a);
+    return rc < 0 ? MH_EXIT_FAIL : rc;
+}
