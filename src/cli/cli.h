@@ -29,6 +29,11 @@ struct mh_cli_command {
 
 /* "memhist: <message>" on stderr. */
 void mh__cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Adds a line to the command's status ("wrote out.png (123 bytes)"), which
+ * main.c prints on stderr as "memhist: <line>" once the command succeeded:
+ * the one way commands say what they wrote. */
+void mh__cli_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mh__cli_print_status(void);
 /* Prints the message and a hint to run `memhist help NAME`; returns 2. */
 int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -19,6 +19,27 @@ void mh__cli_error(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+/* The status lines of the running command (see mh__cli_status). */
+static char status[4][512];
+static size_t nstatus;
+
+void mh__cli_status(const char *fmt, ...)
+{
+    if (nstatus == sizeof status / sizeof status[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(status[nstatus++], sizeof status[0], fmt, ap);
+    va_end(ap);
+}
+
+void mh__cli_print_status(void)
+{
+    for (size_t i = 0; i < nstatus; i++)
+        mh__cli_error("%s", status[i]);
+    nstatus = 0;
+}
+
 int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
 {
     va_list ap;

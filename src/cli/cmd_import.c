@@ -76,8 +76,8 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
 
 static void print_summary(const char *out, const struct mh_import_info *info)
 {
-    printf("%s: %llu trace entries on %d device(s), %llu segments and %llu live blocks "
-           "before the trace, %llu annotations (pickle protocol %d)\n",
+    mh__cli_status("wrote %s: %llu trace entries on %d device(s), %llu segments and %llu live "
+           "blocks before the trace, %llu annotations (pickle protocol %d)",
            out, (unsigned long long)info->entries, info->devices,
            (unsigned long long)info->preexisting_segments,
            (unsigned long long)info->preexisting_blocks, (unsigned long long)info->annotations,

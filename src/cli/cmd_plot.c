@@ -207,8 +207,8 @@ static int write_image(const struct plot_args *a, const struct mh_sink *sink, in
         return MH_EIO;
     }
     if (!to_stdout)
-        fprintf(stderr, "memhist: wrote %s (%zu bytes)%s\n", a->out, sink->len,
-                empty ? "; nothing to plot, the image says why" : "");
+        mh__cli_status("wrote %s (%zu bytes)%s", a->out, sink->len,
+                       empty ? "; nothing to plot, the image says why" : "");
     return 0;
 }
 

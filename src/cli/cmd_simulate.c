@@ -97,17 +97,15 @@ static void print_result(const struct sim_args *a, const struct mh_workload *wl,
                          const struct mh_workload_result *res, const struct mh_sim_stats *st)
 {
     char b1[32], b2[32], b3[32];
-    printf("wrote %s: simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s "
-           "(device %s)\n",
+    mh__cli_status("wrote %s: simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s "
+           "(device %s)",
            a->out, wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
            mh__cli_bytes(st->peak_allocated, b1), mh__cli_bytes(st->peak_reserved, b2),
            mh__cli_bytes(a->capacity, b3));
     if (res->oom)
-        printf("out of memory in step %" PRId64 " allocating %s: the run stopped there, as a real "
-               "one would\nnext: memhist oom %s\n",
-               res->oom_step, mh__cli_bytes(res->oom_size, b1), a->out);
-    else
-        printf("next: memhist report %s\n", a->out);
+        mh__cli_status("out of memory in step %" PRId64 " allocating %s: the run stopped there, "
+                       "as a real one would", res->oom_step, mh__cli_bytes(res->oom_size, b1));
+    mh__cli_status("next: memhist %s %s", res->oom ? "oom" : "report", a->out);
 }
 
 static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const int64_t *values,

@@ -136,7 +136,7 @@ static int run(int argc, char **argv)
     int code = write_out(a.out, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
         mh__snapshot_info(s, &info);
-        printf("%s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s\n",
+        mh__cli_status("wrote %s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s",
                a.out, (unsigned long long)info.entries, info.devices,
                (unsigned long long)info.segments, (unsigned long long)info.blocks,
                info.categorized ? ", coloured by memory category" : "",

@@ -215,9 +215,9 @@ static int run_trace(int argc, char **argv)
     }
     if (rc == 0 && strcmp(a.out, "-") != 0) {
         const struct mh_trace_plan *p = mh__trace_get_plan(t);
-        printf("wrote %s (%llu events, %llu launch->GPU arrows); open it in "
-                        "https://ui.perfetto.dev\n",
-                a.out, (unsigned long long)p->events, (unsigned long long)p->flows);
+        mh__cli_status("wrote %s (%llu events, %llu launch->GPU arrows); open it in "
+                       "https://ui.perfetto.dev",
+                       a.out, (unsigned long long)p->events, (unsigned long long)p->flows);
     }
     mh__trace_free(t);
     mh__session_close(ses);
