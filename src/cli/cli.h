@@ -80,24 +80,21 @@ int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
 
 /* The skeleton of a command over one file per rank: the files are opened
  * (all before the first result, or each just before its own), `each` gives
- * one file's result, `finish` follows the last one, then the worst rank by
- * peak reserved is printed (as a
- * "worst_rank" member of `json` if not NULL, else as a text line when there
- * are several files). Callbacks return 0 or an exit code / MH_E* (< 0:
- * failure, reported by the callback). `begin` and `end` may be NULL; `end`
- * is called after a failure too. Returns an exit code. */
+ * one file's result, then the worst rank by peak reserved is printed. With
+ * `json_files` the skeleton prints one JSON document on stdout,
+ * {"files": [each file's result], "worst_rank": {...}}, and hands `each` the
+ * writer; otherwise `each` gets NULL and the worst rank is a text line when
+ * there are several files (unless `no_worst`). `each` returns 0 or an exit
+ * code / MH_E* (a failure it has reported). Returns an exit code. */
 struct mh_json;
 struct mh_analysis;
 struct mh_analysis_want;
 struct mh_cli_multi {
     const struct mh_analysis_want *want;
     int open_all_first;
-    int worst;            /* print the worst rank */
-    struct mh_json *json; /* where the worst rank goes (NULL = text) */
-    int (*begin)(void *user, size_t n);
-    int (*each)(void *user, const struct mh_analysis *a, size_t i, size_t n);
-    void (*finish)(void *user);     /* after the last result, before the worst rank */
-    void (*end)(void *user, int rc);
+    int json_files;
+    int no_worst;
+    int (*each)(void *user, const struct mh_analysis *a, size_t i, size_t n, struct mh_json *j);
     void *user;
 };
 int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);

@@ -395,49 +395,12 @@ static int one_file(const struct mh_analysis *a, const struct layers_opts *o, st
     return 0;
 }
 
-struct layers_run {
-    const struct layers_opts *o;
-    struct mh_sink sink;
-    struct mh_json j;
-};
-
-static int layers_begin(void *user, size_t n)
+static int layers_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
+                       struct mh_json *j)
 {
-    struct layers_run *r = user;
-    (void)n;
-    if (r->o->json) {
-        mh__sink_init_file(&r->sink, stdout);
-        mh__json_init(&r->j, &r->sink, 1);
-        mh__json_begin_object(&r->j);
-        mh__json_key(&r->j, "files");
-        mh__json_begin_array(&r->j);
-    }
-    return 0;
-}
-
-static int layers_file(void *user, const struct mh_analysis *a, size_t i, size_t n)
-{
-    struct layers_run *r = user;
     (void)i;
     (void)n;
-    return one_file(a, r->o, r->o->json ? &r->j : NULL) < 0 ? MH_EXIT_FAIL : 0;
-}
-
-static void layers_finish(void *user)
-{
-    struct layers_run *r = user;
-    if (r->o->json)
-        mh__json_end_array(&r->j);
-}
-
-static void layers_end(void *user, int rc)
-{
-    struct layers_run *r = user;
-    if (rc == 0 && r->o->json) {
-        mh__json_end_object(&r->j);
-        mh__sink_puts(&r->sink, "\n");
-        mh__sink_finish(&r->sink);
-    }
+    return one_file(a, user, j) < 0 ? MH_EXIT_FAIL : 0;
 }
 
 static int run_layers(int argc, char **argv)
@@ -446,8 +409,6 @@ static int run_layers(int argc, char **argv)
     int first, rc = parse_opts(argc, argv, &o, &first);
     if (rc)
         return rc;
-    struct layers_run r = {&o};
-    const struct mh_cli_multi m = {NULL, 1, 1, o.json ? &r.j : NULL, layers_begin, layers_file,
-                                   layers_finish, layers_end, &r};
+    const struct mh_cli_multi m = {NULL, 1, o.json, 0, layers_file, &o};
     return mh__cli_finish(mh__cli_multi_run(argv + first, (size_t)(argc - first), &m));
 }

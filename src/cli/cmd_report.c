@@ -126,20 +126,18 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
 }
 
-static int report_file(void *user, const struct mh_analysis *a, size_t i, size_t n)
+static int report_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
+                       struct mh_json *j)
 {
     struct report_opts *o = user;
+    (void)j;
     o->path = a->rp.path;
     if (o->json && n > 1)
         printf("%s", i == 0 ? "[\n" : ",\n");
-    return report_devices(o, a);
-}
-
-static void report_end(void *user, int rc)
-{
-    const struct report_opts *o = user;
-    if (rc == 0 && o->json && o->npaths > 1)
+    int rc = report_devices(o, a);
+    if (rc == 0 && o->json && n > 1 && i == n - 1)
         printf("]\n");
+    return rc;
 }
 
 static int run_report(int argc, char **argv)
@@ -149,7 +147,6 @@ static int run_report(int argc, char **argv)
     if (rc)
         return rc;
     const struct mh_analysis_want want = {1, 1};
-    const struct mh_cli_multi m = {&want, 0, !o.json, NULL, NULL, report_file, NULL, report_end,
-                                   &o};
+    const struct mh_cli_multi m = {&want, 0, 0, o.json, report_file, &o};
     return mh__cli_finish(mh__cli_multi_run(o.paths, o.npaths, &m));
 }

@@ -8,18 +8,18 @@
 #include "cli.h"
 #include "printers.h"
 
-static void print_worst(const struct mh_analysis *a, size_t n, const struct mh_cli_multi *m)
+static void print_worst(const struct mh_analysis *a, size_t n, struct mh_json *j)
 {
     uint64_t peak;
     size_t w = mh__analysis_worst(a, n, &peak);
     char b[32];
-    if (m->json) {
-        mh__json_key(m->json, "worst_rank");
-        mh__json_begin_object(m->json);
-        mh__json_kv_string(m->json, "file", a[w].rp.path);
-        mh__json_kv_uint(m->json, "index", w);
-        mh__json_kv_uint(m->json, "peak_reserved", peak);
-        mh__json_end_object(m->json);
+    if (j) {
+        mh__json_key(j, "worst_rank");
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "file", a[w].rp.path);
+        mh__json_kv_uint(j, "index", w);
+        mh__json_kv_uint(j, "peak_reserved", peak);
+        mh__json_end_object(j);
     } else if (n > 1) {
         printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
     }
@@ -37,6 +37,31 @@ static size_t open_range(char **paths, size_t from, size_t to, const struct mh_c
     return i - from;
 }
 
+/* The results, between the JSON document's opening and closing. */
+static int results(char **paths, size_t n, const struct mh_cli_multi *m, struct mh_analysis *a,
+                   size_t *opened, struct mh_json *j)
+{
+    int rc = 0;
+    if (j) {
+        mh__json_begin_object(j);
+        mh__json_key(j, "files");
+        mh__json_begin_array(j);
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!m->open_all_first)
+            *opened += open_range(paths, i, i + 1, m, a, &rc);
+        if (rc == 0)
+            rc = m->each(m->user, &a[i], i, n, j);
+    }
+    if (j)
+        mh__json_end_array(j);
+    if (rc == 0 && !m->no_worst)
+        print_worst(a, n, j);
+    if (j)
+        mh__json_end_object(j);
+    return rc;
+}
+
 int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
 {
     struct mh_analysis *a = calloc(n ? n : 1, sizeof *a);
@@ -46,20 +71,17 @@ int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
     }
     int rc = 0;
     size_t opened = m->open_all_first ? open_range(paths, 0, n, m, a, &rc) : 0;
-    if (m->begin && rc == 0)
-        rc = m->begin(m->user, n);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!m->open_all_first)
-            opened += open_range(paths, i, i + 1, m, a, &rc);
-        if (rc == 0)
-            rc = m->each(m->user, &a[i], i, n);
+    if (rc == 0 && m->json_files) {
+        struct mh_sink sink;
+        struct mh_json j;
+        mh__sink_init_file(&sink, stdout);
+        mh__json_init(&j, &sink, 1);
+        rc = results(paths, n, m, a, &opened, &j);
+        mh__sink_puts(&sink, "\n");
+        mh__sink_finish(&sink);
+    } else if (rc == 0) {
+        rc = results(paths, n, m, a, &opened, NULL);
     }
-    if (rc == 0 && m->finish)
-        m->finish(m->user);
-    if (rc == 0 && m->worst)
-        print_worst(a, n, m);
-    if (m->end)
-        m->end(m->user, rc);
     for (size_t i = 0; i < opened; i++)
         mh__analysis_close(&a[i]);
     free(a);

@@ -68,56 +68,17 @@ static int explain_file(const struct mh_analysis *a, const struct mh_oom_opts *o
     return rc;
 }
 
-struct oom_run {
-    const struct mh_oom_opts *o;
-    struct mh_sink sink;
-    struct mh_json j;
-};
-
-static int oom_begin(void *user, size_t n)
+static int oom_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
+                    struct mh_json *j)
 {
-    struct oom_run *r = user;
-    (void)n;
-    if (r->o->json) {
-        mh__sink_init_file(&r->sink, stdout);
-        mh__json_init(&r->j, &r->sink, 1);
-        mh__json_begin_object(&r->j);
-        mh__json_key(&r->j, "files");
-        mh__json_begin_array(&r->j);
-    }
-    return 0;
-}
-
-static int oom_file(void *user, const struct mh_analysis *a, size_t i, size_t n)
-{
-    struct oom_run *r = user;
     (void)i;
     (void)n;
-    return explain_file(a, r->o, r->o->json ? &r->j : NULL) < 0 ? MH_EXIT_FAIL : 0;
-}
-
-static void oom_finish(void *user)
-{
-    struct oom_run *r = user;
-    if (r->o->json)
-        mh__json_end_array(&r->j);
-}
-
-static void oom_end(void *user, int rc)
-{
-    struct oom_run *r = user;
-    if (rc == 0 && r->o->json) {
-        mh__json_end_object(&r->j);
-        mh__sink_puts(&r->sink, "\n");
-        mh__sink_finish(&r->sink);
-    }
+    return explain_file(a, user, j) < 0 ? MH_EXIT_FAIL : 0;
 }
 
 int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o)
 {
-    struct oom_run r = {o};
     const struct mh_analysis_want want = {1, 0};
-    const struct mh_cli_multi m = {&want, 1, 1, o->json ? &r.j : NULL, oom_begin, oom_file,
-                                   oom_finish, oom_end, &r};
+    const struct mh_cli_multi m = {&want, 1, o->json, 0, oom_file, (void *)o};
     return mh__cli_multi_run(paths, n, &m);
 }
