@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "memhist/memhist.h"
+#include "outfile.h"
 #include "replay_file.h"
 
 #define MH_EXIT_OK 0
@@ -43,6 +44,17 @@ int mh__cli_print_usage(const struct mh_cli_command *cmd);
 int mh__cli_wants_help(int argc, char **argv);
 /* Flushes stdout; on failure prints why and returns 1, else returns `code`. */
 int mh__cli_finish(int code);
+
+/* Opens an output file through viz/common/outfile.h (temporary file and rename,
+ * refusing an output that is one of the inputs); prints why on failure and
+ * returns < 0. */
+int mh__cli_output_open(struct mh_outfile *o, const char *path, const char *const *inputs,
+                       size_t ninputs);
+/* Finishes an output: when `rc` is 0 commits it, else abandons it (removing
+ * the partial file). `errnum`, when not 0, is the system error behind a
+ * failed write and is printed as "PATH: cannot write: <reason>". Returns 0
+ * or the failure (< 0). */
+int mh__cli_output_close(struct mh_outfile *o, const char *path, int rc, int errnum);
 
 /* Parses "123", "4KiB", "1.5GiB", "80G", "512MB" (binary units) into bytes. */
 int mh__cli_parse_size(const char *text, uint64_t *out);
@@ -117,6 +129,18 @@ int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *
 /* Whether an event at `time_ns` during `step` lies in the window; `t0_ns` is
  * the time of the first event. An empty window contains everything. */
 int mh__window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);
+
+/* Runs `cmd` (NULL-terminated argv) recorded exactly as `memhist record`
+ * does (cmd_record.c): the Python bootstrap and the torch bridge write
+ * `output` (per rank under torchrun), then one line per process says what
+ * was written. `who` names the command in messages. Returns the child's
+ * exit status, or 1 if it could not be started. */
+struct mh_cli_record_opts {
+    const char *output, *stacks; /* stacks: python, all or none */
+    int op_ranges;
+    const char *who;
+};
+int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
 
 /* Formats a stack as "file:line func" lines joined by `sep`, innermost first:
  * at most `max_frames` frames of user code (framework and interpreter frames
