@@ -26,39 +26,22 @@ static int window_cb(void *user, uint64_t t0, uint64_t t, int64_t step)
 static int parse_args(int argc, char **argv, struct snap_args *a)
 {
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(opt, "-o") || !strcmp(opt, "--output") || !strcmp(opt, "--device") ||
-            !strcmp(opt, "--steps") || !strcmp(opt, "--time") || !strcmp(opt, "--max-entries")) {
-            if (!has_val)
-                return mh__cli_usage_error(&mh__cmd_snapshot, "%s needs a value", opt);
-            const char *v = argv[++i];
-            if (opt[1] == 'o' || !strcmp(opt, "--output"))
-                a->out = v;
-            else if (!strcmp(opt, "--steps"))
-                a->steps = v;
-            else if (!strcmp(opt, "--time"))
-                a->time = v;
-            else if (!strcmp(opt, "--device")) {
-                if (mh__cli_parse_uint(v, 0, INT16_MAX, &a->device))
-                    return mh__cli_usage_error(&mh__cmd_snapshot, "invalid --device '%s'", v);
-                a->has_device = 1;
-            } else if (mh__cli_parse_uint(v, 1, UINT64_MAX, &a->max_entries)) {
-                return mh__cli_usage_error(&mh__cmd_snapshot, "invalid --max-entries '%s'", v);
-            }
-        } else if (!strcmp(opt, "--no-categories")) {
-            a->no_categories = 1;
-        } else if (opt[0] == '-' && opt[1]) {
-            return mh__cli_usage_error(&mh__cmd_snapshot, "unknown option '%s'", opt);
-        } else if (!a->in) {
-            a->in = opt;
-        } else {
-            return mh__cli_usage_error(&mh__cmd_snapshot, "more than one input file");
-        }
-    }
-    if (!a->in)
+    const struct mh_cli_opt opts[] = {
+        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"device", 0, MH_OPT_UINT, &a->device, 0, INT16_MAX, NULL, &a->has_device},
+        {"steps", 0, MH_OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
+        {"time", 0, MH_OPT_TEXT, &a->time, 0, 0, NULL, NULL},
+        {"max-entries", 0, MH_OPT_UINT, &a->max_entries, 1, UINT64_MAX, NULL, NULL},
+        {"no-categories", 0, MH_OPT_FLAG, &a->no_categories, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(&mh__cmd_snapshot, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first >= argc)
         return mh__cli_usage_error(&mh__cmd_snapshot, "missing the input .memhist file");
+    if (first + 1 < argc)
+        return mh__cli_usage_error(&mh__cmd_snapshot, "more than one input file");
+    a->in = argv[first];
     if (!a->out)
         return mh__cli_usage_error(&mh__cmd_snapshot, "missing -o OUT.pickle");
     return 0;

@@ -6,7 +6,6 @@
  * suggested window above a few hundred MB. The output goes through
  * cli_output.c, so a failed run never leaves a half-written trace. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,41 +44,23 @@ struct trace_args {
 
 static int parse_args(int argc, char **argv, struct trace_args *a)
 {
-    static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'}, {"steps", required_argument, NULL, 's'},
-        {"time", required_argument, NULL, 't'},   {"device", required_argument, NULL, 'd'},
-        {"into", required_argument, NULL, 'i'},   {"pretty", no_argument, NULL, 'p'},
-        {"warn-size", required_argument, NULL, 'w'}, {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->o.device = -1;
-    optind = 1;
-    opterr = 0;
-    int c;
-    uint64_t v;
-    while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o': a->out = optarg; break;
-        case 's': a->steps = optarg; break;
-        case 't': a->time = optarg; break;
-        case 'i': a->into = optarg; break;
-        case 'p': a->o.pretty = 1; break;
-        case 'd':
-            if (mh__cli_parse_uint(optarg, 0, 32767, &v) != 0)
-                return mh__cli_usage_error(&mh__cmd_trace, "invalid --device '%s'", optarg);
-            a->o.device = (int)v;
-            break;
-        case 'w':
-            if (mh__cli_parse_size(optarg, &a->o.warn_bytes) != 0 || a->o.warn_bytes == 0)
-                return mh__cli_usage_error(&mh__cmd_trace, "invalid --warn-size '%s'", optarg);
-            break;
-        default:
-            return mh__cli_usage_error(&mh__cmd_trace, "unknown or incomplete option '%s'",
-                                       argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
+    const struct mh_cli_opt opts[] = {
+        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"steps", 0, MH_OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
+        {"time", 0, MH_OPT_TEXT, &a->time, 0, 0, NULL, NULL},
+        {"device", 0, MH_OPT_INT, &a->o.device, 0, 32767, NULL, NULL},
+        {"into", 0, MH_OPT_TEXT, &a->into, 0, 0, NULL, NULL},
+        {"pretty", 0, MH_OPT_FLAG, &a->o.pretty, 0, 0, NULL, NULL},
+        {"warn-size", 0, MH_OPT_SIZE, &a->o.warn_bytes, 0, 0, "a size such as 300MB", NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(&mh__cmd_trace, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first != argc - 1)
         return mh__cli_usage_error(&mh__cmd_trace, "expected exactly one FILE");
-    a->file = argv[optind];
+    a->file = argv[first];
     if (!a->out)
         return mh__cli_usage_error(&mh__cmd_trace, "missing -o OUT.json");
     struct mh_window w;
