@@ -80,15 +80,19 @@ struct mh_cli_opt {
     int *seen;        /* set to 1 when the option is given (NULL = not wanted) */
 };
 /* The device options of the commands that replay or simulate a run. */
-#define MH_CLI_OPT_DEVICE_MEMORY(out) \
-    {"device-memory", 0, MH_OPT_SIZE, (out), 0, 0, "a size such as 80GiB", NULL}
-#define MH_CLI_OPT_MEMORY_FRACTION(out) \
-    {"memory-fraction", 0, MH_OPT_FRACTION, (out), 0, 0, "in (0, 1]", NULL}
+#define MH_CLI_OPT_DEVICE_MEMORY(out, seen) \
+    {"device-memory", 0, MH_OPT_SIZE, (out), 0, 0, "a size such as 80GiB", (seen)}
+#define MH_CLI_OPT_MEMORY_FRACTION(out, seen) \
+    {"memory-fraction", 0, MH_OPT_FRACTION, (out), 0, 0, "in (0, 1]", (seen)}
 /* Parses the options of argv[1..] (they may follow the operands) into their
  * `out`; on a bad one prints one usage error and returns MH_EXIT_USAGE.
  * Returns 0 with *first at the first operand (operands are moved last). */
 int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
                     const struct mh_cli_opt *opts, int *first);
+/* As mh__cli_options, but the options end at the first operand (or "--"):
+ * for the commands that run a program given after them. */
+int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **argv,
+                             const struct mh_cli_opt *opts, int *first);
 
 /* The skeleton of a command over one file per rank: the files are opened
  * (all before the first result, or each just before its own), `each` gives

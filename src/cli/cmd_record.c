@@ -14,7 +14,6 @@
  * each file is and what to run next, or why nothing was recorded. It exits
  * with the child's status. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -115,32 +114,19 @@ static int find_lib_dir(const char *bindir, char *out, size_t len)
 
 static int parse_args(int argc, char **argv, struct mh_cli_record_opts *o, int *cmd_index)
 {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"stacks", required_argument, NULL, 's'},
-                                         {"op-ranges", no_argument, NULL, 'r'},
-                                         {0, 0, 0, 0}};
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
-        if (c == 'o')
-            o->output = optarg;
-        else if (c == 's')
-            o->stacks = optarg;
-        else if (c == 'r')
-            o->op_ranges = 1;
-        else if (c == ':' || (c == '?' && optopt))
-            return mh__cli_usage_error(&mh__cmd_record, "option '%s' needs a value",
-                                       argv[optind - 1]);
-        else
-            return mh__cli_usage_error(&mh__cmd_record, "unknown option '%s'", argv[optind - 1]);
-    }
+    const struct mh_cli_opt opts[] = {
+        {"output", 'o', MH_OPT_TEXT, &o->output, 0, 0, NULL, NULL},
+        {"stacks", 0, MH_OPT_TEXT, &o->stacks, 0, 0, NULL, NULL},
+        {"op-ranges", 0, MH_OPT_FLAG, &o->op_ranges, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int rc = mh__cli_options_in_order(&mh__cmd_record, argc, argv, opts, cmd_index);
+    if (rc)
+        return rc;
     if (strcmp(o->stacks, "python") && strcmp(o->stacks, "all") && strcmp(o->stacks, "none"))
         return mh__cli_usage_error(&mh__cmd_record,
                                    "--stacks must be python, all or none, not '%s'", o->stacks);
-    if (optind >= argc)
+    if (*cmd_index >= argc)
         return mh__cli_usage_error(&mh__cmd_record, "no command to run (put it after --)");
-    *cmd_index = optind;
     return 0;
 }
 

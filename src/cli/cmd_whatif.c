@@ -47,8 +47,8 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
     const struct mh_cli_command *cmd = &mh__cmd_whatif;
     const struct mh_cli_opt opts[] = {
         {"alloc-conf", 0, MH_OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
-        MH_CLI_OPT_DEVICE_MEMORY(&a->capacity),
-        MH_CLI_OPT_MEMORY_FRACTION(&a->fraction),
+        MH_CLI_OPT_DEVICE_MEMORY(&a->capacity, NULL),
+        MH_CLI_OPT_MEMORY_FRACTION(&a->fraction, NULL),
         {"json", 0, MH_OPT_FLAG, &a->json, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(cmd, argc, argv, opts, &first);

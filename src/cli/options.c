@@ -38,12 +38,12 @@ static int set_value(const struct mh_cli_opt *o, const char *arg)
     }
 }
 
-int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
-                    const struct mh_cli_opt *opts, int *first)
+static int parse(const struct mh_cli_command *cmd, int argc, char **argv,
+                 const struct mh_cli_opt *opts, int in_order, int *first)
 {
     struct option lo[MAX_OPTS + 1];
-    char shorts[2 * MAX_OPTS + 2] = ":";
-    size_t n = 0, ns = 1;
+    char shorts[2 * MAX_OPTS + 3] = "+:";
+    size_t n = 0, ns = 2;
     for (; opts[n].name && n < MAX_OPTS; n++) {
         int arg = opts[n].kind != MH_OPT_FLAG;
         lo[n] = (struct option){opts[n].name, arg ? required_argument : no_argument, NULL,
@@ -59,7 +59,7 @@ int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shorts + !in_order, lo, NULL)) != -1) {
         if (c == '?')
             return mh__cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         if (c == ':')
@@ -76,4 +76,16 @@ int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
     }
     *first = optind;
     return 0;
+}
+
+int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
+                    const struct mh_cli_opt *opts, int *first)
+{
+    return parse(cmd, argc, argv, opts, 0, first);
+}
+
+int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **argv,
+                             const struct mh_cli_opt *opts, int *first)
+{
+    return parse(cmd, argc, argv, opts, 1, first);
 }
