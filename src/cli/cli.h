@@ -97,8 +97,9 @@ int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **
 /* The skeleton of a command over one file per rank: the files are opened
  * (all before the first result, or each just before its own), `each` gives
  * one file's result, then the worst rank by peak reserved is printed. With
- * `json_files` the skeleton prints one JSON document on stdout,
- * {"files": [each file's result], "worst_rank": {...}}, and hands `each` the
+ * `json_files` the skeleton prints one JSON document on stdout (begun by
+ * mh__cli_json_begin), {..., "files": [each file's result], "worst_rank":
+ * {...}}, and hands `each` the
  * writer; otherwise `each` gets NULL and the worst rank is a text line when
  * there are several files (unless `no_worst`). `each` returns 0 or an exit
  * code / MH_E* (a failure it has reported). Returns an exit code. */
@@ -106,6 +107,7 @@ struct mh_json;
 struct mh_analysis;
 struct mh_analysis_want;
 struct mh_cli_multi {
+    const char *command; /* names the JSON document (mh__cli_json_begin) */
     const struct mh_analysis_want *want;
     int open_all_first;
     int json_files;
@@ -152,5 +154,19 @@ int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
  * for what was left out. Returns `buf`. */
 const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
                                size_t max_frames, char *buf, size_t len);
+
+/* Every --json output is one object that starts with "schema" (this number,
+ * raised when a shape changes incompatibly; docs/json.md) and "command". */
+#define MH_JSON_SCHEMA 1
+struct mh_json;
+struct mh_sink;
+/* Starts that object on stdout: sink and j are set up, the caller ends the
+ * object and finishes the sink. */
+void mh__cli_json_begin(struct mh_json *j, struct mh_sink *sink, const char *command);
+
+/* A string from a recording made safe for text output: control characters
+ * and bytes that are not UTF-8 become \xNN. Returns buf (len bytes), or s
+ * itself when nothing needs escaping; NULL stays NULL. */
+const char *mh__cli_text(const char *s, char *buf, size_t len);
 
 #endif

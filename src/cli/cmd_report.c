@@ -10,9 +10,12 @@
 
 #include "printers.h"
 #include "analysis.h"
+#include "json.h"
+#include "sink.h"
 
 static const char usage[] =
-    "usage: memhist report [--device N] [--top N] [--frames N] [--json] FILE...\n\n"
+    "usage: memhist report [--device N] [--top N] [--frames N] [--steps A:B | --all-steps]\n"
+    "                      [--json] FILE...\n\n"
     "Per device: peak allocated and peak reserved with time and step; the top N\n"
     "live allocation groups at the allocated peak, grouped by stack, and the bytes\n"
     "live at the peak by category (parameter, gradient, optimizer_state,\n"
@@ -24,15 +27,19 @@ static const char usage[] =
     "checked by a what-if replay under expandable_segments:True; and every OOM\n"
     "with the request, free device memory, reserved but unallocated bytes and the\n"
     "largest free block (`memhist oom` explains them). Several files (one per\n"
-    "rank) are reported in turn, then the worst rank by peak reserved.\n\n"
+    "rank) are reported in turn, then the worst rank by peak reserved. Runs of\n"
+    "more than 30 steps get a summarised table: the first and last steps, the\n"
+    "peak steps and the outliers (OOMs, retries, peaks well above the median).\n\n"
     "'allocated' is what torch.cuda.memory_allocated() reports (rounded block\n"
     "sizes); 'reserved' is torch.cuda.memory_reserved() (segment sizes).\n\n"
     "options:\n"
-    "  --device N  only device N (default: every device in the file)\n"
-    "  --top N     allocation groups to list at the peak (default 10)\n"
-    "  --frames N  stack frames shown per group in text output (default 6)\n"
-    "  --json      print one JSON object instead of text\n"
-    "  -h, --help  show this help\n";
+    "  --device N   only device N (default: every device in the file)\n"
+    "  --top N      allocation groups to list at the peak (default 10)\n"
+    "  --frames N   stack frames shown per group in text output (default 6)\n"
+    "  --steps A:B  only steps A..B in the per-step table and JSON (A:, :B, N)\n"
+    "  --all-steps  every step in the per-step table, however long the run\n"
+    "  --json       print one JSON object instead of text\n"
+    "  -h, --help   show this help\n";
 
 static int run_report(int argc, char **argv);
 
@@ -44,6 +51,8 @@ struct report_opts {
     int device; /* -1 = all */
     uint64_t top, frames;
     int json;
+    struct mh_json *j; /* the output object when json */
+    struct mh_report_view view;
     const char *path;
     char **paths;
     size_t npaths;
@@ -51,18 +60,27 @@ struct report_opts {
 
 static int parse_opts(int argc, char **argv, struct report_opts *o)
 {
-    *o = (struct report_opts){-1, 10, 6, 0, NULL, NULL, 0};
+    const char *steps = NULL;
+    *o = (struct report_opts){.device = -1, .top = 10, .frames = 6};
     const struct mh_cli_opt opts[] = {
         {"device", 0, MH_OPT_INT, &o->device, 0, 255, NULL, NULL},
         {"top", 0, MH_OPT_UINT, &o->top, 1, 100000, NULL, NULL},
         {"frames", 0, MH_OPT_UINT, &o->frames, 1, 1000, NULL, NULL},
         {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+        {"steps", 0, MH_OPT_TEXT, &steps, 0, 0, NULL, NULL},
+        {"all-steps", 0, MH_OPT_FLAG, &o->view.all_steps, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    char err[160];
     int first, rc = mh__cli_options(&mh__cmd_report, argc, argv, opts, &first);
     if (rc)
         return rc;
+    if (steps && mh__cli_parse_window(steps, NULL, &o->view.steps, err, sizeof err) != 0)
+        return mh__cli_usage_error(&mh__cmd_report, "%s", err);
     if (first >= argc)
         return mh__cli_usage_error(&mh__cmd_report, "missing FILE");
+    if (o->view.all_steps && o->view.steps.has_steps)
+        return mh__cli_usage_error(&mh__cmd_report, "--steps and --all-steps exclude each other");
+    o->view.max_frames = (size_t)o->frames;
     o->paths = argv + first;
     o->npaths = (size_t)(argc - first);
     return 0;
@@ -114,9 +132,9 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
                       n, n == 1 ? "" : "s");
         rc = MH_EINVAL;
     } else if (rc == 0 && o->json) {
-        mh__report_print_json(rp, devs, used);
+        mh__report_print_json(o->j, rp, devs, used, &o->view.steps);
     } else if (rc == 0) {
-        mh__report_print_text(rp, devs, used, (size_t)o->frames);
+        mh__report_print_text(rp, devs, used, &o->view);
     } else {
         mh__cli_error("%s: %s", o->path, mh_strerror(rc));
     }
@@ -130,14 +148,11 @@ static int report_file(void *user, const struct mh_analysis *a, size_t i, size_t
                        struct mh_json *j)
 {
     struct report_opts *o = user;
-    (void)j;
+    (void)i;
+    (void)n;
     o->path = a->rp.path;
-    if (o->json && n > 1)
-        printf("%s", i == 0 ? "[\n" : ",\n");
-    int rc = report_devices(o, a);
-    if (rc == 0 && o->json && n > 1 && i == n - 1)
-        printf("]\n");
-    return rc;
+    o->j = j;
+    return report_devices(o, a);
 }
 
 static int run_report(int argc, char **argv)
@@ -147,6 +162,6 @@ static int run_report(int argc, char **argv)
     if (rc)
         return rc;
     const struct mh_analysis_want want = {1, 1};
-    const struct mh_cli_multi m = {&want, 0, 0, o.json, report_file, &o};
+    const struct mh_cli_multi m = {"report", &want, 0, o.json, 0, report_file, &o};
     return mh__cli_finish(mh__cli_multi_run(o.paths, o.npaths, &m));
 }

@@ -43,7 +43,6 @@ static int results(char **paths, size_t n, const struct mh_cli_multi *m, struct 
 {
     int rc = 0;
     if (j) {
-        mh__json_begin_object(j);
         mh__json_key(j, "files");
         mh__json_begin_array(j);
     }
@@ -74,10 +73,8 @@ int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
     if (rc == 0 && m->json_files) {
         struct mh_sink sink;
         struct mh_json j;
-        mh__sink_init_file(&sink, stdout);
-        mh__json_init(&j, &sink, 1);
-        rc = results(paths, n, m, a, &opened, &j);
-        mh__sink_puts(&sink, "\n");
+        mh__cli_json_begin(&j, &sink, m->command);
+        rc = results(paths, n, m, a, &opened, &j); /* the pretty writer ends the line */
         mh__sink_finish(&sink);
     } else if (rc == 0) {
         rc = results(paths, n, m, a, &opened, NULL);

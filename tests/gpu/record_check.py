@@ -35,9 +35,8 @@ def run(cmd, **kw):
 
 
 def device_reports(report):
-    """The per-device objects of `memhist report --json` (schema: devices[])."""
-    devs = report.get("devices", [report])
-    return devs if isinstance(devs, list) else [devs]
+    """The per-device objects of `memhist report --json` (docs/json.md)."""
+    return [d for f in report["files"] for d in f["devices"]]
 
 
 def check_train(memhist, src, work):
