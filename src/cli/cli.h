@@ -117,6 +117,9 @@ struct mh_cli_multi {
 };
 int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);
 
+/* 1 if DIR/NAME is a regular file. */
+int mh__cli_is_file(const char *dir, const char *name);
+
 /* Human units: "1.50 GiB", "512 B"; "12.3 ms", "4.20 s". Return `buf`. */
 const char *mh__cli_bytes(uint64_t bytes, char buf[32]);
 const char *mh__cli_duration(uint64_t ns, char buf[32]);

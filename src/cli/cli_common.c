@@ -1,6 +1,8 @@
 /* cli_common.c - messages, option values and units shared by the subcommands
  * (see cli.h). */
 #include <ctype.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -161,4 +163,12 @@ const char *mh__cli_duration(uint64_t ns, char buf[32])
     else
         snprintf(buf, 32, "%.2f s", ns / 1e9);
     return buf;
+}
+
+int mh__cli_is_file(const char *dir, const char *name)
+{
+    char p[PATH_MAX + 256];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }

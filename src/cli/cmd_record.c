@@ -44,14 +44,6 @@ static int run_record(int argc, char **argv);
 const struct mh_cli_command mh__cmd_record = {
     "record", "run a PyTorch program and record its GPU memory history", usage, run_record};
 
-static int is_file(const char *dir, const char *name)
-{
-    char p[PATH_MAX];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* Where an installed memhist keeps its libraries and Python package,
  * relative to the directory of this binary (cmake/install.cmake). */
 #ifndef MH_REL_LIBDIR
@@ -68,12 +60,12 @@ static int find_dir(const char *env, const char *bindir, const char *rel, const 
 {
     const char *val = getenv(env);
     if (val && *val)
-        return is_file(val, probe) && realpath(val, out) ? 0 : -1;
+        return mh__cli_is_file(val, probe) && realpath(val, out) ? 0 : -1;
     char cand[2][PATH_MAX];
     snprintf(cand[0], PATH_MAX, "%s/%s", bindir, rel);
     snprintf(cand[1], PATH_MAX, "%s/%s", bindir, build);
     for (int i = 0; i < 2; i++)
-        if (is_file(cand[i], probe) && realpath(cand[i], out))
+        if (mh__cli_is_file(cand[i], probe) && realpath(cand[i], out))
             return 0;
     return -1;
 }
