@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "memhist/memhist.h"
 #include "analysis.h"
 #include "device_report.h"
+#include "memhist/memhist.h"
 #include "session.h"
 #include "sim.h"
 #include "workload.h"
@@ -224,8 +224,8 @@ static void check_peak_groups(const char *path)
             cr_assert_eq(mh__analysis_state_at(&a, p.event_index + 1, &at), 0);
             cr_assert_eq(mh__report_group_live(at, dev, top, &g2, &n2, &b2, &c2), 0);
             cr_expect_gt(n2, 0);
-            cr_expect(same_groups(g1, n1, g2, n2), "%s device %d top %zu: groups differ", path,
-                      dev, top);
+            cr_expect(same_groups(g1, n1, g2, n2), "%s device %d top %zu: groups differ", path, dev,
+                      top);
             cr_expect_eq(b1, b2);
             cr_expect_eq(c1, c2);
             cr_expect_eq(b2, p.value, "live bytes at the peak are the peak");
@@ -241,8 +241,8 @@ static void check_peak_groups(const char *path)
 
 Test(session, peak_groups_in_one_pass_equal_a_replay_to_the_peak)
 {
-    char *gpt = simulate("gpt", "layers=2,hidden=256,heads=4,seq=256,batch=2,vocab=1000,seqvar=40",
-                         4);
+    char *gpt =
+        simulate("gpt", "layers=2,hidden=256,heads=4,seq=256,batch=2,vocab=1000,seqvar=40", 4);
     char *resnet = simulate("resnet", "depth=18,batch=8,image=64", 3);
     check_peak_groups(gpt);
     check_peak_groups(resnet);

@@ -30,8 +30,7 @@ static int add_observers(struct mh_analysis *a, const struct mh_analysis_want *w
     return rc;
 }
 
-int mh__analysis_open(const char *path, const struct mh_analysis_want *want,
-                      struct mh_analysis *a)
+int mh__analysis_open(const char *path, const struct mh_analysis_want *want, struct mh_analysis *a)
 {
     memset(a, 0, sizeof *a);
     int rc = mh__session_open(path, &a->session);

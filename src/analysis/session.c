@@ -55,8 +55,7 @@ int mh__session_open(const char *path, struct mh_session **out)
     return 0;
 }
 
-int mh__session_open_mem(const void *data, size_t len, const char *name,
-                         struct mh_session **out)
+int mh__session_open_mem(const void *data, size_t len, const char *name, struct mh_session **out)
 {
     *out = NULL;
     struct mh_session *s = calloc(1, sizeof *s);
@@ -205,9 +204,18 @@ int mh__session_state_at(struct mh_session *s, uint64_t n, struct mh_model **out
     return 0;
 }
 
-const char *mh__session_path(const struct mh_session *s) { return s->path; }
-const struct mh_reader *mh__session_reader(const struct mh_session *s) { return s->reader; }
-struct mh_model *mh__session_model(const struct mh_session *s) { return s->model; }
+const char *mh__session_path(const struct mh_session *s)
+{
+    return s->path;
+}
+const struct mh_reader *mh__session_reader(const struct mh_session *s)
+{
+    return s->reader;
+}
+struct mh_model *mh__session_model(const struct mh_session *s)
+{
+    return s->model;
+}
 
 struct mh_model *mh__session_take_model(struct mh_session *s)
 {
@@ -229,9 +237,18 @@ int mh__session_skim(struct mh_session *s)
         rc = 0;
     return rc;
 }
-uint64_t mh__session_index(const struct mh_session *s) { return s->index; }
-int mh__session_read_error(const struct mh_session *s) { return s->read_error; }
-unsigned mh__session_passes(const struct mh_session *s) { return s->passes; }
+uint64_t mh__session_index(const struct mh_session *s)
+{
+    return s->index;
+}
+int mh__session_read_error(const struct mh_session *s)
+{
+    return s->read_error;
+}
+unsigned mh__session_passes(const struct mh_session *s)
+{
+    return s->passes;
+}
 
 void mh__device_info(const struct mh_reader *r, int device, struct mh_device_info *out)
 {

@@ -43,8 +43,7 @@ struct mh_observer {
 int mh__session_open(const char *path, struct mh_session **out);
 /* As mh__session_open on `len` bytes at `data` (borrowed until close);
  * `name` names it in messages. */
-int mh__session_open_mem(const void *data, size_t len, const char *name,
-                         struct mh_session **out);
+int mh__session_open_mem(const void *data, size_t len, const char *name, struct mh_session **out);
 void mh__session_close(struct mh_session *s);
 
 /* Registers an observer (copied) for the following passes; at most 16. */

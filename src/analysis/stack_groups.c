@@ -141,9 +141,8 @@ static int peak_event(void *user, struct mh_session *s, const struct mh_event *e
     if (!d || MH__GROW(d->since, d->n, d->cap, 1024) < 0)
         return MH_ENOMEM;
     int up = res->allocated_delta > 0;
-    d->since[d->n++] = (struct mh_stack_group){res->block_stack,
-                                               up ? res->block_size : 0 - res->block_size,
-                                               up ? 1 : UINT64_MAX};
+    d->since[d->n++] = (struct mh_stack_group){
+        res->block_stack, up ? res->block_size : 0 - res->block_size, up ? 1 : UINT64_MAX};
     struct mh_peak p;
     if (up && mh_model_peak_allocated(mh__session_model(s), ev->device, &p) == 0 &&
         p.event_index == mh__session_index(s))

@@ -39,8 +39,8 @@ struct mh_whatif_outcome {
     uint64_t peak_allocated, peak_reserved, end_reserved;
     uint64_t allocated_at_peak; /* allocated at the reserved peak */
     uint64_t segment_allocs, segment_frees, retries;
-    uint64_t ooms;              /* OOM events of the run */
-    int oom;                    /* the first OOM: */
+    uint64_t ooms; /* OOM events of the run */
+    int oom;       /* the first OOM: */
     int64_t oom_step;
     uint64_t oom_time_ns, oom_size; /* time from the input's first event */
 };
