@@ -3,6 +3,7 @@
  * pool and stream, the verdict, live memory by stack and by layer, the
  * what-if checked suggestions and the checkpointing plan. Owns each case's
  * arrays until mh__oom_case_free. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,6 +148,9 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
     struct mh_alloc_conf conf[3];
     candidates(a, in, c, conf);
     uint64_t capacity = c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE ? 0 : c->capacity;
+    struct mh_whatif_outcome base;
+    c->replay_match = mh__whatif_baseline(in, capacity, &base) == 0 ? base.match : -1;
+    c->estimates = c->mid_run || c->replay_match < MH_OOM_CHECKED_MATCH;
     for (int i = 0; i < 3; i++) {
         struct mh_suggestion *s = &c->sugg[c->nsugg++];
         struct mh_sim_replay_opts ro;
@@ -159,6 +163,13 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
         else
             snprintf(s->setting, sizeof s->setting,
                      "garbage_collection_threshold:0.6 + memory fraction 1.0");
+        struct mh_alloc_conf probe = conf[i]; /* the change alone */
+        if (i == 2)
+            probe.memory_fraction = in->conf.memory_fraction;
+        if (memcmp(&probe, &in->conf, sizeof probe) == 0) {
+            s->in_effect = 1;
+            continue;
+        }
         memset(&ro, 0, sizeof ro);
         ro.conf = conf[i];
         ro.capacity = capacity;
@@ -261,9 +272,11 @@ int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in
     mh__device_info(a->rp.reader, c->device, &c->info);
     if (mh_model_peak_reserved(m, c->device, &p) == 0)
         c->recorded_peak_reserved = p.value;
+    c->mid_run = mh_reader_meta(a->rp.reader, "trace_start") != NULL;
     c->capacity = c->info.total_bytes;
     if (!c->capacity) {
-        c->capacity = c->oom.reserved + c->oom.device_free;
+        /* at the peak there is no CUDA free figure: the capacity is unknown (0) */
+        c->capacity = o->at_peak ? 0 : c->oom.reserved + c->oom.device_free;
         c->capacity_estimated = 1;
     } else if (c->verdict != MH_OOM_VERDICT_NONE && c->capacity > c->oom.device_free + c->oom.reserved) {
         c->outside = c->capacity - c->oom.device_free - c->oom.reserved;

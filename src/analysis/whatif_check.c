@@ -108,6 +108,7 @@ struct tracker {
     int device;
     int64_t allocated, reserved;
     uint64_t peak_reserved, allocated_at_peak, ooms;
+    uint64_t oom_available; /* least reserved + driver-free memory at an OOM, 0 if none */
 };
 
 static int track(void *user, const struct mh_event *ev)
@@ -121,6 +122,12 @@ static int track(void *user, const struct mh_event *ev)
         t->ooms++;
     t->allocated += res.allocated_delta;
     t->reserved += res.reserved_delta;
+    if (ev->kind == MH_EV_OOM && ev->addr && t->reserved >= 0) {
+        /* what the allocator could have had: its segments plus what the driver had left */
+        uint64_t avail = (uint64_t)t->reserved + ev->addr;
+        if (!t->oom_available || avail < t->oom_available)
+            t->oom_available = avail;
+    }
     /* as the model's per-step statistics do: of the moments at the reserved
      * peak, the one with the most allocated (a segment is reserved just before
      * the allocation that needs it) */
@@ -161,6 +168,7 @@ static void summarize(struct tracker *t, uint64_t t0, struct mh_whatif_outcome *
         s->peak_reserved = p.value;
     s->allocated_at_peak = t->allocated_at_peak;
     s->ooms = t->ooms;
+    s->oom_available = t->oom_available;
     for (size_t i = 0; i < mh_model_step_count(t->model, t->device); i++) {
         struct mh_step_stats ss;
         if (mh_model_step(t->model, t->device, i, &ss) == 0)
@@ -192,19 +200,43 @@ int mh__whatif_recorded(const struct mh_whatif_input *in, struct mh_whatif_outco
     return rc;
 }
 
+/* Percent of the allocator events the simulator reproduced as recorded
+ * (same kind, address and size at the same position). */
+static double match_percent(const struct mh_sim_replay_result *r)
+{
+    uint64_t n = r->recorded_alloc_events > r->simulated_alloc_events ? r->recorded_alloc_events
+                                                                      : r->simulated_alloc_events;
+    return n ? 100.0 * (double)r->matched / (double)n : 100.0;
+}
+
 int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
                    struct mh_whatif_outcome *out, struct mh_sim_replay_result *res)
 {
     struct tracker t;
     struct mh_sim_replay_result own;
     struct mh_sim_replay_opts o = *ro;
+    if (!res)
+        res = &own;
     int rc = tracker_open(&t, &ro->conf, 0); /* the simulator emits device 0 */
     o.emit = track;
     o.emit_user = &t;
     if (rc == 0)
-        rc = mh__sim_replay(in->ev, in->n, &o, res ? res : &own);
-    if (rc == 0)
+        rc = mh__sim_replay(in->ev, in->n, &o, res);
+    if (rc == 0) {
         summarize(&t, first_time(in), out);
+        out->match = match_percent(res);
+    }
     mh_model_free(t.model);
     return rc;
+}
+
+int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
+                        struct mh_whatif_outcome *out)
+{
+    struct mh_sim_replay_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.conf = in->conf;
+    ro.capacity = capacity;
+    ro.use_oracle = 1;
+    return mh__whatif_run(in, &ro, out, NULL);
 }

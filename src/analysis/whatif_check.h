@@ -43,6 +43,9 @@ struct mh_whatif_outcome {
     int oom;       /* the first OOM: */
     int64_t oom_step;
     uint64_t oom_time_ns, oom_size; /* time from the input's first event */
+    uint64_t oom_available; /* least reserved + driver-free memory at an OOM, 0 if none */
+    double match; /* what-if runs: percent of allocator events reproduced as recorded
+                   * (same kind, address and size at the same position) */
 };
 
 /* The recorded run: the input replayed through the model as it is. */
@@ -51,5 +54,11 @@ int mh__whatif_recorded(const struct mh_whatif_input *in, struct mh_whatif_outco
  * and ro->use_oracle (ro->emit is the runner's own). `res` may be NULL. */
 int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
                    struct mh_whatif_outcome *out, struct mh_sim_replay_result *res);
+/* Replays under the recorded settings, taking segment addresses from the
+ * recording where sizes agree: `match` says how faithfully the simulator
+ * reproduces the run (a trace that starts mid-run, or events it cannot
+ * explain, lower it). */
+int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
+                        struct mh_whatif_outcome *out);
 
 #endif

@@ -27,8 +27,9 @@ static const char usage[] =
     "options:\n"
     "  --alloc-conf STR      settings to try (PYTORCH_CUDA_ALLOC_CONF syntax), e.g.\n"
     "                        expandable_segments:True\n"
-    "  --device-memory SIZE  device capacity (default: the recorded device's total\n"
-    "                        memory, else unlimited)\n"
+    "  --device-memory SIZE  device capacity (default: what the recorded run could\n"
+    "                        use: the device's total memory, less what the driver\n"
+    "                        did not have free at a recorded OOM; else unlimited)\n"
     "  --memory-fraction F   per-process memory fraction in (0, 1]\n"
     "  --json                print one JSON object\n"
     "  -h, --help            show this help\n";
@@ -140,6 +141,9 @@ static void print_text(const struct whatif_view *v)
         printf("replay fidelity: %.2f %% of %" PRIu64 " recorded allocator events reproduced "
                "exactly (kind, address, size, order)\n",
                match_pct(v->res), v->res->recorded_alloc_events);
+    if (v->ro->use_oracle)
+        printf("placement: %" PRIu64 " of %" PRIu64 " allocations at the recorded address\n",
+               v->res->placed, v->res->allocs);
 }
 
 static void json_run(struct mh_json *j, const char *key, const struct mh_whatif_outcome *s,
@@ -184,6 +188,8 @@ static void print_json(const struct whatif_view *v)
     mh__json_kv_uint(&j, "unknown_frees", v->res->unknown_frees);
     mh__json_kv_uint(&j, "recorded_allocator_events", v->res->recorded_alloc_events);
     mh__json_kv_uint(&j, "simulated_allocator_events", v->res->simulated_alloc_events);
+    mh__json_kv_uint(&j, "recorded_allocations", v->res->allocs);
+    mh__json_kv_uint(&j, "allocations_placed_same", v->res->placed);
     mh__json_key(&j, "match_percent");
     if (v->ro->use_oracle)
         mh__json_double(&j, match_pct(v->res), 2);
@@ -228,9 +234,14 @@ static int whatif_main(int argc, char **argv)
         if (!a.conf_text)
             ro.conf = L.conf;
         ro.conf.memory_fraction = a.fraction;
-        ro.capacity = a.capacity ? a.capacity : L.total_bytes;
         ro.use_oracle = !a.conf_text;
         rc = mh__whatif_recorded(&L, &rs);
+        /* by default the memory the recorded run could use: the device's, less
+         * what was not the allocator's to take when it ran out (the CUDA
+         * context, other processes), as the driver reported at its OOM */
+        ro.capacity = a.capacity ? a.capacity : L.total_bytes;
+        if (!a.capacity && rs.oom_available && (!ro.capacity || rs.oom_available < ro.capacity))
+            ro.capacity = rs.oom_available;
         if (rc == 0)
             rc = mh__whatif_run(&L, &ro, &ss, &res);
         if (rc < 0)

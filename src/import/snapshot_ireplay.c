@@ -20,7 +20,7 @@
 
 /* A live block during the backwards pass. */
 struct rblk {
-    uint64_t addr, requested, stream;
+    uint64_t addr, size, requested, stream; /* size 0: unknown (freed during the trace) */
     uint32_t stack;
     uint32_t pool[2];
     uint8_t state, live;
@@ -239,6 +239,7 @@ static int undo(struct rstate *st, struct mh__ient *e, int device)
             return 1;
         b->live = 1;
         b->state = MH_BLOCK_PENDING_FREE;
+        b->size = 0;
         b->requested = e->size;
         b->stack = e->stack;
         b->stream = e->stream;
@@ -249,8 +250,12 @@ static int undo(struct rstate *st, struct mh__ient *e, int device)
         if (i < 0 || st->segs[i].address != e->addr)
             return 1;
         e->flags = seg_flags(&st->segs[i]);
-        /* the segment's own frames: what the final state shows for it */
-        e->stack = st->segs[i].stack;
+        /* the segment's own frames (what the final state shows for it) ride
+         * along when they differ from the entry's */
+        if (st->segs[i].stack != e->stack) {
+            e->flags |= MH_EVF_SEGMENT_STACK;
+            e->aux = st->segs[i].stack;
+        }
         if (!e->has_pool)
             memcpy(e->pool, st->segs[i].pool, sizeof e->pool);
         seg_remove(st, (size_t)i);
@@ -294,6 +299,7 @@ static int load_final(struct mh__imp *im, int device, struct rstate *st)
             return MH_ENOMEM;
         b->live = 1;
         b->state = s->state;
+        b->size = s->size;
         b->requested = s->requested;
         b->stack = s->stack;
         b->stream = s->stream;
@@ -349,7 +355,11 @@ static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
             ev.flags = MH_EVF_PREEXISTING;
             ev.addr = k->addr;
             ev.size = k->requested;
+            ev.block_size = k->size;
             ev.stack = k->stack;
+            ev.stream = k->stream;
+            memcpy(ev.pool, k->pool, sizeof ev.pool);
+            im->info->unknown_initial += k->size == 0;
             rc = put(im, &ev);
             if (!rc && k->state == MH_BLOCK_PENDING_FREE) {
                 ev.kind = MH_EV_FREE_REQUESTED;

@@ -153,6 +153,7 @@ int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct
     if (rc < 0)
         return rc;
     s->read_error = mh__session_read_error(r);
+    s->event_order = mh_reader_meta(mh__session_reader(r), "synthetic_times") != NULL;
     if (o->has_device && !device_known(s->model, o->device)) {
         size_t n = mh_model_device_count(s->model), used = 0;
         used += (size_t)snprintf(err, errlen, "unknown device %d; the file has ", o->device);

@@ -190,8 +190,14 @@ static int build_event(void *user, struct mh_session *ses, const struct mh_event
         return 0;
     }
     b->entered |= windowed_kind(ev->kind);
+    s->saw_steps |= (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END) &&
+                    !(ev->flags & MH_EVF_DERIVED);
     if (ev->flags & MH_EVF_PREEXISTING)
         return 0; /* state from before the trace (imported): segments show it */
+    if (ev->flags & MH_EVF_DERIVED) {
+        s->derived_steps = 1; /* inferred from the ranges, which are exported */
+        return 0;
+    }
     if (res.anomaly) {
         s->info.anomalies++;
         return 0;

@@ -86,14 +86,27 @@ static int category_event(void *user, struct mh_session *ses, const struct mh_ev
 
 static void settle(struct mh_snapshot *s);
 
+/* Categories where memhist's own step markers give them a meaning; a
+ * snapshot torch wrote (steps only inferred from its annotations, or none)
+ * keeps torch's colouring by allocation. */
+static void clear(struct mh_snapshot *s)
+{
+    for (int d = 0; d < s->ndev; d++)
+        for (size_t i = 0; i < s->dev[d].len; i++)
+            ((struct mh__sentry *)mh__strace_at(&s->dev[d], i))->category = MH__SCAT_NONE;
+    s->info.categorized = 0;
+}
+
 static int category_end(void *user, struct mh_session *ses)
 {
     struct mh_snapshot *s = user;
     (void)ses;
     /* a damaged tail was reported by the session; use what was read */
     int rc = mh__livecat_finish(s->livecat, on_live, s);
-    if (rc == 0)
+    if (rc == 0 && s->saw_steps)
         settle(s);
+    else if (rc == 0)
+        clear(s);
     return rc;
 }
 

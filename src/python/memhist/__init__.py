@@ -105,6 +105,8 @@ class Session:
         core = _native.core()
         counts = _native.Counts()
         core.mh_recorder_get_counts(self.rec, ctypes.byref(counts))
+        if self.status == "recording":
+            self.status = "complete"  # finished normally
         core.mh_recorder_set_meta(self.rec, b"record_status", self.status.encode())
         rc = core.mh_recorder_close(self.rec)  # CDLL: the GIL is released meanwhile
         self.rec = None
