@@ -131,6 +131,24 @@ int mh__imp_settings_text(const struct mh_pv *dict, char **out);
 /* Frees the arrays (not the writer). */
 void mh__imp_free(struct mh__imp *im);
 
+/* Live segments of one device by start address (snapshot_isegs.c); zero it
+ * to start. Segments never overlap: an insert that would, or of an empty
+ * segment, returns 1 and changes nothing. */
+struct mh__isnode;
+struct mh__isegset {
+    struct mh__isnode *n;
+    size_t cap, used, count;
+    uint32_t root, free;
+    uint64_t rng;
+};
+int mh__isegset_insert(struct mh__isegset *s, const struct mh__iseg *g); /* 0, 1, MH_ENOMEM */
+/* The segment holding addr (valid until the next change), or NULL. */
+struct mh__iseg *mh__isegset_find(struct mh__isegset *s, uint64_t addr);
+void mh__isegset_remove(struct mh__isegset *s, uint64_t address); /* by start address */
+/* A malloc'ed copy of the segments in address order, *n of them. */
+int mh__isegset_sorted(const struct mh__isegset *s, struct mh__iseg **out, size_t *n);
+void mh__isegset_free(struct mh__isegset *s);
+
 /* Pointer -> uint32 map (open addressing). */
 struct mh__ptrmap;
 int mh__ptrmap_get(const struct mh__ptrmap *m, const void *key, uint32_t *val);
