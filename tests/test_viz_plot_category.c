@@ -161,10 +161,10 @@ Test(plot_category, columns_add_up_and_peak_matches_the_library)
     opts_for(&o, MH_PLOT_COLOR_CATEGORY);
     char err[256];
     struct mh__plot_scan s;
-    cr_assert_eq(mh__plot_scan_run(b.r, &o, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh__plot_scan_run(b.s, &o, &s, err, sizeof err), 0, "%s", err);
     struct mh__plot_cols c;
     for (int ncols = 7; ncols <= 900; ncols = ncols * 5 + 3) {
-        cr_assert_eq(mh__plot_cols_run(b.r, &o, &s, ncols, s.win_first, s.win_last, &c), 0);
+        cr_assert_eq(mh__plot_cols_run(b.s, &o, &s, ncols, s.win_first, s.win_last, &c), 0);
         cr_assert_eq(c.by_category, 1);
         cr_assert_eq(c.ngroups + 1, MH_CAT_COUNT);
         for (int i = 0; i < c.n; i++) {
@@ -194,7 +194,7 @@ static void render(struct run *b, const struct mh_plot_opts *o, struct mh_canvas
     struct mh_sink sink;
     char err[256];
     mh__sink_init_mem(&sink);
-    cr_assert_eq(mh__plot_render(b->r, o, &sink, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh__plot_render(b->s, o, &sink, NULL, err, sizeof err), 0, "%s", err);
     cr_assert_eq(mh__png_read(sink.buf, sink.len, img), 0);
     mh__sink_free(&sink);
 }
@@ -265,7 +265,7 @@ Test(plot_category, ranks_stack_panels_and_mark_the_worst)
     struct run a, b;
     training_run(&a, 0, 1);
     training_run(&b, 50, 4); /* overlaps in time, reserves more: the worst */
-    struct mh_reader *rd[2] = {a.r, b.r};
+    struct mh_session *rd[2] = {a.s, b.s};
     const char *names[2] = {"rank0.memhist", "rank1.memhist"};
     struct mh_plot_opts o;
     opts_for(&o, MH_PLOT_COLOR_STACK);
@@ -274,7 +274,7 @@ Test(plot_category, ranks_stack_panels_and_mark_the_worst)
     struct mh_plot_result res[2];
     char err[256];
     mh__sink_init_mem(&sink);
-    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, NULL, &o, &sink, res, err, sizeof err), 0,
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, res, err, sizeof err), 0,
                  "%s", err);
     struct mh_canvas img;
     cr_assert_eq(mh__png_read(sink.buf, sink.len, &img), 0);
@@ -290,12 +290,12 @@ Test(plot_category, ranks_stack_panels_and_mark_the_worst)
 
     o.kind = MH_PLOT_SEGMENTS;
     mh__sink_init_mem(&sink);
-    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, NULL, &o, &sink, NULL, err, sizeof err),
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, NULL, err, sizeof err),
                  MH_EINVAL);
     cr_assert(strstr(err, "segment view draws one file") != NULL, "%s", err);
     o.kind = MH_PLOT_TIMELINE;
     o.height = 9000;
-    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, NULL, &o, &sink, NULL, err, sizeof err),
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, NULL, err, sizeof err),
                  MH_EINVAL);
     cr_assert(strstr(err, "at most 16384 pixels tall") != NULL, "%s", err);
     mh__sink_free(&sink);
@@ -308,7 +308,7 @@ Test(plot_category, ranks_share_the_time_axis_only_when_they_overlap)
     struct run a, b;
     training_run(&a, 0, 1);
     training_run(&b, 10000, 1); /* ten seconds later: no overlap */
-    struct mh_reader *rd[2] = {a.r, b.r};
+    struct mh_session *rd[2] = {a.s, b.s};
     const char *names[2] = {"a.memhist", "b.memhist"};
     struct mh_plot_opts o;
     opts_for(&o, MH_PLOT_COLOR_CATEGORY);
@@ -317,10 +317,10 @@ Test(plot_category, ranks_share_the_time_axis_only_when_they_overlap)
     char err[256];
     mh__sink_init_mem(&s1);
     mh__sink_init_mem(&s2);
-    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, NULL, &o, &s1, NULL, err, sizeof err), 0);
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &s1, NULL, err, sizeof err), 0);
     /* separate axes: each panel draws like its own file alone */
-    struct mh_reader *only_b[1] = {b.r};
-    cr_assert_eq(mh__plot_render_ranks(only_b, names + 1, 1, NULL, &o, &s2, NULL, err, sizeof err),
+    struct mh_session *only_b[1] = {b.s};
+    cr_assert_eq(mh__plot_render_ranks(only_b, names + 1, 1, &o, &s2, NULL, err, sizeof err),
                  0);
     struct mh_canvas both, one;
     cr_assert_eq(mh__png_read(s1.buf, s1.len, &both), 0);

@@ -63,7 +63,7 @@ static int render(struct run *b, const struct mh_plot_opts *o, struct mh_canvas 
 {
     struct mh_sink sink;
     mh__sink_init_mem(&sink);
-    int rc = mh__plot_render(b->r, o, &sink, res, err, 256);
+    int rc = mh__plot_render(b->s, o, &sink, res, err, 256);
     if (rc == 0) {
         cr_assert_eq(mh__png_read(sink.buf, sink.len, img), 0, "output is not a PNG");
     }
@@ -173,7 +173,7 @@ Test(plot_render, step_lines_at_step_begins)
     struct mh__plot_frame f = frame_for(&o, 0, 300);
     /* the steps begin with their STEP_BEGIN events at 10, 110 and 210 ms */
     struct mh__plot_scan s;
-    cr_assert_eq(mh__plot_scan_run(b.r, &o, &s, err, sizeof err), 0);
+    cr_assert_eq(mh__plot_scan_run(b.s, &o, &s, err, sizeof err), 0);
     cr_assert_eq(mh_model_step_count(s.model, 0), 3);
     int expect[3];
     for (size_t i = 0; i < 3; i++) {
@@ -203,19 +203,19 @@ Test(plot_render, columns_keep_reserved_above_allocated_and_groups_sum)
     small_opts(&o);
     char err[256];
     struct mh__plot_scan s;
-    cr_assert_eq(mh__plot_scan_run(b.r, &o, &s, err, sizeof err), 0);
+    cr_assert_eq(mh__plot_scan_run(b.s, &o, &s, err, sizeof err), 0);
     /* 64 + 32 MiB and 16 MiB - 1000 B rounded up to a multiple of 512 */
     uint64_t third = 16 * MIB - 512;
     cr_assert_eq(s.peak.value, 96 * MIB + third);
     cr_assert_eq(s.peak.time_ns, T0 + 160 * MS);
-    cr_assert_eq(mh__plot_scan_rank(b.r, &s, 2), 0);
+    cr_assert_eq(mh__plot_scan_rank(b.s, &s, 2), 0);
     cr_assert_eq(s.ngroups, 2);
     cr_assert_str_eq(s.labels[0], "model/attn.py:10 forward");
     cr_assert_eq(s.group_peak[0], 64 * MIB);
     cr_assert_eq(s.group_peak[1], 32 * MIB);
     cr_assert_eq(s.group_peak[2], third, "the rest holds the third site");
     struct mh__plot_cols c;
-    cr_assert_eq(mh__plot_cols_run(b.r, &o, &s, 300, s.win_first, s.win_last, &c), 0);
+    cr_assert_eq(mh__plot_cols_run(b.s, &o, &s, 300, s.win_first, s.win_last, &c), 0);
     for (int i = 0; i < c.n; i++) {
         uint64_t sum = 0;
         for (unsigned g = 0; g <= c.ngroups; g++)
@@ -311,7 +311,7 @@ Test(plot_render, window_narrows_the_time_axis)
     o.step_lo = o.step_hi = 2;
     char err[256];
     struct mh__plot_scan s;
-    cr_assert_eq(mh__plot_scan_run(b.r, &o, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh__plot_scan_run(b.s, &o, &s, err, sizeof err), 0, "%s", err);
     /* step 2 runs from the end of step 1 (200 ms) to its own end (300 ms) */
     cr_assert_geq(s.win_first, T0 + 190 * MS);
     cr_assert_leq(s.win_first, T0 + 210 * MS);
@@ -333,8 +333,8 @@ Test(plot_render, same_input_same_bytes)
     char err[256];
     mh__sink_init_mem(&s1);
     mh__sink_init_mem(&s2);
-    cr_assert_eq(mh__plot_render(b.r, &o, &s1, NULL, err, sizeof err), 0);
-    cr_assert_eq(mh__plot_render(b.r, &o, &s2, NULL, err, sizeof err), 0);
+    cr_assert_eq(mh__plot_render(b.s, &o, &s1, NULL, err, sizeof err), 0);
+    cr_assert_eq(mh__plot_render(b.s, &o, &s2, NULL, err, sizeof err), 0);
     cr_assert_eq(s1.len, s2.len);
     cr_assert_eq(memcmp(s1.buf, s2.buf, s1.len), 0);
     mh__sink_free(&s1);
@@ -349,7 +349,7 @@ static void golden(const char *name, struct run *b, const struct mh_plot_opts *o
     struct mh_sink sink;
     char err[256], path[1024];
     mh__sink_init_mem(&sink);
-    cr_assert_eq(mh__plot_render(b->r, o, &sink, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh__plot_render(b->s, o, &sink, NULL, err, sizeof err), 0, "%s", err);
     const char *regen = getenv("MH_REGEN_GOLDEN");
     snprintf(path, sizeof path, "%s/%s/%s", regen ? regen : MH_TEST_DATA_DIR,
              regen ? "" : "golden", name);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
+#include "session.h"
 
 #define MS 1000000ull
 #define MIB (1024ull * 1024ull)
@@ -18,6 +19,7 @@ struct run {
     struct mh_writer *w;
     uint32_t stack[4];
     struct mh_reader *r;
+    struct mh_session *s;
 };
 
 static inline void ev(struct run *b, int kind, uint64_t t_ms, uint64_t addr, uint64_t size,
@@ -35,7 +37,8 @@ static inline void ev(struct run *b, int kind, uint64_t t_ms, uint64_t addr, uin
     cr_assert_eq(mh_writer_event(b->w, &e), 0);
 }
 
-/* Closes the writer and opens a reader over what it wrote. */
+/* Closes the writer and opens a reader (for the tests' own checks) and a
+ * replay session (for the plot) over what it wrote. */
 static inline void run_close(struct run *b)
 {
     const void *data;
@@ -43,11 +46,13 @@ static inline void run_close(struct run *b)
     cr_assert_eq(mh_writer_close(b->w), 0);
     cr_assert_eq(mh_writer_mem(b->w, &data, &len), 0);
     cr_assert_eq(mh_reader_open_mem(data, len, &b->r), 0);
+    cr_assert_eq(mh__session_open_mem(data, len, "run", &b->s), 0);
 }
 
 static inline void run_free(struct run *b)
 {
     mh_reader_close(b->r);
+    mh__session_close(b->s);
     mh_writer_free_mem(b->w);
 }
 

@@ -69,8 +69,8 @@ static void make_file(struct file *f)
 
 static void export_mem(const void *data, size_t len, struct mh_sink *sink)
 {
-    struct mh_reader *r;
-    cr_assert_eq(mh_reader_open_mem(data, len, &r), 0);
+    struct mh_session *r;
+    cr_assert_eq(mh__session_open_mem(data, len, "recording", &r), 0);
     struct mh_snapshot *s;
     cr_assert_eq(mh__snapshot_build(r, NULL, &s), 0);
     struct mh_snapshot_info info;
@@ -82,7 +82,7 @@ static void export_mem(const void *data, size_t len, struct mh_sink *sink)
     mh__sink_init_mem(sink);
     cr_assert_eq(mh__snapshot_write(s, sink), 0);
     mh__snapshot_free(s);
-    mh_reader_close(r);
+    mh__session_close(r);
 }
 
 static const struct mh_pv *entry(const struct mh_pv *root, int dev, int i)

@@ -187,16 +187,16 @@ static void check_doc(const char *json, size_t len, struct stats *st, uint64_t *
 static char *render(const struct mh_trace_opts *o, size_t *len, const struct mh_trace_plan **plan,
                     struct mh_trace **tout)
 {
-    struct mh_reader *r;
-    cr_assert_eq(mh_reader_open(path, &r), 0);
+    struct mh_session *r;
+    cr_assert_eq(mh__session_open(path, &r), 0);
     struct mh_trace *t;
-    cr_assert_eq(mh__trace_new(o, NULL, &t), 0);
+    cr_assert_eq(mh__trace_new(o, &t), 0);
     struct mh_sink s;
     mh__sink_init_mem(&s);
     cr_assert_eq(mh__trace_write(t, r, &s), 0);
     *plan = mh__trace_get_plan(t);
     *tout = t;
-    mh_reader_close(r);
+    mh__session_close(r);
     char *out = malloc(s.len + 1);
     memcpy(out, s.buf, s.len);
     out[s.len] = '\0';
@@ -299,11 +299,11 @@ Test(trace_writer, merge_into_kineto)
     static char kin[1 << 16];
     size_t klen = fread(kin, 1, sizeof kin, f);
     fclose(f);
-    struct mh_reader *r;
-    cr_assert_eq(mh_reader_open(path, &r), 0);
+    struct mh_session *r;
+    cr_assert_eq(mh__session_open(path, &r), 0);
     struct mh_trace *t;
     struct mh_trace_opts o = all_opts();
-    cr_assert_eq(mh__trace_new(&o, NULL, &t), 0);
+    cr_assert_eq(mh__trace_new(&o, &t), 0);
     struct mh_sink s;
     mh__sink_init_mem(&s);
     char err[200] = "";
@@ -319,8 +319,7 @@ Test(trace_writer, merge_into_kineto)
     mh__sink_free(&s);
     mh__trace_free(t);
     /* malformed input: a clear error */
-    cr_assert_eq(mh_reader_rewind(r), 0);
-    cr_assert_eq(mh__trace_new(&o, NULL, &t), 0);
+    cr_assert_eq(mh__trace_new(&o, &t), 0);
     mh__sink_init_mem(&s);
     cr_assert_neq(mh__trace_merge_kineto(t, r, "{\"traceEvents\":[1,]}", 20, &s, err, sizeof err),
                   0);
@@ -329,6 +328,6 @@ Test(trace_writer, merge_into_kineto)
     cr_assert(strstr(err, "traceEvents") != NULL, "%s", err);
     mh__sink_free(&s);
     mh__trace_free(t);
-    mh_reader_close(r);
+    mh__session_close(r);
     unlink(path);
 }

@@ -1,63 +1,70 @@
-/* analysis.c - replaying a file with lifetimes (see analysis.h). */
+/* analysis.c - one replay session with the observers a command wants (see
+ * analysis.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "analysis.h"
 #include "diag.h"
 
-static int replay_all(struct mh_analysis *a)
+static int observe_lifetimes(void *user, struct mh_session *s, const struct mh_event *ev,
+                             const struct mh_apply_result *res)
 {
-    struct mh_replay *rp = &a->rp;
-    struct mh_event ev;
-    struct mh_apply_result res;
-    int rc;
-    while ((rc = mh_reader_next(rp->reader, &ev)) == 1) {
-        memset(&res, 0, sizeof res);
-        if ((rc = mh_model_apply(rp->model, &ev, &res)) < 0)
-            break;
-        if ((rc = mh__lifetimes_observe(a->lt, rp->model, &ev, &res)) < 0)
-            break;
-    }
-    if (rc < 0 && rc != MH_ENOMEM) {
-        rp->read_error = rc;
-        mh__diag("warning: %s: %s; using the events before that point", rp->path,
-                     mh_reader_errmsg(rp->reader));
-        rc = 0;
-    }
+    return mh__lifetimes_observe(user, mh__session_model(s), ev, res);
+}
+
+static int finish_lifetimes(void *user, struct mh_session *s)
+{
+    (void)s;
+    mh__lifetimes_finish(user);
+    return 0;
+}
+
+static int add_observers(struct mh_analysis *a, const struct mh_analysis_want *want)
+{
+    struct mh_observer lt = {"lifetimes", a->lt, NULL, observe_lifetimes, finish_lifetimes};
+    int rc = mh__session_observe(a->session, &lt);
+    if (rc == 0 && want && want->events && (rc = mh__whatif_events_new(&a->events)) == 0)
+        rc = mh__session_observe(a->session, mh__whatif_events_observer(a->events));
+    if (rc == 0 && want && want->peak_groups && (rc = mh__peak_groups_new(&a->peaks)) == 0)
+        rc = mh__session_observe(a->session, mh__peak_groups_observer(a->peaks));
     return rc;
 }
 
-int mh__analysis_open(const char *path, struct mh_analysis *a)
+int mh__analysis_open(const char *path, const struct mh_analysis_want *want, struct mh_analysis *a)
 {
     memset(a, 0, sizeof *a);
-    a->rp.path = path;
-    int rc = mh__open_reader(path, &a->rp.reader);
+    int rc = mh__session_open(path, &a->session);
     if (rc < 0)
         return rc;
-    struct mh_model_opts opts;
-    memset(&opts, 0, sizeof opts);
-    mh__file_conf(a->rp.reader, &opts.conf);
-    rc = mh_model_new(&opts, &a->rp.model);
-    if (rc == 0)
-        rc = mh__lifetimes_new(&a->lt);
-    if (rc == 0)
-        rc = replay_all(a);
-    if (rc < 0) {
+    if ((rc = mh__lifetimes_new(&a->lt)) == 0 && (rc = add_observers(a, want)) < 0)
         mh__diag("%s: %s", path, mh_strerror(rc));
+    if (rc == 0)
+        rc = mh__session_run(a->session, 0);
+    if (rc < 0) {
         mh__analysis_close(a);
         return rc;
     }
-    mh_model_finish(a->rp.model);
-    mh__lifetimes_finish(a->lt);
+    mh__session_forget(a->session);
+    a->rp.path = path;
+    a->rp.reader = mh__session_reader(a->session);
+    a->rp.model = mh__session_model(a->session);
+    a->rp.read_error = mh__session_read_error(a->session);
     mh_reader_summary(a->rp.reader, &a->rp.summary);
     return 0;
 }
 
 void mh__analysis_close(struct mh_analysis *a)
 {
+    mh__peak_groups_free(a->peaks);
+    mh__whatif_events_free(a->events);
     mh__lifetimes_free(a->lt);
-    a->lt = NULL;
-    mh__replay_close(&a->rp);
+    mh__session_close(a->session);
+    memset(a, 0, sizeof *a);
+}
+
+int mh__analysis_state_at(const struct mh_analysis *a, uint64_t n, struct mh_model **out)
+{
+    return mh__session_state_at(a->session, n, out);
 }
 
 size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved)

@@ -1,23 +1,42 @@
-/* analysis.h - a file replayed through the model with allocation
- * lifetimes and categories collected on the way (src/analysis/categories.h),
- * the input of `memhist layers`, `oom`, `diff` and the category and
- * fragmentation parts of `report`; plus helpers those commands share. */
+/* analysis.h - a recording replayed once through a session (session.h) with
+ * the observers the commands ask for: allocation lifetimes and categories
+ * (categories.h) always; the events kept for what-if replays
+ * (whatif_check.h) and the live groups at each device's allocated peak
+ * (device_report.h) on request. The input of `memhist report`, `layers`,
+ * `oom` and `diff`; plus helpers those commands share. */
 #ifndef MH_ANALYSIS_ANALYSIS_H
 #define MH_ANALYSIS_ANALYSIS_H
 
 #include "replay_file.h"
 #include "layers.h"
 #include "categories.h"
+#include "whatif_check.h"
+#include "device_report.h"
 
-struct mh_analysis {
-    struct mh_replay rp; /* reader and fully replayed model */
-    struct mh_lifetimes *lt;
+/* What to gather besides lifetimes. */
+struct mh_analysis_want {
+    int events;      /* keep the events for what-if replays */
+    int peak_groups; /* live groups by stack at each device's allocated peak */
 };
 
-/* Opens and replays `path` (prints a one-line error naming the file on
- * failure, returns < 0; a damaged file is used up to the damage). */
-int mh__analysis_open(const char *path, struct mh_analysis *a);
+struct mh_analysis {
+    struct mh_session *session;
+    struct mh_replay rp; /* the session after its full pass */
+    struct mh_lifetimes *lt;
+    struct mh_whatif_events *events;  /* NULL unless wanted */
+    struct mh_peak_groups *peaks;     /* NULL unless wanted */
+};
+
+/* Opens and replays `path` once (reports a one-line error naming the file
+ * through diag.h on failure, returns < 0; a damaged file is used up to the
+ * damage). `want` may be NULL. */
+int mh__analysis_open(const char *path, const struct mh_analysis_want *want,
+                      struct mh_analysis *a);
 void mh__analysis_close(struct mh_analysis *a);
+
+/* The allocator state after the first `n` events (replayed again through
+ * the same session; the caller frees the model). */
+int mh__analysis_state_at(const struct mh_analysis *a, uint64_t n, struct mh_model **out);
 
 /* Index of the rank with the largest peak reserved over its devices. */
 size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved);

@@ -10,6 +10,7 @@
 #include "memhist/error.h"
 #include "categories.h"
 #include "addrmap.h"
+#include "grow.h"
 
 struct mh_lifetimes {
     struct mh_alloc_rec *recs;
@@ -56,14 +57,8 @@ static uint64_t live_key(int device, uint64_t addr)
 
 static int add_step(struct mh_lifetimes *lt, int64_t step, uint64_t index)
 {
-    if (lt->nsteps == lt->capsteps) {
-        size_t cap = lt->capsteps ? lt->capsteps * 2 : 64;
-        struct mh_step_span *p = realloc(lt->steps, cap * sizeof *p);
-        if (!p)
-            return MH_ENOMEM;
-        lt->steps = p;
-        lt->capsteps = cap;
-    }
+    if (MH__GROW(lt->steps, lt->nsteps, lt->capsteps, 64) < 0)
+        return MH_ENOMEM;
     lt->steps[lt->nsteps++] = (struct mh_step_span){step, index};
     return 0;
 }
@@ -71,14 +66,8 @@ static int add_step(struct mh_lifetimes *lt, int64_t step, uint64_t index)
 static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
                     const struct mh_apply_result *res, uint64_t index)
 {
-    if (lt->n == lt->cap) {
-        size_t cap = lt->cap ? lt->cap * 2 : 4096;
-        struct mh_alloc_rec *p = realloc(lt->recs, cap * sizeof *p);
-        if (!p)
-            return MH_ENOMEM;
-        lt->recs = p;
-        lt->cap = cap;
-    }
+    if (MH__GROW(lt->recs, lt->n, lt->cap, 4096) < 0)
+        return MH_ENOMEM;
     struct mh_alloc_rec *r = &lt->recs[lt->n];
     memset(r, 0, sizeof *r);
     r->alloc_index = index;

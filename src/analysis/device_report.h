@@ -6,6 +6,7 @@
 
 #include "replay_file.h"
 #include "categories.h"
+#include "whatif_check.h"
 
 struct mh_stack_group {
     uint32_t stack;
@@ -33,13 +34,28 @@ struct mh_device_report {
     } trend;
 };
 
-/* Fills the fragmentation trend of one device (runs the what-if replay). */
-void mh__report_trend(const struct mh_replay *rp, int device, struct mh_frag_trend *t);
+/* Fills the fragmentation trend of one device of `m` (a full pass) and runs
+ * the what-if replay of `in` (that device's input) under
+ * expandable_segments:True. */
+void mh__report_trend(const struct mh_model *m, const struct mh_whatif_input *in,
+                      struct mh_frag_trend *t);
 
 /* Groups the allocated blocks of `device` in `m` by stack, largest first;
  * keeps at most `top` groups (all if 0). The caller frees *out. */
 int mh__report_group_live(const struct mh_model *m, int device, size_t top,
                           struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
                           uint64_t *total_count);
+
+/* The live groups at each device's allocated peak, gathered by a session
+ * observer during the one full pass. */
+struct mh_peak_groups;
+int mh__peak_groups_new(struct mh_peak_groups **out);
+void mh__peak_groups_free(struct mh_peak_groups *pg);
+const struct mh_observer *mh__peak_groups_observer(struct mh_peak_groups *pg);
+/* As mh__report_group_live at the allocated peak of `device`; `end` is the
+ * model after the pass the observer saw. */
+int mh__peak_groups_get(const struct mh_peak_groups *pg, const struct mh_model *end, int device,
+                        size_t top, struct mh_stack_group **out, size_t *nout,
+                        uint64_t *total_bytes, uint64_t *total_count);
 
 #endif

@@ -45,23 +45,23 @@ static int add_free(void *user, const struct mh_segment_view *seg, const struct 
 }
 
 /* Replays up to the moment and reads the allocator state there. */
-static int state_at(const char *path, struct mh_oom_case *c, size_t top)
+static int state_at(const struct mh_analysis *a, struct mh_oom_case *c, size_t top)
 {
-    struct mh_replay at;
-    int rc = mh__replay_open(path, c->oom.event_index + 1, &at);
+    struct mh_model *at;
+    int rc = mh__analysis_state_at(a, c->oom.event_index + 1, &at);
     if (rc < 0)
         return rc;
-    rc = mh_model_foreach_block(at.model, c->device, add_free, c);
+    rc = mh_model_foreach_block(at, c->device, add_free, c);
     struct mh_mem_stats st;
-    if (c->verdict == MH_OOM_VERDICT_NONE && mh_model_stats(at.model, c->device, &st) == 0) {
+    if (c->verdict == MH_OOM_VERDICT_NONE && mh_model_stats(at, c->device, &st) == 0) {
         c->oom.allocated = st.allocated;
         c->oom.reserved = st.reserved;
-        c->oom.largest_free_any = mh_model_largest_free(at.model, c->device, UINT64_MAX, -1);
+        c->oom.largest_free_any = mh_model_largest_free(at, c->device, UINT64_MAX, -1);
     }
     if (rc == 0)
-        rc = mh__report_group_live(at.model, c->device, top, &c->stacks, &c->nstacks,
-                                   &c->live_bytes, &c->live_count);
-    mh__replay_close(&at);
+        rc = mh__report_group_live(at, c->device, top, &c->stacks, &c->nstacks, &c->live_bytes,
+                                   &c->live_count);
+    mh_model_free(at);
     return rc < 0 ? rc : 0;
 }
 
@@ -129,33 +129,51 @@ static uint64_t split_candidate_mb(const struct mh_analysis *a, const struct mh_
     return mb < 20 ? 20 : mb;
 }
 
+/* The three candidate settings, each the recorded ones with one change. */
+static void candidates(const struct mh_analysis *a, const struct mh_whatif_input *in,
+                       const struct mh_oom_case *c, struct mh_alloc_conf conf[3])
+{
+    uint64_t mb = split_candidate_mb(a, c);
+    for (int i = 0; i < 3; i++)
+        conf[i] = in->conf;
+    conf[0].expandable_segments = 1;
+    conf[1].max_split_size = mb * MH_MB;
+    conf[2].garbage_collection_threshold = 0.6;
+    conf[2].memory_fraction = 1.0;
+}
+
 static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *in,
                     struct mh_oom_case *c)
 {
-    char changes[3][96];
-    snprintf(changes[0], sizeof changes[0], "expandable_segments:True");
-    snprintf(changes[1], sizeof changes[1], "max_split_size_mb:%llu",
-             (unsigned long long)split_candidate_mb(a, c));
-    snprintf(changes[2], sizeof changes[2], "garbage_collection_threshold:0.6");
+    struct mh_alloc_conf conf[3];
+    candidates(a, in, c, conf);
     uint64_t capacity = c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE ? 0 : c->capacity;
     struct mh_whatif_outcome base;
     c->replay_match = mh__whatif_baseline(in, capacity, &base) == 0 ? base.match : -1;
     c->estimates = c->mid_run || c->replay_match < MH_OOM_CHECKED_MATCH;
     for (int i = 0; i < 3; i++) {
         struct mh_suggestion *s = &c->sugg[c->nsugg++];
-        struct mh_alloc_conf conf;
+        struct mh_sim_replay_opts ro;
         struct mh_whatif_outcome out;
-        snprintf(s->setting, sizeof s->setting, "%s%s", changes[i],
-                 i == 2 ? " + memory fraction 1.0" : "");
-        if (mh__whatif_conf(&in->conf, changes[i], &conf) != 0)
-            continue;
-        if (memcmp(&conf, &in->conf, sizeof conf) == 0) {
+        if (i == 0)
+            snprintf(s->setting, sizeof s->setting, "expandable_segments:True");
+        else if (i == 1)
+            snprintf(s->setting, sizeof s->setting, "max_split_size_mb:%llu",
+                     (unsigned long long)(conf[1].max_split_size / MH_MB));
+        else
+            snprintf(s->setting, sizeof s->setting,
+                     "garbage_collection_threshold:0.6 + memory fraction 1.0");
+        struct mh_alloc_conf probe = conf[i]; /* the change alone */
+        if (i == 2)
+            probe.memory_fraction = in->conf.memory_fraction;
+        if (memcmp(&probe, &in->conf, sizeof probe) == 0) {
             s->in_effect = 1;
             continue;
         }
-        if (i == 2)
-            conf.memory_fraction = 1.0;
-        if (mh__whatif_run(in, &conf, capacity, &out) == 0) {
+        memset(&ro, 0, sizeof ro);
+        ro.conf = conf[i];
+        ro.capacity = capacity;
+        if (mh__whatif_run(in, &ro, &out, NULL) == 0) {
             s->ok = 1;
             s->ooms = out.ooms;
             s->peak_reserved = out.peak_reserved;
@@ -263,7 +281,7 @@ int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in
     } else if (c->verdict != MH_OOM_VERDICT_NONE && c->capacity > c->oom.device_free + c->oom.reserved) {
         c->outside = c->capacity - c->oom.device_free - c->oom.reserved;
     }
-    int rc = state_at(a->rp.path, c, (size_t)o->top);
+    int rc = state_at(a, c, (size_t)o->top);
     if (rc == 0)
         rc = layers_at(a, c);
     decide(c);

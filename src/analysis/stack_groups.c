@@ -1,8 +1,11 @@
 /* stack_groups.c - live allocations grouped by allocation stack, the core of
- * "what was live at the peak and from where" (see device_report.h). */
+ * "what was live at the peak and from where" (see device_report.h): from a
+ * model's state, or at each device's allocated peak from a session observer
+ * that needs no second pass. */
 #include <stdlib.h>
 
 #include "device_report.h"
+#include "grow.h"
 
 struct collect {
     struct mh_stack_group *items;
@@ -16,15 +19,9 @@ static int collect_block(void *user, const struct mh_segment_view *seg,
     struct collect *c = user;
     if (blk->state != MH_BLOCK_ALLOCATED)
         return 0;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 256;
-        struct mh_stack_group *p = realloc(c->items, cap * sizeof *p);
-        if (!p) {
-            c->error = MH_ENOMEM;
-            return 1;
-        }
-        c->items = p;
-        c->cap = cap;
+    if (MH__GROW(c->items, c->n, c->cap, 256) < 0) {
+        c->error = MH_ENOMEM;
+        return 1;
     }
     c->items[c->n++] = (struct mh_stack_group){blk->stack, blk->size, 1};
     return 0;
@@ -53,10 +50,39 @@ static size_t merge_runs(struct mh_stack_group *g, size_t n)
             g[out - 1].bytes += g[i].bytes;
             g[out - 1].count += g[i].count;
         } else {
+            if (out > 0 && g[out - 1].count == 0)
+                out--; /* a group the changes since the peak emptied */
             g[out++] = g[i];
         }
     }
+    if (out > 0 && g[out - 1].count == 0)
+        out--;
     return out;
+}
+
+/* Sorts `c`'s items into groups by stack (dropping empty ones), largest
+ * first, and hands them out. */
+static int finish_groups(struct collect *c, size_t top, struct mh_stack_group **out, size_t *nout,
+                         uint64_t *total_bytes, uint64_t *total_count)
+{
+    if (c->error) {
+        free(c->items);
+        return c->error;
+    }
+    *total_bytes = *total_count = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        *total_bytes += c->items[i].bytes;
+        *total_count += c->items[i].count;
+    }
+    size_t n = 0;
+    if (c->n > 0) {
+        qsort(c->items, c->n, sizeof *c->items, by_stack);
+        n = merge_runs(c->items, c->n);
+        qsort(c->items, n, sizeof *c->items, by_bytes_desc);
+    }
+    *out = c->items;
+    *nout = top && n > top ? top : n;
+    return 0;
 }
 
 int mh__report_group_live(const struct mh_model *m, int device, size_t top,
@@ -65,22 +91,106 @@ int mh__report_group_live(const struct mh_model *m, int device, size_t top,
 {
     struct collect c = {0};
     mh_model_foreach_block(m, device, collect_block, &c);
-    if (c.error) {
-        free(c.items);
-        return c.error;
-    }
-    *total_bytes = *total_count = 0;
-    for (size_t i = 0; i < c.n; i++) {
-        *total_bytes += c.items[i].bytes;
-        (*total_count)++;
-    }
-    size_t n = 0;
-    if (c.n > 0) {
-        qsort(c.items, c.n, sizeof *c.items, by_stack);
-        n = merge_runs(c.items, c.n);
-        qsort(c.items, n, sizeof *c.items, by_bytes_desc);
-    }
-    *out = c.items;
-    *nout = top && n > top ? top : n;
+    return finish_groups(&c, top, out, nout, total_bytes, total_count);
+}
+
+/* ---- the live groups at the allocated peak, in the same pass ------------------- */
+/* Each device keeps the allocations and frees since its latest allocated
+ * peak; at the end, the groups live at the peak are those live at the end
+ * minus what changed since. */
+struct peak_dev {
+    int device;
+    struct mh_stack_group *since; /* bytes and count as unsigned deltas */
+    size_t n, cap;
+};
+
+struct mh_peak_groups {
+    struct peak_dev *dev;
+    size_t ndev, cap;
+    struct mh_observer obs;
+};
+
+static struct peak_dev *dev_of(struct mh_peak_groups *pg, int device)
+{
+    for (size_t i = 0; i < pg->ndev; i++)
+        if (pg->dev[i].device == device)
+            return &pg->dev[i];
+    if (MH__GROW(pg->dev, pg->ndev, pg->cap, 4) < 0)
+        return NULL;
+    pg->dev[pg->ndev] = (struct peak_dev){device, NULL, 0, 0};
+    return &pg->dev[pg->ndev++];
+}
+
+static int peak_begin(void *user, struct mh_session *s)
+{
+    struct mh_peak_groups *pg = user;
+    (void)s;
+    for (size_t i = 0; i < pg->ndev; i++)
+        pg->dev[i].n = 0;
     return 0;
+}
+
+static int peak_event(void *user, struct mh_session *s, const struct mh_event *ev,
+                      const struct mh_apply_result *res)
+{
+    int block = ev->kind == MH_EV_ALLOC || ev->kind == MH_EV_FREE_REQUESTED ||
+                ev->kind == MH_EV_FREE_COMPLETED;
+    if (!block || res->allocated_delta == 0)
+        return 0;
+    struct peak_dev *d = dev_of(user, ev->device);
+    if (!d || MH__GROW(d->since, d->n, d->cap, 1024) < 0)
+        return MH_ENOMEM;
+    int up = res->allocated_delta > 0;
+    d->since[d->n++] = (struct mh_stack_group){
+        res->block_stack, up ? res->block_size : 0 - res->block_size, up ? 1 : UINT64_MAX};
+    struct mh_peak p;
+    if (up && mh_model_peak_allocated(mh__session_model(s), ev->device, &p) == 0 &&
+        p.event_index == mh__session_index(s))
+        d->n = 0; /* the state after this event is the peak's */
+    return 0;
+}
+
+int mh__peak_groups_new(struct mh_peak_groups **out)
+{
+    struct mh_peak_groups *pg = calloc(1, sizeof *pg);
+    if (!pg)
+        return MH_ENOMEM;
+    pg->obs = (struct mh_observer){"peak-groups", pg, peak_begin, peak_event, NULL};
+    *out = pg;
+    return 0;
+}
+
+void mh__peak_groups_free(struct mh_peak_groups *pg)
+{
+    for (size_t i = 0; pg && i < pg->ndev; i++)
+        free(pg->dev[i].since);
+    if (pg)
+        free(pg->dev);
+    free(pg);
+}
+
+const struct mh_observer *mh__peak_groups_observer(struct mh_peak_groups *pg)
+{
+    return &pg->obs;
+}
+
+int mh__peak_groups_get(const struct mh_peak_groups *pg, const struct mh_model *end, int device,
+                        size_t top, struct mh_stack_group **out, size_t *nout,
+                        uint64_t *total_bytes, uint64_t *total_count)
+{
+    struct collect c = {0};
+    mh_model_foreach_block(end, device, collect_block, &c);
+    const struct peak_dev *d = NULL;
+    for (size_t i = 0; i < pg->ndev; i++)
+        if (pg->dev[i].device == device)
+            d = &pg->dev[i];
+    for (size_t i = 0; d && i < d->n && !c.error; i++) {
+        if (MH__GROW(c.items, c.n, c.cap, 256) < 0) {
+            c.error = MH_ENOMEM;
+            break;
+        }
+        const struct mh_stack_group *g = &d->since[i];
+        c.items[c.n++] = (struct mh_stack_group){g->stack, 0 - g->bytes, 0 - g->count};
+    }
+    return finish_groups(&c, top, out, nout, total_bytes, total_count);
 }

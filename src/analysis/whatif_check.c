@@ -1,138 +1,242 @@
-/* whatif_check.c - candidate settings checked by replay (see
- * whatif_check.h). The what-if run's events go through a fresh model, so
- * its peaks are computed exactly as the recording's are. */
-#include <stdio.h>
+/* whatif_check.c - the what-if runner (see whatif_check.h). Both runs feed
+ * their events to a fresh model, so their peaks are computed exactly as the
+ * recording's are. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "whatif_check.h"
-#include "sim_replay.h"
-#include "diag.h"
 
-int mh__whatif_load(const char *path, int device, struct mh_whatif_input *in)
+/* ---- the events of a pass ----------------------------------------------------- */
+struct mh_whatif_events {
+    struct mh_event *ev;
+    size_t n, cap;
+    struct mh_observer obs;
+};
+
+static int keep_begin(void *user, struct mh_session *s)
 {
-    struct mh_reader *r;
-    struct mh_event e;
-    size_t cap = 0;
+    (void)s;
+    ((struct mh_whatif_events *)user)->n = 0;
+    return 0;
+}
+
+static int keep_event(void *user, struct mh_session *s, const struct mh_event *ev,
+                      const struct mh_apply_result *res)
+{
+    struct mh_whatif_events *e = user;
+    (void)s;
+    (void)res;
+    if (MH__GROW(e->ev, e->n, e->cap, 65536) < 0)
+        return MH_ENOMEM;
+    e->ev[e->n++] = *ev;
+    return 0;
+}
+
+int mh__whatif_events_new(struct mh_whatif_events **out)
+{
+    struct mh_whatif_events *e = calloc(1, sizeof *e);
+    if (!e)
+        return MH_ENOMEM;
+    e->obs = (struct mh_observer){"whatif-events", e, keep_begin, keep_event, NULL};
+    *out = e;
+    return 0;
+}
+
+void mh__whatif_events_free(struct mh_whatif_events *e)
+{
+    if (e)
+        free(e->ev);
+    free(e);
+}
+
+const struct mh_observer *mh__whatif_events_observer(struct mh_whatif_events *e)
+{
+    return &e->obs;
+}
+
+/* ---- one device's input --------------------------------------------------------- */
+static int first_device(const struct mh_whatif_events *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        if (mh__sim_is_allocator_kind(e->ev[i].kind))
+            return e->ev[i].device;
+    return -1;
+}
+
+static int other_device(const struct mh_whatif_events *e, int device)
+{
+    for (size_t i = 0; i < e->n; i++)
+        if (mh__sim_is_allocator_kind(e->ev[i].kind) && e->ev[i].device != device)
+            return 1;
+    return 0;
+}
+
+int mh__whatif_input(const struct mh_whatif_events *e, struct mh_session *s, int device,
+                     struct mh_whatif_input *in)
+{
     memset(in, 0, sizeof *in);
-    in->device = device;
-    int rc = mh__open_reader(path, &r);
-    if (rc < 0)
-        return rc;
-    while ((rc = mh_reader_next(r, &e)) == 1) {
-        int alloc_kind = mh__sim_is_allocator_kind(e.kind);
-        if (alloc_kind && in->device < 0)
-            in->device = e.device;
-        if (alloc_kind && e.device != in->device)
-            continue;
-        if (in->n == cap) {
-            size_t nc = cap ? cap * 2 : 65536;
-            struct mh_event *p = realloc(in->ev, nc * sizeof *p);
-            if (!p) {
-                rc = MH_ENOMEM;
-                break;
-            }
-            in->ev = p;
-            cap = nc;
-        }
-        in->ev[in->n++] = e;
-    }
-    if (rc < 0 && rc != MH_ENOMEM) {
-        /* damage: the events before it are used; the caller may say so */
-        snprintf(in->damage, sizeof in->damage, "%s", mh_reader_errmsg(r));
-        rc = 0;
-    }
-    mh__file_conf(r, &in->conf);
+    in->device = device < 0 ? first_device(e) : device;
+    in->conf = *mh__session_conf(s);
     struct mh_device_info d;
-    mh__device_info(r, in->device, &d);
+    mh__device_info(mh__session_reader(s), in->device, &d);
     in->total_bytes = d.total_bytes;
-    mh_reader_close(r);
-    if (rc < 0) {
-        mh__diag("%s: %s", path, mh_strerror(rc));
-        mh__whatif_input_free(in);
-    }
-    return rc;
+    in->ev = e->ev;
+    in->n = e->n;
+    if (!other_device(e, in->device))
+        return 0;
+    if (!(in->owned = malloc((e->n ? e->n : 1) * sizeof *in->owned)))
+        return MH_ENOMEM;
+    in->n = 0;
+    for (size_t i = 0; i < e->n; i++)
+        if (!mh__sim_is_allocator_kind(e->ev[i].kind) || e->ev[i].device == in->device)
+            in->owned[in->n++] = e->ev[i];
+    in->ev = in->owned;
+    return 0;
 }
 
 void mh__whatif_input_free(struct mh_whatif_input *in)
 {
-    free(in->ev);
-    in->ev = NULL;
-    in->n = 0;
+    free(in->owned);
+    memset(in, 0, sizeof *in);
 }
 
-struct sink_model {
-    struct mh_model *m;
-    uint64_t ooms;
+/* ---- the runs ------------------------------------------------------------------- */
+/* Feeds events to a model and tracks allocated memory at the reserved peak. */
+struct tracker {
+    struct mh_model *model;
+    int device;
+    int64_t allocated, reserved;
+    uint64_t peak_reserved, allocated_at_peak, ooms;
+    uint64_t oom_available; /* least reserved + driver-free memory at an OOM, 0 if none */
 };
 
-static int to_model(void *user, const struct mh_event *ev)
+static int track(void *user, const struct mh_event *ev)
 {
-    struct sink_model *s = user;
-    if (ev->kind == MH_EV_OOM)
-        s->ooms++;
-    return mh_model_apply(s->m, ev, NULL);
-}
-
-static int run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
-               uint64_t capacity, int oracle, struct mh_whatif_outcome *out)
-{
-    struct mh_model_opts mo;
-    struct sink_model s = {0};
-    struct mh_sim_replay_opts ro;
-    struct mh_sim_replay_result res;
-    memset(out, 0, sizeof *out);
-    memset(&mo, 0, sizeof mo);
-    memset(&ro, 0, sizeof ro);
-    mo.conf = *conf;
-    int rc = mh_model_new(&mo, &s.m);
+    struct tracker *t = user;
+    struct mh_apply_result res;
+    int rc = mh_model_apply(t->model, ev, &res);
     if (rc < 0)
         return rc;
-    ro.conf = *conf;
-    ro.capacity = capacity;
-    ro.use_oracle = oracle;
-    ro.emit = to_model;
-    ro.emit_user = &s;
-    rc = mh__sim_replay(in->ev, in->n, &ro, &res);
-    if (rc == 0) {
-        struct mh_peak p;
-        mh_model_finish(s.m);
-        if (mh_model_peak_reserved(s.m, 0, &p) == 0)
-            out->peak_reserved = p.value;
-        if (mh_model_peak_allocated(s.m, 0, &p) == 0)
-            out->peak_allocated = p.value;
-        out->ooms = s.ooms;
-        uint64_t n = res.recorded_alloc_events > res.simulated_alloc_events
-                         ? res.recorded_alloc_events
-                         : res.simulated_alloc_events;
-        out->match = n ? 100.0 * (double)res.matched / (double)n : 100.0;
+    if (ev->kind == MH_EV_OOM)
+        t->ooms++;
+    t->allocated += res.allocated_delta;
+    t->reserved += res.reserved_delta;
+    if (ev->kind == MH_EV_OOM && ev->addr && t->reserved >= 0) {
+        /* what the allocator could have had: its segments plus what the driver had left */
+        uint64_t avail = (uint64_t)t->reserved + ev->addr;
+        if (!t->oom_available || avail < t->oom_available)
+            t->oom_available = avail;
     }
-    mh_model_free(s.m);
-    return rc;
-}
-
-int mh__whatif_conf(const struct mh_alloc_conf *base, const char *change, struct mh_alloc_conf *out)
-{
-    char text[640], err[160];
-    mh_alloc_conf_format(base, text, sizeof text);
-    size_t used = strlen(text);
-    snprintf(text + used, sizeof text - used, "%s%s", used ? "," : "", change);
-    double fraction = base->memory_fraction;
-    if (mh_alloc_conf_parse(text, out, err, sizeof err) != 0)
-        return MH_EINVAL;
-    if (out->memory_fraction == 0)
-        out->memory_fraction = fraction;
+    /* as the model's per-step statistics do: of the moments at the reserved
+     * peak, the one with the most allocated (a segment is reserved just before
+     * the allocation that needs it) */
+    uint64_t allocated = t->allocated > 0 ? (uint64_t)t->allocated : 0;
+    if (t->reserved > 0 && (uint64_t)t->reserved > t->peak_reserved) {
+        t->peak_reserved = (uint64_t)t->reserved;
+        t->allocated_at_peak = allocated;
+    } else if ((uint64_t)t->reserved == t->peak_reserved && allocated > t->allocated_at_peak) {
+        t->allocated_at_peak = allocated;
+    }
     return 0;
 }
 
-int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
-                   uint64_t capacity, struct mh_whatif_outcome *out)
+static int tracker_open(struct tracker *t, const struct mh_alloc_conf *conf, int device)
 {
-    return run(in, conf, capacity, 0, out);
+    struct mh_model_opts mo;
+    memset(t, 0, sizeof *t);
+    memset(&mo, 0, sizeof mo);
+    mo.conf = *conf;
+    t->device = device;
+    return mh_model_new(&mo, &t->model);
+}
+
+static void summarize(struct tracker *t, uint64_t t0, struct mh_whatif_outcome *s)
+{
+    struct mh_mem_stats st;
+    struct mh_peak p;
+    memset(s, 0, sizeof *s);
+    mh_model_finish(t->model);
+    if (mh_model_stats(t->model, t->device, &st) == 0) {
+        s->end_reserved = st.reserved;
+        s->segment_allocs = st.segment_allocs + st.maps;
+        s->segment_frees = st.segment_frees + st.unmaps;
+    }
+    if (mh_model_peak_allocated(t->model, t->device, &p) == 0)
+        s->peak_allocated = p.value;
+    if (mh_model_peak_reserved(t->model, t->device, &p) == 0)
+        s->peak_reserved = p.value;
+    s->allocated_at_peak = t->allocated_at_peak;
+    s->ooms = t->ooms;
+    s->oom_available = t->oom_available;
+    for (size_t i = 0; i < mh_model_step_count(t->model, t->device); i++) {
+        struct mh_step_stats ss;
+        if (mh_model_step(t->model, t->device, i, &ss) == 0)
+            s->retries += ss.retries;
+    }
+    struct mh_oom_info oi;
+    if (mh_model_oom_count(t->model) > 0 && mh_model_oom(t->model, 0, &oi) == 0) {
+        s->oom = 1;
+        s->oom_step = oi.step;
+        s->oom_time_ns = oi.time_ns >= t0 ? oi.time_ns - t0 : 0;
+        s->oom_size = oi.request;
+    }
+}
+
+static uint64_t first_time(const struct mh_whatif_input *in)
+{
+    return in->n ? in->ev[0].time_ns : 0;
+}
+
+int mh__whatif_recorded(const struct mh_whatif_input *in, struct mh_whatif_outcome *out)
+{
+    struct tracker t;
+    int rc = tracker_open(&t, &in->conf, in->device);
+    for (size_t i = 0; i < in->n && rc == 0; i++)
+        rc = track(&t, &in->ev[i]);
+    if (rc == 0)
+        summarize(&t, first_time(in), out);
+    mh_model_free(t.model);
+    return rc;
+}
+
+/* Percent of the allocator events the simulator reproduced as recorded
+ * (same kind, address and size at the same position). */
+static double match_percent(const struct mh_sim_replay_result *r)
+{
+    uint64_t n = r->recorded_alloc_events > r->simulated_alloc_events ? r->recorded_alloc_events
+                                                                      : r->simulated_alloc_events;
+    return n ? 100.0 * (double)r->matched / (double)n : 100.0;
+}
+
+int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
+                   struct mh_whatif_outcome *out, struct mh_sim_replay_result *res)
+{
+    struct tracker t;
+    struct mh_sim_replay_result own;
+    struct mh_sim_replay_opts o = *ro;
+    if (!res)
+        res = &own;
+    int rc = tracker_open(&t, &ro->conf, 0); /* the simulator emits device 0 */
+    o.emit = track;
+    o.emit_user = &t;
+    if (rc == 0)
+        rc = mh__sim_replay(in->ev, in->n, &o, res);
+    if (rc == 0) {
+        summarize(&t, first_time(in), out);
+        out->match = match_percent(res);
+    }
+    mh_model_free(t.model);
+    return rc;
 }
 
 int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
                         struct mh_whatif_outcome *out)
 {
-    return run(in, &in->conf, capacity, 1, out);
+    struct mh_sim_replay_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.conf = in->conf;
+    ro.capacity = capacity;
+    ro.use_oracle = 1;
+    return mh__whatif_run(in, &ro, out, NULL);
 }

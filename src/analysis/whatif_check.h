@@ -1,47 +1,64 @@
-/* whatif_check.h - checked suggestions: a recording's allocator requests
- * replayed through the simulator (src/sim/sim_replay.h, the same replay as
- * `memhist whatif`) under candidate settings, reduced to the outcome the
- * answers quote (OOM or not, peak reserved and allocated). */
+/* whatif_check.h - the what-if runner: a recording's allocator requests
+ * replayed through the simulator (src/sim/sim_replay.h) under other
+ * settings, the same runner for `memhist whatif`, the checked suggestions of
+ * `memhist oom` and the fragmentation verdict of `memhist report`.
+ *
+ * The events come from a replay session: an observer keeps them during the
+ * session's pass (no second read of the file), and the input of one device
+ * is taken from them. Settings are always a struct mh_alloc_conf. */
 #ifndef MH_ANALYSIS_WHATIF_CHECK_H
 #define MH_ANALYSIS_WHATIF_CHECK_H
 
-#include "replay_file.h"
+#include "session.h"
+#include "sim_replay.h"
+
+/* Every event of a session's pass, kept by an observer. */
+struct mh_whatif_events;
+int mh__whatif_events_new(struct mh_whatif_events **out);
+void mh__whatif_events_free(struct mh_whatif_events *e);
+/* The observer to register on the session (valid while `e` lives). */
+const struct mh_observer *mh__whatif_events_observer(struct mh_whatif_events *e);
 
 struct mh_whatif_input {
-    struct mh_event *ev; /* events of one device plus non-allocator events, file order */
+    const struct mh_event *ev; /* events of one device plus non-allocator events, file order */
     size_t n;
     int device;
     uint64_t total_bytes;      /* recorded device capacity, 0 if unknown */
     struct mh_alloc_conf conf; /* recorded settings */
-    char damage[256];          /* why reading stopped early ("" if it did not) */
+    struct mh_event *owned;    /* the copy behind ev when other devices were left out */
 };
 
-struct mh_whatif_outcome {
-    uint64_t peak_reserved, peak_allocated;
-    uint64_t ooms; /* OOM events of the what-if run */
-    double match;  /* percent of allocator events reproduced as recorded (same kind,
-                    * address and size at the same position) */
-};
-
-/* Loads the events of `device` (the first allocator device if < 0). Prints
- * a one-line error naming the file on failure. */
-int mh__whatif_load(const char *path, int device, struct mh_whatif_input *in);
+/* The input of `device` (the first allocator device if < 0) from the
+ * events kept during the pass of `s`. Returns 0 or MH_ENOMEM. */
+int mh__whatif_input(const struct mh_whatif_events *e, struct mh_session *s, int device,
+                     struct mh_whatif_input *in);
 void mh__whatif_input_free(struct mh_whatif_input *in);
 
-/* Replays under `conf` with `capacity` bytes (0 = unlimited). */
-int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
-                   uint64_t capacity, struct mh_whatif_outcome *out);
+/* One run, recorded or what-if, as the model sees it. */
+struct mh_whatif_outcome {
+    uint64_t peak_allocated, peak_reserved, end_reserved;
+    uint64_t allocated_at_peak; /* allocated at the reserved peak */
+    uint64_t segment_allocs, segment_frees, retries;
+    uint64_t ooms; /* OOM events of the run */
+    int oom;       /* the first OOM: */
+    int64_t oom_step;
+    uint64_t oom_time_ns, oom_size; /* time from the input's first event */
+    uint64_t oom_available; /* least reserved + driver-free memory at an OOM, 0 if none */
+    double match; /* what-if runs: percent of allocator events reproduced as recorded
+                   * (same kind, address and size at the same position) */
+};
 
+/* The recorded run: the input replayed through the model as it is. */
+int mh__whatif_recorded(const struct mh_whatif_input *in, struct mh_whatif_outcome *out);
+/* The what-if run under ro->conf with ro->capacity bytes (0 = unlimited)
+ * and ro->use_oracle (ro->emit is the runner's own). `res` may be NULL. */
+int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
+                   struct mh_whatif_outcome *out, struct mh_sim_replay_result *res);
 /* Replays under the recorded settings, taking segment addresses from the
  * recording where sizes agree: `match` says how faithfully the simulator
  * reproduces the run (a trace that starts mid-run, or events it cannot
  * explain, lower it). */
 int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
                         struct mh_whatif_outcome *out);
-
-/* The recorded settings with one change applied ("expandable_segments:True",
- * ...). Returns 0 or MH_EINVAL. */
-int mh__whatif_conf(const struct mh_alloc_conf *base, const char *change,
-                    struct mh_alloc_conf *out);
 
 #endif

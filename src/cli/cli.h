@@ -30,6 +30,11 @@ struct mh_cli_command {
 
 /* "memhist: <message>" on stderr. */
 void mh__cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Adds a line to the command's status ("wrote out.png (123 bytes)"), which
+ * main.c prints on stderr as "memhist: <line>" once the command succeeded:
+ * the one way commands say what they wrote. */
+void mh__cli_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mh__cli_print_status(void);
 /* Prints the message and a hint to run `memhist help NAME`; returns 2. */
 int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -55,6 +60,65 @@ int mh__cli_output_close(struct mh_outfile *o, const char *path, int rc, int err
 int mh__cli_parse_size(const char *text, uint64_t *out);
 /* Parses a non-negative integer within [lo, hi]. */
 int mh__cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
+
+/* One option of a subcommand, for mh__cli_options. */
+enum mh_opt_kind {
+    MH_OPT_FLAG,     /* int, set to 1 */
+    MH_OPT_TEXT,     /* const char *, borrowed from argv */
+    MH_OPT_UINT,     /* uint64_t in [lo, hi] */
+    MH_OPT_INT,      /* int in [lo, hi] */
+    MH_OPT_SIZE,     /* uint64_t bytes, "80GiB"; not 0 */
+    MH_OPT_FRACTION, /* double in (0, 1] */
+};
+struct mh_cli_opt {
+    const char *name; /* long name, without "--"; NULL ends the table */
+    char short_name;  /* 0 = none */
+    int kind;         /* enum mh_opt_kind */
+    void *out;
+    uint64_t lo, hi;  /* MH_OPT_UINT and MH_OPT_INT */
+    const char *hint; /* added to the error for a bad value, e.g. "e.g. 80GiB" */
+    int *seen;        /* set to 1 when the option is given (NULL = not wanted) */
+};
+/* The device options of the commands that replay or simulate a run. */
+#define MH_CLI_OPT_DEVICE_MEMORY(out, seen) \
+    {"device-memory", 0, MH_OPT_SIZE, (out), 0, 0, "a size such as 80GiB", (seen)}
+#define MH_CLI_OPT_MEMORY_FRACTION(out, seen) \
+    {"memory-fraction", 0, MH_OPT_FRACTION, (out), 0, 0, "in (0, 1]", (seen)}
+/* Parses the options of argv[1..] (they may follow the operands) into their
+ * `out`; on a bad one prints one usage error and returns MH_EXIT_USAGE.
+ * Returns 0 with *first at the first operand (operands are moved last). */
+int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
+                    const struct mh_cli_opt *opts, int *first);
+/* As mh__cli_options, but the options end at the first operand (or "--"):
+ * for the commands that run a program given after them. */
+int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **argv,
+                             const struct mh_cli_opt *opts, int *first);
+
+/* The skeleton of a command over one file per rank: the files are opened
+ * (all before the first result, or each just before its own), `each` gives
+ * one file's result, then the worst rank by peak reserved is printed. With
+ * `json_files` the skeleton prints one JSON document on stdout (begun by
+ * mh__cli_json_begin), {..., "files": [each file's result], "worst_rank":
+ * {...}}, and hands `each` the
+ * writer; otherwise `each` gets NULL and the worst rank is a text line when
+ * there are several files (unless `no_worst`). `each` returns 0 or an exit
+ * code / MH_E* (a failure it has reported). Returns an exit code. */
+struct mh_json;
+struct mh_analysis;
+struct mh_analysis_want;
+struct mh_cli_multi {
+    const char *command; /* names the JSON document (mh__cli_json_begin) */
+    const struct mh_analysis_want *want;
+    int open_all_first;
+    int json_files;
+    int no_worst;
+    int (*each)(void *user, const struct mh_analysis *a, size_t i, size_t n, struct mh_json *j);
+    void *user;
+};
+int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);
+
+/* 1 if DIR/NAME is a regular file. */
+int mh__cli_is_file(const char *dir, const char *name);
 
 /* Human units: "1.50 GiB", "512 B"; "12.3 ms", "4.20 s". Return `buf`. */
 const char *mh__cli_bytes(uint64_t bytes, char buf[32]);

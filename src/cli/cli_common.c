@@ -1,6 +1,8 @@
 /* cli_common.c - messages, option values and units shared by the subcommands
  * (see cli.h). */
 #include <ctype.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -17,6 +19,27 @@ void mh__cli_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+/* The status lines of the running command (see mh__cli_status). */
+static char status[4][512];
+static size_t nstatus;
+
+void mh__cli_status(const char *fmt, ...)
+{
+    if (nstatus == sizeof status / sizeof status[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(status[nstatus++], sizeof status[0], fmt, ap);
+    va_end(ap);
+}
+
+void mh__cli_print_status(void)
+{
+    for (size_t i = 0; i < nstatus; i++)
+        mh__cli_error("%s", status[i]);
+    nstatus = 0;
 }
 
 int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
@@ -140,4 +163,12 @@ const char *mh__cli_duration(uint64_t ns, char buf[32])
     else
         snprintf(buf, 32, "%.2f s", ns / 1e9);
     return buf;
+}
+
+int mh__cli_is_file(const char *dir, const char *name)
+{
+    char p[PATH_MAX + 256];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }

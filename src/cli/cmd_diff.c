@@ -4,7 +4,6 @@
  * most. Layers come from layers.h, stacks are matched by their
  * label ("file:line func" of the most informative frame) since stack ids
  * differ between files. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "analysis.h"
 #include "stacks.h"
 #include "json.h"
+#include "grow.h"
 
 static const char usage[] =
     "usage: memhist diff [--device N] [--top N] [--json] A B\n\n"
@@ -51,14 +51,8 @@ static int delta_add(struct delta_list *l, const char *name, uint64_t bytes, int
             *(which ? &l->items[i].b : &l->items[i].a) += bytes;
             return 0;
         }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct named_delta *p = realloc(l->items, cap * sizeof *p);
-        if (!p)
-            return MH_ENOMEM;
-        l->items = p;
-        l->cap = cap;
-    }
+    if (MH__GROW(l->items, l->n, l->cap, 64) < 0)
+        return MH_ENOMEM;
     struct named_delta *d = &l->items[l->n++];
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "%s", name);
@@ -99,22 +93,17 @@ static int layers_side(struct run_view *v, int which, struct delta_list *l)
 
 static int stacks_side(struct run_view *v, int which, struct delta_list *l)
 {
-    struct mh_replay at;
     struct mh_stack_group *g = NULL;
     size_t n = 0;
     uint64_t tb, tc;
     if (v->pa.value == 0)
         return 0;
-    int rc = mh__replay_open(v->an.rp.path, v->pa.event_index + 1, &at);
-    if (rc < 0)
-        return rc;
-    rc = mh__report_group_live(at.model, v->device, 0, &g, &n, &tb, &tc);
+    int rc = mh__peak_groups_get(v->an.peaks, v->an.rp.model, v->device, 0, &g, &n, &tb, &tc);
     char label[512];
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = delta_add(l, mh__stack_label(at.reader, g[i].stack, label, sizeof label), g[i].bytes,
-                       which);
+        rc = delta_add(l, mh__stack_label(v->an.rp.reader, g[i].stack, label, sizeof label),
+                       g[i].bytes, which);
     free(g);
-    mh__replay_close(&at);
     return rc;
 }
 
@@ -231,7 +220,8 @@ static void print_json(struct run_view *v, const struct delta_list *layers,
 
 static int open_side(const char *path, int device, struct run_view *v)
 {
-    if (mh__analysis_open(path, &v->an) < 0)
+    const struct mh_analysis_want want = {0, 1};
+    if (mh__analysis_open(path, &want, &v->an) < 0)
         return MH_EIO;
     const struct mh_model *m = v->an.rp.model;
     v->device = device >= 0 ? device : mh_model_device_count(m) ? mh_model_device_at(m, 0) : 0;
@@ -242,34 +232,23 @@ static int open_side(const char *path, int device, struct run_view *v)
 
 static int run_diff(int argc, char **argv)
 {
-    static const struct option opts[] = {{"device", required_argument, NULL, 'd'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {0, 0, 0, 0}};
-    uint64_t top = 8, dv;
-    int device = -1, json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'd' && mh__cli_parse_uint(optarg, 0, 255, &dv) == 0)
-            device = (int)dv;
-        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &top) == 0)
-            ;
-        else if (c == 'j')
-            json = 1;
-        else if (c == '?')
-            return mh__cli_usage_error(&mh__cmd_diff, "unknown option '%s'", argv[optind - 1]);
-        else
-            return mh__cli_usage_error(&mh__cmd_diff, "invalid value '%s' for --%s", optarg,
-                                       c == 'd' ? "device" : "top");
-    }
-    if (argc - optind != 2)
+    uint64_t top = 8;
+    int device = -1, json = 0, first;
+    const struct mh_cli_opt opts[] = {
+        {"device", 0, MH_OPT_INT, &device, 0, 255, NULL, NULL},
+        {"top", 0, MH_OPT_UINT, &top, 1, 100000, NULL, NULL},
+        {"json", 0, MH_OPT_FLAG, &json, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int rc = mh__cli_options(&mh__cmd_diff, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (argc - first != 2)
         return mh__cli_usage_error(&mh__cmd_diff, "expected two files, A and B");
     struct run_view v[2];
     struct delta_list layers = {0}, stacks = {0};
     memset(v, 0, sizeof v);
-    int rc = open_side(argv[optind], device, &v[0]);
-    if (rc == 0 && (rc = open_side(argv[optind + 1], device, &v[1])) < 0)
+    rc = open_side(argv[first], device, &v[0]);
+    if (rc == 0 && (rc = open_side(argv[first + 1], device, &v[1])) < 0)
         mh__analysis_close(&v[0].an);
     if (rc < 0)
         return MH_EXIT_FAIL;
@@ -288,7 +267,7 @@ static int run_diff(int argc, char **argv)
         else
             print_text(v, &layers, &stacks, top);
     } else {
-        mh__cli_error("%s: %s", argv[optind], mh_strerror(rc));
+        mh__cli_error("%s: %s", argv[first], mh_strerror(rc));
     }
     free(layers.items);
     free(stacks.items);

@@ -97,21 +97,16 @@ static const char *not_a_snapshot(const unsigned char *d, size_t n)
 static int parse_args(int argc, char **argv, const char **in, const char **out)
 {
     *in = *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-            if (i + 1 >= argc)
-                return mh__cli_usage_error(&mh__cmd_import, "%s needs a value", argv[i]);
-            *out = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return mh__cli_usage_error(&mh__cmd_import, "unknown option '%s'", argv[i]);
-        } else if (!*in) {
-            *in = argv[i];
-        } else {
-            return mh__cli_usage_error(&mh__cmd_import, "more than one input file");
-        }
-    }
-    if (!*in)
+    const struct mh_cli_opt opts[] = {{"output", 'o', MH_OPT_TEXT, out, 0, 0, NULL, NULL},
+                                      {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(&mh__cmd_import, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first >= argc)
         return mh__cli_usage_error(&mh__cmd_import, "missing the snapshot pickle");
+    if (first + 1 < argc)
+        return mh__cli_usage_error(&mh__cmd_import, "more than one input file");
+    *in = argv[first];
     if (!*out)
         return mh__cli_usage_error(&mh__cmd_import, "missing -o OUT.memhist");
     return 0;
@@ -119,8 +114,8 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
 
 static void print_summary(const char *out, const struct mh_import_info *info)
 {
-    printf("%s: %llu trace entries on %d device(s), %llu segments and %llu live blocks "
-           "before the trace, %llu annotations (pickle protocol %d)\n",
+    mh__cli_status("wrote %s: %llu trace entries on %d device(s), %llu segments and %llu live "
+           "blocks before the trace, %llu annotations (pickle protocol %d)",
            out, (unsigned long long)info->entries, info->devices,
            (unsigned long long)info->preexisting_segments,
            (unsigned long long)info->preexisting_blocks, (unsigned long long)info->annotations,

@@ -3,7 +3,6 @@
  * Reads the whole file once (no model) and prints the format version, the
  * recorder's metadata, devices, time span, event counts by kind, dropped
  * events and, for a damaged file, where reading stopped and why. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
@@ -153,25 +152,20 @@ const struct mh_cli_command mh__cmd_info = {
 
 static int run_info(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
-    int json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c != 'j')
-            return mh__cli_usage_error(&mh__cmd_info, "unknown option '%s'", argv[optind - 1]);
-        json = 1;
-    }
-    if (optind != argc - 1)
+    int json = 0, first;
+    const struct mh_cli_opt opts[] = {{"json", 0, MH_OPT_FLAG, &json, 0, 0, NULL, NULL},
+                                      {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int rc = mh__cli_options(&mh__cmd_info, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first != argc - 1)
         return mh__cli_usage_error(&mh__cmd_info, "expected exactly one FILE");
-    const char *path = argv[optind];
-    struct mh_reader *r;
-    if (mh__open_reader(path, &r) < 0)
+    const char *path = argv[first];
+    struct mh_session *ses;
+    if (mh__session_open(path, &ses) < 0)
         return MH_EXIT_FAIL;
-    struct mh_event ev;
-    int rc;
-    while ((rc = mh_reader_next(r, &ev)) == 1)
-        ;
+    rc = mh__session_skim(ses);
+    const struct mh_reader *r = mh__session_reader(ses);
     struct mh_file_summary s;
     mh_reader_summary(r, &s);
     if (json)
@@ -183,6 +177,6 @@ static int run_info(int argc, char **argv)
     int failed = rc == MH_ENOMEM || rc == MH_EIO;
     if (failed)
         mh__cli_error("%s: %s", path, mh_reader_errmsg(r));
-    mh_reader_close(r);
+    mh__session_close(ses);
     return mh__cli_finish(failed ? MH_EXIT_FAIL : MH_EXIT_OK);
 }

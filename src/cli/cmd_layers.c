@@ -3,8 +3,8 @@
  * activations are, what checkpointing it would save, and a ranked
  * checkpointing plan; per step, the largest layers at the step's peak.
  * Several files (one per rank) are reported one after the other, then the
- * rank table and the worst rank by peak reserved (report_ranks.c). The analysis is src/analysis/layers.h. */
-#include <getopt.h>
+ * rank table and the worst rank by peak reserved (report_ranks.c). The
+ * analysis is src/analysis/layers.h. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,31 +343,18 @@ static void json_device(struct mh_json *j, const struct dev_view *v, uint64_t to
     mh__json_end_object(j);
 }
 
-static int parse_opts(int argc, char **argv, struct layers_opts *o)
+static int parse_opts(int argc, char **argv, struct layers_opts *o, int *first)
 {
-    static const struct option opts[] = {{"device", required_argument, NULL, 'd'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {0, 0, 0, 0}};
     *o = (struct layers_opts){-1, 12, 0};
-    uint64_t v;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'd' && mh__cli_parse_uint(optarg, 0, 255, &v) == 0)
-            o->device = (int)v;
-        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
-            ;
-        else if (c == 'j')
-            o->json = 1;
-        else if (c == '?')
-            return mh__cli_usage_error(&mh__cmd_layers, "unknown option '%s'", argv[optind - 1]);
-        else
-            return mh__cli_usage_error(&mh__cmd_layers, "invalid value '%s' for --%s", optarg,
-                                       c == 'd' ? "device" : "top");
-    }
-    if (optind >= argc)
+    const struct mh_cli_opt opts[] = {
+        {"device", 0, MH_OPT_INT, &o->device, 0, 255, NULL, NULL},
+        {"top", 0, MH_OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+        {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int rc = mh__cli_options(&mh__cmd_layers, argc, argv, opts, first);
+    if (rc)
+        return rc;
+    if (*first >= argc)
         return mh__cli_usage_error(&mh__cmd_layers, "missing FILE");
     return 0;
 }
@@ -410,46 +397,20 @@ static int one_file(const struct mh_analysis *a, const struct layers_opts *o, st
     return 0;
 }
 
+static int layers_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
+                       struct mh_json *j)
+{
+    (void)i;
+    (void)n;
+    return one_file(a, user, j) < 0 ? MH_EXIT_FAIL : 0;
+}
+
 static int run_layers(int argc, char **argv)
 {
     struct layers_opts o;
-    int rc = parse_opts(argc, argv, &o);
+    int first, rc = parse_opts(argc, argv, &o, &first);
     if (rc)
         return rc;
-    size_t n = (size_t)(argc - optind);
-    char **files = argv + optind;
-    struct mh_analysis *a = calloc(n, sizeof *a);
-    if (!a) {
-        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
-        return MH_EXIT_FAIL;
-    }
-    size_t opened = 0;
-    for (; opened < n && rc == 0; opened++)
-        if (mh__analysis_open(files[opened], &a[opened]) < 0)
-            rc = MH_EXIT_FAIL;
-    if (rc != 0)
-        opened--;
-    struct mh_sink sink;
-    struct mh_json j;
-    if (rc == 0 && o.json) {
-        mh__cli_json_begin(&j, &sink, "layers");
-        mh__json_key(&j, "files");
-        mh__json_begin_array(&j);
-    }
-    for (size_t i = 0; i < n && rc == 0; i++)
-        if (one_file(&a[i], &o, o.json ? &j : NULL) < 0)
-            rc = MH_EXIT_FAIL;
-    if (rc == 0 && o.json) {
-        mh__json_end_array(&j);
-        mh__print_ranks(a, n, &j);
-        mh__json_end_object(&j);
-        mh__sink_puts(&sink, "\n");
-        mh__sink_finish(&sink);
-    } else if (rc == 0) {
-        mh__print_ranks(a, n, NULL);
-    }
-    for (size_t i = 0; i < opened; i++)
-        mh__analysis_close(&a[i]);
-    free(a);
-    return mh__cli_finish(rc);
+    const struct mh_cli_multi m = {"layers", NULL, 1, o.json, 0, layers_file, &o};
+    return mh__cli_finish(mh__cli_multi_run(argv + first, (size_t)(argc - first), &m));
 }

@@ -5,7 +5,6 @@
  * by layer and by stack, and suggestions checked by what-if replay
  * (whatif_check.h) plus the activation-checkpointing plan (layers.h).
  * Gathering is in oom_explain.c, printing in report_oom_print.c. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,31 +40,23 @@ static int run_oom(int argc, char **argv);
 const struct mh_cli_command mh__cmd_oom = {
     "oom", "why an allocation failed, and checked settings that avoid it", usage, run_oom};
 
-static int parse_opts(int argc, char **argv, struct mh_oom_opts *o)
+static int parse_opts(int argc, char **argv, struct mh_oom_opts *o, int *first)
 {
-    static const struct option opts[] = {{"at", required_argument, NULL, 'a'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {0, 0, 0, 0}};
+    const char *at = NULL;
     memset(o, 0, sizeof *o);
     o->top = 8;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'a' && strcmp(optarg, "peak") == 0)
-            o->at_peak = 1;
-        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
-            ;
-        else if (c == 'j')
-            o->json = 1;
-        else if (c == '?')
-            return mh__cli_usage_error(&mh__cmd_oom, "unknown option '%s'", argv[optind - 1]);
-        else
-            return mh__cli_usage_error(&mh__cmd_oom, "invalid value '%s' for --%s%s", optarg,
-                                       c == 'a' ? "at" : "top", c == 'a' ? " (only 'peak')" : "");
-    }
-    if (optind >= argc)
+    const struct mh_cli_opt opts[] = {
+        {"at", 0, MH_OPT_TEXT, &at, 0, 0, NULL, NULL},
+        {"top", 0, MH_OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+        {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int rc = mh__cli_options(&mh__cmd_oom, argc, argv, opts, first);
+    if (rc)
+        return rc;
+    if (at && strcmp(at, "peak") != 0)
+        return mh__cli_usage_error(&mh__cmd_oom, "invalid value '%s' for --at (only 'peak')", at);
+    o->at_peak = at != NULL;
+    if (*first >= argc)
         return mh__cli_usage_error(&mh__cmd_oom, "missing FILE");
     return 0;
 }
@@ -73,26 +64,8 @@ static int parse_opts(int argc, char **argv, struct mh_oom_opts *o)
 static int run_oom(int argc, char **argv)
 {
     struct mh_oom_opts o;
-    int rc = parse_opts(argc, argv, &o);
+    int first, rc = parse_opts(argc, argv, &o, &first);
     if (rc)
         return rc;
-    size_t n = (size_t)(argc - optind);
-    struct mh_analysis *a = calloc(n, sizeof *a);
-    if (!a) {
-        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
-        return MH_EXIT_FAIL;
-    }
-    size_t opened = 0;
-    while (opened < n && rc == 0) {
-        if (mh__analysis_open(argv[optind + (int)opened], &a[opened]) < 0)
-            rc = MH_EXIT_FAIL;
-        else
-            opened++;
-    }
-    if (rc == 0)
-        rc = mh__oom_explain_all(a, n, &o) < 0 ? MH_EXIT_FAIL : MH_EXIT_OK;
-    for (size_t i = 0; i < opened; i++)
-        mh__analysis_close(&a[i]);
-    free(a);
-    return mh__cli_finish(rc);
+    return mh__cli_finish(mh__oom_explain_all(argv + first, (size_t)(argc - first), &o));
 }

@@ -85,17 +85,13 @@ static int parse_at(const char *v, struct mh_plot_opts *o)
     return 0;
 }
 
+/* The value of one option that needs a plot-specific check; returns 0 or
+ * the usage error's exit code. */
 static int parse_value(struct plot_args *a, const char *opt, const char *v)
 {
     uint64_t n;
     struct mh_plot_opts *o = &a->opts;
-    if (strcmp(opt, "-o") == 0 || strcmp(opt, "--output") == 0)
-        a->out = v;
-    else if (strcmp(opt, "--steps") == 0)
-        a->steps = v;
-    else if (strcmp(opt, "--time") == 0)
-        a->time = v;
-    else if (strcmp(opt, "--width") == 0)
+    if (strcmp(opt, "--width") == 0)
         return parse_dim(v, opt, &o->width);
     else if (strcmp(opt, "--height") == 0)
         return parse_dim(v, opt, &o->height);
@@ -128,8 +124,7 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
             return mh__cli_usage_error(&mh__cmd_plot, "--top needs a number in 1..%d, not '%s'",
                                        MH_PLOT_MAX_TOP, v);
         o->top = (unsigned)n;
-    } else
-        return -1;
+    }
     return 0;
 }
 
@@ -137,22 +132,37 @@ static int check_args(struct plot_args *a);
 
 static int parse_args(int argc, char **argv, struct plot_args *a)
 {
+    static const char *const valued[] = {"--width", "--height", "--at", "--color", "--colour",
+                                         "--kind", "--device", "--top"};
+    const char *v[sizeof valued / sizeof valued[0]] = {NULL};
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (arg[0] == '-' && arg[1] != '\0') {
-            if (i + 1 >= argc)
-                return mh__cli_usage_error(&mh__cmd_plot, "%s needs a value", arg);
-            int rc = parse_value(a, arg, argv[++i]);
-            if (rc < 0)
-                return mh__cli_usage_error(&mh__cmd_plot, "unknown option '%s'", arg);
-            if (rc > 0)
-                return rc;
-        } else if (a->nfiles < MH_PLOT_MAX_RANKS)
-            a->files[a->nfiles++] = arg;
-        else
+    const struct mh_cli_opt opts[] = {
+        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"steps", 0, MH_OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
+        {"time", 0, MH_OPT_TEXT, &a->time, 0, 0, NULL, NULL},
+        {"width", 0, MH_OPT_TEXT, &v[0], 0, 0, NULL, NULL},
+        {"height", 0, MH_OPT_TEXT, &v[1], 0, 0, NULL, NULL},
+        {"at", 0, MH_OPT_TEXT, &v[2], 0, 0, NULL, NULL},
+        {"color", 0, MH_OPT_TEXT, &v[3], 0, 0, NULL, NULL},
+        {"colour", 0, MH_OPT_TEXT, &v[4], 0, 0, NULL, NULL},
+        {"kind", 0, MH_OPT_TEXT, &v[5], 0, 0, NULL, NULL},
+        {"device", 0, MH_OPT_TEXT, &v[6], 0, 0, NULL, NULL},
+        {"top", 0, MH_OPT_TEXT, &v[7], 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(&mh__cmd_plot, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    /* the values with a plot-specific check, in the order of the table */
+    for (size_t i = 0; i < sizeof valued / sizeof valued[0] && rc == 0; i++)
+        if (v[i])
+            rc = parse_value(a, valued[i], v[i]);
+    if (rc)
+        return rc;
+    for (int i = first; i < argc; i++) {
+        if (a->nfiles == MH_PLOT_MAX_RANKS)
             return mh__cli_usage_error(&mh__cmd_plot, "at most %d input files ('%s' is extra)",
-                                       MH_PLOT_MAX_RANKS, arg);
+                                       MH_PLOT_MAX_RANKS, argv[i]);
+        a->files[a->nfiles++] = argv[i];
     }
     a->file = a->files[0];
     if (!a->file)
@@ -210,29 +220,25 @@ static int write_image(const struct plot_args *a, const struct mh_sink *sink, in
     if (mh__cli_output_close(&of, a->out, rc, errnum) < 0)
         return MH_EIO;
     if (strcmp(a->out, "-") != 0)
-        fprintf(stderr, "memhist: wrote %s (%zu bytes)%s\n", a->out, sink->len,
-                empty ? "; nothing to plot, the image says why" : "");
+        mh__cli_status("wrote %s (%zu bytes)%s", a->out, sink->len,
+                       empty ? "; nothing to plot, the image says why" : "");
     return 0;
 }
 
 /* Renders into memory first, so a failed plot never leaves a broken file. */
-static int render(struct plot_args *a, struct mh_reader *r)
+static int render(struct plot_args *a, struct mh_session *ses)
 {
     struct mh_sink sink;
     struct mh_plot_result res;
     char err[256];
     mh__sink_init_mem(&sink);
     a->opts.name = a->file;
-    mh__file_conf(r, &a->opts.model.conf);
-    int rc = mh__plot_render(r, &a->opts, &sink, &res, err, sizeof err);
+    int rc = mh__plot_render(ses, &a->opts, &sink, &res, err, sizeof err);
     if (rc == MH_EINVAL && err[0]) {
         mh__cli_error("%s: %s", a->file, err);
     } else if (rc < 0) {
         mh__cli_error("%s: %s", a->file, mh_strerror(rc));
-    } else {
-        if (res.read_error)
-            mh__cli_error("warning: %s: %s; plotted the events before that point", a->file,
-                          mh_reader_errmsg(r));
+    } else { /* a damaged file was reported by the session */
         rc = write_image(a, &sink, res.empty);
     }
     mh__sink_free(&sink);
@@ -240,17 +246,13 @@ static int render(struct plot_args *a, struct mh_reader *r)
 }
 
 /* Several files: one panel per rank. */
-static int render_ranks(struct plot_args *a, struct mh_reader **r)
+static int render_ranks(struct plot_args *a, struct mh_session **ses)
 {
     struct mh_sink sink;
     struct mh_plot_result res[MH_PLOT_MAX_RANKS];
-    struct mh_model_opts models[MH_PLOT_MAX_RANKS];
     char err[320];
-    memset(models, 0, sizeof models);
-    for (size_t i = 0; i < a->nfiles; i++)
-        mh__file_conf(r[i], &models[i].conf);
     mh__sink_init_mem(&sink);
-    int rc = mh__plot_render_ranks(r, a->files, a->nfiles, models, &a->opts, &sink, res, err,
+    int rc = mh__plot_render_ranks(ses, a->files, a->nfiles, &a->opts, &sink, res, err,
                                    sizeof err);
     if (rc == MH_EINVAL && err[0]) {
         mh__cli_error("%s", err);
@@ -258,12 +260,8 @@ static int render_ranks(struct plot_args *a, struct mh_reader **r)
         mh__cli_error("%s: %s", a->out, mh_strerror(rc));
     } else {
         int all_empty = 1;
-        for (size_t i = 0; i < a->nfiles; i++) {
-            if (res[i].read_error)
-                mh__cli_error("warning: %s: %s; plotted the events before that point", a->files[i],
-                              mh_reader_errmsg(r[i]));
+        for (size_t i = 0; i < a->nfiles; i++)
             all_empty &= res[i].empty;
-        }
         rc = write_image(a, &sink, all_empty);
     }
     mh__sink_free(&sink);
@@ -276,14 +274,14 @@ static int run(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    struct mh_reader *r[MH_PLOT_MAX_RANKS] = {NULL};
+    struct mh_session *s[MH_PLOT_MAX_RANKS] = {NULL};
     for (size_t i = 0; i < a.nfiles && rc == 0; i++)
-        if (mh__open_reader(a.files[i], &r[i]) < 0)
+        if (mh__session_open(a.files[i], &s[i]) < 0)
             rc = MH_EXIT_FAIL;
     if (rc == 0)
-        rc = a.nfiles == 1 ? render(&a, r[0]) : render_ranks(&a, r);
+        rc = a.nfiles == 1 ? render(&a, s[0]) : render_ranks(&a, s);
     for (size_t i = 0; i < a.nfiles; i++)
-        mh_reader_close(r[i]);
+        mh__session_close(s[i]);
     if (rc == MH_EXIT_FAIL)
         return rc;
     return mh__cli_finish(rc < 0 ? MH_EXIT_FAIL : MH_EXIT_OK);

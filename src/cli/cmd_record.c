@@ -16,7 +16,6 @@
  * with the child's status. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -52,14 +51,6 @@ static int run_record(int argc, char **argv);
 const struct mh_cli_command mh__cmd_record = {
     "record", "run a PyTorch program and record its GPU memory history", usage, run_record};
 
-static int is_file(const char *dir, const char *name)
-{
-    char p[PATH_MAX];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* Where an installed memhist keeps its libraries and Python package,
  * relative to the directory of this binary (cmake/install.cmake). */
 #ifndef MH_REL_LIBDIR
@@ -76,42 +67,31 @@ static int find_dir(const char *env, const char *bindir, const char *rel, const 
 {
     const char *val = getenv(env);
     if (val && *val)
-        return is_file(val, probe) && realpath(val, out) ? 0 : -1;
+        return mh__cli_is_file(val, probe) && realpath(val, out) ? 0 : -1;
     char cand[2][PATH_MAX];
     snprintf(cand[0], PATH_MAX, "%s/%s", bindir, rel);
     snprintf(cand[1], PATH_MAX, "%s/%s", bindir, build);
     for (int i = 0; i < 2; i++)
-        if (is_file(cand[i], probe) && realpath(cand[i], out))
+        if (mh__cli_is_file(cand[i], probe) && realpath(cand[i], out))
             return 0;
     return -1;
 }
 
 static int parse_args(int argc, char **argv, struct mh_cli_record_opts *o, int *cmd_index)
 {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"stacks", required_argument, NULL, 's'},
-                                         {"op-ranges", no_argument, NULL, 'r'},
-                                         {0, 0, 0, 0}};
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
-        if (c == 'o')
-            o->output = optarg;
-        else if (c == 's')
-            o->stacks = optarg;
-        else if (c == 'r')
-            o->op_ranges = 1;
-        else if (c == ':' || (c == '?' && optopt))
-            return mh__cli_usage_error(&mh__cmd_record, "option '%s' needs a value", argv[optind - 1]);
-        else
-            return mh__cli_usage_error(&mh__cmd_record, "unknown option '%s'", argv[optind - 1]);
-    }
+    const struct mh_cli_opt opts[] = {
+        {"output", 'o', MH_OPT_TEXT, &o->output, 0, 0, NULL, NULL},
+        {"stacks", 0, MH_OPT_TEXT, &o->stacks, 0, 0, NULL, NULL},
+        {"op-ranges", 0, MH_OPT_FLAG, &o->op_ranges, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int rc = mh__cli_options_in_order(&mh__cmd_record, argc, argv, opts, cmd_index);
+    if (rc)
+        return rc;
     if (strcmp(o->stacks, "python") && strcmp(o->stacks, "all") && strcmp(o->stacks, "none"))
-        return mh__cli_usage_error(&mh__cmd_record, "--stacks must be python, all or none, not '%s'", o->stacks);
-    if (optind >= argc)
+        return mh__cli_usage_error(&mh__cmd_record,
+                                   "--stacks must be python, all or none, not '%s'", o->stacks);
+    if (*cmd_index >= argc)
         return mh__cli_usage_error(&mh__cmd_record, "no command to run (put it after --)");
-    *cmd_index = optind;
     return 0;
 }
 

@@ -1,10 +1,10 @@
 /* cmd_report.c - `memhist report FILE`: the peak, what was live at the peak
  * and from where, per-step evolution of allocated and reserved memory, OOMs.
  *
- * Replays the file once through the model for peaks, steps and OOMs, then
- * once more up to each device's allocated peak to group the live blocks by
- * stack. Printing is in report_text.c and report_json.c. */
-#include <getopt.h>
+ * Replays the file once through a session (src/analysis/session.h) whose
+ * observers gather lifetimes, the events for the what-if check and the live
+ * groups at each device's allocated peak. Printing is in report_text.c and
+ * report_json.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,65 +63,30 @@ struct report_opts {
 
 static int parse_opts(int argc, char **argv, struct report_opts *o)
 {
-    static const struct option opts[] = {{"device", required_argument, NULL, 'd'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"frames", required_argument, NULL, 'f'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"steps", required_argument, NULL, 's'},
-                                         {"all-steps", no_argument, NULL, 'a'},
-                                         {0, 0, 0, 0}};
+    const char *steps = NULL;
     *o = (struct report_opts){.device = -1, .top = 10, .frames = 6};
+    const struct mh_cli_opt opts[] = {
+        {"device", 0, MH_OPT_INT, &o->device, 0, 255, NULL, NULL},
+        {"top", 0, MH_OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+        {"frames", 0, MH_OPT_UINT, &o->frames, 1, 1000, NULL, NULL},
+        {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+        {"steps", 0, MH_OPT_TEXT, &steps, 0, 0, NULL, NULL},
+        {"all-steps", 0, MH_OPT_FLAG, &o->view.all_steps, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     char err[160];
-    uint64_t v;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'd' && mh__cli_parse_uint(optarg, 0, 255, &v) == 0)
-            o->device = (int)v;
-        else if (c == 't' && mh__cli_parse_uint(optarg, 1, 100000, &o->top) == 0)
-            ;
-        else if (c == 'f' && mh__cli_parse_uint(optarg, 1, 1000, &o->frames) == 0)
-            ;
-        else if (c == 'j')
-            o->json = 1;
-        else if (c == 'a')
-            o->view.all_steps = 1;
-        else if (c == 's' && mh__cli_parse_window(optarg, NULL, &o->view.steps, err, sizeof err) != 0)
-            return mh__cli_usage_error(&mh__cmd_report, "%s", err);
-        else if (c == 's')
-            ;
-        else if (c == '?')
-            return mh__cli_usage_error(&mh__cmd_report, "unknown option '%s'", argv[optind - 1]);
-        else
-            return mh__cli_usage_error(&mh__cmd_report, "invalid value '%s' for --%s", optarg,
-                                       c == 'd'   ? "device"
-                                       : c == 't' ? "top"
-                                                  : "frames");
-    }
-    if (optind >= argc)
+    int first, rc = mh__cli_options(&mh__cmd_report, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (steps && mh__cli_parse_window(steps, NULL, &o->view.steps, err, sizeof err) != 0)
+        return mh__cli_usage_error(&mh__cmd_report, "%s", err);
+    if (first >= argc)
         return mh__cli_usage_error(&mh__cmd_report, "missing FILE");
     if (o->view.all_steps && o->view.steps.has_steps)
         return mh__cli_usage_error(&mh__cmd_report, "--steps and --all-steps exclude each other");
     o->view.max_frames = (size_t)o->frames;
-    o->paths = argv + optind;
-    o->npaths = (size_t)(argc - optind);
+    o->paths = argv + first;
+    o->npaths = (size_t)(argc - first);
     return 0;
-}
-
-/* Replays up to the allocated peak of one device and groups what was live. */
-static int live_at_peak(const struct report_opts *o, struct mh_device_report *d)
-{
-    if (d->peak_allocated.value == 0)
-        return 0;
-    struct mh_replay at;
-    int rc = mh__replay_open(o->path, d->peak_allocated.event_index + 1, &at);
-    if (rc < 0)
-        return rc;
-    rc = mh__report_group_live(at.model, d->device, (size_t)o->top, &d->top, &d->ntop,
-                               &d->live_at_peak_bytes, &d->live_at_peak_count);
-    mh__replay_close(&at);
-    return rc;
 }
 
 static int build_device(const struct report_opts *o, const struct mh_analysis *a, int device,
@@ -137,8 +102,16 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
     if (d->peak_allocated.value)
         mh__lifetimes_live_by_category(a->lt, device, d->peak_allocated.event_index,
                                        d->category_at_peak, NULL);
-    mh__report_trend(rp, device, &d->trend);
-    return live_at_peak(o, d);
+    struct mh_whatif_input in;
+    int rc = mh__whatif_input(a->events, a->session, device, &in);
+    if (rc < 0)
+        return rc;
+    mh__report_trend(rp->model, &in, &d->trend);
+    mh__whatif_input_free(&in);
+    if (d->peak_allocated.value == 0)
+        return 0;
+    return mh__peak_groups_get(a->peaks, rp->model, device, (size_t)o->top, &d->top, &d->ntop,
+                               &d->live_at_peak_bytes, &d->live_at_peak_count);
 }
 
 static int report_devices(const struct report_opts *o, const struct mh_analysis *a)
@@ -167,11 +140,24 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
         mh__report_print_json(o->j, rp, devs, used, &o->view.steps);
     } else if (rc == 0) {
         mh__report_print_text(rp, devs, used, &o->view);
+    } else {
+        mh__cli_error("%s: %s", o->path, mh_strerror(rc));
     }
     for (size_t i = 0; i < used; i++)
         free(devs[i].top);
     free(devs);
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
+}
+
+static int report_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
+                       struct mh_json *j)
+{
+    struct report_opts *o = user;
+    (void)i;
+    (void)n;
+    o->path = a->rp.path;
+    o->j = j;
+    return report_devices(o, a);
 }
 
 static int run_report(int argc, char **argv)
@@ -180,40 +166,7 @@ static int run_report(int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc;
-    struct mh_analysis *a = calloc(o.npaths, sizeof *a);
-    if (!a) {
-        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
-        return MH_EXIT_FAIL;
-    }
-    struct mh_sink sink;
-    struct mh_json j;
-    if (o.json) {
-        o.j = &j;
-        mh__cli_json_begin(&j, &sink, "report");
-        mh__json_key(&j, "files");
-        mh__json_begin_array(&j);
-    }
-    size_t opened = 0;
-    for (size_t i = 0; i < o.npaths && rc == 0; i++) {
-        o.path = o.paths[i];
-        if (mh__analysis_open(o.path, &a[i]) < 0)
-            rc = MH_EXIT_FAIL;
-        else
-            opened++;
-        if (rc == 0)
-            rc = report_devices(&o, &a[i]);
-    }
-    if (rc == 0 && o.json) {
-        mh__json_end_array(&j);
-        mh__print_ranks(a, o.npaths, &j);
-        mh__json_end_object(&j);
-    } else if (rc == 0) {
-        mh__print_ranks(a, o.npaths, NULL);
-    }
-    if (o.json)
-        mh__sink_finish(&sink);
-    for (size_t i = 0; i < opened; i++)
-        mh__analysis_close(&a[i]);
-    free(a);
-    return mh__cli_finish(rc);
+    const struct mh_analysis_want want = {1, 1};
+    const struct mh_cli_multi m = {"report", &want, 0, o.json, 0, report_file, &o};
+    return mh__cli_finish(mh__cli_multi_run(o.paths, o.npaths, &m));
 }

@@ -5,7 +5,6 @@
  * `-- COMMAND`, runs that program on the virtual CUDA device and records it
  * (simulate_program.c). Needs no GPU either way. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +71,8 @@ struct sim_args {
     /* the virtual device (with a command) */
     const char *gpu, *events, *stacks;
     uint64_t devices, context;
-    int has_capacity, no_report, builtin_only, command_only, cmd_index;
+    int has_capacity, no_report, cmd_index;
+    const char *builtin_only, *command_only; /* an option given for the other mode */
 };
 
 static int list_workloads(void)
@@ -89,68 +89,40 @@ static int list_workloads(void)
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
 {
-    static const struct option opts[] = {
-        {"workload", required_argument, NULL, 'w'}, {"steps", required_argument, NULL, 's'},
-        {"device-memory", required_argument, NULL, 'm'}, {"alloc-conf", required_argument, NULL, 'c'},
-        {"memory-fraction", required_argument, NULL, 'f'}, {"param", required_argument, NULL, 'p'},
-        {"seed", required_argument, NULL, 'S'}, {"output", required_argument, NULL, 'o'},
-        {"gpu", required_argument, NULL, 'g'}, {"devices", required_argument, NULL, 'd'},
-        {"context-memory", required_argument, NULL, 'C'}, {"events", required_argument, NULL, 'e'},
-        {"stacks", required_argument, NULL, 'k'}, {"no-report", no_argument, NULL, 'n'},
-        {NULL, 0, NULL, 0}};
     const struct mh_cli_command *cmd = &mh__cmd_simulate;
-    int c;
-    char *end;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
-        if (strchr("wpsSf", c))
-            a->builtin_only = c;
-        if (strchr("dCekn", c))
-            a->command_only = c;
-        switch (c) {
-        case 'w': a->workload = optarg; break;
-        case 'c': a->conf_text = optarg; break;
-        case 'p': a->params = optarg; break;
-        case 'o': a->out = optarg; break;
-        case 'g': a->gpu = optarg; break;
-        case 'e': a->events = optarg; break;
-        case 'k': a->stacks = optarg; break;
-        case 'n': a->no_report = 1; break;
-        case 'd':
-            if (mh__cli_parse_uint(optarg, 1, 16, &a->devices))
-                return mh__cli_usage_error(cmd, "--devices: bad value '%s' (1 to 16)", optarg);
-            break;
-        case 'C':
-            if (mh__cli_parse_size(optarg, &a->context))
-                return mh__cli_usage_error(cmd, "--context-memory: bad size '%s' (e.g. 512MiB)", optarg);
-            break;
-        case 's':
-            if (mh__cli_parse_uint(optarg, 1, 1000000, &a->steps))
-                return mh__cli_usage_error(cmd, "--steps: bad value '%s' (1 to 1000000)", optarg);
-            break;
-        case 'S':
-            if (mh__cli_parse_uint(optarg, 0, UINT64_MAX, &a->seed))
-                return mh__cli_usage_error(cmd, "--seed: bad value '%s'", optarg);
-            break;
-        case 'm':
-            if (mh__cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
-                return mh__cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)", optarg);
-            a->has_capacity = 1;
-            break;
-        case 'f':
-            a->fraction = strtod(optarg, &end);
-            if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
-                return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])", optarg);
-            break;
-        default:
-            return mh__cli_usage_error(cmd, "unknown option or missing value: '%s'",
-                                      argv[optind - 1]);
-        }
-    }
-    if (optind == argc && strcmp(argv[optind - 1], "--") == 0)
+    const char *context = NULL;
+    int seen[10] = {0};
+    const struct mh_cli_opt opts[] = {
+        /* the built-in workloads only */
+        {"workload", 0, MH_OPT_TEXT, &a->workload, 0, 0, NULL, &seen[0]},
+        {"param", 0, MH_OPT_TEXT, &a->params, 0, 0, NULL, &seen[1]},
+        {"steps", 0, MH_OPT_UINT, &a->steps, 1, 1000000, "1 to 1000000", &seen[2]},
+        {"seed", 0, MH_OPT_UINT, &a->seed, 0, UINT64_MAX, NULL, &seen[3]},
+        MH_CLI_OPT_MEMORY_FRACTION(&a->fraction, &seen[4]),
+        /* a command only */
+        {"devices", 0, MH_OPT_UINT, &a->devices, 1, 16, "1 to 16", &seen[5]},
+        {"context-memory", 0, MH_OPT_TEXT, &context, 0, 0, NULL, &seen[6]},
+        {"events", 0, MH_OPT_TEXT, &a->events, 0, 0, NULL, &seen[7]},
+        {"stacks", 0, MH_OPT_TEXT, &a->stacks, 0, 0, NULL, &seen[8]},
+        {"no-report", 0, MH_OPT_FLAG, &a->no_report, 0, 0, NULL, &seen[9]},
+        /* both */
+        MH_CLI_OPT_DEVICE_MEMORY(&a->capacity, &a->has_capacity),
+        {"alloc-conf", 0, MH_OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
+        {"gpu", 0, MH_OPT_TEXT, &a->gpu, 0, 0, NULL, NULL},
+        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options_in_order(cmd, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    for (int i = 0; i < 10; i++)
+        if (seen[i])
+            *(i < 5 ? &a->builtin_only : &a->command_only) = opts[i].name;
+    if (context && mh__cli_parse_size(context, &a->context))
+        return mh__cli_usage_error(cmd, "invalid value '%s' for --context-memory (a size such as "
+                                        "512MiB)", context);
+    if (first == argc && strcmp(argv[first - 1], "--") == 0)
         return mh__cli_usage_error(cmd, "no command after '--'");
-    a->cmd_index = optind < argc ? optind : 0;
+    a->cmd_index = first < argc ? first : 0;
     return 0;
 }
 
@@ -171,11 +143,9 @@ static int list_gpus(void)
 static int simulate_command(const struct sim_args *a, char **cmd)
 {
     const struct mh_cli_command *c = &mh__cmd_simulate;
-    static const char *const names[] = {['w'] = "--workload", ['p'] = "--param", ['s'] = "--steps",
-                                        ['S'] = "--seed", ['f'] = "--memory-fraction"};
     if (a->builtin_only)
-        return mh__cli_usage_error(c, "%s applies to the built-in workloads, not to a command",
-                                  names[a->builtin_only]);
+        return mh__cli_usage_error(c, "--%s applies to the built-in workloads, not to a command",
+                                  a->builtin_only);
     const char *gpu = a->gpu ? a->gpu : "H100";
     struct mh_cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu), .devices = (int)a->devices,
                                  .context = a->context, .events = a->events, .alloc_conf = a->conf_text,
@@ -222,17 +192,15 @@ static void print_result(const struct sim_args *a, const struct mh_workload *wl,
                          const struct mh_workload_result *res, const struct mh_sim_stats *st)
 {
     char b1[32], b2[32], b3[32];
-    printf("wrote %s: simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s "
-           "(device %s)\n",
+    mh__cli_status("wrote %s: simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s "
+           "(device %s)",
            a->out, wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
            mh__cli_bytes(st->peak_allocated, b1), mh__cli_bytes(st->peak_reserved, b2),
            mh__cli_bytes(a->capacity, b3));
     if (res->oom)
-        printf("out of memory in step %" PRId64 " allocating %s: the run stopped there, as a real "
-               "one would\nnext: memhist oom %s\n",
-               res->oom_step, mh__cli_bytes(res->oom_size, b1), a->out);
-    else
-        printf("next: memhist report %s\n", a->out);
+        mh__cli_status("out of memory in step %" PRId64 " allocating %s: the run stopped there, "
+                       "as a real one would", res->oom_step, mh__cli_bytes(res->oom_size, b1));
+    mh__cli_status("next: memhist %s %s", res->oom ? "oom" : "report", a->out);
 }
 
 static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const int64_t *values,
@@ -285,12 +253,9 @@ static int simulate_main(int argc, char **argv)
         return list_gpus();
     if (a.cmd_index)
         return simulate_command(&a, argv + a.cmd_index);
-    static const char *const command_options[] = {['d'] = "--devices", ['C'] = "--context-memory",
-                                                  ['e'] = "--events", ['k'] = "--stacks",
-                                                  ['n'] = "--no-report"};
     if (a.command_only)
-        return mh__cli_usage_error(&mh__cmd_simulate, "%s applies to a command (after --), not to "
-                                   "the built-in workloads", command_options[a.command_only]);
+        return mh__cli_usage_error(&mh__cmd_simulate, "--%s applies to a command (after --), not to "
+                                   "the built-in workloads", a.command_only);
     if (!a.has_capacity && a.gpu != NULL) {
         const struct mh__vdev_gpu *g = mh__vdev_preset_find(a.gpu);
         if (!g)

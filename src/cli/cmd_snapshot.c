@@ -26,50 +26,30 @@ static int window_cb(void *user, uint64_t t0, uint64_t t, int64_t step)
 static int parse_args(int argc, char **argv, struct snap_args *a)
 {
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(opt, "-o") || !strcmp(opt, "--output") || !strcmp(opt, "--device") ||
-            !strcmp(opt, "--steps") || !strcmp(opt, "--time") || !strcmp(opt, "--max-entries")) {
-            if (!has_val)
-                return mh__cli_usage_error(&mh__cmd_snapshot, "%s needs a value", opt);
-            const char *v = argv[++i];
-            if (opt[1] == 'o' || !strcmp(opt, "--output"))
-                a->out = v;
-            else if (!strcmp(opt, "--steps"))
-                a->steps = v;
-            else if (!strcmp(opt, "--time"))
-                a->time = v;
-            else if (!strcmp(opt, "--device")) {
-                if (mh__cli_parse_uint(v, 0, INT16_MAX, &a->device))
-                    return mh__cli_usage_error(&mh__cmd_snapshot, "invalid --device '%s'", v);
-                a->has_device = 1;
-            } else if (mh__cli_parse_uint(v, 1, UINT64_MAX, &a->max_entries)) {
-                return mh__cli_usage_error(&mh__cmd_snapshot, "invalid --max-entries '%s'", v);
-            }
-        } else if (!strcmp(opt, "--no-categories")) {
-            a->no_categories = 1;
-        } else if (opt[0] == '-' && opt[1]) {
-            return mh__cli_usage_error(&mh__cmd_snapshot, "unknown option '%s'", opt);
-        } else if (!a->in) {
-            a->in = opt;
-        } else {
-            return mh__cli_usage_error(&mh__cmd_snapshot, "more than one input file");
-        }
-    }
-    if (!a->in)
+    const struct mh_cli_opt opts[] = {
+        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"device", 0, MH_OPT_UINT, &a->device, 0, INT16_MAX, NULL, &a->has_device},
+        {"steps", 0, MH_OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
+        {"time", 0, MH_OPT_TEXT, &a->time, 0, 0, NULL, NULL},
+        {"max-entries", 0, MH_OPT_UINT, &a->max_entries, 1, UINT64_MAX, NULL, NULL},
+        {"no-categories", 0, MH_OPT_FLAG, &a->no_categories, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(&mh__cmd_snapshot, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first >= argc)
         return mh__cli_usage_error(&mh__cmd_snapshot, "missing the input .memhist file");
+    if (first + 1 < argc)
+        return mh__cli_usage_error(&mh__cmd_snapshot, "more than one input file");
+    a->in = argv[first];
     if (!a->out)
         return mh__cli_usage_error(&mh__cmd_snapshot, "missing -o OUT.pickle");
     return 0;
 }
 
-static void report_build(const struct snap_args *a, const struct mh_snapshot_info *info,
-                         struct mh_reader *r)
+/* A damaged file was reported by the session. */
+static void report_build(const struct snap_args *a, const struct mh_snapshot_info *info)
 {
-    if (info->read_error)
-        mh__cli_error("warning: %s: %s; using the events before that point", a->in,
-                      mh_reader_errmsg(r));
     if (info->anomalies)
         mh__cli_error("warning: %s: %llu events contradict the allocator state and are left out "
                       "of the trace",
@@ -86,7 +66,7 @@ static void report_build(const struct snap_args *a, const struct mh_snapshot_inf
 /* Refuses a device the file does not have and a window with nothing in it
  * (the viewer cannot open the first; the second would be an empty file). */
 static int check_window(const struct snap_args *a, const struct mh_snapshot_info *info,
-                        struct mh_reader *r)
+                        const struct mh_reader *r)
 {
     if (a->has_device) {
         char list[256] = "";
@@ -165,34 +145,33 @@ static int run(int argc, char **argv)
         opts.in_window = window_cb;
         opts.window_user = &win;
     }
-    struct mh_reader *r;
-    if (mh__open_reader(a.in, &r) < 0)
+    struct mh_session *ses;
+    if (mh__session_open(a.in, &ses) < 0)
         return MH_EXIT_FAIL;
     struct mh_snapshot *s;
-    rc = mh__snapshot_build(r, &opts, &s);
+    rc = mh__snapshot_build(ses, &opts, &s);
     if (rc < 0) {
-        mh__cli_error("%s: %s", a.in, mh_strerror(rc));
-        mh_reader_close(r);
+        mh__session_close(ses);
         return MH_EXIT_FAIL;
     }
     struct mh_snapshot_info info;
     mh__snapshot_info(s, &info);
-    report_build(&a, &info, r);
-    int code = check_window(&a, &info, r);
+    report_build(&a, &info);
+    int code = check_window(&a, &info, mh__session_reader(ses));
     if (code == MH_EXIT_OK && a.has_device && info.entries == 0 && info.segments == 0 && !a.steps && !a.time)
-        code = no_such_device(&a, r); /* a device the process saw but never used */
+        code = no_such_device(&a, mh__session_reader(ses)); /* a device the process saw but never used */
     if (code == MH_EXIT_OK)
         code = write_out(a.out, a.in, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
         mh__snapshot_info(s, &info);
-        printf("%s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s\n",
+        mh__cli_status("wrote %s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s",
                a.out, (unsigned long long)info.entries, info.devices,
                (unsigned long long)info.segments, (unsigned long long)info.blocks,
                info.categorized ? ", coloured by memory category" : "",
                info.overflowed ? " (trace incomplete: trace_alloc_overflowed set)" : "");
     }
     mh__snapshot_free(s);
-    mh_reader_close(r);
+    mh__session_close(ses);
     return mh__cli_finish(code);
 }
 

@@ -6,7 +6,6 @@
  * suggested window above a few hundred MB. The output goes through
  * cli_output.c, so a failed run never leaves a half-written trace. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,41 +48,23 @@ struct trace_args {
 
 static int parse_args(int argc, char **argv, struct trace_args *a)
 {
-    static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'}, {"steps", required_argument, NULL, 's'},
-        {"time", required_argument, NULL, 't'},   {"device", required_argument, NULL, 'd'},
-        {"into", required_argument, NULL, 'i'},   {"pretty", no_argument, NULL, 'p'},
-        {"warn-size", required_argument, NULL, 'w'}, {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->o.device = -1;
-    optind = 1;
-    opterr = 0;
-    int c;
-    uint64_t v;
-    while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o': a->out = optarg; break;
-        case 's': a->steps = optarg; break;
-        case 't': a->time = optarg; break;
-        case 'i': a->into = optarg; break;
-        case 'p': a->o.pretty = 1; break;
-        case 'd':
-            if (mh__cli_parse_uint(optarg, 0, 32767, &v) != 0)
-                return mh__cli_usage_error(&mh__cmd_trace, "invalid --device '%s'", optarg);
-            a->o.device = (int)v;
-            break;
-        case 'w':
-            if (mh__cli_parse_size(optarg, &a->o.warn_bytes) != 0 || a->o.warn_bytes == 0)
-                return mh__cli_usage_error(&mh__cmd_trace, "invalid --warn-size '%s'", optarg);
-            break;
-        default:
-            return mh__cli_usage_error(&mh__cmd_trace, "unknown or incomplete option '%s'",
-                                       argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
+    const struct mh_cli_opt opts[] = {
+        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"steps", 0, MH_OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
+        {"time", 0, MH_OPT_TEXT, &a->time, 0, 0, NULL, NULL},
+        {"device", 0, MH_OPT_INT, &a->o.device, 0, 32767, NULL, NULL},
+        {"into", 0, MH_OPT_TEXT, &a->into, 0, 0, NULL, NULL},
+        {"pretty", 0, MH_OPT_FLAG, &a->o.pretty, 0, 0, NULL, NULL},
+        {"warn-size", 0, MH_OPT_SIZE, &a->o.warn_bytes, 0, 0, "a size such as 300MB", NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(&mh__cmd_trace, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first != argc - 1)
         return mh__cli_usage_error(&mh__cmd_trace, "expected exactly one FILE");
-    a->file = argv[optind];
+    a->file = argv[first];
     if (!a->out)
         return mh__cli_usage_error(&mh__cmd_trace, "missing -o OUT.json");
     struct mh_window w;
@@ -148,8 +129,8 @@ static int ends_with(const char *s, const char *tail)
 }
 
 /* Writes the trace to an open stream (gzip-compressed for OUT.gz); returns 0
- * or prints why. */
-static int write_output(struct trace_args *a, struct mh_reader *r, struct mh_trace *t,
+ * or says why. */
+static int write_output(struct trace_args *a, struct mh_session *ses, struct mh_trace *t,
                         const char *kineto, size_t klen, FILE *fp)
 {
     FILE *gz = NULL;
@@ -160,18 +141,17 @@ static int write_output(struct trace_args *a, struct mh_reader *r, struct mh_tra
     struct mh_sink sink;
     mh__sink_init_file(&sink, fp);
     char err[200] = "";
-    int rc = kineto ? mh__trace_merge_kineto(t, r, kineto, klen, &sink, err, sizeof err)
-                    : mh__trace_write(t, r, &sink);
+    int rc = kineto ? mh__trace_merge_kineto(t, ses, kineto, klen, &sink, err, sizeof err)
+                    : mh__trace_write(t, ses, &sink);
     if (rc == 0)
         rc = mh__sink_finish(&sink);
-    if (rc != 0) {
-        if (err[0])
-            mh__cli_error("%s: %s", a->into, err);
-        else if (sink.errnum)
-            mh__cli_error("%s: cannot write: %s", a->out, strerror(sink.errnum));
-        else
-            mh__cli_error("%s: %s", sink.error ? a->out : a->file, mh_strerror(rc));
-    }
+    if (rc != 0 && err[0])
+        mh__cli_error("%s: %s", a->into, err);
+    else if (rc != 0 && sink.errnum)
+        mh__cli_error("%s: cannot write: %s", a->out, strerror(sink.errnum));
+    else if (rc != 0 && sink.error)
+        mh__cli_error("%s: %s", a->out, mh_strerror(rc));
+    /* errors while reading were reported by the session */
     if (gz && fclose(gz) != 0 && rc == 0) {
         mh__cli_error("%s: cannot write: %s", a->out, strerror(errno));
         rc = MH_EIO;
@@ -179,14 +159,14 @@ static int write_output(struct trace_args *a, struct mh_reader *r, struct mh_tra
     return rc;
 }
 
-static int produce(struct trace_args *a, struct mh_reader *r, struct mh_trace *t,
+static int produce(struct trace_args *a, struct mh_session *ses, struct mh_trace *t,
                    const char *kineto, size_t klen)
 {
     const char *inputs[] = {a->file, a->into};
     struct mh_outfile of;
     if (mh__cli_output_open(&of, a->out, inputs, 2) != 0)
         return MH_EIO;
-    int rc = write_output(a, r, t, kineto, klen, of.fp);
+    int rc = write_output(a, ses, t, kineto, klen, of.fp);
     return mh__cli_output_close(&of, a->out, rc, 0);
 }
 
@@ -213,36 +193,32 @@ static int run_trace(int argc, char **argv)
     char *kineto = NULL;
     if (a.into && !(kineto = slurp(a.into, &klen)))
         return MH_EXIT_FAIL;
-    struct mh_reader *r;
-    if (mh__open_reader(a.file, &r) < 0) {
+    struct mh_session *ses;
+    if (mh__session_open(a.file, &ses) < 0) {
         free(kineto);
         return MH_EXIT_FAIL;
     }
-    struct mh_alloc_conf conf;
-    mh__file_conf(r, &conf);
     struct mh_trace *t = NULL;
-    rc = mh__trace_new(&a.o, &conf, &t);
-    if (rc == 0 && !kineto && (rc = mh__trace_scan(t, r)) < 0)
-        mh__cli_error("%s: %s%s", a.file, mh_strerror(rc),
-                      rc == MH_EUNSUPPORTED ? " (trace needs a file it can read twice, not a pipe)"
-                                            : "");
-    else if (rc == 0) {
+    rc = mh__trace_new(&a.o, &t);
+    if (rc < 0)
+        mh__cli_error("%s: %s", a.file, mh_strerror(rc));
+    else if (kineto || (rc = mh__trace_scan(t, ses)) == 0) {
         if (!kineto && mh__trace_get_plan(t)->too_big)
             warn_size(mh__trace_get_plan(t), a.file);
         if (!kineto && mh__trace_get_plan(t)->events == 0)
             mh__cli_error("warning: %s: no events in the chosen window", a.file);
-        rc = produce(&a, r, t, kineto, klen);
+        rc = produce(&a, ses, t, kineto, klen);
     }
     if (rc == 0 && strcmp(a.out, "-") != 0) {
         const struct mh_trace_plan *p = mh__trace_get_plan(t);
         if (kineto && p->profile_last_ns)
             note_overlap(p);
-        printf("wrote %s (%llu events, %llu launch->GPU arrows); open it in "
-                        "https://ui.perfetto.dev\n",
-                a.out, (unsigned long long)p->events, (unsigned long long)p->flows);
+        mh__cli_status("wrote %s (%llu events, %llu launch->GPU arrows); open it in "
+                       "https://ui.perfetto.dev",
+                       a.out, (unsigned long long)p->events, (unsigned long long)p->flows);
     }
     mh__trace_free(t);
-    mh_reader_close(r);
+    mh__session_close(ses);
     free(kineto);
     return mh__cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
 }

@@ -4,7 +4,6 @@
  * the what-if run side by side. Without --alloc-conf it replays under the
  * recorded settings and reports how many allocator events the simulator
  * reproduced exactly (kind, address, size, position). */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,93 +36,6 @@ static const char usage[] =
 
 extern const struct mh_cli_command mh__cmd_whatif;
 
-struct run_summary {
-    uint64_t peak_allocated, peak_reserved, end_reserved;
-    uint64_t allocated_at_peak;
-    uint64_t segment_allocs, segment_frees, retries;
-    int oom;
-    int64_t oom_step;
-    uint64_t oom_time_ns, oom_size;
-};
-
-/* Feeds events to a model and tracks allocated memory at the reserved peak. */
-struct tracker {
-    struct mh_model *model;
-    int device;
-    int64_t allocated, reserved;
-    uint64_t peak_reserved, allocated_at_peak;
-    uint64_t oom_available; /* least reserved + driver-free memory at an OOM, 0 if none */
-    int err;
-};
-
-static int track(void *user, const struct mh_event *ev)
-{
-    struct tracker *t = user;
-    struct mh_apply_result res;
-    int rc = mh_model_apply(t->model, ev, &res);
-    if (rc < 0)
-        return t->err = rc;
-    t->allocated += res.allocated_delta;
-    t->reserved += res.reserved_delta;
-    if (ev->kind == MH_EV_OOM && ev->addr && t->reserved >= 0) {
-        /* what the allocator could have had: its segments plus what the driver had left */
-        uint64_t avail = (uint64_t)t->reserved + ev->addr;
-        if (!t->oom_available || avail < t->oom_available)
-            t->oom_available = avail;
-    }
-    /* as the model's per-step statistics do: of the moments at the reserved
-     * peak, the one with the most allocated (a segment is reserved just before
-     * the allocation that needs it) */
-    uint64_t allocated = t->allocated > 0 ? (uint64_t)t->allocated : 0;
-    if (t->reserved > 0 && (uint64_t)t->reserved > t->peak_reserved) {
-        t->peak_reserved = (uint64_t)t->reserved;
-        t->allocated_at_peak = allocated;
-    } else if ((uint64_t)t->reserved == t->peak_reserved && allocated > t->allocated_at_peak) {
-        t->allocated_at_peak = allocated;
-    }
-    return 0;
-}
-
-static int tracker_open(struct tracker *t, const struct mh_alloc_conf *conf, int device)
-{
-    struct mh_model_opts mo;
-    memset(t, 0, sizeof *t);
-    memset(&mo, 0, sizeof mo);
-    mo.conf = *conf;
-    t->device = device;
-    return mh_model_new(&mo, &t->model);
-}
-
-static void summarize(struct tracker *t, uint64_t t0, struct run_summary *s)
-{
-    struct mh_mem_stats st;
-    struct mh_peak p;
-    memset(s, 0, sizeof *s);
-    mh_model_finish(t->model);
-    if (mh_model_stats(t->model, t->device, &st) == 0) {
-        s->end_reserved = st.reserved;
-        s->segment_allocs = st.segment_allocs + st.maps;
-        s->segment_frees = st.segment_frees + st.unmaps;
-    }
-    if (mh_model_peak_allocated(t->model, t->device, &p) == 0)
-        s->peak_allocated = p.value;
-    if (mh_model_peak_reserved(t->model, t->device, &p) == 0)
-        s->peak_reserved = p.value;
-    s->allocated_at_peak = t->allocated_at_peak;
-    for (size_t i = 0; i < mh_model_step_count(t->model, t->device); i++) {
-        struct mh_step_stats ss;
-        if (mh_model_step(t->model, t->device, i, &ss) == 0)
-            s->retries += ss.retries;
-    }
-    struct mh_oom_info oi;
-    if (mh_model_oom_count(t->model) > 0 && mh_model_oom(t->model, 0, &oi) == 0) {
-        s->oom = 1;
-        s->oom_step = oi.step;
-        s->oom_time_ns = oi.time_ns >= t0 ? oi.time_ns - t0 : 0;
-        s->oom_size = oi.request;
-    }
-}
-
 struct whatif_args {
     const char *path, *conf_text;
     uint64_t capacity;
@@ -133,40 +45,21 @@ struct whatif_args {
 
 static int parse_args(int argc, char **argv, struct whatif_args *a)
 {
-    static const struct option opts[] = {
-        {"alloc-conf", required_argument, NULL, 'c'}, {"device-memory", required_argument, NULL, 'm'},
-        {"memory-fraction", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0}};
     const struct mh_cli_command *cmd = &mh__cmd_whatif;
-    int c;
-    char *end;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': a->conf_text = optarg; break;
-        case 'j': a->json = 1; break;
-        case 'm':
-            if (mh__cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
-                return mh__cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)",
-                                           optarg);
-            break;
-        case 'f':
-            a->fraction = strtod(optarg, &end);
-            if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
-                return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])",
-                                           optarg);
-            break;
-        default:
-            return mh__cli_usage_error(cmd, "unknown option or missing value: '%s'",
-                                      argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
+    const struct mh_cli_opt opts[] = {
+        {"alloc-conf", 0, MH_OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
+        MH_CLI_OPT_DEVICE_MEMORY(&a->capacity, NULL),
+        MH_CLI_OPT_MEMORY_FRACTION(&a->fraction, NULL),
+        {"json", 0, MH_OPT_FLAG, &a->json, 0, 0, NULL, NULL},
+        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    int first, rc = mh__cli_options(cmd, argc, argv, opts, &first);
+    if (rc)
+        return rc;
+    if (first >= argc)
         return mh__cli_usage_error(cmd, "missing FILE");
-    if (optind + 1 < argc)
-        return mh__cli_usage_error(cmd, "one FILE only (got '%s' too)", argv[optind + 1]);
-    a->path = argv[optind];
+    if (first + 1 < argc)
+        return mh__cli_usage_error(cmd, "one FILE only (got '%s' too)", argv[first + 1]);
+    a->path = argv[first];
     return 0;
 }
 
@@ -174,11 +67,11 @@ struct whatif_view {
     const struct whatif_args *a;
     const struct mh_whatif_input *L;
     const struct mh_sim_replay_opts *ro;
-    const struct run_summary *rec, *sim;
+    const struct mh_whatif_outcome *rec, *sim;
     const struct mh_sim_replay_result *res;
 };
 
-static double frag(const struct run_summary *s)
+static double frag(const struct mh_whatif_outcome *s)
 {
     return s->peak_reserved ? 1.0 - (double)s->allocated_at_peak / (double)s->peak_reserved : 0.0;
 }
@@ -198,7 +91,7 @@ static const char *conf_text(const struct mh_alloc_conf *c, char *buf, size_t le
     return buf;
 }
 
-static const char *oom_text(const struct run_summary *s, char *buf, size_t len)
+static const char *oom_text(const struct mh_whatif_outcome *s, char *buf, size_t len)
 {
     char b1[32], b2[32];
     if (!s->oom)
@@ -218,7 +111,7 @@ static void row_bytes(const char *name, uint64_t a, uint64_t b)
 static void print_text(const struct whatif_view *v)
 {
     char c1[512], c2[512], b1[32], b2[32];
-    const struct run_summary *r = v->rec, *s = v->sim;
+    const struct mh_whatif_outcome *r = v->rec, *s = v->sim;
     printf("file %s\n\n", v->a->path);
     printf("%-32s %-22s %s\n", "", "recorded", "what-if");
     printf("%-32s %-22s %s\n", "allocator settings", conf_text(&v->L->conf, c1, sizeof c1),
@@ -253,7 +146,7 @@ static void print_text(const struct whatif_view *v)
                v->res->placed, v->res->allocs);
 }
 
-static void json_run(struct mh_json *j, const char *key, const struct run_summary *s,
+static void json_run(struct mh_json *j, const char *key, const struct mh_whatif_outcome *s,
                      const struct mh_alloc_conf *conf, uint64_t capacity)
 {
     char c[512];
@@ -306,6 +199,21 @@ static void print_json(const struct whatif_view *v)
     mh__sink_puts(&sink, "\n");
 }
 
+/* Keeps the events of one pass over the file and takes the first
+ * allocator device's input from them. */
+static int load(const char *path, struct mh_session **s, struct mh_whatif_events **ev,
+                struct mh_whatif_input *in)
+{
+    int rc = mh__session_open(path, s);
+    if (rc < 0)
+        return rc;
+    if ((rc = mh__whatif_events_new(ev)) == 0 &&
+        (rc = mh__session_observe(*s, mh__whatif_events_observer(*ev))) == 0 &&
+        (rc = mh__session_run(*s, 0)) == 0 && (rc = mh__whatif_input(*ev, *s, -1, in)) < 0)
+        mh__cli_error("%s: %s", path, mh_strerror(rc));
+    return rc;
+}
+
 static int whatif_main(int argc, char **argv)
 {
     struct whatif_args a = {0};
@@ -317,54 +225,39 @@ static int whatif_main(int argc, char **argv)
     memset(&ro, 0, sizeof ro);
     if (a.conf_text && mh_alloc_conf_parse(a.conf_text, &ro.conf, err, sizeof err))
         return mh__cli_usage_error(&mh__cmd_whatif, "--alloc-conf: %s", err);
-    struct mh_whatif_input L;
-    if (mh__whatif_load(a.path, -1, &L) < 0)
-        return MH_EXIT_FAIL;
-    if (L.damage[0])
-        mh__cli_error("warning: %s: %s; using the events before that point", a.path, L.damage);
-    if (!a.conf_text)
-        ro.conf = L.conf;
-    ro.conf.memory_fraction = a.fraction;
-    ro.use_oracle = !a.conf_text;
-    struct tracker rec, sim;
-    memset(&rec, 0, sizeof rec);
-    memset(&sim, 0, sizeof sim);
-    struct run_summary rs, ss;
+    struct mh_session *s = NULL;
+    struct mh_whatif_events *ev = NULL;
+    struct mh_whatif_input L = {0};
+    struct mh_whatif_outcome rs, ss;
     struct mh_sim_replay_result res;
-    uint64_t t0 = L.n ? L.ev[0].time_ns : 0;
-    rc = tracker_open(&rec, &L.conf, L.device);
-    for (size_t i = 0; i < L.n && rc == 0; i++)
-        rc = track(&rec, &L.ev[i]);
-    /* by default the memory the recorded run could use: the device's, less what
-     * was not the allocator's to take when it ran out (the CUDA context, other
-     * processes), as the driver reported at its OOM */
-    ro.capacity = a.capacity ? a.capacity : L.total_bytes;
-    if (!a.capacity && rec.oom_available && (!ro.capacity || rec.oom_available < ro.capacity))
-        ro.capacity = rec.oom_available;
-    if (rc == 0)
-        rc = tracker_open(&sim, &ro.conf, 0);
-    ro.emit = track;
-    ro.emit_user = &sim;
-    if (rc == 0)
-        rc = mh__sim_replay(L.ev, L.n, &ro, &res);
-    if (rc < 0) {
-        mh__cli_error("%s: %s", a.path, mh_strerror(rc));
-        mh_model_free(rec.model);
-        mh_model_free(sim.model);
-        mh__whatif_input_free(&L);
-        return MH_EXIT_FAIL;
+    if ((rc = load(a.path, &s, &ev, &L)) == 0) {
+        if (!a.conf_text)
+            ro.conf = L.conf;
+        ro.conf.memory_fraction = a.fraction;
+        ro.use_oracle = !a.conf_text;
+        rc = mh__whatif_recorded(&L, &rs);
+        /* by default the memory the recorded run could use: the device's, less
+         * what was not the allocator's to take when it ran out (the CUDA
+         * context, other processes), as the driver reported at its OOM */
+        ro.capacity = a.capacity ? a.capacity : L.total_bytes;
+        if (!a.capacity && rs.oom_available && (!ro.capacity || rs.oom_available < ro.capacity))
+            ro.capacity = rs.oom_available;
+        if (rc == 0)
+            rc = mh__whatif_run(&L, &ro, &ss, &res);
+        if (rc < 0)
+            mh__cli_error("%s: %s", a.path, mh_strerror(rc));
     }
-    summarize(&rec, t0, &rs);
-    summarize(&sim, t0, &ss);
-    struct whatif_view v = {&a, &L, &ro, &rs, &ss, &res};
-    if (a.json)
-        print_json(&v);
-    else
-        print_text(&v);
-    mh_model_free(rec.model);
-    mh_model_free(sim.model);
+    if (rc == 0) {
+        struct whatif_view v = {&a, &L, &ro, &rs, &ss, &res};
+        if (a.json)
+            print_json(&v);
+        else
+            print_text(&v);
+    }
     mh__whatif_input_free(&L);
-    return mh__cli_finish(MH_EXIT_OK);
+    mh__whatif_events_free(ev);
+    mh__session_close(s);
+    return mh__cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
 }
 
 const struct mh_cli_command mh__cmd_whatif = {

@@ -110,5 +110,8 @@ int main(int argc, char **argv)
     }
     if (mh__cli_wants_help(argc - 1, argv + 1))
         return mh__cli_finish(mh__cli_print_usage(cmd));
-    return cmd->run(argc - 1, argv + 1);
+    int rc = cmd->run(argc - 1, argv + 1);
+    if (rc == MH_EXIT_OK)
+        mh__cli_print_status();
+    return rc;
 }

@@ -17,7 +17,7 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
         return 0;
     struct mh_whatif_input in;
     struct mh_layers *ly;
-    int rc = mh__whatif_load(a->rp.path, device, &in);
+    int rc = mh__whatif_input(a->events, a->session, device, &in);
     if (rc < 0)
         return rc;
     if ((rc = mh__layers_analyze(a->lt, a->rp.reader, device, &ly)) < 0) {
@@ -68,26 +68,17 @@ static int explain_file(const struct mh_analysis *a, const struct mh_oom_opts *o
     return rc;
 }
 
-int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o)
+static int oom_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
+                    struct mh_json *j)
 {
-    struct mh_sink sink;
-    struct mh_json j;
-    int rc = 0;
-    if (o->json) {
-        mh__cli_json_begin(&j, &sink, "oom");
-        mh__json_key(&j, "files");
-        mh__json_begin_array(&j);
-    }
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = explain_file(&a[i], o, o->json ? &j : NULL);
-    if (o->json) {
-        mh__json_end_array(&j);
-        mh__print_ranks(a, n, &j);
-        mh__json_end_object(&j);
-        mh__sink_puts(&sink, "\n");
-        mh__sink_finish(&sink);
-    } else if (n > 1 && rc == 0) {
-        mh__print_ranks(a, n, NULL);
-    }
-    return rc;
+    (void)i;
+    (void)n;
+    return explain_file(a, user, j) < 0 ? MH_EXIT_FAIL : 0;
+}
+
+int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o)
+{
+    const struct mh_analysis_want want = {1, 0};
+    const struct mh_cli_multi m = {"oom", &want, 1, o->json, 0, oom_file, (void *)o};
+    return mh__cli_multi_run(paths, n, &m);
 }

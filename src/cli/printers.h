@@ -42,7 +42,8 @@ void mh__report_print_json(struct mh_json *j, const struct mh_replay *rp,
 int mh__print_ranks(const struct mh_analysis *a, size_t n, struct mh_json *j);
 /* "0, 1": the devices a file's model has ("none"). */
 const char *mh__cli_device_list(const struct mh_model *m, char *buf, size_t len);
-int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o);
+/* `memhist oom` over one file per rank; returns an exit code. */
+int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o);
 
 void mh__oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
                         const struct mh_oom_opts *o, size_t number, size_t count);

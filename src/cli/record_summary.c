@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "replay_file.h"
+#include "session.h"
 
 /* True for ".rank0", ".rank0.attempt1.pid77", ".pid12", ".rank3.2": what
  * the processes of one run add to FILE. */
@@ -63,27 +63,31 @@ void mh__record_clear_previous(const char *out_abs)
  * is whole, as `info` would say. */
 static uint64_t file_check(const char *path, char *state, size_t len)
 {
-    struct mh_replay rp;
+    struct mh_session *ses = NULL;
     uint64_t best = 0;
-    if (mh__replay_open(path, 0, &rp) < 0) {
+    if (mh__session_open(path, &ses) < 0 || mh__session_run(ses, 0) < 0) {
+        if (ses)
+            mh__session_close(ses);
         snprintf(state, len, "unreadable");
         return 0;
     }
-    for (size_t i = 0; i < mh_model_device_count(rp.model); i++) {
+    const struct mh_model *m = mh__session_model(ses);
+    for (size_t i = 0; i < mh_model_device_count(m); i++) {
         struct mh_peak p;
-        if (mh_model_peak_reserved(rp.model, mh_model_device_at(rp.model, i), &p) == 0 && p.value > best)
+        if (mh_model_peak_reserved(m, mh_model_device_at(m, i), &p) == 0 && p.value > best)
             best = p.value;
     }
-    const struct mh_file_summary *s = &rp.summary;
-    if (s->damaged)
-        snprintf(state, len, "damaged at byte %llu", (unsigned long long)s->damage_offset);
-    else if (!s->has_trailer)
+    struct mh_file_summary s;
+    mh_reader_summary(mh__session_reader(ses), &s);
+    if (s.damaged)
+        snprintf(state, len, "damaged at byte %llu", (unsigned long long)s.damage_offset);
+    else if (!s.has_trailer)
         snprintf(state, len, "not closed (the process was killed?)");
-    else if (s->dropped)
-        snprintf(state, len, "complete, %llu events dropped", (unsigned long long)s->dropped);
+    else if (s.dropped)
+        snprintf(state, len, "complete, %llu events dropped", (unsigned long long)s.dropped);
     else
         snprintf(state, len, "complete");
-    mh__replay_close(&rp);
+    mh__session_close(ses);
     return best;
 }
 

@@ -21,14 +21,6 @@
 static const char *const vdev_libs[] = {"libcuda.so.1", "libcudart.so.13", "libcublas.so.13",
                                         "libcublasLt.so.13", "libnvidia-ml.so.1"};
 
-static int has_file(const char *dir, const char *name)
-{
-    char p[PATH_MAX + 64];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* Where an installed memhist keeps its libraries, relative to the binary's
  * directory (cmake/install.cmake). */
 #ifndef MH_REL_LIBDIR
@@ -52,7 +44,7 @@ static int find_vdevice_dir(char *out, size_t len)
         snprintf(cand[n++], sizeof cand[0], "%s/" MH_REL_LIBDIR "/memhist/vdevice", exe);
     }
     for (int i = 0; i < n; i++)
-        if (has_file(cand[i], "libcudart.so.13") && realpath(cand[i], out)) {
+        if (mh__cli_is_file(cand[i], "libcudart.so.13") && realpath(cand[i], out)) {
             (void)len;
             return 0;
         }

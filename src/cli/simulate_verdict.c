@@ -1,7 +1,7 @@
 /* simulate_verdict.c - the answer `memhist simulate -- COMMAND` ends with:
  * for each recorded file and device, whether the program's memory fit the
  * virtual GPU (peak reserved against what the CUDA context leaves) or where
- * it ran out. Reads the recordings through the model (replay_file.h), as
+ * it ran out. Reads the recordings through a replay session (session.h), as
  * every other command does, so the figures are the report's. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -40,11 +40,16 @@ int mh__cli_simulate_verdict(const char *path, int name_file, uint64_t context)
 {
     char prefix[1024];
     snprintf(prefix, sizeof prefix, "%s%s", name_file ? path : "", name_file ? ": " : "");
-    struct mh_replay rp;
-    if (mh__replay_open(path, 0, &rp) < 0)
+    struct mh_session *s;
+    if (mh__session_open(path, &s) < 0)
         return MH_EXIT_FAIL;
+    if (mh__session_run(s, 0) < 0) {
+        mh__session_close(s);
+        return MH_EXIT_FAIL;
+    }
+    const struct mh_replay rp = {.path = path, .reader = mh__session_reader(s), .model = mh__session_model(s)};
     for (size_t i = 0; i < mh_model_device_count(rp.model); i++)
         device_verdict(path, prefix, &rp, mh_model_device_at(rp.model, i), context);
-    mh__replay_close(&rp);
+    mh__session_close(s);
     return MH_EXIT_OK;
 }

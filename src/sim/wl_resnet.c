@@ -11,6 +11,7 @@
 
 #include "memhist/error.h"
 #include "wl_internal.h"
+#include "grow.h"
 
 enum { P_DEPTH, P_BATCH, P_IMAGE, P_WIDTH, P_CLASSES, P_AMP, P_COUNT };
 
@@ -48,14 +49,8 @@ struct resnet {
 static int add_conv(struct resnet *r, const char *name, int stage, uint64_t cin, uint64_t cout,
                     uint64_t k, uint64_t hw, uint32_t line)
 {
-    if (r->n == r->cap) {
-        size_t nc = r->cap ? r->cap * 2 : 64;
-        struct conv *np = realloc(r->c, nc * sizeof *np);
-        if (!np)
-            return MH_ENOMEM;
-        r->c = np;
-        r->cap = nc;
-    }
+    if (MH__GROW(r->c, r->n, r->cap, 64) < 0)
+        return MH_ENOMEM;
     struct conv *c = &r->c[r->n++];
     memset(c, 0, sizeof *c);
     c->cin = cin;

@@ -145,10 +145,11 @@ int main(int argc, char **argv)
     size_t len;
     generate(n, &w, &data, &len);
 
-    struct mh_reader *r;
+    struct mh_session *r;
     struct mh_snapshot *s;
     double t0 = now();
-    if (mh_reader_open_mem(data, len, &r) != 0 || mh__snapshot_build(r, NULL, &s) != 0)
+    if (mh__session_open_mem(data, len, "recording", &r) != 0 ||
+        mh__snapshot_build(r, NULL, &s) != 0)
         return 1;
     double t1 = now();
     struct mh_sink sink;
@@ -191,7 +192,7 @@ int main(int argc, char **argv)
     if (!keep)
         remove(path);
     mh__snapshot_free(s);
-    mh_reader_close(r);
+    mh__session_close(r);
     mh__sink_free(&sink);
     mh_writer_free_mem(w);
     return 0;

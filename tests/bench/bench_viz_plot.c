@@ -230,8 +230,8 @@ static double now_s(void)
  * one thread, so CPU time is what it costs on an idle core). */
 static int plot_file(const char *path, const char *png, double *secs, double *cpu)
 {
-    struct mh_reader *r;
-    int rc = mh_reader_open(path, &r);
+    struct mh_session *r;
+    int rc = mh__session_open(path, &r);
     if (rc < 0)
         return rc;
     struct mh_plot_opts o;
@@ -244,7 +244,7 @@ static int plot_file(const char *path, const char *png, double *secs, double *cp
     rc = mh__plot_render(r, &o, &sink, NULL, err, sizeof err);
     *secs = now_s() - t;
     *cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c;
-    mh_reader_close(r);
+    mh__session_close(r);
     FILE *fp = png ? fopen(png, "wb") : NULL;
     if (fp) {
         fwrite(sink.buf, 1, sink.len, fp);

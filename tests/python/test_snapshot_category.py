@@ -30,7 +30,7 @@ CATEGORIES = {"parameter", "gradient", "optimizer_state", "activation", "tempora
 def export(mh, out, *opts):
     p = sc.run("snapshot", mh, "-o", out, *opts)
     with open(out, "rb") as f:
-        return pickle.load(f), p.stdout
+        return pickle.load(f), p.stderr  # the status line
 
 
 def entries(snap):

@@ -43,7 +43,8 @@ def check_bad_settings():
     assert r.returncode == 1 and "not found" in r.stderr, (r.returncode, r.stderr)
     with tempfile.TemporaryDirectory() as tmp:  # no command: the built-in workloads keep working
         r = run(["simulate", "--gpu", "L4", "--steps", "2", "-o", os.path.join(tmp, "b.memhist")])
-        assert r.returncode == 0 and "device 22.49 GiB" in r.stdout, (r.returncode, r.stdout, r.stderr)
+        # the status line ("memhist: wrote ...") is on stderr
+        assert r.returncode == 0 and "device 22.49 GiB" in r.stderr, (r.returncode, r.stdout, r.stderr)
     r = run(["simulate", "--gpu", "list"])
     assert r.returncode == 0 and "RTX4090" in r.stdout, r.stdout
 

@@ -18,7 +18,7 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-int mh__plot_title(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_title(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
                    int device, const char *what, const char *subtitle)
 {
     char title[512], part[192];
@@ -27,14 +27,14 @@ int mh__plot_title(struct mh_canvas *c, struct mh_reader *r, const struct mh_plo
     if (device >= 0) {
         const char *dname = "";
         struct mh_device_info di;
-        for (size_t i = 0; i < mh_reader_device_count(r); i++)
-            if (mh_reader_device(r, i, &di) == 0 && di.device == device && di.name)
+        for (size_t i = 0; i < mh_reader_device_count(mh__session_reader(r)); i++)
+            if (mh_reader_device(mh__session_reader(r), i, &di) == 0 && di.device == device && di.name)
                 dname = di.name;
         snprintf(part, sizeof part, "  |  device %d%s%s%s", device, *dname ? " (" : "", dname,
                  *dname ? ")" : "");
         strncat(title, part, sizeof title - strlen(title) - 1);
     }
-    const char *torch = mh_reader_meta(r, "torch_version");
+    const char *torch = mh_reader_meta(mh__session_reader(r), "torch_version");
     if (torch && *torch) {
         snprintf(part, sizeof part, "  |  torch %s", torch);
         strncat(title, part, sizeof title - strlen(title) - 1);
@@ -45,7 +45,7 @@ int mh__plot_title(struct mh_canvas *c, struct mh_reader *r, const struct mh_plo
     return 52;
 }
 
-int mh__plot_message(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_message(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
                      int device, const char *message)
 {
     mh__plot_title(c, r, o, device, "memhist", NULL);
@@ -100,7 +100,7 @@ void mh__plot_layout(int width, int height, int top, struct mh__plot_frame *f)
 
 /* Groups of the stacked areas: the top sites at the peak, or the
  * categories (their bytes at the peak come from pass 2). */
-static int choose_groups(struct mh_reader *r, const struct mh_plot_opts *o,
+static int choose_groups(struct mh_session *r, const struct mh_plot_opts *o,
                          struct mh__plot_scan *s)
 {
     if (o->color != MH_PLOT_COLOR_CATEGORY)
@@ -110,7 +110,7 @@ static int choose_groups(struct mh_reader *r, const struct mh_plot_opts *o,
     return 0;
 }
 
-int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_reader *r,
+int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_session *r,
                             const struct mh_plot_opts *o, struct mh__plot_scan *s,
                             uint64_t t_begin, uint64_t t_end)
 {
@@ -141,7 +141,7 @@ int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_reader *r,
     return rc;
 }
 
-int mh__plot_render(struct mh_reader *r, const struct mh_plot_opts *o, struct mh_sink *out,
+int mh__plot_render(struct mh_session *r, const struct mh_plot_opts *o, struct mh_sink *out,
                     struct mh_plot_result *res, char *err, size_t errlen)
 {
     int w, h;

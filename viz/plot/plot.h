@@ -1,9 +1,10 @@
 /* plot.h - PNG pictures of a recorded run: the memory timeline and the
  * allocator's segment layout at one moment.
  *
- * Input is an open reader (the plot rewinds it and replays the file through
- * its own models, several passes, memory independent of the number of
- * events); output is PNG bytes written to a sink. The timeline shows live
+ * Input is a replay session (src/analysis/session.h: the plot's scans and
+ * columns are observers of its passes, memory independent of the number of
+ * events; the session rewinds between passes, so a file, not a pipe);
+ * output is PNG bytes written to a sink. The timeline shows live
  * allocations stacked by allocation stack (the top groups at the peak), the
  * allocated, reserved and driver-level curves, the peak, steps, OOMs and a
  * per-step strip (or stacked by memory category, --color category); several
@@ -18,6 +19,7 @@
 
 #include "memhist/model.h"
 #include "memhist/reader.h"
+#include "session.h"
 #include "sink.h"
 
 enum mh_plot_kind { MH_PLOT_TIMELINE = 0, MH_PLOT_SEGMENTS = 1 };
@@ -49,7 +51,6 @@ struct mh_plot_opts {
     int color;                 /* enum mh_plot_color, for the timeline */
     const char *name;          /* file name for the title (borrowed); NULL = none */
     const char *note;          /* appended to the title line (borrowed); NULL = none */
-    struct mh_model_opts model; /* allocator settings of the recorded run */
 };
 
 /* What the plot saw, for the caller's messages. */
@@ -63,7 +64,7 @@ struct mh_plot_result {
 /* Draws the plot and writes it to `out` as PNG. Returns 0 or a negative
  * code; for MH_EINVAL (bad options, unknown device, empty window, no OOM for
  * MH_PLOT_AT_OOM) `err` holds a one-line message. `res` may be NULL. */
-int mh__plot_render(struct mh_reader *r, const struct mh_plot_opts *opts, struct mh_sink *out,
+int mh__plot_render(struct mh_session *r, const struct mh_plot_opts *opts, struct mh_sink *out,
                     struct mh_plot_result *res, char *err, size_t errlen);
 
 /* Most files mh__plot_render_ranks draws in one image. */
@@ -75,13 +76,10 @@ int mh__plot_render(struct mh_reader *r, const struct mh_plot_opts *opts, struct
  * window shares an instant, the panels share one time axis (times from the
  * earliest first event); otherwise each has its own. The run with the
  * highest reserved peak is marked in its title. Timeline only (MH_EINVAL
- * for MH_PLOT_SEGMENTS). `models`, if not NULL, has each run's allocator
- * settings (n entries; else opts->model for all). `res`, if not NULL, has n
- * entries. */
+ * for MH_PLOT_SEGMENTS). `res`, if not NULL, has n entries. */
 #define MH_PLOT_RANK_HEIGHT 520
-int mh__plot_render_ranks(struct mh_reader *const *readers, const char *const *names, size_t n,
-                          const struct mh_model_opts *models, const struct mh_plot_opts *opts,
-                          struct mh_sink *out, struct mh_plot_result *res, char *err,
-                          size_t errlen);
+int mh__plot_render_ranks(struct mh_session *const *sessions, const char *const *names, size_t n,
+                          const struct mh_plot_opts *opts, struct mh_sink *out,
+                          struct mh_plot_result *res, char *err, size_t errlen);
 
 #endif

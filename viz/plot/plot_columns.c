@@ -27,6 +27,7 @@ struct pass {
     int last;      /* last column filled, -1 before the window */
     int done;      /* the window is behind us */
     uint64_t ord;  /* ordinal of the event being applied */
+    uint64_t seen; /* events seen so far */
     struct mh__plot_catacc *cat; /* by category, else NULL */
     int error;
 };
@@ -159,24 +160,19 @@ static int alloc_cols(struct mh__plot_cols *c, int ncols, unsigned ngroups)
     return c->alloc && c->reserved && c->driver && c->groups ? 0 : MH_ENOMEM;
 }
 
-/* The replay loop of pass 2. */
-static int stream(struct mh_reader *r, struct pass *p)
+/* Pass 2, an observer of the session's pass. */
+static int cols_event(void *user, struct mh_session *ses, const struct mh_event *ev,
+                      const struct mh_apply_result *res)
 {
-    struct mh_event ev;
-    struct mh_apply_result res;
-    int rc;
-    for (p->ord = 0; (rc = mh_reader_next(r, &ev)) == 1 && !p->error; p->ord++) {
-        memset(&res, 0, sizeof res);
-        if ((rc = mh_model_apply(p->model, &ev, &res)) < 0)
-            break;
-        on_event(p, &ev, &res);
-    }
-    if (p->error)
-        return p->error;
-    return rc == MH_ENOMEM ? rc : 0;
+    struct pass *p = user;
+    p->model = mh__session_model(ses);
+    p->ord = mh__session_index(ses);
+    on_event(p, ev, res);
+    p->seen = p->ord + 1;
+    return p->error;
 }
 
-int mh__plot_cols_run(struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_cols_run(struct mh_session *r, const struct mh_plot_opts *o,
                       const struct mh__plot_scan *s, int ncols, uint64_t t_begin, uint64_t t_end,
                       struct mh__plot_cols *c)
 {
@@ -199,13 +195,14 @@ int mh__plot_cols_run(struct mh_reader *r, const struct mh_plot_opts *o,
                                s->has_peak ? (int64_t)s->peak.event_index : -1);
         p.cat = &cat;
     }
-    if (rc == 0 && (rc = mh_reader_rewind(r)) == 0 && (rc = mh_model_new(&o->model, &p.model)) == 0)
-        rc = stream(r, &p);
+    const struct mh_observer obs = {"plot-columns", &p, NULL, cols_event, NULL};
     if (rc == 0)
-        carry_to(&p, c->n - 1); /* p.ord is past the last event here */
+        rc = mh__session_pass(r, &obs);
+    p.ord = p.seen; /* past the last event */
+    if (rc == 0)
+        carry_to(&p, c->n - 1);
     if (rc == 0 && by_cat)
         rc = mh__plot_cat_finish(&cat, c);
-    mh_model_free(p.model);
     mh__plot_cat_release(&cat);
     return rc;
 }

@@ -72,11 +72,11 @@ struct mh__plot_cols {
 
 /* Pass 1. The reader is rewound first. Fills `s`; MH_EINVAL with a message
  * for an unknown device or an empty window. */
-int mh__plot_scan_run(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__plot_scan *s,
+int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct mh__plot_scan *s,
                       char *err, size_t errlen);
 /* Ranks allocation sites (stacks grouped by their label) by bytes at the
  * peak into at most `top` groups and assigns every stack its group. */
-int mh__plot_scan_rank(struct mh_reader *r, struct mh__plot_scan *s, unsigned top);
+int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned top);
 void mh__plot_scan_free(struct mh__plot_scan *s);
 
 /* Memory categories in pass 2 (plot_category.c). A column shows the state
@@ -115,7 +115,7 @@ int mh__plot_cat_finish(struct mh__plot_catacc *a, struct mh__plot_cols *c);
 uint32_t mh__plot_category_color(int category);
 
 /* Pass 2 over `ncols` columns spanning [t_begin, t_end]. */
-int mh__plot_cols_run(struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_cols_run(struct mh_session *r, const struct mh_plot_opts *o,
                       const struct mh__plot_scan *s, int ncols, uint64_t t_begin, uint64_t t_end,
                       struct mh__plot_cols *c);
 void mh__plot_cols_free(struct mh__plot_cols *c);
@@ -141,10 +141,10 @@ void mh__plot_byte_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int
 double mh__plot_nice_step(double span, int n);
 
 /* Title line (scale 2) and a subtitle below it. Returns the y below them. */
-int mh__plot_title(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_title(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
                    int device, const char *what, const char *subtitle);
 /* An image holding only the title and a message (empty input). */
-int mh__plot_message(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_message(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
                      int device, const char *message);
 
 /* Timeline drawing (plot_timeline.c) with its strip (plot_strip.c) and
@@ -162,10 +162,10 @@ void mh__plot_layout(int width, int height, int top, struct mh__plot_frame *f);
 /* The whole timeline (title, panel, strip, legend) over [t_begin, t_end]
  * (absolute ns, shown as times since s->t0), or a message image for empty
  * input. Ranks the groups (or sets up categories) and runs pass 2. */
-int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_reader *r,
+int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_session *r,
                             const struct mh_plot_opts *o, struct mh__plot_scan *s,
                             uint64_t t_begin, uint64_t t_end);
-int mh__plot_timeline(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_timeline(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
                       const struct mh__plot_scan *s, const struct mh__plot_cols *cols,
                       const struct mh__plot_frame *f);
 void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
@@ -177,7 +177,7 @@ void mh__plot_markers(struct mh_canvas *c, const struct mh__plot_scan *s,
                       const struct mh__plot_frame *f, int y0, int y1, int labels);
 
 /* The segment view (plot_segments.c). */
-int mh__plot_segments(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_segments(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
                       const struct mh__plot_scan *s, char *err, size_t errlen);
 
 #endif

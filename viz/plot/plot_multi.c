@@ -53,7 +53,7 @@ static int check(size_t n, const struct mh_plot_opts *o, int *w, int *h, char *e
 }
 
 /* Pass 1 over every file. On MH_EINVAL the message names the file. */
-static int scan_all(struct mh_reader *const *rd, const char *const *names, size_t n,
+static int scan_all(struct mh_session *const *rd, const char *const *names, size_t n,
                     const struct mh_plot_opts *opts, struct mh__plot_scan *scans, char *err,
                     size_t errlen)
 {
@@ -105,7 +105,7 @@ static void plan(struct mh__plot_scan *scans, size_t n, struct axis_plan *p)
 
 /* Draws panel `i` (h pixels tall) into its own canvas and copies it into
  * the image at row i * h. */
-static int draw_panel(struct mh_canvas *img, size_t i, int h, struct mh_reader *r,
+static int draw_panel(struct mh_canvas *img, size_t i, int h, struct mh_session *r,
                       const struct mh_plot_opts *o, struct mh__plot_scan *s,
                       const struct axis_plan *p)
 {
@@ -138,7 +138,7 @@ static void fill_results(const struct mh__plot_scan *scans, size_t n, struct mh_
     }
 }
 
-static int draw_all(struct mh_reader *const *rd, size_t n, struct mh_plot_opts *opts,
+static int draw_all(struct mh_session *const *rd, size_t n, struct mh_plot_opts *opts,
                     struct mh__plot_scan *scans, int w, int h, struct mh_sink *out)
 {
     struct axis_plan p;
@@ -161,9 +161,9 @@ static int draw_all(struct mh_reader *const *rd, size_t n, struct mh_plot_opts *
     return rc;
 }
 
-int mh__plot_render_ranks(struct mh_reader *const *readers, const char *const *names, size_t n,
-                          const struct mh_model_opts *models, const struct mh_plot_opts *opts,
-                          struct mh_sink *out, struct mh_plot_result *res, char *err, size_t errlen)
+int mh__plot_render_ranks(struct mh_session *const *sessions, const char *const *names, size_t n,
+                          const struct mh_plot_opts *opts, struct mh_sink *out,
+                          struct mh_plot_result *res, char *err, size_t errlen)
 {
     int w, h;
     if (errlen)
@@ -183,12 +183,10 @@ int mh__plot_render_ranks(struct mh_reader *const *readers, const char *const *n
         each[i].name = names[i];
         each[i].height = h;
         each[i].note = NULL;
-        if (models)
-            each[i].model = models[i];
     }
-    rc = scan_all(readers, names, n, each, scans, err, errlen);
+    rc = scan_all(sessions, names, n, each, scans, err, errlen);
     if (rc == 0)
-        rc = draw_all(readers, n, each, scans, w, h, out);
+        rc = draw_all(sessions, n, each, scans, w, h, out);
     fill_results(scans, n, res);
     for (size_t i = 0; i < n; i++)
         mh__plot_scan_free(&scans[i]);

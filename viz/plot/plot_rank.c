@@ -57,7 +57,7 @@ static size_t merge_sites(struct site *sites, size_t n)
     return m;
 }
 
-int mh__plot_scan_rank(struct mh_reader *r, struct mh__plot_scan *s, unsigned top)
+int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned top)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->nstacks; i++)
@@ -74,7 +74,7 @@ int mh__plot_scan_rank(struct mh_reader *r, struct mh__plot_scan *s, unsigned to
         if (s->stacks[i].seen) {
             sites[k].stack = (uint32_t)i;
             sites[k].bytes = at_peak(s, &s->stacks[i]);
-            mh__stack_label(r, (uint32_t)i, sites[k].label, sizeof sites[k].label);
+            mh__stack_label(mh__session_reader(r), (uint32_t)i, sites[k].label, sizeof sites[k].label);
             k++;
         }
     size_t m = merge_sites(sites, n);
@@ -102,7 +102,7 @@ int mh__plot_scan_rank(struct mh_reader *r, struct mh__plot_scan *s, unsigned to
         if (!st->seen)
             continue;
         char label[MH__PLOT_LABEL];
-        mh__stack_label(r, (uint32_t)i, label, sizeof label);
+        mh__stack_label(mh__session_reader(r), (uint32_t)i, label, sizeof label);
         for (unsigned g = 0; g < s->ngroups; g++)
             if (strcmp(label, s->labels[g]) == 0)
                 st->group = (int16_t)g;

@@ -106,56 +106,54 @@ static int device_known(const struct mh_model *m, int device)
     return 0;
 }
 
-static int replay(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__plot_scan *s)
+/* The scan as an observer of the session's pass. */
+struct scan_pass {
+    const struct mh_plot_opts *o;
+    struct mh__plot_scan *s;
+    uint64_t alloc, reserved;
+};
+
+static int scan_event(void *user, struct mh_session *ses, const struct mh_event *ev,
+                      const struct mh_apply_result *res)
 {
-    struct mh_event ev;
-    struct mh_apply_result res;
-    uint64_t alloc = 0, reserved = 0;
-    int rc;
-    while ((rc = mh_reader_next(r, &ev)) == 1) {
-        if (s->events == 0)
-            s->t0 = ev.time_ns;
-        memset(&res, 0, sizeof res);
-        if ((rc = mh_model_apply(s->model, &ev, &res)) < 0)
-            return rc;
-        s->events++;
-        int inside = in_window(o, s->t0, ev.time_ns, mh_model_current_step(s->model));
-        if (inside) {
-            if (s->win_events == 0 || ev.time_ns < s->win_first)
-                s->win_first = ev.time_ns;
-            if (ev.time_ns > s->win_last)
-                s->win_last = ev.time_ns;
-            s->win_events++;
-        }
-        if (!s->has_device && is_device_event(&ev)) {
-            s->device = ev.device;
-            s->has_device = 1;
-        }
-        if (s->has_device && ev.device == s->device && is_device_event(&ev) &&
-            (rc = on_device_event(s, &ev, &res, inside, &alloc, &reserved)) < 0)
-            return rc;
+    struct scan_pass *p = user;
+    struct mh__plot_scan *s = p->s;
+    s->model = mh__session_model(ses);
+    if (s->events == 0)
+        s->t0 = ev->time_ns;
+    s->events++;
+    int inside = in_window(p->o, s->t0, ev->time_ns, mh_model_current_step(s->model));
+    if (inside) {
+        if (s->win_events == 0 || ev->time_ns < s->win_first)
+            s->win_first = ev->time_ns;
+        if (ev->time_ns > s->win_last)
+            s->win_last = ev->time_ns;
+        s->win_events++;
     }
-    if (rc < 0)
-        s->read_error = rc;
-    s->event_order = mh_reader_meta(r, "synthetic_times") != NULL;
-    mh_model_finish(s->model);
+    if (!s->has_device && is_device_event(ev)) {
+        s->device = ev->device;
+        s->has_device = 1;
+    }
+    if (s->has_device && ev->device == s->device && is_device_event(ev))
+        return on_device_event(s, ev, res, inside, &p->alloc, &p->reserved);
     return 0;
 }
 
-int mh__plot_scan_run(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__plot_scan *s,
+int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct mh__plot_scan *s,
                       char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->device = o->has_device ? o->device : -1;
     s->has_device = o->has_device;
     s->peak_seq = 1;
-    int rc = mh_reader_rewind(r);
+    struct scan_pass p = {o, s, 0, 0};
+    const struct mh_observer obs = {"plot-scan", &p, NULL, scan_event, NULL};
+    int rc = mh__session_pass(r, &obs);
+    s->model = mh__session_take_model(r); /* the scan keeps the state at the end */
     if (rc < 0)
         return rc;
-    if ((rc = mh_model_new(&o->model, &s->model)) < 0)
-        return rc;
-    if ((rc = replay(r, o, s)) < 0)
-        return rc;
+    s->read_error = mh__session_read_error(r);
+    s->event_order = mh_reader_meta(mh__session_reader(r), "synthetic_times") != NULL;
     if (o->has_device && !device_known(s->model, o->device)) {
         size_t n = mh_model_device_count(s->model), used = 0;
         used += (size_t)snprintf(err, errlen, "unknown device %d; the file has ", o->device);

@@ -12,6 +12,7 @@
 #include "font.h"
 #include "palette.h"
 #include "plot_internal.h"
+#include "grow.h"
 
 struct seg_box {
     uint64_t addr, size;
@@ -31,14 +32,8 @@ struct seg_view {
 static int collect(void *user, const struct mh_segment_view *seg)
 {
     struct seg_view *v = user;
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 64;
-        struct seg_box *p = realloc(v->boxes, cap * sizeof *p);
-        if (!p)
-            return MH_ENOMEM;
-        v->boxes = p;
-        v->cap = cap;
-    }
+    if (MH__GROW(v->boxes, v->n, v->cap, 64) < 0)
+        return MH_ENOMEM;
     v->boxes[v->n].addr = seg->address;
     v->boxes[v->n].size = seg->size;
     v->n++;
@@ -159,7 +154,24 @@ static void draw_frames(struct seg_view *v)
 }
 
 /* Event index (0-based) of the moment to show, and its description. */
-static int pick_moment(struct mh_reader *r, const struct mh_plot_opts *o,
+/* Counts the events up to a time, ending the pass at the first one after. */
+struct upto {
+    uint64_t t0, at_ns, n;
+};
+
+static int count_upto(void *user, struct mh_session *ses, const struct mh_event *ev,
+                      const struct mh_apply_result *res)
+{
+    struct upto *u = user;
+    (void)ses;
+    (void)res;
+    if (ev->time_ns - u->t0 > u->at_ns)
+        return 1;
+    u->n++;
+    return 0;
+}
+
+static int pick_moment(struct mh_session *r, const struct mh_plot_opts *o,
                        const struct mh__plot_scan *s, uint64_t *index, char *what, size_t wlen,
                        char *err, size_t errlen)
 {
@@ -187,12 +199,10 @@ static int pick_moment(struct mh_reader *r, const struct mh_plot_opts *o,
                      mh__plot_duration(span, t, sizeof t));
             return MH_EINVAL;
         }
-        struct mh_event ev;
-        uint64_t n = 0;
-        int rc = mh_reader_rewind(r);
-        while (rc == 0 && mh_reader_next(r, &ev) == 1 && ev.time_ns - s->t0 <= o->at_ns)
-            n++;
-        *index = n ? n - 1 : 0;
+        struct upto u = {s->t0, o->at_ns, 0};
+        const struct mh_observer obs = {"plot-moment", &u, NULL, count_upto, NULL};
+        int rc = mh__session_pass(r, &obs);
+        *index = u.n ? u.n - 1 : 0;
         snprintf(what, wlen, "at %s", mh__plot_duration(o->at_ns, t, sizeof t));
         return rc;
     }
@@ -201,19 +211,6 @@ static int pick_moment(struct mh_reader *r, const struct mh_plot_opts *o,
              mh__plot_bytes(s->peak.value, b, sizeof b),
              mh__plot_duration(s->peak.time_ns - s->t0, t, sizeof t));
     return 0;
-}
-
-static int replay_to(struct mh_reader *r, const struct mh_plot_opts *o, uint64_t index,
-                     struct mh_model **m)
-{
-    int rc = mh_reader_rewind(r);
-    if (rc < 0 || (rc = mh_model_new(&o->model, m)) < 0)
-        return rc;
-    struct mh_event ev;
-    for (uint64_t i = 0; i <= index && (rc = mh_reader_next(r, &ev)) == 1; i++)
-        if ((rc = mh_model_apply(*m, &ev, NULL)) < 0)
-            return rc;
-    return rc == MH_ENOMEM ? rc : 0;
 }
 
 static void legend_row(struct mh_canvas *c, int y)
@@ -253,7 +250,7 @@ static void summary(struct mh_canvas *c, struct mh_model *m, int device, const s
 }
 
 static int draw_layout(struct mh_canvas *c, struct mh_model *m, int device, const char *what,
-                       struct mh_reader *r, const struct mh_plot_opts *o)
+                       struct mh_session *r, const struct mh_plot_opts *o)
 {
     struct seg_view v;
     memset(&v, 0, sizeof v);
@@ -278,7 +275,7 @@ static int draw_layout(struct mh_canvas *c, struct mh_model *m, int device, cons
     return rc;
 }
 
-int mh__plot_segments(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_segments(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
                       const struct mh__plot_scan *s, char *err, size_t errlen)
 {
     if (s->events == 0)
@@ -291,7 +288,7 @@ int mh__plot_segments(struct mh_canvas *c, struct mh_reader *r, const struct mh_
     if (rc < 0)
         return rc;
     struct mh_model *m = NULL;
-    rc = replay_to(r, o, index, &m);
+    rc = mh__session_state_at(r, index + 1, &m);
     if (rc == 0)
         rc = draw_layout(c, m, s->device, what, r, o);
     mh_model_free(m);

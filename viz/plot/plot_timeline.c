@@ -77,7 +77,7 @@ static void draw_peak(struct mh_canvas *c, const struct mh__plot_scan *s,
     mh__canvas_text(c, tx, ty, text, MH_COL_TEXT, 1);
 }
 
-int mh__plot_timeline(struct mh_canvas *c, struct mh_reader *r, const struct mh_plot_opts *o,
+int mh__plot_timeline(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
                       const struct mh__plot_scan *s, const struct mh__plot_cols *cols,
                       const struct mh__plot_frame *f)
 {

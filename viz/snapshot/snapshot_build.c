@@ -1,9 +1,10 @@
-/* snapshot_build.c - first phase of snapshot export: replays a .memhist file
- * through the model, stops at the end of the window, and keeps the window's
- * allocator events (per device, the last max_entries of them, like torch's
- * ring buffer) and step annotations for snapshot_write.c. Each kept entry
- * remembers its event's position in the file, so snapshot_category.c can
- * give it its allocation's category afterwards. */
+/* snapshot_build.c - first phase of snapshot export: an observer of one
+ * replay session pass (src/analysis/session.h) that applies the events to
+ * the snapshot's own model up to the end of the window, and keeps the
+ * window's allocator events (per device, the last max_entries of them, like
+ * torch's ring buffer) and step annotations for snapshot_write.c. Each kept
+ * entry remembers its event's position in the file, so snapshot_category.c,
+ * an observer of the same pass, can give it its allocation's category. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,12 +111,7 @@ static int collect(struct mh_snapshot *s, const struct mh_event *ev, int64_t ste
 
 /* Step an event belongs to, as the model will count it (see steps.c):
  * markers carry their number; after STEP_END(N) the next event opens N+1. */
-struct step_track {
-    int after_end;
-    int64_t end_step;
-};
-
-static int64_t event_step(const struct mh_snapshot *s, struct step_track *st,
+static int64_t event_step(const struct mh_snapshot *s, struct mh__step_track *st,
                           const struct mh_event *ev)
 {
     if (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END)
@@ -131,70 +127,82 @@ static int windowed_kind(unsigned kind)
            kind == MH_EV_PHASE;
 }
 
-/* The replay loop, from the already read first event (rc = what reading it
- * returned). Returns 0 at the end of the window or file. */
-static int replay(struct mh_snapshot *s, struct mh_event ev, int rc)
-{
-    struct step_track st = {0, 0};
-    uint64_t t0 = 0, index = 0;
-    int have_t0 = 0;
-    int entered = s->opts.in_window == NULL;
-    for (; rc == 1; index++, rc = mh_reader_next(s->reader, &ev)) {
-        if (!have_t0 && ev.time_ns) {
-            t0 = ev.time_ns;
-            have_t0 = 1;
-        }
-        int64_t step = event_step(s, &st, &ev);
-        /* other kinds belong to the window once it has started */
-        int inside = entered;
-        if (windowed_kind(ev.kind))
-            inside =
-                !s->opts.in_window || s->opts.in_window(s->opts.window_user, t0, ev.time_ns, step);
-        if (!inside && entered)
-            return 0; /* first event past the window: the state is final */
-        struct mh_apply_result res;
-        if ((rc = mh_model_apply(s->model, &ev, &res)) < 0)
-            return rc;
-        if (ev.kind == MH_EV_STEP_END) {
-            st.after_end = 1;
-            st.end_step = (int64_t)ev.aux;
-        } else if (ev.kind == MH_EV_STEP_BEGIN || (st.after_end && ev.time_ns)) {
-            st.after_end = 0;
-        }
-        if (!inside) {
-            s->info.before_window += is_allocator_kind(ev.kind);
-            continue;
-        }
-        entered |= windowed_kind(ev.kind);
-        s->saw_steps |= (ev.kind == MH_EV_STEP_BEGIN || ev.kind == MH_EV_STEP_END) &&
-                        !(ev.flags & MH_EVF_DERIVED);
-        if (ev.flags & MH_EVF_PREEXISTING)
-            continue; /* state from before the trace (imported): segments show it */
-        if (ev.flags & MH_EVF_DERIVED) {
-            s->derived_steps = 1; /* inferred from the ranges, which are exported */
-            continue;
-        }
-        if (res.anomaly) {
-            s->info.anomalies++;
-            continue;
-        }
-        if ((rc = collect(s, &ev, step, index)) < 0)
-            return rc;
-    }
-    if (rc < 0)
-        s->info.read_error = rc;
-    return 0;
-}
-
-static void set_conf(struct mh_snapshot *s)
+static void set_conf(struct mh_snapshot *s, struct mh_session *ses)
 {
     const char *text = mh_reader_meta(s->reader, "alloc_conf");
     s->conf_text = text ? text : "";
-    memset(&s->conf, 0, sizeof s->conf);
-    if (text && mh_alloc_conf_parse(text, &s->conf, NULL, 0) != 0)
-        memset(&s->conf, 0, sizeof s->conf);
+    s->conf = *mh__session_conf(ses);
     const char *source = mh_reader_meta(s->reader, "source");
     s->export_ranges = source && strcmp(source, "imported") == 0;
+}
+
+/* The settings are known once the pass has started. */
+static int build_begin(void *user, struct mh_session *ses)
+{
+    struct mh_snapshot *s = user;
+    struct mh_model_opts mo;
+    set_conf(s, ses);
+    memset(&mo, 0, sizeof mo);
+    mo.conf = s->conf;
+    mh_model_free(s->model);
+    memset(&s->build, 0, sizeof s->build);
+    return mh_model_new(&mo, &s->model);
+}
+
+/* One event of the session's pass, applied to the snapshot's own model
+ * until the window ends (the model then holds the state the segments show;
+ * the session reads on for the categories and the trailer). */
+static int build_event(void *user, struct mh_session *ses, const struct mh_event *ev,
+                       const struct mh_apply_result *applied)
+{
+    struct mh_snapshot *s = user;
+    struct mh__build *b = &s->build;
+    uint64_t index = mh__session_index(ses);
+    (void)applied;
+    if (b->done)
+        return 0;
+    if (!b->have_t0 && ev->time_ns) {
+        b->t0 = ev->time_ns;
+        b->have_t0 = 1;
+    }
+    int64_t step = event_step(s, &b->st, ev);
+    /* other kinds belong to the window once it has started */
+    int inside = b->entered;
+    if (windowed_kind(ev->kind))
+        inside = !s->opts.in_window ||
+                 s->opts.in_window(s->opts.window_user, b->t0, ev->time_ns, step);
+    if (!inside && b->entered) {
+        b->done = 1; /* first event past the window: the state is final */
+        return 0;
+    }
+    struct mh_apply_result res;
+    int rc = mh_model_apply(s->model, ev, &res);
+    if (rc < 0)
+        return rc;
+    if (ev->kind == MH_EV_STEP_END) {
+        b->st.after_end = 1;
+        b->st.end_step = (int64_t)ev->aux;
+    } else if (ev->kind == MH_EV_STEP_BEGIN || (b->st.after_end && ev->time_ns)) {
+        b->st.after_end = 0;
+    }
+    if (!inside) {
+        s->info.before_window += is_allocator_kind(ev->kind);
+        return 0;
+    }
+    b->entered |= windowed_kind(ev->kind);
+    s->saw_steps |= (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END) &&
+                    !(ev->flags & MH_EVF_DERIVED);
+    if (ev->flags & MH_EVF_PREEXISTING)
+        return 0; /* state from before the trace (imported): segments show it */
+    if (ev->flags & MH_EVF_DERIVED) {
+        s->derived_steps = 1; /* inferred from the ranges, which are exported */
+        return 0;
+    }
+    if (res.anomaly) {
+        s->info.anomalies++;
+        return 0;
+    }
+    return collect(s, ev, step, index);
 }
 
 /* Totals for the info struct once the window is collected. */
@@ -215,51 +223,36 @@ static void summarize(struct mh_snapshot *s)
                          mh_reader_meta(s->reader, "trace_overflowed") != NULL;
 }
 
-/* Reads on past the window so the trailer's dropped count is known. */
-static void drain(struct mh_snapshot *s)
-{
-    struct mh_event ev;
-    while (mh_reader_next(s->reader, &ev) == 1) {
-    }
-}
-
-int mh__snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
+int mh__snapshot_build(struct mh_session *ses, const struct mh_snapshot_opts *opts,
                        struct mh_snapshot **out)
 {
     *out = NULL;
     struct mh_snapshot *s = calloc(1, sizeof *s);
     if (!s)
         return MH_ENOMEM;
-    s->reader = r;
+    s->reader = mh__session_reader(ses);
     if (opts)
         s->opts = *opts;
-    /* the settings are metadata that precede the first event in the file */
-    struct mh_event first;
-    memset(&first, 0, sizeof first);
-    int got = mh_reader_next(r, &first);
-    set_conf(s);
-    struct mh_model_opts mo;
-    memset(&mo, 0, sizeof mo);
-    mo.conf = s->conf;
-    int rc = mh_model_new(&mo, &s->model);
+    const struct mh_observer build = {"snapshot", s, build_begin, build_event, NULL};
+    int rc = mh__session_observe(ses, &build);
+    if (rc == 0 && !s->opts.no_categories)
+        rc = mh__snapshot_categorize(s, ses);
     if (rc == 0)
-        rc = replay(s, first, got);
+        rc = mh__session_run(ses, 0);
+    mh__session_forget(ses);
+    if (rc < 0) {
+        mh__snapshot_free(s);
+        return rc;
+    }
+    s->info.read_error = mh__session_read_error(ses);
+    if (!s->model)
+        rc = build_begin(s, ses); /* no events: an empty model */
     if (rc < 0) {
         mh__snapshot_free(s);
         return rc;
     }
     mh_model_finish(s->model);
-    if (!s->info.read_error)
-        drain(s);
     summarize(s);
-    /* colours by category where memhist's own step markers give the
-     * categories a meaning; a snapshot torch wrote (steps only inferred from
-     * its annotations, or none) keeps torch's colouring by allocation */
-    int colour = !s->opts.no_categories && s->saw_steps;
-    if (colour && (rc = mh__snapshot_categorize(s)) < 0) {
-        mh__snapshot_free(s);
-        return rc;
-    }
     s->info.estimate_bytes = mh__snapshot_estimate(s);
     *out = s;
     return 0;
@@ -279,5 +272,6 @@ void mh__snapshot_free(struct mh_snapshot *s)
     free(s->dev);
     free(s->notes.e);
     mh_model_free(s->model);
+    mh__livecat_free(s->livecat);
     free(s);
 }

@@ -2,9 +2,9 @@
  * (see snapshot_int.h), between snapshot_build.c and snapshot_write.c.
  *
  * A category depends on when its allocation is freed, which may be after the
- * window, so this replays the whole file once more through a fresh model and
- * mh_livecat (src/analysis/categories.h: the rule `memhist report` uses, memory
- * bounded by the live allocations) and writes each allocation's category
+ * window, so this observes the session's whole pass (past the window's end)
+ * with mh_livecat (src/analysis/categories.h: the rule `memhist report` uses,
+ * memory bounded by the live allocations) and writes each allocation's category
  * into its kept alloc entry and its free entries, found by event position
  * (entries are kept in file order, so a binary search finds them). Every
  * other entry (segment events, OOMs) gets "unknown": the web viewer throws
@@ -63,26 +63,51 @@ static int on_live(void *user, const struct mh_livecat_end *end)
     return 0;
 }
 
-static int replay(struct mh_snapshot *s, struct mh_model *m, struct mh_livecat *lc)
+static int category_begin(void *user, struct mh_session *ses)
 {
-    struct mh_event ev;
-    struct mh_apply_result res;
+    struct mh_snapshot *s = user;
+    (void)ses;
+    mh__livecat_free(s->livecat);
+    s->livecat = NULL;
+    return mh__livecat_new(&s->livecat);
+}
+
+static int category_event(void *user, struct mh_session *ses, const struct mh_event *ev,
+                          const struct mh_apply_result *res)
+{
+    struct mh_snapshot *s = user;
     struct mh_livecat_end end;
-    uint64_t index = 0;
-    int rc;
-    for (; (rc = mh_reader_next(s->reader, &ev)) == 1; index++) {
-        memset(&res, 0, sizeof res);
-        if ((rc = mh_model_apply(m, &ev, &res)) < 0)
-            return rc;
-        rc = mh__livecat_observe(lc, m, &ev, &res, index, &end);
-        if (rc < 0)
-            return rc;
-        if (rc == 1)
-            on_end(s, &end, index);
-    }
-    /* a damaged tail was reported by the first replay; use what was read */
-    mh_model_finish(m);
-    return mh__livecat_finish(lc, on_live, s);
+    uint64_t index = mh__session_index(ses);
+    int rc = mh__livecat_observe(s->livecat, mh__session_model(ses), ev, res, index, &end);
+    if (rc == 1)
+        on_end(s, &end, index);
+    return rc < 0 ? rc : 0;
+}
+
+static void settle(struct mh_snapshot *s);
+
+/* Categories where memhist's own step markers give them a meaning; a
+ * snapshot torch wrote (steps only inferred from its annotations, or none)
+ * keeps torch's colouring by allocation. */
+static void clear(struct mh_snapshot *s)
+{
+    for (int d = 0; d < s->ndev; d++)
+        for (size_t i = 0; i < s->dev[d].len; i++)
+            ((struct mh__sentry *)mh__strace_at(&s->dev[d], i))->category = MH__SCAT_NONE;
+    s->info.categorized = 0;
+}
+
+static int category_end(void *user, struct mh_session *ses)
+{
+    struct mh_snapshot *s = user;
+    (void)ses;
+    /* a damaged tail was reported by the session; use what was read */
+    int rc = mh__livecat_finish(s->livecat, on_live, s);
+    if (rc == 0 && s->saw_steps)
+        settle(s);
+    else if (rc == 0)
+        clear(s);
+    return rc;
 }
 
 static int is_alloc_or_free(unsigned kind)
@@ -119,23 +144,9 @@ static void settle(struct mh_snapshot *s)
     s->info.categorized = with;
 }
 
-int mh__snapshot_categorize(struct mh_snapshot *s)
+int mh__snapshot_categorize(struct mh_snapshot *s, struct mh_session *ses)
 {
-    if (mh_reader_rewind(s->reader) < 0)
-        return 0; /* a stream read once: the snapshot goes without categories */
-    struct mh_model_opts mo;
-    memset(&mo, 0, sizeof mo);
-    mo.conf = s->conf;
-    struct mh_model *m = NULL;
-    struct mh_livecat *lc = NULL;
-    int rc = mh_model_new(&mo, &m);
-    if (rc == 0)
-        rc = mh__livecat_new(&lc);
-    if (rc == 0)
-        rc = replay(s, m, lc);
-    mh__livecat_free(lc);
-    mh_model_free(m);
-    if (rc == 0)
-        settle(s);
-    return rc;
+    const struct mh_observer o = {"snapshot-categories", s, category_begin, category_event,
+                                  category_end};
+    return mh__session_observe(ses, &o);
 }

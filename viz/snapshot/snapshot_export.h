@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "memhist/reader.h"
+#include "session.h"
 #include "sink.h"
 
 struct mh_snapshot;
@@ -60,10 +61,11 @@ struct mh_snapshot_info {
     uint64_t estimate_bytes; /* expected size of the pickle */
 };
 
-/* Replays `r` (borrowed; it must stay open until mh__snapshot_free, it holds
- * the stacks) through a model set up from the file's "alloc_conf" meta.
- * Reading damage is not fatal: see info.read_error. Returns 0 or MH_E*. */
-int mh__snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
+/* One pass of the session `ses` (it must stay open until
+ * mh__snapshot_free: its reader holds the stacks), with the recorded
+ * allocator settings. Reading damage is not fatal: see info.read_error.
+ * Errors while reading are reported by the session. Returns 0 or MH_E*. */
+int mh__snapshot_build(struct mh_session *ses, const struct mh_snapshot_opts *opts,
                        struct mh_snapshot **out);
 void mh__snapshot_info(const struct mh_snapshot *s, struct mh_snapshot_info *out);
 /* Writes the pickle. Returns 0 or the first error of the sink. */

@@ -32,9 +32,23 @@ struct mh__strace {
     uint64_t seen;         /* entries offered (kept or dropped) */
 };
 
+/* Where the window replay stands (snapshot_build.c). */
+struct mh__step_track {
+    int after_end; /* after STEP_END(end_step), before the next step */
+    int64_t end_step;
+};
+
+struct mh__build {
+    struct mh__step_track st;
+    uint64_t t0;
+    int have_t0, entered, done;
+};
+
 struct mh_snapshot {
-    struct mh_reader *reader; /* borrowed */
-    struct mh_model *model;
+    const struct mh_reader *reader; /* the session's */
+    struct mh_model *model;         /* the state at the end of the window */
+    struct mh__build build;
+    struct mh_livecat *livecat;     /* categories (snapshot_category.c) */
     struct mh_snapshot_opts opts;
     struct mh_snapshot_info info;
     const char *conf_text; /* meta alloc_conf ("" if none), borrowed from the reader */
@@ -50,10 +64,10 @@ struct mh_snapshot {
 
 /* Entry i (oldest first) of a trace. */
 const struct mh__sentry *mh__strace_at(const struct mh__strace *t, size_t i);
-/* Gives the collected alloc and free entries the category of their
- * allocation (a second replay of the whole file, see snapshot_category.c).
- * 0 without categories when the reader cannot rewind. */
-int mh__snapshot_categorize(struct mh_snapshot *s);
+/* Registers the observer that gives the collected alloc and free entries
+ * the category of their allocation during the same pass (see
+ * snapshot_category.c); the observer registered before it collects them. */
+int mh__snapshot_categorize(struct mh_snapshot *s, struct mh_session *ses);
 /* Writes the key/value pairs of an imported snapshot's settings text (meta
  * "torch_allocator_settings") into the dict being built on `w`, leaving out
  * top-level keys for which skip(user, key) is non-zero (snapshot_settings.c).

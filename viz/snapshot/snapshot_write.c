@@ -14,6 +14,7 @@
 #include "categories.h"
 #include "pickle_write.h"
 #include "snapshot_int.h"
+#include "grow.h"
 
 #define KEY_LIST(X)                                                                                \
     X(K_ACTION, "action")                                                                          \
@@ -369,14 +370,8 @@ static void write_settings(struct wctx *c)
 static int collect_segment(void *user, const struct mh_segment_view *seg)
 {
     struct wctx *c = user;
-    if (c->nsegs == c->nseg_cap) {
-        size_t ncap = c->nseg_cap ? c->nseg_cap * 2 : 64;
-        struct mh_segment_view *p = realloc(c->segs, ncap * sizeof *p);
-        if (!p)
-            return c->error = MH_ENOMEM;
-        c->segs = p;
-        c->nseg_cap = ncap;
-    }
+    if (MH__GROW(c->segs, c->nsegs, c->nseg_cap, 64) < 0)
+        return c->error = MH_ENOMEM;
     c->segs[c->nsegs++] = *seg;
     return 0;
 }

@@ -11,6 +11,7 @@
 #include "memhist/model.h"
 #include "stacks.h"
 #include "trace_int.h"
+#include "grow.h"
 
 #define HOST_PID_DEFAULT 4194305 /* above Linux's pid_max: never a real pid */
 #define TID_STEPS 0
@@ -81,14 +82,8 @@ static int new_track(struct mh_trace *t, int64_t pid, int64_t tid)
     for (size_t i = 0; i < t->ntracks; i++)
         if (t->tracks[i].pid == pid && t->tracks[i].tid == tid)
             return 0;
-    if (t->ntracks == t->tracks_cap) {
-        size_t cap = t->tracks_cap ? t->tracks_cap * 2 : 32;
-        struct mh_track *n = realloc(t->tracks, cap * sizeof *n);
-        if (!n)
-            return 0;
-        t->tracks = n;
-        t->tracks_cap = cap;
-    }
+    if (MH__GROW(t->tracks, t->ntracks, t->tracks_cap, 32) < 0)
+        return 0;
     t->tracks[t->ntracks++] = (struct mh_track){pid, tid};
     return 1;
 }
@@ -398,14 +393,8 @@ static int range_event(struct mh_trace *t, const struct mh_event *ev)
     if (!th)
         return MH_ENOMEM;
     if (ev->kind == MH_EV_RANGE_BEGIN) {
-        if (th->len == th->cap) {
-            size_t cap = th->cap ? th->cap * 2 : 16;
-            struct mh_open_range *s = realloc(th->stack, cap * sizeof *s);
-            if (!s)
-                return MH_ENOMEM;
-            th->stack = s;
-            th->cap = cap;
-        }
+        if (MH__GROW(th->stack, th->len, th->cap, 16) < 0)
+            return MH_ENOMEM;
         th->stack[th->len++] = (struct mh_open_range){ev->str, ev->time_ns};
         return 0;
     }
@@ -447,14 +436,13 @@ static void mark_event(struct mh_trace *t, const struct mh_event *ev)
 }
 
 /* ---- driving ------------------------------------------------------------------------ */
-int mh__trace_events_begin(struct mh_trace *t, struct mh_reader *r, struct mh_json *j)
+int mh__trace_events_begin(struct mh_trace *t, const struct mh_reader *r, struct mh_model *m,
+                           struct mh_json *j)
 {
     t->j = j;
     t->r = r;
+    t->m = m;
     t->open_step = -1;
-    int rc = mh__trace_new_model(t, &t->m);
-    if (rc < 0)
-        return rc;
     const char *pid = mh_reader_meta(r, "pid");
     char *end;
     long long v = pid ? strtoll(pid, &end, 10) : 0;
@@ -502,9 +490,6 @@ static int dispatch(struct mh_trace *t, const struct mh_event *ev)
 
 int mh__trace_event(struct mh_trace *t, const struct mh_event *ev)
 {
-    int rc = mh_model_apply(t->m, ev, NULL);
-    if (rc < 0)
-        return rc;
     int64_t step = mh__trace_step_of(t, ev, mh_model_current_step(t->m));
     if (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END) {
         step_event(t, ev);
@@ -540,6 +525,5 @@ void mh__trace_events_end(struct mh_trace *t)
     t->tracks = NULL;
     t->nthreads = t->ntracks = t->tracks_cap = 0;
     memset(t->counters, 0, sizeof t->counters);
-    mh_model_free(t->m);
     t->m = NULL;
 }

@@ -42,7 +42,6 @@ struct mh_counter_state {
 
 struct mh_trace {
     struct mh_trace_opts o;
-    struct mh_alloc_conf conf;
     struct mh_trace_plan plan;
     int scanned;
     struct mh_corr_map corr;
@@ -78,14 +77,16 @@ int mh__trace_device_ok(const struct mh_trace *t, int device);
 int64_t mh__trace_step_of(const struct mh_trace *t, const struct mh_event *ev, int64_t model_step);
 int mh__corr_add(struct mh_corr_map *c, uint32_t key, uint8_t flag);
 uint8_t mh__corr_get(const struct mh_corr_map *c, uint32_t key);
-int mh__trace_new_model(const struct mh_trace *t, struct mh_model **m);
 /* "memhist": {the file's metadata} as one object member. */
 void mh__trace_write_meta(struct mh_json *j, const struct mh_reader *r);
 
 /* trace_events.c */
-int mh__trace_events_begin(struct mh_trace *t, struct mh_reader *r, struct mh_json *j);
+int mh__trace_events_begin(struct mh_trace *t, const struct mh_reader *r, struct mh_model *m,
+                           struct mh_json *j);
 int mh__trace_event(struct mh_trace *t, const struct mh_event *ev);
 void mh__trace_events_end(struct mh_trace *t);
+/* The session pass that writes the events into `j` (begin, event, end). */
+int mh__trace_events_pass(struct mh_trace *t, struct mh_session *s, struct mh_json *j);
 /* "123.456": microseconds relative to the base, clamped at 0. */
 const char *mh__trace_ts(const struct mh_trace *t, uint64_t ns, char buf[32]);
 /* Marks pid/tid (tid -1: the process) as named already, by the profile the

@@ -147,7 +147,7 @@ static size_t copy_profile(const struct mh_jr_doc *d, const struct kineto_info *
     return n;
 }
 
-static int merge(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
+static int merge(struct mh_trace *t, struct mh_session *ses, const char *kineto, size_t len,
                  struct mh_sink *s, char *err, size_t errlen)
 {
     struct mh_jr_doc d;
@@ -166,7 +166,7 @@ static int merge(struct mh_trace *t, struct mh_reader *r, const char *kineto, si
         if (t->clip_hi_ns <= t->clip_lo_ns)
             t->clip_hi_ns = t->clip_lo_ns + 1;
     }
-    if ((rc = mh__trace_scan(t, r)) < 0)
+    if ((rc = mh__trace_scan(t, ses)) < 0)
         return rc;
     t->plan.profile_first_ns = t->clip_lo_ns;
     t->plan.profile_last_ns = t->clip_hi_ns;
@@ -181,29 +181,23 @@ static int merge(struct mh_trace *t, struct mh_reader *r, const char *kineto, si
     j.depth = 2;
     j.count[1] = 1;
     j.count[2] = (int)(copied > 0);
-    rc = mh__trace_events_begin(t, r, &j);
-    struct mh_event ev;
-    while (rc == 0 && (rc = mh_reader_next(r, &ev)) == 1)
-        rc = mh__trace_event(t, &ev);
-    mh__trace_events_end(t);
+    rc = mh__trace_events_pass(t, ses, &j);
     mh__json_end_array(&j);
-    mh__trace_write_meta(&j, r);
+    mh__trace_write_meta(&j, mh__session_reader(ses));
     mh__json_end_object(&j);
-    if (rc < 0 && rc != MH_ENOMEM)
-        rc = 0;
     return rc < 0 ? rc : s->error;
 }
 
-int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
-                           struct mh_sink *s, char *err, size_t errlen)
+int mh__trace_merge_kineto(struct mh_trace *t, struct mh_session *ses, const char *kineto,
+                           size_t len, struct mh_sink *s, char *err, size_t errlen)
 {
     if (!mh__gzip_is(kineto, len))
-        return merge(t, r, kineto, len, s, err, errlen);
+        return merge(t, ses, kineto, len, s, err, errlen);
     char *plain; /* PROFILE.json.gz: the parsed document points into the text */
     size_t n;
     int rc = mh__gzip_inflate(kineto, len, (size_t)1 << 34, &plain, &n, err, errlen);
     if (rc == 0) {
-        rc = merge(t, r, plain, n, s, err, errlen);
+        rc = merge(t, ses, plain, n, s, err, errlen);
         free(plain);
     }
     return rc;

@@ -1,5 +1,5 @@
 /* trace_writer.c - Chrome trace: options, the scan pass, the document
- * (see trace_writer.h). The scan replays the file once to learn the window's
+ * (see trace_writer.h). The scan is a session pass that learns the window's
  * span, which launches have a device activity in the window (so every flow
  * start gets its finish) and how large the output will be. */
 #include <stdlib.h>
@@ -8,11 +8,11 @@
 #include "memhist/error.h"
 #include "memhist/model.h"
 #include "trace_int.h"
+#include "grow.h"
 
 #define DEFAULT_WARN_BYTES (300ull << 20)
 
-int mh__trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *conf,
-                  struct mh_trace **out)
+int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out)
 {
     struct mh_trace *t = calloc(1, sizeof *t);
     if (!t)
@@ -23,8 +23,6 @@ int mh__trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *
         t->o.device = -1;
     if (!t->o.warn_bytes)
         t->o.warn_bytes = DEFAULT_WARN_BYTES;
-    if (conf)
-        t->conf = *conf;
     *out = t;
     return 0;
 }
@@ -42,14 +40,6 @@ void mh__trace_free(struct mh_trace *t)
 const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t)
 {
     return &t->plan;
-}
-
-int mh__trace_new_model(const struct mh_trace *t, struct mh_model **m)
-{
-    struct mh_model_opts mo;
-    memset(&mo, 0, sizeof mo);
-    mo.conf = t->conf;
-    return mh_model_new(&mo, m);
 }
 
 /* ---- correlation ids: open addressing, grown at half load ------------------ */
@@ -154,14 +144,8 @@ static void note_step_begin(struct mh_trace *t, const struct mh_event *ev)
 {
     if (t->nstep_times > 0 && t->step_times[t->nstep_times - 1].begin_ns > ev->time_ns)
         return; /* keep the table sorted */
-    if (t->nstep_times == t->step_times_cap) {
-        size_t cap = t->step_times_cap ? t->step_times_cap * 2 : 64;
-        struct mh_step_time *n = realloc(t->step_times, cap * sizeof *n);
-        if (!n)
-            return;
-        t->step_times = n;
-        t->step_times_cap = cap;
-    }
+    if (MH__GROW(t->step_times, t->nstep_times, t->step_times_cap, 64) < 0)
+        return;
     t->step_times[t->nstep_times++] = (struct mh_step_time){ev->time_ns, (int64_t)ev->aux};
 }
 
@@ -203,14 +187,8 @@ static void scan_step(struct scan *sc, int64_t step, uint64_t bytes)
         sc->steps[sc->n - 1].bytes += bytes;
         return;
     }
-    if (sc->n == sc->cap) {
-        size_t cap = sc->cap ? sc->cap * 2 : 64;
-        struct step_bytes *s = realloc(sc->steps, cap * sizeof *s);
-        if (!s)
-            return; /* the suggestion is best effort */
-        sc->steps = s;
-        sc->cap = cap;
-    }
+    if (MH__GROW(sc->steps, sc->n, sc->cap, 64) < 0)
+        return; /* the suggestion is best effort */
     sc->steps[sc->n++] = (struct step_bytes){step, bytes};
 }
 
@@ -268,39 +246,49 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
         mh__corr_add(&t->corr, ev->correlation, CORR_DEVICE);
 }
 
-int mh__trace_scan(struct mh_trace *t, struct mh_reader *r)
+/* The scan as a session observer. */
+struct scan_pass {
+    struct mh_trace *t;
+    struct scan sc;
+};
+
+static int scan_begin(void *user, struct mh_session *s)
 {
-    struct mh_model *m;
-    int rc = mh__trace_new_model(t, &m);
-    if (rc < 0)
-        return rc;
-    struct scan sc = {0};
-    struct mh_event ev;
-    memset(&t->plan, 0, sizeof t->plan);
-    t->have_t0 = 0;
-    t->nstep_times = 0;
-    while ((rc = mh_reader_next(r, &ev)) == 1) {
-        if ((rc = mh_model_apply(m, &ev, NULL)) < 0)
-            break;
-        scan_event(t, &sc, &ev, mh_model_current_step(m));
-    }
-    mh_model_free(m);
+    struct scan_pass *p = user;
+    (void)s;
+    memset(&p->t->plan, 0, sizeof p->t->plan);
+    p->t->have_t0 = 0;
+    p->t->nstep_times = 0;
+    p->sc.n = 0;
+    return 0;
+}
+
+static int scan_on_event(void *user, struct mh_session *s, const struct mh_event *ev,
+                         const struct mh_apply_result *res)
+{
+    struct scan_pass *p = user;
+    (void)res;
+    scan_event(p->t, &p->sc, ev, mh_model_current_step(mh__session_model(s)));
+    return 0;
+}
+
+int mh__trace_scan(struct mh_trace *t, struct mh_session *s)
+{
+    struct scan_pass p = {t, {0}};
+    const struct mh_observer o = {"trace-scan", &p, scan_begin, scan_on_event, NULL};
+    int rc = mh__session_pass(s, &o);
     for (size_t i = 0; i < t->corr.cap; i++)
         if ((t->corr.flags[i] & (CORR_API | CORR_DEVICE)) == (CORR_API | CORR_DEVICE))
             t->plan.flows++;
     t->plan.est_bytes += t->plan.flows * 200 + 4096;
     t->plan.too_big = t->plan.est_bytes > t->o.warn_bytes;
     if (t->plan.too_big && t->plan.events > 0)
-        suggest(t, &sc);
-    free(sc.steps);
+        suggest(t, &p.sc);
+    free(p.sc.steps);
     if (!t->base_fixed)
         t->base_ns = t->plan.first_ns;
-    t->scanned = 1;
-    if (rc < 0 && rc != MH_ENOMEM)
-        rc = 0; /* damage: use what was readable, as the other commands do */
-    if (rc < 0)
-        return rc;
-    return mh_reader_rewind(r);
+    t->scanned = rc == 0;
+    return rc;
 }
 
 /* ---- the document ----------------------------------------------------------------- */
@@ -314,11 +302,36 @@ void mh__trace_write_meta(struct mh_json *j, const struct mh_reader *r)
     mh__json_end_object(j);
 }
 
-int mh__trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s)
+/* The events of the document as a session observer. */
+static int write_begin(void *user, struct mh_session *s)
 {
-    int rc = t->scanned ? 0 : mh__trace_scan(t, r);
+    struct mh_trace *t = user;
+    return mh__trace_events_begin(t, mh__session_reader(s), mh__session_model(s), t->j);
+}
+
+static int write_on_event(void *user, struct mh_session *s, const struct mh_event *ev,
+                          const struct mh_apply_result *res)
+{
+    (void)s;
+    (void)res;
+    return mh__trace_event(user, ev);
+}
+
+int mh__trace_events_pass(struct mh_trace *t, struct mh_session *s, struct mh_json *j)
+{
+    const struct mh_observer o = {"trace-events", t, write_begin, write_on_event, NULL};
+    t->j = j;
+    int rc = mh__session_pass(s, &o);
+    mh__trace_events_end(t);
+    return rc;
+}
+
+int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s)
+{
+    int rc = t->scanned ? 0 : mh__trace_scan(t, ses);
     if (rc < 0)
         return rc;
+    const struct mh_reader *r = mh__session_reader(ses);
     struct mh_json j;
     mh__json_init(&j, s, t->o.pretty);
     mh__json_begin_object(&j);
@@ -329,14 +342,8 @@ int mh__trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s)
     mh__trace_write_meta(&j, r);
     mh__json_key(&j, "traceEvents");
     mh__json_begin_array(&j);
-    rc = mh__trace_events_begin(t, r, &j);
-    struct mh_event ev;
-    while (rc == 0 && (rc = mh_reader_next(r, &ev)) == 1)
-        rc = mh__trace_event(t, &ev);
-    mh__trace_events_end(t);
+    rc = mh__trace_events_pass(t, ses, &j);
     mh__json_end_array(&j);
     mh__json_end_object(&j);
-    if (rc < 0 && rc != MH_ENOMEM)
-        rc = 0;
     return rc < 0 ? rc : s->error;
 }

@@ -1,9 +1,10 @@
 /* trace_writer.h - Chrome trace event JSON (ui.perfetto.dev, chrome://tracing)
  * from a .memhist file.
  *
- * Reads the file twice through a reader and two fresh models: a scan that
- * decides what lies in the window, pairs launch -> kernel correlations and
- * estimates the output size, then the write. Output follows Kineto's
+ * Two passes of a replay session (src/analysis/session.h), as observers: a
+ * scan that decides what lies in the window, pairs launch -> kernel
+ * correlations and estimates the output size, then the write, which reads
+ * the memory counters from the session's model. Output follows Kineto's
  * conventions (reference/cupti.md section 6): ts/dur in microseconds with three
  * decimals relative to baseTimeNanoseconds; host tracks pid = process id,
  * tid = OS thread; GPU tracks pid = device, tid = stream; "ac2g" flows from the
@@ -20,6 +21,7 @@
 
 #include "memhist/allocconf.h"
 #include "memhist/reader.h"
+#include "session.h"
 #include "json.h"
 #include "sink.h"
 
@@ -48,19 +50,17 @@ struct mh_trace_plan {
 
 struct mh_trace;
 
-/* `conf`: allocator settings of the recorded run (NULL = defaults). */
-int mh__trace_new(const struct mh_trace_opts *opts, const struct mh_alloc_conf *conf,
-                  struct mh_trace **out);
+int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out);
 void mh__trace_free(struct mh_trace *t);
 
-/* Pass 1: reads the whole file and rewinds it (the reader must be
- * rewindable: a file, not stdin). */
-int mh__trace_scan(struct mh_trace *t, struct mh_reader *r);
+/* Pass 1 over the session (a later pass rewinds it: a file, not stdin).
+ * Errors are reported by the session. */
+int mh__trace_scan(struct mh_trace *t, struct mh_session *s);
 const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t);
 
 /* Writes a complete trace document (scans first if not done). Returns 0, a
  * reader error, or the sink's error. */
-int mh__trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s);
+int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s);
 
 /* Writes `kineto` (a torch.profiler trace, `len` bytes, plain or gzip) with
  * memhist's memory tracks added to its traceEvents, on its clock: ts relative
@@ -68,7 +68,7 @@ int mh__trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s);
  * the options set a window, only the profiled time span is added. On a bad
  * input returns MH_EFORMAT/MH_ELIMIT, and MH_ENOTFOUND when the recording
  * does not overlap the profile, with a message in err. */
-int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
-                           struct mh_sink *s, char *err, size_t errlen);
+int mh__trace_merge_kineto(struct mh_trace *t, struct mh_session *ses, const char *kineto,
+                           size_t len, struct mh_sink *s, char *err, size_t errlen);
 
 #endif

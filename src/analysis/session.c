@@ -1,0 +1,263 @@
+/* session.c - the replay session (see session.h): one reader, one model per
+ * pass, and the observer table called for every event. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "session.h"
+
+#define MAX_OBSERVERS 16
+
+struct mh_session {
+    const char *path;
+    struct mh_reader *reader;
+    struct mh_model *model;
+    struct mh_alloc_conf conf;
+    struct mh_observer obs[MAX_OBSERVERS];
+    size_t nobs;
+    int conf_read;
+    uint64_t index;
+    int read_error, warned;
+    unsigned passes;
+};
+
+/* The settings are metadata that precede the first event in the file. */
+static void read_conf(struct mh_session *s)
+{
+    if (s->conf_read++)
+        return;
+    memset(&s->conf, 0, sizeof s->conf);
+    const char *text = mh_reader_meta(s->reader, "alloc_conf");
+    char err[128];
+    if (text && mh_alloc_conf_parse(text, &s->conf, err, sizeof err) != 0) {
+        mh__diag("warning: ignoring the recorded allocator settings '%s': %s", text, err);
+        memset(&s->conf, 0, sizeof s->conf);
+    }
+}
+
+int mh__session_open(const char *path, struct mh_session **out)
+{
+    *out = NULL;
+    struct mh_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        mh__diag("%s: %s", path, mh_strerror(MH_ENOMEM));
+        return MH_ENOMEM;
+    }
+    s->path = path;
+    char detail[256];
+    int rc = mh_reader_open_detail(path, &s->reader, detail, sizeof detail);
+    if (rc < 0) {
+        mh__diag("%s: %s", path, detail);
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+int mh__session_open_mem(const void *data, size_t len, const char *name, struct mh_session **out)
+{
+    *out = NULL;
+    struct mh_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return MH_ENOMEM;
+    s->path = name;
+    int rc = mh_reader_open_mem(data, len, &s->reader);
+    if (rc < 0) {
+        mh__diag("%s: %s", name, mh_strerror(rc));
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void mh__session_close(struct mh_session *s)
+{
+    if (!s)
+        return;
+    mh_model_free(s->model);
+    mh_reader_close(s->reader);
+    free(s);
+}
+
+int mh__session_observe(struct mh_session *s, const struct mh_observer *o)
+{
+    if (s->nobs == MAX_OBSERVERS)
+        return MH_ELIMIT;
+    s->obs[s->nobs++] = *o;
+    return 0;
+}
+
+void mh__session_forget(struct mh_session *s)
+{
+    s->nobs = 0;
+}
+
+/* Reads the first event into *ev (rc 1), or finds none (0), or fails (< 0).
+ * The settings are metadata that precede the first event in the file, so
+ * they are read once it has been. */
+static int start_pass(struct mh_session *s, struct mh_event *ev)
+{
+    int rc = s->passes++ ? mh_reader_rewind(s->reader) : 0;
+    if (rc < 0)
+        return rc;
+    rc = mh_reader_next(s->reader, ev);
+    read_conf(s);
+    return rc;
+}
+
+static int new_model(const struct mh_session *s, struct mh_model **out)
+{
+    struct mh_model_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.conf = s->conf;
+    return mh_model_new(&opts, out);
+}
+
+static int notify_event(struct mh_session *s, const struct mh_event *ev,
+                        const struct mh_apply_result *res)
+{
+    for (size_t i = 0; i < s->nobs; i++) {
+        int rc = s->obs[i].event ? s->obs[i].event(s->obs[i].user, s, ev, res) : 0;
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Replays into `m`, calling the observers if `observe`; returns 0 at the
+ * end or stop point, 1 if an observer ended the pass, < 0 on an error. */
+static int replay(struct mh_session *s, struct mh_model **m, uint64_t stop_after, int observe)
+{
+    struct mh_event ev;
+    struct mh_apply_result res;
+    int rc = start_pass(s, &ev);
+    if (rc == MH_EUNSUPPORTED)
+        return rc;
+    int mrc = new_model(s, m);
+    if (mrc < 0)
+        return mrc;
+    for (size_t i = 0; observe && i < s->nobs && mrc == 0; i++)
+        mrc = s->obs[i].begin ? s->obs[i].begin(s->obs[i].user, s) : 0;
+    if (mrc < 0)
+        return mrc;
+    for (s->index = 0; rc == 1 && (stop_after == 0 || s->index < stop_after); s->index++) {
+        memset(&res, 0, sizeof res);
+        if ((rc = mh_model_apply(*m, &ev, &res)) < 0)
+            return rc;
+        if (observe && (rc = notify_event(s, &ev, &res)) != 0)
+            return rc;
+        rc = mh_reader_next(s->reader, &ev);
+    }
+    s->read_error = rc < 0 ? rc : 0;
+    if (rc < 0 && rc != MH_ENOMEM) {
+        if (!s->warned++)
+            mh__diag("warning: %s: %s; using the events before that point", s->path,
+                     mh_reader_errmsg(s->reader));
+        rc = 0;
+    }
+    return rc < 0 ? rc : 0;
+}
+
+static int fail(const struct mh_session *s, int rc)
+{
+    mh__diag("%s: %s%s", s->path, mh_strerror(rc),
+             rc == MH_EUNSUPPORTED ? " (this needs a file it can read twice, not a pipe)" : "");
+    return rc;
+}
+
+int mh__session_run(struct mh_session *s, uint64_t stop_after)
+{
+    mh_model_free(s->model);
+    s->model = NULL;
+    int rc = replay(s, &s->model, stop_after, 1);
+    if (rc < 0)
+        return fail(s, rc);
+    mh_model_finish(s->model);
+    for (size_t i = 0; i < s->nobs && rc >= 0; i++)
+        rc = s->obs[i].end ? s->obs[i].end(s->obs[i].user, s) : 0;
+    return rc < 0 ? rc : 0;
+}
+
+int mh__session_pass(struct mh_session *s, const struct mh_observer *o)
+{
+    int rc = mh__session_observe(s, o);
+    if (rc < 0)
+        return fail(s, rc);
+    rc = mh__session_run(s, 0);
+    s->nobs--;
+    return rc;
+}
+
+int mh__session_state_at(struct mh_session *s, uint64_t n, struct mh_model **out)
+{
+    *out = NULL;
+    int rc = replay(s, out, n, 0);
+    if (rc == 0)
+        mh_model_finish(*out);
+    if (rc < 0) {
+        mh_model_free(*out);
+        *out = NULL;
+        return fail(s, rc);
+    }
+    return 0;
+}
+
+const char *mh__session_path(const struct mh_session *s)
+{
+    return s->path;
+}
+const struct mh_reader *mh__session_reader(const struct mh_session *s)
+{
+    return s->reader;
+}
+struct mh_model *mh__session_model(const struct mh_session *s)
+{
+    return s->model;
+}
+
+struct mh_model *mh__session_take_model(struct mh_session *s)
+{
+    struct mh_model *m = s->model;
+    s->model = NULL;
+    return m;
+}
+const struct mh_alloc_conf *mh__session_conf(struct mh_session *s)
+{
+    read_conf(s);
+    return &s->conf;
+}
+
+int mh__session_skim(struct mh_session *s)
+{
+    struct mh_event ev;
+    int rc = s->passes++ ? mh_reader_rewind(s->reader) : 0;
+    while (rc == 0 && (rc = mh_reader_next(s->reader, &ev)) == 1)
+        rc = 0;
+    return rc;
+}
+uint64_t mh__session_index(const struct mh_session *s)
+{
+    return s->index;
+}
+int mh__session_read_error(const struct mh_session *s)
+{
+    return s->read_error;
+}
+unsigned mh__session_passes(const struct mh_session *s)
+{
+    return s->passes;
+}
+
+void mh__device_info(const struct mh_reader *r, int device, struct mh_device_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->device = device;
+    out->name = "";
+    for (size_t i = 0; i < mh_reader_device_count(r); i++) {
+        struct mh_device_info d;
+        if (mh_reader_device(r, i, &d) == 0 && d.device == device)
+            *out = d;
+    }
+}
