@@ -63,6 +63,18 @@ int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *
  * the time of the first event. An empty window contains everything. */
 int mh__window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);
 
+/* Runs `cmd` (NULL-terminated argv) recorded exactly as `memhist record`
+ * does (cmd_record.c): the Python bootstrap and the torch bridge write
+ * `output` (per rank under torchrun), then one line per process says what
+ * was written. `who` names the command in messages. Returns the child's
+ * exit status, or 1 if it could not be started. */
+struct mh_cli_record_opts {
+    const char *output, *stacks; /* stacks: python, all or none */
+    int op_ranges;
+    const char *who;
+};
+int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
+
 /* Formats a stack as "file:line func" lines joined by `sep`, innermost first:
  * at most `max_frames` frames of user code (framework and interpreter frames
  * are skipped when the stack has user frames), then "(+N more frames)"

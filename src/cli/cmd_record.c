@@ -113,13 +113,7 @@ static int find_lib_dir(const char *bindir, char *out, size_t len)
     return -1;
 }
 
-struct rec_opts {
-    const char *output;
-    const char *stacks;
-    int op_ranges;
-};
-
-static int parse_args(int argc, char **argv, struct rec_opts *o, int *cmd_index)
+static int parse_args(int argc, char **argv, struct mh_cli_record_opts *o, int *cmd_index)
 {
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                          {"stacks", required_argument, NULL, 's'},
@@ -136,38 +130,35 @@ static int parse_args(int argc, char **argv, struct rec_opts *o, int *cmd_index)
         else if (c == 'r')
             o->op_ranges = 1;
         else if (c == ':' || (c == '?' && optopt))
-            return mh__cli_usage_error(&mh__cmd_record, "option '%s' needs a value",
-                                       argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_record, "option '%s' needs a value", argv[optind - 1]);
         else
             return mh__cli_usage_error(&mh__cmd_record, "unknown option '%s'", argv[optind - 1]);
     }
     if (strcmp(o->stacks, "python") && strcmp(o->stacks, "all") && strcmp(o->stacks, "none"))
-        return mh__cli_usage_error(&mh__cmd_record,
-                                   "--stacks must be python, all or none, not '%s'", o->stacks);
+        return mh__cli_usage_error(&mh__cmd_record, "--stacks must be python, all or none, not '%s'", o->stacks);
     if (optind >= argc)
         return mh__cli_usage_error(&mh__cmd_record, "no command to run (put it after --)");
     *cmd_index = optind;
     return 0;
 }
 
-static int setup_env(const struct rec_opts *o, const char *out_abs, const char *status_path)
+static int setup_env(const struct mh_cli_record_opts *o, const char *out_abs, const char *status_path)
 {
     char exe[PATH_MAX], pydir[PATH_MAX], libdir[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) {
-        mh__cli_error("record: cannot locate the memhist binary (/proc/self/exe)");
+        mh__cli_error("%s: cannot locate the memhist binary (/proc/self/exe)", o->who);
         return -1;
     }
     exe[n] = '\0';
     *strrchr(exe, '/') = '\0';
     if (find_lib_dir(exe, libdir, sizeof libdir) < 0) {
-        mh__cli_error("record: libmemhist_torch.so not found next to %s or in $MEMHIST_LIB_DIR "
-                      "(was memhist built with torch? see MEMHIST_WITH_TORCH)",
-                      exe);
+        mh__cli_error("%s: libmemhist_torch.so not found next to %s or in $MEMHIST_LIB_DIR "
+                     "(was memhist built with torch? see MEMHIST_WITH_TORCH)", o->who, exe);
         return -1;
     }
     if (find_python_dir(exe, pydir, sizeof pydir) < 0) {
-        mh__cli_error("record: the memhist Python package was not found (set MEMHIST_PYTHON_DIR)");
+        mh__cli_error("%s: the memhist Python package was not found (set MEMHIST_PYTHON_DIR)", o->who);
         return -1;
     }
     const char *old = getenv("PYTHONPATH");
@@ -197,11 +188,11 @@ static void forward_signal(int sig)
         kill(child_pid, sig);
 }
 
-static int run_child(char **cmd)
+static int run_child(const char *who, char **cmd)
 {
     pid_t pid = fork();
     if (pid < 0) {
-        mh__cli_error("record: fork failed: %s", strerror(errno));
+        mh__cli_error("%s: fork failed: %s", who, strerror(errno));
         return -1;
     }
     if (pid == 0) {
@@ -209,7 +200,7 @@ static int run_child(char **cmd)
         snprintf(buf, sizeof buf, "%d", (int)getpid());
         setenv("MEMHIST_ROOT_PID", buf, 1);
         execvp(cmd[0], cmd);
-        fprintf(stderr, "memhist: record: cannot run '%s': %s\n", cmd[0], strerror(errno));
+        fprintf(stderr, "memhist: %s: cannot run '%s': %s\n", who, cmd[0], strerror(errno));
         _exit(127);
     }
     child_pid = pid;
@@ -258,30 +249,35 @@ static int report_status(const char *status_path, const char *out_abs)
     return files;
 }
 
-static int run_record(int argc, char **argv)
+int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
 {
-    struct rec_opts o = {"record.memhist", "python", 0};
-    int cmd_index = 0, rc = parse_args(argc, argv, &o, &cmd_index);
-    if (rc)
-        return rc;
     char cwd[PATH_MAX], out_abs[2 * PATH_MAX + 2], status_path[2 * PATH_MAX + 40];
-    if (o.output[0] == '/')
-        snprintf(out_abs, sizeof out_abs, "%s", o.output);
+    if (o->output[0] == '/')
+        snprintf(out_abs, sizeof out_abs, "%s", o->output);
     else if (getcwd(cwd, sizeof cwd))
-        snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, o.output);
+        snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, o->output);
     else
-        snprintf(out_abs, sizeof out_abs, "%s", o.output);
+        snprintf(out_abs, sizeof out_abs, "%s", o->output);
     snprintf(status_path, sizeof status_path, "%s.status.%d", out_abs, (int)getpid());
     unlink(status_path);
     unlink(out_abs); /* what exists afterwards was written by this run */
-    if (setup_env(&o, out_abs, status_path) < 0)
+    if (setup_env(o, out_abs, status_path) < 0)
         return MH_EXIT_FAIL;
     fflush(stdout);
-    int code = run_child(argv + cmd_index);
+    int code = run_child(o->who, cmd);
     if (code < 0)
         return MH_EXIT_FAIL;
     if (code != 127) /* 127: the command could not be run; already said */
         report_status(status_path, out_abs);
     unlink(status_path);
     return code;
+}
+
+static int run_record(int argc, char **argv)
+{
+    struct mh_cli_record_opts o = {"record.memhist", "python", 0, "record"};
+    int cmd_index = 0, rc = parse_args(argc, argv, &o, &cmd_index);
+    if (rc)
+        return rc;
+    return mh__cli_record_command(&o, argv + cmd_index);
 }

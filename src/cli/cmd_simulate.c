@@ -1,20 +1,45 @@
-/* cmd_simulate.c - `memhist simulate`: runs a built-in training workload
- * through the caching-allocator simulator and writes a .memhist recording
- * that every other command reads like a recorded one (writer source
- * "simulated", meta "alloc_conf", device capacity). Needs no GPU. */
+/* cmd_simulate.c - `memhist simulate`: without a command, runs a built-in
+ * training workload through the caching-allocator simulator and writes a
+ * .memhist recording that every other command reads like a recorded one
+ * (writer source "simulated", meta "alloc_conf", device capacity). With
+ * `-- COMMAND`, runs that program on the virtual CUDA device and records it
+ * (simulate_program.c). Needs no GPU either way. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "simulate.h"
 #include "sim.h"
 #include "workload.h"
 
 static const char usage[] =
-    "usage: memhist simulate [--workload NAME] [--steps N] [--device-memory SIZE]\n"
+    "usage: memhist simulate [--gpu PRESET] [--device-memory SIZE] [--devices N]\n"
+    "                        [--alloc-conf STR] [-o FILE] -- COMMAND [ARGS...]\n"
+    "       memhist simulate [--workload NAME] [--steps N] [--device-memory SIZE]\n"
     "                        [--alloc-conf STR] [--param K=V,...] [--seed N] [-o FILE]\n\n"
-    "Simulates a training run with PyTorch's CUDA caching allocator rules and writes\n"
+    "With a COMMAND: runs it (a PyTorch program, unchanged) on a virtual CUDA device\n"
+    "and records it as `memhist record` would on that GPU, then prints the report.\n"
+    "PyTorch's own caching allocator runs and decides every address, so peaks, OOMs\n"
+    "and fragmentation are the real allocator's. Kernels do nothing: tensor values\n"
+    "are not computed (code whose sizes depend on values can take other paths), cuDNN\n"
+    "is off (native convolutions), and torch.compile with Inductor, CUDA graphs and\n"
+    "cuSOLVER do not work; memhist warns when the program uses them. Under torchrun\n"
+    "each rank gets its own virtual device and writes FILE.rank<R>.\n\n"
+    "  --gpu PRESET           the GPU to pose as (default H100); 'list' shows them\n"
+    "  --device-memory SIZE   capacity per device (default: the preset's)\n"
+    "  --devices N            devices per process, 1 to 16 (default 1; under torchrun\n"
+    "                         one per local rank)\n"
+    "  --context-memory SIZE  memory the CUDA context takes (default 512MiB)\n"
+    "  --events MODE          immediate (default): events complete when recorded;\n"
+    "                         sync: at the next synchronizing call\n"
+    "  --alloc-conf STR       PYTORCH_CUDA_ALLOC_CONF for the program\n"
+    "  --stacks S             python (default), all, none (as memhist record)\n"
+    "  --no-report            do not print the report afterwards\n"
+    "  -o, --output FILE      output file (default sim.memhist)\n\n"
+    "example: memhist simulate --gpu RTX4090 -- python train.py --batch 16\n\n"
+    "Without a command: simulates a training run with PyTorch's CUDA caching allocator rules and writes\n"
     "its memory history, with stacks, steps and phases, as a .memhist file. No GPU\n"
     "is needed. If the run needs more than --device-memory it stops at the OOM like\n"
     "a real run raising OutOfMemoryError: the file ends with the OOM event and the\n"
@@ -24,6 +49,7 @@ static const char usage[] =
     "                         their parameters\n"
     "  --steps N              training steps (default 8)\n"
     "  --device-memory SIZE   device capacity, e.g. 80GiB (default 80GiB)\n"
+    "  --gpu PRESET           take the device capacity from a GPU preset\n"
     "  --alloc-conf STR       allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax, e.g.\n"
     "                         expandable_segments:True or max_split_size_mb:128\n"
     "  --memory-fraction F    torch.cuda.set_per_process_memory_fraction(F), in (0, 1]\n"
@@ -39,6 +65,10 @@ struct sim_args {
     const char *workload, *conf_text, *params, *out;
     uint64_t steps, capacity, seed;
     double fraction;
+    /* the virtual device (with a command) */
+    const char *gpu, *events, *stacks;
+    uint64_t devices, context;
+    int has_capacity, no_report, builtin_only, cmd_index;
 };
 
 static int list_workloads(void)
@@ -60,17 +90,34 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         {"device-memory", required_argument, NULL, 'm'}, {"alloc-conf", required_argument, NULL, 'c'},
         {"memory-fraction", required_argument, NULL, 'f'}, {"param", required_argument, NULL, 'p'},
         {"seed", required_argument, NULL, 'S'}, {"output", required_argument, NULL, 'o'},
+        {"gpu", required_argument, NULL, 'g'}, {"devices", required_argument, NULL, 'd'},
+        {"context-memory", required_argument, NULL, 'C'}, {"events", required_argument, NULL, 'e'},
+        {"stacks", required_argument, NULL, 'k'}, {"no-report", no_argument, NULL, 'n'},
         {NULL, 0, NULL, 0}};
     const struct mh_cli_command *cmd = &mh__cmd_simulate;
     int c;
     char *end;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
+        if (strchr("wpsSf", c))
+            a->builtin_only = c;
         switch (c) {
         case 'w': a->workload = optarg; break;
         case 'c': a->conf_text = optarg; break;
         case 'p': a->params = optarg; break;
         case 'o': a->out = optarg; break;
+        case 'g': a->gpu = optarg; break;
+        case 'e': a->events = optarg; break;
+        case 'k': a->stacks = optarg; break;
+        case 'n': a->no_report = 1; break;
+        case 'd':
+            if (mh__cli_parse_uint(optarg, 1, 16, &a->devices))
+                return mh__cli_usage_error(cmd, "--devices: bad value '%s' (1 to 16)", optarg);
+            break;
+        case 'C':
+            if (mh__cli_parse_size(optarg, &a->context))
+                return mh__cli_usage_error(cmd, "--context-memory: bad size '%s' (e.g. 512MiB)", optarg);
+            break;
         case 's':
             if (mh__cli_parse_uint(optarg, 1, 1000000, &a->steps))
                 return mh__cli_usage_error(cmd, "--steps: bad value '%s' (1 to 1000000)", optarg);
@@ -81,22 +128,63 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
             break;
         case 'm':
             if (mh__cli_parse_size(optarg, &a->capacity) || a->capacity == 0)
-                return mh__cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)",
-                                           optarg);
+                return mh__cli_usage_error(cmd, "--device-memory: bad size '%s' (e.g. 80GiB)", optarg);
+            a->has_capacity = 1;
             break;
         case 'f':
             a->fraction = strtod(optarg, &end);
             if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
-                return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])",
-                                           optarg);
+                return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])", optarg);
             break;
-        default:
-            return mh__cli_usage_error(cmd, "unknown or incomplete option");
+        default: return mh__cli_usage_error(cmd, "unknown or incomplete option");
         }
     }
-    if (optind < argc)
-        return mh__cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    a->cmd_index = optind < argc ? optind : 0;
     return 0;
+}
+
+static int list_gpus(void)
+{
+    char b[32];
+    printf("%-10s %-26s %5s %4s %12s\n", "preset", "name", "SMs", "cc", "memory");
+    for (size_t i = 0; i < mh__vdev_preset_count(); i++) {
+        const struct mh__vdev_gpu *g = mh__vdev_preset_at(i);
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d.%d", g->major, g->minor);
+        printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc, mh__cli_bytes(g->memory, b));
+    }
+    return mh__cli_finish(MH_EXIT_OK);
+}
+
+/* Checks the virtual device settings and runs the command on it. */
+static int simulate_command(const struct sim_args *a, char **cmd)
+{
+    const struct mh_cli_command *c = &mh__cmd_simulate;
+    static const char *const names[] = {['w'] = "--workload", ['p'] = "--param", ['s'] = "--steps",
+                                        ['S'] = "--seed", ['f'] = "--memory-fraction"};
+    if (a->builtin_only)
+        return mh__cli_usage_error(c, "%s applies to the built-in workloads, not to a command",
+                                  names[a->builtin_only]);
+    const char *gpu = a->gpu ? a->gpu : "H100";
+    struct mh_cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu), .devices = (int)a->devices,
+                                 .context = a->context, .events = a->events, .alloc_conf = a->conf_text,
+                                 .output = a->out, .stacks = a->stacks, .report = !a->no_report};
+    if (!o.gpu)
+        return mh__cli_usage_error(c, "--gpu: no preset named '%s' (try --gpu list)", gpu);
+    o.capacity = a->has_capacity ? a->capacity : o.gpu->memory;
+    if (o.capacity < (4u << 20))
+        return mh__cli_usage_error(c, "--device-memory: at least 4MiB is needed");
+    if (o.context >= o.capacity)
+        return mh__cli_usage_error(c, "--context-memory must be smaller than the device memory");
+    if (strcmp(o.events, "immediate") && strcmp(o.events, "sync"))
+        return mh__cli_usage_error(c, "--events must be immediate or sync, not '%s'", o.events);
+    if (strcmp(o.stacks, "python") && strcmp(o.stacks, "all") && strcmp(o.stacks, "none"))
+        return mh__cli_usage_error(c, "--stacks must be python, all or none, not '%s'", o.stacks);
+    char err[256];
+    struct mh_alloc_conf conf;
+    if (o.alloc_conf && mh_alloc_conf_parse(o.alloc_conf, &conf, err, sizeof err))
+        return mh__cli_usage_error(c, "--alloc-conf: %s", err);
+    return mh__cli_simulate_program(&o, cmd);
 }
 
 static int write_header(struct mh_writer *w, const struct sim_args *a, const struct mh_workload *wl,
@@ -172,16 +260,30 @@ static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const
 static int simulate_main(int argc, char **argv)
 {
     struct sim_args a = {.workload = "gpt", .out = "sim.memhist", .steps = 8, .seed = 1,
-                         .capacity = 80ull << 30};
+                         .capacity = 80ull << 30, .events = "immediate",
+                         .stacks = "python", .context = 512ull << 20};
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
+    if (a.gpu && strcmp(a.gpu, "list") == 0)
+        return list_gpus();
+    if (a.cmd_index)
+        return simulate_command(&a, argv + a.cmd_index);
+    if (a.devices > 1)
+        return mh__cli_usage_error(&mh__cmd_simulate, "--devices applies to a command; the built-in "
+                                                    "workloads use one device");
+    if (!a.has_capacity && a.gpu != NULL) {
+        const struct mh__vdev_gpu *g = mh__vdev_preset_find(a.gpu);
+        if (!g)
+            return mh__cli_usage_error(&mh__cmd_simulate, "--gpu: no preset named '%s' (try --gpu list)", a.gpu);
+        a.capacity = g->memory;
+    }
     if (strcmp(a.workload, "list") == 0)
         return list_workloads();
     const struct mh_workload *wl = mh__workload_find(a.workload);
     if (!wl)
         return mh__cli_usage_error(&mh__cmd_simulate,
-                                   "no workload named '%s' (try --workload list)", a.workload);
+                                  "no workload named '%s' (try --workload list)", a.workload);
     int64_t values[MH_WORKLOAD_MAX_PARAMS];
     char err[256];
     if (mh__workload_parse_params(wl, a.params, values, err, sizeof err))

@@ -10,7 +10,9 @@ finishes the file and appends one status line for the `memhist record`
 command to $MEMHIST_STATUS_FILE:  pid <TAB> file <TAB> events <TAB> status.
 
 Environment (set by `memhist record`): MEMHIST_RECORD_PATH, MEMHIST_STACKS,
-MEMHIST_OP_RANGES, MEMHIST_STATUS_FILE, MEMHIST_ROOT_PID, MEMHIST_LIB_DIR.
+MEMHIST_OP_RANGES, MEMHIST_STATUS_FILE, MEMHIST_ROOT_PID, MEMHIST_LIB_DIR;
+`memhist simulate` adds MEMHIST_VDEVICE=1 (memhist._vdevice adapts torch to the
+virtual device).
 """
 import atexit
 import importlib.abc
@@ -36,6 +38,12 @@ def output_path():
 
 def _on_torch_cuda(module):
     _state["torch_seen"] = True
+    if os.environ.get("MEMHIST_VDEVICE") == "1":
+        try:
+            from memhist import _vdevice
+            _vdevice.install(module)
+        except Exception as e:
+            sys.stderr.write("memhist: simulate: virtual device settings not applied: %s\n" % e)
     import memhist
     stacks = os.environ.get("MEMHIST_STACKS", "python")
     try:

@@ -1,0 +1,26 @@
+/* simulate.h - what cmd_simulate.c (options) hands simulate_program.c (runs
+ * a program on the virtual CUDA device and records it). */
+#ifndef MH_CLI_SIMULATE_H
+#define MH_CLI_SIMULATE_H
+
+#include <stdint.h>
+
+#include "cli.h"
+#include "presets.h"
+
+struct mh_cli_vdev_opts {
+    const struct mh__vdev_gpu *gpu;
+    uint64_t capacity, context; /* bytes per device */
+    int devices;                /* 0: one, or one per local rank under torchrun */
+    const char *events;         /* immediate or sync */
+    const char *alloc_conf;     /* PYTORCH_CUDA_ALLOC_CONF for the program, or NULL */
+    const char *output, *stacks;
+    int report; /* print `memhist report` of the file afterwards */
+};
+
+extern const struct mh_cli_command mh__cmd_report;
+
+/* Returns the program's exit status, or 1 when it could not be started. */
+int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd);
+
+#endif

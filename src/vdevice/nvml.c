@@ -1,0 +1,125 @@
+/* nvml.c - the stand-in NVML (libnvidia-ml.so.1): device count, handles,
+ * names, memory and driver version of the virtual devices. The GPU fabric
+ * query answers "not supported" (a generated stub, like every other NVML
+ * function), which is what torch's expandable segments probe needs to fall
+ * back to POSIX handles. NVML's own header is not needed: its calls take
+ * plain integers, strings and opaque handles. */
+#include <stdio.h>
+#include <string.h>
+
+#include "vdevice/vdev.h"
+
+#define NVML_SUCCESS 0
+#define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_SUPPORTED 3
+
+struct nvml_memory {
+    unsigned long long total, free, used;
+};
+
+static int handles[MH_VDEV_MAX_DEVICES];
+
+int nvmlInit_v2(void)
+{
+    return NVML_SUCCESS;
+}
+
+int nvmlInit(void)
+{
+    return NVML_SUCCESS;
+}
+
+int nvmlInitWithFlags(unsigned int flags)
+{
+    return NVML_SUCCESS;
+}
+
+int nvmlShutdown(void)
+{
+    return NVML_SUCCESS;
+}
+
+const char *nvmlErrorString(int r)
+{
+    return r == NVML_SUCCESS ? "Success" : r == NVML_ERROR_NOT_SUPPORTED ? "Not Supported" : "Invalid Argument";
+}
+
+int nvmlDeviceGetCount_v2(unsigned int *n)
+{
+    *n = (unsigned int)mh__vdev_config()->count;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetCount(unsigned int *n)
+{
+    return nvmlDeviceGetCount_v2(n);
+}
+
+int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **dev)
+{
+    if (i >= (unsigned int)mh__vdev_config()->count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    handles[i] = (int)i;
+    *dev = &handles[i];
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetHandleByIndex(unsigned int i, void **dev)
+{
+    return nvmlDeviceGetHandleByIndex_v2(i, dev);
+}
+
+/* Bus ids as cudaDeviceGetPCIBusId gives them: "00000000:<dev + 1>:00.0". */
+int nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, void **dev)
+{
+    unsigned int domain, bus;
+    if (sscanf(bus_id, "%x:%x", &domain, &bus) != 2 || bus < 1)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return nvmlDeviceGetHandleByIndex_v2(bus - 1, dev);
+}
+
+int nvmlDeviceGetHandleByPciBusId(const char *bus_id, void **dev)
+{
+    return nvmlDeviceGetHandleByPciBusId_v2(bus_id, dev);
+}
+
+int nvmlDeviceGetIndex(void *dev, unsigned int *i)
+{
+    *i = (unsigned int)*(int *)dev;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetName(void *dev, char *name, unsigned int len)
+{
+    if (!len)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    snprintf(name, len, "%s", mh__vdev_config()->gpu->name);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetMemoryInfo(void *dev, struct nvml_memory *m)
+{
+    size_t free_bytes, total;
+    mh__vdev_mem_info(*(int *)dev, &free_bytes, &total);
+    m->total = total, m->free = free_bytes, m->used = total - free_bytes;
+    return NVML_SUCCESS;
+}
+
+int nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+    *v = 13020;
+    return NVML_SUCCESS;
+}
+
+int nvmlSystemGetCudaDriverVersion(int *v)
+{
+    return nvmlSystemGetCudaDriverVersion_v2(v);
+}
+
+int nvmlSystemGetDriverVersion(char *v, unsigned int len)
+{
+    if (!len)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    snprintf(v, len, "memhist-vdevice");
+    return NVML_SUCCESS;
+}
