@@ -110,8 +110,8 @@ Test(sim_rules, best_fit_by_size_then_address_per_stream)
     cr_assert_eq(mh__sim_free_block(s, c, 0, 0, 0), 0);
     cr_assert_eq(mh__sim_free_block(s, b, 0, 0, 0), 0);
     cr_assert_eq(mh__sim_free_block(s, a, 0, 0, 0), 0);
-    /* smallest block that fits, lowest address among equal sizes */
-    cr_expect_eq(alloc(s, 12 * MB, 0), a < c ? a : c);
+    /* smallest block that fits, the older segment among equal sizes */
+    cr_expect_eq(alloc(s, 12 * MB, 0), a);
     cr_expect_eq(alloc(s, 13 * MB, 0), b);
     /* blocks cached on stream 0 are not used by stream 7 */
     size_t segs = count(MH_EV_SEGMENT_ALLOC);
@@ -119,6 +119,23 @@ Test(sim_rules, best_fit_by_size_then_address_per_stream)
     cr_expect_eq(count(MH_EV_SEGMENT_ALLOC), segs + 1);
     cr_expect_eq(last(MH_EV_SEGMENT_ALLOC)->stream, 7);
     cr_expect_neq(d, a < c ? c : a);
+    mh__sim_free(s);
+}
+
+Test(sim_rules, equal_sizes_prefer_the_older_segment_over_the_lower_address)
+{
+    /* torch 2.15 orders free blocks by (stream, size, segment age, address) */
+    struct mh_sim *s = make("", 0, 0);
+    uint64_t x = alloc(s, 24 * MB, 0), y = alloc(s, 24 * MB, 0);
+    cr_assert_eq(mh__sim_free_block(s, x, 0, 0, 0), 0);
+    cr_assert_eq(mh__sim_empty_cache(s), 0);
+    uint64_t z = alloc(s, 24 * MB, 0); /* a new segment where x was */
+    cr_assert_lt(z, y, "the newer segment lies below the older one");
+    cr_assert_eq(mh__sim_free_block(s, y, 0, 0, 0), 0);
+    cr_assert_eq(mh__sim_free_block(s, z, 0, 0, 0), 0);
+    cr_expect_eq(alloc(s, 6 * MB, 0), y);
+    /* the rest of y (18 MiB) is now the best fit */
+    cr_expect_eq(alloc(s, 6 * MB, 0), y + 6 * MB);
     mh__sim_free(s);
 }
 

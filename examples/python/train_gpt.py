@@ -22,10 +22,14 @@ def main():
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--dim", type=int, default=512)
     ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--checkpoint", action="store_true",
+                    help="activation checkpointing (torch.utils.checkpoint) on every block")
     ap.add_argument("--truth", help="write torch's own figures (peak, steps, snapshot) to this JSON file")
     a = ap.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = TinyGPT(a.vocab, a.dim, 8, a.layers, a.ctx).to(device)
+    for block in model.blocks if a.checkpoint else []:
+        block.checkpointed = True
     losses = train(model, a.steps, a.batch, a.ctx, a.vocab, device)
     print("steps %d, first loss %.3f, last loss %.3f" % (a.steps, losses[0], losses[-1]))
     if device == "cuda":

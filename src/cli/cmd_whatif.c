@@ -28,8 +28,9 @@ static const char usage[] =
     "options:\n"
     "  --alloc-conf STR      settings to try (PYTORCH_CUDA_ALLOC_CONF syntax), e.g.\n"
     "                        expandable_segments:True\n"
-    "  --device-memory SIZE  device capacity (default: the recorded device's total\n"
-    "                        memory, else unlimited)\n"
+    "  --device-memory SIZE  device capacity (default: what the recorded run could\n"
+    "                        use: the device's total memory, less what the driver\n"
+    "                        did not have free at a recorded OOM; else unlimited)\n"
     "  --memory-fraction F   per-process memory fraction in (0, 1]\n"
     "  --json                print one JSON object\n"
     "  -h, --help            show this help\n";
@@ -51,6 +52,7 @@ struct tracker {
     int device;
     int64_t allocated, reserved;
     uint64_t peak_reserved, allocated_at_peak;
+    uint64_t oom_available; /* least reserved + driver-free memory at an OOM, 0 if none */
     int err;
 };
 
@@ -63,6 +65,12 @@ static int track(void *user, const struct mh_event *ev)
         return t->err = rc;
     t->allocated += res.allocated_delta;
     t->reserved += res.reserved_delta;
+    if (ev->kind == MH_EV_OOM && ev->addr && t->reserved >= 0) {
+        /* what the allocator could have had: its segments plus what the driver had left */
+        uint64_t avail = (uint64_t)t->reserved + ev->addr;
+        if (!t->oom_available || avail < t->oom_available)
+            t->oom_available = avail;
+    }
     /* as the model's per-step statistics do: of the moments at the reserved
      * peak, the one with the most allocated (a segment is reserved just before
      * the allocation that needs it) */
@@ -238,6 +246,9 @@ static void print_text(const struct whatif_view *v)
         printf("replay fidelity: %.2f %% of %" PRIu64 " recorded allocator events reproduced "
                "exactly (kind, address, size, order)\n",
                match_pct(v->res), v->res->recorded_alloc_events);
+    if (v->ro->use_oracle)
+        printf("placement: %" PRIu64 " of %" PRIu64 " allocations at the recorded address\n",
+               v->res->placed, v->res->allocs);
 }
 
 static void json_run(struct mh_json *j, const char *key, const struct run_summary *s,
@@ -284,6 +295,8 @@ static void print_json(const struct whatif_view *v)
     mh__json_kv_uint(&j, "unknown_frees", v->res->unknown_frees);
     mh__json_kv_uint(&j, "recorded_allocator_events", v->res->recorded_alloc_events);
     mh__json_kv_uint(&j, "simulated_allocator_events", v->res->simulated_alloc_events);
+    mh__json_kv_uint(&j, "recorded_allocations", v->res->allocs);
+    mh__json_kv_uint(&j, "allocations_placed_same", v->res->placed);
     mh__json_key(&j, "match_percent");
     if (v->ro->use_oracle)
         mh__json_double(&j, match_pct(v->res), 2);
@@ -312,7 +325,6 @@ static int whatif_main(int argc, char **argv)
     if (!a.conf_text)
         ro.conf = L.conf;
     ro.conf.memory_fraction = a.fraction;
-    ro.capacity = a.capacity ? a.capacity : L.total_bytes;
     ro.use_oracle = !a.conf_text;
     struct tracker rec, sim;
     struct run_summary rs, ss;
@@ -321,6 +333,12 @@ static int whatif_main(int argc, char **argv)
     rc = tracker_open(&rec, &L.conf, L.device);
     for (size_t i = 0; i < L.n && rc == 0; i++)
         rc = track(&rec, &L.ev[i]);
+    /* by default the memory the recorded run could use: the device's, less what
+     * was not the allocator's to take when it ran out (the CUDA context, other
+     * processes), as the driver reported at its OOM */
+    ro.capacity = a.capacity ? a.capacity : L.total_bytes;
+    if (!a.capacity && rec.oom_available && (!ro.capacity || rec.oom_available < ro.capacity))
+        ro.capacity = rec.oom_available;
     if (rc == 0)
         rc = tracker_open(&sim, &ro.conf, 0);
     ro.emit = track;

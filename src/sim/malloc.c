@@ -21,7 +21,7 @@ static struct mh__sim_block *get_free_block(struct mh_sim *s, struct mh__sim_poo
 {
     if (gc_enabled(s))
         s->gc_calls[p->small]++;
-    struct mh__sim_block *b = mh__tree_lower_bound(p->free_root, size, 0);
+    struct mh__sim_block *b = mh__tree_lower_bound(p->free_root, size, 0, 0);
     if (!b)
         return NULL;
     if (b->resv && s->o.conf.expandable_segments)
@@ -61,6 +61,7 @@ static struct mh__sim_block *alloc_block(struct mh_sim *s, struct mh__sim_pool *
     }
     b->addr = addr;
     b->size = alloc_size;
+    b->seq = ++s->segments_made;
     b->stream = p->stream;
     b->pool = p;
     b->mapped = 1;
@@ -86,6 +87,7 @@ static int alloc_found(struct mh_sim *s, struct mh__sim_block *b, uint64_t round
             return MH_ENOMEM;
         b->addr = rest->addr;
         b->size = rounded;
+        b->seq = rest->seq;
         b->stream = rest->stream;
         b->pool = p;
         b->resv = rest->resv;

@@ -32,14 +32,14 @@ int mh__release_available(struct mh_sim *s, struct mh__sim_pool *p, uint64_t siz
     if (max_split == UINT64_MAX)
         return 0;
     uint64_t key = size < max_split ? max_split : size;
-    struct mh__sim_block *it = mh__tree_lower_bound(p->free_root, key, 0);
+    struct mh__sim_block *it = mh__tree_lower_bound(p->free_root, key, 0, 0);
     if (it && !it->resv)
         return mh__release_block(s, it);
-    it = mh__tree_before(p->free_root, key, 0);
+    it = mh__tree_before(p->free_root, key, 0, 0);
     uint64_t released = 0;
     while (it && released < key && it->size >= max_split) {
         struct mh__sim_block *cur = it;
-        it = mh__tree_before(p->free_root, cur->size, cur->addr);
+        it = mh__tree_before(p->free_root, cur->size, cur->seq, cur->addr);
         uint64_t sz = cur->size;
         if (!cur->resv && mh__release_block(s, cur))
             released += sz;
@@ -47,7 +47,7 @@ int mh__release_available(struct mh_sim *s, struct mh__sim_pool *p, uint64_t siz
     return released >= key;
 }
 
-/* Free blocks of every pool of one kind, in torch's (stream, size, address)
+/* Free blocks of every pool of one kind, in torch's (stream, size, segment age, address)
  * order. Returns the count or -1. */
 static long collect_kind(struct mh_sim *s, int small, struct mh__sim_block ***arr, size_t *cap)
 {

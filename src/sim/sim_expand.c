@@ -76,7 +76,7 @@ static struct mh__sim_block *new_reservation(struct mh_sim *s, struct mh__sim_po
  * block just before it) with enough free-plus-unmapped room after it. */
 static struct mh__sim_block *find_block(struct mh_sim *s, struct mh__sim_pool *p, uint64_t size)
 {
-    for (struct mh__sim_block *u = mh__tree_lower_bound(p->unmapped_root, 0, 0); u;
+    for (struct mh__sim_block *u = mh__tree_lower_bound(p->unmapped_root, 0, 0, 0); u;
          u = mh__tree_next(p->unmapped_root, u)) {
         struct mh__sim_block *c = allocatable(u->prev) ? u->prev : u;
         if (has_room(c, size))

@@ -26,6 +26,7 @@ struct mh__sim_block {
     struct mh__sim_pool *pool;
     struct mh__sim_resv *resv;          /* expandable reservation, or NULL */
     uint64_t key1;                      /* treap key: size (free) or 0 (unmapped) */
+    uint64_t seq;                       /* creation order of its segment (0: expandable) */
     uint64_t gc_base;                   /* pool call count when it became free */
     uint64_t ready_ns;                  /* pending free: completes at this time */
     uint64_t pending_seq;               /* order among pending frees */
@@ -73,6 +74,7 @@ struct mh_sim {
     size_t npending, cap_pending;
     uint64_t pending_seq;
     uint64_t gc_calls[2];        /* get_free_block calls per pool kind (large, small) */
+    uint64_t segments_made;      /* cudaMalloc'd segments so far: the next one's seq */
     struct mh__sim_range *ranges; /* used device address ranges, sorted */
     size_t nranges, cap_ranges;
     struct mh__sim_block *spare; /* free list of block structs (linked by next) */
@@ -86,10 +88,12 @@ struct mh_sim {
 /* tree.c */
 void mh__tree_insert(struct mh__sim_block **root, struct mh__sim_block *b);
 void mh__tree_erase(struct mh__sim_block **root, struct mh__sim_block *b);
-/* Smallest node with key >= (k1, k2), or NULL. */
-struct mh__sim_block *mh__tree_lower_bound(struct mh__sim_block *root, uint64_t k1, uint64_t k2);
-/* Largest node with key < (k1, k2), or NULL. */
-struct mh__sim_block *mh__tree_before(struct mh__sim_block *root, uint64_t k1, uint64_t k2);
+/* Smallest node with key >= (k1, seq, k2), or NULL. */
+struct mh__sim_block *mh__tree_lower_bound(struct mh__sim_block *root, uint64_t k1, uint64_t seq,
+                                           uint64_t k2);
+/* Largest node with key < (k1, seq, k2), or NULL. */
+struct mh__sim_block *mh__tree_before(struct mh__sim_block *root, uint64_t k1, uint64_t seq,
+                                      uint64_t k2);
 struct mh__sim_block *mh__tree_next(struct mh__sim_block *root, const struct mh__sim_block *b);
 struct mh__sim_block *mh__tree_max(struct mh__sim_block *root);
 /* Appends the nodes in order to arr (grown with realloc); returns count or -1. */

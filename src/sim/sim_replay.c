@@ -219,6 +219,8 @@ static int run_alloc(struct replay *rp, size_t i)
         return rc;
     if (e->kind == MH_EV_OOM) /* succeeded where the recording failed: drop it again */
         return mh__sim_free_block(rp->sim, addr, 0, 0, 0);
+    rp->res->allocs++;
+    rp->res->placed += addr == e->addr;
     return aput(&rp->addr, e->addr, addr);
 }
 

@@ -28,6 +28,8 @@ struct mh_sim_replay_result {
      * size) */
     uint64_t matched;
     uint64_t requests;       /* allocations replayed */
+    uint64_t allocs;         /* recorded allocations that succeeded in the replay */
+    uint64_t placed;         /* of those, placed at the recorded address */
     uint64_t unknown_frees;  /* frees of blocks allocated before the recording began */
     uint64_t empty_caches;   /* recorded empty_cache() calls replayed */
     int oom;                 /* the what-if run hit an OOM the recording did not */

@@ -1,24 +1,38 @@
-/* tree.c - the simulator's ordered block sets: a treap keyed by (key1,
- * address). Free blocks use key1 = size, giving the (size, address) order in
- * which torch's best fit searches; unmapped expandable blocks use key1 = 0,
- * giving address order. Nodes are the blocks themselves (intrusive); the
+/* tree.c - the simulator's ordered block sets: a treap keyed by (key1, seq,
+ * address). Free blocks use key1 = size, giving the (size, segment age,
+ * address) order in which torch's best fit searches (torch 2.15 breaks ties
+ * between equal sizes by the age of the segment, then by address); unmapped
+ * expandable blocks use key1 = 0 and seq = 0, giving address order. Nodes are the blocks themselves (intrusive); the
  * priority is a hash of the address, so shapes are deterministic. Owns
  * nothing. */
 #include <stdlib.h>
 
 #include "sim_internal.h"
 
-static int key_less(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
+struct key {
+    uint64_t k1, seq, addr;
+};
+
+static struct key key_of(const struct mh__sim_block *b)
 {
-    return a1 < b1 || (a1 == b1 && a2 < b2);
+    return (struct key){b->key1, b->seq, b->addr};
 }
 
-/* Splits t into keys < (k1, k2) and keys >= (k1, k2). */
-static void split(struct mh__sim_block *t, uint64_t k1, uint64_t k2, struct mh__sim_block **l,
+static int key_less(struct key a, struct key b)
+{
+    if (a.k1 != b.k1)
+        return a.k1 < b.k1;
+    if (a.seq != b.seq)
+        return a.seq < b.seq;
+    return a.addr < b.addr;
+}
+
+/* Splits t into keys < k and keys >= k. */
+static void split(struct mh__sim_block *t, struct key k, struct mh__sim_block **l,
                   struct mh__sim_block **r)
 {
     while (t) {
-        if (key_less(t->key1, t->addr, k1, k2)) {
+        if (key_less(key_of(t), k)) {
             *l = t;
             l = &t->right;
             t = t->right;
@@ -54,9 +68,8 @@ void mh__tree_insert(struct mh__sim_block **root, struct mh__sim_block *b)
 {
     struct mh__sim_block **slot = root;
     while (*slot && (*slot)->prio >= b->prio)
-        slot = key_less(b->key1, b->addr, (*slot)->key1, (*slot)->addr) ? &(*slot)->left
-                                                                       : &(*slot)->right;
-    split(*slot, b->key1, b->addr, &b->left, &b->right);
+        slot = key_less(key_of(b), key_of(*slot)) ? &(*slot)->left : &(*slot)->right;
+    split(*slot, key_of(b), &b->left, &b->right);
     *slot = b;
 }
 
@@ -64,18 +77,19 @@ void mh__tree_erase(struct mh__sim_block **root, struct mh__sim_block *b)
 {
     struct mh__sim_block **slot = root;
     while (*slot && *slot != b)
-        slot = key_less(b->key1, b->addr, (*slot)->key1, (*slot)->addr) ? &(*slot)->left
-                                                                       : &(*slot)->right;
+        slot = key_less(key_of(b), key_of(*slot)) ? &(*slot)->left : &(*slot)->right;
     if (*slot)
         *slot = merge(b->left, b->right);
     b->left = b->right = NULL;
 }
 
-struct mh__sim_block *mh__tree_lower_bound(struct mh__sim_block *t, uint64_t k1, uint64_t k2)
+struct mh__sim_block *mh__tree_lower_bound(struct mh__sim_block *t, uint64_t k1, uint64_t seq,
+                                           uint64_t k2)
 {
     struct mh__sim_block *best = NULL;
+    struct key k = {k1, seq, k2};
     while (t) {
-        if (key_less(t->key1, t->addr, k1, k2)) {
+        if (key_less(key_of(t), k)) {
             t = t->right;
         } else {
             best = t;
@@ -85,11 +99,13 @@ struct mh__sim_block *mh__tree_lower_bound(struct mh__sim_block *t, uint64_t k1,
     return best;
 }
 
-struct mh__sim_block *mh__tree_before(struct mh__sim_block *t, uint64_t k1, uint64_t k2)
+struct mh__sim_block *mh__tree_before(struct mh__sim_block *t, uint64_t k1, uint64_t seq,
+                                      uint64_t k2)
 {
     struct mh__sim_block *best = NULL;
+    struct key k = {k1, seq, k2};
     while (t) {
-        if (key_less(t->key1, t->addr, k1, k2)) {
+        if (key_less(key_of(t), k)) {
             best = t;
             t = t->right;
         } else {
@@ -102,8 +118,8 @@ struct mh__sim_block *mh__tree_before(struct mh__sim_block *t, uint64_t k1, uint
 struct mh__sim_block *mh__tree_next(struct mh__sim_block *root, const struct mh__sim_block *b)
 {
     if (b->addr == UINT64_MAX)
-        return mh__tree_lower_bound(root, b->key1 + 1, 0);
-    return mh__tree_lower_bound(root, b->key1, b->addr + 1);
+        return mh__tree_lower_bound(root, b->key1, b->seq + 1, 0);
+    return mh__tree_lower_bound(root, b->key1, b->seq, b->addr + 1);
 }
 
 struct mh__sim_block *mh__tree_max(struct mh__sim_block *t)

@@ -105,6 +105,26 @@ int nvmlDeviceGetMemoryInfo(void *dev, struct nvml_memory *m)
     return NVML_SUCCESS;
 }
 
+/* No process holds memory on a virtual device as far as NVML knows (torch
+ * lists them in its OOM message). */
+int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, void *infos)
+{
+    *count = 0;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v2(void *dev, unsigned int *count, void *infos)
+{
+    *count = 0;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetComputeRunningProcesses(void *dev, unsigned int *count, void *infos)
+{
+    *count = 0;
+    return NVML_SUCCESS;
+}
+
 int nvmlSystemGetCudaDriverVersion_v2(int *v)
 {
     *v = 13020;

@@ -1,7 +1,9 @@
 /* runtime_memory.c - the CUDA runtime's memory calls on the virtual device:
  * device, managed and pinned host allocations, memory info, pointer
  * attributes, copies and memsets (real memmove/memset on host memory, so
- * copied tensors read back; large zero-fills give pages back). Part of the
+ * data copied to the device reads back; device-to-device copies are skipped
+ * and large zero-fills give pages back, so device memory costs host memory
+ * only where the host wrote to it). Part of the
  * stand-in libcudart.so.13. */
 #include <stdlib.h>
 #include <string.h>
@@ -102,10 +104,24 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
     return cudaSuccess;
 }
 
+/* Copies between host and device are real, so data put on the device reads
+ * back. Copies from device to device are skipped: kernels compute no values
+ * anyway, and copying would make untouched (free) pages cost host memory. */
+static void move(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+{
+    void *base;
+    size_t size;
+    if (!n || kind == cudaMemcpyDeviceToDevice)
+        return;
+    if (kind == cudaMemcpyDefault && mh__vdev_ptr_device(dst, &base, &size) >= 0 &&
+        mh__vdev_ptr_device(src, &base, &size) >= 0)
+        return;
+    memmove(dst, src, n);
+}
+
 static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
-    if (n)
-        memmove(dst, src, n);
+    move(dst, src, n, kind);
     if (kind == cudaMemcpyDeviceToHost)
         mh__vdev_synchronize(); /* a blocking copy waits for the device */
     return cudaSuccess;
@@ -118,8 +134,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s)
 {
-    if (n)
-        memmove(dst, src, n);
+    move(dst, src, n, kind);
     return cudaSuccess;
 }
 
@@ -137,7 +152,7 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t 
                               size_t height, enum cudaMemcpyKind kind, cudaStream_t s)
 {
     for (size_t r = 0; r < height; r++)
-        memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+        move((char *)dst + r * dpitch, (const char *)src + r * spitch, width, kind);
     return cudaSuccess;
 }
 

@@ -75,6 +75,8 @@ class Session:
                     return
                 self.attached = True
                 self.status = "recording"
+                if os.environ.get("MEMHIST_VDEVICE") == "1":  # under `memhist simulate`
+                    _native.core().mh_recorder_set_meta(self.rec, b"virtual_device", _vdevice_meta())
                 _wrap_metadata(torch, lib)
                 atexit.register(stop)
             except Exception as e:  # never break the program
@@ -95,6 +97,12 @@ class Session:
         self.counts = {"emitted": counts.emitted, "dropped": counts.dropped}
         if rc < 0:
             self.status = "writing %s failed: %s" % (self.path, _native.strerror(rc))
+
+
+def _vdevice_meta():
+    keys = ("GPU", "MEMORY", "COUNT", "CONTEXT", "EVENTS")
+    return " ".join("%s=%s" % (k.lower(), os.environ.get("MEMHIST_VDEVICE_" + k, "default"))
+                    for k in keys).encode()
 
 
 def _wrap_metadata(torch, lib):

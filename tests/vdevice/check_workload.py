@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""check_workload.py - ground truth on the virtual device: records one
+workload with memhist on memhist's virtual CUDA device, where PyTorch's real
+caching allocator runs without a GPU, and compares the recording with
+torch's own figures of the same run (tests/truth/compare.py); then replays
+the recording through memhist's simulator under the recorded settings and
+reports how faithfully it reproduces the real allocator.
+
+    python tests/vdevice/check_workload.py CASE [WORKDIR]
+    python tests/vdevice/check_workload.py --list
+
+Environment: MEMHIST (the CLI; default build/memhist), MH_SOURCE_DIR.
+Exits 0 when everything matches, 1 on a mismatch, 77 (skipped, with the
+reason) when torch or the virtual device is missing.
+"""
+import json
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("MH_SOURCE_DIR", os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "truth"))
+import compare  # noqa: E402
+
+SKIP = 77
+WL = os.path.join(SRC, "tests", "vdevice", "workloads.py")
+EX = os.path.join(SRC, "examples", "python")
+
+
+def case(argv, conf="", vdev=(), whatif=(), exact=True, phases=True):
+    """argv: script and arguments; conf: PYTORCH_CUDA_ALLOC_CONF; vdev: virtual
+    device options; whatif: what the replay needs beyond the recording (the
+    memory fraction the program set is not in it); exact: the simulator must
+    reproduce the run (every placement, the reserved peak); phases: the run
+    has forward, backward and optimizer phases."""
+    return {"argv": argv, "conf": conf, "vdev": list(vdev), "whatif": list(whatif), "exact": exact,
+            "phases": phases}
+
+
+CASES = {
+    "gpt": case([WL, "gpt"]),
+    "gpt_ckpt": case([WL, "gpt_ckpt"]),
+    "conv": case([WL, "conv"]),
+    "amp": case([WL, "amp"]),
+    "streams": case([WL, "streams"]),
+    "expandable": case([WL, "gpt"], "expandable_segments:True"),
+    "max_split": case([WL, "big_logits"], "max_split_size_mb:32"),
+    "gc_threshold": case([WL, "gc", "--steps", "6"], "garbage_collection_threshold:0.6",
+                         ["--device-memory", "1GiB"], ["--memory-fraction", "0.5"]),
+    "oom": case([WL, "oom", "--steps", "12"], vdev=["--device-memory", "2GiB"]),
+    "two_devices": case([WL, "two_devices"], vdev=["--devices", "2"]),
+    "example_train_gpt": case([os.path.join(EX, "train_gpt.py"), "--steps", "3", "--layers", "2",
+                               "--ctx", "128"]),
+    "example_checkpoint": case([os.path.join(EX, "train_gpt_checkpoint.py"), "--steps", "3", "--layers", "3",
+                                "--layers-ckpt", "0,2", "--ctx", "128"]),
+    "example_oom": case([os.path.join(EX, "oom.py"), "--leak-steps", "2"], vdev=["--device-memory", "8GiB"],
+                        phases=False),  # it keeps graphs alive and never runs backward
+}
+
+
+def memhist_bin():
+    return os.environ.get("MEMHIST", os.path.join(os.environ.get("MH_BINARY_DIR", "build"), "memhist"))
+
+
+def device_cmd(memhist, out, vopts, argv):
+    """The command that runs argv on the virtual device, recorded to out."""
+    return [memhist, "simulate"] + vopts + ["-o", out, "--"] + argv
+
+
+def skip_unless_ready(memhist):
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("skipped: torch is not installed")
+        sys.exit(SKIP)
+    if not os.access(memhist, os.X_OK):
+        print("skipped: memhist CLI not found at %s (set MEMHIST)" % memhist)
+        sys.exit(SKIP)
+
+
+def record_case(memhist, name, work, truth=True):
+    """Runs case `name` on the virtual device under memhist; with truth, through
+    tests/truth/truth_run.py. Returns (exit status, recording, truth, dump)."""
+    cs = CASES[name]
+    argv = cs["argv"]
+    rec, truth_path, dump = (os.path.join(work, f) for f in ("run.memhist", "truth.json", "torch.pickle"))
+    if truth:
+        argv = [os.path.join(SRC, "tests", "truth", "truth_run.py"), "--truth", truth_path,
+                "--dump", dump, "--"] + argv
+    env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=cs["conf"], PYTHONDONTWRITEBYTECODE="1")
+    p = compare.run(device_cmd(memhist, rec, cs["vdev"], [sys.executable] + argv), env=env)
+    return p.returncode, rec, truth_path, dump
+
+
+def print_fidelity(name, fid):
+    print("fidelity %s: %.2f %% of allocator events in order, %d of %d allocations at the recorded "
+          "address; peak reserved recorded %d, simulated %d"
+          % (name, fid["match_percent"], fid["placed"], fid["allocs"], fid["recorded_peak_reserved"],
+             fid["simulated_peak_reserved"]), flush=True)
+
+
+def run_case(memhist, name, work):
+    c = compare.Checker()
+    rc, rec, truth_path, dump = record_case(memhist, name, work)
+    c.check(rc == 0, "%s runs on the virtual device under memhist (exit %d)" % (name, rc))
+    if not c.check(os.path.exists(rec) and os.path.exists(truth_path), "recording and torch's truth written"):
+        return c
+    with open(truth_path) as f:
+        truth = json.load(f)
+    compare.check_recording(c, memhist, rec, truth, work, dump=dump, phases=CASES[name]["phases"])
+    fid = fidelity(memhist, rec, CASES[name]["whatif"])
+    if not c.check(fid is not None, "memhist whatif replays the recording"):
+        return c
+    print_fidelity(name, fid)
+    if CASES[name]["exact"]:
+        c.check(not fid["stopped_on_oom"], "the replay runs to the end")
+        c.check(fid["placed"] == fid["allocs"], "simulator places all %d allocations where torch did (%d)"
+                % (fid["allocs"], fid["placed"]))
+        c.check(fid["simulated_peak_reserved"] == fid["recorded_peak_reserved"],
+                "simulated peak reserved %d == recorded %d"
+                % (fid["simulated_peak_reserved"], fid["recorded_peak_reserved"]))
+    return c
+
+
+def fidelity(memhist, rec, extra=()):
+    """The simulator's replay of rec under the recorded settings (device 0)."""
+    w = compare.run_json([memhist, "whatif", rec, "--json"] + list(extra))
+    if w is None:
+        return None
+    return {"match_percent": w.get("match_percent") or 0.0,
+            "allocs": w["recorded_allocations"], "placed": w["allocations_placed_same"],
+            "stopped_on_oom": w["whatif_stopped_on_oom"],
+            "recorded_peak_reserved": w["recorded"]["peak_reserved"],
+            "simulated_peak_reserved": w["whatif"]["peak_reserved"]}
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "--list":
+        print("\n".join(CASES))
+        return 0
+    if len(sys.argv) not in (2, 3) or sys.argv[1] not in CASES:
+        print("usage: check_workload.py CASE [WORKDIR] (CASE: %s)" % ", ".join(CASES), file=sys.stderr)
+        return 2
+    memhist = memhist_bin()
+    skip_unless_ready(memhist)
+    name = sys.argv[1]
+    if len(sys.argv) == 3:
+        os.makedirs(sys.argv[2], exist_ok=True)
+        c = run_case(memhist, name, sys.argv[2])
+    else:
+        with tempfile.TemporaryDirectory(prefix="mh-vdev-") as work:
+            c = run_case(memhist, name, work)
+    print("%d failure(s)" % len(c.failures) if c.failures else "all checks passed")
+    return 1 if c.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

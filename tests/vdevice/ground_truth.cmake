@@ -1,0 +1,23 @@
+# Ground truth on the virtual device (ctest label "vdevice"): one test per
+# case of tests/vdevice/check_workload.py (the list comes from the script).
+# Each records a PyTorch workload with memhist on the virtual CUDA device and
+# compares it with torch's own figures of the same run, then checks the
+# simulator's replay of it. Skipped (exit 77) without torch.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch)
+  execute_process(COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_workload.py --list
+                  OUTPUT_VARIABLE MH_VDEV_CASES OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+  if(rc EQUAL 0)
+    string(REPLACE "\n" ";" MH_VDEV_CASES "${MH_VDEV_CASES}")
+  else()
+    set(MH_VDEV_CASES "")
+  endif()
+  foreach(case ${MH_VDEV_CASES})
+    add_test(NAME vdevice_truth_${case}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_workload.py ${case}
+                     ${CMAKE_BINARY_DIR}/vdevice_truth/${case})
+    set_tests_properties(vdevice_truth_${case} PROPERTIES
+      LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+      ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
+endif()
