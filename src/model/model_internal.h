@@ -128,7 +128,13 @@ struct mh_model {
     size_t nooms, capooms;
     uint64_t anomalies[MH_ANOM_COUNT];
     uint64_t nevents;
+    struct mh__scopes *scopes; /* scopes.c, created at the first scope event */
 };
+
+/* ---- scopes.c: module scopes per thread ---- */
+struct mh__scopes;
+int mh__scopes_apply(struct mh_model *m, const struct mh_event *ev);
+void mh__scopes_free(struct mh__scopes *s);
 
 /* ---- segments.c: structural operations that keep blocks tiling segments and
  * the device counters (allocated, active, requested, reserved, inactive_split,
