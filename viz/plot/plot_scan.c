@@ -134,9 +134,16 @@ static int replay(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__
         if (s->has_device && ev.device == s->device && is_device_event(&ev) &&
             (rc = on_device_event(s, &ev, &res, inside, &alloc, &reserved)) < 0)
             return rc;
+        if (inside && o->x_axis == MH_PLOT_X_COMPRESSED && s->has_device &&
+            ev.device == s->device && is_device_event(&ev)) {
+            if (s->last_mem_ns)
+                mh__plot_warp_offer(&s->warp, s->last_mem_ns, ev.time_ns);
+            s->last_mem_ns = ev.time_ns;
+        }
     }
     if (rc < 0)
         s->read_error = rc;
+    mh__plot_warp_finish(&s->warp, s->win_last > s->win_first ? s->win_last - s->win_first : 0);
     mh_model_finish(s->model);
     return 0;
 }
