@@ -61,7 +61,7 @@ endfunction()
 function(mh_vdev_lib target file soname node key rc)
   mh_vdev_stubs(${key} ${rc} stubs)
   add_library(${target} SHARED ${stubs} ${ARGN})
-  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_include_directories(${target} PRIVATE ${_mh_vdev_src})
   target_include_directories(${target} SYSTEM PRIVATE ${MH_VDEV_INCLUDE})
   target_link_libraries(${target} PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
   set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME ${file} SUFFIX "" NO_SONAME ON
@@ -76,8 +76,9 @@ function(mh_vdev_lib target file soname node key rc)
 endfunction()
 
 mh_vdev_lib(mh_vdev_cuda libcuda.so.1 libcuda.so.1 "" cuda 801
-  ${_mh_vdev_src}/config.c ${_mh_vdev_src}/presets.c ${_mh_vdev_src}/memory.c
-  ${_mh_vdev_src}/attributes.c ${_mh_vdev_src}/driver.c ${_mh_vdev_src}/driver_misc.c)
+  ${_mh_vdev_src}/vdev_config.c ${_mh_vdev_src}/vdev_memory.c ${_mh_vdev_src}/vdev_attributes.c
+  ${_mh_vdev_src}/cuda_driver.c ${_mh_vdev_src}/cuda_entry.c)
+target_link_libraries(mh_vdev_cuda PRIVATE mh_vdev_presets)
 mh_vdev_lib(mh_vdev_cudart libcudart.so.13 libcudart.so.13 libcudart.so.13 cudart 801
   ${_mh_vdev_src}/runtime_device.c ${_mh_vdev_src}/runtime_memory.c
   ${_mh_vdev_src}/runtime_stream.c ${_mh_vdev_src}/runtime_misc.c)
@@ -91,7 +92,17 @@ foreach(t mh_vdev_cudart mh_vdev_nvml)
 endforeach()
 add_custom_target(vdevice ALL DEPENDS mh_vdev_cuda mh_vdev_cudart mh_vdev_cublas mh_vdev_cublaslt mh_vdev_nvml)
 
-# The smoke test: a tiny PyTorch program under `memhist simulate` (label vdevice).
+# The stand-ins called directly (Criterion), and the smoke test: a tiny PyTorch
+# program under `memhist simulate`. Label vdevice.
+if(MEMHIST_TESTS)
+  find_library(MH_VDEV_CRITERION criterion REQUIRED)
+  add_executable(test_vdevice_runtime ${CMAKE_SOURCE_DIR}/tests/vdevice/test_vdevice_runtime.c)
+  target_include_directories(test_vdevice_runtime PRIVATE ${_mh_vdev_src})
+  target_include_directories(test_vdevice_runtime SYSTEM PRIVATE ${MH_VDEV_INCLUDE})
+  target_link_libraries(test_vdevice_runtime PRIVATE mh_vdev_cudart mh_vdev_cuda ${MH_VDEV_CRITERION})
+  add_test(NAME test_vdevice_runtime COMMAND test_vdevice_runtime --jobs 1)
+  set_tests_properties(test_vdevice_runtime PROPERTIES LABELS vdevice TIMEOUT 300)
+endif()
 if(MEMHIST_TESTS AND TARGET memhist_torch)
   find_package(Python3 COMPONENTS Interpreter)
   add_test(NAME vdevice_smoke COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/smoke.py)

@@ -55,6 +55,13 @@ if has_cmd simulate; then
     fi
 fi
 
+if [ -f "$root/build/vdevice/libcudart.so.13" ] && python3 -c "import torch" 2>/dev/null; then
+    echo
+    echo "== 4. a real PyTorch training script on a virtual RTX 4090 (no GPU): does it fit?"
+    "$mh" simulate --gpu RTX4090 -o "$out/virtual-rtx4090.memhist" -- \
+        python3 "$root/examples/python/train_gpt.py" --steps 3 | tee "$out/virtual-rtx4090-report.txt"
+fi
+
 echo
 echo "== outputs in $out:"
 ls -1 "$out"

@@ -44,10 +44,16 @@ if [ "$fuzz_seconds" != "0" ] && command -v clang >/dev/null; then
         work="$root/build-fuzz/corpus-$name"
         mkdir -p "$work"
         # seeds: tests/fuzz/corpus/<word> where <word> is part of the fuzzer's name
+        # or the word on a "seeds: WORD" line of its source
+        also="$(grep -o 'seeds: [a-z]*' "$root/tests/fuzz/$name.c" | head -1 | cut -d' ' -f2)"
         for seeds in "$root"/tests/fuzz/corpus/*/; do
-            case "$name" in *"$(basename "$seeds")"*) cp -r "$seeds". "$work"/ ;; esac
+            word="$(basename "$seeds")"
+            case "$name" in *"$word"*) cp -r "$seeds". "$work"/ ;; esac
+            [ "$word" = "$also" ] && cp -r "$seeds". "$work"/
         done
-        if "$f" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 "$work" >"$root/build-fuzz/$name.log" 2>&1; then
+        if UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$f" -max_total_time="$fuzz_seconds" \
+            -rss_limit_mb=2048 -artifact_prefix="$root/build-fuzz/$name-" "$work" \
+            >"$root/build-fuzz/$name.log" 2>&1; then
             echo "fuzz $name: $(grep -Eo 'Done [0-9]+ runs' "$root/build-fuzz/$name.log" | tail -1)"
         else
             tail -30 "$root/build-fuzz/$name.log"

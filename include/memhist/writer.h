@@ -24,7 +24,8 @@ struct mh_writer_opts {
     uint32_t chunk_events; /* events per chunk before it is sealed, 0 = 4096 */
 };
 
-/* Creates `path` ("-" = stdout). `opts` may be NULL. */
+/* Creates `path` ("-" = stdout). `opts` may be NULL. On MH_EIO errno says
+ * why the file could not be created. */
 int mh_writer_open(const char *path, const struct mh_writer_opts *opts, struct mh_writer **out);
 /* Writes to `fd`; the descriptor is not closed by mh_writer_close. */
 int mh_writer_open_fd(int fd, const struct mh_writer_opts *opts, struct mh_writer **out);
@@ -47,7 +48,12 @@ int mh_writer_set_device(struct mh_writer *w, int device, const char *name, uint
 
 /* Appends one event. Ids it uses must have been interned by this writer. */
 int mh_writer_event(struct mh_writer *w, const struct mh_event *ev);
-/* Adds to the dropped-events count written in the trailer. */
+/* Adds to the count of events lost by `thread` (dropped or refused). The
+ * cumulative counts per thread are written with every following flush and
+ * their total in the trailer, so a file cut before its trailer still has
+ * them. Returns 0 or a negative error (the total is counted regardless). */
+int mh_writer_add_thread_dropped(struct mh_writer *w, uint32_t thread, uint64_t n);
+/* The same for events of no known thread (thread 0). */
 void mh_writer_add_dropped(struct mh_writer *w, uint64_t n);
 
 /* Seals the current chunk and flushes the output. */
@@ -55,7 +61,8 @@ int mh_writer_flush(struct mh_writer *w);
 /* Bytes written so far (after the last flush). */
 uint64_t mh_writer_bytes(const struct mh_writer *w);
 
-/* Writes the trailer and closes. Returns the first error met. For a memory
+/* Writes the trailer and closes. Returns the first error met; on MH_EIO
+ * errno holds the system's reason (ENOSPC, EFBIG, ...). For a memory
  * writer the buffer stays readable through `w` until mh_writer_free_mem.
  * Accepts NULL. */
 int mh_writer_close(struct mh_writer *w);

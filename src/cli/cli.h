@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "memhist/memhist.h"
+#include "outfile.h"
 #include "replay_file.h"
 
 #define MH_EXIT_OK 0
@@ -38,6 +39,17 @@ int mh__cli_print_usage(const struct mh_cli_command *cmd);
 int mh__cli_wants_help(int argc, char **argv);
 /* Flushes stdout; on failure prints why and returns 1, else returns `code`. */
 int mh__cli_finish(int code);
+
+/* Opens an output file through viz/common/outfile.h (temporary file and rename,
+ * refusing an output that is one of the inputs); prints why on failure and
+ * returns < 0. */
+int mh__cli_output_open(struct mh_outfile *o, const char *path, const char *const *inputs,
+                       size_t ninputs);
+/* Finishes an output: when `rc` is 0 commits it, else abandons it (removing
+ * the partial file). `errnum`, when not 0, is the system error behind a
+ * failed write and is printed as "PATH: cannot write: <reason>". Returns 0
+ * or the failure (< 0). */
+int mh__cli_output_close(struct mh_outfile *o, const char *path, int rc, int errnum);
 
 /* Parses "123", "4KiB", "1.5GiB", "80G", "512MB" (binary units) into bytes. */
 int mh__cli_parse_size(const char *text, uint64_t *out);

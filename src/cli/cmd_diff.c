@@ -281,8 +281,10 @@ static int run_diff(int argc, char **argv)
             rc = stacks_side(&v[s], s, &stacks);
     }
     if (rc == 0) {
-        qsort(layers.items, layers.n, sizeof *layers.items, by_abs_delta);
-        qsort(stacks.items, stacks.n, sizeof *stacks.items, by_abs_delta);
+        if (layers.n) /* an empty list has no array to sort */
+            qsort(layers.items, layers.n, sizeof *layers.items, by_abs_delta);
+        if (stacks.n)
+            qsort(stacks.items, stacks.n, sizeof *stacks.items, by_abs_delta);
         if (json)
             print_json(v, &layers, &stacks, top);
         else

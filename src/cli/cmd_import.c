@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "snapshot_import.h"
@@ -13,13 +14,40 @@ extern const struct mh_cli_command mh__cmd_import;
 
 #define MAX_INPUT (16ull << 30)
 
-/* Reads a whole file ("-" = stdin) into memory. */
+/* Opens the input: a regular file, a pipe or stdin. Directories and devices
+ * are refused (a device such as /dev/zero never ends). */
+static FILE *open_input(const char *path, size_t *size_hint)
+{
+    *size_hint = 0;
+    FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    struct stat st;
+    if (!fp || fstat(fileno(fp), &st) != 0)
+        return fp;
+    if (S_ISREG(st.st_mode)) {
+        *size_hint = (size_t)st.st_size;
+        return fp;
+    }
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+        return fp;
+    if (fp != stdin)
+        fclose(fp);
+    errno = S_ISDIR(st.st_mode) ? EISDIR : ENODEV;
+    return NULL;
+}
+
+/* Reads a whole file ("-" = stdin) into memory; errno says why on MH_EIO. */
 static int slurp(const char *path, unsigned char **data, size_t *len)
 {
-    FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    size_t hint;
+    FILE *fp = open_input(path, &hint);
     if (!fp)
-        return MH_ENOTFOUND;
-    size_t cap = 1 << 16, n = 0;
+        return MH_EIO;
+    if (hint > MAX_INPUT) {
+        if (fp != stdin)
+            fclose(fp);
+        return MH_ELIMIT;
+    }
+    size_t cap = hint ? hint + 1 : 1 << 16, n = 0;
     unsigned char *buf = malloc(cap);
     int rc = buf ? 0 : MH_ENOMEM;
     while (!rc) {
@@ -40,8 +68,10 @@ static int slurp(const char *path, unsigned char **data, size_t *len)
             break;
         }
     }
+    int e = errno;
     if (fp != stdin)
         fclose(fp);
+    errno = e;
     if (rc) {
         free(buf);
         return rc;
@@ -49,6 +79,19 @@ static int slurp(const char *path, unsigned char **data, size_t *len)
     *data = buf;
     *len = n;
     return 0;
+}
+
+/* What a file that is not a memory snapshot pickle looks like, or NULL. */
+static const char *not_a_snapshot(const unsigned char *d, size_t n)
+{
+    static const unsigned char legacy[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9};
+    if (n >= 4 && !memcmp(d, "PK\x03\x04", 4))
+        return "a zip archive (torch.save writes these), not a memory snapshot pickle";
+    if (n >= sizeof legacy && !memcmp(d, legacy, sizeof legacy))
+        return "a legacy torch.save file, not a memory snapshot pickle";
+    if (n >= 8 && !memcmp(d, "\x89MEMHIST", 8))
+        return "already a .memhist file";
+    return NULL;
 }
 
 static int parse_args(int argc, char **argv, const char **in, const char **out)
@@ -95,6 +138,41 @@ static void print_summary(const char *out, const struct mh_import_info *info)
         mh__cli_error("note: torch's trace buffer had wrapped: the trace starts mid-run");
 }
 
+static const char *slurp_error(int rc)
+{
+    if (rc == MH_ELIMIT)
+        return "larger than the 16 GiB an import reads";
+    if (rc == MH_EIO && errno == ENODEV)
+        return "a device, not a file (import reads a regular file, a pipe or standard input)";
+    return rc == MH_EIO ? strerror(errno) : mh_strerror(rc);
+}
+
+/* Converts the snapshot into an open output; prints why on failure. */
+static int convert(const char *in, const unsigned char *data, size_t len, const char *out,
+                   struct mh_outfile *of, struct mh_import_info *info)
+{
+    struct mh_writer_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.source = "imported";
+    struct mh_writer *w;
+    int rc = mh_writer_open_fd(of->fd, &wo, &w);
+    if (rc < 0) {
+        mh__cli_error("%s: %s", out, mh_strerror(rc));
+        return rc;
+    }
+    char err[256] = "";
+    rc = mh__snapshot_import(data, len, NULL, w, info, err, sizeof err);
+    int crc = mh_writer_close(w);
+    int errnum = errno;
+    if (rc < 0)
+        mh__cli_error("%s: %s%s%s", in, mh_strerror(rc), err[0] ? ": " : "", err);
+    else if (crc < 0 && crc == MH_EIO)
+        mh__cli_error("%s: cannot write: %s", out, strerror(errnum));
+    else if (crc < 0)
+        mh__cli_error("%s: %s", out, mh_strerror(crc));
+    return rc < 0 ? rc : crc;
+}
+
 static int run(int argc, char **argv)
 {
     const char *in, *out;
@@ -104,39 +182,23 @@ static int run(int argc, char **argv)
     unsigned char *data;
     size_t len;
     if ((rc = slurp(in, &data, &len)) < 0) {
-        mh__cli_error("%s: cannot read the file: %s", in,
-                      rc == MH_ENOTFOUND ? strerror(errno) : mh_strerror(rc));
+        mh__cli_error("%s: cannot read the file: %s", in, slurp_error(rc));
         return MH_EXIT_FAIL;
     }
-    struct mh_writer_opts wo;
-    memset(&wo, 0, sizeof wo);
-    wo.source = "imported";
-    struct mh_writer *w;
-    if ((rc = mh_writer_open(out, &wo, &w)) < 0) {
-        mh__cli_error("%s: cannot create the file: %s", out, mh_strerror(rc));
-        free(data);
-        return MH_EXIT_FAIL;
+    const char *what = not_a_snapshot(data, len);
+    struct mh_outfile of;
+    if (what) {
+        mh__cli_error("%s: %s", in, what);
+        rc = MH_EFORMAT;
+    } else if ((rc = mh__cli_output_open(&of, out, &in, 1)) == 0) {
+        struct mh_import_info info;
+        rc = mh__cli_output_close(&of, out, convert(in, data, len, out, &of, &info), 0);
+        if (rc == 0 && strcmp(out, "-") != 0)
+            print_summary(out, &info);
     }
-    struct mh_import_info info;
-    char err[256];
-    rc = mh__snapshot_import(data, len, NULL, w, &info, err, sizeof err);
-    int crc = mh_writer_close(w);
     free(data);
-    if (rc < 0) {
-        mh__cli_error("%s: %s: %s", in, mh_strerror(rc), err);
-        if (strcmp(out, "-") != 0)
-            remove(out);
-        return MH_EXIT_FAIL;
-    }
-    if (crc < 0) {
-        mh__cli_error("%s: %s", out, mh_strerror(crc));
-        return MH_EXIT_FAIL;
-    }
-    if (strcmp(out, "-") != 0)
-        print_summary(out, &info);
-    return mh__cli_finish(MH_EXIT_OK);
+    return rc < 0 ? MH_EXIT_FAIL : mh__cli_finish(MH_EXIT_OK);
 }
-
 const struct mh_cli_command mh__cmd_import = {
     .name = "import",
     .summary = "convert a PyTorch memory snapshot pickle into a .memhist file",

@@ -15,7 +15,9 @@ static const char usage[] =
     "usage: memhist info [--json] FILE\n\n"
     "Prints what a recording holds: format version, recorder and host details,\n"
     "devices, time span, event counts by kind, dropped events, and the byte offset\n"
-    "where a damaged or cut file stops.\n\n"
+    "where a damaged or cut file stops. Exits 0 whenever the file could be read,\n"
+    "damaged or not (the status line says which), and 1 when reading failed\n"
+    "(a read error, out of memory).\n\n"
     "options:\n"
     "  --json      print one JSON object\n"
     "  -h, --help  show this help\n";
@@ -152,7 +154,11 @@ static int run_info(int argc, char **argv)
         print_json(path, r, &s);
     else
         print_text(path, r, &s);
+    /* damage of any kind is what info reports (exit 0); failing to read
+     * the file at all is a failure */
+    int failed = rc == MH_ENOMEM || rc == MH_EIO;
+    if (failed)
+        mh__cli_error("%s: %s", path, mh_reader_errmsg(r));
     mh_reader_close(r);
-    return mh__cli_finish(rc < 0 && rc != MH_ETRUNCATED && rc != MH_EFORMAT ? MH_EXIT_FAIL
-                                                                            : MH_EXIT_OK);
+    return mh__cli_finish(failed ? MH_EXIT_FAIL : MH_EXIT_OK);
 }

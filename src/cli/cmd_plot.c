@@ -208,14 +208,17 @@ static int check_args(struct plot_args *a)
 /* Writes the rendered image (the whole of it or nothing). */
 static int write_image(const struct plot_args *a, const struct mh_sink *sink, int empty)
 {
-    int to_stdout = strcmp(a->out, "-") == 0;
-    FILE *fp = to_stdout ? stdout : fopen(a->out, "wb");
-    if (!fp || fwrite(sink->buf, 1, sink->len, fp) != sink->len ||
-        (!to_stdout && fclose(fp) != 0)) {
-        mh__cli_error("%s: cannot write the image: %s", a->out, strerror(errno));
+    struct mh_outfile of;
+    if (mh__cli_output_open(&of, a->out, a->files, a->nfiles) < 0)
         return MH_EIO;
+    int rc = 0, errnum = 0;
+    if (fwrite(sink->buf, 1, sink->len, of.fp) != sink->len) {
+        errnum = errno ? errno : EIO;
+        rc = MH_EIO;
     }
-    if (!to_stdout)
+    if (mh__cli_output_close(&of, a->out, rc, errnum) < 0)
+        return MH_EIO;
+    if (strcmp(a->out, "-") != 0)
         fprintf(stderr, "memhist: wrote %s (%zu bytes)%s\n", a->out, sink->len,
                 empty ? "; nothing to plot, the image says why" : "");
     return 0;

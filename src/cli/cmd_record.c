@@ -130,12 +130,14 @@ static int parse_args(int argc, char **argv, struct mh_cli_record_opts *o, int *
         else if (c == 'r')
             o->op_ranges = 1;
         else if (c == ':' || (c == '?' && optopt))
-            return mh__cli_usage_error(&mh__cmd_record, "option '%s' needs a value", argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_record, "option '%s' needs a value",
+                                       argv[optind - 1]);
         else
             return mh__cli_usage_error(&mh__cmd_record, "unknown option '%s'", argv[optind - 1]);
     }
     if (strcmp(o->stacks, "python") && strcmp(o->stacks, "all") && strcmp(o->stacks, "none"))
-        return mh__cli_usage_error(&mh__cmd_record, "--stacks must be python, all or none, not '%s'", o->stacks);
+        return mh__cli_usage_error(&mh__cmd_record,
+                                   "--stacks must be python, all or none, not '%s'", o->stacks);
     if (optind >= argc)
         return mh__cli_usage_error(&mh__cmd_record, "no command to run (put it after --)");
     *cmd_index = optind;
@@ -154,7 +156,8 @@ static int setup_env(const struct mh_cli_record_opts *o, const char *out_abs, co
     *strrchr(exe, '/') = '\0';
     if (find_lib_dir(exe, libdir, sizeof libdir) < 0) {
         mh__cli_error("%s: libmemhist_torch.so not found next to %s or in $MEMHIST_LIB_DIR "
-                     "(was memhist built with torch? see MEMHIST_WITH_TORCH)", o->who, exe);
+                      "(was memhist built with torch? see MEMHIST_WITH_TORCH)",
+                      o->who, exe);
         return -1;
     }
     if (find_python_dir(exe, pydir, sizeof pydir) < 0) {

@@ -4,14 +4,15 @@
  * (writer source "simulated", meta "alloc_conf", device capacity). With
  * `-- COMMAND`, runs that program on the virtual CUDA device and records it
  * (simulate_program.c). Needs no GPU either way. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "simulate.h"
 #include "sim.h"
+#include "simulate.h"
 #include "workload.h"
 
 static const char usage[] =
@@ -39,11 +40,12 @@ static const char usage[] =
     "  --no-report            do not print the report afterwards\n"
     "  -o, --output FILE      output file (default sim.memhist)\n\n"
     "example: memhist simulate --gpu RTX4090 -- python train.py --batch 16\n\n"
-    "Without a command: simulates a training run with PyTorch's CUDA caching allocator rules and writes\n"
-    "its memory history, with stacks, steps and phases, as a .memhist file. No GPU\n"
-    "is needed. If the run needs more than --device-memory it stops at the OOM like\n"
-    "a real run raising OutOfMemoryError: the file ends with the OOM event and the\n"
-    "unfinished step (the command still succeeds: the recording is the result).\n\n"
+    "Without a command: simulates a built-in training run with PyTorch's CUDA\n"
+    "caching allocator rules and writes its memory history, with stacks, steps and\n"
+    "phases, as a .memhist file. If the run needs more than --device-memory it\n"
+    "stops at the OOM like a real run raising OutOfMemoryError: the file ends with\n"
+    "the OOM event and the unfinished step (the command still succeeds: the\n"
+    "recording is the result).\n\n"
     "options:\n"
     "  --workload NAME        gpt (default) or resnet; 'list' shows the workloads and\n"
     "                         their parameters\n"
@@ -68,7 +70,7 @@ struct sim_args {
     /* the virtual device (with a command) */
     const char *gpu, *events, *stacks;
     uint64_t devices, context;
-    int has_capacity, no_report, builtin_only, cmd_index;
+    int has_capacity, no_report, builtin_only, command_only, cmd_index;
 };
 
 static int list_workloads(void)
@@ -98,9 +100,12 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
     int c;
     char *end;
     optind = 1;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
         if (strchr("wpsSf", c))
             a->builtin_only = c;
+        if (strchr("dCekn", c))
+            a->command_only = c;
         switch (c) {
         case 'w': a->workload = optarg; break;
         case 'c': a->conf_text = optarg; break;
@@ -136,9 +141,13 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
             if (*end || !(a->fraction > 0.0 && a->fraction <= 1.0))
                 return mh__cli_usage_error(cmd, "--memory-fraction: bad value '%s' (in (0, 1])", optarg);
             break;
-        default: return mh__cli_usage_error(cmd, "unknown or incomplete option");
+        default:
+            return mh__cli_usage_error(cmd, "unknown option or missing value: '%s'",
+                                      argv[optind - 1]);
         }
     }
+    if (optind == argc && strcmp(argv[optind - 1], "--") == 0)
+        return mh__cli_usage_error(cmd, "no command after '--'");
     a->cmd_index = optind < argc ? optind : 0;
     return 0;
 }
@@ -232,9 +241,13 @@ static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const
     struct mh_sim *s = NULL;
     struct mh_workload_result res;
     struct mh_sim_stats st;
-    int rc = mh_writer_open(a->out, &wo, &w);
+    struct mh_outfile of;
+    if (mh__cli_output_open(&of, a->out, NULL, 0) < 0)
+        return MH_EXIT_FAIL;
+    int rc = mh_writer_open_fd(of.fd, &wo, &w);
     if (rc < 0) {
-        mh__cli_error("%s: cannot create: %s", a->out, mh_strerror(rc));
+        mh__cli_error("%s: %s", a->out, mh_strerror(rc));
+        mh__outfile_abort(&of);
         return MH_EXIT_FAIL;
     }
     struct mh_sim_opts so = {.conf = *conf, .capacity = a->capacity, .writer = w};
@@ -247,12 +260,13 @@ static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const
         mh__sim_stats(s, &st);
     mh__sim_free(s);
     int crc = mh_writer_close(w);
+    int errnum = crc == MH_EIO ? errno : 0;
     if (rc == 0)
         rc = crc;
-    if (rc < 0) {
+    if (rc < 0 && !errnum)
         mh__cli_error("%s: %s", a->out, mh_strerror(rc));
+    if (mh__cli_output_close(&of, a->out, rc, errnum) < 0)
         return MH_EXIT_FAIL;
-    }
     print_result(a, wl, &res, &st);
     return MH_EXIT_OK;
 }
@@ -269,9 +283,12 @@ static int simulate_main(int argc, char **argv)
         return list_gpus();
     if (a.cmd_index)
         return simulate_command(&a, argv + a.cmd_index);
-    if (a.devices > 1)
-        return mh__cli_usage_error(&mh__cmd_simulate, "--devices applies to a command; the built-in "
-                                                    "workloads use one device");
+    static const char *const command_options[] = {['d'] = "--devices", ['C'] = "--context-memory",
+                                                  ['e'] = "--events", ['k'] = "--stacks",
+                                                  ['n'] = "--no-report"};
+    if (a.command_only)
+        return mh__cli_usage_error(&mh__cmd_simulate, "%s applies to a command (after --), not to "
+                                   "the built-in workloads", command_options[a.command_only]);
     if (!a.has_capacity && a.gpu != NULL) {
         const struct mh__vdev_gpu *g = mh__vdev_preset_find(a.gpu);
         if (!g)
@@ -296,4 +313,5 @@ static int simulate_main(int argc, char **argv)
 }
 
 const struct mh_cli_command mh__cmd_simulate = {
-    "simulate", "simulate a training run's GPU memory (no GPU needed)", usage, simulate_main};
+    "simulate", "run a PyTorch program on a virtual GPU, or a built-in training run (no GPU)",
+    usage, simulate_main};

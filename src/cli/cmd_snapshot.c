@@ -83,25 +83,19 @@ static void report_build(const struct snap_args *a, const struct mh_snapshot_inf
     }
 }
 
-static int write_out(const char *path, struct mh_snapshot *s)
+static int write_out(const char *path, const char *in, struct mh_snapshot *s)
 {
-    FILE *fp = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
-    if (!fp) {
-        mh__cli_error("%s: cannot create the file", path);
+    struct mh_outfile of;
+    if (mh__cli_output_open(&of, path, &in, 1) < 0)
         return MH_EXIT_FAIL;
-    }
     struct mh_sink sink;
-    mh__sink_init_file(&sink, fp);
+    mh__sink_init_file(&sink, of.fp);
     int rc = mh__snapshot_write(s, &sink);
     if (!rc)
         rc = mh__sink_finish(&sink);
-    if (fp != stdout && fclose(fp) != 0 && !rc)
-        rc = MH_EIO;
-    if (rc) {
+    if (rc && !sink.errnum)
         mh__cli_error("%s: %s", path, mh_strerror(rc));
-        return MH_EXIT_FAIL;
-    }
-    return MH_EXIT_OK;
+    return mh__cli_output_close(&of, path, rc, sink.errnum) < 0 ? MH_EXIT_FAIL : MH_EXIT_OK;
 }
 
 static int run(int argc, char **argv)
@@ -137,7 +131,7 @@ static int run(int argc, char **argv)
     struct mh_snapshot_info info;
     mh__snapshot_info(s, &info);
     report_build(&a, &info, r);
-    int code = write_out(a.out, s);
+    int code = write_out(a.out, a.in, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
         mh__snapshot_info(s, &info);
         printf("%s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s\n",

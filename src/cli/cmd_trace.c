@@ -3,8 +3,8 @@
  * memhist's memory tracks merged into a torch.profiler trace (--into).
  *
  * Scans the file first to estimate the output size and warns with a
- * suggested window above a few hundred MB. The output is written to
- * OUT.tmp and renamed, so a failed run never leaves a half-written trace. */
+ * suggested window above a few hundred MB. The output goes through
+ * cli_output.c, so a failed run never leaves a half-written trace. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -151,6 +151,8 @@ static int write_output(struct trace_args *a, struct mh_reader *r, struct mh_tra
     if (rc != 0) {
         if (err[0])
             mh__cli_error("%s: %s", a->into, err);
+        else if (sink.errnum)
+            mh__cli_error("%s: cannot write: %s", a->out, strerror(sink.errnum));
         else
             mh__cli_error("%s: %s", sink.error ? a->out : a->file, mh_strerror(rc));
     }
@@ -160,32 +162,12 @@ static int write_output(struct trace_args *a, struct mh_reader *r, struct mh_tra
 static int produce(struct trace_args *a, struct mh_reader *r, struct mh_trace *t,
                    const char *kineto, size_t klen)
 {
-    if (strcmp(a->out, "-") == 0)
-        return write_output(a, r, t, kineto, klen, stdout);
-    size_t n = strlen(a->out) + 5;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return MH_ENOMEM;
-    snprintf(tmp, n, "%s.tmp", a->out);
-    FILE *fp = fopen(tmp, "wb");
-    int rc = MH_EIO;
-    if (!fp)
-        mh__cli_error("%s: %s", tmp, strerror(errno));
-    else {
-        rc = write_output(a, r, t, kineto, klen, fp);
-        if (fclose(fp) != 0 && rc == 0) {
-            mh__cli_error("%s: %s", a->out, strerror(errno));
-            rc = MH_EIO;
-        }
-        if (rc == 0 && rename(tmp, a->out) != 0) {
-            mh__cli_error("%s: %s", a->out, strerror(errno));
-            rc = MH_EIO;
-        }
-        if (rc != 0)
-            remove(tmp);
-    }
-    free(tmp);
-    return rc;
+    const char *inputs[] = {a->file, a->into};
+    struct mh_outfile of;
+    if (mh__cli_output_open(&of, a->out, inputs, 2) != 0)
+        return MH_EIO;
+    int rc = write_output(a, r, t, kineto, klen, of.fp);
+    return mh__cli_output_close(&of, a->out, rc, 0);
 }
 
 static int run_trace(int argc, char **argv)

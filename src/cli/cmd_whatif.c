@@ -141,6 +141,7 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
     int c;
     char *end;
     optind = 1;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'c': a->conf_text = optarg; break;
@@ -157,7 +158,8 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
                                            optarg);
             break;
         default:
-            return mh__cli_usage_error(cmd, "unknown or incomplete option");
+            return mh__cli_usage_error(cmd, "unknown option or missing value: '%s'",
+                                      argv[optind - 1]);
         }
     }
     if (optind >= argc)
@@ -327,6 +329,8 @@ static int whatif_main(int argc, char **argv)
     ro.conf.memory_fraction = a.fraction;
     ro.use_oracle = !a.conf_text;
     struct tracker rec, sim;
+    memset(&rec, 0, sizeof rec);
+    memset(&sim, 0, sizeof sim);
     struct run_summary rs, ss;
     struct mh_sim_replay_result res;
     uint64_t t0 = L.n ? L.ev[0].time_ns : 0;
@@ -347,6 +351,8 @@ static int whatif_main(int argc, char **argv)
         rc = mh__sim_replay(L.ev, L.n, &ro, &res);
     if (rc < 0) {
         mh__cli_error("%s: %s", a.path, mh_strerror(rc));
+        mh_model_free(rec.model);
+        mh_model_free(sim.model);
         mh__whatif_input_free(&L);
         return MH_EXIT_FAIL;
     }

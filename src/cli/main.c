@@ -3,6 +3,7 @@
  * Each subcommand is defined in its own cmd_<name>.c. Entries are weak
  * references, so the table lists every command the tool knows and shows the
  * ones built into this binary. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,9 +65,22 @@ static void print_diag(void *user, const char *message)
     mh__cli_error("%s", message);
 }
 
+/* A file-size limit (ulimit -f) must not kill the tool halfway through an
+ * output: with this handler the write fails with EFBIG, which every writer
+ * reports and cleans up after. A handler, unlike SIG_IGN, is reset by exec,
+ * so programs that memhist runs keep the default. */
+static void on_file_size_limit(int sig)
+{
+    (void)sig;
+}
+
 int main(int argc, char **argv)
 {
     mh__diag_set(print_diag, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_file_size_limit;
+    sigaction(SIGXFSZ, &sa, NULL);
     if (argc < 2) {
         print_help();
         return MH_EXIT_USAGE;

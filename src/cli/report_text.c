@@ -29,6 +29,13 @@ static void print_header(const struct mh_replay *rp)
     printf("\n");
 }
 
+/* Time of an event from the start; a peak never reached (no allocation) has
+ * time 0 and reads as the start. */
+static uint64_t since(uint64_t t, uint64_t t0)
+{
+    return t > t0 ? t - t0 : 0;
+}
+
 static void print_peaks(const struct mh_replay *rp, const struct mh_device_report *d)
 {
     char b[32], t[32], s[24];
@@ -38,10 +45,10 @@ static void print_peaks(const struct mh_replay *rp, const struct mh_device_repor
         printf(" (%s%s%s)", d->info.name, d->info.total_bytes ? ", " : "",
                d->info.total_bytes ? mh__cli_bytes(d->info.total_bytes, b) : "");
     printf("\n  peak allocated  %-11s at %s (%s)\n", mh__cli_bytes(d->peak_allocated.value, b),
-           mh__cli_duration(d->peak_allocated.time_ns - t0, t),
+           mh__cli_duration(since(d->peak_allocated.time_ns, t0), t),
            step_text(d->peak_allocated.step, s));
     printf("  peak reserved   %-11s at %s (%s)\n", mh__cli_bytes(d->peak_reserved.value, b),
-           mh__cli_duration(d->peak_reserved.time_ns - t0, t), step_text(d->peak_reserved.step, s));
+           mh__cli_duration(since(d->peak_reserved.time_ns, t0), t), step_text(d->peak_reserved.step, s));
     printf("  at the end      allocated %s", mh__cli_bytes(d->final.allocated, b));
     printf(", reserved %s in %u segment%s\n", mh__cli_bytes(d->final.reserved, t),
            d->final.segments, d->final.segments == 1 ? "" : "s");

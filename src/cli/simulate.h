@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "cli.h"
-#include "presets.h"
+#include "vdev_presets.h"
 
 struct mh_cli_vdev_opts {
     const struct mh__vdev_gpu *gpu;

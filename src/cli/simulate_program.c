@@ -15,7 +15,7 @@
 
 #include "cli.h"
 #include "simulate.h"
-#include "presets.h"
+#include "vdev_presets.h"
 
 static const char *const vdev_libs[] = {"libcuda.so.1", "libcudart.so.13", "libcublas.so.13",
                                         "libcublasLt.so.13", "libnvidia-ml.so.1"};
@@ -110,8 +110,8 @@ static void say_what_runs(const struct mh_cli_vdev_opts *o)
 {
     char cap[32], ctx[32];
     fprintf(stderr,
-            "memhist: simulate: virtual %s (%s per device, %s taken by the CUDA context); "
-            "PyTorch's own allocator decides, but tensor values are not computed\n",
+            "memhist: simulate: on a virtual %s (%s, %s of it taken by the CUDA context): "
+            "PyTorch's allocator is real, tensor values are not computed\n",
             o->gpu->name, mh__cli_bytes(o->capacity, cap), mh__cli_bytes(o->context, ctx));
 }
 
@@ -147,9 +147,10 @@ int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
         return MH_EXIT_FAIL;
     }
     if (find_vdevice_dir(dir, sizeof dir) < 0) {
-        mh__cli_error("simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "
-                     "$MEMHIST_VDEVICE_DIR or next to memhist (built without CUDA headers? see "
-                     "MEMHIST_WITH_VDEVICE)");
+        mh__cli_error(
+            "simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "
+            "$MEMHIST_VDEVICE_DIR or next to memhist (built without CUDA headers? see "
+            "MEMHIST_WITH_VDEVICE)");
         return MH_EXIT_FAIL;
     }
     if (set_preload(dir) < 0 || set_device_env(o) < 0) {

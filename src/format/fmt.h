@@ -28,7 +28,8 @@ enum mh__chunk_type {
     MH__CH_META = 6,
     MH__CH_DEVICES = 7,
     MH__CH_EVENTS = 8,
-    MH__CH_TRAILER = 9
+    MH__CH_TRAILER = 9,
+    MH__CH_DROPPED = 10
 };
 
 /* Event columns in the order they appear in an events chunk. */
@@ -59,11 +60,15 @@ enum mh__column {
 #define MH__MAX_STRING_BYTES (1u << 20)
 #define MH__MAX_IDS (1u << 28)
 #define MH__MAX_STACK_DEPTH 65536u
-#define MH__MAX_META 4096u
+#define MH__MAX_META 4096u /* keys a writer accepts; a reader adds the header's */
+#define MH__HEADER_META 5u /* source, library_version, host, pid, start_ns */
 #define MH__MAX_DEVICES 4096u
-/* Frames materialized for stacks: base allowance plus this many per input byte. */
+#define MH__MAX_DROP_THREADS 65536u
+/* Frames materialized for stacks (4 bytes each, once per distinct stack
+ * node): base allowance plus this many per input byte, so a reader's stack
+ * memory stays within 64 MiB + 16 bytes per input byte. */
 #define MH__STACK_FRAMES_BASE (16u << 20)
-#define MH__STACK_FRAMES_PER_BYTE 16u
+#define MH__STACK_FRAMES_PER_BYTE 4u
 
 /* The address ring: the last MH__RING_SIZE non-zero addresses (with their
  * sizes) in event order. An address column value -(d+1) names the entry d

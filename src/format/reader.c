@@ -34,7 +34,8 @@ int mh__r_fail(struct mh_reader *r, int code, uint64_t off, const char *fmt, ...
 }
 
 /* Reads exactly `n` bytes at the current position; returns the number read
- * (less only at the end of input). *out points at them until the next read. */
+ * (less at the end of input, or after a failure that sets the error: out of
+ * memory, a read error). *out points at them until the next read. */
 static size_t input(struct mh_reader *r, size_t n, const uint8_t **out)
 {
     if (r->mem) {
@@ -47,13 +48,18 @@ static size_t input(struct mh_reader *r, size_t n, const uint8_t **out)
         while (cap < n)
             cap *= 2;
         uint8_t *b = realloc(r->buf, cap);
-        if (!b)
+        if (!b) {
+            mh__r_fail(r, MH_ENOMEM, r->off, "out of memory for a chunk of %zu bytes", n);
             return 0;
+        }
         r->buf = b;
         r->buf_cap = cap;
     }
     *out = r->buf;
-    return fread(r->buf, 1, n, r->f);
+    size_t got = fread(r->buf, 1, n, r->f);
+    if (got < n && ferror(r->f))
+        mh__r_fail(r, MH_EIO, r->off + got, "read error: %s", strerror(errno));
+    return got;
 }
 
 /* Next chunk: 1 = chunk, 0 = end of input exactly at a chunk boundary,
@@ -63,6 +69,8 @@ static int next_chunk(struct mh_reader *r, uint8_t *type, const uint8_t **payloa
     const uint8_t *fr;
     uint8_t frame[MH__FRAME_LEN];
     size_t got = input(r, MH__FRAME_LEN, &fr);
+    if (r->err)
+        return r->err;
     if (got == 0)
         return 0;
     if (got < MH__FRAME_LEN)
@@ -74,6 +82,8 @@ static int next_chunk(struct mh_reader *r, uint8_t *type, const uint8_t **payloa
         return mh__r_fail(r, MH_EFORMAT, r->off, "chunk length %u exceeds the limit", n);
     r->off += MH__FRAME_LEN;
     got = input(r, n, payload);
+    if (r->err)
+        return r->err;
     if (got < n)
         return mh__r_fail(r, MH_ETRUNCATED, r->off - MH__FRAME_LEN,
                           "chunk of type %u cut short (%zu of %u payload bytes)", frame[0], got, n);
@@ -86,6 +96,10 @@ static int next_chunk(struct mh_reader *r, uint8_t *type, const uint8_t **payloa
                           "checksum mismatch in chunk of type %u (%u bytes)", frame[0], n);
     *type = frame[0];
     *len = n;
+    if (frame[0] != MH__CH_TRAILER) {
+        r->chunks++;
+        r->chain = mh__crc32c(r->chain, frame + 5, 4);
+    }
     r->off += n;
     r->consumed += n + MH__FRAME_LEN;
     return 1;
@@ -106,8 +120,12 @@ static int advance(struct mh_reader *r)
             return rc;
         if (type == MH__CH_EVENTS) {
             rc = mh__r_events(r, p, len, at);
+            if (rc == 0)
+                r->events_decoded += r->nev;
             if (rc == 0 && r->nev)
                 return 0;
+        } else if (type == MH__CH_DROPPED) {
+            rc = mh__r_dropped(r, p, len, at);
         } else if (type == MH__CH_TRAILER) {
             rc = mh__r_trailer(r, p, len, at);
             r->done = rc == 0;
@@ -149,6 +167,8 @@ static int read_preamble(struct mh_reader *r)
 {
     const uint8_t *p;
     size_t got = input(r, MH__PREAMBLE_LEN, &p);
+    if (r->err)
+        return r->err;
     if (got < MH__MAGIC_LEN || memcmp(p, MH__MAGIC, MH__MAGIC_LEN) != 0)
         return got < MH__MAGIC_LEN && memcmp(p, MH__MAGIC, got) == 0
                    ? mh__r_fail(r, MH_ETRUNCATED, 0, "file ends inside the magic")
@@ -172,6 +192,7 @@ static int read_preamble(struct mh_reader *r)
         return mh__r_fail(r, MH_EFORMAT, MH__PREAMBLE_LEN, "first chunk is not a header");
     rc = mh__r_header(r, p, len, MH__PREAMBLE_LEN);
     r->data_off = r->off;
+    r->chain0 = r->chain;
     return rc;
 }
 
@@ -246,7 +267,13 @@ int mh_reader_open(const char *path, struct mh_reader **out)
         }
         r->own_f = 1;
         struct stat st;
-        r->seekable = fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode);
+        int known = fstat(fileno(r->f), &st) == 0;
+        if (known && S_ISDIR(st.st_mode)) {
+            snprintf(open_detail, sizeof open_detail, "is a directory, not a .memhist file");
+            mh_reader_close(r);
+            return MH_EINVAL;
+        }
+        r->seekable = known && S_ISREG(st.st_mode);
     }
     return finish_open(r, out);
 }
@@ -271,6 +298,10 @@ int mh_reader_rewind(struct mh_reader *r)
     r->errmsg[0] = 0;
     r->nev = r->iev = 0;
     r->ring_pos = r->prev_addr = 0;
+    r->chunks = 1;
+    r->chain = r->chain0;
+    r->events_decoded = r->drop_total = 0;
+    r->has_drop = 0;
     memset(r->ring_addr, 0, sizeof *r->ring_addr * MH__RING_SIZE);
     memset(r->ring_size, 0, sizeof *r->ring_size * MH__RING_SIZE);
     uint32_t version = r->sum.format_version;

@@ -1,5 +1,5 @@
 /* reader_defs.c - definitions kept by the reader (strings, frames, stack
- * trie, stacks, metadata, devices), the header and trailer chunks, and the
+ * trie, stacks, metadata, devices), the header chunk, and the
  * accessors that hand them out.
  *
  * Every pointer handed out points into an arena that lives until
@@ -103,7 +103,7 @@ static int set_meta(struct mh_reader *r, const char *k, uint32_t kl, const char 
     while (i < r->meta.n && (strlen(kv[i].key) != kl || memcmp(kv[i].key, k, kl)))
         i++;
     if (i == r->meta.n) {
-        if (r->meta.n == MH__MAX_META || !(kv = vec_push(&r->meta, sizeof *kv)))
+        if (r->meta.n == MH__MAX_META + MH__HEADER_META || !(kv = vec_push(&r->meta, sizeof *kv)))
             return MH_ELIMIT;
         if (!(kv->key = arena_str(&r->arena, k, kl))) {
             r->meta.n--;
@@ -140,7 +140,12 @@ int mh__r_header(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off
         int rc = 0;
         if (kl == 3 && !memcmp(k, "pid", 3) && mh__mp_uint(&m, &u) == 0)
             rc = set_meta_u64(r, "pid", u);
-        else if (kl == 8 && !memcmp(k, "start_ns", 8) && mh__mp_uint(&m, &u) == 0)
+        else if (kl == 6 && !memcmp(k, "format", 6) && mh__mp_uint(&m, &u) == 0) {
+            if (u != r->sum.format_version)
+                return mh__r_fail(r, MH_EFORMAT, off,
+                                  "the header says format %llu but the preamble says %u",
+                                  (unsigned long long)u, r->sum.format_version);
+        } else if (kl == 8 && !memcmp(k, "start_ns", 8) && mh__mp_uint(&m, &u) == 0)
             rc = set_meta_u64(r, "start_ns", u);
         else if (kl == 7 && !memcmp(k, "library", 7) && mh__mp_str(&m, &v, &vl) == 0)
             rc = set_meta(r, "library_version", 15, v, vl);
@@ -152,27 +157,6 @@ int mh__r_header(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off
         if (rc)
             return mh__r_fail(r, rc, off, "header metadata");
     }
-    return 0;
-}
-
-/* Trailer: a map with "events", "dropped", "end_ns" and "by_kind". */
-int mh__r_trailer(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off)
-{
-    struct mh__mp m = {p, p + len};
-    uint32_t n, kl;
-    const char *k;
-    uint64_t u;
-    if (mh__mp_map(&m, &n))
-        return mh__r_fail(r, MH_EFORMAT, off, "trailer is not a map");
-    for (uint32_t i = 0; i < n; i++) {
-        if (mh__mp_str(&m, &k, &kl))
-            return mh__r_fail(r, MH_EFORMAT, off, "trailer key is not a string");
-        if (kl == 7 && !memcmp(k, "dropped", 7) && mh__mp_uint(&m, &u) == 0)
-            r->sum.dropped = u;
-        else if (mh__mp_skip(&m, 0))
-            return mh__r_fail(r, MH_EFORMAT, off, "malformed trailer value");
-    }
-    r->sum.has_trailer = 1;
     return 0;
 }
 
@@ -261,13 +245,14 @@ static int defs_nodes(struct mh_reader *r, struct mh__mp *m)
         struct mh__rnode *nd = vec_push(&r->nodes, sizeof *nd);
         if (!nd)
             return MH_ENOMEM;
-        *nd = (struct mh__rnode){v[0], v[1], depth};
+        *nd = (struct mh__rnode){v[0], v[1], depth, NULL};
     }
     return 0;
 }
 
-/* A stack's frames are materialized once, innermost first, by walking the
- * trie to the root; the total is bounded relative to the input size. */
+/* A node's frames are materialized once, innermost first, by walking the
+ * trie to the root, and shared by every stack naming that node; the total is
+ * bounded relative to the input size (fmt.h). */
 static int defs_stacks(struct mh_reader *r, struct mh__mp *m)
 {
     uint32_t n, node;
@@ -279,19 +264,26 @@ static int defs_stacks(struct mh_reader *r, struct mh__mp *m)
             return MH_EFORMAT;
         if (i < skip)
             continue;
-        const struct mh__rnode *nodes = r->nodes.p;
+        struct mh__rnode *nodes = r->nodes.p;
         uint32_t depth = nodes[node - 1].depth;
-        r->stack_frames += depth;
-        if (r->stack_frames > MH__STACK_FRAMES_BASE + MH__STACK_FRAMES_PER_BYTE * r->consumed ||
-            r->stacks.n >= MH__MAX_IDS)
+        if (r->stacks.n >= MH__MAX_IDS)
             return MH_ELIMIT;
-        uint32_t *fr = arena_alloc(&r->arena, sizeof *fr * depth);
-        struct mh__rstack *st = fr ? vec_push(&r->stacks, sizeof *st) : NULL;
+        if (!nodes[node - 1].frames) {
+            r->stack_frames += depth;
+            if (r->stack_frames >
+                MH__STACK_FRAMES_BASE + MH__STACK_FRAMES_PER_BYTE * r->consumed)
+                return MH_ELIMIT;
+            uint32_t *fr = arena_alloc(&r->arena, sizeof *fr * depth);
+            if (!fr)
+                return MH_ENOMEM;
+            for (uint32_t j = 0, k = node; j < depth; j++, k = nodes[k - 1].parent)
+                fr[j] = nodes[k - 1].frame;
+            nodes[node - 1].frames = fr;
+        }
+        struct mh__rstack *st = vec_push(&r->stacks, sizeof *st);
         if (!st)
             return MH_ENOMEM;
-        for (uint32_t j = 0, k = node; j < depth; j++, k = nodes[k - 1].parent)
-            fr[j] = nodes[k - 1].frame;
-        *st = (struct mh__rstack){fr, depth};
+        *st = (struct mh__rstack){nodes[node - 1].frames, depth};
     }
     return 0;
 }
@@ -360,9 +352,10 @@ int mh__r_defs(struct mh_reader *r, uint8_t type, const uint8_t *p, size_t len, 
     case MH__CH_DEVICES: rc = defs_devices(r, &m); break;
     }
     if (rc)
-        return mh__r_fail(r, rc, off, "%s chunk: %s", what[type], rc == MH_EFORMAT
-                                                                    ? "malformed or out of order"
-                                                                    : "exceeds a limit");
+        return mh__r_fail(r, rc, off, "%s chunk: %s", what[type],
+                          rc == MH_EFORMAT  ? "malformed or out of order"
+                          : rc == MH_ENOMEM ? "out of memory"
+                                            : "exceeds a limit (a file bigger than its content)");
     return 0;
 }
 

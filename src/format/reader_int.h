@@ -23,6 +23,7 @@ struct mh__rframe {
 
 struct mh__rnode {
     uint32_t parent, frame, depth;
+    const uint32_t *frames; /* materialized once, for the first stack naming it */
 };
 
 struct mh__rstack {
@@ -48,6 +49,11 @@ struct mh_reader {
     size_t buf_cap;
     uint64_t off, data_off; /* next chunk; first chunk after the header */
     uint64_t consumed;      /* bytes read so far, for limits */
+    uint64_t chunks;        /* chunks read, the trailer excluded */
+    uint32_t chain, chain0; /* CRC-32C over the chunk CRCs; its value after the header */
+    uint64_t events_decoded;    /* events in the events chunks read */
+    uint64_t drop_total;        /* the last dropped chunk's total */
+    int has_drop;
     int err, done;
     char errmsg[256];
 
@@ -79,6 +85,7 @@ int mh__r_fail(struct mh_reader *r, int code, uint64_t off, const char *fmt, ...
 int mh__r_header(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off);
 int mh__r_defs(struct mh_reader *r, uint8_t type, const uint8_t *p, size_t len, uint64_t off);
 int mh__r_trailer(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off);
+int mh__r_dropped(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off);
 int mh__r_events(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t off);
 
 void mh__r_defs_free(struct mh_reader *r);

@@ -32,10 +32,18 @@ int mh__writer_errno(const struct mh_writer *w)
     return w ? w->err_errno : 0;
 }
 
+uint64_t mh__writer_events_out(const struct mh_writer *w)
+{
+    return w ? w->events_out : 0;
+}
+
 static int sink_write(struct mh_writer *w)
 {
-    if (w->is_mem || w->err)
+    if (w->is_mem || w->err) {
+        if (!w->err)
+            w->events_out = w->events_staged;
         return w->err;
+    }
     size_t done = 0;
     while (done < w->out.size) {
         ssize_t n = write(w->fd, w->out.data + done, w->out.size - done);
@@ -47,6 +55,7 @@ static int sink_write(struct mh_writer *w)
     }
     w->bytes += done;
     w->out.size = 0;
+    w->events_out = w->events_staged;
     return 0;
 }
 
@@ -71,6 +80,10 @@ int mh__w_end(struct mh_writer *w, size_t start, uint8_t type)
     uint32_t crc = mh__crc32c(0, f, 5);
     crc = mh__crc32c(crc, f + MH__FRAME_LEN, len);
     mh__put_u32(f + 5, crc);
+    if (type != MH__CH_TRAILER) {
+        w->chunks++;
+        w->chain = mh__crc32c(w->chain, f + 5, 4);
+    }
     if (w->out.size >= STAGE_LIMIT)
         return sink_write(w);
     return w->err;
@@ -176,7 +189,7 @@ int mh_writer_open(const char *path, const struct mh_writer_opts *opts, struct m
         return writer_new(opts, STDOUT_FILENO, 0, 0, out);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        return MH_EIO;
+        return MH_EIO; /* errno says why */
     int rc = writer_new(opts, fd, 1, 0, out);
     if (rc)
         close(fd);
@@ -213,12 +226,31 @@ static char *dup_str(const char *s)
     return d;
 }
 
+/* Drops an earlier value of `key`, so setting a key again never counts
+ * against the limit; a value already written is superseded by the new one,
+ * which is written with the next flush. */
+static void forget_meta(struct mh_writer *w, const char *key)
+{
+    uint32_t i = 0;
+    while (i < w->nmeta && strcmp(w->meta[i].key, key))
+        i++;
+    if (i == w->nmeta)
+        return;
+    free(w->meta[i].key);
+    free(w->meta[i].value);
+    memmove(&w->meta[i], &w->meta[i + 1], sizeof *w->meta * (w->nmeta - i - 1));
+    w->nmeta--;
+    if (i < w->meta_written)
+        w->meta_written--;
+}
+
 int mh_writer_set_meta(struct mh_writer *w, const char *key, const char *value)
 {
     if (!w || !key || !value || w->closed)
         return MH_EINVAL;
     if (strlen(key) > MH__MAX_STRING_BYTES || strlen(value) > MH__MAX_STRING_BYTES)
         return MH_ELIMIT;
+    forget_meta(w, key);
     if (w->nmeta == MH__MAX_META)
         return MH_ELIMIT;
     if (w->nmeta == w->meta_cap) {
@@ -290,8 +322,11 @@ static int seal(struct mh_writer *w)
 {
     mh__w_write_defs(w);
     write_meta_devs(w);
-    if (w->nev)
+    if (w->nev) {
+        w->events_staged += w->nev;
         mh__w_write_events(w);
+    }
+    mh__w_write_dropped(w);
     return w->err;
 }
 
@@ -309,12 +344,6 @@ int mh_writer_event(struct mh_writer *w, const struct mh_event *ev)
     if (w->nev == w->chunk_events)
         return seal(w);
     return 0;
-}
-
-void mh_writer_add_dropped(struct mh_writer *w, uint64_t n)
-{
-    if (w)
-        w->dropped += n;
 }
 
 int mh_writer_flush(struct mh_writer *w)
@@ -338,8 +367,10 @@ static int write_trailer(struct mh_writer *w)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     size_t start = mh__w_begin(w);
-    msgpack_pack_map(&w->pk, 4);
+    msgpack_pack_map(&w->pk, 6);
     pack_kv_u64(&w->pk, "events", w->events);
+    pack_kv_u64(&w->pk, "chunks", w->chunks);
+    pack_kv_u64(&w->pk, "chain", w->chain);
     pack_kv_u64(&w->pk, "dropped", w->dropped);
     pack_kv_u64(&w->pk, "end_ns", (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
     pack_str(&w->pk, "by_kind");
@@ -367,6 +398,7 @@ int mh_writer_close(struct mh_writer *w)
     w->closed = 1;
     if (w->own_fd && close(w->fd) != 0 && !rc)
         rc = mh__w_fail(w, MH_EIO, errno);
+    int errnum = w->err_errno;
     w->own_fd = 0;
     free(w->evs);
     free(w->colv);
@@ -384,6 +416,7 @@ int mh_writer_close(struct mh_writer *w)
     w->ring_addr = w->ring_size = NULL;
     w->amap = NULL;
     mh__w_intern_free(w);
+    mh__w_dropped_free(w);
     for (uint32_t i = 0; i < w->nmeta; i++) {
         free(w->meta[i].key);
         free(w->meta[i].value);
@@ -399,6 +432,8 @@ int mh_writer_close(struct mh_writer *w)
         msgpack_sbuffer_destroy(&w->out);
         free(w);
     }
+    if (rc == MH_EIO && errnum)
+        errno = errnum;
     return rc;
 }
 

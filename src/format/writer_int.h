@@ -34,6 +34,12 @@ struct mh__dev {
     uint64_t total;
 };
 
+/* Events one thread lost (dropped by the recorder or refused as invalid). */
+struct mh__tdrop {
+    uint32_t thread;
+    uint64_t count;
+};
+
 struct mh__amap_slot {
     uint64_t addr;
     uint64_t seq;
@@ -55,6 +61,13 @@ struct mh_writer {
     uint8_t *coln2;
     uint64_t by_kind[256];
     uint64_t events, dropped;
+    uint64_t events_staged;  /* events in sealed chunks */
+    uint64_t events_out;     /* events in chunks handed to the sink */
+    uint64_t chunks;         /* chunks framed, the trailer excluded */
+    uint32_t chain;          /* CRC-32C over the chunks' CRCs, in order */
+    struct mh__tdrop *tdrop; /* dropped events per thread, cumulative */
+    uint32_t ntdrop, tdrop_cap;
+    int tdrop_dirty;         /* a dropped chunk is due */
 
     /* address ring, mirrored by the reader (fmt.h) */
     uint64_t *ring_addr, *ring_size;
@@ -81,7 +94,13 @@ int mh__w_write_defs(struct mh_writer *w);
 int mh__w_write_events(struct mh_writer *w);
 void mh__w_intern_free(struct mh_writer *w);
 
+/* Writes the dropped chunk when a count changed since the last one. */
+int mh__w_write_dropped(struct mh_writer *w);
+void mh__w_dropped_free(struct mh_writer *w);
+
 /* errno of the first sink error (0 if none); the recorder reports it. */
 int mh__writer_errno(const struct mh_writer *w);
+/* Events handed to the sink (the recorder's `written` count). */
+uint64_t mh__writer_events_out(const struct mh_writer *w);
 
 #endif

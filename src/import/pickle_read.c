@@ -179,6 +179,13 @@ static int adopt(struct mh__pr *pr, struct mh_pv *c, struct mh_pv *child)
     return 0;
 }
 
+/* The value stack from position `at`; NULL while the stack was never
+ * allocated (nothing pushed yet), so no offset is applied to a null pointer. */
+static struct mh_pv **stack_at(struct mh__pr *pr, size_t at)
+{
+    return pr->stack ? pr->stack + at : NULL;
+}
+
 /* Appends items[0..n) to container c (growing its arena array). */
 static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, size_t n)
 {
@@ -240,7 +247,7 @@ static int fill_from_mark(struct mh__pr *pr, int type)
     size_t n = pr->sp - start;
     if (type == MH_PV_DICT && n % 2)
         return mh__pr_fail(pr, MH_EFORMAT, "odd number of items for a dict");
-    rc = add_items(pr, c, pr->stack + start, n);
+    rc = add_items(pr, c, stack_at(pr, start), n);
     pr->sp = start;
     return rc;
 }
@@ -255,7 +262,7 @@ static int build_from_mark(struct mh__pr *pr, int type)
     size_t n = pr->sp - start;
     if (type == MH_PV_DICT && n % 2)
         return mh__pr_fail(pr, MH_EFORMAT, "odd number of items for a dict");
-    struct mh_pv *c = new_container(pr, type, pr->stack + start, n);
+    struct mh_pv *c = new_container(pr, type, stack_at(pr, start), n);
     pr->sp = start;
     return c ? mh__pr_push(pr, c) : pr->code;
 }
@@ -269,7 +276,7 @@ static int fill_one(struct mh__pr *pr, int type)
     struct mh_pv *c = pr->stack[pr->sp - n - 1];
     if (c->type != type)
         return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh__pv_type_name(c));
-    int rc = add_items(pr, c, pr->stack + pr->sp - n, n);
+    int rc = add_items(pr, c, stack_at(pr, pr->sp - n), n);
     pr->sp -= n;
     return rc;
 }
@@ -278,7 +285,7 @@ static int tuple_n(struct mh__pr *pr, size_t n)
 {
     if (pr->sp < mark_base(pr) + n)
         return mh__pr_fail(pr, MH_EFORMAT, "stack underflow");
-    struct mh_pv *c = new_container(pr, MH_PV_TUPLE, pr->stack + pr->sp - n, n);
+    struct mh_pv *c = new_container(pr, MH_PV_TUPLE, stack_at(pr, pr->sp - n), n);
     pr->sp -= n;
     return c ? mh__pr_push(pr, c) : pr->code;
 }

@@ -240,7 +240,8 @@ static int conv_segment(struct mh__imp *im, const struct mh_pv *s, uint32_t i)
     if (!rc)
         rc = opt_u64(im, s, "device", path, 0, &dev);
     if (!rc && dev >= MAX_DEVICES)
-        rc = mh__imp_fail(im, MH_ELIMIT, "%s: device %llu", path, (unsigned long long)dev);
+        rc = mh__imp_fail(im, MH_ELIMIT, "%s: device %lld is not a device number (0 to %d)",
+                          path, (long long)dev, MAX_DEVICES - 1);
     if (!rc)
         rc = need_u64(im, s, "address", path, &g.address);
     if (!rc)

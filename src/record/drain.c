@@ -15,6 +15,7 @@
 #include "rec_int.h"
 
 int mh__writer_errno(const struct mh_writer *w);
+uint64_t mh__writer_events_out(const struct mh_writer *w);
 
 static void fail_from_writer(struct mh_recorder *rec, int rc)
 {
@@ -39,15 +40,17 @@ static void write_batch(struct mh_recorder *rec, uint32_t n)
     if (!failed) {
         int rc = 0;
         pthread_mutex_lock(&rec->intern_mu);
-        for (uint32_t i = 0; i < n && rc == 0; i++)
+        for (uint32_t i = 0; i < n && rc == 0; i++) {
             rc = mh_writer_event(rec->w, &rec->batch[i]);
+            if (rc == MH_EINVAL) { /* names an unknown id: skip it, count it */
+                atomic_fetch_add_explicit(&rec->invalid, 1, memory_order_relaxed);
+                mh_writer_add_thread_dropped(rec->w, rec->batch[i].thread, 1);
+                rc = 0;
+            }
+        }
         pthread_mutex_unlock(&rec->intern_mu);
-        if (rc == MH_EINVAL)
-            rc = 0; /* an event naming an unknown id is skipped, not fatal */
         if (rc)
             fail_from_writer(rec, rc);
-        else
-            atomic_fetch_add_explicit(&rec->written, n, memory_order_relaxed);
     }
     for (uint32_t i = 0; i < ntok && rec->opts.release_token; i++)
         rec->opts.release_token(rec->opts.resolver_user, rec->tokens[i]);
@@ -75,10 +78,12 @@ static int grow_active(struct mh_recorder *rec, size_t need)
     return 0;
 }
 
-/* Snapshot of the buffers that hold events now; returns how many. */
-static size_t snapshot(struct mh_recorder *rec)
+/* Snapshot of the buffers that hold events now; returns how many. Sets
+ * *full when one of them was full (its thread is dropping events). */
+static size_t snapshot(struct mh_recorder *rec, int *full)
 {
     size_t k = 0;
+    *full = 0;
     for (struct mh__tbuf *b = atomic_load_explicit(&rec->bufs, memory_order_acquire); b;
          b = b->next) {
         uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
@@ -90,6 +95,7 @@ static size_t snapshot(struct mh_recorder *rec)
         rec->act[k] = b;
         rec->act_head[k] = h;
         rec->act_tail[k] = t;
+        *full |= h - t > b->mask;
         k++;
     }
     return k;
@@ -119,9 +125,11 @@ static size_t earliest(const struct mh_recorder *rec, size_t k)
     return best;
 }
 
-static void drain_buffers(struct mh_recorder *rec)
+/* Returns 1 when a buffer was full. */
+static int drain_buffers(struct mh_recorder *rec)
 {
-    size_t k = snapshot(rec);
+    int full;
+    size_t k = snapshot(rec, &full);
     uint32_t n = 0;
     for (;;) {
         size_t i = earliest(rec, k);
@@ -137,17 +145,34 @@ static void drain_buffers(struct mh_recorder *rec)
         if (i == k)
             break;
     }
+    return full;
+}
+
+/* Gives the writer what each thread dropped since the last time (list_mu
+ * held; takes intern_mu inside it, the only place both are held). */
+static void tell_dropped(struct mh_recorder *rec, struct mh__tbuf *b)
+{
+    uint64_t d = atomic_load_explicit(&b->dropped, memory_order_relaxed);
+    if (d == b->dropped_told)
+        return;
+    pthread_mutex_lock(&rec->intern_mu);
+    mh_writer_add_thread_dropped(rec->w, b->tid, d - b->dropped_told);
+    pthread_mutex_unlock(&rec->intern_mu);
+    b->dropped_told = d;
 }
 
 static void report_dropped(struct mh_recorder *rec)
 {
-    struct mh_recorder_counts c;
-    mh_recorder_get_counts(rec, &c);
-    if (c.dropped > rec->dropped_reported) {
+    pthread_mutex_lock(&rec->list_mu);
+    for (struct mh__tbuf *b = atomic_load(&rec->bufs); b; b = b->next)
+        tell_dropped(rec, b);
+    pthread_mutex_unlock(&rec->list_mu);
+    uint64_t reg = atomic_load_explicit(&rec->reg_dropped, memory_order_relaxed);
+    if (reg != rec->reg_told) {
         pthread_mutex_lock(&rec->intern_mu);
-        mh_writer_add_dropped(rec->w, c.dropped - rec->dropped_reported);
+        mh_writer_add_dropped(rec->w, reg - rec->reg_told);
         pthread_mutex_unlock(&rec->intern_mu);
-        rec->dropped_reported = c.dropped;
+        rec->reg_told = reg;
     }
 }
 
@@ -174,6 +199,7 @@ static void reap(struct mh_recorder *rec)
                 ;
             prev->next = next;
         }
+        tell_dropped(rec, b);
         atomic_fetch_add(&rec->reaped_emitted, h);
         atomic_fetch_add(&rec->reaped_dropped, atomic_load(&b->dropped));
         free(b);
@@ -182,18 +208,21 @@ static void reap(struct mh_recorder *rec)
     pthread_mutex_unlock(&rec->list_mu);
 }
 
-void mh__drain_once(struct mh_recorder *rec)
+int mh__drain_once(struct mh_recorder *rec)
 {
-    drain_buffers(rec);
+    report_dropped(rec); /* drops so far go out with the first chunk written */
+    int full = drain_buffers(rec);
     reap(rec);
     report_dropped(rec);
     if (atomic_load_explicit(&rec->failed, memory_order_acquire))
-        return;
+        return 0;
     pthread_mutex_lock(&rec->intern_mu);
     int rc = mh_writer_flush(rec->w);
+    atomic_store_explicit(&rec->written, mh__writer_events_out(rec->w), memory_order_relaxed);
     pthread_mutex_unlock(&rec->intern_mu);
     if (rc)
         fail_from_writer(rec, rc);
+    return full;
 }
 
 void mh__free_buffers(struct mh_recorder *rec)
@@ -207,28 +236,35 @@ void mh__free_buffers(struct mh_recorder *rec)
     atomic_store(&rec->bufs, NULL);
 }
 
-static void deadline(struct timespec *ts, uint32_t ms)
+/* `ts` advanced by `ms` milliseconds. */
+static void add_ms(struct timespec *ts, uint32_t ms)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
     ts->tv_nsec += (long)(ms % 1000) * 1000000L;
     ts->tv_sec += ms / 1000 + ts->tv_nsec / 1000000000L;
     ts->tv_nsec %= 1000000000L;
 }
 
+/* The next flush is due one interval after the previous one *started*, so
+ * the time a drain takes under load does not stretch the interval; a drain
+ * that overran its interval, or found a buffer full (its thread was dropping
+ * events), is followed by the next one at once. */
 void *mh__drain_main(void *arg)
 {
     struct mh_recorder *rec = arg;
+    struct timespec due;
+    clock_gettime(CLOCK_MONOTONIC, &due);
+    int busy = 0;
     pthread_mutex_lock(&rec->mu);
     for (;;) {
-        struct timespec ts;
-        deadline(&ts, rec->opts.flush_interval_ms);
-        while (!rec->stop && rec->flush_req == rec->flush_done)
-            if (pthread_cond_timedwait(&rec->wake, &rec->mu, &ts) == ETIMEDOUT)
+        add_ms(&due, rec->opts.flush_interval_ms);
+        while (!busy && !rec->stop && rec->flush_req == rec->flush_done)
+            if (pthread_cond_timedwait(&rec->wake, &rec->mu, &due) == ETIMEDOUT)
                 break;
+        clock_gettime(CLOCK_MONOTONIC, &due); /* this drain's start */
         uint64_t req = rec->flush_req;
         int stop = rec->stop;
         pthread_mutex_unlock(&rec->mu);
-        mh__drain_once(rec);
+        busy = mh__drain_once(rec);
         pthread_mutex_lock(&rec->mu);
         rec->flush_done = req;
         pthread_cond_broadcast(&rec->done);

@@ -23,6 +23,7 @@ struct mh__tbuf {
     uint64_t cached_tail;
     _Atomic uint64_t dropped; /* written by the producer only */
     _Alignas(64) _Atomic uint64_t tail;
+    uint64_t dropped_told;    /* drain thread: part of `dropped` given to the writer */
     _Atomic int dead;         /* set by the thread-exit destructor */
     uint32_t tid;
     uint64_t mask;
@@ -37,6 +38,7 @@ struct mh_recorder {
     _Atomic(struct mh__tbuf *) bufs;
     _Atomic uint32_t threads;
     _Atomic uint64_t reg_dropped; /* events lost because a buffer could not be made */
+    _Atomic uint64_t invalid;     /* events refused by the writer (unknown ids) */
 
     struct mh_recorder_opts opts;
     struct mh_writer *w;
@@ -44,7 +46,7 @@ struct mh_recorder {
     pthread_mutex_t list_mu;   /* unlinking buffers vs. walking the list */
 
     pthread_mutex_t mu; /* drain thread control */
-    pthread_cond_t wake, done;
+    pthread_cond_t wake, done; /* `wake` waits on CLOCK_MONOTONIC */
     uint64_t flush_req, flush_done;
     int stop, exited;
     int close_rc;
@@ -56,7 +58,7 @@ struct mh_recorder {
     struct mh__tbuf **act;
     uint64_t *act_head, *act_tail;
     size_t act_cap;
-    uint64_t dropped_reported;
+    uint64_t reg_told; /* part of reg_dropped given to the writer */
     _Atomic uint64_t written, reaped_emitted, reaped_dropped;
 
     char failure[256];
@@ -68,8 +70,9 @@ struct mh_recorder {
 void mh__rec_fail(struct mh_recorder *rec, const char *what, int code, int errnum);
 /* The drain thread's body. */
 void *mh__drain_main(void *arg);
-/* Drains every buffer, writes, flushes, reaps dead buffers (drain thread). */
-void mh__drain_once(struct mh_recorder *rec);
+/* Drains every buffer, writes, flushes, reaps dead buffers (drain thread).
+ * Returns 1 when a buffer was full, so the next drain should not wait. */
+int mh__drain_once(struct mh_recorder *rec);
 /* Frees every buffer (at close, after the drain thread stopped). */
 void mh__free_buffers(struct mh_recorder *rec);
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rec_int.h"
 #include "memhist/error.h"
@@ -110,7 +111,11 @@ static int rec_init(struct mh_recorder *rec, const struct mh_recorder_opts *opts
     pthread_mutex_init(&rec->intern_mu, NULL);
     pthread_mutex_init(&rec->list_mu, NULL);
     pthread_mutex_init(&rec->mu, NULL);
-    pthread_cond_init(&rec->wake, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&rec->wake, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&rec->done, NULL);
     return 0;
 }
@@ -279,7 +284,8 @@ void mh_recorder_get_counts(const struct mh_recorder *crec, struct mh_recorder_c
     struct mh_recorder *rec = (struct mh_recorder *)crec;
     pthread_mutex_lock(&rec->list_mu);
     out->emitted = atomic_load(&rec->reaped_emitted);
-    out->dropped = atomic_load(&rec->reaped_dropped) + atomic_load(&rec->reg_dropped);
+    out->dropped = atomic_load(&rec->reaped_dropped) + atomic_load(&rec->reg_dropped) +
+                   atomic_load(&rec->invalid);
     for (struct mh__tbuf *b = atomic_load(&rec->bufs); b; b = b->next) {
         out->emitted += atomic_load_explicit(&b->head, memory_order_relaxed);
         out->dropped += atomic_load_explicit(&b->dropped, memory_order_relaxed);

@@ -33,7 +33,9 @@ cublasStatus_t cublasGetVersion_v2(cublasHandle_t h, int *v)
 
 cublasStatus_t cublasGetProperty(libraryPropertyType type, int *v)
 {
-    *v = type == MAJOR_VERSION ? CUBLAS_VER_MAJOR : type == MINOR_VERSION ? CUBLAS_VER_MINOR : CUBLAS_VER_PATCH;
+    *v = type == MAJOR_VERSION   ? CUBLAS_VER_MAJOR
+         : type == MINOR_VERSION ? CUBLAS_VER_MINOR
+                                 : CUBLAS_VER_PATCH;
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -33,7 +33,8 @@ size_t cublasLtGetCudartVersion(void)
     return 13020;
 }
 
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t c, cudaDataType_t s)
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t c,
+                                        cudaDataType_t s)
 {
     return make((void **)d, sizeof(cublasLtMatmulDescOpaque_t));
 }
@@ -78,7 +79,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
                                               cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                               cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
                                               cublasLtMatmulPreference_t pref, int requested,
-                                              cublasLtMatmulHeuristicResult_t results[], int *returned)
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int *returned)
 {
     if (requested < 1)
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -87,9 +89,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t h, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
-                                       cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
-                                       cublasLtMatrixLayout_t d, const cublasLtMatmulAlgo_t *algo,
+cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t h, cublasLtMatmulDesc_t op,
+                                       cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                       cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                       const cublasLtMatmulAlgo_t *algo,
                                        cublasLtMatmulHeuristicResult_t *result)
 {
     cublasLtMatmulAlgo_t keep = *algo;
@@ -107,8 +110,8 @@ cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t h, cublasComputeType_t c,
 }
 
 cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t *algo,
-                                                    cublasLtMatmulAlgoConfigAttributes_t attr, void *buf,
-                                                    size_t size, size_t *written)
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                    void *buf, size_t size, size_t *written)
 {
     memset(buf, 0, size);
     if (written)

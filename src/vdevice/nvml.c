@@ -1,13 +1,13 @@
 /* nvml.c - the stand-in NVML (libnvidia-ml.so.1): device count, handles,
- * names, memory and driver version of the virtual devices. The GPU fabric
- * query answers "not supported" (a generated stub, like every other NVML
- * function), which is what torch's expandable segments probe needs to fall
- * back to POSIX handles. NVML's own header is not needed: its calls take
+ * names, memory and driver version of the virtual devices, and a GPU fabric
+ * state of "not supported", which makes torch's expandable segments use
+ * POSIX handles. Other NVML functions are generated stubs answering "not
+ * supported". NVML's own header is not needed: its calls take
  * plain integers, strings and opaque handles. */
 #include <stdio.h>
 #include <string.h>
 
-#include "vdevice/vdev.h"
+#include "vdev.h"
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
@@ -41,7 +41,9 @@ int nvmlShutdown(void)
 
 const char *nvmlErrorString(int r)
 {
-    return r == NVML_SUCCESS ? "Success" : r == NVML_ERROR_NOT_SUPPORTED ? "Not Supported" : "Invalid Argument";
+    return r == NVML_SUCCESS               ? "Success"
+           : r == NVML_ERROR_NOT_SUPPORTED ? "Not Supported"
+                                           : "Invalid Argument";
 }
 
 int nvmlDeviceGetCount_v2(unsigned int *n)
@@ -122,6 +124,19 @@ int nvmlDeviceGetComputeRunningProcesses_v2(void *dev, unsigned int *count, void
 int nvmlDeviceGetComputeRunningProcesses(void *dev, unsigned int *count, void *infos)
 {
     *count = 0;
+    return NVML_SUCCESS;
+}
+
+/* The GPU fabric (multi-node NVLink) query: answered, with the state "not
+ * supported", as on GPUs outside an NVLink fabric, so torch's expandable
+ * segments use POSIX handles without warning. Only the fields every version
+ * of nvmlGpuFabricInfo(V)_t shares are written: status at byte 20, state
+ * (an unsigned char) at byte 28. */
+int nvmlDeviceGetGpuFabricInfoV(void *dev, void *info)
+{
+    int status = NVML_ERROR_NOT_SUPPORTED;
+    memcpy((char *)info + 20, &status, sizeof status);
+    ((unsigned char *)info)[28] = 0; /* NVML_GPU_FABRIC_STATE_NOT_SUPPORTED */
     return NVML_SUCCESS;
 }
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vdevice/runtime.h"
+#include "vdev_runtime.h"
 
 static int bad_dev(int d)
 {
@@ -70,8 +70,10 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d)
 static void fill_limits(struct cudaDeviceProp *p, int d)
 {
     p->sharedMemPerBlock = (size_t)mh__vdev_attribute(cudaDevAttrMaxSharedMemoryPerBlock, d);
-    p->sharedMemPerBlockOptin = (size_t)mh__vdev_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, d);
-    p->sharedMemPerMultiprocessor = (size_t)mh__vdev_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, d);
+    p->sharedMemPerBlockOptin =
+        (size_t)mh__vdev_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, d);
+    p->sharedMemPerMultiprocessor =
+        (size_t)mh__vdev_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, d);
     p->regsPerBlock = p->regsPerMultiprocessor = 65536;
     p->warpSize = 32;
     p->memPitch = 2147483647;
@@ -205,7 +207,8 @@ cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int d)
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value)
 {
     if (attr == cudaMemPoolReuseFollowEventDependencies ||
-        attr == cudaMemPoolReuseAllowOpportunistic || attr == cudaMemPoolReuseAllowInternalDependencies)
+        attr == cudaMemPoolReuseAllowOpportunistic ||
+        attr == cudaMemPoolReuseAllowInternalDependencies)
         *(int *)value = 1;
     else
         *(unsigned long long *)value = 0;

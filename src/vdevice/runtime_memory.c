@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vdevice/runtime.h"
+#include "vdev_runtime.h"
 
 static cudaError_t device_alloc(int d, void **p, size_t size)
 {
@@ -55,6 +55,11 @@ cudaError_t cudaHostAlloc(void **p, size_t size, unsigned int flags)
         *p = NULL;
         return mh__vrt_result(cudaErrorMemoryAllocation);
     }
+    if (mh__vdev_pin(*p, size) < 0) {
+        free(*p);
+        *p = NULL;
+        return mh__vrt_result(cudaErrorMemoryAllocation);
+    }
     return cudaSuccess;
 }
 
@@ -65,18 +70,20 @@ cudaError_t cudaMallocHost(void **p, size_t size)
 
 cudaError_t cudaFreeHost(void *p)
 {
+    if (p && mh__vdev_unpin(p) < 0)
+        return mh__vrt_result(cudaErrorInvalidValue);
     free(p);
     return cudaSuccess;
 }
 
 cudaError_t cudaHostRegister(void *p, size_t size, unsigned int flags)
 {
-    return cudaSuccess;
+    return mh__vdev_pin(p, size) == 0 ? cudaSuccess : mh__vrt_result(cudaErrorMemoryAllocation);
 }
 
 cudaError_t cudaHostUnregister(void *p)
 {
-    return cudaSuccess;
+    return mh__vdev_unpin(p) == 0 ? cudaSuccess : mh__vrt_result(cudaErrorHostMemoryNotRegistered);
 }
 
 cudaError_t cudaHostGetDevicePointer(void **dp, void *hp, unsigned int flags)
@@ -97,10 +104,19 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
     size_t size;
     int d = mh__vdev_ptr_device(p, &base, &size);
     memset(a, 0, sizeof *a);
-    a->type = d >= 0 ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
-    a->device = d >= 0 ? d : -2;
-    a->devicePointer = d >= 0 ? (void *)p : NULL;
-    a->hostPointer = d >= 0 ? NULL : (void *)p;
+    if (d >= 0) {
+        a->type = cudaMemoryTypeDevice;
+        a->device = d;
+        a->devicePointer = (void *)p;
+    } else if (mh__vdev_is_pinned(p)) { /* mapped: the device sees it at the same address */
+        a->type = cudaMemoryTypeHost;
+        a->device = mh__vdev_current();
+        a->devicePointer = a->hostPointer = (void *)p;
+    } else {
+        a->type = cudaMemoryTypeUnregistered;
+        a->device = -2;
+        a->hostPointer = (void *)p;
+    }
     return cudaSuccess;
 }
 
@@ -132,7 +148,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
     return copy(dst, src, n, kind);
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s)
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                            cudaStream_t s)
 {
     move(dst, src, n, kind);
     return cudaSuccess;
@@ -143,13 +160,14 @@ cudaError_t cudaMemcpyPeer(void *dst, int dd, const void *src, int sd, size_t n)
     return copy(dst, src, n, cudaMemcpyDeviceToDevice);
 }
 
-cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n, cudaStream_t s)
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n,
+                                cudaStream_t s)
 {
     return cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s);
 }
 
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                              size_t height, enum cudaMemcpyKind kind, cudaStream_t s)
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t s)
 {
     for (size_t r = 0; r < height; r++)
         move((char *)dst + r * dpitch, (const char *)src + r * spitch, width, kind);
@@ -165,7 +183,8 @@ cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitc
 
 /* Symbols (__device__ variables) live in host memory registered by
  * __cudaRegisterVar: the host shadow is the "device" copy. */
-cudaError_t cudaMemcpyToSymbol(const void *sym, const void *src, size_t n, size_t off, enum cudaMemcpyKind k)
+cudaError_t cudaMemcpyToSymbol(const void *sym, const void *src, size_t n, size_t off,
+                               enum cudaMemcpyKind k)
 {
     memmove((char *)sym + off, src, n);
     return cudaSuccess;
@@ -177,7 +196,8 @@ cudaError_t cudaMemcpyToSymbolAsync(const void *sym, const void *src, size_t n, 
     return cudaMemcpyToSymbol(sym, src, n, off, k);
 }
 
-cudaError_t cudaMemcpyFromSymbol(void *dst, const void *sym, size_t n, size_t off, enum cudaMemcpyKind k)
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *sym, size_t n, size_t off,
+                                 enum cudaMemcpyKind k)
 {
     memmove(dst, (const char *)sym + off, n);
     return cudaSuccess;
@@ -206,15 +226,16 @@ cudaError_t cudaMemset(void *p, int v, size_t n)
     return cudaMemsetAsync(p, v, n, 0);
 }
 
-cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t width, size_t height, cudaStream_t s)
+cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t width, size_t height,
+                              cudaStream_t s)
 {
     for (size_t r = 0; r < height; r++)
         memset((char *)p + r * pitch, v, width);
     return cudaSuccess;
 }
 
-cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, struct cudaMemLocation loc, unsigned int flags,
-                                 cudaStream_t s)
+cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, struct cudaMemLocation loc,
+                                 unsigned int flags, cudaStream_t s)
 {
     return cudaSuccess;
 }

@@ -7,16 +7,16 @@
 #include <cuda.h>
 #include <string.h>
 
-#include "vdevice/runtime.h"
+#include "vdev_runtime.h"
 
 /* The registration and launch-configuration entry points nvcc emits. */
 void **__cudaRegisterFatBinary(void *fatbin);
 void __cudaRegisterFatBinaryEnd(void **handle);
 void __cudaUnregisterFatBinary(void **handle);
-void __cudaRegisterFunction(void **h, const char *host_fun, char *dev_fun, const char *name, int limit,
-                            uint3 *tid, uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize);
-void __cudaRegisterVar(void **h, char *host_var, char *dev_addr, const char *name, int ext, size_t size,
-                       int constant, int global);
+void __cudaRegisterFunction(void **h, const char *host_fun, char *dev_fun, const char *name,
+                            int limit, uint3 *tid, uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize);
+void __cudaRegisterVar(void **h, char *host_var, char *dev_addr, const char *name, int ext,
+                       size_t size, int constant, int global);
 void __cudaRegisterManagedVar(void **h, void **host_var, char *dev_addr, const char *name, int ext,
                               size_t size, int constant, int global);
 unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared, void *stream);
@@ -30,14 +30,24 @@ void **__cudaRegisterFatBinary(void *fatbin)
     return fatbin_handle;
 }
 
-void __cudaRegisterFatBinaryEnd(void **handle) {}
-void __cudaUnregisterFatBinary(void **handle) {}
-void __cudaRegisterFunction(void **h, const char *host_fun, char *dev_fun, const char *name, int limit,
-                            uint3 *tid, uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize) {}
-void __cudaRegisterVar(void **h, char *host_var, char *dev_addr, const char *name, int ext, size_t size,
-                       int constant, int global) {}
+void __cudaRegisterFatBinaryEnd(void **handle)
+{
+}
+void __cudaUnregisterFatBinary(void **handle)
+{
+}
+void __cudaRegisterFunction(void **h, const char *host_fun, char *dev_fun, const char *name,
+                            int limit, uint3 *tid, uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize)
+{
+}
+void __cudaRegisterVar(void **h, char *host_var, char *dev_addr, const char *name, int ext,
+                       size_t size, int constant, int global)
+{
+}
 void __cudaRegisterManagedVar(void **h, void **host_var, char *dev_addr, const char *name, int ext,
-                              size_t size, int constant, int global) {}
+                              size_t size, int constant, int global)
+{
+}
 
 static _Thread_local struct {
     dim3 grid, block;
@@ -76,13 +86,14 @@ cudaError_t cudaGetFuncBySymbol(cudaFunction_t *f, const void *sym)
     return cudaSuccess;
 }
 
-cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t shared, cudaStream_t s)
+cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t shared,
+                             cudaStream_t s)
 {
     return cudaSuccess;
 }
 
-cudaError_t cudaLaunchCooperativeKernel(const void *f, dim3 grid, dim3 block, void **args, size_t shared,
-                                        cudaStream_t s)
+cudaError_t cudaLaunchCooperativeKernel(const void *f, dim3 grid, dim3 block, void **args,
+                                        size_t shared, cudaStream_t s)
 {
     return cudaSuccess;
 }
@@ -112,35 +123,40 @@ cudaError_t cudaFuncSetCacheConfig(const void *f, enum cudaFuncCache c)
     return cudaSuccess;
 }
 
-cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t k, enum cudaFuncAttribute attr, int v, int d)
+cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t k, enum cudaFuncAttribute attr, int v,
+                                            int d)
 {
     return cudaSuccess;
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, const void *f, int block,
-                                                                   size_t shared, unsigned int flags)
+                                                                   size_t shared,
+                                                                   unsigned int flags)
 {
     int blocks = block > 0 ? 2048 / block : 1;
     *n = blocks < 1 ? 1 : blocks > 32 ? 32 : blocks;
     return cudaSuccess;
 }
 
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *f, int block, size_t shared)
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *f, int block,
+                                                          size_t shared)
 {
     return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, f, block, shared, 0);
 }
 
 static int library_handle;
 
-cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code, enum cudaJitOption *jo, void **jv,
-                                unsigned int nj, enum cudaLibraryOption *lo, void **lv, unsigned int nl)
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code, enum cudaJitOption *jo,
+                                void **jv, unsigned int nj, enum cudaLibraryOption *lo, void **lv,
+                                unsigned int nl)
 {
     *lib = (cudaLibrary_t)&library_handle;
     return cudaSuccess;
 }
 
-cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *lib, const char *file, enum cudaJitOption *jo, void **jv,
-                                    unsigned int nj, enum cudaLibraryOption *lo, void **lv, unsigned int nl)
+cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *lib, const char *file, enum cudaJitOption *jo,
+                                    void **jv, unsigned int nj, enum cudaLibraryOption *lo,
+                                    void **lv, unsigned int nl)
 {
     *lib = (cudaLibrary_t)&library_handle;
     return cudaSuccess;
@@ -180,7 +196,8 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigne
     CUdriverProcAddressQueryResult st;
     CUresult r = cuGetProcAddress(sym, fn, (int)version, flags, &st);
     if (status)
-        *status = r == CUDA_SUCCESS ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+        *status =
+            r == CUDA_SUCCESS ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;
 }
 

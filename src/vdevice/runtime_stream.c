@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "vdevice/runtime.h"
+#include "vdev_runtime.h"
 
 struct vrt_stream {
     int dev, priority;
@@ -129,7 +129,8 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *data)
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *data, unsigned int flags)
+cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *data,
+                                  unsigned int flags)
 {
     cb(s, cudaSuccess, data);
     return cudaSuccess;

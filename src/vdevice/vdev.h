@@ -9,7 +9,7 @@
  * counted apart from the address space. Kernels do nothing.
  *
  * Settings, read once from the environment at first use:
- *   MEMHIST_VDEVICE_GPU      preset name (presets.c; default H100)
+ *   MEMHIST_VDEVICE_GPU      preset name (vdev_presets.c; default H100)
  *   MEMHIST_VDEVICE_MEMORY   capacity per device, e.g. 24GiB (default: the preset's)
  *   MEMHIST_VDEVICE_COUNT    number of devices, 1 to 16 (default 1, or
  *                            $LOCAL_WORLD_SIZE under torchrun: a device per rank)
@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vdevice/presets.h"
+#include "vdev_presets.h"
 
 #define MH_VDEV_MAX_DEVICES 16
 #define MH_VDEV_PAGE (2u << 20) /* allocation granularity of device memory */
@@ -51,6 +51,10 @@ int mh__vdev_map(void *ptr, size_t size);
 int mh__vdev_unmap(void *ptr, size_t size);
 /* The device whose memory holds p, or -1 for host memory. */
 int mh__vdev_ptr_device(const void *p, void **base, size_t *size);
+/* Pinned host memory: registered ranges, so pointer attributes say "host". */
+int mh__vdev_pin(void *p, size_t size);
+int mh__vdev_unpin(void *p); /* -1 if p starts no registered range */
+int mh__vdev_is_pinned(const void *p);
 void mh__vdev_mem_info(int dev, size_t *free_bytes, size_t *total);
 /* memset that gives pages back instead of writing zeros to large ranges. */
 void mh__vdev_memset(void *p, int value, size_t n);

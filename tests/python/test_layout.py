@@ -29,12 +29,14 @@ MODULES = {
                  ["analysis.h", "categories.h", "device_report.h", "diag.h", "layers.h",
                   "oom_explain.h", "replay_file.h", "stacks.h", "whatif_check.h"]),
     "import": (["src/import"], ["model"], ["snapshot_import.h", "pickle_read.h", "pickle_value.h"]),
-    "viz_common": (["viz/common"], [], ["json.h", "json_read.h", "pickle_write.h", "sink.h"]),
+    "viz_common": (["viz/common"], [], ["json.h", "json_read.h", "outfile.h", "pickle_write.h",
+                                        "sink.h"]),
     "viz_plot": (["viz/plot"], ["viz_common", "analysis"], ["plot.h"]),
     "viz_snapshot": (["viz/snapshot"], ["viz_common", "analysis"], ["snapshot_export.h"]),
     "viz_trace": (["viz/trace"], ["viz_common", "analysis"], ["trace_writer.h"]),
+    "vdevice": (["src/vdevice"], [], ["vdev_presets.h"]),
     "cli": (["src/cli"], ["viz_plot", "viz_snapshot", "viz_trace", "viz_common", "import",
-                          "analysis", "sim", "model"], []),
+                          "analysis", "sim", "model", "vdevice"], []),
 }
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

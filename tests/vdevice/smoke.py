@@ -33,6 +33,9 @@ def check_bad_settings():
         r = run(["simulate"] + opts + ["--"] + prog)
         assert r.returncode == want, (opts, r.returncode, r.stderr)
         assert len(r.stderr.strip().splitlines()) <= 2 and "memhist" in r.stderr, (opts, r.stderr)
+    for args in (["simulate", "--gpu", "L4", "--"], ["simulate", "--devices", "2"]):
+        r = run(args)  # no command after "--"; an option of the command mode without a command
+        assert r.returncode == 2 and r.stderr.startswith("memhist simulate: "), (args, r.returncode, r.stderr)
     r = run(["simulate", "--", "memhist-no-such-command"])
     assert r.returncode == 1 and "not found" in r.stderr, (r.returncode, r.stderr)
     with tempfile.TemporaryDirectory() as tmp:  # no command: the built-in workloads keep working

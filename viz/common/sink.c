@@ -1,6 +1,7 @@
 /* sink.c - file and memory sinks for every output writer (see sink.h). */
 #include "sink.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +48,10 @@ int mh__sink_write(struct mh_sink *s, const void *data, size_t len)
     if (s->error)
         return s->error;
     if (s->fp) {
-        if (len && fwrite(data, 1, len, s->fp) != len)
+        if (len && fwrite(data, 1, len, s->fp) != len) {
             s->error = MH_EIO;
+            s->errnum = errno ? errno : EIO;
+        }
     } else {
         s->error = mem_reserve(s, len);
         if (!s->error && len) {
@@ -90,7 +93,9 @@ int mh__sink_printf(struct mh_sink *s, const char *fmt, ...)
 
 int mh__sink_finish(struct mh_sink *s)
 {
-    if (s->fp && !s->error && fflush(s->fp) != 0)
+    if (s->fp && !s->error && fflush(s->fp) != 0) {
         s->error = MH_EIO;
+        s->errnum = errno ? errno : EIO;
+    }
     return s->error;
 }

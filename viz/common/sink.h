@@ -16,6 +16,7 @@ struct mh_sink {
     size_t len, cap;
     uint64_t bytes;  /* total bytes accepted */
     int error;       /* first error (negative MH_E* code), 0 if none */
+    int errnum;      /* the system's errno behind a file error, 0 if none */
 };
 
 /* A sink writing to `fp` (borrowed; not closed by the sink). */

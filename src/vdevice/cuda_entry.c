@@ -1,4 +1,4 @@
-/* driver_misc.c - the driver API's error strings and entry-point lookup
+/* cuda_entry.c - the driver API's error strings and entry-point lookup
  * (cuGetProcAddress, which the runtime's cudaGetDriverEntryPoint* also
  * answers from), part of the stand-in libcuda.so.1. A requested name maps to
  * the versioned function the real driver would give for CUDA 12+ requests
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vdevice/vdev.h"
+#include "vdev.h"
 
 static const struct {
     CUresult code;

@@ -1,4 +1,4 @@
-/* presets.h - the GPU models the virtual device can pose as (name, SM count,
+/* vdev_presets.h - the GPU models the virtual device can pose as (name, SM count,
  * compute capability, memory), shared by the stand-in libraries
  * (src/vdevice) and `memhist simulate --gpu` (src/cli). */
 #ifndef MH_VDEV_PRESETS_H

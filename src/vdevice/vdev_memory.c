@@ -1,6 +1,7 @@
-/* memory.c - the virtual device's memory: one MAP_NORESERVE range per device
+/* vdev_memory.c - the virtual device's memory: one MAP_NORESERVE range per device
  * from which cudaMalloc/cuMemAlloc take 2 MiB-aligned extents (first fit),
- * address reservations for the virtual memory API, and the capacity count
+ * address reservations for the virtual memory API, the registry of pinned
+ * host memory (cudaHostAlloc, cudaHostRegister), and the capacity count
  * that makes allocations fail as on a full GPU. Part of the stand-in
  * libcuda.so.1. Pages are only backed by host memory once written; large
  * zero-fills give them back (madvise), so untouched or zeroed device memory
@@ -10,7 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "vdevice/vdev.h"
+#include "vdev.h"
 
 struct extent {
     uintptr_t base;
@@ -26,13 +27,14 @@ struct extents {
 struct device_mem {
     uintptr_t base; /* the device's allocation range; 0 until first use */
     size_t range;
-    uint64_t used; /* allocations + physical memory of the VM API */
+    uint64_t used;         /* allocations + physical memory of the VM API */
     struct extents allocs; /* sorted by base */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct device_mem devs[MH_VDEV_MAX_DEVICES];
 static struct extents reservations;
+static struct extents pinned; /* page-locked host memory (dev -1) */
 
 static size_t round_page(size_t n)
 {
@@ -164,7 +166,8 @@ void mh__vdev_physical_give(int dev, size_t size)
 void *mh__vdev_reserve(int dev, size_t size)
 {
     size_t len = round_page(size);
-    void *p = mmap(NULL, len + MH_VDEV_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap(NULL, len + MH_VDEV_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     uintptr_t base = ((uintptr_t)p + MH_VDEV_PAGE - 1) / MH_VDEV_PAGE * MH_VDEV_PAGE;
@@ -247,4 +250,33 @@ void mh__vdev_memset(void *p, int value, size_t n)
         return;
     }
     memset(p, value, n);
+}
+
+int mh__vdev_pin(void *p, size_t size)
+{
+    pthread_mutex_lock(&lock);
+    size_t i = 0;
+    while (i < pinned.n && pinned.v[i].base < (uintptr_t)p)
+        i++;
+    int rc = insert_at(&pinned, i, (struct extent){(uintptr_t)p, size ? size : 1, -1});
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+int mh__vdev_unpin(void *p)
+{
+    pthread_mutex_lock(&lock);
+    long i = find(&pinned, (uintptr_t)p, 1);
+    if (i >= 0)
+        remove_at(&pinned, (size_t)i);
+    pthread_mutex_unlock(&lock);
+    return i >= 0 ? 0 : -1;
+}
+
+int mh__vdev_is_pinned(const void *p)
+{
+    pthread_mutex_lock(&lock);
+    long i = find(&pinned, (uintptr_t)p, 0);
+    pthread_mutex_unlock(&lock);
+    return i >= 0;
 }

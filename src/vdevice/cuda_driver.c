@@ -1,4 +1,4 @@
-/* driver.c - the CUDA driver API of the virtual device (stand-in
+/* cuda_driver.c - the CUDA driver API of the virtual device (stand-in
  * libcuda.so.1): devices, primary contexts, memory and the virtual memory API
  * that torch's expandable segments use, error strings. Every other driver
  * function is a generated stub answering CUDA_ERROR_NOT_SUPPORTED
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vdevice/vdev.h"
+#include "vdev.h"
 
 struct vdev_ctx {
     int dev;

@@ -1,8 +1,9 @@
-/* presets.c - the table of GPU models the virtual device can pose as, and the
- * size parser its environment settings use. Memory totals are the totals the
- * CUDA driver reports for these boards (nvidia-smi's "Total"), which is less
- * than the marketed size on most of them. */
-#include "vdevice/presets.h"
+/* vdev_presets.c - the table of GPU models the virtual device can pose as, and the
+ * size parser its environment settings use. Memory totals approximate what
+ * the CUDA driver reports for these boards (nvidia-smi's "Total"), which is
+ * less than the marketed size on most of them; --device-memory gives the
+ * exact figure of a particular card. */
+#include "vdev_presets.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -69,10 +70,20 @@ int mh__vdev_parse_size(const char *text, uint64_t *out)
     static const struct {
         const char *suffix;
         double mult;
-    } units[] = {{"", 1},          {"B", 1},          {"K", 1024.0},     {"KB", 1024.0},
-                 {"KiB", 1024.0},  {"M", 1048576.0},  {"MB", 1048576.0}, {"MiB", 1048576.0},
-                 {"G", 1073741824.0}, {"GB", 1073741824.0}, {"GiB", 1073741824.0},
-                 {"T", 1099511627776.0}, {"TB", 1099511627776.0}, {"TiB", 1099511627776.0}};
+    } units[] = {{"", 1},
+                 {"B", 1},
+                 {"K", 1024.0},
+                 {"KB", 1024.0},
+                 {"KiB", 1024.0},
+                 {"M", 1048576.0},
+                 {"MB", 1048576.0},
+                 {"MiB", 1048576.0},
+                 {"G", 1073741824.0},
+                 {"GB", 1073741824.0},
+                 {"GiB", 1073741824.0},
+                 {"T", 1099511627776.0},
+                 {"TB", 1099511627776.0},
+                 {"TiB", 1099511627776.0}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcasecmp(end, units[i].suffix) == 0) {
             double bytes = v * units[i].mult;

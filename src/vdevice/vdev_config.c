@@ -1,4 +1,4 @@
-/* config.c - the virtual device's settings (vdev.h lists them), read from
+/* vdev_config.c - the virtual device's settings (vdev.h lists them), read from
  * the environment once, and the device contexts and synchronization epoch.
  * Part of the stand-in libcuda.so.1. A bad setting falls back to the default
  * and is kept in config.error (libraries never print; `memhist simulate`
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vdevice/vdev.h"
+#include "vdev.h"
 
 static struct mh__vdev_config cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
