@@ -35,6 +35,7 @@ struct mh__plot_stack {
 /* The compressed time axis (plot_warp.c): stretches with no allocator
  * activity of the device, in time order, each drawn `keep` ns wide. */
 #define MH__PLOT_GAPS 32
+#define MH__PLOT_WARP_MIN_EVENTS 200 /* fewer memory events: a linear axis */
 struct mh__plot_warp {
     int n;
     uint64_t a[MH__PLOT_GAPS], len[MH__PLOT_GAPS]; /* absolute start, length (ns) */

@@ -143,6 +143,10 @@ static int replay(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__
     }
     if (rc < 0)
         s->read_error = rc;
+    if (s->last_mem_ns && s->win_last > s->last_mem_ns) /* idle to the window's end */
+        mh__plot_warp_offer(&s->warp, s->last_mem_ns, s->win_last);
+    if (s->dev_events < MH__PLOT_WARP_MIN_EVENTS) /* too sparse to tell idle from busy */
+        s->warp.n = 0;
     mh__plot_warp_finish(&s->warp, s->win_last > s->win_first ? s->win_last - s->win_first : 0);
     mh_model_finish(s->model);
     return 0;

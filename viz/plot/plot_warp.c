@@ -5,8 +5,9 @@
  * events of the plotted device; the longest are kept, and those much longer
  * than the activity around them become gaps drawn `keep` ns wide. Axis
  * values are then "warped ns since t0"; tick labels show the real time
- * (mh__plot_unwarp), and the timeline marks each gap. With --x time (or no
- * gap found) the warp is the identity. */
+ * (mh__plot_unwarp), and the timeline marks each gap. With --x time, fewer
+ * than MH__PLOT_WARP_MIN_EVENTS memory events or no gap found, the warp is
+ * the identity. */
 #include <string.h>
 
 #include "plot_internal.h"
