@@ -102,15 +102,19 @@ static void print_steps(const struct mh_replay *rp, int device)
     printf("\n  %5s %11s %11s %11s %6s %11s %11s %11s %5s %9s %5s %4s\n", "step", "peak alloc",
            "peak reserv", "end reserv", "frag", "alloc@rpeak", "inact split", "largest free",
            "segs", "seg +/-", "retry", "ooms");
-    for (size_t i = 0; i < n; i++) {
+    struct mh_step_stats setup;
+    int has_setup = mh_model_setup(rp->model, device, &setup) == 0 && setup.peak_reserved > 0;
+    for (size_t i = has_setup ? 0 : 1; i <= n; i++) {
         struct mh_step_stats s;
-        if (mh_model_step(rp->model, device, i, &s) != 0)
+        if (i == 0)
+            s = setup;
+        else if (mh_model_step(rp->model, device, i - 1, &s) != 0)
             continue;
-        char seg[24];
+        char seg[24], label[24];
+        snprintf(label, sizeof label, "%" PRId64, s.step);
         snprintf(seg, sizeof seg, "+%" PRIu64 "/-%" PRIu64, s.segment_allocs, s.segment_frees);
-        printf("  %5" PRId64 " %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64
-               "\n",
-               s.step, mh__cli_bytes(s.peak_allocated, a), mh__cli_bytes(s.peak_reserved, r),
+        printf("  %5s %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64 "\n",
+               i == 0 ? "setup" : label, mh__cli_bytes(s.peak_allocated, a), mh__cli_bytes(s.peak_reserved, r),
                mh__cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation,
                mh__cli_bytes(s.allocated_at_reserved_peak, ar),
                mh__cli_bytes(s.inactive_split_at_reserved_peak, is),

@@ -91,6 +91,8 @@ struct mh__device {
     struct mh__step_acc acc;
     struct mh_step_stats *steps;
     size_t nsteps, capsteps;
+    struct mh_step_stats setup; /* the set-up before a STEP_BEGIN, when has_setup */
+    int has_setup;
     int release_burst; /* the last allocator event released cached memory */
 };
 

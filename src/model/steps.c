@@ -1,7 +1,8 @@
 /* steps.c - training steps, phases, peaks and per-step statistics.
  *
  * Step numbering. Events before any step marker belong to step -1, which is
- * never listed. STEP_BEGIN(N) closes the open step and opens N. STEP_END(N)
+ * never listed; when a STEP_BEGIN ends it, its statistics are kept apart as
+ * the set-up (mh_model_setup). STEP_BEGIN(N) closes the open step and opens N. STEP_END(N)
  * closes the open step and records it as step N (the marker's number wins);
  * step N+1 then opens implicitly at the next event that carries a time, so
  * traces with only STEP_END markers still get per-step statistics. When the
@@ -75,6 +76,10 @@ static int close_period(struct mh_model *m, int64_t label, uint64_t t, int liste
                              : 0.0;
         if (listed && push_step(d, s))
             rc = MH_ENOMEM;
+        else if (!listed && label < 0) { /* set-up, closed by the first STEP_BEGIN */
+            d->setup = *s;
+            d->has_setup = 1;
+        }
     }
     return rc;
 }
@@ -224,4 +229,13 @@ int mh__steps_finish(struct mh_model *m)
     m->step_state = MH__STEPS_PENDING;
     m->cur_step++;
     return close_period(m, m->cur_step - 1, m->last_time_ns, 1);
+}
+
+int mh_model_setup(const struct mh_model *m, int device, struct mh_step_stats *out)
+{
+    if (!m || device < 0 || device >= MH__MAX_DEVICES || !m->dev[device] ||
+        !m->dev[device]->has_setup)
+        return MH_ENOTFOUND;
+    *out = m->dev[device]->setup;
+    return 0;
 }

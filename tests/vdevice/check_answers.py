@@ -8,7 +8,8 @@ runs, and checks memhist's answers against what torch says of the same run:
               peak equal torch's blocks holding those tensors; parameters
               also the sum of the tensors' sizes rounded up to 512 bytes;
               the categories sum to the live bytes; activations are there
-  setup       the model's set-up before the first forward is not step 0
+  setup       the model's set-up before the first forward is its own period
+              in the report, not step 0
   layers      `memhist layers` names the transformer blocks (module paths
               from module scopes) and proposes a checkpointing plan
   plan        checkpointing the first 1, 3 and all blocks of the plan's
@@ -98,7 +99,15 @@ def case_categories(work):
 
 def case_setup(work):
     path, truth = record(work, "setup", [])
-    steps = run_json("report", "--json", path)["devices"][0]["steps"]
+    dev = run_json("report", "--json", path)["devices"][0]
+    steps = dev["steps"]
+    setup = dev.get("setup")
+    check(setup is not None, "the report has a set-up period")
+    if setup:
+        check(setup["end_allocated"] >= truth["parameter_blocks"],
+              "the set-up ends with the parameters allocated (%d >= %d)"
+              % (setup["end_allocated"], truth["parameter_blocks"]))
+        check(setup["end_ns"] <= steps[0]["begin_ns"], "the set-up ends where step 0 begins")
     numbered = [s for s in steps if s["step"] >= 0]
     first = numbered[0]
     check(first["step"] == 0, "the first step is step 0")
