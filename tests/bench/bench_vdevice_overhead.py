@@ -2,8 +2,10 @@
 """bench_vdevice_overhead.py - recorder overhead on the virtual device.
 
 Runs the tiny GPT training loop of tests/gpu/overhead.py on memhist's
-virtual CUDA device in four configurations: no recording, `memhist
---stacks python`, `memhist --stacks none`, and torch's own
+virtual CUDA device in five configurations: no recording, `memhist
+--stacks python`, `memhist --stacks none`, `memhist --stacks python`
+without module scopes (MEMHIST_SCOPES=0, to price the module and optimizer
+hooks), and torch's own
 _record_memory_history(stacks="python"). Kernels do nothing there, so the
 allocator and the recorders dominate the step time: the figures are the
 upper bound of the overhead on a GPU. The configurations alternate in
@@ -32,6 +34,7 @@ CONFIGS = {
     "none": (None, "none"),
     "memhist_python": ("python", "memhist"),
     "memhist_none": ("none", "memhist"),
+    "memhist_python_noscopes": ("python", "memhist"),  # MEMHIST_SCOPES=0: no module hooks
     "torch_python": (None, "torch"),
 }
 
@@ -46,6 +49,8 @@ def command(memhist, stacks, mode, steps, out):
 def one_run(memhist, name, steps, work):
     stacks, mode = CONFIGS[name]
     env = dict(os.environ, MH_OVERHEAD_LABEL=name, PYTHONDONTWRITEBYTECODE="1")
+    if name.endswith("_noscopes"):
+        env["MEMHIST_SCOPES"] = "0"
     p = subprocess.run(command(memhist, stacks, mode, steps, os.path.join(work, name + ".memhist")),
                        capture_output=True, text=True, env=env, timeout=600)
     m = re.search(r"^step_ms_%s: ([0-9.]+)" % name, p.stdout, re.M)

@@ -79,8 +79,9 @@ class Session:
                 if os.environ.get("MEMHIST_VDEVICE") == "1":  # under `memhist simulate`
                     _native.core().mh_recorder_set_meta(self.rec, b"virtual_device", _vdevice_meta())
                 _wrap_metadata(torch, lib)
-                self.scopes = _scopes.Scopes(_native.core(), lib, self.rec, self)
-                self.scopes.install(torch)
+                if os.environ.get("MEMHIST_SCOPES", "1") != "0":
+                    self.scopes = _scopes.Scopes(_native.core(), lib, self.rec, self)
+                    self.scopes.install(torch)
                 atexit.register(stop)
             except Exception as e:  # never break the program
                 self.status = "not recording: %s" % e
