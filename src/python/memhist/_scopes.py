@@ -70,8 +70,10 @@ class Scopes:
         self.handles = []
 
     def _guard(self, fn):
+        compiling = _is_compiling()
+
         def hook(*args):
-            if not self.on:
+            if not self.on or compiling():  # under torch.compile tracing: stay out of the graph
                 return None
             try:
                 fn(*args)
@@ -119,6 +121,9 @@ class Scopes:
     # -- forward ---------------------------------------------------------
     def _fwd_pre(self, module, args):
         stack = self._stack()
+        if stack and id(module) in self.roots:  # a forward that raised left scopes open
+            while stack:
+                self.core.mh_recorder_scope(self.rec, 0, self._sid(stack.pop()), FORWARD, 0)
         path = self._path(module, stack)
         if not stack and id(module) in self.roots:
             self._root_forward(module)
@@ -203,3 +208,12 @@ def _grad_fn(output):
         if fn is not None:
             return fn
     return None
+
+
+def _is_compiling():
+    """torch.compiler.is_compiling where torch has it (a constant to Dynamo)."""
+    try:
+        import torch
+        return torch.compiler.is_compiling
+    except (ImportError, AttributeError):
+        return lambda: False
