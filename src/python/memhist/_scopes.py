@@ -42,6 +42,7 @@ class Scopes:
         self.bwd_lock = threading.Lock()
         self.step_opened = False
         self.roots = set()       # id() of root modules
+        self.root_names = set()  # their paths (class names)
         self.tagged_roots = set()
         self.handles = []
         self.on = True
@@ -96,6 +97,7 @@ class Scopes:
     def _name_root(self, root):
         base = type(root).__name__
         self.roots.add(id(root))
+        self.root_names.add(base)
         self.names[id(root)] = (root, base)
         for name, sub in root.named_modules():
             if name and id(sub) not in self.names:
@@ -161,9 +163,9 @@ class Scopes:
         with self.bwd_lock:
             open_ = self.bwd.setdefault(tid, [])
             inner = []  # a submodule that shares this output's grad_fn opened first
-            while open_ and open_[-1].startswith(path + "."):
+            while open_ and self._within(open_[-1], path):
                 inner.insert(0, open_.pop())
-            while open_ and not path.startswith(open_[-1] + "."):
+            while open_ and not self._within(path, open_[-1]):
                 done = open_.pop()
                 self.core.mh_recorder_scope(self.rec, 0, self._sid(done), BACKWARD, tid)
             open_.append(path)
@@ -171,6 +173,10 @@ class Scopes:
             if not inner:
                 self.core.mh_recorder_scope(self.rec, 1, sid, BACKWARD, tid)
         return None
+
+    def _within(self, path, outer):
+        """`path` is a submodule of `outer` (every module is within its root)."""
+        return path != outer and (outer in self.root_names or path.startswith(outer + "."))
 
     def _close_backward(self):
         with self.bwd_lock:
