@@ -27,8 +27,15 @@ if(NOT Python3_Interpreter_FOUND)
   return()
 endif()
 
+# Under pip (scikit-build-core) the build runs in an isolated environment that
+# hides the packages already installed; the bridge must match the torch the
+# package is installed next to, so torch is looked up without that isolation.
+set(_mh_py_env)
+if(SKBUILD)
+  set(_mh_py_env ${CMAKE_COMMAND} -E env --unset=PYTHONPATH --unset=PYTHONNOUSERSITE)
+endif()
 execute_process(
-  COMMAND ${Python3_EXECUTABLE} -c "import os, torch; print(os.path.dirname(torch.__file__)); print(int(torch._C._GLIBCXX_USE_CXX11_ABI)); print(torch.__version__)"
+  COMMAND ${_mh_py_env} ${Python3_EXECUTABLE} -c "import os, torch; print(os.path.dirname(torch.__file__)); print(int(torch._C._GLIBCXX_USE_CXX11_ABI)); print(torch.__version__)"
   OUTPUT_VARIABLE _mh_torch_out RESULT_VARIABLE _mh_torch_rc ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT _mh_torch_rc EQUAL 0)
   mh_torch_skip("python3 cannot import torch")
@@ -97,7 +104,7 @@ set_target_properties(memhist_torch PROPERTIES OUTPUT_NAME memhist_torch
 # the full libtorch (torch/torch.h, libtorch.so pulls in libtorch_cuda).
 file(GLOB MH_CPP_EXAMPLES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/examples/cpp/*.cpp)
 find_library(MH_TORCH_LIB_torch torch PATHS ${MH_TORCH_DIR}/lib NO_DEFAULT_PATH)
-if(MH_TORCH_LIB_torch)
+if(MH_TORCH_LIB_torch AND MEMHIST_EXAMPLES)
   foreach(src ${MH_CPP_EXAMPLES})
     get_filename_component(n ${src} NAME_WE)
     add_executable(example_cpp_${n} ${src})

@@ -6,12 +6,14 @@
 # Builds test_viz_plot_render, runs it with MH_REGEN_GOLDEN pointing at a
 # scratch folder, then copies the images over the committed ones and reports,
 # per image, unchanged / changed (sizes and, with Pillow, differing pixels) / new.
-# The .memhist inputs the CLI tests plot are rewritten too.
+# The .memhist inputs the CLI tests plot are rewritten too. Then the CLI golden
+# outputs (tests/cli/*.out) are rewritten from the built memhist and the files
+# that changed are listed (review them with git diff before committing).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${1:-$root/build}"
+build="$(cd "${1:-$root/build}" && pwd)"
 golden="$root/tests/data/golden"
-cmake --build "$build" --target test_viz_plot_render -j2 >/dev/null
+cmake --build "$build" --target test_viz_plot_render memhist_cli -j2 >/dev/null
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 MH_REGEN_GOLDEN="$scratch" "$build/tests/test_viz_plot_render" --filter 'plot_golden/*' --jobs 1 >/dev/null
@@ -42,3 +44,5 @@ PY
   fi
   cp "$new" "$old"
 done
+MEMHIST="$build/memhist" MEMHIST_REGEN=1 python3 "$root/tests/python/test_cli_golden.py" >/dev/null
+git -C "$root" status --short -- tests/cli | sed 's/^/cli golden /'

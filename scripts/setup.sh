@@ -3,11 +3,12 @@
 #
 # System packages come from Debian/Ubuntu (apt); Python packages from PyPI:
 # torch (for the libtorch bridge and for torch's own _memory_viz.py that checks our
-# snapshots) and matplotlib (plot benchmark). Set MEMHIST_SKIP_PIP=1 to skip pip.
+# snapshots), matplotlib (plot benchmark) and jsonschema (checks the --json outputs against
+# docs/schema). Set MEMHIST_SKIP_PIP=1 to skip pip.
 set -euo pipefail
 
-apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev
-              libcriterion-dev libdw-dev python3 python3-pip)
+apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev zlib1g-dev
+              libcriterion-dev libdw-dev python3 python3-pip python3-venv)
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -25,6 +26,7 @@ if [ "${MEMHIST_SKIP_PIP:-0}" != "1" ]; then
     py_missing=()
     python3 -c "import torch" 2>/dev/null || py_missing+=(torch)
     python3 -c "import matplotlib" 2>/dev/null || py_missing+=(matplotlib)
+    python3 -c "import jsonschema" 2>/dev/null || py_missing+=(jsonschema)
     if [ ${#py_missing[@]} -gt 0 ]; then
         echo "setup: pip installing ${py_missing[*]} (torch is large; this takes a few minutes once)"
         python3 -m pip install -q "${py_missing[@]}" ||

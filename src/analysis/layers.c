@@ -13,6 +13,7 @@
 #include "layers_int.h"
 #include "addrmap.h"
 #include "stacks.h"
+#include "utf8.h"
 
 static int is_module_path(const char *s)
 {
@@ -92,7 +93,7 @@ const char *mh__layer_name(const struct mh_reader *r, uint32_t str, uint32_t sta
         layer_from_path(meta, buf, len);
     else if (!layer_from_stack(r, stack, buf, len))
         mh__stack_label(r, stack, buf, len);
-    return buf;
+    return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
 }
 
 /* Interns layer names per (metadata, stack) pair. */

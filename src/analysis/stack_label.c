@@ -1,6 +1,7 @@
 /* stack_label.c - picks and formats the most informative frame of a stack
  * (see stacks.h). Offline only: reads definitions from a reader. */
 #include "stacks.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -79,7 +80,7 @@ const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf,
         snprintf(buf, len, "%s:%u %s", f.file, f.line, f.func);
     else
         snprintf(buf, len, "%s %s", f.file, f.func);
-    return buf;
+    return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
 }
 
 const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len)
@@ -97,5 +98,5 @@ const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf
         snprintf(buf, len, "%s:%u %s", short_path(f.file), f.line, f.func);
     else
         snprintf(buf, len, "%s %s", short_path(f.file), f.func);
-    return buf;
+    return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
 }

@@ -94,4 +94,18 @@ int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
 const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
                                size_t max_frames, char *buf, size_t len);
 
+/* Every --json output is one object that starts with "schema" (this number,
+ * raised when a shape changes incompatibly; docs/json.md) and "command". */
+#define MH_JSON_SCHEMA 1
+struct mh_json;
+struct mh_sink;
+/* Starts that object on stdout: sink and j are set up, the caller ends the
+ * object and finishes the sink. */
+void mh__cli_json_begin(struct mh_json *j, struct mh_sink *sink, const char *command);
+
+/* A string from a recording made safe for text output: control characters
+ * and bytes that are not UTF-8 become \xNN. Returns buf (len bytes), or s
+ * itself when nothing needs escaping; NULL stays NULL. */
+const char *mh__cli_text(const char *s, char *buf, size_t len);
+
 #endif

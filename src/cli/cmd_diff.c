@@ -203,9 +203,7 @@ static void print_json(struct run_view *v, const struct delta_list *layers,
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh__sink_init_file(&sink, stdout);
-    mh__json_init(&j, &sink, 1);
-    mh__json_begin_object(&j);
+    mh__cli_json_begin(&j, &sink, "diff");
     mh__json_kv_string(&j, "a", v[0].an.rp.path);
     mh__json_kv_string(&j, "b", v[1].an.rp.path);
     json_pair(&j, "peak_allocated", v[0].pa.value, v[1].pa.value);

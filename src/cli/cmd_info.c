@@ -48,16 +48,17 @@ static const char *status_text(const struct mh_file_summary *s, const struct mh_
 
 static void print_text(const char *path, const struct mh_reader *r, const struct mh_file_summary *s)
 {
-    char b1[40], b2[40];
+    char b1[40], b2[40], k[256], v[1024];
     printf("%-16s %s\n", "file", path);
     printf("%-16s version %u\n", "format", s->format_version);
     const char *key, *value;
     for (size_t i = 0; mh_reader_meta_at(r, i, &key, &value); i++)
-        printf("%-16s %s\n", key, value);
+        printf("%-16s %s\n", mh__cli_text(key, k, sizeof k), mh__cli_text(value, v, sizeof v));
     for (size_t i = 0; i < mh_reader_device_count(r); i++) {
         struct mh_device_info d;
         if (mh_reader_device(r, i, &d) == 0)
-            printf("device %-9d %s%s%s\n", d.device, d.name[0] ? d.name : "(unnamed)",
+            printf("device %-9d %s%s%s\n", d.device,
+                   d.name[0] ? mh__cli_text(d.name, v, sizeof v) : "(unnamed)",
                    d.total_bytes ? ", " : "",
                    d.total_bytes ? mh__cli_bytes(d.total_bytes, b1) : "");
     }
@@ -78,9 +79,7 @@ static void print_json(const char *path, const struct mh_reader *r, const struct
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh__sink_init_file(&sink, stdout);
-    mh__json_init(&j, &sink, 1);
-    mh__json_begin_object(&j);
+    mh__cli_json_begin(&j, &sink, "info");
     mh__json_kv_string(&j, "file", path);
     mh__json_kv_uint(&j, "format_version", s->format_version);
     mh__json_key(&j, "meta");

@@ -448,9 +448,7 @@ static int run_layers(int argc, char **argv)
     struct mh_sink sink;
     struct mh_json j;
     if (rc == 0 && o.json) {
-        mh__sink_init_file(&sink, stdout);
-        mh__json_init(&j, &sink, 1);
-        mh__json_begin_object(&j);
+        mh__cli_json_begin(&j, &sink, "layers");
         mh__json_key(&j, "files");
         mh__json_begin_array(&j);
     }

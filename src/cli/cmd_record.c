@@ -37,7 +37,7 @@ static const char usage[] =
     "  -h, --help          show this help\n\n"
     "environment: MEMHIST_LIB_DIR (libmemhist.so, libmemhist_torch.so) and\n"
     "MEMHIST_PYTHON_DIR (the directory holding the memhist package) override where\n"
-    "they are looked for (next to this binary, then the source tree it was built from).\n\n"
+    "they are looked for (the installation this binary belongs to).\n\n"
     "example: memhist record -o run.memhist -- python train.py --epochs 1\n";
 
 static int run_record(int argc, char **argv);
@@ -53,62 +53,28 @@ static int is_file(const char *dir, const char *name)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The memhist source directory recorded in the build tree's CMakeCache.txt. */
-static int source_from_cache(const char *bindir, char *out, size_t len)
-{
-    char p[PATH_MAX], line[PATH_MAX + 64];
-    snprintf(p, sizeof p, "%s/CMakeCache.txt", bindir);
-    FILE *f = fopen(p, "r");
-    if (!f)
-        return -1;
-    int found = -1;
-    while (found < 0 && fgets(line, sizeof line, f)) {
-        const char *key = "memhist_SOURCE_DIR:STATIC=";
-        if (strncmp(line, key, strlen(key)) == 0) {
-            snprintf(out, len, "%s", line + strlen(key));
-            out[strcspn(out, "\n")] = '\0';
-            found = 0;
-        }
-    }
-    fclose(f);
-    return found;
-}
+/* Where an installed memhist keeps its libraries and Python package,
+ * relative to the directory of this binary (cmake/install.cmake). */
+#ifndef MH_REL_LIBDIR
+#define MH_REL_LIBDIR "../lib"
+#endif
+#ifndef MH_REL_PYDIR
+#define MH_REL_PYDIR "../share/memhist/python"
+#endif
 
-/* Finds the directory holding the memhist package: $MEMHIST_PYTHON_DIR, an
- * installed share/memhist/python next to the binary, or the source tree. */
-static int find_python_dir(const char *bindir, char *out, size_t len)
+/* The first of $ENV (when set), BINDIR/REL and BINDIR/BUILD (the build
+ * tree's layout) whose PROBE file exists, resolved into out (PATH_MAX). */
+static int find_dir(const char *env, const char *bindir, const char *rel, const char *build,
+                    const char *probe, char *out)
 {
-    const char *env = getenv("MEMHIST_PYTHON_DIR");
-    char cand[3][PATH_MAX + 32], src[PATH_MAX];
-    int n = 0;
-    if (env && *env)
-        snprintf(cand[n++], sizeof cand[0], "%s", env);
-    snprintf(cand[n++], sizeof cand[0], "%s/../share/memhist/python", bindir);
-    if (source_from_cache(bindir, src, sizeof src) == 0)
-        snprintf(cand[n++], sizeof cand[0], "%s/src/python", src);
-    for (int i = 0; i < n; i++) {
-        char pkg[PATH_MAX + 48];
-        snprintf(pkg, sizeof pkg, "%s/memhist", cand[i]);
-        if (is_file(pkg, "__init__.py") && realpath(cand[i], out)) {
-            (void)len;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static int find_lib_dir(const char *bindir, char *out, size_t len)
-{
-    const char *env = getenv("MEMHIST_LIB_DIR");
-    if (env && *env) {
-        snprintf(out, len, "%s", env);
-        return is_file(out, "libmemhist_torch.so") ? 0 : -1;
-    }
+    const char *val = getenv(env);
+    if (val && *val)
+        return is_file(val, probe) && realpath(val, out) ? 0 : -1;
     char cand[2][PATH_MAX];
-    snprintf(cand[0], PATH_MAX, "%s", bindir);
-    snprintf(cand[1], PATH_MAX, "%s/../lib", bindir);
+    snprintf(cand[0], PATH_MAX, "%s/%s", bindir, rel);
+    snprintf(cand[1], PATH_MAX, "%s/%s", bindir, build);
     for (int i = 0; i < 2; i++)
-        if (is_file(cand[i], "libmemhist_torch.so") && realpath(cand[i], out))
+        if (is_file(cand[i], probe) && realpath(cand[i], out))
             return 0;
     return -1;
 }
@@ -130,14 +96,12 @@ static int parse_args(int argc, char **argv, struct mh_cli_record_opts *o, int *
         else if (c == 'r')
             o->op_ranges = 1;
         else if (c == ':' || (c == '?' && optopt))
-            return mh__cli_usage_error(&mh__cmd_record, "option '%s' needs a value",
-                                       argv[optind - 1]);
+            return mh__cli_usage_error(&mh__cmd_record, "option '%s' needs a value", argv[optind - 1]);
         else
             return mh__cli_usage_error(&mh__cmd_record, "unknown option '%s'", argv[optind - 1]);
     }
     if (strcmp(o->stacks, "python") && strcmp(o->stacks, "all") && strcmp(o->stacks, "none"))
-        return mh__cli_usage_error(&mh__cmd_record,
-                                   "--stacks must be python, all or none, not '%s'", o->stacks);
+        return mh__cli_usage_error(&mh__cmd_record, "--stacks must be python, all or none, not '%s'", o->stacks);
     if (optind >= argc)
         return mh__cli_usage_error(&mh__cmd_record, "no command to run (put it after --)");
     *cmd_index = optind;
@@ -154,13 +118,14 @@ static int setup_env(const struct mh_cli_record_opts *o, const char *out_abs, co
     }
     exe[n] = '\0';
     *strrchr(exe, '/') = '\0';
-    if (find_lib_dir(exe, libdir, sizeof libdir) < 0) {
-        mh__cli_error("%s: libmemhist_torch.so not found next to %s or in $MEMHIST_LIB_DIR "
-                      "(was memhist built with torch? see MEMHIST_WITH_TORCH)",
-                      o->who, exe);
+    if (find_dir("MEMHIST_LIB_DIR", exe, MH_REL_LIBDIR, ".", "libmemhist_torch.so", libdir) < 0) {
+        mh__cli_error("%s: the torch bridge libmemhist_torch.so is not in %s/%s or $MEMHIST_LIB_DIR: "
+                      "this memhist was built without torch; install torch, then reinstall or "
+                      "rebuild memhist (CMake: MEMHIST_WITH_TORCH=ON)",
+                      o->who, exe, MH_REL_LIBDIR);
         return -1;
     }
-    if (find_python_dir(exe, pydir, sizeof pydir) < 0) {
+    if (find_dir("MEMHIST_PYTHON_DIR", exe, MH_REL_PYDIR, "python", "memhist/__init__.py", pydir) < 0) {
         mh__cli_error("%s: the memhist Python package was not found (set MEMHIST_PYTHON_DIR)", o->who);
         return -1;
     }
@@ -225,17 +190,17 @@ static int report_status(const char *status_path, const char *out_abs)
     char line[4096];
     int files = 0, lines = 0;
     while (f && fgets(line, sizeof line, f)) {
-        char *pid = strtok(line, "\t"), *path = strtok(NULL, "\t"), *events = strtok(NULL, "\t");
+        char *who = strtok(line, "\t"), *path = strtok(NULL, "\t"), *events = strtok(NULL, "\t");
         char *status = strtok(NULL, "\n");
-        if (!pid || !path || !events || !status)
+        if (!who || !path || !events || !status)
             continue;
         lines++;
         if (strcmp(path, "-") != 0) {
             files++;
-            fprintf(stderr, "memhist: process %s: %s events recorded to %s (%s)\n", pid, events, path, status);
+            fprintf(stderr, "memhist: %s: %s events recorded to %s (%s)\n", who, events, path, status);
             fprintf(stderr, "memhist: next: memhist report %s\n", path);
         } else {
-            fprintf(stderr, "memhist: process %s: nothing recorded: %s\n", pid,
+            fprintf(stderr, "memhist: %s: nothing recorded: %s\n", who,
                     strncmp(status, "not recording: ", 15) == 0 ? status + 15 : status);
         }
     }

@@ -10,9 +10,12 @@
 
 #include "printers.h"
 #include "analysis.h"
+#include "json.h"
+#include "sink.h"
 
 static const char usage[] =
-    "usage: memhist report [--device N] [--top N] [--frames N] [--json] FILE...\n\n"
+    "usage: memhist report [--device N] [--top N] [--frames N] [--steps A:B | --all-steps]\n"
+    "                      [--json] FILE...\n\n"
     "Per device: peak allocated and peak reserved with time and step; the top N\n"
     "live allocation groups at the allocated peak, grouped by stack, and the bytes\n"
     "live at the peak by category (parameter, gradient, optimizer_state,\n"
@@ -24,15 +27,19 @@ static const char usage[] =
     "checked by a what-if replay under expandable_segments:True; and every OOM\n"
     "with the request, free device memory, reserved but unallocated bytes and the\n"
     "largest free block (`memhist oom` explains them). Several files (one per\n"
-    "rank) are reported in turn, then the worst rank by peak reserved.\n\n"
+    "rank) are reported in turn, then the worst rank by peak reserved. Runs of\n"
+    "more than 30 steps get a summarised table: the first and last steps, the\n"
+    "peak steps and the outliers (OOMs, retries, peaks well above the median).\n\n"
     "'allocated' is what torch.cuda.memory_allocated() reports (rounded block\n"
     "sizes); 'reserved' is torch.cuda.memory_reserved() (segment sizes).\n\n"
     "options:\n"
-    "  --device N  only device N (default: every device in the file)\n"
-    "  --top N     allocation groups to list at the peak (default 10)\n"
-    "  --frames N  stack frames shown per group in text output (default 6)\n"
-    "  --json      print one JSON object instead of text\n"
-    "  -h, --help  show this help\n";
+    "  --device N   only device N (default: every device in the file)\n"
+    "  --top N      allocation groups to list at the peak (default 10)\n"
+    "  --frames N   stack frames shown per group in text output (default 6)\n"
+    "  --steps A:B  only steps A..B in the per-step table and JSON (A:, :B, N)\n"
+    "  --all-steps  every step in the per-step table, however long the run\n"
+    "  --json       print one JSON object instead of text\n"
+    "  -h, --help   show this help\n";
 
 static int run_report(int argc, char **argv);
 
@@ -44,6 +51,8 @@ struct report_opts {
     int device; /* -1 = all */
     uint64_t top, frames;
     int json;
+    struct mh_json *j; /* the output object when json */
+    struct mh_report_view view;
     const char *path;
     char **paths;
     size_t npaths;
@@ -55,8 +64,11 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
                                          {"top", required_argument, NULL, 't'},
                                          {"frames", required_argument, NULL, 'f'},
                                          {"json", no_argument, NULL, 'j'},
+                                         {"steps", required_argument, NULL, 's'},
+                                         {"all-steps", no_argument, NULL, 'a'},
                                          {0, 0, 0, 0}};
-    *o = (struct report_opts){-1, 10, 6, 0, NULL, NULL, 0};
+    *o = (struct report_opts){.device = -1, .top = 10, .frames = 6};
+    char err[160];
     uint64_t v;
     int c;
     optind = 1;
@@ -70,6 +82,12 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
             ;
         else if (c == 'j')
             o->json = 1;
+        else if (c == 'a')
+            o->view.all_steps = 1;
+        else if (c == 's' && mh__cli_parse_window(optarg, NULL, &o->view.steps, err, sizeof err) != 0)
+            return mh__cli_usage_error(&mh__cmd_report, "%s", err);
+        else if (c == 's')
+            ;
         else if (c == '?')
             return mh__cli_usage_error(&mh__cmd_report, "unknown option '%s'", argv[optind - 1]);
         else
@@ -80,6 +98,9 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     }
     if (optind >= argc)
         return mh__cli_usage_error(&mh__cmd_report, "missing FILE");
+    if (o->view.all_steps && o->view.steps.has_steps)
+        return mh__cli_usage_error(&mh__cmd_report, "--steps and --all-steps exclude each other");
+    o->view.max_frames = (size_t)o->frames;
     o->paths = argv + optind;
     o->npaths = (size_t)(argc - optind);
     return 0;
@@ -138,9 +159,9 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
                       n, n == 1 ? "" : "s");
         rc = MH_EINVAL;
     } else if (rc == 0 && o->json) {
-        mh__report_print_json(rp, devs, used);
+        mh__report_print_json(o->j, rp, devs, used, &o->view.steps);
     } else if (rc == 0) {
-        mh__report_print_text(rp, devs, used, (size_t)o->frames);
+        mh__report_print_text(rp, devs, used, &o->view);
     }
     for (size_t i = 0; i < used; i++)
         free(devs[i].top);
@@ -148,12 +169,21 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
 }
 
-static void print_worst(const struct mh_analysis *a, size_t n)
+static void print_worst(const struct mh_analysis *a, size_t n, struct mh_json *j)
 {
     uint64_t peak;
     size_t w = mh__analysis_worst(a, n, &peak);
     char b[32];
-    printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
+    if (j) {
+        mh__json_key(j, "worst_rank");
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "file", a[w].rp.path);
+        mh__json_kv_uint(j, "index", w);
+        mh__json_kv_uint(j, "peak_reserved", peak);
+        mh__json_end_object(j);
+    } else if (n > 1) {
+        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
+    }
 }
 
 static int run_report(int argc, char **argv)
@@ -167,6 +197,14 @@ static int run_report(int argc, char **argv)
         mh__cli_error("%s", mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
     }
+    struct mh_sink sink;
+    struct mh_json j;
+    if (o.json) {
+        o.j = &j;
+        mh__cli_json_begin(&j, &sink, "report");
+        mh__json_key(&j, "files");
+        mh__json_begin_array(&j);
+    }
     size_t opened = 0;
     for (size_t i = 0; i < o.npaths && rc == 0; i++) {
         o.path = o.paths[i];
@@ -174,15 +212,18 @@ static int run_report(int argc, char **argv)
             rc = MH_EXIT_FAIL;
         else
             opened++;
-        if (rc == 0 && o.json && o.npaths > 1)
-            printf("%s", i == 0 ? "[\n" : ",\n");
         if (rc == 0)
             rc = report_devices(&o, &a[i]);
     }
-    if (rc == 0 && o.json && o.npaths > 1)
-        printf("]\n");
-    else if (rc == 0 && o.npaths > 1)
-        print_worst(a, o.npaths);
+    if (rc == 0 && o.json) {
+        mh__json_end_array(&j);
+        print_worst(a, o.npaths, &j);
+        mh__json_end_object(&j);
+    } else if (rc == 0) {
+        print_worst(a, o.npaths, NULL);
+    }
+    if (o.json)
+        mh__sink_finish(&sink);
     for (size_t i = 0; i < opened; i++)
         mh__analysis_close(&a[i]);
     free(a);

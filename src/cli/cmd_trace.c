@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gzip.h"
 #include "trace_writer.h"
 
 static const char usage[] =
@@ -22,13 +23,16 @@ static const char usage[] =
     "(allocated, reserved, outside the allocator, total), steps, segment and\n"
     "driver allocations, and OOMs with their explanation.\n\n"
     "options:\n"
-    "  -o, --output OUT   output file ('-' for standard output)\n"
+    "  -o, --output OUT   output file ('-' for standard output; OUT.gz is written\n"
+    "                     gzip-compressed, as TensorBoard and Perfetto read it)\n"
     "  --steps A:B        only steps A..B (inclusive; A:, :B or N also work)\n"
     "  --time A:B         only seconds A..B from the start of the recording\n"
     "  --device N         only GPU N's tracks\n"
-    "  --into PROFILE     add the memory tracks to a torch.profiler trace JSON and\n"
-    "                     write the combined trace (clocks are aligned; only the\n"
-    "                     profiled span is added unless a window is given)\n"
+    "  --into PROFILE     add the memory tracks to a torch.profiler trace JSON (or\n"
+    "                     .json.gz, as tensorboard_trace_handler writes it) and\n"
+    "                     write the combined trace (clocks are aligned, torch's track\n"
+    "                     names kept; only the profiled span is added unless a\n"
+    "                     window is given; a recording outside it is refused)\n"
     "  --pretty           indent the JSON\n"
     "  --warn-size SIZE   warn above this estimated size (default 300MiB)\n"
     "  -h, --help         show this help\n";
@@ -137,10 +141,22 @@ static void warn_size(const struct mh_trace_plan *p, const char *file)
                   mh__cli_bytes(p->est_bytes, b), file, p->suggestion);
 }
 
-/* Writes the trace to an open stream; returns 0 or prints why. */
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* Writes the trace to an open stream (gzip-compressed for OUT.gz); returns 0
+ * or prints why. */
 static int write_output(struct trace_args *a, struct mh_reader *r, struct mh_trace *t,
                         const char *kineto, size_t klen, FILE *fp)
 {
+    FILE *gz = NULL;
+    if (ends_with(a->out, ".gz") && !(fp = gz = mh__gzip_open_write(fp))) {
+        mh__cli_error("%s: %s", a->out, mh_strerror(MH_ENOMEM));
+        return MH_ENOMEM;
+    }
     struct mh_sink sink;
     mh__sink_init_file(&sink, fp);
     char err[200] = "";
@@ -156,6 +172,10 @@ static int write_output(struct trace_args *a, struct mh_reader *r, struct mh_tra
         else
             mh__cli_error("%s: %s", sink.error ? a->out : a->file, mh_strerror(rc));
     }
+    if (gz && fclose(gz) != 0 && rc == 0) {
+        mh__cli_error("%s: cannot write: %s", a->out, strerror(errno));
+        rc = MH_EIO;
+    }
     return rc;
 }
 
@@ -168,6 +188,19 @@ static int produce(struct trace_args *a, struct mh_reader *r, struct mh_trace *t
         return MH_EIO;
     int rc = write_output(a, r, t, kineto, klen, of.fp);
     return mh__cli_output_close(&of, a->out, rc, 0);
+}
+
+/* How the recording and the profile it was merged into line up in time. */
+static void note_overlap(const struct mh_trace_plan *p)
+{
+    uint64_t lo = p->file_first_ns > p->profile_first_ns ? p->file_first_ns : p->profile_first_ns;
+    uint64_t hi = p->file_last_ns < p->profile_last_ns ? p->file_last_ns : p->profile_last_ns;
+    int64_t start = (int64_t)(p->file_first_ns - p->profile_first_ns);
+    mh__cli_error("note: on the profile's clock the recording starts %.3f s %s the profile; "
+                  "%.3f s of the profile's %.3f s are covered",
+                  (double)(start < 0 ? -start : start) / 1e9, start < 0 ? "before" : "after",
+                  hi > lo ? (double)(hi - lo) / 1e9 : 0.0,
+                  (double)(p->profile_last_ns - p->profile_first_ns) / 1e9);
 }
 
 static int run_trace(int argc, char **argv)
@@ -202,6 +235,8 @@ static int run_trace(int argc, char **argv)
     }
     if (rc == 0 && strcmp(a.out, "-") != 0) {
         const struct mh_trace_plan *p = mh__trace_get_plan(t);
+        if (kineto && p->profile_last_ns)
+            note_overlap(p);
         printf("wrote %s (%llu events, %llu launch->GPU arrows); open it in "
                         "https://ui.perfetto.dev\n",
                 a.out, (unsigned long long)p->events, (unsigned long long)p->flows);

@@ -286,9 +286,7 @@ static void print_json(const struct whatif_view *v)
 {
     struct mh_sink sink;
     struct mh_json j;
-    mh__sink_init_file(&sink, stdout);
-    mh__json_init(&j, &sink, 1);
-    mh__json_begin_object(&j);
+    mh__cli_json_begin(&j, &sink, "whatif");
     mh__json_kv_string(&j, "file", v->a->path);
     json_run(&j, "recorded", v->rec, &v->L->conf, v->L->total_bytes);
     json_run(&j, "whatif", v->sim, &v->ro->conf, v->ro->capacity);

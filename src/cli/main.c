@@ -47,10 +47,19 @@ static int print_help(void)
     return mh__cli_finish(MH_EXIT_OK);
 }
 
+static const char help_usage[] =
+    "usage: memhist help [COMMAND]\n\n"
+    "Shows the list of commands, or COMMAND's usage and options (the same as\n"
+    "'memhist COMMAND -h').\n";
+
 static int help_command(int argc, char **argv)
 {
     if (argc < 2)
         return print_help();
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        fputs(help_usage, stdout);
+        return mh__cli_finish(MH_EXIT_OK);
+    }
     const struct mh_cli_command *cmd = find_command(argv[1]);
     if (!cmd) {
         mh__cli_error("no command named '%s'; run 'memhist --help' for the list", argv[1]);

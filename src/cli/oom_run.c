@@ -74,9 +74,7 @@ int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opt
     struct mh_json j;
     int rc = 0;
     if (o->json) {
-        mh__sink_init_file(&sink, stdout);
-        mh__json_init(&j, &sink, 1);
-        mh__json_begin_object(&j);
+        mh__cli_json_begin(&j, &sink, "oom");
         mh__json_key(&j, "files");
         mh__json_begin_array(&j);
     }
@@ -89,6 +87,7 @@ int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opt
         mh__json_key(&j, "worst_rank");
         mh__json_begin_object(&j);
         mh__json_kv_string(&j, "file", a[w].rp.path);
+        mh__json_kv_uint(&j, "index", w);
         mh__json_kv_uint(&j, "peak_reserved", peak);
         mh__json_end_object(&j);
         mh__json_end_object(&j);

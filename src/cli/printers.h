@@ -9,10 +9,33 @@
 #include "json.h"
 #include "oom_explain.h"
 
+/* What `memhist report` shows: frames per stack group, and which rows of the
+ * per-step table (--steps A:B; --all-steps for every row of a long run). */
+struct mh_report_view {
+    size_t max_frames;
+    struct mh_window steps;
+    int all_steps;
+};
+
+/* Runs longer than this many steps get a summarised per-step table. */
+#define MH_REPORT_STEP_ROWS 30
+
+/* The per-step rows to show (report_steps.c): indices into the model's steps
+ * of `device`, ascending, at most `cap`. Every step in the --steps window;
+ * without one, all steps of short runs (or with --all-steps), else the first
+ * and last three, the peak allocated and peak reserved steps, and up to ten
+ * outliers (OOMs, allocation retries, or a peak above the median by more
+ * than 5 % and three median absolute deviations). */
+size_t mh__report_step_rows(const struct mh_model *m, int device, const struct mh_report_view *v,
+                            size_t *rows, size_t cap);
+
 void mh__report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
-                           size_t ndev, size_t max_frames);
-void mh__report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
-                           size_t ndev);
+                           size_t ndev, const struct mh_report_view *v);
+/* One file's object in the "files" list of `report --json`; `steps` limits
+ * its per-step list (every step when it has no window). */
+void mh__report_print_json(struct mh_json *j, const struct mh_replay *rp,
+                           const struct mh_device_report *devs, size_t ndev,
+                           const struct mh_window *steps);
 
 int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o);
 

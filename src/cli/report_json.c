@@ -1,7 +1,8 @@
 /* report_json.c - the JSON form of `memhist report` (see device_report.h).
  *
- * Top level: file, source, events, dropped, damaged, devices (a list), and
- * anomalies. Per device: device, name, total_bytes, peak_allocated(+_time_ns,
+ * One object per file in the output's "files" list (cmd_report.c writes the
+ * head and the worst rank): file, source, events, dropped, damaged, devices
+ * (a list), and anomalies. Per device: device, name, total_bytes, peak_allocated(+_time_ns,
  * _step), peak_reserved(+_time_ns, _step), final, top_at_peak, steps, ooms. */
 #include <ctype.h>
 #include <string.h>
@@ -62,19 +63,21 @@ static void json_top(struct mh_json *j, const struct mh_replay *rp, const struct
 
 static void json_step(struct mh_json *j, const struct mh_step_stats *st);
 
-/* "setup" (the period before step 0, when a step marker opened it) and
- * "steps". */
-static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device)
+/* "setup" (the period before step 0, when a step marker opened it; not in a
+ * --steps window) and "steps". */
+static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device,
+                       const struct mh_window *w)
 {
     struct mh_step_stats s;
-    if (mh_model_setup(rp->model, device, &s) == 0 && s.peak_reserved > 0) {
+    if (!w->has_steps && mh_model_setup(rp->model, device, &s) == 0 && s.peak_reserved > 0) {
         mh__json_key(j, "setup");
         json_step(j, &s);
     }
     mh__json_key(j, "steps");
     mh__json_begin_array(j);
     for (size_t i = 0; i < mh_model_step_count(rp->model, device); i++)
-        if (mh_model_step(rp->model, device, i, &s) == 0)
+        if (mh_model_step(rp->model, device, i, &s) == 0 &&
+            !(w->has_steps && (s.step < w->step_lo || s.step > w->step_hi)))
             json_step(j, &s);
     mh__json_end_array(j);
 }
@@ -140,7 +143,7 @@ static void json_final(struct mh_json *j, const struct mh_mem_stats *s)
     mh__json_end_object(j);
 }
 
-static void json_device(struct mh_json *j, const struct mh_replay *rp,
+static void json_device(struct mh_json *j, const struct mh_replay *rp, const struct mh_window *w,
                         const struct mh_device_report *d)
 {
     mh__json_begin_object(j);
@@ -177,36 +180,32 @@ static void json_device(struct mh_json *j, const struct mh_replay *rp,
             mh__json_null(j);
         mh__json_end_object(j);
     }
-    json_steps(j, rp, d->device);
+    json_steps(j, rp, d->device, w);
     json_ooms(j, rp, d->device);
     mh__json_end_object(j);
 }
 
-void mh__report_print_json(const struct mh_replay *rp, const struct mh_device_report *devs,
-                           size_t ndev)
+void mh__report_print_json(struct mh_json *j, const struct mh_replay *rp,
+                           const struct mh_device_report *devs, size_t ndev,
+                           const struct mh_window *steps)
 {
-    struct mh_sink sink;
-    struct mh_json j;
-    mh__sink_init_file(&sink, stdout);
-    mh__json_init(&j, &sink, 1);
-    mh__json_begin_object(&j);
-    mh__json_kv_string(&j, "file", rp->path);
-    mh__json_kv_string(&j, "source", mh_reader_meta(rp->reader, "source"));
-    mh__json_kv_uint(&j, "events", rp->summary.events);
-    mh__json_kv_uint(&j, "dropped", rp->summary.dropped);
-    mh__json_kv_bool(&j, "damaged", rp->read_error != 0);
-    mh__json_key(&j, "devices");
-    mh__json_begin_array(&j);
+    mh__json_begin_object(j);
+    mh__json_kv_string(j, "file", rp->path);
+    mh__json_kv_string(j, "source", mh_reader_meta(rp->reader, "source"));
+    mh__json_kv_uint(j, "events", rp->summary.events);
+    mh__json_kv_uint(j, "dropped", rp->summary.dropped);
+    mh__json_kv_bool(j, "damaged", rp->read_error != 0);
+    mh__json_key(j, "devices");
+    mh__json_begin_array(j);
     for (size_t i = 0; i < ndev; i++)
-        json_device(&j, rp, &devs[i]);
-    mh__json_end_array(&j);
-    mh__json_key(&j, "anomalies");
-    mh__json_begin_object(&j);
+        json_device(j, rp, steps, &devs[i]);
+    mh__json_end_array(j);
+    mh__json_key(j, "anomalies");
+    mh__json_begin_object(j);
     for (int a = 1; a < MH_ANOM_COUNT; a++) {
         char key[48];
-        mh__json_kv_uint(&j, anomaly_key(a, key), mh_model_anomaly_count(rp->model, a));
+        mh__json_kv_uint(j, anomaly_key(a, key), mh_model_anomaly_count(rp->model, a));
     }
-    mh__json_end_object(&j);
-    mh__json_end_object(&j);
-    mh__sink_finish(&sink);
+    mh__json_end_object(j);
+    mh__json_end_object(j);
 }

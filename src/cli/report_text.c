@@ -1,5 +1,6 @@
 /* report_text.c - the human-readable form of `memhist report` (see device_report.h). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "printers.h"
@@ -16,8 +17,9 @@ static const char *step_text(int64_t step, char buf[24])
 
 static void print_header(const struct mh_replay *rp)
 {
-    const char *source = mh_reader_meta(rp->reader, "source");
-    const char *torch = mh_reader_meta(rp->reader, "torch_version");
+    char b1[256], b2[256];
+    const char *source = mh__cli_text(mh_reader_meta(rp->reader, "source"), b1, sizeof b1);
+    const char *torch = mh__cli_text(mh_reader_meta(rp->reader, "torch_version"), b2, sizeof b2);
     printf("memhist report: %s", rp->path);
     if (source)
         printf(" (%s%s%s)", source, torch ? ", torch " : "", torch ? torch : "");
@@ -38,11 +40,12 @@ static uint64_t since(uint64_t t, uint64_t t0)
 
 static void print_peaks(const struct mh_replay *rp, const struct mh_device_report *d)
 {
-    char b[32], t[32], s[24];
+    char b[32], t[32], s[24], name[256];
     uint64_t t0 = rp->summary.first_time_ns;
     printf("\ndevice %d", d->device);
     if (d->info.name && d->info.name[0])
-        printf(" (%s%s%s)", d->info.name, d->info.total_bytes ? ", " : "",
+        printf(" (%s%s%s)", mh__cli_text(d->info.name, name, sizeof name),
+               d->info.total_bytes ? ", " : "",
                d->info.total_bytes ? mh__cli_bytes(d->info.total_bytes, b) : "");
     printf("\n  peak allocated  %-11s at %s (%s)\n", mh__cli_bytes(d->peak_allocated.value, b),
            mh__cli_duration(since(d->peak_allocated.time_ns, t0), t),
@@ -93,34 +96,56 @@ static void print_categories(const struct mh_device_report *d)
         printf("\n");
 }
 
-static void print_steps(const struct mh_replay *rp, int device)
+/* One row of the step table; `label` names it ("setup") or NULL for the number. */
+static void print_stats_row(const struct mh_step_stats *st, const char *label)
+{
+    char a[32], r[32], e[32], ar[32], is[32], lf[32], seg[24], num[24];
+    struct mh_step_stats s = *st;
+    snprintf(num, sizeof num, "%" PRId64, s.step);
+    snprintf(seg, sizeof seg, "+%" PRIu64 "/-%" PRIu64, s.segment_allocs, s.segment_frees);
+    printf("  %5s %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64 "\n",
+           label ? label : num, mh__cli_bytes(s.peak_allocated, a), mh__cli_bytes(s.peak_reserved, r),
+           mh__cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation,
+           mh__cli_bytes(s.allocated_at_reserved_peak, ar),
+           mh__cli_bytes(s.inactive_split_at_reserved_peak, is),
+           mh__cli_bytes(s.largest_free_at_reserved_peak, lf), s.segments_at_end, seg, s.retries,
+           s.ooms);
+}
+
+static void print_step_row(const struct mh_replay *rp, int device, size_t i)
+{
+    struct mh_step_stats s;
+    if (mh_model_step(rp->model, device, i, &s) == 0)
+        print_stats_row(&s, NULL);
+}
+
+/* The per-step table: every step, the --steps window, or for long runs the
+ * rows mh__report_step_rows picks, with "..." for the steps in between. */
+static void print_steps(const struct mh_replay *rp, int device, const struct mh_report_view *v)
 {
     size_t n = mh_model_step_count(rp->model, device);
-    if (n == 0)
-        return;
-    char a[32], r[32], e[32], ar[32], is[32], lf[32];
-    printf("\n  %5s %11s %11s %11s %6s %11s %11s %11s %5s %9s %5s %4s\n", "step", "peak alloc",
-           "peak reserv", "end reserv", "frag", "alloc@rpeak", "inact split", "largest free",
-           "segs", "seg +/-", "retry", "ooms");
-    struct mh_step_stats setup;
-    int has_setup = mh_model_setup(rp->model, device, &setup) == 0 && setup.peak_reserved > 0;
-    for (size_t i = has_setup ? 0 : 1; i <= n; i++) {
-        struct mh_step_stats s;
-        if (i == 0)
-            s = setup;
-        else if (mh_model_step(rp->model, device, i - 1, &s) != 0)
-            continue;
-        char seg[24], label[24];
-        snprintf(label, sizeof label, "%" PRId64, s.step);
-        snprintf(seg, sizeof seg, "+%" PRIu64 "/-%" PRIu64, s.segment_allocs, s.segment_frees);
-        printf("  %5s %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64 "\n",
-               i == 0 ? "setup" : label, mh__cli_bytes(s.peak_allocated, a), mh__cli_bytes(s.peak_reserved, r),
-               mh__cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation,
-               mh__cli_bytes(s.allocated_at_reserved_peak, ar),
-               mh__cli_bytes(s.inactive_split_at_reserved_peak, is),
-               mh__cli_bytes(s.largest_free_at_reserved_peak, lf), s.segments_at_end, seg,
-               s.retries, s.ooms);
+    size_t *rows = n ? malloc(n * sizeof *rows) : NULL;
+    size_t shown = rows ? mh__report_step_rows(rp->model, device, v, rows, n) : 0;
+    if (n && v->steps.has_steps && shown == 0)
+        printf("\n  no steps in the chosen window (the run has %zu)\n", n);
+    if (shown)
+        printf("\n  %5s %11s %11s %11s %6s %11s %11s %11s %5s %9s %5s %4s\n", "step",
+               "peak alloc", "peak reserv", "end reserv", "frag", "alloc@rpeak", "inact split",
+               "largest free", "segs", "seg +/-", "retry", "ooms");
+    struct mh_step_stats setup; /* the set-up before step 0, when a marker opened step 0 */
+    if (shown && !v->steps.has_steps && mh_model_setup(rp->model, device, &setup) == 0 &&
+        setup.peak_reserved > 0)
+        print_stats_row(&setup, "setup");
+    for (size_t k = 0; k < shown; k++) {
+        size_t gap = rows[k] - (k ? rows[k - 1] + 1 : 0);
+        if (gap && !v->steps.has_steps)
+            printf("  %5s (%zu step%s)\n", "...", gap, gap == 1 ? "" : "s");
+        print_step_row(rp, device, rows[k]);
     }
+    if (shown && shown < n && !v->steps.has_steps)
+        printf("  %zu of %zu steps: the first and last, the peak steps and the outliers; "
+               "--all-steps shows every step, --steps A:B a range\n", shown, n);
+    free(rows);
 }
 
 static const char *signed_bytes(int64_t v, char buf[32])
@@ -186,16 +211,16 @@ static void print_anomalies(const struct mh_replay *rp)
 }
 
 void mh__report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
-                           size_t ndev, size_t max_frames)
+                           size_t ndev, const struct mh_report_view *v)
 {
     print_header(rp);
     if (ndev == 0)
         printf("\nno allocator events in this file\n");
     for (size_t i = 0; i < ndev; i++) {
         print_peaks(rp, &devs[i]);
-        print_top(rp, &devs[i], max_frames);
+        print_top(rp, &devs[i], v->max_frames);
         print_categories(&devs[i]);
-        print_steps(rp, devs[i].device);
+        print_steps(rp, devs[i].device, v);
         print_trend(&devs[i]);
         print_ooms(rp, devs[i].device);
     }

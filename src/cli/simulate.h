@@ -1,5 +1,6 @@
 /* simulate.h - what cmd_simulate.c (options) hands simulate_program.c (runs
- * a program on the virtual CUDA device and records it). */
+ * a program on the virtual CUDA device and records it) and
+ * simulate_verdict.c (whether it fit). */
 #ifndef MH_CLI_SIMULATE_H
 #define MH_CLI_SIMULATE_H
 
@@ -19,6 +20,11 @@ struct mh_cli_vdev_opts {
 };
 
 extern const struct mh_cli_command mh__cmd_report;
+
+/* Prints whether the recording at `path` (named in each line if `name_file`)
+ * fit each device it used, given the memory the CUDA context took; returns 0,
+ * or 1 if the file cannot be read. */
+int mh__cli_simulate_verdict(const char *path, int name_file, uint64_t context);
 
 /* Returns the program's exit status, or 1 when it could not be started. */
 int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd);

@@ -4,7 +4,8 @@
  * bootstrap, same torch bridge, same file). This file checks the settings,
  * finds the stand-in libraries, puts them in LD_PRELOAD with the device
  * settings in the environment, says what is simulated, and prints the report
- * of the recording when the program ends. cmd_simulate.c parses the options. */
+ * of the recording and whether it fit (simulate_verdict.c) when the program
+ * ends. cmd_simulate.c parses the options. */
 #include <errno.h>
 #include <glob.h>
 #include <limits.h>
@@ -28,8 +29,14 @@ static int has_file(const char *dir, const char *name)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Where an installed memhist keeps its libraries, relative to the binary's
+ * directory (cmake/install.cmake). */
+#ifndef MH_REL_LIBDIR
+#define MH_REL_LIBDIR "../lib"
+#endif
+
 /* $MEMHIST_VDEVICE_DIR, else vdevice/ next to the binary (build tree), else
- * ../lib/memhist/vdevice (installed). */
+ * LIBDIR/memhist/vdevice of the installation (a prefix or the pip wheel). */
 static int find_vdevice_dir(char *out, size_t len)
 {
     const char *env = getenv("MEMHIST_VDEVICE_DIR");
@@ -42,7 +49,7 @@ static int find_vdevice_dir(char *out, size_t len)
         exe[k] = '\0';
         *strrchr(exe, '/') = '\0';
         snprintf(cand[n++], sizeof cand[0], "%s/vdevice", exe);
-        snprintf(cand[n++], sizeof cand[0], "%s/../lib/memhist/vdevice", exe);
+        snprintf(cand[n++], sizeof cand[0], "%s/" MH_REL_LIBDIR "/memhist/vdevice", exe);
     }
     for (int i = 0; i < n; i++)
         if (has_file(cand[i], "libcudart.so.13") && realpath(cand[i], out)) {
@@ -116,12 +123,12 @@ static void say_what_runs(const struct mh_cli_vdev_opts *o)
 }
 
 /* `memhist report` of what was written: FILE, or FILE.rank<R> under torchrun. */
-static int report_files(const char *output)
+static int report_files(const struct mh_cli_vdev_opts *o)
 {
     char pattern[PATH_MAX + 16];
     glob_t g = {0};
-    snprintf(pattern, sizeof pattern, "%s.rank*", output);
-    if (access(output, R_OK) != 0 && glob(pattern, 0, NULL, &g) != 0)
+    snprintf(pattern, sizeof pattern, "%s.rank*", o->output);
+    if (access(o->output, R_OK) != 0 && glob(pattern, 0, NULL, &g) != 0)
         return MH_EXIT_OK; /* nothing recorded: already said */
     size_t n = g.gl_pathc ? g.gl_pathc : 1;
     char **argv = calloc(n + 2, sizeof *argv);
@@ -131,9 +138,13 @@ static int report_files(const char *output)
     }
     argv[0] = "report";
     for (size_t i = 0; i < n; i++)
-        argv[i + 1] = g.gl_pathc ? g.gl_pathv[i] : (char *)output;
+        argv[i + 1] = g.gl_pathc ? g.gl_pathv[i] : (char *)o->output;
     fflush(stderr);
     int rc = mh__cmd_report.run((int)n + 1, argv);
+    if (rc == MH_EXIT_OK)
+        printf("\n");
+    for (size_t i = 0; i < n && rc == MH_EXIT_OK; i++)
+        rc = mh__cli_simulate_verdict(argv[i + 1], n > 1, o->context);
     free(argv);
     globfree(&g);
     return rc;
@@ -161,7 +172,7 @@ int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
     struct mh_cli_record_opts ro = {o->output, o->stacks, 0, "simulate"};
     int code = mh__cli_record_command(&ro, cmd);
     if (o->report) {
-        int rrc = report_files(o->output);
+        int rrc = report_files(o);
         if (code == 0)
             code = rrc;
     }

@@ -76,7 +76,7 @@ def run(cmd, **kw):
 
 def peak_allocated(memhist, path):
     doc = json.loads(run([memhist, "report", "--json", path]).stdout)
-    devs = doc.get("devices", [])
+    devs = [d for f in doc["files"] for d in f["devices"]]
     return max(d["peak_allocated"] for d in devs) if devs else 0
 
 

@@ -121,12 +121,12 @@ def simulated(d, tool):
 
     report = json.loads(sc.run("report", "--json", mh).stdout)
     params = parameter_bytes(snap)
-    for dev in report["devices"]:
+    for dev in report["files"][0]["devices"]:
         at_peak = dev["category_at_peak"]["parameter"]
         if params.get(dev["device"], 0) != at_peak or at_peak == 0:
             sc.fail("device %d: parameter bytes %d in the snapshot, %d in report "
                     "category_at_peak" % (dev["device"], params.get(dev["device"], 0), at_peak))
-    for dev in report["devices"]:
+    for dev in report["files"][0]["devices"]:
         for cat, n in dev["category_at_peak"].items():
             if n and cat not in used:
                 sc.fail("report has %s at the peak, the snapshot never names it" % cat)

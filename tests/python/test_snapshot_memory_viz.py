@@ -49,12 +49,12 @@ def check_file(tool, d, name, mh):
     if problems:
         sc.fail("%s: State History replay breaks: %s" % (name, problems[:3]))
     report = json.loads(sc.run("report", "--json", mh).stdout)
-    reserved = sum(dev["final"]["reserved"] for dev in report["devices"])
+    reserved = sum(dev["final"]["reserved"] for dev in report["files"][0]["devices"])
     allocated = sum(b["requested_size"] for s in snap["segments"] for b in s["blocks"]
                     if b["state"] == "active_allocated")
     pending = sum(b["requested_size"] for s in snap["segments"] for b in s["blocks"]
                   if b["state"] == "active_pending_free")
-    requested = sum(dev["final"]["requested"] for dev in report["devices"])
+    requested = sum(dev["final"]["requested"] for dev in report["files"][0]["devices"])
 
     stats = viz(tool, "stats", pk)
     m_res = re.search(r"total_reserved: (\S+)", stats)

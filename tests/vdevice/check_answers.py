@@ -75,7 +75,7 @@ def run_json(*args):
 
 def case_categories(work):
     path, truth = record(work, "cat", ["--keep-grads"])
-    dev = run_json("report", "--json", path)["devices"][0]
+    dev = run_json("report", "--json", path)["files"][0]["devices"][0]
     cat = dev["category_at_peak"]
     params = sum(rounded(n) for n in truth["parameter_tensors"])
     state = sum(rounded(n) for n in truth["optimizer_state_tensors"])
@@ -99,7 +99,7 @@ def case_categories(work):
 
 def case_setup(work):
     path, truth = record(work, "setup", [])
-    dev = run_json("report", "--json", path)["devices"][0]
+    dev = run_json("report", "--json", path)["files"][0]["devices"][0]
     steps = dev["steps"]
     setup = dev.get("setup")
     check(setup is not None, "the report has a set-up period")

@@ -45,6 +45,37 @@ def check_bad_settings():
     assert r.returncode == 0 and "RTX4090" in r.stdout, r.stdout
 
 
+def check_verdicts():
+    """The report and the one-line answer after the program: fits, or where it ran out."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for size_mib, fits in ((40, True), (100, False)):
+            prog = ("import torch; x = torch.empty(%d << 20, dtype=torch.uint8, device='cuda'); "
+                    "print(torch.cuda.max_memory_reserved())" % size_mib)
+            r = run(["simulate", "--device-memory", "96MiB", "--context-memory", "16MiB", "-o",
+                     os.path.join(tmp, "v.memhist"), "--", sys.executable, "-c", prog])
+            assert r.returncode == (0 if fits else 1), (size_mib, r.returncode, r.stderr[-1500:])
+            assert "peak reserved" in r.stdout, r.stdout
+            last = r.stdout.strip().splitlines()[-1]
+            if fits:
+                reserved = int(r.stdout.splitlines()[0]) / 2**20
+                want = "peak reserved %.2f MiB of 80.00 MiB usable" % reserved
+                assert last.startswith("fits: ") and want in last, (last, want)
+            else:
+                assert last.startswith("does not fit: ") and "asking for 100.00 MiB" in last, last
+
+
+def check_adaptations():
+    """cuDNN kept off, NCCL replaced by gloo, warnings for what would mislead."""
+    with tempfile.TemporaryDirectory() as tmp:
+        r = run(["simulate", "--no-report", "-o", os.path.join(tmp, "a.memhist"), "--",
+                 sys.executable, os.path.join(HERE, "adapt_program.py")])
+        assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+        seen = json.loads(r.stdout.strip().splitlines()[-1])
+        assert seen == {"cudnn_enabled": False, "backend": "gloo", "graph_refused": True}, seen
+        for what in ("cuDNN stays off", "NCCL needs real GPUs", "torch.nonzero", "CUDA graph capture"):
+            assert "warning: " + what in r.stderr, (what, r.stderr[-2000:])
+
+
 def main():
     try:
         import torch  # noqa: F401
@@ -66,12 +97,14 @@ def main():
         assert truth["max_allocated"] > 4 * 2048 * 512, truth  # the weights at least
         rep = run(["report", "--json", out])
         assert rep.returncode == 0, rep.stderr
-        dev = json.loads(rep.stdout)["devices"][0]
+        dev = json.loads(rep.stdout)["files"][0]["devices"][0]
         assert dev["name"] == truth["name"], (dev["name"], truth["name"])
         assert dev["total_bytes"] == truth["total_memory"], (dev["total_bytes"], truth["total_memory"])
         assert dev["peak_allocated"] == truth["max_allocated"], (dev["peak_allocated"], truth)
         assert dev["peak_reserved"] == truth["max_reserved"], (dev["peak_reserved"], truth)
         assert dev["final"]["allocated"] == truth["allocated"], (dev["final"], truth)
+    check_verdicts()
+    check_adaptations()
     print("ok: recorded peak %d == torch max_memory_allocated on a virtual RTX 4090"
           % truth["max_allocated"])
 

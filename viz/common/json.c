@@ -1,10 +1,14 @@
-/* json.c - streaming JSON writer (see json.h). */
+/* json.c - streaming JSON writer (see json.h). Strings come out as
+ * well-formed UTF-8 whatever bytes they held: a byte that is not part of a
+ * UTF-8 sequence is written as the text \xNN (utf8.h). */
 #include "json.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "utf8.h"
 
 void mh__json_init(struct mh_json *j, struct mh_sink *sink, int pretty)
 {
@@ -82,10 +86,13 @@ void mh__json_write_escaped(struct mh_sink *sink, const char *s)
 {
     mh__sink_write(sink, "\"", 1);
     const char *run = s;
-    for (const char *p = s; *p; p++) {
+    for (const char *p = s; *p;) {
         unsigned char c = (unsigned char)*p;
-        if (c >= 0x20 && c != '"' && c != '\\')
+        size_t len = c >= 0x80 ? mh__utf8_seq((const unsigned char *)p, strnlen(p, 4)) : 1;
+        if (len > 1 || (c >= 0x20 && c != '"' && c != '\\' && c < 0x80)) {
+            p += len;
             continue;
+        }
         mh__sink_write(sink, run, (size_t)(p - run));
         char esc[8];
         switch (c) {
@@ -94,10 +101,16 @@ void mh__json_write_escaped(struct mh_sink *sink, const char *s)
         case '\n': strcpy(esc, "\\n"); break;
         case '\t': strcpy(esc, "\\t"); break;
         case '\r': strcpy(esc, "\\r"); break;
-        default: snprintf(esc, sizeof esc, "\\u%04x", c); break;
+        default:
+            if (c >= 0x80) /* not UTF-8: the text \xNN, its backslash escaped */
+                snprintf(esc, sizeof esc, "\\\\x%02x", c);
+            else
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+            break;
         }
         mh__sink_puts(sink, esc);
-        run = p + 1;
+        p++;
+        run = p;
     }
     mh__sink_puts(sink, run);
     mh__sink_write(sink, "\"", 1);

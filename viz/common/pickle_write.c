@@ -2,9 +2,11 @@
  * opcode goes into a 64 KiB buffer that is flushed to the sink when full. */
 #include "pickle_write.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "memhist/error.h"
+#include "utf8.h"
 
 static void flush(struct mh_pw *w)
 {
@@ -109,7 +111,29 @@ void mh__pw_none(struct mh_pw *w)
     op(w, 'N');
 }
 
+static void write_str(struct mh_pw *w, const char *s, size_t len);
+
+/* Python decodes pickled strings as UTF-8: bytes that are not UTF-8 are
+ * written as the text \xNN (utf8.h), so any frame name loads. */
 void mh__pw_str(struct mh_pw *w, const char *s, size_t len)
+{
+    if (mh__utf8_clean(s, len, 0)) {
+        write_str(w, s, len);
+        return;
+    }
+    size_t need = mh__utf8_escape(s, len, 0, NULL, 0);
+    char *esc = malloc(need + 1);
+    if (!esc) {
+        if (!w->error)
+            w->error = MH_ENOMEM;
+        return;
+    }
+    mh__utf8_escape(s, len, 0, esc, need + 1);
+    write_str(w, esc, need);
+    free(esc);
+}
+
+static void write_str(struct mh_pw *w, const char *s, size_t len)
 {
     if (len < 256) {
         unsigned char *p = room(w, 2 + len);

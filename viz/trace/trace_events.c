@@ -19,8 +19,10 @@
 
 const char *mh__trace_ts(const struct mh_trace *t, uint64_t ns, char buf[32])
 {
-    uint64_t rel = ns > t->base_ns ? ns - t->base_ns : 0;
-    snprintf(buf, 32, "%" PRIu64 ".%03u", rel / 1000, (unsigned)(rel % 1000));
+    /* events before the origin (a profile's base time) get negative times */
+    int before = ns < t->base_ns;
+    uint64_t rel = before ? t->base_ns - ns : ns - t->base_ns;
+    snprintf(buf, 32, "%s%" PRIu64 ".%03u", before ? "-" : "", rel / 1000, (unsigned)(rel % 1000));
     return buf;
 }
 
@@ -106,6 +108,11 @@ static void device_process(struct mh_trace *t, int device)
     meta_event(t, "process_name", device, 0, "name", name, 0);
     meta_event(t, "process_labels", device, 0, "labels", label, 0);
     meta_event(t, "process_sort_index", device, 0, "sort_index", NULL, 5000000 + device);
+}
+
+int mh__trace_name_taken(struct mh_trace *t, int64_t pid, int64_t tid)
+{
+    return new_track(t, pid, tid) ? 0 : MH_ENOMEM;
 }
 
 /* Names a track the first time it is used: pid/tid of a GPU or host thread. */
@@ -204,7 +211,7 @@ static void counter(struct mh_trace *t, int device, uint64_t ns)
     if (device < 0 || device >= MH_TRACE_MAX_DEVICES)
         return;
     struct mh_counter_state *c = &t->counters[device];
-    uint64_t us = (ns > t->base_ns ? ns - t->base_ns : 0) / 1000;
+    int64_t us = (int64_t)(ns - t->base_ns) / 1000;
     if (c->pending && c->ts_us != us)
         write_counter(t, device, c);
     c->pending = 1;
@@ -453,10 +460,11 @@ int mh__trace_events_begin(struct mh_trace *t, struct mh_reader *r, struct mh_js
     long long v = pid ? strtoll(pid, &end, 10) : 0;
     t->host_pid = pid && *end == '\0' && v > MH_TRACE_MAX_DEVICES ? v : HOST_PID_DEFAULT;
     const char *prog = mh_reader_meta(r, "program");
-    new_track(t, t->host_pid, -1);
-    meta_event(t, "process_name", t->host_pid, 0, "name", prog && *prog ? prog : "host", 0);
-    meta_event(t, "process_labels", t->host_pid, 0, "labels", "CPU", 0);
-    meta_event(t, "process_sort_index", t->host_pid, 0, "sort_index", NULL, 0);
+    if (new_track(t, t->host_pid, -1)) { /* not named by a profile merged into */
+        meta_event(t, "process_name", t->host_pid, 0, "name", prog && *prog ? prog : "host", 0);
+        meta_event(t, "process_labels", t->host_pid, 0, "labels", "CPU", 0);
+        meta_event(t, "process_sort_index", t->host_pid, 0, "sort_index", NULL, 0);
+    }
     return 0;
 }
 

@@ -35,7 +35,7 @@ struct mh_track {
 
 struct mh_counter_state {
     int pending;
-    uint64_t ts_us;         /* microsecond of the pending sample */
+    int64_t ts_us;          /* microsecond of the pending sample */
     uint64_t time_ns;
     struct mh_mem_stats st;
 };
@@ -88,5 +88,8 @@ int mh__trace_event(struct mh_trace *t, const struct mh_event *ev);
 void mh__trace_events_end(struct mh_trace *t);
 /* "123.456": microseconds relative to the base, clamped at 0. */
 const char *mh__trace_ts(const struct mh_trace *t, uint64_t ns, char buf[32]);
+/* Marks pid/tid (tid -1: the process) as named already, by the profile the
+ * tracks are merged into, so its names stay. */
+int mh__trace_name_taken(struct mh_trace *t, int64_t pid, int64_t tid);
 
 #endif

@@ -5,11 +5,18 @@
  * byte for byte; only traceEvents grows. Clocks: Kineto's ts are microseconds
  * relative to baseTimeNanoseconds when present, else absolute microseconds;
  * both count from the Unix epoch on CLOCK_REALTIME, as memhist does, so
- * alignment is a change of origin. By default only the profiled span is
- * added, so the counters do not stretch the timeline. */
+ * alignment is a change of origin (events before it get negative times, never
+ * clamped). By default only the profiled span is added, so the counters do
+ * not stretch the timeline; a recording that does not overlap the profile is
+ * refused with both spans in the message. Tracks the profile names keep
+ * torch's names. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memhist/error.h"
+#include "gzip.h"
 #include "json_read.h"
 #include "trace_int.h"
 
@@ -70,10 +77,49 @@ static int read_kineto(struct mh_jr_doc *d, const char *json, size_t len, struct
 
 static uint64_t us_to_ns(const struct kineto_info *k, double us)
 {
-    double ns = us * 1000.0;
-    if (ns < 0)
-        ns = 0;
-    return (k->has_base ? k->base_ns : 0) + (uint64_t)ns;
+    double ns = us * 1000.0 + (k->has_base ? (double)k->base_ns : 0.0);
+    return ns <= 0 ? 0 : ns >= 1.8e19 ? UINT64_MAX : (uint64_t)ns;
+}
+
+/* Keeps the process and thread names the profile gives (torch's). */
+static int keep_profile_names(const struct mh_jr_doc *d, const struct kineto_info *k,
+                              struct mh_trace *t)
+{
+    size_t pos = 0;
+    struct mh_jr_value ev, v;
+    while (mh__jr_next(d, &k->events, &pos, NULL, &ev)) {
+        double pid, tid = -1;
+        if (ev.type != MH_JR_OBJECT || !mh__jr_find(d, &ev, "ph", &v) ||
+            !mh__jr_string_eq(d, &v, "M") || !mh__jr_find(d, &ev, "name", &v))
+            continue;
+        int thread = mh__jr_string_eq(d, &v, "thread_name");
+        if (!thread && !mh__jr_string_eq(d, &v, "process_name"))
+            continue;
+        if (!mh__jr_find(d, &ev, "pid", &v) || mh__jr_double(d, &v, &pid) != 0)
+            continue;
+        if (thread && (!mh__jr_find(d, &ev, "tid", &v) || mh__jr_double(d, &v, &tid) != 0))
+            continue;
+        if (mh__trace_name_taken(t, (int64_t)pid, (int64_t)tid) < 0)
+            return MH_ENOMEM;
+    }
+    return 0;
+}
+
+/* Why nothing of the recording falls in the profile's span. */
+static void no_overlap(const struct mh_trace *t, char *err, size_t errlen)
+{
+    const struct mh_trace_plan *p = mh__trace_get_plan(t);
+    if (p->file_first_ns == 0) {
+        snprintf(err, errlen, "the recording has no events to add");
+        return;
+    }
+    uint64_t lo = t->clip_lo_ns, hi = t->clip_hi_ns;
+    int after = p->file_first_ns > hi;
+    double gap = after ? (double)(p->file_first_ns - hi) / 1e9 : (double)(lo - p->file_last_ns) / 1e9;
+    snprintf(err, errlen,
+             "the profile and the recording do not overlap in time (the profile %s %.3f s %s the "
+             "recording); nothing to add: profile and record the same run",
+             after ? "ends" : "starts", gap, after ? "before" : "after");
 }
 
 /* The profile's members but traceEvents, then traceEvents' own elements. */
@@ -101,8 +147,8 @@ static size_t copy_profile(const struct mh_jr_doc *d, const struct kineto_info *
     return n;
 }
 
-int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
-                           struct mh_sink *s, char *err, size_t errlen)
+static int merge(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
+                 struct mh_sink *s, char *err, size_t errlen)
 {
     struct mh_jr_doc d;
     struct kineto_info k;
@@ -112,6 +158,8 @@ int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *
     t->base_fixed = 1;
     t->base_ns = k.has_base ? k.base_ns : 0;
     t->o.memory_only = 1;
+    if ((rc = keep_profile_names(&d, &k, t)) < 0)
+        return rc;
     if (k.has_span && !t->o.has_steps && !t->o.has_time) {
         t->clip_lo_ns = us_to_ns(&k, k.lo_us);
         t->clip_hi_ns = us_to_ns(&k, k.hi_us);
@@ -120,6 +168,12 @@ int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *
     }
     if ((rc = mh__trace_scan(t, r)) < 0)
         return rc;
+    t->plan.profile_first_ns = t->clip_lo_ns;
+    t->plan.profile_last_ns = t->clip_hi_ns;
+    if (mh__trace_get_plan(t)->events == 0 && t->clip_hi_ns) {
+        no_overlap(t, err, errlen);
+        return MH_ENOTFOUND;
+    }
     size_t copied = copy_profile(&d, &k, s);
     /* continue the open array and object with the JSON writer */
     struct mh_json j;
@@ -138,4 +192,19 @@ int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *
     if (rc < 0 && rc != MH_ENOMEM)
         rc = 0;
     return rc < 0 ? rc : s->error;
+}
+
+int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
+                           struct mh_sink *s, char *err, size_t errlen)
+{
+    if (!mh__gzip_is(kineto, len))
+        return merge(t, r, kineto, len, s, err, errlen);
+    char *plain; /* PROFILE.json.gz: the parsed document points into the text */
+    size_t n;
+    int rc = mh__gzip_inflate(kineto, len, (size_t)1 << 34, &plain, &n, err, errlen);
+    if (rc == 0) {
+        rc = merge(t, r, plain, n, s, err, errlen);
+        free(plain);
+    }
+    return rc;
 }

@@ -244,12 +244,16 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
     }
     if (ev->kind == MH_EV_STEP_BEGIN)
         note_step_begin(t, ev);
+    struct mh_trace_plan *p = &t->plan;
+    if (!p->file_first_ns || ev->time_ns < p->file_first_ns)
+        p->file_first_ns = ev->time_ns;
+    if (ev->time_ns + ev->dur_ns > p->file_last_ns)
+        p->file_last_ns = ev->time_ns + ev->dur_ns;
     step = mh__trace_step_of(t, ev, step);
     if (!mh__trace_in_window(t, ev, step) || !mh__trace_device_ok(t, ev->device))
         return;
     if (t->o.memory_only && is_host_detail(ev->kind))
         return;
-    struct mh_trace_plan *p = &t->plan;
     if (p->events == 0 || ev->time_ns < p->first_ns)
         p->first_ns = ev->time_ns;
     if (ev->time_ns + ev->dur_ns > p->last_ns)

@@ -38,6 +38,8 @@ struct mh_trace_opts {
 struct mh_trace_plan {
     uint64_t events;            /* events in the window */
     uint64_t first_ns, last_ns; /* span of the window's events (0 if none) */
+    uint64_t file_first_ns, file_last_ns; /* span of all the file's events */
+    uint64_t profile_first_ns, profile_last_ns; /* --into: the profile's span (0 if none) */
     uint64_t flows;             /* launch -> device-activity pairs */
     uint64_t est_bytes;         /* estimated output size */
     int too_big;                /* est_bytes > warn_bytes */
@@ -60,11 +62,12 @@ const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t);
  * reader error, or the sink's error. */
 int mh__trace_write(struct mh_trace *t, struct mh_reader *r, struct mh_sink *s);
 
-/* Writes `kineto` (a torch.profiler trace, `len` bytes) with memhist's memory
- * tracks added to its traceEvents, on its clock: ts relative to its
- * baseTimeNanoseconds if present, else absolute microseconds. Unless the
- * options set a window, only the profiled time span is added. On a bad input
- * returns MH_EFORMAT/MH_ELIMIT with a message in err. */
+/* Writes `kineto` (a torch.profiler trace, `len` bytes, plain or gzip) with
+ * memhist's memory tracks added to its traceEvents, on its clock: ts relative
+ * to its baseTimeNanoseconds if present, else absolute microseconds. Unless
+ * the options set a window, only the profiled time span is added. On a bad
+ * input returns MH_EFORMAT/MH_ELIMIT, and MH_ENOTFOUND when the recording
+ * does not overlap the profile, with a message in err. */
 int mh__trace_merge_kineto(struct mh_trace *t, struct mh_reader *r, const char *kineto, size_t len,
                            struct mh_sink *s, char *err, size_t errlen);
 

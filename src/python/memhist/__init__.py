@@ -13,19 +13,33 @@ same for an unchanged program (see memhist.bootstrap).
 Recording attaches to torch's CUDA caching allocator when CUDA initializes
 (through torch.cuda's lazy-initialization queue, so CUDA is never initialized
 earlier than the program itself does it). A failure never stops the program:
-it is kept in status() and written to the file's metadata.
+it becomes a MemhistWarning with the reason, kept in status() (also after
+stop()) and written to the file's metadata. Without a CUDA device no file
+is written, as with `memhist record`.
 """
 import atexit
 import ctypes
 import os
 import threading
+import warnings
 
 from . import _native, _scopes
 
-__all__ = ["start", "stop", "step", "mark", "status", "Session"]
+__all__ = ["start", "stop", "step", "mark", "status", "Session", "MemhistWarning"]
 
 _lock = threading.RLock()
 _session = None
+_last = None
+
+
+class MemhistWarning(RuntimeWarning):
+    """Recording could not start or stopped early; the program runs on."""
+
+
+def _not_recording(session, reason):
+    session.status = "not recording: %s" % reason
+    if not session.lazy_open:  # under `memhist record` the tool reports it
+        warnings.warn("memhist: %s" % session.status, MemhistWarning, stacklevel=3)
 
 
 class Session:
@@ -72,7 +86,7 @@ class Session:
                                          torch.__version__.encode())
                 rc = lib.mh_torch_attach(self.rec, ctypes.byref(opts))
                 if rc < 0:
-                    self.status = "not recording: %s" % lib.mh_torch_error().decode("utf-8", "replace")
+                    _not_recording(self, lib.mh_torch_error().decode("utf-8", "replace"))
                     return
                 self.attached = True
                 self.status = "recording"
@@ -84,7 +98,7 @@ class Session:
                     self.scopes.install(torch)
                 atexit.register(stop)
             except Exception as e:  # never break the program
-                self.status = "not recording: %s" % e
+                _not_recording(self, e)
 
     def close(self):
         if self.scopes is not None:
@@ -139,16 +153,22 @@ def start(path="record.memhist", stacks="python", op_ranges=False, _lazy_open=Fa
     with _lock:
         if _session is not None:
             raise RuntimeError("memhist is already recording to %s" % _session.path)
-        if _cuda is None:
-            import torch
-            _cuda = torch.cuda
         s = Session(path, stacks, op_ranges, _lazy_open)
-        if not _lazy_open:
-            s.open()
-            atexit.register(stop)
-            if not _cuda.is_available():
-                s.status = "not recording: no CUDA device (torch.cuda.is_available() is False)"
         _session = s
+        try:
+            if _cuda is None:
+                import torch
+                _cuda = torch.cuda
+            if not _lazy_open and not _cuda.is_available():
+                _not_recording(s, "no CUDA device (torch.cuda.is_available() is False); no file written")
+                return s
+            if not _lazy_open:
+                _native.bridge()
+                s.open()
+                atexit.register(stop)
+        except Exception as e:  # a missing library or torch: warn, run on
+            _not_recording(s, e)
+            return s
         # _lazy_call runs s.attach right after torch initializes CUDA (at once
         # if it already has); without a device it never runs.
         lazy_call = getattr(_cuda, "_lazy_call", None)
@@ -161,12 +181,13 @@ def start(path="record.memhist", stacks="python", op_ranges=False, _lazy_open=Fa
 
 def stop():
     """Stops recording and finishes the file. Returns the session (or None)."""
-    global _session
+    global _session, _last
     with _lock:
         s = _session
         if s is None:
             return None
         _session = None
+        _last = s
         s.close()
         return s
 
@@ -185,5 +206,14 @@ def mark(name):
 
 
 def status():
-    """What the current session is doing ("recording", or why not)."""
-    return _session.status if _session is not None else "not started"
+    """What the current session is doing ("recording", or why not); after
+    stop(), what the last one did ("stopped: N events recorded to FILE", or
+    why nothing was recorded); "not started" before any."""
+    if _session is not None:
+        return _session.status
+    s = _last
+    if s is None:
+        return "not started"
+    if s.status == "recording" and s.counts is not None:
+        return "stopped: %d events recorded to %s" % (s.counts["emitted"], s.path)
+    return s.status

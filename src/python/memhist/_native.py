@@ -1,9 +1,13 @@
 """memhist._native - ctypes bindings to libmemhist and libmemhist_torch.
 
-Loads the two shared libraries (from $MEMHIST_LIB_DIR, the package directory,
-or the system loader path, in that order) and declares the C functions the
-package uses. libmemhist_torch needs torch's own libraries, so torch is
-imported first. Nothing here prints.
+Loads the two shared libraries and declares the C functions the package
+uses. They are looked for in $MEMHIST_LIB_DIR, then in the installation
+this package belongs to (pip wheel or `cmake --install`: _install.py says
+where, relative to this directory), then in a build tree (the package seen
+through BUILD/python/memhist, or the source tree's build/), then by the
+system loader. libmemhist_torch needs torch's own libraries, so torch is
+imported first. Nothing here prints; failures raise OSError with every
+place tried and why it failed.
 """
 import ctypes
 import os
@@ -26,12 +30,22 @@ class TorchOpts(ctypes.Structure):
 STACKS = {"python": 2, "all": 3, "none": 1, None: 1}
 
 
-def _candidates(name):
+def _lib_dirs():
+    here = os.path.dirname(os.path.abspath(__file__))
     dirs = []
     if os.environ.get("MEMHIST_LIB_DIR"):
         dirs.append(os.environ["MEMHIST_LIB_DIR"])
-    dirs.append(os.path.dirname(os.path.abspath(__file__)))
-    paths = [os.path.join(d, name) for d in dirs]
+    try:
+        from . import _install
+        dirs.append(os.path.join(here, _install.LIB_DIR))
+    except ImportError:  # not installed: a build tree
+        dirs.append(os.path.join(here, "..", ".."))
+        dirs.append(os.path.join(here, "..", "..", "..", "build"))
+    return [os.path.normpath(d) for d in dirs]
+
+
+def _candidates(name):
+    paths = [os.path.join(d, name) for d in _lib_dirs()]
     return [p for p in paths if os.path.exists(p)] + [name]
 
 
@@ -42,8 +56,23 @@ def _load(name):
             return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         except OSError as e:
             errors.append(str(e))
-    raise OSError("cannot load %s (set MEMHIST_LIB_DIR to the directory holding it): %s"
-                  % (name, "; ".join(errors)))
+    raise OSError("cannot load %s (looked in %s; set MEMHIST_LIB_DIR to the directory holding it): %s"
+                  % (name, ", ".join(_lib_dirs()), "; ".join(errors)))
+
+
+def tool():
+    """The path of the memhist command-line tool, or None."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        from . import _install
+        dirs = [os.path.join(here, _install.BIN_DIR)]
+    except ImportError:
+        dirs = [os.path.join(here, "..", ".."), os.path.join(here, "..", "..", "..", "build")]
+    for d in dirs:
+        path = os.path.normpath(os.path.join(d, "memhist"))
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
 
 
 def core():
@@ -62,12 +91,29 @@ def core():
     return _LIBS["core"]
 
 
+def _bridge_hint(torch):
+    """Why the bridge may be missing or refuse to load, from the install record."""
+    try:
+        from . import _install
+    except ImportError:
+        return "build it with torch installed (MEMHIST_WITH_TORCH=ON)"
+    if not _install.TORCH_VERSION:
+        return "this memhist was built without torch; install torch, then reinstall memhist"
+    if _install.TORCH_VERSION != torch.__version__:
+        return ("it was built against torch %s but this is torch %s; reinstall memhist"
+                % (_install.TORCH_VERSION, torch.__version__))
+    return "reinstall memhist"
+
+
 def bridge():
     """libmemhist_torch: the torch bridge (imports torch first)."""
     if "torch" not in _LIBS:
-        import torch  # noqa: F401  (loads libc10 & co. before the bridge)
+        import torch  # (loads libc10 & co. before the bridge)
         core()
-        lib = _load("libmemhist_torch.so")
+        try:
+            lib = _load("libmemhist_torch.so")
+        except OSError as e:
+            raise OSError("%s; %s" % (e, _bridge_hint(torch))) from None
         lib.mh_torch_open.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
         lib.mh_torch_attach.argtypes = [ctypes.c_void_p, ctypes.POINTER(TorchOpts)]
         lib.mh_torch_mark.argtypes = [ctypes.c_char_p]

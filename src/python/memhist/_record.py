@@ -7,7 +7,8 @@ recorder starts exactly when the program initializes CUDA, and never earlier.
 The file is created only then, so helper processes that never use CUDA
 (data-loader workers) write nothing. At exit (normal, exception, SIGTERM) it
 finishes the file and appends one status line for the `memhist record`
-command to $MEMHIST_STATUS_FILE:  pid <TAB> file <TAB> events <TAB> status.
+command to $MEMHIST_STATUS_FILE:  who <TAB> file <TAB> events <TAB> status,
+where who is "process PID", or "rank R (process PID)" under torchrun.
 
 Environment (set by `memhist record`): MEMHIST_RECORD_PATH, MEMHIST_STACKS,
 MEMHIST_OP_RANGES, MEMHIST_STATUS_FILE, MEMHIST_ROOT_PID, MEMHIST_LIB_DIR;
@@ -24,13 +25,26 @@ import sys
 _state = {"installed": False, "torch_seen": False, "session": None, "reported": False}
 
 
+def _rank():
+    rank = os.environ.get("RANK", os.environ.get("LOCAL_RANK"))
+    return int(rank) if rank is not None and rank.strip().isdigit() else None
+
+
+def who():
+    """How the status lines name this process."""
+    rank = _rank()
+    if rank is None:
+        return "process %d" % os.getpid()
+    return "rank %d (process %d)" % (rank, os.getpid())
+
+
 def output_path():
     """FILE for the main process; FILE.rank<R> under torchrun; FILE.pid<P>
     for any other process that initializes CUDA."""
     path = os.environ["MEMHIST_RECORD_PATH"]
-    rank = os.environ.get("RANK", os.environ.get("LOCAL_RANK"))
-    if rank is not None and rank.strip().isdigit():
-        return "%s.rank%d" % (path, int(rank))
+    rank = _rank()
+    if rank is not None:
+        return "%s.rank%d" % (path, rank)
     if os.environ.get("MEMHIST_ROOT_PID") not in (None, str(os.getpid())):
         return "%s.pid%d" % (path, os.getpid())
     return path
@@ -51,7 +65,7 @@ def _on_torch_cuda(module):
                                           op_ranges=os.environ.get("MEMHIST_OP_RANGES") == "1",
                                           _lazy_open=True, _cuda=module)
     except Exception as e:
-        sys.stderr.write("memhist: recording disabled: %s\n" % e)
+        sys.stderr.write("memhist: %s: recording disabled: %s\n" % (who(), e))
 
 
 class _LoaderWrapper(importlib.abc.Loader):
@@ -110,7 +124,7 @@ def _finish():
         status = "not recording: " + _reason_not_recorded()
     status_file = os.environ.get("MEMHIST_STATUS_FILE")
     if status_file:
-        line = "%d\t%s\t%d\t%s\n" % (os.getpid(), path, events, status.replace("\n", " "))
+        line = "%s\t%s\t%d\t%s\n" % (who(), path, events, status.replace("\n", " "))
         fd = os.open(status_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line.encode("utf-8", "replace"))

@@ -6,6 +6,9 @@ computed, so this module:
 - turns cuDNN off when CUDA initializes (convolutions take torch's native
   path; scaled-dot-product attention skips its cuDNN backend), because the
   virtual device has no cuDNN;
+- runs torch.distributed on gloo when the program asks for NCCL (or for the
+  default backend), since NCCL needs real GPUs; DDP and FSDP accept CUDA
+  tensors on gloo;
 - warns once, on stderr, where results would mislead: torch.compile with the
   Inductor backend (needs the real driver; use backend="aot_eager"), CUDA
   graph capture (refused by the device), torch.linalg calls that need
@@ -14,6 +17,8 @@ computed, so this module:
 It never imports torch itself: it is handed the torch.cuda module.
 """
 import functools
+import importlib.abc
+import importlib.util
 import sys
 
 _warned = set()
@@ -53,8 +58,22 @@ def _inductor(args, kwargs):
 
 
 def _disable_cudnn():
+    """cuDNN off, and kept off: the program (or torch.backends.cudnn.flags)
+    turning it back on gets a warning instead of a cuDNN error later."""
     import torch
-    torch.backends.cudnn.enabled = False
+    set_enabled = torch._C._set_cudnn_enabled
+
+    def keep_off(value):
+        if value:
+            warn("cudnn", "cuDNN stays off on the virtual device (it has no cuDNN); convolutions "
+                 "use torch's native kernels, whose workspace differs from cuDNN's")
+        set_enabled(False)
+
+    keep_off(False)
+    torch._C._set_cudnn_enabled = keep_off
+    prop = type(torch.backends.cudnn).__dict__.get("enabled")  # a ContextProp
+    if hasattr(prop, "setter"):
+        prop.setter = keep_off
     try:
         torch.backends.cuda.enable_cudnn_sdp(False)
     except AttributeError:
@@ -80,7 +99,56 @@ def _install_warnings():
         _wrap(torch.linalg, name, "linalg:" + name, solver_text % name, _on_cuda)
 
 
+def _gloo_instead_of_nccl(c10d):
+    init = c10d.init_process_group
+    if getattr(init, "_memhist_wrapped", False):
+        return
+
+    @functools.wraps(init)
+    def init_process_group(*args, **kwargs):
+        backend = args[0] if args else kwargs.get("backend")
+        if backend is None or "nccl" in str(backend).lower():
+            warn("nccl", "NCCL needs real GPUs: torch.distributed runs on gloo instead (the "
+                 "memory of NCCL's own buffers is not simulated)")
+            args, kwargs = args[1:], dict(kwargs, backend="gloo")
+        return init(*args, **kwargs)
+
+    init_process_group._memhist_wrapped = True
+    c10d.init_process_group = init_process_group
+
+
+class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Runs `then(module)` once the module `name` has been executed."""
+
+    def __init__(self, name, then):
+        self.name, self.then, self.loader = name, then, None
+
+    def find_spec(self, name, path, target=None):
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            self.loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        try:
+            self.then(module)
+        except Exception as e:  # never break the program
+            warn("hook:" + self.name, "could not adapt %s: %s" % (self.name, e))
+
+
 def install(cuda_module):
     """Called with torch.cuda as soon as it is imported."""
     cuda_module._lazy_call(_disable_cudnn)
     cuda_module._lazy_call(_install_warnings)
+    c10d = "torch.distributed.distributed_c10d"
+    if c10d in sys.modules:
+        _gloo_instead_of_nccl(sys.modules[c10d])
+    else:
+        sys.meta_path.insert(0, _AfterImport(c10d, _gloo_instead_of_nccl))
