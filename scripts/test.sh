@@ -45,11 +45,14 @@ if [ "$fuzz_seconds" != "0" ] && command -v clang >/dev/null; then
         mkdir -p "$work"
         # seeds: tests/fuzz/corpus/<word> where <word> is part of the fuzzer's name
         # or the word on a "seeds: WORD" line of its source
-        also="$(grep -o 'seeds: [a-z]*' "$root/tests/fuzz/$name.c" | head -1 | cut -d' ' -f2)"
+        also="$(sed -n 's/.*seeds: \([a-z]*\).*/\1/p' "$root/tests/fuzz/$name.c" | head -1)"
         for seeds in "$root"/tests/fuzz/corpus/*/; do
             word="$(basename "$seeds")"
-            case "$name" in *"$word"*) cp -r "$seeds". "$work"/ ;; esac
-            [ "$word" = "$also" ] && cp -r "$seeds". "$work"/
+            if [ "$word" = "$also" ]; then
+                cp -r "$seeds". "$work"/
+            else
+                case "$name" in *"$word"*) cp -r "$seeds". "$work"/ ;; esac
+            fi
         done
         if UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$f" -max_total_time="$fuzz_seconds" \
             -rss_limit_mb=2048 -artifact_prefix="$root/build-fuzz/$name-" "$work" \

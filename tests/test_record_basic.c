@@ -240,7 +240,8 @@ static void expect_failure(int fd, const char *why)
     struct mh_recorder *rec;
     cr_assert_eq(mh_recorder_open_fd(fd, NULL, &rec), 0);
     struct mh_event ev = {.kind = MH_EV_ALLOC, .addr = 512, .size = 512};
-    cr_assert_eq(mh_emit(rec, &ev), 0);
+    int rc = mh_emit(rec, &ev); /* the header's write at start may have failed already */
+    cr_assert(rc == 0 || rc == MH_ESTATE, "emit gave %d", rc);
     cr_expect_eq(mh_recorder_flush(rec), MH_EIO);
     const char *msg = mh_recorder_failure(rec);
     cr_assert_not_null(msg);

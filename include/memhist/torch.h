@@ -4,8 +4,11 @@
  * recorder (recorder.h) from inside a process that already runs libtorch:
  * every caching-allocator action through torch's allocator trace tracker,
  * out-of-memory reports, training steps and phases from record_function
- * ranges, and Python (optionally C++) stacks from torch's own gathered
- * context, symbolized in batches on the recorder's drain thread.
+ * ranges, and Python (optionally C++) stacks captured by memhist's own
+ * frame walker in the allocator hook (torch's history stays off), resolved
+ * on the recorder's drain thread; where the walker does not know the
+ * CPython version, torch's gathered context instead (meta "stack_capture"
+ * says which). MEMHIST_STACK_CAPTURE=torch forces the latter.
  *
  * Lifetime: torch has no way to detach a tracker, so once attached the bridge
  * stays registered for the rest of the process; mh_torch_stop() turns it into
@@ -59,7 +62,7 @@ int mh_torch_open(const char *path, const struct mh_recorder_opts *ropts, struct
  *   MH_ESTATE        already attached (or attached before and failed);
  *   MH_EINVAL        bad options; other negative codes from torch failures.
  * mh_torch_error() says why. Writes meta torch_version, alloc_conf,
- * torch_stacks and the devices. */
+ * torch_stacks, stack_capture and the devices. */
 int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts);
 
 /* Stops feeding the recorder (the tracker stays registered but does nothing)

@@ -164,10 +164,10 @@ static int convert(const char *in, const unsigned char *data, size_t len, const 
     rc = mh__snapshot_import(data, len, NULL, w, info, err, sizeof err);
     int crc = mh_writer_close(w);
     int errnum = errno;
-    if (rc < 0)
-        mh__cli_error("%s: %s%s%s", in, mh_strerror(rc), err[0] ? ": " : "", err);
-    else if (crc < 0 && crc == MH_EIO)
+    if (crc == MH_EIO) /* the output failed: say why, whatever the import met after */
         mh__cli_error("%s: cannot write: %s", out, strerror(errnum));
+    else if (rc < 0)
+        mh__cli_error("%s: %s%s%s", in, mh_strerror(rc), err[0] ? ": " : "", err);
     else if (crc < 0)
         mh__cli_error("%s: %s", out, mh_strerror(crc));
     return rc < 0 ? rc : crc;

@@ -14,6 +14,7 @@
  * each file is and what to run next, or why nothing was recorded. It exits
  * with the child's status. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -227,7 +228,12 @@ int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
     else
         snprintf(out_abs, sizeof out_abs, "%s", o->output);
     snprintf(status_path, sizeof status_path, "%s.status.%d", out_abs, (int)getpid());
-    unlink(status_path);
+    int fd = open(status_path, O_WRONLY | O_CREAT | O_TRUNC, 0644); /* also: can we write there? */
+    if (fd < 0) {
+        mh__cli_error("%s: cannot write %s: %s", o->who, out_abs, strerror(errno));
+        return MH_EXIT_FAIL;
+    }
+    close(fd);
     unlink(out_abs); /* what exists afterwards was written by this run */
     if (setup_env(o, out_abs, status_path) < 0)
         return MH_EXIT_FAIL;

@@ -253,7 +253,9 @@ void *mh__drain_main(void *arg)
     struct mh_recorder *rec = arg;
     struct timespec due;
     clock_gettime(CLOCK_MONOTONIC, &due);
-    int busy = 0;
+    int busy = mh__drain_once(rec); /* the header at once: a process killed
+                                        before the first interval leaves a
+                                        valid, empty recording */
     pthread_mutex_lock(&rec->mu);
     for (;;) {
         add_ms(&due, rec->opts.flush_interval_ms);

@@ -3,21 +3,20 @@
  *
  * Data flow: torch's CUDA caching allocator calls our trace tracker on every
  * action, under the device's allocator mutex, on the allocating thread. The
- * tracker converts the raw approximate-clock ticks to Unix-epoch ns with our
- * own calibration, copies scalars into an mh_event and hands it to mh_emit.
- * A stack context (torch's shared_ptr<GatheredContext>) is parked in a slot
- * of the thread's context ring and travels as an opaque token; the recorder's
- * drain thread calls resolve_ctx(), which symbolizes a whole batch of parked
- * contexts with torch::symbolize (GIL taken there, never in the tracker) and
- * interns frames and stacks; release_ctx() then drops the reference.
- * RecordFunction USER_SCOPE ranges give step markers, phases and op ranges.
+ * tracker converts the raw approximate-clock ticks to Unix-epoch ns, copies
+ * scalars into an mh_event, captures the thread's stack with memhist's own
+ * walker (pystack.h: CPython frames, plus C++ frames unwound here for
+ * `--stacks all`) as a trie node, and hands the event to mh_emit; torch's
+ * history stays off. The recorder's drain thread resolves nodes into frames
+ * (resolve_ctx) without the GIL. Where the walker cannot run (an unknown
+ * CPython layout), torch's gathered contexts are parked in per-thread rings
+ * instead and symbolized in batches with torch::symbolize (GIL taken there,
+ * never in the tracker). RecordFunction USER_SCOPE ranges give step markers,
+ * phases and op ranges.
  *
  * Owns: the bridge state (one per process, never destroyed: torch cannot
- * detach a tracker), the context rings (one per producing thread, adopted by
- * later threads when their owner exits), the clock calibration, and the table
- * of metadata strings known to the bridge. Every extern "C" entry catches
- * all exceptions. */
-#include <dlfcn.h>
+ * detach a tracker), the context rings, the clock calibration. Every
+ * extern "C" entry catches all exceptions. */
 #include <time.h>
 
 #include <algorithm>
@@ -43,6 +42,7 @@
 #include "memhist/cupti.h"
 #include "memhist/error.h"
 #include "memhist/torch.h"
+#include "pystack.h"
 #include "torch_support.h"
 
 #define MH_TORCH_AT_LEAST(maj, min)                                                        \
@@ -165,6 +165,9 @@ struct bridge {
     int op_ranges = 0;
     uint32_t ctx_slots = 16384;
     bool history_ours = false;
+    bool own_stacks = false; /* memhist's frame walker (pystack.h) instead of torch's gather */
+    int max_frames = 0;      /* 0: the walker's limit */
+    char stack_source[256] = "";
     bool hooks_installed = false;
     std::atomic<int64_t> step{0};
     std::atomic<int> mode{STEPS_OPTIMIZER};
@@ -178,16 +181,6 @@ struct bridge {
 };
 bridge g;
 
-/* Metadata strings interned outside the allocator lock, so that the tracker
- * can attach user_metadata / compile_context ids by a lock-free lookup.
- * Append-only; entries are published by `count`. */
-struct meta_table {
-    static const size_t cap = 256;
-    std::string text[cap];
-    uint32_t id[cap] = {};
-    std::atomic<size_t> count{0};
-};
-meta_table g_meta;
 
 void set_error(const char *fmt, const char *detail = "")
 {
@@ -245,44 +238,21 @@ ctx_slot *park_context(const std::shared_ptr<c10::GatheredContext> &ctx)
 
 /* ---- drain side: batch symbolization ------------------------------------------- */
 
-struct py_api {
-    int (*is_initialized)() = nullptr;
-    int (*is_finalizing)() = nullptr;
-    int (*ensure)() = nullptr;
-    void (*release)(int) = nullptr;
-};
-
-py_api python_api()
-{
-    py_api p;
-    p.is_initialized = (int (*)())dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-    p.is_finalizing = (int (*)())dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
-    if (!p.is_finalizing)
-        p.is_finalizing = (int (*)())dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
-    p.ensure = (int (*)())dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
-    p.release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
-    return p;
-}
-
 /* torch::symbolize needs the GIL for Python frames; the drain thread is not an
  * allocator thread, so it may take it. Without Python there are no Python
  * frames and nothing to lock. Returns false if Python is shutting down. */
 bool symbolize_batch(const std::vector<torch::CapturedTraceback *> &tbs, torch::SymbolizedTracebacks *out)
 {
-    static const py_api py = python_api();
-    bool with_py = py.is_initialized && py.ensure && py.release && py.is_initialized();
-    if (with_py && py.is_finalizing && py.is_finalizing())
+    int gil = mh__python_gil_take();
+    if (gil == MH_ESTATE)
         return false;
-    int gil = with_py ? py.ensure() : 0;
     try {
         *out = torch::symbolize(tbs);
     } catch (...) {
-        if (with_py)
-            py.release(gil);
+        mh__python_gil_give(gil);
         throw;
     }
-    if (with_py)
-        py.release(gil);
+    mh__python_gil_give(gil);
     return true;
 }
 
@@ -335,8 +305,47 @@ void resolve_ring_from(mh_recorder *rec, ctx_ring *r, uint64_t first)
     }
 }
 
+/* Names a native return address for `--stacks all` on the drain thread,
+ * without the GIL: torch's symbolizer in the mode TORCH_SYMBOLIZE_MODE asks
+ * for (fast, addr2line), dladdr by default. Names are kept per address (the
+ * resolver calls this under its own lock, one drain thread at a time). */
+int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap,
+                uint32_t *line)
+{
+    static std::unordered_map<uintptr_t, torch::unwind::Frame> known;
+    try {
+        auto it = known.find(ip);
+        if (it == known.end()) {
+            const char *m = getenv("TORCH_SYMBOLIZE_MODE");
+            auto mode = !m ? torch::unwind::Mode::dladdr
+                        : !strcmp(m, "fast")      ? torch::unwind::Mode::fast
+                        : !strcmp(m, "addr2line") ? torch::unwind::Mode::addr2line
+                                                  : torch::unwind::Mode::dladdr;
+            std::vector<torch::unwind::Frame> f = torch::unwind::symbolize({(void *)ip}, mode);
+            if (f.empty())
+                return -1;
+            it = known.emplace(ip, f[0]).first;
+        }
+        snprintf(file, filecap, "%s", it->second.filename.c_str());
+        snprintf(func, funccap, "%s", it->second.funcname.c_str());
+        *line = (uint32_t)it->second.lineno;
+        return 0;
+    } catch (...) {
+        return -1;
+    }
+}
+
+/* Tokens of own captures are trie nodes, tagged with the low bit (context
+ * slots are aligned pointers). */
+inline bool own_token(uint64_t token)
+{
+    return token & 1;
+}
+
 uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
 {
+    if (own_token(token))
+        return mh__stack_resolve(rec, (uint32_t)(token >> 1), name_native, nullptr);
     try {
         ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
         if (!s)
@@ -352,6 +361,8 @@ uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
 /* Frees released (and dropped) slots in order, so the owner may reuse them. */
 void release_ctx(void *user, uint64_t token)
 {
+    if (own_token(token))
+        return;
     ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
     if (!s)
         return;
@@ -425,13 +436,7 @@ int map_action(int a)
 /* Lock-free lookup of a metadata string interned earlier (0 = unknown). */
 uint32_t meta_id(const std::string &s)
 {
-    if (s.empty() || s == "N/A")
-        return 0;
-    size_t n = g_meta.count.load(std::memory_order_acquire);
-    for (size_t i = 0; i < n; i++)
-        if (g_meta.text[i] == s)
-            return g_meta.id[i];
-    return 0;
+    return s.empty() || s == "N/A" ? 0 : mh__torch_meta_id(s.c_str());
 }
 
 /* TraceEntry fields that appeared over releases, detected by C++17 SFINAE
@@ -469,6 +474,17 @@ void note_phase_from_alloc(mh_recorder *rec, uint64_t t, uint32_t tid)
         emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_BACKWARD);
 }
 
+/* The calling thread's stack as a trie node (pystack.h); with C++ frames
+ * for `--stacks all`, unwound here and named later on the drain thread. */
+uint32_t capture_stack()
+{
+    if (g.stacks != MH_TORCH_STACKS_ALL)
+        return mh__stack_capture(nullptr, 0, g.max_frames);
+    std::vector<void *> ips = torch::unwind::unwind();
+    auto *raw = reinterpret_cast<const uintptr_t *>(ips.data());
+    return mh__stack_capture(raw, ips.size(), g.max_frames);
+}
+
 /* The tracker: runs under the allocator mutex. No GIL, no torch calls, no
  * allocation beyond a thread's first event, no system call. */
 void on_trace(const Entry &e)
@@ -497,7 +513,12 @@ void on_trace(const Entry &e)
     ctx_slot *slot = nullptr;
     bool wants_ctx = kind == MH_EV_ALLOC || kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_MAP ||
                      kind == MH_EV_OOM;
-    if (e.context_ && wants_ctx && g.stacks != MH_TORCH_STACKS_NONE) {
+    if (wants_ctx && g.own_stacks) {
+        if (uint32_t node = capture_stack()) {
+            ev.ctx = (uint64_t)node << 1 | 1;
+            ev.flags |= MH_EVF_CTX_TOKEN;
+        }
+    } else if (e.context_ && wants_ctx && g.stacks != MH_TORCH_STACKS_NONE) {
         slot = park_context(e.context_);
         if (slot) {
             ev.ctx = (uint64_t)(uintptr_t)slot;
@@ -631,12 +652,38 @@ void call_record_history(F f, bool enabled, cca::CreateContextFn fn, cca::Record
     }
 }
 
-/* Turns on torch's history with a one-entry ring so that torch gathers
- * contexts for the tracker while keeping its own buffer minimal. Leaves a
- * history the program turned on itself alone. */
+/* Chooses the stack source: memhist's own walker when it works here (then
+ * torch's history stays off and the tracker alone is attached), else torch's
+ * gathered contexts (below). */
+void choose_stacks()
+{
+    g.own_stacks = false;
+    if (g.stacks == MH_TORCH_STACKS_NONE) {
+        snprintf(g.stack_source, sizeof g.stack_source, "none");
+        return;
+    }
+    char why[200] = "MEMHIST_STACK_CAPTURE=torch";
+    /* MEMHIST_STACK_CAPTURE=torch: torch's gathered contexts, for comparisons */
+    const char *want = getenv("MEMHIST_STACK_CAPTURE");
+    if (!(want && !strcmp(want, "torch")) && mh__stack_init(why, sizeof why) == 0) {
+        g.own_stacks = true;
+        snprintf(g.stack_source, sizeof g.stack_source, "%s", why);
+        if (g.stacks == MH_TORCH_STACKS_ALL)
+            torch::unwind::unwind(); /* warm the unwinder's caches outside the lock */
+        mh__stack_skip_module((const void *)&choose_stacks);
+    } else {
+        snprintf(g.stack_source, sizeof g.stack_source, "torch CapturedTraceback (own capture off: %s)",
+                 why);
+    }
+    mh__stack_forget();
+}
+
+/* The fallback: turns on torch's history with a one-entry ring so that
+ * torch gathers contexts for the tracker while keeping its own buffer
+ * minimal. Leaves a history the program turned on itself alone. */
 void enable_history()
 {
-    if (g.stacks == MH_TORCH_STACKS_NONE || cca::isHistoryEnabled())
+    if (g.stacks == MH_TORCH_STACKS_NONE || g.own_stacks || cca::isHistoryEnabled())
         return;
     cca::CreateContextFn fn = g.stacks == MH_TORCH_STACKS_ALL ? gather_all : gather_python;
     if (g.stacks == MH_TORCH_STACKS_ALL)
@@ -684,30 +731,6 @@ void install_hooks()
     g.hooks_installed = true;
 }
 
-/* Device names and sizes through the CUDA driver, already loaded by torch. */
-void record_devices(mh_recorder *rec, int count)
-{
-    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    using name_fn = int (*)(char *, int, int);
-    using mem_fn = int (*)(size_t *, int);
-    using get_fn = int (*)(int *, int);
-    name_fn get_name = cuda ? (name_fn)dlsym(cuda, "cuDeviceGetName") : nullptr;
-    mem_fn total_mem = cuda ? (mem_fn)dlsym(cuda, "cuDeviceTotalMem_v2") : nullptr;
-    get_fn get_dev = cuda ? (get_fn)dlsym(cuda, "cuDeviceGet") : nullptr;
-    for (int i = 0; i < count; i++) {
-        char name[256] = "";
-        size_t total = 0;
-        int dev = -1;
-        if (get_dev && get_dev(&dev, i) == 0) {
-            if (get_name)
-                get_name(name, (int)sizeof name, dev);
-            if (total_mem)
-                total_mem(&total, dev);
-        }
-        mh_recorder_set_device(rec, i, name, total);
-    }
-}
-
 void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
 {
     mh_recorder_set_meta(rec, "torch_version", o && o->torch_version ? o->torch_version : TORCH_VERSION);
@@ -715,8 +738,9 @@ void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
     mh_recorder_set_meta(rec, "alloc_conf", conf ? conf : "");
     static const char *names[] = {"python", "none", "python", "all"};
     mh_recorder_set_meta(rec, "torch_stacks", names[g.stacks]);
+    mh_recorder_set_meta(rec, "stack_capture", g.stack_source);
     mh_recorder_set_meta(rec, "step_source", "record_function (Optimizer.step#, ProfilerStep#) or explicit");
-    record_devices(rec, devices);
+    mh__torch_record_devices(rec, devices);
 }
 
 int apply_options(const mh_torch_opts *o)
@@ -775,6 +799,7 @@ int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
         set_error("%s", "clock calibration failed");
         return rc;
     }
+    choose_stacks();
     enable_history();
     install_hooks();
     record_meta(rec, o, c10::cuda::device_count());
@@ -857,9 +882,10 @@ int mh_torch_stop(void)
     } catch (...) {
         return MH_ESTATE;
     }
-    if (rec && g.ctx_lost.load()) {
+    uint64_t lost = g.ctx_lost.load() + (g.own_stacks ? mh__stack_lost() : 0);
+    if (rec && lost) {
         char buf[32];
-        snprintf(buf, sizeof buf, "%llu", (unsigned long long)g.ctx_lost.load());
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)lost);
         mh_recorder_set_meta(rec, "stacks_lost", buf);
     }
     return 0;
@@ -926,19 +952,7 @@ int mh_torch_metadata(const char *text)
         mh_recorder *rec = g.rec.load();
         if (!rec)
             return MH_ESTATE;
-        size_t n = g_meta.count.load();
-        for (size_t i = 0; i < n; i++)
-            if (g_meta.text[i] == text)
-                return 0;
-        if (n == meta_table::cap)
-            return MH_ELIMIT;
-        int64_t id = mh_intern_string(rec, text, strlen(text));
-        if (id < 0)
-            return (int)id;
-        g_meta.text[n] = text;
-        g_meta.id[n] = (uint32_t)id;
-        g_meta.count.store(n + 1, std::memory_order_release);
-        return 0;
+        return mh__torch_meta_add(rec, text);
     } catch (...) {
         return MH_ENOMEM;
     }
@@ -965,8 +979,10 @@ int mh__torch_test_attach(struct mh_recorder *rec, int stacks, int op_ranges)
     int rc = apply_options(&o);
     if (rc == 0)
         rc = calibrate_clock();
-    if (rc == 0)
+    if (rc == 0) {
+        choose_stacks();
         reset_steps(rec);
+    }
     return rc;
 }
 
@@ -979,17 +995,6 @@ void mh__torch_test_trace(const void *entry)
 void mh__torch_test_range(const char *name, int begin)
 {
     on_range(name, begin != 0);
-}
-
-int mh__torch_test_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, double *scale, uint64_t *ns_at_tick0)
-{
-    mh_tick_fit f;
-    int rc = mh__tick_fit(ticks, ns, n, &f);
-    if (rc == 0) {
-        *scale = f.scale;
-        *ns_at_tick0 = f.ns0;
-    }
-    return rc;
 }
 
 uint64_t mh__torch_test_ticks_to_ns(uint64_t ticks)

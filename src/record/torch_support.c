@@ -2,12 +2,15 @@
  * torch_support.h). */
 #include "torch_support.h"
 
+#include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "memhist/error.h"
+#include "memhist/recorder.h"
 
 static int by_value(const void *a, const void *b)
 {
@@ -95,5 +98,61 @@ int mh__torch_env_check(char *why, size_t len)
                            "which then reports no events; unset it to record");
         return MH_EUNSUPPORTED;
     }
+    return 0;
+}
+
+
+void mh__torch_record_devices(struct mh_recorder *rec, int count)
+{
+    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    int (*get_dev)(int *, int) = cuda ? (int (*)(int *, int))dlsym(cuda, "cuDeviceGet") : NULL;
+    int (*get_name)(char *, int, int) = cuda ? (int (*)(char *, int, int))dlsym(cuda, "cuDeviceGetName") : NULL;
+    int (*total_mem)(size_t *, int) = cuda ? (int (*)(size_t *, int))dlsym(cuda, "cuDeviceTotalMem_v2") : NULL;
+    for (int i = 0; i < count; i++) {
+        char name[256] = "";
+        size_t total = 0;
+        int dev = -1;
+        if (get_dev && get_dev(&dev, i) == 0) {
+            if (get_name)
+                get_name(name, (int)sizeof name, dev);
+            if (total_mem)
+                total_mem(&total, dev);
+        }
+        mh_recorder_set_device(rec, i, name, total);
+    }
+}
+
+/* Metadata strings interned outside the allocator lock: one writer at a time
+ * (the bridge's API lock), lock-free readers; entries are published by
+ * `meta_count` and never change afterwards. */
+#define META_CAP 256
+static char *meta_text[META_CAP];
+static uint32_t meta_ids[META_CAP];
+static _Atomic size_t meta_count;
+
+uint32_t mh__torch_meta_id(const char *s)
+{
+    size_t n = atomic_load_explicit(&meta_count, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(meta_text[i], s) == 0)
+            return meta_ids[i];
+    return 0;
+}
+
+int mh__torch_meta_add(struct mh_recorder *rec, const char *text)
+{
+    size_t n = atomic_load_explicit(&meta_count, memory_order_relaxed);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(meta_text[i], text) == 0)
+            return 0;
+    if (n == META_CAP)
+        return MH_ELIMIT;
+    int64_t id = mh_intern_string(rec, text, strlen(text));
+    if (id < 0)
+        return (int)id;
+    if (!(meta_text[n] = strdup(text)))
+        return MH_ENOMEM;
+    meta_ids[n] = (uint32_t)id;
+    atomic_store_explicit(&meta_count, n + 1, memory_order_release);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* torch_support.h - the parts of the torch bridge that need no torch: the
  * tick-clock calibration, the names of record_function ranges that mark
- * steps, and the allocator settings under which recording is impossible.
+ * steps, the allocator settings under which recording is impossible, the
+ * device description and the table of metadata strings.
  * Plain C in libmemhist, so they are tested without libtorch and the one
  * C++ file (torch_bridge.cpp) holds only what must touch torch. */
 #ifndef MH_RECORD_TORCH_SUPPORT_H
@@ -45,6 +46,18 @@ int mh__torch_env_check(char *why, size_t len);
 /* The allocator settings in force (PYTORCH_ALLOC_CONF, else the older
  * PYTORCH_CUDA_ALLOC_CONF), or NULL. */
 const char *mh__torch_alloc_conf_env(void);
+
+struct mh_recorder;
+/* Names and sizes of the first `count` CUDA devices through the driver torch
+ * already loaded, written to `rec` (empty when the driver is not loaded). */
+void mh__torch_record_devices(struct mh_recorder *rec, int count);
+
+/* Metadata strings the tracker may name (at most 256): the id of `s`
+ * interned earlier, 0 if unknown (lock-free, any thread). */
+uint32_t mh__torch_meta_id(const char *s);
+/* Interns `text` into `rec` and makes it known to mh__torch_meta_id; one
+ * caller at a time. Returns 0 or MH_ELIMIT, MH_ENOMEM, an interning error. */
+int mh__torch_meta_add(struct mh_recorder *rec, const char *text);
 
 #ifdef __cplusplus
 }

@@ -27,8 +27,13 @@ int mh__sim_new(const struct mh_sim_opts *opts, struct mh_sim **out)
     double f = s->o.conf.memory_fraction;
     s->set_fraction = f > 0.0 && f <= 1.0;
     s->allowed = UINT64_MAX;
-    if (s->o.capacity)
-        s->allowed = s->set_fraction ? (uint64_t)(f * (double)s->o.capacity) : s->o.capacity;
+    if (s->o.capacity) {
+        /* a fraction of a capacity near 2^64 rounds up past it as a double */
+        double part = f * (double)s->o.capacity;
+        s->allowed = !s->set_fraction          ? s->o.capacity
+                     : part >= 18446744073709551615.0 ? s->o.capacity
+                                                      : (uint64_t)part;
+    }
     *out = s;
     return 0;
 }

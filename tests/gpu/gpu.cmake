@@ -29,3 +29,22 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch)
     LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800
     ENVIRONMENT "MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
 endif()
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch)
+  add_test(NAME gpu_stacks_check
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/stacks_check.py
+                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/gpu_stacks_check)
+  set_tests_properties(gpu_stacks_check PROPERTIES
+    LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
+endif()
+# The same comparison on the virtual CUDA device (no GPU needed): torch's real
+# caching allocator runs, so the allocations and their stacks are real.
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET mh_vdev_cuda)
+  set(_mh_vd ${MH_VDEV_DIR})
+  add_test(NAME vdevice_stacks_check
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/stacks_check.py
+                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/vdevice_stacks_check)
+  set_tests_properties(vdevice_stacks_check PROPERTIES
+    LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "LD_PRELOAD=${_mh_vd}/libcuda.so.1:${_mh_vd}/libcudart.so.13:${_mh_vd}/libcublas.so.13:${_mh_vd}/libcublasLt.so.13:${_mh_vd}/libnvidia-ml.so.1;MEMHIST_VDEVICE=1;MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
+endif()

@@ -5,7 +5,8 @@ a character device or a symbolic link stays what it was; a full device, a
 file-size limit, a missing directory or a directory as output fail with the
 system's reason, exit 1 and leave no partial or temporary file behind; bad
 inputs (a directory, an endless device, a zip archive) get a clear one-line
-error; option errors print one line, not getopt's too. Environment: MEMHIST,
+error; an interrupted write (SIGTERM, SIGINT) leaves nothing; option errors
+print one line, not getopt's too. Environment: MEMHIST,
 MH_SOURCE_DIR."""
 import os
 import resource
@@ -128,6 +129,27 @@ def bad_inputs(tmp):
     expect(["report", d], 1, "is a directory")
 
 
+def interrupted(tmp):
+    """SIGTERM or SIGINT during a long write leaves no file behind."""
+    import signal
+    import time
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        d = os.path.join(tmp, f"sig{int(sig)}")
+        os.mkdir(d)
+        p = subprocess.Popen([MEMHIST, "simulate", "--steps", "1000000", "-o",
+                              os.path.join(d, "run.memhist")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(500):
+            if os.listdir(d):
+                break
+            time.sleep(0.01)
+        time.sleep(0.2)
+        p.send_signal(sig)
+        rc = p.wait(timeout=60)
+        check(rc == -sig and listing(d) == [],
+              f"{sig.name} during simulate: killed by it ({rc}), nothing left: {listing(d)}")
+
+
 def option_errors():
     for args in (["simulate", "--bogus"], ["whatif", "--alloc-conf"]):
         rc, _, err = run(*args)
@@ -149,6 +171,7 @@ def main():
         full_device_and_limits(tmp, rec, pickle)
         special_targets(tmp, rec)
         bad_inputs(tmp)
+        interrupted(tmp)
         option_errors()
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed")

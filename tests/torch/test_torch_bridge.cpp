@@ -23,12 +23,12 @@
 #include "memhist/error.h"
 #include "memhist/reader.h"
 #include "memhist/torch.h"
+#include "torch_support.h"
 
 extern "C" {
 int mh__torch_test_attach(struct mh_recorder *rec, int stacks, int op_ranges);
 void mh__torch_test_trace(const void *entry);
 void mh__torch_test_range(const char *name, int begin);
-int mh__torch_test_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, double *scale, uint64_t *ns0);
 uint64_t mh__torch_test_ticks_to_ns(uint64_t ticks);
 uint64_t mh__torch_test_ticks_now(void);
 }
@@ -55,13 +55,14 @@ static void test_fit()
         t.push_back(1000000 + i * 60000);
         ns.push_back(1700000000000000000ull + i * 20000 + (i == 37 ? 900000 : i % 3));
     }
-    double scale = 0;
-    uint64_t ns0 = 0;
-    T_CHECK(mh__torch_test_fit(t.data(), ns.data(), t.size(), &scale, &ns0) == 0, "fit failed");
+    mh_tick_fit f{};
+    T_CHECK(mh__tick_fit(t.data(), ns.data(), t.size(), &f) == 0, "fit failed");
+    double scale = f.scale;
+    uint64_t ns0 = f.ns0;
     T_CHECK(std::fabs(scale - 1.0 / 3.0) < 1e-4, "scale %.9f", scale);
     T_CHECK(ns0 >= 1700000000000000000ull && ns0 <= 1700000000000000003ull, "ns0 %llu",
           (unsigned long long)ns0);
-    T_CHECK(mh__torch_test_fit(t.data(), ns.data(), 2, &scale, &ns0) == MH_EINVAL, "too few pairs accepted");
+    T_CHECK(mh__tick_fit(t.data(), ns.data(), 2, &f) == MH_EINVAL, "too few pairs accepted");
 }
 
 static uint64_t now_ns()
@@ -160,6 +161,10 @@ static void check_allocator_events(mh_reader *r, const seen &s, uint64_t t0, uin
         size_t n = 0;
         T_CHECK(alloc_ctx->stack != 0, "alloc with context has no stack");
         T_CHECK(mh_reader_stack(r, alloc_ctx->stack, &frames, &n) == 0 && n > 0, "stack unreadable");
+        /* own capture: C++ frames of this test, none of the bridge's own */
+        mh_frame f{};
+        T_CHECK(n > 0 && mh_reader_frame(r, frames[0], &f) == 0 && f.file && !strstr(f.file, "libmemhist_torch"),
+                "innermost frame is the bridge's own: %s", f.file ? f.file : "?");
     }
     T_CHECK(oom && oom->addr == 12345 && oom->size == (1u << 30), "oom carries device_free and the size");
     T_CHECK(md && md->str && mh_reader_string(r, md->str) && !strcmp(mh_reader_string(r, md->str), "phase-A"),

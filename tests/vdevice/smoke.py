@@ -36,6 +36,9 @@ def check_bad_settings():
     for args in (["simulate", "--gpu", "L4", "--"], ["simulate", "--devices", "2"]):
         r = run(args)  # no command after "--"; an option of the command mode without a command
         assert r.returncode == 2 and r.stderr.startswith("memhist simulate: "), (args, r.returncode, r.stderr)
+    with tempfile.TemporaryDirectory() as tmp:  # an output nobody can write: said before running
+        r = run(["simulate", "-o", os.path.join(tmp, "missing", "x.memhist"), "--"] + prog)
+        assert r.returncode == 1 and "cannot write" in r.stderr, (r.returncode, r.stderr)
     r = run(["simulate", "--", "memhist-no-such-command"])
     assert r.returncode == 1 and "not found" in r.stderr, (r.returncode, r.stderr)
     with tempfile.TemporaryDirectory() as tmp:  # no command: the built-in workloads keep working

@@ -1,0 +1,216 @@
+"""torch_stacks.py - recording overhead of memhist's stack modes against
+torch's own _record_memory_history, on the tiny GPT (examples/python; 4
+layers of width 256, batch 8 x 128 tokens, AdamW).
+
+    python tests/bench/torch_stacks.py [--rounds N] [--steps N] [--out DIR]
+
+Every round runs each configuration once, in a fresh process, in an order
+that rotates from round to round: none, torch_python, torch_all,
+memhist_none, memhist_python, memhist_all, and memhist_python_gather
+(memhist taking torch's gathered contexts, as before its own walker:
+MEMHIST_STACK_CAPTURE=torch). Recording starts before the first step.
+Prints per configuration the median, p99 and max step over all rounds, the
+first step, bytes per event of the file written (torch: the pickle of
+_dump_snapshot) and the time spent after the last step (dump or close),
+then the overhead ratio memhist/torch per stack mode. Needs torch with a
+CUDA device (a real GPU or memhist's virtual device); exits 77 otherwise.
+--capture-cost measures only the per-call cost of capturing a Python stack
+(memhist's walker against torch's gather), which needs no device.
+Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
+CONFIGS = ["none", "torch_python", "torch_all", "memhist_none", "memhist_python", "memhist_all",
+           "memhist_python_gather"]
+
+
+def one(config, steps, out):
+    """Runs one configuration in this process; prints one JSON line."""
+    import torch
+    from tiny_gpt import TinyGPT
+    if os.environ.get("MEMHIST_VDEVICE") == "1":  # memhist's virtual device: cuDNN off
+        from memhist import _vdevice
+        _vdevice.install(torch.cuda)
+    torch.manual_seed(0)
+    torch.cuda.init()
+    model = TinyGPT(dim=256, heads=4, layers=4, ctx=128).cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    session = None
+    path = os.path.join(out, config + (".pickle" if config.startswith("torch") else ".memhist"))
+    if config.startswith("torch_"):
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks=config[6:],
+                                                 max_entries=10 ** 7)
+    elif config.startswith("memhist_"):
+        import memhist
+        mode = config.split("_")[1]
+        session = memhist.start(path, stacks=None if mode == "none" else mode)
+    times, cpu = [], []
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        t, c = time.perf_counter(), time.process_time()
+        idx = torch.randint(0, 8192, (8, 129), device="cuda")
+        loss = torch.nn.functional.cross_entropy(model(idx[:, :-1]).flatten(0, 1), idx[:, 1:].flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1e3)
+        cpu.append((time.process_time() - c) * 1e3)
+    t = time.perf_counter()
+    size = events = 0
+    if config.startswith("torch_"):
+        snap = torch.cuda.memory._snapshot()
+        events = sum(len(tr) for tr in snap["device_traces"])
+        torch.cuda.memory._dump_snapshot(path)
+        torch.cuda.memory._record_memory_history(enabled=None)
+        size = os.path.getsize(path)
+    elif session is not None:
+        import memhist
+        memhist.stop()
+        events = session.counts["emitted"] if session.counts else 0
+        size = os.path.getsize(path)
+        if session.status != "recording":
+            print("memhist: %s" % session.status, file=sys.stderr)
+    after = (time.perf_counter() - t) * 1e3
+    print(json.dumps({"config": config, "times": times, "cpu": cpu, "bytes": size, "events": events,
+                      "after_ms": after}))
+
+
+def capture_cost(depth=30, fresh=10, n=4000, reps=15):
+    """Per-call cost of capturing the Python stack, called from Python
+    through ctypes under `depth` long-lived frames and `fresh` frames entered
+    anew for every call (as in a model's forward); the cost of the same
+    calls into an empty library function is subtracted. memhist's walker
+    (GIL held, as for a compiled kernel's allocation) against torch's
+    gather_traceback(python), whose figure includes its binding's call and
+    result object."""
+    import ctypes
+    import torch
+    path = os.path.join(os.environ.get("MEMHIST_LIB_DIR", "build"), "libmemhist.so")
+    lib = ctypes.PyDLL(path)
+    lib.mh__stack_capture.restype = ctypes.c_uint32
+    lib.mh__stack_capture.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    lib.mh__stack_describe.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
+    why = ctypes.create_string_buffer(256)
+    if ctypes.CDLL(path).mh__stack_init(why, 256) != 0:
+        print("capture cost: own walker unavailable: %s" % why.value.decode())
+        return
+    gather = torch._C._profiler.gather_traceback
+
+    def chain(d, fn):
+        return chain(d - 1, fn) if d > 1 else fn()
+
+    def timed(fn):  # CPU time of this thread: preemption on a busy machine does not count
+        t = time.thread_time_ns()
+        for _ in range(n):
+            chain(fresh, fn)
+        return (time.thread_time_ns() - t) / n
+
+    runs = {"empty call": lambda: lib.mh__stack_describe(0, None, 0),  # same ctypes conversions
+            "memhist walker": lambda: lib.mh__stack_capture(None, 0, 0),
+            "torch gather_traceback(python)": lambda: gather(True, False, False)}
+    cost = {k: [] for k in runs}
+    for _ in range(reps):
+        for k, fn in runs.items():
+            cost[k].append(chain(depth, lambda: timed(fn)))
+    base = min(cost["empty call"])  # fastest run: the least disturbed on a busy machine
+    print("stack capture under %d frames, %d of them new per call; ns per call (thread CPU time, "
+          "fastest of %d runs of %d calls):" % (depth + fresh + 3, fresh, reps, n))
+    for k in list(runs)[1:]:
+        print("  %-32s %8.0f" % (k, min(cost[k]) - base))
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
+
+
+def run_rounds(args, out):
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a crashing run says where
+    res = {c: {"steady": [], "cpu": [], "first": [], "bpe": [], "after": [], "stall_runs": 0} for c in CONFIGS}
+    for r in range(args.rounds):
+        order = CONFIGS[r % len(CONFIGS):] + CONFIGS[:r % len(CONFIGS)]
+        for c in order:
+            e = dict(env, MEMHIST_STACK_CAPTURE="torch") if c == "memhist_python_gather" else env
+            name = "memhist_python" if c == "memhist_python_gather" else c
+            p = subprocess.run([sys.executable, __file__, "--one", name, "--steps", str(args.steps), "--out", out],
+                               capture_output=True, text=True, env=e, timeout=600)
+            line = [l for l in p.stdout.splitlines() if l.startswith("{")]
+            if p.returncode != 0 or not line:
+                print("%s failed (rc %d): %s" % (c, p.returncode, p.stderr[-2000:]))
+                sys.exit(1)
+            d = json.loads(line[-1])
+            steady = d["times"][2:]
+            res[c]["steady"] += steady
+            res[c]["cpu"] += d["cpu"][2:]
+            res[c]["first"].append(d["times"][0])
+            res[c]["after"].append(d["after_ms"])
+            res[c]["stall_runs"] += int(max(steady) > 2 * statistics.median(steady))
+            if d["events"]:
+                res[c]["bpe"].append(d["bytes"] / d["events"])
+        print("round %d/%d done" % (r + 1, args.rounds), file=sys.stderr, flush=True)
+    return res
+
+
+def report(res, args):
+    med = {c: statistics.median(res[c]["steady"]) for c in CONFIGS}
+    cpu = {c: statistics.median(res[c]["cpu"]) for c in CONFIGS}
+    base_first = statistics.median(res["none"]["first"])
+    print("tiny GPT, %d rounds x %d steps; step times in ms over steps 3..%d of every run" %
+          (args.rounds, args.steps, args.steps))
+    print("(wall: what the program sees; CPU: process CPU time per step, all threads, which a busy")
+    print("machine disturbs far less; overheads against 'none')")
+    print("%-22s %7s %7s %7s %6s %7s %6s %9s %7s %7s %6s" % (
+        "config", "median", "p99", "max", "+wall", "CPU", "+CPU", "1st step+", "B/event", "after", "stalls"))
+    for c in CONFIGS:
+        v = res[c]["steady"]
+        bpe = "%.1f" % statistics.median(res[c]["bpe"]) if res[c]["bpe"] else "-"
+        print("%-22s %7.2f %7.2f %7.2f %5.0f%% %7.2f %5.0f%% %9.2f %7s %7.1f %3d/%d" % (
+            c, med[c], pct(v, 0.99), max(v), 100 * (med[c] / med["none"] - 1), cpu[c],
+            100 * (cpu[c] / cpu["none"] - 1), statistics.median(res[c]["first"]) - base_first, bpe,
+            statistics.median(res[c]["after"]), res[c]["stall_runs"], args.rounds))
+    for mode in ("python", "all"):
+        for label, m in (("wall", med), ("CPU", cpu)):
+            t = m["torch_" + mode] - m["none"]
+            ratio = (m["memhist_" + mode] - m["none"]) / t if t > 0 else float("nan")
+            print("overhead ratio memhist/torch, stacks=%s (%s): %.2f" % (mode, label, ratio))
+    print("stalls: runs with a step over twice the run's median")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 4)))
+    ap.add_argument("--steps", type=int, default=int(os.environ.get("STEPS", 30)))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--one", default=None)
+    ap.add_argument("--capture-cost", action="store_true", help="only the per-call capture cost (no GPU needed)")
+    args = ap.parse_args()
+    if args.one:
+        return one(args.one, args.steps, args.out)
+    if args.capture_cost:
+        return capture_cost()
+    try:
+        import torch
+        ok = torch.cuda.is_available()
+    except ImportError:
+        ok = False
+    if not ok:
+        print("torch_stacks: skipped: torch sees no CUDA device")
+        sys.exit(77)
+    capture_cost()
+    out = args.out or tempfile.mkdtemp(prefix="mh_torch_stacks.")
+    os.makedirs(out, exist_ok=True)
+    report(run_rounds(args, out), args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""stacks_check.py - GPU check: memhist's own stacks equal torch's.
+
+    python tests/gpu/stacks_check.py MEMHIST_BIN WORKDIR      (record + compare)
+    python tests/gpu/stacks_check.py --record WORKDIR         (GPU part only)
+    python tests/gpu/stacks_check.py --compare MEMHIST_BIN WORKDIR
+
+Records one workload twice at once: memhist.start() (its own frame walker,
+stacks="python", then stacks="all") while the program also turns torch's
+own history on with stacks="python", so it also checks that both work
+together. Then every allocation in torch's trace is matched with memhist's
+(same order, address and size, through `memhist snapshot`) and their frames
+(file, function, line; innermost first) must be equal. With stacks="all"
+only memhist's Python frames are compared (torch's own interleave of C++
+and Python frames is wrong on CPython 3.11+). The workload has methods,
+nested modules, a generator, a comprehension, a lambda, a custom
+autograd.Function and exec'd code. Runs on memhist's virtual device too
+(ctest vdevice_stacks_check: LD_PRELOAD of its libraries, MEMHIST_VDEVICE=1).
+Exits 77 without a CUDA device, 1 on mismatch.
+"""
+import os
+import pickle
+import subprocess
+import sys
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def workload(torch):
+    nn = torch.nn
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(256, 256) for _ in range(3)])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = Square.apply(layer(x))
+            return x
+
+    def batches(n):
+        for _ in range(n):
+            yield torch.randn(64, 256, device="cuda")
+
+    ns = {"torch": torch}
+    exec(compile("def made(x):\n    return x.exp() + 1\n", "<generated>", "exec"), ns)
+    net = Net().cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=1e-3)
+    for x in batches(4):
+        y = net(x)
+        extra = [torch.ones(i + 1, 32, device="cuda") for i in range(3)]
+        z = (lambda t: t.sum())(y) + ns["made"](extra[0]).sum()
+        z.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+
+
+def record(workdir):
+    import torch
+    if os.environ.get("MEMHIST_VDEVICE") == "1":  # memhist's virtual device: cuDNN off
+        from memhist import _vdevice
+        _vdevice.install(torch.cuda)
+    if not torch.cuda.is_available():
+        print("skipped: no CUDA device")
+        sys.exit(77)
+    import memhist
+    os.makedirs(workdir, exist_ok=True)
+    torch.cuda.init()
+    for mode in ("python", "all"):
+        torch.cuda.empty_cache()  # each recording sees its segments created
+        s = memhist.start(os.path.join(workdir, "own_%s.memhist" % mode), stacks=mode)
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+                                                 max_entries=10 ** 6)
+        workload(torch)
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        memhist.stop()
+        check(s.status == "recording", "memhist %s recorded alongside torch's history (%s)" % (mode, s.status))
+        with open(os.path.join(workdir, "torch_%s.pickle" % mode), "wb") as f:
+            pickle.dump(snap, f)
+
+
+def allocs(snap):
+    return [e for tr in snap["device_traces"] for e in tr if e["action"] == "alloc"]
+
+
+def frames(entry, python_only):
+    fr = [(f["filename"], f["name"], f["line"]) for f in entry.get("frames", [])]
+    if python_only:
+        fr = [f for f in fr if f[0].endswith(".py") or f[0].startswith("<")]
+    return fr
+
+
+def compare(memhist_bin, workdir):
+    for mode in ("python", "all"):
+        mh = os.path.join(workdir, "own_%s.memhist" % mode)
+        out = os.path.join(workdir, "own_%s.pickle" % mode)
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # no virtual device for the CLI
+        p = subprocess.run([memhist_bin, "snapshot", mh, "-o", out], capture_output=True, text=True, env=env)
+        check(p.returncode == 0, "memhist snapshot %s: %s" % (mode, p.stderr.strip()))
+        if p.returncode:
+            continue
+        info = subprocess.run([memhist_bin, "info", mh], capture_output=True, text=True, env=env).stdout
+        check("memhist frame walker" in info, "info names the own frame walker (%s)" % mode)
+        with open(out, "rb") as f:
+            mine = allocs(pickle.load(f))
+        with open(os.path.join(workdir, "torch_%s.pickle" % mode), "rb") as f:
+            theirs = allocs(pickle.load(f))
+        key = [(e["addr"], e["size"]) for e in theirs]
+        mkey = [(e["addr"], e["size"]) for e in mine]
+        start = next((k for k in range(len(mkey) - len(key) + 1) if mkey[k:k + len(key)] == key), None)
+        check(len(key) > 50 and start is not None,
+              "%s: torch's %d allocations found in order among memhist's %d" % (mode, len(key), len(mkey)))
+        if start is None:
+            continue
+        same = with_frames = 0
+        for a, b in zip(theirs, mine[start:]):
+            fa, fb = frames(a, False), frames(b, mode == "all")
+            with_frames += bool(fa)
+            if fa == fb:
+                same += 1
+            elif len(failures) < 8:
+                print("  differ at addr %#x size %d:\n    torch   %s\n    memhist %s" % (a["addr"], a["size"],
+                                                                                        fa[:4], fb[:4]))
+        check(same == len(theirs) and with_frames > len(theirs) // 3,
+              "%s: frames equal for %d of %d allocations (%d with Python frames)" % (mode, same, len(theirs),
+                                                                                    with_frames))
+
+
+def main():
+    if sys.argv[1] == "--record":
+        record(sys.argv[2])
+    elif sys.argv[1] == "--compare":
+        compare(sys.argv[2], sys.argv[3])
+    else:
+        record(sys.argv[2])
+        compare(sys.argv[1], sys.argv[2])
+    print("%d check(s) failed" % len(failures) if failures else "all checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
