@@ -123,3 +123,37 @@ Test(scopes, no_setup_when_the_first_marker_is_a_step_end)
     cr_expect_eq(mh_model_setup(m, 0, &setup), MH_ENOTFOUND);
     mh_model_free(m);
 }
+
+Test(scopes, the_first_step_opened_again_makes_what_came_before_setup)
+{
+    struct mh_model *m = tmodel(NULL);
+    struct mh_event e = tev(MH_EV_STEP_BEGIN, 0, 0); /* the recorder's start */
+    e.time_ns = 5;
+    cr_assert_eq(mh_model_apply(m, &e, NULL), 0);
+    e = tev(MH_EV_SEGMENT_ALLOC, BASE, 20 * MH_MB);
+    e.time_ns = 10;
+    cr_assert_eq(mh_model_apply(m, &e, NULL), 0);
+    e = tev(MH_EV_ALLOC, BASE, 6 * MH_MB);
+    e.time_ns = 20;
+    cr_assert_eq(mh_model_apply(m, &e, NULL), 0);
+    e = tev(MH_EV_STEP_BEGIN, 0, 0); /* the model's first forward */
+    e.time_ns = 1000;
+    cr_assert_eq(mh_model_apply(m, &e, NULL), 0);
+    e = tev(MH_EV_STEP_END, 0, 0);
+    e.time_ns = 1020;
+    cr_assert_eq(mh_model_apply(m, &e, NULL), 0);
+    e = tev(MH_EV_STEP_BEGIN, 1, 0); /* a later STEP_BEGIN of a closed step number: a step */
+    e.time_ns = 1030;
+    cr_assert_eq(mh_model_apply(m, &e, NULL), 0);
+    mh_model_finish(m);
+    struct mh_step_stats setup, s0;
+    cr_assert_eq(mh_model_setup(m, 0, &setup), 0);
+    cr_expect_eq(setup.begin_ns, 5);
+    cr_expect_eq(setup.end_ns, 1000);
+    cr_expect_eq(setup.segment_allocs, 1);
+    cr_assert_eq(mh_model_step(m, 0, 0, &s0), 0);
+    cr_expect_eq(s0.step, 0);
+    cr_expect_eq(s0.begin_ns, 1000);
+    cr_expect_eq(s0.segment_allocs, 0);
+    mh_model_free(m);
+}

@@ -77,6 +77,11 @@ int mh_recorder_scope(struct mh_recorder *rec, int enter, uint32_t name, unsigne
  * an interned name or 0. */
 int mh_recorder_tag(struct mh_recorder *rec, int device, uint64_t addr, unsigned role,
                     uint32_t name);
+/* Opens training step `step` and its forward phase (the model's first
+ * forward). When that step is already open and none has ended, what came
+ * before is the set-up (readers report it apart, mh_model_setup). */
+int mh_recorder_step_begin(struct mh_recorder *rec, uint32_t step);
+
 /* Key/value metadata about the run (torch_version, host, alloc_conf, ...).
  * Any thread; written with the next flush. */
 int mh_recorder_set_meta(struct mh_recorder *rec, const char *key, const char *value);

@@ -73,10 +73,6 @@ int mh_torch_stop(void);
 /* Explicit step marker: ends the current step. Once called, automatic step
  * markers from optimizer ranges stop (explicit markers win). */
 int mh_torch_step(void);
-/* Set-up before the first step (the Python package's module hooks know it):
- * begin = 0 right after attaching keeps what follows out of step 0; begin = 1
- * at the first forward of the model opens step 0 and its forward phase. */
-int mh_torch_setup(int begin);
 /* A named mark at the current time on the calling thread. */
 int mh_torch_mark(const char *name);
 

@@ -117,6 +117,13 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
     uint64_t index = lt->nevents++;
     int64_t step = mh_model_current_step(m);
     int rc = 0;
+    if (ev->kind == MH_EV_STEP_BEGIN && lt->nsteps == 1 && lt->steps[0].step == step &&
+        (int64_t)ev->aux == step) { /* the model made the first step so far set-up */
+        for (size_t i = 0; i < lt->n; i++)
+            lt->recs[i].alloc_step = lt->recs[i].alloc_step == step ? -1 : lt->recs[i].alloc_step;
+        lt->steps[0].step = -1;
+        lt->last_step = -1;
+    }
     if (step != lt->last_step) {
         lt->last_step = step;
         lt->forward_seen = 0;
@@ -243,6 +250,7 @@ struct mh_livecat {
     int64_t last_step, first_step; /* first_step: smallest step >= 0 seen, INT64_MAX if none */
     int forward_seen;
     int tagged;
+    int step_ended; /* a STEP_END was seen */
 };
 
 int mh__livecat_new(struct mh_livecat **out)
@@ -369,6 +377,16 @@ int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const s
 {
     lc->nevents++;
     int64_t step = mh_model_current_step(m);
+    if (ev->kind == MH_EV_STEP_BEGIN && step == lc->first_step && step == lc->last_step &&
+        (int64_t)ev->aux == step && !lc->step_ended) { /* set-up so far (see above) */
+        for (size_t i = 0; i < lc->n; i++)
+            if (lc->slots[i].used && lc->slots[i].rec.alloc_step == step)
+                lc->slots[i].rec.alloc_step = -1;
+        lc->last_step = -1;
+        lc->first_step = INT64_MAX;
+    }
+    if (ev->kind == MH_EV_STEP_END)
+        lc->step_ended = 1;
     if (step != lc->last_step) {
         lc->last_step = step;
         lc->forward_seen = 0;

@@ -37,3 +37,19 @@ int mh_recorder_tag(struct mh_recorder *rec, int device, uint64_t addr, unsigned
     ev.thread = mh_thread_id();
     return mh_emit(rec, &ev);
 }
+
+int mh_recorder_step_begin(struct mh_recorder *rec, uint32_t step)
+{
+    if (!rec)
+        return MH_EINVAL;
+    struct mh_event ev = {0};
+    ev.time_ns = mh_clock_ns();
+    ev.kind = MH_EV_STEP_BEGIN;
+    ev.aux = step;
+    ev.device = -1;
+    ev.thread = mh_thread_id();
+    int rc = mh_emit(rec, &ev);
+    ev.kind = MH_EV_PHASE;
+    ev.aux = MH_PHASE_FORWARD;
+    return rc < 0 ? rc : mh_emit(rec, &ev);
+}

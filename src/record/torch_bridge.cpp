@@ -905,24 +905,6 @@ int mh_torch_step(void)
     }
 }
 
-int mh_torch_setup(int begin)
-{
-    try {
-        emit_guard guard;
-        if (!guard.rec)
-            return MH_ESTATE;
-        if (!begin) { /* set-up runs until the first step opens */
-            g.begin_pending.store(0);
-            return 0;
-        }
-        g.begin_pending.store(1);
-        maybe_begin_step(guard.rec, mh_clock_ns());
-        return 0;
-    } catch (...) {
-        return MH_ESTATE;
-    }
-}
-
 int mh_torch_mark(const char *name)
 {
     if (!name)

@@ -1,5 +1,5 @@
 """The module and optimizer hooks of memhist._scopes on CPU torch, with the
-recorder and bridge replaced by objects that keep every call.
+recorder replaced by objects that keep every call.
 
 Checks: forward scopes carry module paths from the root model and nest;
 backward scopes open on the autograd thread in reverse module order and
@@ -50,6 +50,9 @@ class Lib:
             setattr(self, name, Fn(log, name, result))
 
 
+rec = object()
+
+
 def make():
     log, strings = [], {}
 
@@ -57,13 +60,13 @@ def make():
         return strings.setdefault(b.decode(), len(strings) + 1)
 
     core = Lib(log, {"mh_intern_string": intern, "mh_recorder_scope": 0, "mh_recorder_tag": 0,
+                     "mh_recorder_step_begin": 0,
                      "mh_thread_id": lambda: __import__("threading").get_native_id()})
 
     class Session:
         status = "recording"
 
-    bridge = Lib(log, {"mh_torch_setup": 0})
-    s = _scopes.Scopes(core, bridge, object(), Session())
+    s = _scopes.Scopes(core, rec, Session())
     return s, log, strings, None
 
 
@@ -89,7 +92,6 @@ def main():
     try:
         net = Net()
         opt = torch.optim.AdamW(net.parameters())
-        check(("mh_torch_setup", 0) in log, "set-up declared when the hooks are installed")
         for _ in range(2):
             net(torch.randn(3, 4)).sum().backward()
             opt.step()
@@ -102,7 +104,7 @@ def main():
     check(("enter", "body.0", 1) in first and ("enter", "head", 1) in first,
           "children by their path from the root: %s" % [f[1] for f in first])
     check(first.index(("enter", "body.1", 1)) < first.index(("exit", "body", 1)), "scopes nest")
-    check(log.count(("mh_torch_setup", 1)) == 1, "step 0 opened once, at the first root forward")
+    check(log.count(("mh_recorder_step_begin", rec, 0)) == 1, "step 0 opened once, at the first root forward")
     bwd = [b for b in scopes(log, strings, _scopes.BACKWARD) if b[0] == "enter"]
     order = [b[1] for b in bwd[:4]]
     check(order == ["head", "body.2", "body.1", "body.0"],

@@ -30,9 +30,8 @@ PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 1, 2, 3, 4
 
 
 class Scopes:
-    def __init__(self, core, bridge, rec, session):
+    def __init__(self, core, rec, session):
         self.core = core
-        self.bridge = bridge
         self.rec = rec
         self.session = session
         self.names = {}      # id(module) -> (module, path)
@@ -52,13 +51,13 @@ class Scopes:
                                            ctypes.c_uint, ctypes.c_uint32]
         core.mh_recorder_tag.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
                                          ctypes.c_uint, ctypes.c_uint32]
+        core.mh_recorder_step_begin.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
         core.mh_thread_id.restype = ctypes.c_uint32
 
     # -- installation ----------------------------------------------------
     def install(self, torch):
         from torch.nn.modules import module as M
         from torch.optim import optimizer as opt
-        self.bridge.mh_torch_setup(0)
         self.handles.append(M.register_module_forward_pre_hook(self._guard(self._fwd_pre)))
         self.handles.append(M.register_module_forward_hook(self._guard(self._fwd_post)))
         self.handles.append(opt.register_optimizer_step_pre_hook(self._guard(self._opt_pre)))
@@ -147,7 +146,7 @@ class Scopes:
         self._close_backward()
         if not self.step_opened:
             self.step_opened = True
-            self.bridge.mh_torch_setup(1)
+            self.core.mh_recorder_step_begin(self.rec, 0)
         if id(root) not in self.tagged_roots:
             self.tagged_roots.add(id(root))
             for name, p in root.named_parameters():
