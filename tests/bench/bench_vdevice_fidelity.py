@@ -45,7 +45,8 @@ def main():
         print("sim_fidelity_placement_percent_%s: %.2f" % (name, 100.0 * f["placed"] / max(f["allocs"], 1)))
         print("sim_fidelity_peak_reserved_diff_bytes_%s: %d"
               % (name, f["simulated_peak_reserved"] - f["recorded_peak_reserved"]))
-    print("sim_fidelity_placement_percent: %.2f" % (100.0 * placed / max(allocs, 1)))
+    print("sim_fidelity_placement_percent: %.2f (%d of %d allocations)" % (100.0 * placed / max(allocs, 1),
+                                                                        placed, allocs))
     print("sim_fidelity_same_peak_reserved: %d of %d cases" % (exact_peak, len(rows)))
     return 0 if len(rows) == len(cw.CASES) else 1
 

@@ -2,105 +2,38 @@
 
     python tests/gpu/record_check.py MEMHIST_BIN WORKDIR
 
-Runs examples/python/train_gpt.py under `memhist record` (it writes torch's
-figures with --truth), then compares:
-  - recorded peak allocated == torch.cuda.max_memory_allocated();
-  - number of recorded steps == optimizer steps;
-  - final segments and blocks in `memhist snapshot`'s pickle == torch's
-    torch.cuda.memory._snapshot() (address, size, stream, block sizes/states);
-  - examples/python/oom.py's OOM event carries the failing size.
-Exits 77 with the reason when there is no GPU; 1 on any mismatch.
+Runs examples/python/train_gpt.py and examples/python/oom.py under
+`memhist record`, each through tests/truth/truth_run.py (which writes torch's
+own figures and _dump_snapshot() of the same run), and compares them with
+the recording as tests/truth/compare.py does: peaks allocated and reserved,
+final state, segments and blocks of torch.cuda.memory._snapshot(), steps,
+phases, the OOM's failing size, and the peaks of `memhist import` of torch's
+snapshot. The virtual-device tests (tests/vdevice) run the same comparison
+without a GPU. Exits 77 with the reason when there is no GPU; 1 on any
+mismatch.
 """
 import json
 import os
-import pickle
-import subprocess
 import sys
 
-failures = []
+SRC = os.environ.get("MH_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "truth"))
+import compare  # noqa: E402
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def run(cmd, **kw):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
-    sys.stdout.write(p.stdout[-4000:])
-    sys.stderr.write(p.stderr[-4000:])
-    return p
-
-
-def device_reports(report):
-    """The per-device objects of `memhist report --json` (docs/json.md)."""
-    return [d for f in report["files"] for d in f["devices"]]
-
-
-def check_train(memhist, src, work):
-    out, truth_path = os.path.join(work, "gpt.memhist"), os.path.join(work, "truth.json")
-    steps = 6
-    p = run([memhist, "record", "-o", out, "--", sys.executable,
-             os.path.join(src, "examples/python/train_gpt.py"), "--steps", str(steps), "--truth", truth_path])
-    check(p.returncode == 0, "train_gpt.py under memhist record exits 0")
-    check(os.path.exists(out), "recording written")
-    if not os.path.exists(out) or not os.path.exists(truth_path):
+def check_script(c, memhist, work, name, argv, phases=True):
+    out, truth_path, dump = (os.path.join(work, name + s) for s in (".memhist", ".truth.json", ".pickle"))
+    p = compare.run([memhist, "record", "-o", out, "--", sys.executable,
+                     os.path.join(SRC, "tests", "truth", "truth_run.py"), "--truth", truth_path,
+                     "--dump", dump, "--"] + argv)
+    c.check(p.returncode == 0, "%s under memhist record exits 0" % name)
+    if not c.check(os.path.exists(out) and os.path.exists(truth_path), "%s: recording and truth written" % name):
         return
-    truth = json.load(open(truth_path))
-    p = run([memhist, "report", "--json", out])
-    check(p.returncode == 0, "memhist report --json")
-    try:
-        dev = device_reports(json.loads(p.stdout))[0]
-    except (ValueError, IndexError) as e:
-        check(False, "report JSON parses: %s" % e)
-        return
-    check(dev.get("peak_allocated") == truth["max_memory_allocated"],
-          "peak allocated %s == torch max_memory_allocated %s" % (dev.get("peak_allocated"),
-                                                                 truth["max_memory_allocated"]))
-    n_steps = len([s for s in dev.get("steps", []) if s.get("step", -1) >= 0 and s.get("end_ns")])
-    check(n_steps >= steps, "recorded steps %d >= optimizer steps %d" % (n_steps, steps))
-    final = dev.get("final", {})
-    check(final.get("allocated") == truth["memory_allocated"],
-          "final allocated %s == torch %s" % (final.get("allocated"), truth["memory_allocated"]))
-    check(final.get("reserved") == truth["memory_reserved"],
-          "final reserved %s == torch %s" % (final.get("reserved"), truth["memory_reserved"]))
-    check_snapshot(memhist, out, truth, work)
-
-
-def seg_key(s):
-    return (s["address"], s["total_size"], [(b["size"], b["state"]) for b in s["blocks"]])
-
-
-def check_snapshot(memhist, out, truth, work):
-    pk = os.path.join(work, "gpt.pickle")
-    p = run([memhist, "snapshot", out, "-o", pk])
-    if p.returncode != 0:
-        check(False, "memhist snapshot writes a pickle")
-        return
-    snap = pickle.load(open(pk, "rb"))
-    ours = sorted(seg_key(s) for s in snap["segments"])
-    theirs = sorted(seg_key(s) for s in truth["segments"])
-    check(len(ours) == len(theirs), "segment count %d == torch %d" % (len(ours), len(theirs)))
-    check(ours == theirs, "segments and blocks equal torch.cuda.memory._snapshot()")
-
-
-def check_oom(memhist, src, work):
-    out = os.path.join(work, "oom.memhist")
-    p = run([memhist, "record", "-o", out, "--", sys.executable, os.path.join(src, "examples/python/oom.py")])
-    check(p.returncode == 0, "oom.py under memhist record exits 0")
-    want = [int(l.split("=")[1]) for l in p.stdout.splitlines() if l.startswith("OOM_REQUEST_BYTES=")]
-    p = run([memhist, "report", "--json", out])
-    try:
-        ooms = [o for d in device_reports(json.loads(p.stdout)) for o in d.get("ooms", [])]
-    except ValueError:
-        ooms = []
-    check(len(ooms) >= 1, "the recording holds the OOM")
-    if ooms and want:
-        # the event carries the rounded request: at least the bytes asked, within one 2 MiB page
-        req = ooms[-1].get("requested", 0)
-        check(want[0] <= req < want[0] + (2 << 20), "OOM size %d matches the failing request %d" % (req, want[0]))
+    with open(truth_path) as f:
+        truth = json.load(f)
+    sub = os.path.join(work, name)
+    os.makedirs(sub, exist_ok=True)
+    compare.check_recording(c, memhist, out, truth, sub, dump=dump, phases=phases)
 
 
 def main():
@@ -115,12 +48,13 @@ def main():
         print("skipped: no CUDA device (torch.cuda.is_available() is False)")
         sys.exit(77)
     memhist, work = sys.argv[1], sys.argv[2]
-    src = os.environ.get("MH_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     os.makedirs(work, exist_ok=True)
-    check_train(memhist, src, work)
-    check_oom(memhist, src, work)
-    print("%d failure(s)" % len(failures) if failures else "all GPU record checks passed")
-    sys.exit(1 if failures else 0)
+    c = compare.Checker()
+    ex = os.path.join(SRC, "examples", "python")
+    check_script(c, memhist, work, "train_gpt", [os.path.join(ex, "train_gpt.py"), "--steps", "6"])
+    check_script(c, memhist, work, "oom", [os.path.join(ex, "oom.py")], phases=False)  # no backward
+    print("%d failure(s)" % len(c.failures) if c.failures else "all GPU record checks passed")
+    sys.exit(1 if c.failures else 0)
 
 
 if __name__ == "__main__":

@@ -54,9 +54,8 @@ def run_json(cmd):
 
 
 def device_reports(report):
-    """The per-device objects of `memhist report --json` (schema: devices[])."""
-    devs = report.get("devices", [report])
-    return devs if isinstance(devs, list) else [devs]
+    """The per-device objects of `memhist report --json` (docs/json.md: files[].devices[])."""
+    return [d for f in report["files"] for d in f["devices"]]
 
 
 def report_device(report, device):
@@ -165,7 +164,8 @@ def check_recording(c, memhist, rec, truth, work, dump=None, phases=True):
     rep = run_json([memhist, "report", "--json", rec])
     if not c.check(rep is not None, "memhist report --json %s" % os.path.basename(rec)):
         return None
-    c.check(rep.get("dropped", 0) == 0, "no events dropped (%s)" % rep.get("dropped"))
+    dropped = sum(f.get("dropped", 0) for f in rep["files"])
+    c.check(dropped == 0, "no events dropped (%d)" % dropped)
     for tdev in truth["devices"]:
         dev = report_device(rep, tdev["device"])
         if tdev["max_memory_reserved"] == 0 and dev is None:

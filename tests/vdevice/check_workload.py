@@ -44,6 +44,9 @@ CASES = {
     "conv": case([WL, "conv"]),
     "amp": case([WL, "amp"]),
     "streams": case([WL, "streams"]),
+    # events complete only at the next synchronizing call, as on a busy GPU:
+    # blocks freed with record_stream wait in torch's pending-free list
+    "streams_sync": case([WL, "streams"], vdev=["--events", "sync"]),
     "expandable": case([WL, "gpt"], "expandable_segments:True"),
     "max_split": case([WL, "big_logits"], "max_split_size_mb:32"),
     "gc_threshold": case([WL, "gc", "--steps", "6"], "garbage_collection_threshold:0.6",
@@ -64,8 +67,9 @@ def memhist_bin():
 
 
 def device_cmd(memhist, out, vopts, argv):
-    """The command that runs argv on the virtual device, recorded to out."""
-    return [memhist, "simulate"] + vopts + ["-o", out, "--"] + argv
+    """The command that runs argv on the virtual device, recorded to out
+    (`memhist simulate -- COMMAND` is `memhist record` on the virtual device)."""
+    return [memhist, "simulate", "--no-report"] + vopts + ["-o", out, "--"] + argv
 
 
 def skip_unless_ready(memhist):

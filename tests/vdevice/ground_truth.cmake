@@ -2,9 +2,10 @@
 # case of tests/vdevice/check_workload.py (the list comes from the script).
 # Each records a PyTorch workload with memhist on the virtual CUDA device and
 # compares it with torch's own figures of the same run, then checks the
-# simulator's replay of it. Skipped (exit 77) without torch.
+# simulator's replay of it. Registered where the virtual device and the torch
+# bridge are built (not in sanitizer builds); skipped (exit 77) without torch.
 find_package(Python3 COMPONENTS Interpreter)
-if(Python3_Interpreter_FOUND AND TARGET memhist_torch)
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
   execute_process(COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_workload.py --list
                   OUTPUT_VARIABLE MH_VDEV_CASES OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
   if(rc EQUAL 0)
@@ -25,7 +26,7 @@ endif()
 # Answers on an unchanged GPT-style script (tests/vdevice/check_answers.py):
 # categories against torch's tensors, set-up apart from step 0, layers named
 # by module scopes, and the checkpointing plan against measured peaks.
-if(Python3_Interpreter_FOUND AND TARGET memhist_torch)
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
   foreach(case categories setup layers plan)
     add_test(NAME vdevice_answers_${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_answers.py ${case}
