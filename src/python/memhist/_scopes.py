@@ -24,6 +24,7 @@ hook disables the hooks and is kept in the session's status, never raised.
 """
 import ctypes
 import threading
+import weakref
 
 FORWARD, BACKWARD = 1, 2
 PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 1, 2, 3, 4
@@ -34,7 +35,7 @@ class Scopes:
         self.core = core
         self.rec = rec
         self.session = session
-        self.names = {}      # id(module) -> (module, path)
+        self.names = {}      # id(module) -> (weak reference to the module, path): never keeps a model alive
         self.sids = {}       # path -> interned string id
         self.local = threading.local()
         self.bwd = {}        # autograd thread id -> [path, ...] open backward scopes
@@ -97,20 +98,20 @@ class Scopes:
         base = type(root).__name__
         self.roots.add(id(root))
         self.root_names.add(base)
-        self.names[id(root)] = (root, base)
+        self.names[id(root)] = (weakref.ref(root), base)
         for name, sub in root.named_modules():
             if name and id(sub) not in self.names:
-                self.names[id(sub)] = (sub, name)
+                self.names[id(sub)] = (weakref.ref(sub), name)
         return base
 
     def _path(self, module, stack):
         known = self.names.get(id(module))
-        if known is not None and known[0] is module:
+        if known is not None and known[0]() is module:
             return known[1]
         if not stack:
             return self._name_root(module)
         path = stack[-1] + "." + type(module).__name__
-        self.names[id(module)] = (module, path)
+        self.names[id(module)] = (weakref.ref(module), path)
         return path
 
     def _stack(self):
