@@ -92,8 +92,9 @@ foreach(t mh_vdev_cudart mh_vdev_nvml)
 endforeach()
 add_custom_target(vdevice ALL DEPENDS mh_vdev_cuda mh_vdev_cudart mh_vdev_cublas mh_vdev_cublaslt mh_vdev_nvml)
 
-# The stand-ins called directly (Criterion), and the smoke test: a tiny PyTorch
-# program under `memhist simulate`. Label vdevice.
+# The stand-ins called directly (Criterion), the smoke test (a tiny PyTorch
+# program under `memhist simulate`) and torch's own snapshots of such a run,
+# imported. Label vdevice.
 if(MEMHIST_TESTS)
   find_library(MH_VDEV_CRITERION criterion REQUIRED)
   add_executable(test_vdevice_runtime ${CMAKE_SOURCE_DIR}/tests/vdevice/test_vdevice_runtime.c)
@@ -108,4 +109,12 @@ if(MEMHIST_TESTS AND TARGET memhist_torch)
   add_test(NAME vdevice_smoke COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/smoke.py)
   set_tests_properties(vdevice_smoke PROPERTIES LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+  # torch's own snapshots of a mid-run trace and a wrapped ring, imported
+  add_test(NAME vdevice_snapshots COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/snapshots.py)
+  set_tests_properties(vdevice_snapshots PROPERTIES LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+  # torchrun with 2 ranks and a helper process: one file each, the rank table.
+  add_test(NAME vdevice_ranks COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/ranks.py)
+  set_tests_properties(vdevice_ranks PROPERTIES LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
 endif()

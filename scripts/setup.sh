@@ -8,7 +8,7 @@
 set -euo pipefail
 
 apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev zlib1g-dev
-              libcriterion-dev libdw-dev python3 python3-pip python3-venv)
+              libcriterion-dev libdw-dev python3 python3-pip python3-venv valgrind)
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -2,9 +2,11 @@
 # test.sh - installs what is missing, builds memhist and runs every test:
 #   1. the full suite (Criterion unit tests, CLI golden tests, Python
 #      cross-checks, torch bridge tests; GPU tests skip without a GPU);
-#   2. the C tests again under ASan+UBSan;
-#   3. the recorder stress program under TSan;
-#   4. a short run of every libFuzzer target (clang).
+#   2. the CLI analyses on every test input under Valgrind memcheck
+#      (scripts/memcheck.sh: uninitialised reads fail the build);
+#   3. the C tests again under ASan+UBSan;
+#   4. the recorder stress program under TSan;
+#   5. a short run of every libFuzzer target (clang).
 # Set MEMHIST_FUZZ_SECONDS (default 20) to fuzz longer, 0 to skip fuzzing.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,6 +23,9 @@ run_ctest() { # DIR LABEL-ARGS...
 echo "== build (RelWithDebInfo) and full suite"
 scripts/build.sh build -DMEMHIST_TESTS=ON -DMEMHIST_SANITIZE= -DMEMHIST_FUZZ=OFF
 run_ctest build
+
+echo "== CLI analyses under Valgrind memcheck"
+scripts/memcheck.sh build || failed+=("memcheck")
 
 echo "== unit tests under ASan+UBSan"
 scripts/build.sh build-asan -DMEMHIST_SANITIZE=address -DMEMHIST_WITH_TORCH=OFF -DMEMHIST_BENCH=OFF

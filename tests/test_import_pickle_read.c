@@ -243,6 +243,92 @@ Test(pickle_read, limits)
     free(data);
 }
 
+Test(pickle_read, shared_empties_keep_identity)
+{
+    /* ([], [1], []): three distinct lists from EMPTY_LIST */
+    struct mh_pickle_doc *doc = parse_ok(P("\x80\x04(]]K\x01"
+                                           "a]t."));
+    struct mh_pv *t = mh__pickle_doc_root(doc);
+    cr_assert_eq(t->n, 3);
+    cr_assert_eq(mh__pv_at(t, 0)->n, 0);
+    cr_assert_eq(mh__pv_at(t, 1)->n, 1, "APPEND changes only its own list");
+    cr_assert_eq(mh__pv_at(t, 2)->n, 0);
+    mh__pickle_doc_free(doc);
+    /* L = []; memo L; GET L; L.append(1); (L, L): both are the changed list */
+    doc = parse_ok(P("\x80\x04]\x94h\x00K\x01"
+                     "a\x86."));
+    t = mh__pickle_doc_root(doc);
+    cr_assert_eq(mh__pv_at(t, 0), mh__pv_at(t, 1), "memo references give the same node");
+    cr_assert_eq(mh__pv_at(t, 0)->n, 1);
+    mh__pickle_doc_free(doc);
+    /* the same through DUP, and a dict */
+    doc = parse_ok(P("\x80\x04}2K\x01K\x02s\x86."));
+    t = mh__pickle_doc_root(doc);
+    cr_assert_eq(mh__pv_at(t, 0), mh__pv_at(t, 1), "DUP gives the same node");
+    cr_assert_eq(mh__pv_at(t, 0)->n, 1);
+    mh__pickle_doc_free(doc);
+    cr_assert_eq(parse_rc(P("\x80\x04]2a.")), MH_EFORMAT, "a list inside itself");
+}
+
+/* n empty lists in one list, with a memo entry each (torch's form) or not. */
+static unsigned char *empty_lists(size_t n, int memo, size_t *len)
+{
+    unsigned char *b = malloc(2 * n + 8), *p = b;
+    *p++ = 0x80;
+    *p++ = 4;
+    *p++ = '(';
+    for (size_t i = 0; i < n; i++) {
+        *p++ = ']';
+        if (memo)
+            *p++ = 0x94;
+    }
+    *p++ = 'l';
+    *p++ = '.';
+    *len = (size_t)(p - b);
+    return b;
+}
+
+Test(pickle_read, memory_per_input_byte)
+{
+    /* without memo entries, empty lists cost no node: 8 bytes of stack and
+     * 8 of the outer list's items per list (16 more with a node each) */
+    size_t len, n = 4u << 20;
+    unsigned char *data = empty_lists(n, 0, &len);
+    struct mh_pickle_doc *doc = parse_ok(data, len);
+    cr_assert_eq(mh__pickle_doc_root(doc)->n, n);
+    double per = (double)mh__pickle_doc_bytes(doc) / (double)len;
+    cr_log_info("%zu empty lists: %.1f bytes per input byte", n, per);
+    cr_assert_lt(per, 20.0);
+    mh__pickle_doc_free(doc);
+    free(data);
+    /* appended one at a time (APPEND), the list's growing array leaves no
+     * copies behind: 8 bytes per list at most, 2 input bytes each */
+    data = malloc(2 * n + 4);
+    memcpy(data, "\x80\x04]", 3);
+    for (size_t i = 0; i < n; i++)
+        memcpy(data + 3 + 2 * i, "]a", 2);
+    data[3 + 2 * n] = '.';
+    doc = parse_ok(data, 4 + 2 * n);
+    cr_assert_eq(mh__pickle_doc_root(doc)->n, n);
+    per = (double)mh__pickle_doc_bytes(doc) / (double)(4 + 2 * n);
+    cr_log_info("%zu empty lists appended: %.1f bytes per input byte", n, per);
+    cr_assert_lt(per, 6.0);
+    mh__pickle_doc_free(doc);
+    free(data);
+    /* the default limit grows with the input: 4 M memoized lists need more
+     * than the 64 MiB floor and parse; 16 M need more than 64 MiB + 16 bytes
+     * per input byte and fail with a limit naming that rule */
+    data = empty_lists(n, 1, &len);
+    doc = parse_ok(data, len);
+    cr_assert_gt(mh__pickle_doc_bytes(doc), 64ull << 20);
+    mh__pickle_doc_free(doc);
+    free(data);
+    data = empty_lists(4 * n, 1, &len);
+    cr_assert_eq(parse_rc(data, len), MH_ELIMIT);
+    cr_assert(strstr(err, "16 bytes per input byte"), "message: %s", err);
+    free(data);
+}
+
 Test(pickle_read, committed_snapshots)
 {
     const char *names[] = {"small.p2.pickle", "small.p4.pickle", "small.p5.pickle"};

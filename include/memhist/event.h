@@ -98,7 +98,14 @@ enum mh_event_flag {
     MH_EVF_EXPANDABLE = 1u << 3,
     /* `ctx` holds an opaque context token that the recorder's stack resolver
      * turns into `stack` on the drain thread (never on the emitting thread) */
-    MH_EVF_CTX_TOKEN = 1u << 4
+    MH_EVF_CTX_TOKEN = 1u << 4,
+    /* segment_alloc / segment_map: `aux` is the segment's own stack as the
+     * allocator's state lists it (0 = none) where it differs from the
+     * event's stack (imported snapshots keep both) */
+    MH_EVF_SEGMENT_STACK = 1u << 5,
+    /* step and phase events an importer inferred from the source's
+     * annotations (Optimizer.step#, ProfilerStep#); exporters leave them out */
+    MH_EVF_DERIVED = 1u << 6
 };
 
 /* One event. 88 bytes, plain data, copied by value. Strings, frames and stacks
@@ -108,7 +115,11 @@ struct mh_event {
     uint64_t addr;     /* address; OOM: free device bytes reported by CUDA */
     uint64_t size;     /* bytes, see the kind list */
     uint64_t stream;   /* raw stream handle (allocator) or CUDA stream id */
-    uint64_t dur_ns;   /* duration for kernels, copies, API calls */
+    union {
+        uint64_t dur_ns;     /* duration for kernels, copies, API calls */
+        uint64_t block_size; /* alloc: the block's real size when known (an
+                              * imported snapshot's block), 0 = the rounded size */
+    };
     uint64_t ctx;      /* MH_EVF_CTX_TOKEN: opaque token for the resolver */
     uint32_t pool[2];  /* memory pool id; {0,0} is the default pool */
     uint32_t stack;    /* interned stack id */

@@ -1,4 +1,5 @@
 /* analysis.c - replaying a file with lifetimes (see analysis.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "analysis.h"

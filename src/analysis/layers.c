@@ -129,6 +129,8 @@ static int assign_layers(struct mh_layers *ly, const struct mh_reader *r)
     const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
     const struct mh_step_span *spans = mh__lifetimes_steps(ly->lt, &ly->nspans);
     struct mh__hmap cache = {0};
+    if (ly->nspans == 0)
+        ly->nspans = 1; /* no step markers: the whole recording is one span */
     ly->layer_of = malloc((n ? n : 1) * sizeof *ly->layer_of);
     ly->span_of = malloc((n ? n : 1) * sizeof *ly->span_of);
     if (!ly->layer_of || !ly->span_of)

@@ -3,6 +3,7 @@
  * pool and stream, the verdict, live memory by stack and by layer, the
  * what-if checked suggestions and the checkpointing plan. Owns each case's
  * arrays until mh__oom_case_free. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,9 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
              (unsigned long long)split_candidate_mb(a, c));
     snprintf(changes[2], sizeof changes[2], "garbage_collection_threshold:0.6");
     uint64_t capacity = c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE ? 0 : c->capacity;
+    struct mh_whatif_outcome base;
+    c->replay_match = mh__whatif_baseline(in, capacity, &base) == 0 ? base.match : -1;
+    c->estimates = c->mid_run || c->replay_match < MH_OOM_CHECKED_MATCH;
     for (int i = 0; i < 3; i++) {
         struct mh_suggestion *s = &c->sugg[c->nsugg++];
         struct mh_alloc_conf conf;
@@ -145,6 +149,10 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
                  i == 2 ? " + memory fraction 1.0" : "");
         if (mh__whatif_conf(&in->conf, changes[i], &conf) != 0)
             continue;
+        if (memcmp(&conf, &in->conf, sizeof conf) == 0) {
+            s->in_effect = 1;
+            continue;
+        }
         if (i == 2)
             conf.memory_fraction = 1.0;
         if (mh__whatif_run(in, &conf, capacity, &out) == 0) {
@@ -246,9 +254,11 @@ int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in
     mh__device_info(a->rp.reader, c->device, &c->info);
     if (mh_model_peak_reserved(m, c->device, &p) == 0)
         c->recorded_peak_reserved = p.value;
+    c->mid_run = mh_reader_meta(a->rp.reader, "trace_start") != NULL;
     c->capacity = c->info.total_bytes;
     if (!c->capacity) {
-        c->capacity = c->oom.reserved + c->oom.device_free;
+        /* at the peak there is no CUDA free figure: the capacity is unknown (0) */
+        c->capacity = o->at_peak ? 0 : c->oom.reserved + c->oom.device_free;
         c->capacity_estimated = 1;
     } else if (c->verdict != MH_OOM_VERDICT_NONE && c->capacity > c->oom.device_free + c->oom.reserved) {
         c->outside = c->capacity - c->oom.device_free - c->oom.reserved;

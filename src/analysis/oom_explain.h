@@ -35,9 +35,13 @@ struct mh_named_bytes {
 struct mh_suggestion {
     char setting[96];
     int ok;               /* the replay ran */
+    int in_effect;        /* the recording already ran with this setting */
     uint64_t ooms;        /* OOMs of the what-if run */
     uint64_t peak_reserved, peak_allocated;
 };
+
+/* Replay match (percent) from which suggestions count as checked. */
+#define MH_OOM_CHECKED_MATCH 90.0
 
 struct mh_oom_case {
     int device;
@@ -45,6 +49,11 @@ struct mh_oom_case {
     struct mh_device_info info;
     uint64_t capacity;            /* recorded total, else reserved + CUDA free (estimate) */
     int capacity_estimated;
+    int mid_run;                  /* an imported trace that starts mid-run (meta trace_start) */
+    double replay_match;          /* percent of the run's allocator events the replay under
+                                   * its own settings reproduces (-1: not replayed) */
+    int estimates;                /* the replay reproduces the run poorly (mid-run, or a
+                                   * match under MH_OOM_CHECKED_MATCH): no checks */
     uint64_t outside;             /* capacity - CUDA free - reserved (0 if unknown) */
     int small_pool;
     int verdict;

@@ -20,15 +20,27 @@ static const char *const internal_files[] = {
 
 /* Function names that start with these belong to framework namespaces. */
 static const char *const internal_prefixes[] = {
-    "c10::", "at::", "torch::", "std::", "_PyEval", "PyEval", "_PyObject", "PyObject_",
-    "__libc_start",
+    "c10::", "at::", "torch::", "std::", "_Py", "PyEval", "PyObject_", "PyVectorcall",
+    "cfunction_", "method_vectorcall", "__libc_start",
 };
 
 /* Whole function names of framework glue and thread/process start-up. */
 static const char *const internal_names[] = {
     "_call_impl", "_wrapped_call_impl", "__torch_function__", "start_thread", "clone", "clone3",
-    "_start",
+    "_start", "execute_native_thread_routine",
 };
+
+/* The qualified name of a C++ function, past its return type
+ * ("void at::cuda::blas::gemm<float>(...)" -> "at::cuda::blas::gemm<float>(...)"). */
+static const char *qualified_name(const char *func)
+{
+    const char *paren = strchr(func, '(');
+    const char *name = func;
+    for (const char *p = func; *p && (!paren || p < paren); p++)
+        if (*p == ' ')
+            name = p + 1;
+    return name;
+}
 
 int mh__frame_is_internal(const char *file, const char *func)
 {
@@ -37,8 +49,10 @@ int mh__frame_is_internal(const char *file, const char *func)
     for (size_t i = 0; i < sizeof internal_files / sizeof internal_files[0]; i++)
         if (strstr(file, internal_files[i]))
             return 1;
+    const char *qual = qualified_name(func);
     for (size_t i = 0; i < sizeof internal_prefixes / sizeof internal_prefixes[0]; i++)
-        if (strncmp(func, internal_prefixes[i], strlen(internal_prefixes[i])) == 0)
+        if (strncmp(func, internal_prefixes[i], strlen(internal_prefixes[i])) == 0 ||
+            strncmp(qual, internal_prefixes[i], strlen(internal_prefixes[i])) == 0)
             return 1;
     for (size_t i = 0; i < sizeof internal_names / sizeof internal_names[0]; i++)
         if (strcmp(func, internal_names[i]) == 0)
@@ -55,6 +69,15 @@ int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
     for (size_t i = 0; i < n; i++) {
         struct mh_frame f;
         if (mh_reader_frame(r, frames[i], &f) == 0 && !mh__frame_is_internal(f.file, f.func))
+            return (int)i;
+    }
+    /* only framework frames (a C++ stack of autograd's threads): the
+     * innermost ATen operation, past the stack capture and the allocator */
+    for (size_t i = 0; i < n; i++) {
+        struct mh_frame f;
+        const char *q = mh_reader_frame(r, frames[i], &f) == 0 && f.func ? qualified_name(f.func)
+                                                                          : "";
+        if (strncmp(q, "at::", 4) == 0 && strncmp(q, "at::detail::", 12) != 0 && !strstr(q, "empty"))
             return (int)i;
     }
     return 0;

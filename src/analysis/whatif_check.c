@@ -74,8 +74,8 @@ static int to_model(void *user, const struct mh_event *ev)
     return mh_model_apply(s->m, ev, NULL);
 }
 
-int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
-                   uint64_t capacity, struct mh_whatif_outcome *out)
+static int run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
+               uint64_t capacity, int oracle, struct mh_whatif_outcome *out)
 {
     struct mh_model_opts mo;
     struct sink_model s = {0};
@@ -90,6 +90,7 @@ int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf 
         return rc;
     ro.conf = *conf;
     ro.capacity = capacity;
+    ro.use_oracle = oracle;
     ro.emit = to_model;
     ro.emit_user = &s;
     rc = mh__sim_replay(in->ev, in->n, &ro, &res);
@@ -101,6 +102,10 @@ int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf 
         if (mh_model_peak_allocated(s.m, 0, &p) == 0)
             out->peak_allocated = p.value;
         out->ooms = s.ooms;
+        uint64_t n = res.recorded_alloc_events > res.simulated_alloc_events
+                         ? res.recorded_alloc_events
+                         : res.simulated_alloc_events;
+        out->match = n ? 100.0 * (double)res.matched / (double)n : 100.0;
     }
     mh_model_free(s.m);
     return rc;
@@ -118,4 +123,16 @@ int mh__whatif_conf(const struct mh_alloc_conf *base, const char *change, struct
     if (out->memory_fraction == 0)
         out->memory_fraction = fraction;
     return 0;
+}
+
+int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
+                   uint64_t capacity, struct mh_whatif_outcome *out)
+{
+    return run(in, conf, capacity, 0, out);
+}
+
+int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
+                        struct mh_whatif_outcome *out)
+{
+    return run(in, &in->conf, capacity, 1, out);
 }

@@ -19,6 +19,8 @@ struct mh_whatif_input {
 struct mh_whatif_outcome {
     uint64_t peak_reserved, peak_allocated;
     uint64_t ooms; /* OOM events of the what-if run */
+    double match;  /* percent of allocator events reproduced as recorded (same kind,
+                    * address and size at the same position) */
 };
 
 /* Loads the events of `device` (the first allocator device if < 0). Prints
@@ -29,6 +31,13 @@ void mh__whatif_input_free(struct mh_whatif_input *in);
 /* Replays under `conf` with `capacity` bytes (0 = unlimited). */
 int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_alloc_conf *conf,
                    uint64_t capacity, struct mh_whatif_outcome *out);
+
+/* Replays under the recorded settings, taking segment addresses from the
+ * recording where sizes agree: `match` says how faithfully the simulator
+ * reproduces the run (a trace that starts mid-run, or events it cannot
+ * explain, lower it). */
+int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
+                        struct mh_whatif_outcome *out);
 
 /* The recorded settings with one change applied ("expandable_segments:True",
  * ...). Returns 0 or MH_EINVAL. */

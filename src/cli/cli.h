@@ -86,6 +86,11 @@ struct mh_cli_record_opts {
     const char *who;
 };
 int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
+/* record_summary.c: removes an earlier run's FILE.rank<R>..., FILE.pid<P>;
+ * prints the closing block (files, events, peaks, next command); returns
+ * the number of files written. */
+void mh__record_clear_previous(const char *out_abs);
+int mh__record_summary(const char *status_path, const char *out_abs);
 
 /* Formats a stack as "file:line func" lines joined by `sep`, innermost first:
  * at most `max_frames` frames of user code (framework and interpreter frames

@@ -136,6 +136,17 @@ static void print_summary(const char *out, const struct mh_import_info *info)
                       (unsigned long long)info->inconsistencies);
     if (info->overflowed)
         mh__cli_error("note: torch's trace buffer had wrapped: the trace starts mid-run");
+    if (info->steps)
+        mh__cli_error("note: %llu step%s from the snapshot's Optimizer.step/ProfilerStep "
+                     "annotations",
+                     (unsigned long long)info->steps, info->steps == 1 ? "" : "s");
+    else if (info->entries && !info->annotations)
+        mh__cli_error("note: the snapshot has no step annotations: analyses go by time");
+    if (info->unknown_initial)
+        mh__cli_error("warning: %llu block(s) allocated before the trace and freed during "
+                     "it: their sizes are estimated from the requests, so the state before "
+                     "the trace is not exact",
+                     (unsigned long long)info->unknown_initial);
 }
 
 static const char *slurp_error(int rc)
@@ -204,13 +215,17 @@ const struct mh_cli_command mh__cmd_import = {
     .summary = "convert a PyTorch memory snapshot pickle into a .memhist file",
     .usage = "usage: memhist import SNAPSHOT.pickle -o OUT.memhist\n"
              "\n"
-             "Reads a snapshot written by torch.cuda.memory._dump_snapshot() (torch 2.0\n"
-             "to 2.14, pickle protocols 2 to 5) with memhist's own pickle reader, which\n"
-             "accepts plain data only and refuses anything that would import or call\n"
-             "code, so untrusted snapshots are safe to open. The blocks and segments\n"
-             "that were live before the trace began are rebuilt from the snapshot and\n"
-             "written first, so `memhist report`, `plot` and `snapshot` on the output\n"
-             "end at exactly the snapshot's segments.\n"
+             "Reads a snapshot written by torch.cuda.memory._dump_snapshot() (every schema\n"
+             "from torch 2.0 to 2.15: tested on real snapshots of torch 2.0/2.1, of 2.5 or\n"
+             "later and of 2.15, and on hand-built ones of each schema; pickle protocols 2\n"
+             "to 5) with memhist's own pickle reader, which accepts plain data only and\n"
+             "refuses anything that would import or call code, so untrusted snapshots are\n"
+             "safe to open. The blocks and segments that were live before the trace began\n"
+             "are rebuilt from the snapshot at their real sizes and written first, so\n"
+             "`memhist report`, `plot` and `snapshot` on the output end at exactly the\n"
+             "snapshot's segments. Steps and phases come from the Optimizer.step# and\n"
+             "ProfilerStep# annotations as in a live recording. Every field torch wrote is\n"
+             "kept, and `memhist snapshot` writes it back.\n"
              "\n"
              "options:\n"
              "  -o, --output PATH    the .memhist file to write ('-' = stdout)\n",

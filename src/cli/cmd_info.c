@@ -52,8 +52,31 @@ static void print_text(const char *path, const struct mh_reader *r, const struct
     printf("%-16s %s\n", "file", path);
     printf("%-16s version %u\n", "format", s->format_version);
     const char *key, *value;
-    for (size_t i = 0; mh_reader_meta_at(r, i, &key, &value); i++)
-        printf("%-16s %s\n", mh__cli_text(key, k, sizeof k), mh__cli_text(value, v, sizeof v));
+    const char *source = mh_reader_meta(r, "source");
+    int imported = source && !strcmp(source, "imported");
+    for (size_t i = 0; mh_reader_meta_at(r, i, &key, &value); i++) {
+        if (imported && !strcmp(key, "pid"))
+            continue; /* the importer's, not the recording's */
+        if (imported && !strcmp(key, "host"))
+            key = "imported on";
+        if (imported && !strcmp(key, "start_ns"))
+            key = "imported at ns";
+        printf("%-16s ", mh__cli_text(key, k, sizeof k));
+        /* multi-line values stay in their column, line by line */
+        for (const char *line = value; *line;) {
+            const char *end = strchr(line, '\n');
+            size_t n = end ? (size_t)(end - line) : strlen(line);
+            char part[1024];
+            snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), line);
+            for (char *t = part; (t = strchr(t, '\t')) != NULL;)
+                *t = ' '; /* the settings' "type key value" columns */
+            printf("%s", mh__cli_text(part, v, sizeof v));
+            line += n + (end != NULL);
+            if (*line)
+                printf("\n%-16s ", "");
+        }
+        printf("\n");
+    }
     for (size_t i = 0; i < mh_reader_device_count(r); i++) {
         struct mh_device_info d;
         if (mh_reader_device(r, i, &d) == 0)
@@ -62,7 +85,9 @@ static void print_text(const char *path, const struct mh_reader *r, const struct
                    d.total_bytes ? ", " : "",
                    d.total_bytes ? mh__cli_bytes(d.total_bytes, b1) : "");
     }
-    if (s->events) {
+    if (s->events && mh_reader_meta(r, "synthetic_times")) {
+        printf("%-16s %s\n", "first event", "unknown (the snapshot has no times)");
+    } else if (s->events) {
         printf("%-16s %s\n", "first event", utc_text(s->first_time_ns, b1));
         printf("%-16s %s\n", "duration", mh__cli_duration(s->last_time_ns - s->first_time_ns, b2));
     }

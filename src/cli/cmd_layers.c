@@ -3,13 +3,14 @@
  * activations are, what checkpointing it would save, and a ranked
  * checkpointing plan; per step, the largest layers at the step's peak.
  * Several files (one per rank) are reported one after the other, then the
- * worst rank by peak reserved. The analysis is src/analysis/layers.h. */
+ * rank table and the worst rank by peak reserved (report_ranks.c). The analysis is src/analysis/layers.h. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "printers.h"
 #include "analysis.h"
 #include "json.h"
 
@@ -409,23 +410,6 @@ static int one_file(const struct mh_analysis *a, const struct layers_opts *o, st
     return 0;
 }
 
-static void print_worst(const struct mh_analysis *a, size_t n, struct mh_json *j)
-{
-    uint64_t peak;
-    size_t w = mh__analysis_worst(a, n, &peak);
-    char b[32];
-    if (j) {
-        mh__json_key(j, "worst_rank");
-        mh__json_begin_object(j);
-        mh__json_kv_string(j, "file", a[w].rp.path);
-        mh__json_kv_uint(j, "index", w);
-        mh__json_kv_uint(j, "peak_reserved", peak);
-        mh__json_end_object(j);
-    } else if (n > 1) {
-        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
-    }
-}
-
 static int run_layers(int argc, char **argv)
 {
     struct layers_opts o;
@@ -457,12 +441,12 @@ static int run_layers(int argc, char **argv)
             rc = MH_EXIT_FAIL;
     if (rc == 0 && o.json) {
         mh__json_end_array(&j);
-        print_worst(a, n, &j);
+        mh__print_ranks(a, n, &j);
         mh__json_end_object(&j);
         mh__sink_puts(&sink, "\n");
         mh__sink_finish(&sink);
     } else if (rc == 0) {
-        print_worst(a, n, NULL);
+        mh__print_ranks(a, n, NULL);
     }
     for (size_t i = 0; i < opened; i++)
         mh__analysis_close(&a[i]);

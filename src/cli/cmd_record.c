@@ -11,7 +11,8 @@
  * driver-level memory and kernels); in PyTorch programs that CUPTI recording
  * joins the torch bridge's file. This command
  * waits for the child, forwards SIGINT/SIGTERM to it, and then says where
- * each file is and what to run next, or why nothing was recorded. It exits
+ * each file is and what to run next, or why nothing was recorded
+ * (record_summary.c). It exits
  * with the child's status. */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +31,12 @@ static const char usage[] =
     "usage: memhist record [-o FILE] [--stacks python|all|none] [--op-ranges] -- CMD [ARGS...]\n\n"
     "Runs a Python/PyTorch program unchanged and records every CUDA caching-allocator\n"
     "event, training steps and stacks to FILE. Recording starts when the program\n"
-    "initializes CUDA (never earlier). Under torchrun each rank writes FILE.rank<R>.\n\n"
+    "initializes CUDA (never earlier). Every process that initializes CUDA gets its\n"
+    "own file, created exclusively (a name already taken gets .2, .3, ...): under\n"
+    "torchrun FILE.rank<R> for each rank, FILE.rank<R>.attempt<N> after an elastic\n"
+    "restart, FILE.rank<R>.pid<P> for processes a rank starts; FILE.pid<P> for\n"
+    "other processes. At exit one summary lists every file and the command that\n"
+    "opens them all.\n\n"
     "options:\n"
     "  -o, --output FILE   where to write (default: record.memhist)\n"
     "  --stacks S          python (default), all (adds C++ frames; slower), none\n"
@@ -184,40 +190,6 @@ static int run_child(const char *who, char **cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Prints one line per process from the status file; returns files written. */
-static int report_status(const char *status_path, const char *out_abs)
-{
-    FILE *f = fopen(status_path, "r");
-    char line[4096];
-    int files = 0, lines = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        char *who = strtok(line, "\t"), *path = strtok(NULL, "\t"), *events = strtok(NULL, "\t");
-        char *status = strtok(NULL, "\n");
-        if (!who || !path || !events || !status)
-            continue;
-        lines++;
-        if (strcmp(path, "-") != 0) {
-            files++;
-            fprintf(stderr, "memhist: %s: %s events recorded to %s (%s)\n", who, events, path, status);
-            fprintf(stderr, "memhist: next: memhist report %s\n", path);
-        } else {
-            fprintf(stderr, "memhist: %s: nothing recorded: %s\n", who,
-                    strncmp(status, "not recording: ", 15) == 0 ? status + 15 : status);
-        }
-    }
-    if (f)
-        fclose(f);
-    if (lines == 0 && access(out_abs, F_OK) == 0) {
-        files++;
-        fprintf(stderr, "memhist: recorded driver-level memory and kernels (CUDA injection) to %s\n"
-                        "memhist: next: memhist report %s\n", out_abs, out_abs);
-    } else if (lines == 0) {
-        fprintf(stderr, "memhist: nothing recorded to %s: the program neither loaded the memhist "
-                        "Python bootstrap nor initialized CUDA\n", out_abs);
-    }
-    return files;
-}
-
 int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
 {
     char cwd[PATH_MAX], out_abs[2 * PATH_MAX + 2], status_path[2 * PATH_MAX + 40];
@@ -235,6 +207,7 @@ int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
     }
     close(fd);
     unlink(out_abs); /* what exists afterwards was written by this run */
+    mh__record_clear_previous(out_abs);
     if (setup_env(o, out_abs, status_path) < 0)
         return MH_EXIT_FAIL;
     fflush(stdout);
@@ -242,7 +215,7 @@ int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
     if (code < 0)
         return MH_EXIT_FAIL;
     if (code != 127) /* 127: the command could not be run; already said */
-        report_status(status_path, out_abs);
+        mh__record_summary(status_path, out_abs);
     unlink(status_path);
     return code;
 }

@@ -27,13 +27,16 @@ static const char usage[] =
     "checked by a what-if replay under expandable_segments:True; and every OOM\n"
     "with the request, free device memory, reserved but unallocated bytes and the\n"
     "largest free block (`memhist oom` explains them). Several files (one per\n"
-    "rank) are reported in turn, then the worst rank by peak reserved. Runs of\n"
+    "rank: FILE.rank*) are reported in turn, then a rank table (host, device,\n"
+    "peaks with step and time from the job's earliest start, steps, OOMs,\n"
+    "fragmentation), the spread across ranks and the worst rank, ties stated. Runs of\n"
     "more than 30 steps get a summarised table: the first and last steps, the\n"
     "peak steps and the outliers (OOMs, retries, peaks well above the median).\n\n"
     "'allocated' is what torch.cuda.memory_allocated() reports (rounded block\n"
     "sizes); 'reserved' is torch.cuda.memory_reserved() (segment sizes).\n\n"
     "options:\n"
-    "  --device N   only device N (default: every device in the file)\n"
+    "  --device N   only device N as each file's process saw it (default: every\n"
+    "               device in the file)\n"
     "  --top N      allocation groups to list at the peak (default 10)\n"
     "  --frames N   stack frames shown per group in text output (default 6)\n"
     "  --steps A:B  only steps A..B in the per-step table and JSON (A:, :B, N)\n"
@@ -155,8 +158,10 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
             rc = build_device(o, a, dev, &devs[used++]);
     }
     if (rc == 0 && o->device >= 0 && used == 0) {
-        mh__cli_error("%s: no events for device %d (the file has %zu device%s)", o->path, o->device,
-                      n, n == 1 ? "" : "s");
+        char list[128];
+        mh__cli_error("%s: no events for device %d; its device%s: %s%s", o->path, o->device, n == 1 ? "" : "s",
+                      mh__cli_device_list(rp->model, list, sizeof list),
+                      o->npaths > 1 ? " (the index as this file's process saw it)" : "");
         rc = MH_EINVAL;
     } else if (rc == 0 && o->json) {
         mh__report_print_json(o->j, rp, devs, used, &o->view.steps);
@@ -167,23 +172,6 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
         free(devs[i].top);
     free(devs);
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
-}
-
-static void print_worst(const struct mh_analysis *a, size_t n, struct mh_json *j)
-{
-    uint64_t peak;
-    size_t w = mh__analysis_worst(a, n, &peak);
-    char b[32];
-    if (j) {
-        mh__json_key(j, "worst_rank");
-        mh__json_begin_object(j);
-        mh__json_kv_string(j, "file", a[w].rp.path);
-        mh__json_kv_uint(j, "index", w);
-        mh__json_kv_uint(j, "peak_reserved", peak);
-        mh__json_end_object(j);
-    } else if (n > 1) {
-        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
-    }
 }
 
 static int run_report(int argc, char **argv)
@@ -217,10 +205,10 @@ static int run_report(int argc, char **argv)
     }
     if (rc == 0 && o.json) {
         mh__json_end_array(&j);
-        print_worst(a, o.npaths, &j);
+        mh__print_ranks(a, o.npaths, &j);
         mh__json_end_object(&j);
     } else if (rc == 0) {
-        print_worst(a, o.npaths, NULL);
+        mh__print_ranks(a, o.npaths, NULL);
     }
     if (o.json)
         mh__sink_finish(&sink);

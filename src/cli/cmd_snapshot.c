@@ -83,6 +83,38 @@ static void report_build(const struct snap_args *a, const struct mh_snapshot_inf
     }
 }
 
+/* Refuses a device the file does not have and a window with nothing in it
+ * (the viewer cannot open the first; the second would be an empty file). */
+static int check_window(const struct snap_args *a, const struct mh_snapshot_info *info,
+                        struct mh_reader *r)
+{
+    if (a->has_device) {
+        char list[256] = "";
+        size_t used = 0;
+        int found = 0;
+        for (size_t i = 0; i < mh_reader_device_count(r); i++) {
+            struct mh_device_info d;
+            if (mh_reader_device(r, i, &d) != 0 || d.device < 0)
+                continue;
+            found |= (uint64_t)d.device == a->device;
+            if (used < sizeof list)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", used ? ", " : "",
+                                         d.device);
+        }
+        if (!found && info->entries == 0) {
+            mh__cli_error("%s: no device %llu in the recording (devices: %s)", a->in,
+                         (unsigned long long)a->device, used ? list : "none");
+            return MH_EXIT_FAIL;
+        }
+    }
+    if ((a->steps || a->time) && info->entries == 0) {
+        mh__cli_error("%s: no allocator events in %s %s; nothing written", a->in,
+                     a->steps ? "--steps" : "--time", a->steps ? a->steps : a->time);
+        return MH_EXIT_FAIL;
+    }
+    return MH_EXIT_OK;
+}
+
 static int write_out(const char *path, const char *in, struct mh_snapshot *s)
 {
     struct mh_outfile of;
@@ -96,6 +128,21 @@ static int write_out(const char *path, const char *in, struct mh_snapshot *s)
     if (rc && !sink.errnum)
         mh__cli_error("%s: %s", path, mh_strerror(rc));
     return mh__cli_output_close(&of, path, rc, sink.errnum) < 0 ? MH_EXIT_FAIL : MH_EXIT_OK;
+}
+
+/* --device N that the file never used: one line naming its devices. */
+static int no_such_device(const struct snap_args *a, const struct mh_reader *r)
+{
+    char list[128] = "none";
+    size_t used = 0, n = mh_reader_device_count(r);
+    for (size_t i = 0; i < n && used + 8 < sizeof list; i++) {
+        struct mh_device_info d;
+        if (mh_reader_device(r, i, &d) == 0)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", used ? ", " : "", d.device);
+    }
+    mh__cli_error("%s: no events for device %llu (the index as this file's process saw it; it saw "
+                  "device%s %s)", a->in, (unsigned long long)a->device, n == 1 ? "" : "s", list);
+    return MH_EXIT_FAIL;
 }
 
 static int run(int argc, char **argv)
@@ -131,7 +178,11 @@ static int run(int argc, char **argv)
     struct mh_snapshot_info info;
     mh__snapshot_info(s, &info);
     report_build(&a, &info, r);
-    int code = write_out(a.out, a.in, s);
+    int code = check_window(&a, &info, r);
+    if (code == MH_EXIT_OK && a.has_device && info.entries == 0 && info.segments == 0 && !a.steps && !a.time)
+        code = no_such_device(&a, r); /* a device the process saw but never used */
+    if (code == MH_EXIT_OK)
+        code = write_out(a.out, a.in, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
         mh__snapshot_info(s, &info);
         printf("%s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s\n",
@@ -153,11 +204,13 @@ const struct mh_cli_command mh__cmd_snapshot = {
              "Writes the dict torch.cuda.memory._snapshot() returns: the allocator's\n"
              "segments and blocks at the end of the window, the trace of allocator\n"
              "events per device (hover text shows 'step N phase'), allocator settings\n"
-             "and step annotations. Allocations and frees carry the memory category of\n"
-             "the allocation (parameter, gradient, optimizer_state, activation,\n"
-             "temporary, input, unknown; as in `memhist report`), which the viewer's\n"
-             "timeline is coloured by. Open it at https://pytorch.org/memory_viz or with\n"
-             "python torch/cuda/_memory_viz.py.\n"
+             "and step annotations. In a recording with step markers, allocations and\n"
+             "frees carry the memory category of the allocation (parameter, gradient,\n"
+             "optimizer_state, activation, temporary, input, unknown; as in `memhist\n"
+             "report`), which the viewer's timeline is coloured by. An imported torch\n"
+             "snapshot is written back as torch wrote it (its own settings, annotations\n"
+             "and colouring by allocation). Open it at https://pytorch.org/memory_viz or\n"
+             "with python torch/cuda/_memory_viz.py.\n"
              "\n"
              "options:\n"
              "  -o, --output PATH    output pickle ('-' = stdout)\n"

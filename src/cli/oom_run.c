@@ -80,22 +80,14 @@ int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opt
     }
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = explain_file(&a[i], o, o->json ? &j : NULL);
-    uint64_t peak;
-    size_t w = mh__analysis_worst(a, n, &peak);
     if (o->json) {
         mh__json_end_array(&j);
-        mh__json_key(&j, "worst_rank");
-        mh__json_begin_object(&j);
-        mh__json_kv_string(&j, "file", a[w].rp.path);
-        mh__json_kv_uint(&j, "index", w);
-        mh__json_kv_uint(&j, "peak_reserved", peak);
-        mh__json_end_object(&j);
+        mh__print_ranks(a, n, &j);
         mh__json_end_object(&j);
         mh__sink_puts(&sink, "\n");
         mh__sink_finish(&sink);
     } else if (n > 1 && rc == 0) {
-        char b[32];
-        printf("\nworst rank by peak reserved: %s (%s)\n", a[w].rp.path, mh__cli_bytes(peak, b));
+        mh__print_ranks(a, n, NULL);
     }
     return rc;
 }

@@ -37,6 +37,11 @@ void mh__report_print_json(struct mh_json *j, const struct mh_replay *rp,
                            const struct mh_device_report *devs, size_t ndev,
                            const struct mh_window *steps);
 
+/* report_ranks.c: the rank table, spread and worst rank (ties stated) of
+ * several files; JSON keys "ranks", "spread", "worst_rank" when j. */
+int mh__print_ranks(const struct mh_analysis *a, size_t n, struct mh_json *j);
+/* "0, 1": the devices a file's model has ("none"). */
+const char *mh__cli_device_list(const struct mh_model *m, char *buf, size_t len);
 int mh__oom_explain_all(struct mh_analysis *a, size_t n, const struct mh_oom_opts *o);
 
 void mh__oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,

@@ -44,8 +44,11 @@ static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
     if (c->verdict != MH_OOM_VERDICT_NONE)
         printf("  request        %s (rounded) in the %s pool on stream %#" PRIx64 "\n",
                mh__cli_bytes(o->request, b[0]), c->small_pool ? "small" : "large", o->stream);
-    printf("  device         %s%s", mh__cli_bytes(c->capacity, b[0]),
-           c->capacity_estimated ? " (estimated: reserved + CUDA free)" : " total");
+    if (c->capacity == 0) /* no device size recorded and no CUDA free figure */
+        printf("  device         capacity unknown");
+    else
+        printf("  device         %s%s", mh__cli_bytes(c->capacity, b[0]),
+               c->capacity_estimated ? " (estimated: reserved + CUDA free)" : " total");
     if (c->verdict != MH_OOM_VERDICT_NONE)
         printf("; CUDA reported %s free", mh__cli_bytes(o->device_free, b[1]));
     printf("\n  reserved       %s = allocated %s + reserved but unallocated %s\n",
@@ -85,18 +88,31 @@ static void text_suggestions(const struct mh_oom_case *c)
     char b[3][32];
     size_t nl;
     const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
-    printf("  suggestions, checked by replaying the run's requests (what-if):\n");
+    if (c->estimates)
+        printf("  suggestions, estimates, not checks: replayed %s, the run's own settings "
+               "reproduce %.0f%% of its allocator events:\n",
+               c->mid_run ? "from the trace's start (the run began before it)"
+                          : "the run's requests",
+               c->replay_match < 0 ? 0.0 : c->replay_match);
+    else
+        printf("  suggestions, checked by replaying the run's requests (what-if; the run's own "
+               "settings reproduce %.0f%% of its allocator events):\n",
+               c->replay_match);
     for (size_t i = 0; i < c->nsugg; i++) {
         const struct mh_suggestion *s = &c->sugg[i];
+        if (s->in_effect) {
+            printf("    %-56s already in effect in this run\n", s->setting);
+            continue;
+        }
         if (!s->ok) {
             printf("    %-56s could not be replayed\n", s->setting);
             continue;
         }
         const char *v = c->verdict == MH_OOM_VERDICT_NONE ? ""
                         : s->ooms ? "still OOM;  " : "OOM gone;   ";
-        printf("    %-56s %speak reserved %s (recorded %s)\n", s->setting, v,
-               mh__cli_bytes(s->peak_reserved, b[0]),
-               mh__cli_bytes(c->recorded_peak_reserved, b[1]));
+        printf("    %-56s %speak reserved %s (recorded %s)%s\n", s->setting, v,
+               mh__cli_bytes(s->peak_reserved, b[0]), mh__cli_bytes(c->recorded_peak_reserved, b[1]),
+               s->peak_reserved > c->recorded_peak_reserved ? ": worse" : "");
     }
     if (c->nplan == 0) {
         printf("    activation checkpointing: no layer with saved activations known from a "
@@ -141,13 +157,15 @@ static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
 {
     size_t nl;
     const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    mh__json_kv_double(j, "replay_match_percent", c->replay_match, 1);
     mh__json_key(j, "suggestions");
     mh__json_begin_array(j);
     for (size_t i = 0; i < c->nsugg; i++) {
         const struct mh_suggestion *s = &c->sugg[i];
         mh__json_begin_object(j);
         mh__json_kv_string(j, "setting", s->setting);
-        mh__json_kv_bool(j, "checked", s->ok);
+        mh__json_kv_bool(j, "checked", s->ok && !c->estimates);
+        mh__json_kv_bool(j, "in_effect", s->in_effect);
         mh__json_kv_bool(j, "oom", s->ooms > 0);
         mh__json_kv_uint(j, "peak_reserved", s->peak_reserved);
         mh__json_kv_uint(j, "peak_allocated", s->peak_allocated);

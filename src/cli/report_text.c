@@ -29,6 +29,14 @@ static void print_header(const struct mh_replay *rp)
     if (rp->read_error)
         printf(", DAMAGED: read up to byte %" PRIu64, rp->summary.damage_offset);
     printf("\n");
+    /* an imported snapshot's caveats (snapshot_import.c) */
+    static const char *const notes[] = {"synthetic_times", "trace_start", "initial_state",
+                                        "trace_overflowed"};
+    for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++) {
+        const char *text = mh_reader_meta(rp->reader, notes[i]);
+        if (text)
+            printf("note: %s\n", text);
+    }
 }
 
 /* Time of an event from the start; a peak never reached (no allocation) has

@@ -25,7 +25,10 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
     if (stack == 0 || mh_reader_stack(r, stack, &frames, &n) != 0)
         return buf;
     int skip_internal = has_user_frame(r, frames, n);
-    for (size_t i = 0; i < n && used + 1 < len; i++) {
+    /* framework frames only: from the innermost operation (mh__stack_best_index) */
+    int best = skip_internal ? 0 : mh__stack_best_index(r, stack);
+    hidden = best > 0 ? (size_t)best : 0;
+    for (size_t i = hidden; i < n && used + 1 < len; i++) {
         struct mh_frame f;
         int internal =
             mh_reader_frame(r, frames[i], &f) != 0 || mh__frame_is_internal(f.file, f.func);

@@ -3,7 +3,8 @@
  * pickle_read.c owns the opcode loop, the stack, marks, memo and containers;
  * pickle_text.c decodes the protocol-0 text opcodes (INT, LONG, FLOAT,
  * STRING, UNICODE, PUT, GET). Both allocate from the document's arena, which
- * counts every byte against the memory limit. */
+ * counts every byte against the memory limit (large item arrays have
+ * blocks of their own, counted the same way). */
 #ifndef MH_IMPORT_PICKLE_PARSE_H
 #define MH_IMPORT_PICKLE_PARSE_H
 
@@ -13,10 +14,13 @@
 #include "pickle_value.h"
 
 struct mh__arena_block;
+struct mh__big;
 
 struct mh_pickle_doc {
     struct mh__arena_block *blocks;
+    struct mh__big *bigs; /* large item arrays, one malloc block each */
     uint64_t bytes, max_bytes;
+    int per_byte; /* max_bytes is the default derived from the input length */
     struct mh_pv *root;
     int protocol;
 };
@@ -35,8 +39,12 @@ struct mh__pr {
     unsigned char op;
     char *err;
     size_t errlen;
-    int code;                /* code of the first failure recorded */
-    struct mh_pv *consts[3]; /* None, False, True (in the arena, shared) */
+    int code; /* code of the first failure recorded */
+    /* None, False, True and one empty tuple, list, dict and set (in the
+     * arena, shared). A shared empty list, dict or set stands for a new
+     * empty container until it is changed, memoized or duplicated: then
+     * mh__pr_own gives that stack slot a node of its own. */
+    struct mh_pv *consts[3], *empties[4];
 };
 
 /* Records the error message (with offset and opcode) and returns `code`. */

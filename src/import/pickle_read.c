@@ -8,11 +8,14 @@
  *    it (possible only through memo references) are refused, which rules out
  *    cycles, so consumers may walk the tree without cycle checks;
  *  - container nesting and open marks are bounded by max_depth, memory by
- *    max_bytes (arena, stack and memo all count), memo indexes by how many
- *    memo writes happened. */
+ *    max_bytes (arena, stack and memo all count; by default 64 MiB plus 16
+ *    bytes per input byte), memo indexes by how many memo writes happened;
+ *  - empty containers cost no node until they are changed, memoized or
+ *    duplicated (shared empties), so runs of empty lists stay small. */
 #include "pickle_read.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +29,18 @@ struct mh__arena_block {
     _Alignas(8) unsigned char data[];
 };
 
+/* Item arrays of BIG_ITEMS slots or more live in blocks of their own that
+ * realloc grows in place, so a growing container leaves no copies behind. */
+struct mh__big {
+    struct mh__big *prev, *next;
+    struct mh_pv *items[];
+};
+
 #define ARENA_CHUNK (1u << 20)
+#define BIG_ITEMS 8192u
 #define MEMO_SLACK 65536u
+#define LIMIT_FLOOR (64ull << 20)
+#define LIMIT_PER_BYTE 16u
 
 int mh__pr_fail(struct mh__pr *pr, int code, const char *fmt, ...)
 {
@@ -53,8 +66,9 @@ static int account(struct mh__pr *pr, uint64_t bytes)
 {
     struct mh_pickle_doc *d = pr->doc;
     if (bytes > d->max_bytes || d->bytes > d->max_bytes - bytes)
-        return mh__pr_fail(pr, MH_ELIMIT, "more than %llu bytes of memory needed",
-                           (unsigned long long)d->max_bytes);
+        return mh__pr_fail(pr, MH_ELIMIT, "reading needs more than %llu MiB of memory%s",
+                           (unsigned long long)(d->max_bytes >> 20),
+                           d->per_byte ? " (64 MiB + 16 bytes per input byte)" : "");
     d->bytes += bytes;
     return 0;
 }
@@ -164,6 +178,26 @@ static int pop_mark(struct mh__pr *pr, size_t *start)
     return 0;
 }
 
+/* The shared empty container of a type, or NULL for other types. */
+static struct mh_pv *shared_empty(struct mh__pr *pr, int type)
+{
+    return type >= MH_PV_TUPLE && type <= MH_PV_SET ? pr->empties[type - MH_PV_TUPLE] : NULL;
+}
+
+/* The value of stack slot `at`, given a node of its own first if it is a
+ * shared empty list, dict or set (tuples never change, so they stay shared).
+ * NULL after recording a failure. */
+static struct mh_pv *own(struct mh__pr *pr, size_t at)
+{
+    struct mh_pv *v = pr->stack[at];
+    if (v->type == MH_PV_TUPLE || v != shared_empty(pr, v->type))
+        return v;
+    struct mh_pv *c = mh__pr_scalar(pr, v->type);
+    if (c)
+        pr->stack[at] = c;
+    return c;
+}
+
 /* Makes `child` part of container `c`: checks nesting, freezes the child. */
 static int adopt(struct mh__pr *pr, struct mh_pv *c, struct mh_pv *child)
 {
@@ -186,7 +220,36 @@ static struct mh_pv **stack_at(struct mh__pr *pr, size_t at)
     return pr->stack ? pr->stack + at : NULL;
 }
 
-/* Appends items[0..n) to container c (growing its arena array). */
+/* Grows an item array of `cap` slots (in the arena, or big) to a big one of
+ * `ncap`; a big array keeps its items, an arena one is left to the caller
+ * to copy. NULL after recording a failure. */
+static struct mh_pv **big_items(struct mh__pr *pr, struct mh_pv **old, size_t cap, size_t ncap)
+{
+    struct mh_pickle_doc *d = pr->doc;
+    int was_big = cap >= BIG_ITEMS;
+    if (account(pr, (uint64_t)(ncap - (was_big ? cap : 0)) * sizeof *old))
+        return NULL;
+    struct mh__big *b =
+        was_big ? (struct mh__big *)(void *)((char *)old - offsetof(struct mh__big, items)) : NULL;
+    struct mh__big *nb = realloc(b, sizeof *nb + ncap * sizeof *old);
+    if (!nb) {
+        mh__pr_fail(pr, MH_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (!was_big) {
+        nb->prev = NULL;
+        nb->next = d->bigs;
+    }
+    if (nb->next)
+        nb->next->prev = nb;
+    if (nb->prev)
+        nb->prev->next = nb;
+    else
+        d->bigs = nb;
+    return nb->items;
+}
+
+/* Appends items[0..n) to container c (growing its array). */
 static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, size_t n)
 {
     if (c->frozen)
@@ -206,10 +269,11 @@ static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, s
         size_t ncap = cap ? cap : 1;
         while (ncap < have + n)
             ncap *= 2;
-        struct mh_pv **arr = mh__pr_alloc(pr, ncap * sizeof *arr);
+        struct mh_pv **arr = ncap >= BIG_ITEMS ? big_items(pr, c->u.items, cap, ncap)
+                                               : mh__pr_alloc(pr, ncap * sizeof *arr);
         if (!arr)
             return pr->code;
-        if (have)
+        if (have && cap < BIG_ITEMS)
             memcpy(arr, c->u.items, have * sizeof *arr);
         c->u.items = arr;
     }
@@ -225,6 +289,8 @@ static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, s
 
 static struct mh_pv *new_container(struct mh__pr *pr, int type, struct mh_pv **items, size_t n)
 {
+    if (!n && shared_empty(pr, type))
+        return shared_empty(pr, type);
     struct mh_pv *c = mh__pr_scalar(pr, type);
     if (c && n && add_items(pr, c, items, n))
         return NULL;
@@ -241,7 +307,9 @@ static int fill_from_mark(struct mh__pr *pr, int type)
         return rc;
     if (start <= mark_base(pr) || start == 0)
         return mh__pr_fail(pr, MH_EFORMAT, "no container below the MARK");
-    struct mh_pv *c = pr->stack[start - 1];
+    struct mh_pv *c = own(pr, start - 1);
+    if (!c)
+        return pr->code;
     if (c->type != type)
         return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh__pv_type_name(c));
     size_t n = pr->sp - start;
@@ -273,7 +341,9 @@ static int fill_one(struct mh__pr *pr, int type)
     size_t n = type == MH_PV_DICT ? 2 : 1;
     if (pr->sp < mark_base(pr) + n + 1)
         return mh__pr_fail(pr, MH_EFORMAT, "stack underflow");
-    struct mh_pv *c = pr->stack[pr->sp - n - 1];
+    struct mh_pv *c = own(pr, pr->sp - n - 1);
+    if (!c)
+        return pr->code;
     if (c->type != type)
         return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh__pv_type_name(c));
     int rc = add_items(pr, c, stack_at(pr, pr->sp - n), n);
@@ -302,9 +372,11 @@ static int do_mark(struct mh__pr *pr)
 
 static int memo_put(struct mh__pr *pr, uint64_t idx)
 {
-    struct mh_pv *v = top(pr);
-    if (!v)
+    if (!top(pr))
         return MH_EFORMAT;
+    struct mh_pv *v = own(pr, pr->sp - 1);
+    if (!v)
+        return pr->code;
     if (idx > pr->memo_writes + MEMO_SLACK)
         return mh__pr_fail(pr, MH_ELIMIT, "memo index %llu far beyond the %zu entries written",
                            (unsigned long long)idx, pr->memo_writes);
@@ -571,13 +643,13 @@ static int step(struct mh__pr *pr, unsigned char op)
     case 0x98:
         return top(pr) ? 0 : MH_EFORMAT; /* READONLY_BUFFER: no effect on data */
     case '}':
-        return mh__pr_push(pr, mh__pr_scalar(pr, MH_PV_DICT));
+        return mh__pr_push(pr, shared_empty(pr, MH_PV_DICT));
     case ']':
-        return mh__pr_push(pr, mh__pr_scalar(pr, MH_PV_LIST));
+        return mh__pr_push(pr, shared_empty(pr, MH_PV_LIST));
     case ')':
-        return mh__pr_push(pr, mh__pr_scalar(pr, MH_PV_TUPLE));
+        return mh__pr_push(pr, shared_empty(pr, MH_PV_TUPLE));
     case 0x8f:
-        return mh__pr_push(pr, mh__pr_scalar(pr, MH_PV_SET));
+        return mh__pr_push(pr, shared_empty(pr, MH_PV_SET));
     case '(':
         return do_mark(pr);
     case 's':
@@ -628,8 +700,10 @@ static int step(struct mh__pr *pr, unsigned char op)
         return rc;
     }
     case '2': {
-        struct mh_pv *v = top(pr);
-        return v ? mh__pr_push(pr, v) : MH_EFORMAT;
+        if (!top(pr))
+            return MH_EFORMAT;
+        struct mh_pv *v = own(pr, pr->sp - 1);
+        return v ? mh__pr_push(pr, v) : pr->code;
     }
     default:
         return mh__pr_fail(pr, MH_EFORMAT, "unknown opcode 0x%02x", op);
@@ -684,7 +758,8 @@ int mh__pickle_parse(const void *data, size_t len, const struct mh_pickle_limits
     struct mh_pickle_doc *doc = calloc(1, sizeof *doc);
     if (!doc)
         return MH_ENOMEM;
-    doc->max_bytes = lim && lim->max_bytes ? lim->max_bytes : 8ull << 30;
+    doc->per_byte = !(lim && lim->max_bytes);
+    doc->max_bytes = doc->per_byte ? LIMIT_FLOOR + (uint64_t)len * LIMIT_PER_BYTE : lim->max_bytes;
     struct mh__pr pr;
     memset(&pr, 0, sizeof pr);
     pr.base = pr.p = data;
@@ -703,6 +778,9 @@ int mh__pickle_parse(const void *data, size_t len, const struct mh_pickle_limits
         else
             pr.consts[i]->u.i = i == 2;
     }
+    for (int i = 0; i < 4 && !rc; i++)
+        if (!(pr.empties[i] = mh__pr_scalar(&pr, MH_PV_TUPLE + i)))
+            rc = pr.code;
     if (!rc)
         rc = run(&pr);
     free(pr.stack);
@@ -740,6 +818,12 @@ void mh__pickle_doc_free(struct mh_pickle_doc *doc)
         struct mh__arena_block *next = b->next;
         free(b);
         b = next;
+    }
+    struct mh__big *g = doc->bigs;
+    while (g) {
+        struct mh__big *next = g->next;
+        free(g);
+        g = next;
     }
     free(doc);
 }

@@ -22,7 +22,9 @@ struct mh_pickle_doc;
 
 /* Zero fields mean the defaults. */
 struct mh_pickle_limits {
-    uint64_t max_bytes; /* memory the tree, stack and memo may use; 0 = 8 GiB */
+    /* memory the tree, stack and memo may use; 0 = 64 MiB + 16 bytes per
+     * input byte */
+    uint64_t max_bytes;
     uint32_t max_depth; /* container nesting and open MARKs; 0 = 200 (at most 250) */
 };
 

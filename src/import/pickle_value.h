@@ -8,7 +8,8 @@
  * shares frame dicts and frame lists); it never has cycles (the reader refuses
  * to change a container after it was placed inside another, see pickle_read.c).
  *
- * All nodes and arrays live in the document's arena; strings and bytes of the
+ * All nodes and arrays live in the document's arena (large item arrays in
+ * blocks of their own, freed with it); strings and bytes of the
  * binary opcodes point into the input buffer, which the document borrows. */
 #ifndef MH_IMPORT_PICKLE_VALUE_H
 #define MH_IMPORT_PICKLE_VALUE_H

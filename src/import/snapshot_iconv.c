@@ -173,15 +173,18 @@ static int block_extra(struct mh__imp *im, const struct mh_pv *b, const char *pa
                        struct mh__iblk *out)
 {
     const struct mh_pv *hist = mh__pv_get(b, "history");
-    const struct mh_pv *src = b, *frames = mh__pv_get(b, "frames");
-    const char *req_key = "requested_size";
-    if (!mh__pv_get(b, "requested_size") && mh__pv_is_seq(hist) && hist->n) {
-        src = mh__pv_at(hist, hist->n - 1);
-        frames = mh__pv_get(src, "frames");
-        req_key = "real_size";
+    const struct mh_pv *last = mh__pv_is_seq(hist) && hist->n ? mh__pv_at(hist, hist->n - 1) : NULL;
+    const struct mh_pv *frames = mh__pv_get(b, "frames");
+    if (last && last->type != MH_PV_DICT)
+        return mh__imp_fail(im, MH_EFORMAT, "%s: a history entry is %s", path,
+                            mh__pv_type_name(last));
+    if (last && !frames) { /* torch 2.0/2.1 keep the stack in the history */
+        frames = mh__pv_get(last, "frames");
         im->info->legacy_history = 1;
     }
-    int rc = opt_u64(im, src, req_key, path, out->size, &out->requested);
+    int rc = mh__pv_get(b, "requested_size") || !last
+                 ? opt_u64(im, b, "requested_size", path, out->size, &out->requested)
+                 : opt_u64(im, last, "real_size", path, out->size, &out->requested);
     return rc ? rc : conv_frames(im, frames, path, &out->stack);
 }
 

@@ -34,8 +34,10 @@ struct mh__iblk {
 struct mh__ient {
     uint64_t time_ns, addr, size, stream;
     uint32_t stack, str, str2;
+    uint32_t aux; /* segment events: the segment's own stack (MH_EVF_SEGMENT_STACK) */
     uint32_t pool[2];
     uint8_t kind, flags, has_pool;
+    uint8_t backward; /* an alloc whose stack runs inside autograd's backward */
     int8_t phase_hint; /* -1 = none */
     int64_t step_hint; /* INT64_MIN = none */
 };
@@ -46,8 +48,16 @@ struct mh__inote {
     int begin;   /* START */
     int is_step; /* name is "step N" */
     int64_t step;
+    int range_kind; /* enum mh_range_kind of snapshot_isteps.c */
     uint32_t str; /* name, for ranges */
 };
+
+/* Optional trace-entry keys (meta "torch_entry_keys"): newer torch writes
+ * them on every entry, with "N/A", "" and (0, 0) when there is nothing. */
+#define MH__IK_COMPILE 1u
+#define MH__IK_USER 2u
+#define MH__IK_POOL 4u
+#define MH__IK_FRAMES 8u
 
 struct mh__itrace {
     struct mh__ient *e;
@@ -67,6 +77,7 @@ struct mh__imp {
     int ndev;
     struct mh__inote *notes;
     size_t nnotes;
+    unsigned entry_keys; /* MH__IK_* bits: optional keys torch wrote on every entry */
     uint64_t t_start;        /* time of the preexisting events */
     size_t seg_cur, blk_cur; /* per-device cursors into the sorted arrays */
     /* caches: tree node pointer -> interned id */
@@ -90,8 +101,53 @@ int mh__imp_pool(struct mh__imp *im, const struct mh_pv *v, const char *path, ui
  * forward events (snapshot_import.c). */
 int mh__imp_emit(struct mh__imp *im);
 int mh__imp_forward(struct mh__imp *im);
+int mh__imp_put(struct mh__imp *im, const struct mh_event *ev);
+
+/* Steps and phases from record_function annotations (snapshot_isteps.c),
+ * with the torch bridge's semantics: step 0 opens at the first allocator
+ * entry, Optimizer.step#... starts the optimizer phase and its end closes
+ * the step (the next opens at the next entry, in the forward phase),
+ * ProfilerStep#N ranges number the steps once seen, and an allocation made
+ * inside autograd's backward starts the backward phase. */
+enum mh__srange { MH__SR_OTHER = 0, MH__SR_OPTIMIZER, MH__SR_PROFILER };
+struct mh__isteps {
+    int on;            /* the snapshot has step annotations */
+    int profiler_mode; /* ProfilerStep# seen: it numbers the steps */
+    int begin_pending;
+    int phase;
+    int64_t step;
+};
+/* Kind of an annotation name; *step gets N of ProfilerStep#N. */
+int mh__imp_range_kind(const char *name, size_t n, int64_t *step);
+int mh__isteps_entry(struct mh__imp *im, struct mh__isteps *st, const struct mh__ient *e);
+int mh__isteps_before_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n);
+int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n);
+/* Whether an alloc's frames (a pickle list) run inside autograd's backward. */
+int mh__imp_in_backward(const struct mh_pv *frames);
+/* The allocator_settings dict as the text of meta "torch_allocator_settings"
+ * (snapshot_isettings.c) in *out (malloc'd; NULL if `dict` is not a dict).
+ * Returns 0 or MH_ENOMEM / MH_ELIMIT. */
+int mh__imp_settings_text(const struct mh_pv *dict, char **out);
 /* Frees the arrays (not the writer). */
 void mh__imp_free(struct mh__imp *im);
+
+/* Live segments of one device by start address (snapshot_isegs.c); zero it
+ * to start. Segments never overlap: an insert that would, or of an empty
+ * segment, returns 1 and changes nothing. */
+struct mh__isnode;
+struct mh__isegset {
+    struct mh__isnode *n;
+    size_t cap, used, count;
+    uint32_t root, free;
+    uint64_t rng;
+};
+int mh__isegset_insert(struct mh__isegset *s, const struct mh__iseg *g); /* 0, 1, MH_ENOMEM */
+/* The segment holding addr (valid until the next change), or NULL. */
+struct mh__iseg *mh__isegset_find(struct mh__isegset *s, uint64_t addr);
+void mh__isegset_remove(struct mh__isegset *s, uint64_t address); /* by start address */
+/* A malloc'ed copy of the segments in address order, *n of them. */
+int mh__isegset_sorted(const struct mh__isegset *s, struct mh__iseg **out, size_t *n);
+void mh__isegset_free(struct mh__isegset *s);
 
 /* Pointer -> uint32 map (open addressing). */
 struct mh__ptrmap;

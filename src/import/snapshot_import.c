@@ -24,7 +24,7 @@ static int note_first(const struct mh__inote *n, const struct mh__ient *e)
     return n->begin ? e->step_hint >= n->step : e->step_hint > n->step;
 }
 
-static int put(struct mh__imp *im, const struct mh_event *ev)
+int mh__imp_put(struct mh__imp *im, const struct mh_event *ev)
 {
     int rc = mh_writer_event(im->w, ev);
     return rc < 0 ? mh__imp_fail(im, rc, "writing the events: %s", mh_strerror(rc)) : 0;
@@ -45,7 +45,7 @@ static int emit_note(struct mh__imp *im, const struct mh__inote *n, int *phase)
         ev.kind = n->begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END;
         ev.str = n->str;
     }
-    return put(im, &ev);
+    return mh__imp_put(im, &ev);
 }
 
 static int emit_entry(struct mh__imp *im, const struct mh__ient *e, int device, int *phase)
@@ -60,7 +60,7 @@ static int emit_entry(struct mh__imp *im, const struct mh__ient *e, int device, 
         ev.kind = MH_EV_PHASE;
         ev.aux = (uint32_t)e->phase_hint;
         *phase = e->phase_hint;
-        int rc = put(im, &ev);
+        int rc = mh__imp_put(im, &ev);
         if (rc)
             return rc;
     }
@@ -72,8 +72,9 @@ static int emit_entry(struct mh__imp *im, const struct mh__ient *e, int device, 
     ev.stack = e->stack;
     ev.str = e->str;
     ev.str2 = e->str2;
+    ev.aux = e->aux;
     memcpy(ev.pool, e->pool, sizeof ev.pool);
-    return put(im, &ev);
+    return mh__imp_put(im, &ev);
 }
 
 /* The merge heap: devices ordered by the time of their next entry (then by
@@ -114,9 +115,28 @@ static void heap_down(struct heap *h, size_t i)
 static int open_window_step(struct mh__imp *im, const struct mh__ient *e, int dev, int *phase,
                             int64_t *synth)
 {
-    struct mh__inote n = {e->time_ns, dev, 1, 1, e->step_hint, 0};
+    struct mh__inote n = {.time_ns = e->time_ns, .device = dev, .begin = 1, .is_step = 1,
+                          .step = e->step_hint};
     *synth = e->step_hint;
     return emit_note(im, &n, phase);
+}
+
+/* Steps come from record_function ranges when the snapshot has
+ * Optimizer.step# or ProfilerStep# annotations and no step markers of
+ * memhist's own ("step N" annotations or user metadata). */
+static int steps_from_ranges(const struct mh__imp *im)
+{
+    int ranges = 0;
+    for (size_t i = 0; i < im->nnotes; i++) {
+        if (im->notes[i].is_step)
+            return 0;
+        ranges |= im->notes[i].range_kind != MH__SR_OTHER;
+    }
+    for (int d = 0; ranges && d < im->ndev; d++)
+        for (size_t i = 0; i < im->traces[d].n; i++)
+            if (im->traces[d].e[i].step_hint != INT64_MIN)
+                return 0;
+    return ranges;
 }
 
 int mh__imp_forward(struct mh__imp *im)
@@ -137,6 +157,7 @@ int mh__imp_forward(struct mh__imp *im)
     size_t ni = 0;
     int phase = -1, rc = 0, seen_step = 0;
     int64_t synth = INT64_MIN; /* step opened for a window's first entries */
+    struct mh__isteps st = {steps_from_ranges(im), 0, 1, MH_PHASE_NONE, 0};
     while (!rc && (h.n || ni < im->nnotes)) {
         int best = h.n ? h.dev[0] : -1;
         const struct mh__ient *e = best >= 0 ? &im->traces[best].e[cur[best]] : NULL;
@@ -147,11 +168,15 @@ int mh__imp_forward(struct mh__imp *im)
                 seen_step = 1;
                 synth = INT64_MIN;
             }
-            if (!dup)
+            rc = mh__isteps_before_note(im, &st, n);
+            if (!rc && !dup)
                 rc = emit_note(im, n, &phase);
+            if (!rc)
+                rc = mh__isteps_note(im, &st, n);
             continue;
         }
-        if (!seen_step && e->step_hint >= 0) {
+        rc = mh__isteps_entry(im, &st, e);
+        if (!rc && !seen_step && e->step_hint >= 0) {
             seen_step = 1;
             rc = open_window_step(im, e, best, &phase, &synth);
         }
@@ -206,8 +231,15 @@ static int write_meta(struct mh__imp *im, const struct mh_pv *root)
 {
     int rc = 0;
     const struct mh_pv *set = mh__pv_get(root, "allocator_settings");
-    if (set && set->type == MH_PV_DICT)
+    if (set && set->type == MH_PV_DICT) {
+        char *text = NULL;
         rc = settings_meta(im, set);
+        if (!rc)
+            rc = mh__imp_settings_text(set, &text);
+        if (!rc && text && text[0])
+            rc = mh_writer_set_meta(im->w, "torch_allocator_settings", text);
+        free(text);
+    }
     const struct mh_pv *ver = mh__pv_get(root, "torch_version");
     if (!rc && ver && ver->type == MH_PV_STR && ver->n < 64) {
         char buf[64];
@@ -215,14 +247,56 @@ static int write_meta(struct mh__imp *im, const struct mh_pv *root)
         buf[ver->n] = '\0';
         rc = mh_writer_set_meta(im->w, "torch_version", buf);
     }
+    const struct mh_pv *hs = mh__pv_get(root, "host_segments"), *ht = mh__pv_get(root, "host_traces");
+    if (!rc && hs && ht && mh__pv_is_seq(hs) && mh__pv_is_seq(ht) && !hs->n && !ht->n)
+        rc = mh_writer_set_meta(im->w, "torch_host_memory", "empty");
+    if (!rc && im->info->entries && im->entry_keys) {
+        char keys[64];
+        snprintf(keys, sizeof keys, "%s%s%s%s",
+                 im->entry_keys & MH__IK_COMPILE ? "compile_context " : "",
+                 im->entry_keys & MH__IK_USER ? "user_metadata " : "",
+                 im->entry_keys & MH__IK_POOL ? "pool_id " : "",
+                 im->entry_keys & MH__IK_FRAMES ? "frames " : "");
+        keys[strlen(keys) - 1] = '\0';
+        rc = mh_writer_set_meta(im->w, "torch_entry_keys", keys);
+    }
     if (!rc && im->info->synthetic_times)
         rc = mh_writer_set_meta(im->w, "synthetic_times",
-                                "the snapshot has no time_us: times are 1 us apart");
+                                "the snapshot has no time_us: times show the order of "
+                                "events (1 us apart), not when they happened");
+
     if (!rc && im->info->overflowed)
         rc = mh_writer_set_meta(im->w, "trace_overflowed",
                                 "torch's trace ring buffer wrapped: older entries are missing");
     for (int d = 0; !rc && d < im->ndev; d++)
         rc = mh_writer_set_device(im->w, d, "", 0);
+    for (size_t i = 0; !rc && i < im->nsegs; i++) /* a bare segment list has no traces */
+        if (im->segs[i].device >= im->ndev && (i == 0 || im->segs[i].device != im->segs[i - 1].device))
+            rc = mh_writer_set_device(im->w, im->segs[i].device, "", 0);
+    return rc < 0 ? mh__imp_fail(im, rc, "writing metadata: %s", mh_strerror(rc)) : 0;
+}
+
+/* Known once the starting state is written (the meta lands after it). */
+static int initial_state_meta(struct mh__imp *im)
+{
+    char text[200];
+    if (im->info->entries && (im->info->preexisting_segments || im->info->preexisting_blocks)) {
+        snprintf(text, sizeof text,
+                 "the trace starts mid-run: %llu segment(s) and %llu block(s) were live before "
+                 "its first entry",
+                 (unsigned long long)im->info->preexisting_segments,
+                 (unsigned long long)im->info->preexisting_blocks);
+        int rc = mh_writer_set_meta(im->w, "trace_start", text);
+        if (rc < 0)
+            return mh__imp_fail(im, rc, "writing metadata: %s", mh_strerror(rc));
+    }
+    if (!im->info->unknown_initial)
+        return 0;
+    snprintf(text, sizeof text,
+             "%llu block(s) allocated before the trace and freed during it: their sizes "
+             "are estimated from the requests, so the starting state is not exact",
+             (unsigned long long)im->info->unknown_initial);
+    int rc = mh_writer_set_meta(im->w, "initial_state", text);
     return rc < 0 ? mh__imp_fail(im, rc, "writing metadata: %s", mh_strerror(rc)) : 0;
 }
 
@@ -267,6 +341,7 @@ int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_lim
     im.info = info;
     im.err = err;
     im.errlen = errlen;
+    im.entry_keys = MH__IK_COMPILE | MH__IK_USER | MH__IK_POOL | MH__IK_FRAMES;
     const struct mh_pv *root = mh__pickle_doc_root(doc);
     rc = mh__imp_convert(&im, root);
     if (!rc)
@@ -274,6 +349,8 @@ int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_lim
     if (!rc) {
         start_time(&im);
         rc = mh__imp_emit(&im);
+        if (!rc)
+            rc = initial_state_meta(&im);
     }
     if (rc == MH_ENOMEM && err && errlen && !err[0])
         snprintf(err, errlen, "%s", mh_strerror(rc));

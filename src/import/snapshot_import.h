@@ -1,6 +1,6 @@
 /* snapshot_import.h - PyTorch memory snapshot pickle -> .memhist events.
  *
- * Reads a snapshot written by torch 2.0 to 2.14 (_dump_snapshot, protocols
+ * Reads a snapshot written by torch 2.0 to 2.15 (_dump_snapshot, protocols
  * 2-5, TorchScript's pickler, legacy `history` blocks, traces without
  * time_us, OOM entries, expandable segments, several devices) with the strict
  * reader of pickle_read.h, and writes it through a writer as events. The
@@ -8,11 +8,16 @@
  * first entry) is rebuilt by replaying the trace backwards from `segments`,
  * as the viewer's State History view does, and written first as events
  * flagged MH_EVF_PREEXISTING, so replaying the output through the model ends
- * exactly at the snapshot's segments. Step annotations ("step N") become
- * step events; "step N phase" user metadata (as memhist writes it) becomes
- * phase events; other record_function annotations become ranges. */
-#ifndef MH_IMPORT_SNAPSHOT_IMPORT_H
-#define MH_IMPORT_SNAPSHOT_IMPORT_H
+ * exactly at the snapshot's segments; live blocks keep their real size.
+ * Step annotations ("step N") become step events; "step N phase" user
+ * metadata (as memhist writes it) becomes phase events; other
+ * record_function annotations become ranges, and Optimizer.step#... and
+ * ProfilerStep#N ranges also give steps and phases with the semantics of a
+ * live recording (events flagged MH_EVF_DERIVED). Every field torch wrote is
+ * kept (user metadata verbatim, segment frames, pool ids, the settings dict
+ * as meta "torch_allocator_settings"), so `memhist snapshot` writes it back. */
+#ifndef MH_VIZ_SNAPSHOT_IMPORT_H
+#define MH_VIZ_SNAPSHOT_IMPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +37,9 @@ struct mh_import_info {
     int synthetic_times;       /* some entries had no time_us */
     int legacy_history;        /* 2.0 blocks with `history` */
     int overflowed;            /* allocator_settings says the ring wrapped */
+    uint64_t steps;            /* steps built from Optimizer.step#/ProfilerStep# annotations */
+    uint64_t unknown_initial;  /* blocks live before the trace and freed during it:
+                                * their real size is unknown (rounded from the request) */
 };
 
 /* Imports the pickle in data[0..len) into `w` (borrowed; the caller opened it

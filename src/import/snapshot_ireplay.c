@@ -13,27 +13,21 @@
 #include "snapshot_iint.h"
 
 #define SMALL_SEGMENT (2ull << 20)
-/* Bound on the work of keeping segments ordered (elements moved), so that a
- * hostile snapshot cannot make the replay quadratic for hours. Real runs
- * (at most some 10^4 live segments) stay far below it. */
-#define MOVE_LIMIT (1ull << 31)
 
 /* A live block during the backwards pass. */
 struct rblk {
-    uint64_t addr, requested, stream;
+    uint64_t addr, size, requested, stream; /* size 0: unknown (freed during the trace) */
     uint32_t stack;
     uint32_t pool[2];
     uint8_t state, live;
 };
 
 struct rstate {
-    struct mh__iseg *segs; /* sorted by address */
-    size_t nsegs, segcap;
+    struct mh__isegset segs; /* by address (snapshot_isegs.c) */
     struct rblk *blk;
     size_t nblk, blkcap;
     uint32_t *map; /* open addressing: index + 1 into blk, 0 = empty */
     size_t mapcap;
-    uint64_t moves; /* segment array elements moved so far */
 };
 
 static size_t addr_hash(uint64_t a, size_t cap)
@@ -95,58 +89,6 @@ static struct rblk *get_blk(struct rstate *st, uint64_t addr)
     return b;
 }
 
-/* Index of the segment containing addr, or -1. */
-static long seg_find(const struct rstate *st, uint64_t addr)
-{
-    size_t lo = 0, hi = st->nsegs;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (st->segs[mid].address + st->segs[mid].size <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < st->nsegs && st->segs[lo].address <= addr ? (long)lo : -1;
-}
-
-/* Inserts in address order. 0, 1 on overlap, 2 past the work limit,
- * MH_ENOMEM. */
-static int seg_insert(struct rstate *st, const struct mh__iseg *g)
-{
-    if (st->nsegs == st->segcap) {
-        size_t cap = st->segcap ? 2 * st->segcap : 64;
-        struct mh__iseg *p = realloc(st->segs, cap * sizeof *p);
-        if (!p)
-            return MH_ENOMEM;
-        st->segs = p;
-        st->segcap = cap;
-    }
-    size_t lo = 0, hi = st->nsegs;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (st->segs[mid].address < g->address)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if ((lo < st->nsegs && st->segs[lo].address < g->address + g->size) ||
-        (lo > 0 && st->segs[lo - 1].address + st->segs[lo - 1].size > g->address))
-        return 1; /* overlap */
-    if ((st->moves += st->nsegs - lo) > MOVE_LIMIT)
-        return 2;
-    memmove(st->segs + lo + 1, st->segs + lo, (st->nsegs - lo) * sizeof *st->segs);
-    st->segs[lo] = *g;
-    st->nsegs++;
-    return 0;
-}
-
-static void seg_remove(struct rstate *st, size_t i)
-{
-    st->moves += st->nsegs - i - 1;
-    memmove(st->segs + i, st->segs + i + 1, (st->nsegs - i - 1) * sizeof *st->segs);
-    st->nsegs--;
-}
-
 static uint8_t seg_flags(const struct mh__iseg *g)
 {
     return (uint8_t)(MH_EVF_POOL_KNOWN | (g->small ? MH_EVF_POOL_SMALL : 0) |
@@ -156,22 +98,22 @@ static uint8_t seg_flags(const struct mh__iseg *g)
 /* Undo of a mapping: cut [a, a+n) out of the expandable segment holding it. */
 static int unmap_range(struct rstate *st, struct mh__ient *e)
 {
-    long i = seg_find(st, e->addr);
-    if (i < 0 || e->addr + e->size > st->segs[i].address + st->segs[i].size)
+    struct mh__iseg *f = mh__isegset_find(&st->segs, e->addr);
+    if (!f || e->addr + e->size > f->address + f->size || e->addr + e->size < e->addr)
         return 1;
-    struct mh__iseg g = st->segs[i];
+    struct mh__iseg g = *f;
     e->flags = seg_flags(&g) | MH_EVF_EXPANDABLE;
     memcpy(e->pool, g.pool, sizeof e->pool);
-    seg_remove(st, (size_t)i);
+    mh__isegset_remove(&st->segs, g.address);
     struct mh__iseg left = g, right = g;
     left.size = e->addr - g.address;
     right.address = e->addr + e->size;
     right.size = g.address + g.size - right.address;
     int rc = 0;
     if (left.size)
-        rc = seg_insert(st, &left);
+        rc = mh__isegset_insert(&st->segs, &left);
     if (right.size && rc == 0)
-        rc = seg_insert(st, &right);
+        rc = mh__isegset_insert(&st->segs, &right);
     return rc;
 }
 
@@ -187,33 +129,33 @@ static int map_range(struct rstate *st, struct mh__ient *e, int device)
     g.expandable = 1;
     g.small = e->size == SMALL_SEGMENT;
     memcpy(g.pool, e->pool, sizeof g.pool);
-    long l = e->addr ? seg_find(st, e->addr - 1) : -1;
-    if (l >= 0 && st->segs[l].expandable && st->segs[l].address + st->segs[l].size == e->addr) {
-        g = st->segs[l];
+    struct mh__iseg *l = e->addr ? mh__isegset_find(&st->segs, e->addr - 1) : NULL;
+    if (l && l->expandable && l->address + l->size == e->addr) {
+        g = *l;
         g.size += e->size;
-        seg_remove(st, (size_t)l);
+        mh__isegset_remove(&st->segs, g.address);
     }
-    long r = seg_find(st, e->addr + e->size);
-    if (r >= 0 && st->segs[r].expandable && st->segs[r].address == e->addr + e->size) {
-        g.size += st->segs[r].size;
-        seg_remove(st, (size_t)r);
+    struct mh__iseg *r = mh__isegset_find(&st->segs, e->addr + e->size);
+    if (r && r->expandable && r->address == e->addr + e->size) {
+        g.size += r->size;
+        mh__isegset_remove(&st->segs, r->address);
     }
     e->flags = seg_flags(&g);
-    return seg_insert(st, &g);
+    return mh__isegset_insert(&st->segs, &g);
 }
 
-static void entry_pool(const struct rstate *st, struct mh__ient *e)
+static void entry_pool(struct rstate *st, struct mh__ient *e)
 {
-    long i = seg_find(st, e->addr);
-    if (!e->has_pool && i >= 0)
-        memcpy(e->pool, st->segs[i].pool, sizeof e->pool);
+    const struct mh__iseg *g = e->has_pool ? NULL : mh__isegset_find(&st->segs, e->addr);
+    if (g)
+        memcpy(e->pool, g->pool, sizeof e->pool);
 }
 
 /* Undoes one entry; returns 1 if it contradicts the state. */
 static int undo(struct rstate *st, struct mh__ient *e, int device)
 {
     struct rblk *b;
-    long i;
+    struct mh__iseg *g;
     switch (e->kind) {
     case MH_EV_ALLOC:
         if (!(b = get_blk(st, e->addr)))
@@ -239,21 +181,26 @@ static int undo(struct rstate *st, struct mh__ient *e, int device)
             return 1;
         b->live = 1;
         b->state = MH_BLOCK_PENDING_FREE;
+        b->size = 0;
         b->requested = e->size;
         b->stack = e->stack;
         b->stream = e->stream;
         memcpy(b->pool, e->pool, sizeof b->pool);
         return 0;
     case MH_EV_SEGMENT_ALLOC:
-        i = seg_find(st, e->addr);
-        if (i < 0 || st->segs[i].address != e->addr)
+        g = mh__isegset_find(&st->segs, e->addr);
+        if (!g || g->address != e->addr)
             return 1;
-        e->flags = seg_flags(&st->segs[i]);
-        /* the segment's own frames: what the final state shows for it */
-        e->stack = st->segs[i].stack;
+        e->flags = seg_flags(g);
+        /* the segment's own frames (what the final state shows for it) ride
+         * along when they differ from the entry's */
+        if (g->stack != e->stack) {
+            e->flags |= MH_EVF_SEGMENT_STACK;
+            e->aux = g->stack;
+        }
         if (!e->has_pool)
-            memcpy(e->pool, st->segs[i].pool, sizeof e->pool);
-        seg_remove(st, (size_t)i);
+            memcpy(e->pool, g->pool, sizeof e->pool);
+        mh__isegset_remove(&st->segs, e->addr);
         return 0;
     case MH_EV_SEGMENT_FREE: {
         struct mh__iseg g;
@@ -266,7 +213,7 @@ static int undo(struct rstate *st, struct mh__ient *e, int device)
         g.small = e->size == SMALL_SEGMENT;
         memcpy(g.pool, e->pool, sizeof g.pool);
         e->flags = seg_flags(&g);
-        return seg_insert(st, &g);
+        return mh__isegset_insert(&st->segs, &g);
     }
     case MH_EV_SEGMENT_MAP:
         return unmap_range(st, e);
@@ -282,7 +229,7 @@ static int load_final(struct mh__imp *im, int device, struct rstate *st)
 {
     /* segments and blocks are sorted by (device, address): take this device's run */
     for (; im->seg_cur < im->nsegs && im->segs[im->seg_cur].device == device; im->seg_cur++) {
-        int rc = seg_insert(st, &im->segs[im->seg_cur]);
+        int rc = mh__isegset_insert(&st->segs, &im->segs[im->seg_cur]);
         if (rc < 0)
             return rc;
         im->info->inconsistencies += rc != 0;
@@ -294,6 +241,7 @@ static int load_final(struct mh__imp *im, int device, struct rstate *st)
             return MH_ENOMEM;
         b->live = 1;
         b->state = s->state;
+        b->size = s->size;
         b->requested = s->requested;
         b->stack = s->stack;
         b->stream = s->stream;
@@ -317,6 +265,10 @@ static int put(struct mh__imp *im, const struct mh_event *ev)
 /* The state before the first entry, as preexisting events. */
 static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
 {
+    struct mh__iseg *segs;
+    size_t nsegs;
+    if (mh__isegset_sorted(&st->segs, &segs, &nsegs))
+        return MH_ENOMEM;
     size_t nlive = 0;
     for (size_t i = 0; i < st->nblk; i++)
         if (st->blk[i].live)
@@ -324,8 +276,9 @@ static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
     if (nlive)
         qsort(st->blk, nlive, sizeof *st->blk, cmp_blk);
     size_t b = 0;
-    for (size_t s = 0; s < st->nsegs; s++) {
-        const struct mh__iseg *g = &st->segs[s];
+    int rc = 0;
+    for (size_t s = 0; !rc && s < nsegs; s++) {
+        const struct mh__iseg *g = &segs[s];
         struct mh_event ev;
         memset(&ev, 0, sizeof ev);
         ev.time_ns = im->t_start;
@@ -337,7 +290,7 @@ static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
         ev.stream = g->stream;
         ev.stack = g->stack;
         memcpy(ev.pool, g->pool, sizeof ev.pool);
-        int rc = put(im, &ev);
+        rc = put(im, &ev);
         im->info->preexisting_segments++;
         for (; !rc && b < nlive && st->blk[b].addr < g->address + g->size; b++) {
             const struct rblk *k = &st->blk[b];
@@ -349,7 +302,11 @@ static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
             ev.flags = MH_EVF_PREEXISTING;
             ev.addr = k->addr;
             ev.size = k->requested;
+            ev.block_size = k->size;
             ev.stack = k->stack;
+            ev.stream = k->stream;
+            memcpy(ev.pool, k->pool, sizeof ev.pool);
+            im->info->unknown_initial += k->size == 0;
             rc = put(im, &ev);
             if (!rc && k->state == MH_BLOCK_PENDING_FREE) {
                 ev.kind = MH_EV_FREE_REQUESTED;
@@ -357,11 +314,11 @@ static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
             }
             im->info->preexisting_blocks++;
         }
-        if (rc)
-            return rc;
     }
-    im->info->inconsistencies += nlive - b;
-    return 0;
+    free(segs);
+    if (!rc)
+        im->info->inconsistencies += nlive - b;
+    return rc;
 }
 
 static int device_initial(struct mh__imp *im, int device)
@@ -374,14 +331,11 @@ static int device_initial(struct mh__imp *im, int device)
         int u = undo(&st, &t->e[i], device);
         if (u < 0)
             rc = MH_ENOMEM;
-        else if (u >= 2)
-            rc = mh__imp_fail(im, MH_ELIMIT,
-                              "device_traces[%d]: too many segment changes to replay", device);
         im->info->inconsistencies += u == 1;
     }
     if (!rc)
         rc = emit_initial(im, device, &st);
-    free(st.segs);
+    mh__isegset_free(&st.segs);
     free(st.blk);
     free(st.map);
     return rc;

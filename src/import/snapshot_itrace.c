@@ -230,6 +230,11 @@ static int conv_entry(struct mh__imp *im, const struct mh_pv *d, const char *pat
         rc = mh__imp_opt_u64(im, d, "time_us", path, 0, &us);
     if (!rc)
         rc = mh__imp_frames(im, mh__pv_get(d, "frames"), path, &e->stack);
+    if (!rc && kind == MH_EV_ALLOC)
+        e->backward = (uint8_t)mh__imp_in_backward(mh__pv_get(d, "frames"));
+    im->entry_keys &= (cc ? MH__IK_COMPILE : 0) | (mh__pv_get(d, "user_metadata") ? MH__IK_USER : 0) |
+                      (mh__pv_get(d, "pool_id") ? MH__IK_POOL : 0) |
+                      (mh__pv_get(d, "frames") ? MH__IK_FRAMES : 0);
     if (!rc && mh__pv_get(d, "pool_id")) {
         rc = mh__imp_pool(im, mh__pv_get(d, "pool_id"), path, e->pool);
         e->has_pool = 1;
@@ -352,6 +357,7 @@ static int conv_note(struct mh__imp *im, const struct mh_pv *d, struct mh__inote
             return 0;
         }
     }
+    n->range_kind = mh__imp_range_kind(name->u.s, name->n, &n->step);
     int64_t id = mh_writer_intern_string(im->w, name->u.s, name->n);
     if (id < 0)
         return (int)id;

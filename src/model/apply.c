@@ -62,12 +62,16 @@ static int apply_alloc(struct mh_model *m, struct mh__device *d, const struct mh
         return 0;
     }
     /* A block smaller than the rounded size (settings differ from the run's)
-     * is taken whole. */
-    uint64_t rounded = mh_round_size(&m->conf, ev->size);
+     * is taken whole. An imported block of known size (larger than the
+     * rounding when torch did not split the rest off) keeps its size. */
+    uint64_t rounded = ev->block_size >= ev->size && ev->block_size ? ev->block_size
+                                                                    : mh_round_size(&m->conf, ev->size);
     uint64_t take = rounded < b->size ? rounded : b->size;
     struct mh__segment *s = b->seg;
-    if (mh_should_split(&m->conf, s->small_pool, replay_expandable(m, s), b->size, take) &&
-        !mh__mblock_split(m, d, b, b->addr + take))
+    int split = ev->block_size ? b->size > take
+                               : mh_should_split(&m->conf, s->small_pool, replay_expandable(m, s),
+                                                 b->size, take);
+    if (split && !mh__mblock_split(m, d, b, b->addr + take))
         return MH_ENOMEM;
     b->requested = ev->size;
     b->stack = ev->stack;

@@ -76,7 +76,7 @@ int mh__seg_create(struct mh_model *m, struct mh__device *d, const struct mh_eve
     s->size = ev->size;
     s->stream = ev->stream;
     memcpy(s->pool, ev->pool, sizeof s->pool);
-    s->stack = ev->stack;
+    s->stack = ev->flags & MH_EVF_SEGMENT_STACK ? ev->aux : ev->stack;
     s->small_pool = (uint8_t)(small_pool != 0);
     s->expandable = (uint8_t)(expandable != 0);
     struct mh__block *b = mh__mblock_new(m, d, s, s->addr, s->size);

@@ -93,7 +93,7 @@ def record(workdir):
         snap = torch.cuda.memory._snapshot()
         torch.cuda.memory._record_memory_history(enabled=None)
         memhist.stop()
-        check(s.status == "recording", "memhist %s recorded alongside torch's history (%s)" % (mode, s.status))
+        check(s.status == "complete", "memhist %s recorded alongside torch's history (%s)" % (mode, s.status))
         with open(os.path.join(workdir, "torch_%s.pickle" % mode), "wb") as f:
             pickle.dump(snap, f)
 

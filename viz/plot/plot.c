@@ -169,7 +169,10 @@ int mh__plot_render(struct mh_reader *r, const struct mh_plot_opts *o, struct mh
         res->device = s.has_device ? s.device : -1;
         res->events = s.events;
         res->read_error = s.read_error;
-        res->empty = s.events == 0 || s.dev_events == 0 || s.win_last <= s.win_first;
+        /* a segment view of a moment needs no time span (an imported bare
+         * segment list has all its events at one time) */
+        res->empty = s.events == 0 || s.dev_events == 0 ||
+                     (o->kind != MH_PLOT_SEGMENTS && s.win_last <= s.win_first);
     }
     mh__canvas_release(&c);
     mh__plot_scan_free(&s);

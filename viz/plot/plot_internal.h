@@ -53,6 +53,8 @@ struct mh__plot_scan {
     int device, has_device;
     uint64_t events;          /* events read */
     int read_error;
+    int event_order;          /* times only order the events (an imported snapshot
+                               * without time_us, meta synthetic_times) */
     uint64_t t0;              /* time of the first event */
     uint64_t win_first, win_last; /* span of the events in the window (absolute ns) */
     uint64_t win_events;      /* events in the window (any device) */

@@ -148,6 +148,7 @@ static int replay(struct mh_reader *r, const struct mh_plot_opts *o, struct mh__
     if (s->dev_events < MH__PLOT_WARP_MIN_EVENTS) /* too sparse to tell idle from busy */
         s->warp.n = 0;
     mh__plot_warp_finish(&s->warp, s->win_last > s->win_first ? s->win_last - s->win_first : 0);
+    s->event_order = mh_reader_meta(r, "synthetic_times") != NULL;
     mh_model_finish(s->model);
     return 0;
 }

@@ -131,15 +131,15 @@ static int windowed_kind(unsigned kind)
            kind == MH_EV_PHASE;
 }
 
-/* The replay loop. Returns 0 at the end of the window or file. */
-static int replay(struct mh_snapshot *s)
+/* The replay loop, from the already read first event (rc = what reading it
+ * returned). Returns 0 at the end of the window or file. */
+static int replay(struct mh_snapshot *s, struct mh_event ev, int rc)
 {
-    struct mh_event ev;
     struct step_track st = {0, 0};
     uint64_t t0 = 0, index = 0;
-    int have_t0 = 0, rc;
+    int have_t0 = 0;
     int entered = s->opts.in_window == NULL;
-    for (; (rc = mh_reader_next(s->reader, &ev)) == 1; index++) {
+    for (; rc == 1; index++, rc = mh_reader_next(s->reader, &ev)) {
         if (!have_t0 && ev.time_ns) {
             t0 = ev.time_ns;
             have_t0 = 1;
@@ -166,8 +166,14 @@ static int replay(struct mh_snapshot *s)
             continue;
         }
         entered |= windowed_kind(ev.kind);
+        s->saw_steps |= (ev.kind == MH_EV_STEP_BEGIN || ev.kind == MH_EV_STEP_END) &&
+                        !(ev.flags & MH_EVF_DERIVED);
         if (ev.flags & MH_EVF_PREEXISTING)
             continue; /* state from before the trace (imported): segments show it */
+        if (ev.flags & MH_EVF_DERIVED) {
+            s->derived_steps = 1; /* inferred from the ranges, which are exported */
+            continue;
+        }
         if (res.anomaly) {
             s->info.anomalies++;
             continue;
@@ -227,13 +233,17 @@ int mh__snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
     s->reader = r;
     if (opts)
         s->opts = *opts;
+    /* the settings are metadata that precede the first event in the file */
+    struct mh_event first;
+    memset(&first, 0, sizeof first);
+    int got = mh_reader_next(r, &first);
     set_conf(s);
     struct mh_model_opts mo;
     memset(&mo, 0, sizeof mo);
     mo.conf = s->conf;
     int rc = mh_model_new(&mo, &s->model);
     if (rc == 0)
-        rc = replay(s);
+        rc = replay(s, first, got);
     if (rc < 0) {
         mh__snapshot_free(s);
         return rc;
@@ -242,7 +252,11 @@ int mh__snapshot_build(struct mh_reader *r, const struct mh_snapshot_opts *opts,
     if (!s->info.read_error)
         drain(s);
     summarize(s);
-    if (!s->opts.no_categories && (rc = mh__snapshot_categorize(s)) < 0) {
+    /* colours by category where memhist's own step markers give the
+     * categories a meaning; a snapshot torch wrote (steps only inferred from
+     * its annotations, or none) keeps torch's colouring by allocation */
+    int colour = !s->opts.no_categories && s->saw_steps;
+    if (colour && (rc = mh__snapshot_categorize(s)) < 0) {
         mh__snapshot_free(s);
         return rc;
     }

@@ -4,10 +4,13 @@
  * simulated or imported) file: `segments` with their blocks as the model has
  * them at the end of the chosen window, `device_traces` (the allocator events
  * of the window, one list per device index), `allocator_settings` and
- * `external_annotations` (step starts and ends). Alloc and free entries
- * carry the memory category of their allocation (src/analysis/categories.h,
- * the same rule as `memhist report`), which the web viewer uses to colour
- * its timeline; every other entry carries "unknown", because the viewer
+ * `external_annotations` (step starts and ends). When the file has
+ * memhist's own step markers, alloc and free entries carry the memory
+ * category of their allocation (src/model/categories.h, the same rule as
+ * `memhist report`), which the web viewer uses to colour its timeline (a
+ * snapshot torch wrote, imported, keeps torch's colouring by allocation and
+ * gets its own settings, entry keys and annotations back, see
+ * snapshot_import.h); every other entry carries "unknown", because the viewer
  * throws when no entry has that category (a trace of only allocs and frees
  * of known categories gets no categories at all). The segments come from
  * the same model replay that accepted the trace, so replaying the trace

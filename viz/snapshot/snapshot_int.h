@@ -44,6 +44,8 @@ struct mh_snapshot {
     struct mh__strace notes; /* step (and range) annotations */
     int export_ranges;       /* ranges came from an imported snapshot */
     uint64_t categorized;    /* entries given a category (snapshot_category.c) */
+    int saw_steps;           /* the window has step markers */
+    int derived_steps;       /* steps inferred on import (not written as "step N") */
 };
 
 /* Entry i (oldest first) of a trace. */
@@ -52,6 +54,13 @@ const struct mh__sentry *mh__strace_at(const struct mh__strace *t, size_t i);
  * allocation (a second replay of the whole file, see snapshot_category.c).
  * 0 without categories when the reader cannot rewind. */
 int mh__snapshot_categorize(struct mh_snapshot *s);
+/* Writes the key/value pairs of an imported snapshot's settings text (meta
+ * "torch_allocator_settings") into the dict being built on `w`, leaving out
+ * top-level keys for which skip(user, key) is non-zero (snapshot_settings.c).
+ * Returns the number of top-level pairs written or MH_ENOMEM. */
+struct mh_pw;
+int mh__snapshot_settings_write(struct mh_pw *w, const char *text,
+                                int (*skip)(void *user, const char *key), void *user);
 /* Estimated pickle bytes of the collected content. */
 uint64_t mh__snapshot_estimate(const struct mh_snapshot *s);
 

@@ -60,6 +60,8 @@ struct wctx {
     char last_um[512];
     uint32_t last_um_memo; /* + 1, 0 = none */
     int error;
+    /* optional entry keys the imported snapshot had on every entry */
+    int keys_compile, keys_user, keys_pool, keys_frames;
     /* segment streaming */
     struct mh_segment_view *segs;
     size_t nsegs, nseg_cap, next_seg;
@@ -169,7 +171,10 @@ static size_t user_text(const struct mh_snapshot *s, const struct mh__sentry *e,
                         size_t cap)
 {
     int n = 0;
+    struct mh__sentry own_only = {.str = e->str, .step = -1, .phase = MH_PHASE_NONE};
     buf[0] = '\0';
+    if (s->derived_steps) /* an imported snapshot: its own metadata only */
+        e = &own_only;
     if (e->step >= 0)
         n = snprintf(buf, cap, "step %lld", (long long)e->step);
     if (e->phase != MH_PHASE_NONE && n >= 0 && (size_t)n < cap)
@@ -186,7 +191,7 @@ static void write_user(struct wctx *c, const struct mh__sentry *e)
 {
     char buf[sizeof c->last_um];
     size_t n = user_text(c->s, e, buf, sizeof buf);
-    if (n == 0)
+    if (n == 0 && !c->keys_user)
         return;
     konst(c, K_USER);
     if (c->last_um_memo && strcmp(buf, c->last_um) == 0) {
@@ -227,16 +232,19 @@ static void write_entry(struct wctx *c, const struct mh__sentry *e)
     mh__pw_uint(w, e->stream);
     konst(c, K_TIME_US);
     mh__pw_uint(w, e->time_ns / 1000);
-    if (e->stack) {
+    if (e->stack || c->keys_frames) {
         konst(c, K_FRAMES);
         write_frames(c, e->stack);
     }
     if (e->str2) {
         konst(c, K_COMPILE);
         write_string(c, e->str2);
+    } else if (c->keys_compile) {
+        konst(c, K_COMPILE);
+        mh__pw_cstr(w, "N/A");
     }
     write_user(c, e);
-    if (e->pool[0] || e->pool[1]) {
+    if (e->pool[0] || e->pool[1] || c->keys_pool) {
         konst(c, K_POOL_ID);
         mh__pw_uint(w, e->pool[0]);
         mh__pw_uint(w, e->pool[1]);
@@ -294,12 +302,42 @@ static void write_notes(struct wctx *c)
     mh__pw_list_end(c->w, count);
 }
 
+static void write_overflow(struct wctx *c)
+{
+    if (!c->s->info.overflowed)
+        return;
+    uint64_t most = c->s->opts.max_entries;
+    for (int d = 0; !most && d < c->s->ndev; d++)
+        most = c->s->dev[d].len > most ? c->s->dev[d].len : most;
+    mh__pw_cstr(c->w, "trace_alloc_max_entries");
+    mh__pw_uint(c->w, most);
+    mh__pw_cstr(c->w, "trace_alloc_overflowed");
+    mh__pw_bool(c->w, 1);
+}
+
+/* With the overflow keys written by us, leave out the recorded ones. */
+static int skip_overflow(void *user, const char *key)
+{
+    const struct wctx *c = user;
+    return c->s->info.overflowed &&
+           (!strcmp(key, "trace_alloc_max_entries") || !strcmp(key, "trace_alloc_overflowed"));
+}
+
 static void write_settings(struct wctx *c)
 {
     const struct mh_alloc_conf *conf = &c->s->conf;
     struct mh_pw *w = c->w;
     mh__pw_empty_dict(w);
     mh__pw_mark(w);
+    const char *torch = mh_reader_meta(c->s->reader, "torch_allocator_settings");
+    int n = torch ? mh__snapshot_settings_write(w, torch, skip_overflow, c) : 0;
+    if (n < 0)
+        c->error = n;
+    if (n > 0) {
+        write_overflow(c);
+        mh__pw_setitems(w);
+        return;
+    }
     mh__pw_cstr(w, "PYTORCH_CUDA_ALLOC_CONF");
     mh__pw_cstr(w, c->s->conf_text);
     mh__pw_cstr(w, "max_split_size");
@@ -324,15 +362,7 @@ static void write_settings(struct wctx *c)
         mh__pw_int(w, conf->roundup_power2_divisions[i]);
     }
     mh__pw_setitems(w);
-    if (c->s->info.overflowed) {
-        uint64_t most = c->s->opts.max_entries;
-        for (int d = 0; !most && d < c->s->ndev; d++)
-            most = c->s->dev[d].len > most ? c->s->dev[d].len : most;
-        mh__pw_cstr(w, "trace_alloc_max_entries");
-        mh__pw_uint(w, most);
-        mh__pw_cstr(w, "trace_alloc_overflowed");
-        mh__pw_bool(w, 1);
-    }
+    write_overflow(c);
     mh__pw_setitems(w);
 }
 
@@ -476,6 +506,11 @@ int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
     }
     c->s = s;
     c->w = w;
+    const char *keys = mh_reader_meta(s->reader, "torch_entry_keys");
+    c->keys_compile = keys && strstr(keys, "compile_context");
+    c->keys_user = keys && strstr(keys, "user_metadata");
+    c->keys_pool = keys && strstr(keys, "pool_id");
+    c->keys_frames = keys && strstr(keys, "frames");
     mh__pw_init(w, sink);
     mh__pw_empty_dict(w);
     mh__pw_mark(w);
@@ -490,6 +525,12 @@ int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
     write_settings(c);
     mh__pw_cstr(w, "external_annotations");
     write_notes(c);
+    if (mh_reader_meta(s->reader, "torch_host_memory")) { /* torch 2.14+: pinned host memory */
+        mh__pw_cstr(w, "host_segments");
+        mh__pw_empty_list(w);
+        mh__pw_cstr(w, "host_traces");
+        mh__pw_empty_list(w);
+    }
     mh__pw_setitems(w);
     int rc = mh__pw_finish(w);
     if (!rc && c->error)

@@ -20,6 +20,7 @@ is written, as with `memhist record`.
 import atexit
 import ctypes
 import os
+import sys
 import threading
 import warnings
 
@@ -45,8 +46,9 @@ def _not_recording(session, reason):
 class Session:
     """One recording; also a context manager that stops it on exit."""
 
-    def __init__(self, path, stacks, op_ranges, lazy_open):
+    def __init__(self, path, stacks, op_ranges, lazy_open, meta=None):
         self.path = os.path.abspath(path)
+        self.meta = meta or {}
         self.stacks = stacks
         self.op_ranges = op_ranges
         self.lazy_open = lazy_open
@@ -64,13 +66,31 @@ class Session:
         return False
 
     # -- internals -------------------------------------------------------
+    def _claim(self):
+        """Creates the file exclusively, taking the next free name (PATH.2,
+        PATH.3, ...) when PATH exists; never truncates another's file."""
+        wanted, n = self.path, 1
+        while True:
+            try:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                break
+            except FileExistsError:
+                n += 1
+                self.path = "%s.%d" % (wanted, n)
+        if self.path != wanted:
+            sys.stderr.write("memhist: %s exists; recording to %s\n" % (wanted, self.path))
+
     def open(self):
         lib = _native.bridge()
         rec = ctypes.c_void_p()
+        if self.lazy_open:  # under `memhist record`: one file per process
+            self._claim()
         rc = lib.mh_torch_open(self.path.encode(), None, ctypes.byref(rec))
         if rc < 0:
             raise OSError("cannot create %s: %s" % (self.path, _native.strerror(rc)))
         self.rec = rec
+        for key, value in self.meta.items():
+            _native.core().mh_recorder_set_meta(rec, key.encode(), value.encode())
 
     def attach(self):
         """Runs from torch.cuda's lazy-init queue (or at once if CUDA is up)."""
@@ -112,6 +132,8 @@ class Session:
         core = _native.core()
         counts = _native.Counts()
         core.mh_recorder_get_counts(self.rec, ctypes.byref(counts))
+        if self.status == "recording":
+            self.status = "complete"  # finished normally
         core.mh_recorder_set_meta(self.rec, b"record_status", self.status.encode())
         rc = core.mh_recorder_close(self.rec)  # CDLL: the GIL is released meanwhile
         self.rec = None
@@ -143,7 +165,8 @@ def _wrap_metadata(torch, lib):
     mem._set_memory_metadata = _set_memory_metadata
 
 
-def start(path="record.memhist", stacks="python", op_ranges=False, _lazy_open=False, _cuda=None):
+def start(path="record.memhist", stacks="python", op_ranges=False, _lazy_open=False, _cuda=None,
+          _meta=None):
     """Starts recording to `path`. stacks: "python" (default), "all" (with C++
     frames; slower), or "none"/None. op_ranges: also record record_function
     ranges. Returns a Session (usable as a context manager)."""
@@ -153,7 +176,7 @@ def start(path="record.memhist", stacks="python", op_ranges=False, _lazy_open=Fa
     with _lock:
         if _session is not None:
             raise RuntimeError("memhist is already recording to %s" % _session.path)
-        s = Session(path, stacks, op_ranges, _lazy_open)
+        s = Session(path, stacks, op_ranges, _lazy_open, _meta)
         _session = s
         try:
             if _cuda is None:

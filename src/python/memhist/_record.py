@@ -9,6 +9,7 @@ The file is created only then, so helper processes that never use CUDA
 finishes the file and appends one status line for the `memhist record`
 command to $MEMHIST_STATUS_FILE:  who <TAB> file <TAB> events <TAB> status,
 where who is "process PID", or "rank R (process PID)" under torchrun.
+Files are created exclusively: a name already taken gets ".2", ".3", ...
 
 Environment (set by `memhist record`): MEMHIST_RECORD_PATH, MEMHIST_STACKS,
 MEMHIST_OP_RANGES, MEMHIST_STATUS_FILE, MEMHIST_ROOT_PID, MEMHIST_LIB_DIR;
@@ -25,9 +26,20 @@ import sys
 _state = {"installed": False, "torch_seen": False, "session": None, "reported": False}
 
 
+def _env_int(name):
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isdigit() else None
+
+
 def _rank():
-    rank = os.environ.get("RANK", os.environ.get("LOCAL_RANK"))
-    return int(rank) if rank is not None and rank.strip().isdigit() else None
+    rank = _env_int("RANK")
+    return rank if rank is not None else _env_int("LOCAL_RANK")
+
+
+def _is_rank_main():
+    """True in the process torchrun started for the rank; False in processes
+    it spawned (they inherit RANK and MEMHIST_RANK_PID)."""
+    return os.environ.get("MEMHIST_RANK_PID") == str(os.getpid())
 
 
 def who():
@@ -35,19 +47,44 @@ def who():
     rank = _rank()
     if rank is None:
         return "process %d" % os.getpid()
+    if not _is_rank_main():
+        return "rank %d helper (process %d)" % (rank, os.getpid())
     return "rank %d (process %d)" % (rank, os.getpid())
 
 
 def output_path():
-    """FILE for the main process; FILE.rank<R> under torchrun; FILE.pid<P>
-    for any other process that initializes CUDA."""
+    """FILE for the main process; under torchrun FILE.rank<R> for the rank's
+    own process, FILE.rank<R>.attempt<N> after an elastic restart and
+    FILE.rank<R>[.attempt<N>].pid<P> for processes the rank started;
+    FILE.pid<P> for any other process that initializes CUDA."""
     path = os.environ["MEMHIST_RECORD_PATH"]
     rank = _rank()
     if rank is not None:
-        return "%s.rank%d" % (path, rank)
+        path = "%s.rank%d" % (path, rank)
+        attempt = _env_int("TORCHELASTIC_RESTART_COUNT")
+        if attempt:
+            path += ".attempt%d" % attempt
+        if not _is_rank_main():
+            path += ".pid%d" % os.getpid()
+        return path
     if os.environ.get("MEMHIST_ROOT_PID") not in (None, str(os.getpid())):
         return "%s.pid%d" % (path, os.getpid())
     return path
+
+
+def header_meta():
+    """What the recording's header says about the process, so rank files
+    can be grouped without relying on their names."""
+    import socket
+    meta = {"host": socket.gethostname(), "pid": os.getpid(), "parent_pid": os.getppid()}
+    keys = (("rank", "RANK"), ("local_rank", "LOCAL_RANK"), ("world_size", "WORLD_SIZE"),
+            ("attempt", "TORCHELASTIC_RESTART_COUNT"))
+    for key, env in keys:
+        if _env_int(env) is not None:
+            meta[key] = _env_int(env)
+    if _rank() is not None:
+        meta["rank_process"] = "main" if _is_rank_main() else "helper"
+    return {k: str(v) for k, v in meta.items()}
 
 
 def _on_torch_cuda(module):
@@ -63,7 +100,7 @@ def _on_torch_cuda(module):
     try:
         _state["session"] = memhist.start(output_path(), stacks=None if stacks == "none" else stacks,
                                           op_ranges=os.environ.get("MEMHIST_OP_RANGES") == "1",
-                                          _lazy_open=True, _cuda=module)
+                                          _lazy_open=True, _cuda=module, _meta=header_meta())
     except Exception as e:
         sys.stderr.write("memhist: %s: recording disabled: %s\n" % (who(), e))
 
@@ -143,6 +180,8 @@ def install():
     # CUPTI (loaded by the CUDA driver through CUDA_INJECTION64_PATH) records
     # into this process's torch recorder instead of a file of its own.
     os.environ["MEMHIST_INJECT_SHARED"] = "1"
+    if _rank() is not None and "MEMHIST_RANK_PID" not in os.environ:
+        os.environ["MEMHIST_RANK_PID"] = str(os.getpid())  # children inherit it
     if "torch.cuda" in sys.modules:
         _on_torch_cuda(sys.modules["torch.cuda"])
     else:

@@ -1,0 +1,300 @@
+/* report_ranks.c - the rank table for several recordings of one job
+ * (`report FILE.rank*`, `layers`, `oom`): per rank its host, device, peak
+ * allocated and reserved with step and time (from the job's earliest
+ * start), steps, OOMs and fragmentation at the reserved peak; then the
+ * spread across ranks and the worst rank, ties stated. Processes a rank
+ * started (header rank_process=helper) are listed with a "+" after the rank
+ * and left out of the spread. Text or JSON; the
+ * analyses come from src/analysis (already replayed). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "printers.h"
+#include "analysis.h"
+#include "json.h"
+
+struct rank_row {
+    const char *path, *host;
+    int64_t rank;
+    int device; /* the device with the largest peak reserved; -1 if none */
+    int helper; /* a process the rank started: listed, left out of the spread */
+    struct mh_peak alloc, reserved;
+    size_t steps, ooms;
+    double frag; /* at the reserved peak; < 0 when unknown */
+};
+
+/* meta "rank", else the R of ".rank<R>" in the name, else -1. */
+static int64_t rank_of(const struct mh_replay *rp)
+{
+    const char *m = mh_reader_meta(rp->reader, "rank");
+    const char *p = strstr(rp->path, ".rank");
+    if (m && *m)
+        return strtoll(m, NULL, 10);
+    return p && p[5] >= '0' && p[5] <= '9' ? strtoll(p + 5, NULL, 10) : -1;
+}
+
+static double frag_at_peak(const struct mh_model *m, int dev, const struct mh_peak *reserved)
+{
+    struct mh_step_stats s;
+    for (size_t i = 0; i < mh_model_step_count(m, dev); i++)
+        if (mh_model_step(m, dev, i, &s) == 0 && s.peak_reserved == reserved->value && s.peak_reserved)
+            return 1.0 - (double)s.allocated_at_reserved_peak / (double)s.peak_reserved;
+    return -1.0;
+}
+
+static void fill_row(const struct mh_analysis *a, struct rank_row *r)
+{
+    const struct mh_model *m = a->rp.model;
+    memset(r, 0, sizeof *r);
+    r->path = a->rp.path;
+    r->host = mh_reader_meta(a->rp.reader, "host");
+    r->rank = rank_of(&a->rp);
+    const char *role = mh_reader_meta(a->rp.reader, "rank_process");
+    r->helper = role && strcmp(role, "helper") == 0;
+    r->device = -1;
+    r->frag = -1.0;
+    for (size_t d = 0; d < mh_model_device_count(m); d++) {
+        int dev = mh_model_device_at(m, d);
+        struct mh_peak p;
+        if (mh_model_peak_reserved(m, dev, &p) == 0 && (r->device < 0 || p.value > r->reserved.value)) {
+            r->device = dev;
+            r->reserved = p;
+        }
+    }
+    if (r->device < 0)
+        return;
+    mh_model_peak_allocated(m, r->device, &r->alloc);
+    r->steps = mh_model_step_count(m, r->device);
+    r->frag = frag_at_peak(m, r->device, &r->reserved);
+    for (size_t i = 0; i < mh_model_oom_count(m); i++) {
+        struct mh_oom_info o;
+        if (mh_model_oom(m, i, &o) == 0 && o.device == r->device)
+            r->ooms++;
+    }
+}
+
+static int by_reserved(const void *x, const void *y)
+{
+    uint64_t a = ((const struct rank_row *)x)->reserved.value, b = ((const struct rank_row *)y)->reserved.value;
+    return a < b ? -1 : a > b;
+}
+
+struct spread {
+    size_t max, min, far; /* row indexes */
+    uint64_t median;
+    size_t tied; /* rows sharing the max */
+    size_t far_tied; /* rows as far from the median as `far` */
+};
+
+/* Over the ranks' own processes (every file when all are helpers). */
+static void find_spread(const struct rank_row *all, size_t n, struct spread *s)
+{
+    struct rank_row *r = malloc((n ? n : 1) * sizeof *r);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx), m = 0;
+    memset(s, 0, sizeof *s);
+    if (!r || !idx) {
+        free(r);
+        free(idx);
+        return;
+    }
+    for (int pass = 0; pass < 2 && m == 0; pass++)
+        for (size_t i = 0; i < n; i++)
+            if (pass || !all[i].helper) {
+                idx[m] = i;
+                r[m++] = all[i];
+            }
+    qsort(r, m, sizeof *r, by_reserved);
+    s->median = m % 2 ? r[m / 2].reserved.value : r[m / 2 - 1].reserved.value / 2 + r[m / 2].reserved.value / 2;
+    for (size_t k = 0; k < m; k++)
+        r[k] = all[idx[k]];
+    uint64_t fard = 0;
+    size_t mx = 0, mn = 0, far = 0;
+    for (size_t k = 0; k < m; k++) {
+        uint64_t v = r[k].reserved.value, d = v > s->median ? v - s->median : s->median - v;
+        mx = v > r[mx].reserved.value ? k : mx;
+        mn = v < r[mn].reserved.value ? k : mn;
+        if (d > fard) {
+            fard = d;
+            far = k;
+        }
+    }
+    for (size_t k = 0; k < m; k++) {
+        uint64_t v = r[k].reserved.value;
+        s->tied += v == r[mx].reserved.value;
+        s->far_tied += (v > s->median ? v - s->median : s->median - v) == fard;
+    }
+    s->max = idx[mx];
+    s->min = idx[mn];
+    s->far = idx[far];
+    free(r);
+    free(idx);
+}
+
+static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *p, uint64_t origin)
+{
+    mh__json_key(j, key);
+    mh__json_begin_object(j);
+    mh__json_kv_uint(j, "bytes", p->value);
+    mh__json_kv_int(j, "step", p->step);
+    mh__json_kv_uint(j, "time_ns", p->time_ns);
+    mh__json_kv_uint(j, "since_job_start_ns", p->time_ns > origin ? p->time_ns - origin : 0);
+    mh__json_end_object(j);
+}
+
+static void json_rank(struct mh_json *j, int64_t rank)
+{
+    mh__json_key(j, "rank"); /* null when neither header nor name says */
+    if (rank < 0)
+        mh__json_null(j);
+    else
+        mh__json_int(j, rank);
+}
+
+static void json_ranks(struct mh_json *j, const struct rank_row *r, size_t n, const struct spread *s,
+                       uint64_t origin)
+{
+    mh__json_key(j, "ranks");
+    mh__json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "file", r[i].path);
+        json_rank(j, r[i].rank);
+        mh__json_kv_bool(j, "helper", r[i].helper);
+        mh__json_kv_string(j, "host", r[i].host);
+        mh__json_kv_int(j, "device", r[i].device);
+        json_peak(j, "peak_allocated", &r[i].alloc, origin);
+        json_peak(j, "peak_reserved", &r[i].reserved, origin);
+        mh__json_kv_uint(j, "steps", r[i].steps);
+        mh__json_kv_uint(j, "ooms", r[i].ooms);
+        mh__json_key(j, "fragmentation_at_reserved_peak");
+        if (r[i].frag < 0)
+            mh__json_null(j);
+        else
+            mh__json_double(j, r[i].frag, 4);
+        mh__json_end_object(j);
+    }
+    mh__json_end_array(j);
+    mh__json_key(j, "spread");
+    mh__json_begin_object(j);
+    mh__json_kv_uint(j, "max_reserved", r[s->max].reserved.value);
+    mh__json_kv_uint(j, "min_reserved", r[s->min].reserved.value);
+    mh__json_kv_uint(j, "median_reserved", s->median);
+    mh__json_key(j, "farthest_from_median"); /* null when several ranks are as far */
+    if (s->far_tied == 1)
+        mh__json_string(j, r[s->far].path);
+    else
+        mh__json_null(j);
+    mh__json_kv_uint(j, "job_start_time_ns", origin);
+    mh__json_end_object(j);
+}
+
+static void json_worst(struct mh_json *j, const struct rank_row *r, size_t n, const struct spread *s)
+{
+    mh__json_key(j, "worst_rank");
+    mh__json_begin_object(j);
+    mh__json_kv_string(j, "file", r[s->max].path);
+    mh__json_kv_uint(j, "index", s->max);
+    json_rank(j, r[s->max].rank);
+    mh__json_kv_uint(j, "peak_reserved", r[s->max].reserved.value);
+    mh__json_key(j, "tied_with");
+    mh__json_begin_array(j);
+    for (size_t i = 0; i < n; i++)
+        if (i != s->max && r[i].reserved.value == r[s->max].reserved.value && r[i].helper == r[s->max].helper)
+            mh__json_string(j, r[i].path);
+    mh__json_end_array(j);
+    mh__json_end_object(j);
+}
+
+static const char *rank_text(const struct rank_row *r, char buf[24])
+{
+    if (r->rank < 0)
+        snprintf(buf, 24, "-");
+    else
+        snprintf(buf, 24, "%lld%s", (long long)r->rank, r->helper ? "+" : "");
+    return buf;
+}
+
+static const char *peak_text(const struct mh_peak *p, uint64_t origin, char buf[64])
+{
+    char b[32], st[24], t[32];
+    snprintf(buf, 64, "%s %s %s", mh__cli_bytes(p->value, b), mh__step_text(p->step, st),
+             mh__cli_duration(p->time_ns > origin ? p->time_ns - origin : 0, t));
+    return buf;
+}
+
+static void text_ranks(const struct rank_row *r, size_t n, const struct spread *s, uint64_t origin)
+{
+    char b1[64], b2[64], b3[32], b4[32], b5[32];
+    int helpers = 0;
+    for (size_t i = 0; i < n; i++)
+        helpers |= r[i].helper;
+    printf("\nranks (times from the job's earliest start%s):\n",
+           helpers ? "; R+ = a process rank R started, left out of the spread" : "");
+    printf("  %-5s %-16s %-6s %-28s %-28s %6s %5s %5s  %s\n", "rank", "host", "device", "peak allocated",
+           "peak reserved", "steps", "OOMs", "frag", "file");
+    for (size_t i = 0; i < n; i++) {
+        char fr[16] = "-", rk[24];
+        if (r[i].frag >= 0)
+            snprintf(fr, sizeof fr, "%.0f%%", 100.0 * r[i].frag);
+        printf("  %-5s %-16.16s %-6d %-28s %-28s %6zu %5zu %5s  %s\n", rank_text(&r[i], rk),
+               r[i].host ? r[i].host : "-", r[i].device, peak_text(&r[i].alloc, origin, b1),
+               peak_text(&r[i].reserved, origin, b2), r[i].steps, r[i].ooms, fr, r[i].path);
+    }
+    uint64_t mx = r[s->max].reserved.value, mn = r[s->min].reserved.value;
+    printf("spread of peak reserved: max %s (%s), min %s (%s), max/min %.2f; median %s, ",
+           mh__cli_bytes(mx, b3), r[s->max].path, mh__cli_bytes(mn, b4), r[s->min].path,
+           mn ? (double)mx / (double)mn : 0.0, mh__cli_bytes(s->median, b5));
+    if (s->far_tied == 1)
+        printf("farthest from it: %s\n", r[s->far].path);
+    else
+        printf("%zu files equally far from it\n", s->far_tied);
+    printf("worst rank by peak reserved: %s (%s", r[s->max].path, mh__cli_bytes(mx, b3));
+    if (r[s->max].rank >= 0)
+        printf(", rank %lld", (long long)r[s->max].rank);
+    printf(")");
+    if (s->tied > 1) {
+        printf("; tied with");
+        for (size_t i = 0; i < n; i++)
+            if (i != s->max && r[i].reserved.value == mx && r[i].helper == r[s->max].helper)
+                printf(" %s", r[i].path);
+    }
+    printf("\n");
+}
+
+int mh__print_ranks(const struct mh_analysis *a, size_t n, struct mh_json *j)
+{
+    struct rank_row *r = calloc(n ? n : 1, sizeof *r);
+    struct spread s;
+    uint64_t origin = 0;
+    if (!r)
+        return MH_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        fill_row(&a[i], &r[i]);
+        uint64_t t = a[i].rp.summary.first_time_ns;
+        if (t && (!origin || t < origin))
+            origin = t;
+    }
+    find_spread(r, n, &s);
+    if (j) {
+        json_ranks(j, r, n, &s, origin);
+        json_worst(j, r, n, &s);
+    } else if (n > 1) {
+        text_ranks(r, n, &s, origin);
+    }
+    free(r);
+    return 0;
+}
+
+const char *mh__cli_device_list(const struct mh_model *m, char *buf, size_t len)
+{
+    size_t used = 0, n = mh_model_device_count(m);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%d", i ? ", " : "", mh_model_device_at(m, i));
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (n == 0)
+        snprintf(buf, len, "none");
+    return buf;
+}
