@@ -105,6 +105,7 @@ Test(plot_render, peak_marker_at_the_peak_column)
     basic_run(&b);
     struct mh_plot_opts o;
     small_opts(&o);
+    o.x_axis = MH_PLOT_X_TIME; /* positions on a linear time axis */
     struct mh_canvas img;
     struct mh_plot_result res;
     char err[256];
@@ -167,6 +168,7 @@ Test(plot_render, step_lines_at_step_begins)
     basic_run(&b);
     struct mh_plot_opts o;
     small_opts(&o);
+    o.x_axis = MH_PLOT_X_TIME; /* positions on a linear time axis */
     struct mh_canvas img;
     char err[256];
     cr_assert_eq(render(&b, &o, &img, NULL, err), 0, "%s", err);

@@ -41,7 +41,11 @@ extern "C" {
     X(MH_EV_KERNEL, 17, "kernel")                /* str=name, correlation */           \
     X(MH_EV_MEMCPY, 18, "memcpy")                /* size=bytes, aux=copy kind */       \
     X(MH_EV_MEMSET, 19, "memset")                /* size=bytes */                      \
-    X(MH_EV_API_CALL, 20, "api_call")            /* str=name, thread, correlation */
+    X(MH_EV_API_CALL, 20, "api_call")            /* str=name, thread, correlation */     \
+    /* program structure (torch module hooks); thread = the thread it applies to */     \
+    X(MH_EV_SCOPE_ENTER, 21, "scope_enter")      /* str=module path, aux=mh_phase */   \
+    X(MH_EV_SCOPE_EXIT, 22, "scope_exit")        /* str=module path, aux=mh_phase */   \
+    X(MH_EV_TAG, 23, "tag")                      /* addr=tensor data, aux=mh_tensor_role, str=name */
 
 enum mh_event_kind {
 #define MH_X_KIND(name, value, text) name = value,
@@ -70,6 +74,17 @@ enum mh_phase {
     MH_PHASE_BACKWARD = 2,
     MH_PHASE_OPTIMIZER = 3,
     MH_PHASE_COUNT
+};
+
+/* What torch says a tensor is, carried by MH_EV_TAG for the live block at
+ * `addr` (set from module and optimizer hooks, never from the allocator). */
+enum mh_tensor_role {
+    MH_ROLE_NONE = 0,
+    MH_ROLE_PARAMETER = 1,
+    MH_ROLE_BUFFER = 2,
+    MH_ROLE_GRADIENT = 3,
+    MH_ROLE_OPTIMIZER_STATE = 4,
+    MH_ROLE_COUNT
 };
 
 /* Event flags. */

@@ -161,9 +161,16 @@ int mh_model_peak_reserved(const struct mh_model *m, int device, struct mh_peak 
  * steps, segment_allocs/frees include maps/unmaps. */
 size_t mh_model_step_count(const struct mh_model *m, int device);
 int mh_model_step(const struct mh_model *m, int device, size_t i, struct mh_step_stats *out);
+/* The set-up period before the first STEP_BEGIN (model construction, moving
+ * it to the GPU), as step -1; MH_ENOTFOUND when the first step was not
+ * opened by a STEP_BEGIN (then the set-up is part of the first step). */
+int mh_model_setup(const struct mh_model *m, int device, struct mh_step_stats *out);
 /* Step currently open (-1 before the first), and the current phase. */
 int64_t mh_model_current_step(const struct mh_model *m);
 int mh_model_current_phase(const struct mh_model *m);
+/* Innermost module scope (string id of its path) open on `thread`, 0 if none.
+ * An allocation without user metadata takes it as its block's `str`. */
+uint32_t mh_model_scope(const struct mh_model *m, uint32_t thread);
 
 size_t mh_model_oom_count(const struct mh_model *m);
 int mh_model_oom(const struct mh_model *m, size_t i, struct mh_oom_info *out);

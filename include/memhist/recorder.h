@@ -63,6 +63,25 @@ int64_t mh_intern_frame(struct mh_recorder *rec, const char *file, const char *f
 /* A stack of frame ids, innermost first. */
 int64_t mh_intern_stack(struct mh_recorder *rec, const uint32_t *frames, size_t nframes);
 
+/* Program structure, from the training process's own knowledge (the Python
+ * package's module and optimizer hooks). Any thread except an allocator
+ * callback.
+ * A module scope opens (enter != 0) or closes on `thread` (0 = the caller):
+ * `name` an interned module path ("transformer.h.11.mlp"), `phase` the
+ * enum mh_phase it runs in. Allocations take the innermost open scope of
+ * their thread as their module. */
+int mh_recorder_scope(struct mh_recorder *rec, int enter, uint32_t name, unsigned phase,
+                      uint32_t thread);
+/* The live block whose address is `addr` on `device` is a tensor with this
+ * enum mh_tensor_role (parameter, buffer, gradient, optimizer state); `name`
+ * an interned name or 0. */
+int mh_recorder_tag(struct mh_recorder *rec, int device, uint64_t addr, unsigned role,
+                    uint32_t name);
+/* Opens training step `step` and its forward phase (the model's first
+ * forward). When that step is already open and none has ended, what came
+ * before is the set-up (readers report it apart, mh_model_setup). */
+int mh_recorder_step_begin(struct mh_recorder *rec, uint32_t step);
+
 /* Key/value metadata about the run (torch_version, host, alloc_conf, ...).
  * Any thread; written with the next flush. */
 int mh_recorder_set_meta(struct mh_recorder *rec, const char *key, const char *value);

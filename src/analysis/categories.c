@@ -21,6 +21,7 @@ struct mh_lifetimes {
     uint64_t nevents;
     int64_t last_step;
     int forward_seen;     /* the current step has entered its forward phase */
+    int tagged;           /* the file carries tensor roles (MH_EV_TAG) */
 };
 
 const char *mh__category_name(int category)
@@ -78,7 +79,7 @@ static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const str
     r->alloc_step = mh_model_current_step(m);
     r->free_step = -1;
     r->stack = ev->stack;
-    r->str = ev->str;
+    r->str = ev->str ? ev->str : mh_model_scope(m, ev->thread);
     r->device = ev->device;
     r->alloc_phase = (uint8_t)mh_model_current_phase(m);
     r->before_forward = r->alloc_step >= 0 && !lt->forward_seen;
@@ -105,6 +106,13 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
     uint64_t index = lt->nevents++;
     int64_t step = mh_model_current_step(m);
     int rc = 0;
+    if (ev->kind == MH_EV_STEP_BEGIN && lt->nsteps == 1 && lt->steps[0].step == step &&
+        (int64_t)ev->aux == step) { /* the model made the first step so far set-up */
+        for (size_t i = 0; i < lt->n; i++)
+            lt->recs[i].alloc_step = lt->recs[i].alloc_step == step ? -1 : lt->recs[i].alloc_step;
+        lt->steps[0].step = -1;
+        lt->last_step = -1;
+    }
     if (step != lt->last_step) {
         lt->last_step = step;
         lt->forward_seen = 0;
@@ -114,6 +122,13 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
         lt->forward_seen = 1;
     if (rc < 0 || (res && res->anomaly))
         return rc;
+    if (ev->kind == MH_EV_TAG) {
+        uintptr_t i = (uintptr_t)mh__addrmap_get(&lt->live, live_key(ev->device, ev->addr));
+        if (i && ev->aux < MH_ROLE_COUNT)
+            lt->recs[i - 1].role = (uint8_t)ev->aux;
+        lt->tagged = 1;
+        return 0;
+    }
     if (ev->kind == MH_EV_ALLOC && res)
         return on_alloc(lt, m, ev, res, index);
     if (ev->kind == MH_EV_FREE_REQUESTED ||
@@ -122,14 +137,21 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
     return 0;
 }
 
-static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_steps)
+static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_steps, int tagged)
 {
+    switch (r->role) {
+    case MH_ROLE_PARAMETER:
+    case MH_ROLE_BUFFER: return MH_CAT_PARAMETER;
+    case MH_ROLE_GRADIENT: return MH_CAT_GRADIENT;
+    case MH_ROLE_OPTIMIZER_STATE: return MH_CAT_OPTIMIZER_STATE;
+    default: break;
+    }
     int freed = r->free_index != MH_NEVER;
     int same_phase = freed && r->free_step == r->alloc_step && r->free_phase == r->alloc_phase;
     if (!has_steps)
         return MH_CAT_UNKNOWN;
     if (r->alloc_step < first_step)
-        return !freed ? MH_CAT_PARAMETER : MH_CAT_UNKNOWN;
+        return !freed && !tagged ? MH_CAT_PARAMETER : MH_CAT_UNKNOWN;
     if (r->before_forward)
         return MH_CAT_INPUT;
     if (same_phase)
@@ -137,7 +159,7 @@ static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_st
     switch (r->alloc_phase) {
     case MH_PHASE_FORWARD: return MH_CAT_ACTIVATION;
     case MH_PHASE_BACKWARD: return MH_CAT_GRADIENT;
-    case MH_PHASE_OPTIMIZER: return MH_CAT_OPTIMIZER_STATE;
+    case MH_PHASE_OPTIMIZER: return tagged ? MH_CAT_UNKNOWN : MH_CAT_OPTIMIZER_STATE;
     default: return MH_CAT_UNKNOWN;
     }
 }
@@ -150,7 +172,7 @@ void mh__lifetimes_finish(struct mh_lifetimes *lt)
             first = lt->steps[i].step;
     int has_steps = first != INT64_MAX;
     for (size_t i = 0; i < lt->n; i++)
-        lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps);
+        lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps, lt->tagged);
 }
 
 const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n)
@@ -216,6 +238,8 @@ struct mh_livecat {
     uint64_t nevents;
     int64_t last_step, first_step; /* first_step: smallest step >= 0 seen, INT64_MAX if none */
     int forward_seen;
+    int tagged;
+    int step_ended; /* a STEP_END was seen */
 };
 
 int mh__livecat_new(struct mh_livecat **out)
@@ -270,7 +294,7 @@ static void livecat_fill(const struct mh_livecat *lc, const struct livecat_slot 
     end->tag = sl->tag;
     end->size = sl->rec.size;
     end->device = sl->rec.device;
-    end->category = (uint8_t)classify(&sl->rec, lc->first_step, has_steps);
+    end->category = (uint8_t)classify(&sl->rec, lc->first_step, has_steps, lc->tagged);
     end->ended = 0;
 }
 
@@ -295,6 +319,7 @@ static int livecat_alloc(struct mh_livecat *lc, const struct mh_model *m, const 
     r->alloc_step = mh_model_current_step(m);
     r->free_step = -1;
     r->stack = ev->stack;
+    r->str = ev->str ? ev->str : mh_model_scope(m, ev->thread);
     r->device = ev->device;
     r->alloc_phase = (uint8_t)mh_model_current_phase(m);
     r->before_forward = r->alloc_step >= 0 && !lc->forward_seen;
@@ -341,6 +366,16 @@ int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const s
 {
     lc->nevents++;
     int64_t step = mh_model_current_step(m);
+    if (ev->kind == MH_EV_STEP_BEGIN && step == lc->first_step && step == lc->last_step &&
+        (int64_t)ev->aux == step && !lc->step_ended) { /* set-up so far (see above) */
+        for (size_t i = 0; i < lc->n; i++)
+            if (lc->slots[i].used && lc->slots[i].rec.alloc_step == step)
+                lc->slots[i].rec.alloc_step = -1;
+        lc->last_step = -1;
+        lc->first_step = INT64_MAX;
+    }
+    if (ev->kind == MH_EV_STEP_END)
+        lc->step_ended = 1;
     if (step != lc->last_step) {
         lc->last_step = step;
         lc->forward_seen = 0;
@@ -351,6 +386,13 @@ int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const s
         lc->forward_seen = 1;
     if (res && res->anomaly)
         return 0;
+    if (ev->kind == MH_EV_TAG) {
+        uintptr_t i = (uintptr_t)mh__addrmap_get(&lc->live, live_key(ev->device, ev->addr));
+        if (i && ev->aux < MH_ROLE_COUNT)
+            lc->slots[i - 1].rec.role = (uint8_t)ev->aux;
+        lc->tagged = 1;
+        return 0;
+    }
     if (ev->kind == MH_EV_ALLOC && res)
         return livecat_alloc(lc, m, ev, res, tag);
     if (ev->kind == MH_EV_FREE_REQUESTED || ev->kind == MH_EV_FREE_COMPLETED)

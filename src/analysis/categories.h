@@ -14,6 +14,13 @@
  *   temporary        freed in the step and phase that allocated it
  *   unknown          everything else (no steps or phases, setup tensors
  *                    freed mid-run, ...)
+ * Where torch said what a tensor is (MH_EV_TAG from the module and optimizer
+ * hooks), that wins: parameters and buffers, gradients and optimizer state
+ * are then exactly the tagged tensors, and untagged allocations are never
+ * parameter or optimizer_state by lifetime (long-lived setup allocations
+ * such as library workspaces stay unknown).
+ * An allocation without user metadata takes the module scope active on its
+ * thread as `str` (mh_model_scope), so layers name modules.
  * "Alive" ends at free_requested: that is when torch stops counting a block
  * as allocated. The collection owns its records; readers query it by event
  * index ("live at event i" = alloc_index <= i < free_index). */
@@ -50,6 +57,7 @@ struct mh_alloc_rec {
     int16_t device;
     uint8_t alloc_phase, free_phase;  /* enum mh_phase */
     uint8_t before_forward;           /* allocated in a step before its forward phase */
+    uint8_t role;                     /* enum mh_tensor_role from MH_EV_TAG, 0 = none */
     uint8_t category;                 /* enum mh_category, set by mh__lifetimes_finish */
 };
 

@@ -33,6 +33,8 @@ static const char usage[] =
     "  --width W --height H  image size in pixels (default 1280x760, at least 400x300);\n"
     "                        with several files, H is per panel (default 520)\n"
     "  --top N               coloured allocation sites in the timeline (default 8, max 16)\n"
+    "  --x compressed|time    timeline x axis: time with idle stretches (no allocator\n"
+    "                        activity) compressed and marked (default), or plain time\n"
     "  --color stack|category  colour the timeline by allocation site (default) or by\n"
     "                        memory category (parameter, gradient, optimizer_state,\n"
     "                        activation, temporary, input, unknown; as memhist report)\n"
@@ -97,7 +99,14 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
         return parse_dim(v, opt, &o->height);
     else if (strcmp(opt, "--at") == 0)
         return parse_at(v, o);
-    else if (strcmp(opt, "--color") == 0 || strcmp(opt, "--colour") == 0) {
+    else if (strcmp(opt, "--x") == 0) {
+        if (strcmp(v, "time") == 0)
+            o->x_axis = MH_PLOT_X_TIME;
+        else if (strcmp(v, "compressed") == 0)
+            o->x_axis = MH_PLOT_X_COMPRESSED;
+        else
+            return mh__cli_usage_error(&mh__cmd_plot, "--x is 'compressed' or 'time', not '%s'", v);
+    } else if (strcmp(opt, "--color") == 0 || strcmp(opt, "--colour") == 0) {
         if (strcmp(v, "stack") == 0)
             o->color = MH_PLOT_COLOR_STACK;
         else if (strcmp(v, "category") == 0)

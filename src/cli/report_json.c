@@ -61,36 +61,47 @@ static void json_top(struct mh_json *j, const struct mh_replay *rp, const struct
     mh__json_end_array(j);
 }
 
+static void json_step(struct mh_json *j, const struct mh_step_stats *st);
+
+/* "setup" (the period before step 0, when a step marker opened it; not in a
+ * --steps window) and "steps". */
 static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device,
                        const struct mh_window *w)
 {
+    struct mh_step_stats s;
+    if (!w->has_steps && mh_model_setup(rp->model, device, &s) == 0 && s.peak_reserved > 0) {
+        mh__json_key(j, "setup");
+        json_step(j, &s);
+    }
     mh__json_key(j, "steps");
     mh__json_begin_array(j);
-    for (size_t i = 0; i < mh_model_step_count(rp->model, device); i++) {
-        struct mh_step_stats s;
-        if (mh_model_step(rp->model, device, i, &s) != 0 ||
-            (w->has_steps && (s.step < w->step_lo || s.step > w->step_hi)))
-            continue;
-        mh__json_begin_object(j);
-        mh__json_kv_int(j, "step", s.step);
-        mh__json_kv_uint(j, "begin_ns", s.begin_ns);
-        mh__json_kv_uint(j, "end_ns", s.end_ns);
-        mh__json_kv_uint(j, "peak_allocated", s.peak_allocated);
-        mh__json_kv_uint(j, "peak_reserved", s.peak_reserved);
-        mh__json_kv_uint(j, "end_allocated", s.end_allocated);
-        mh__json_kv_uint(j, "end_reserved", s.end_reserved);
-        mh__json_kv_double(j, "fragmentation", s.fragmentation, 6);
-        mh__json_kv_uint(j, "allocated_at_reserved_peak", s.allocated_at_reserved_peak);
-        mh__json_kv_uint(j, "inactive_split_at_reserved_peak", s.inactive_split_at_reserved_peak);
-        mh__json_kv_uint(j, "largest_free_at_reserved_peak", s.largest_free_at_reserved_peak);
-        mh__json_kv_uint(j, "segments", s.segments_at_end);
-        mh__json_kv_uint(j, "segment_allocs", s.segment_allocs);
-        mh__json_kv_uint(j, "segment_frees", s.segment_frees);
-        mh__json_kv_uint(j, "retries", s.retries);
-        mh__json_kv_uint(j, "ooms", s.ooms);
-        mh__json_end_object(j);
-    }
+    for (size_t i = 0; i < mh_model_step_count(rp->model, device); i++)
+        if (mh_model_step(rp->model, device, i, &s) == 0 &&
+            !(w->has_steps && (s.step < w->step_lo || s.step > w->step_hi)))
+            json_step(j, &s);
     mh__json_end_array(j);
+}
+
+static void json_step(struct mh_json *j, const struct mh_step_stats *s)
+{
+    mh__json_begin_object(j);
+    mh__json_kv_int(j, "step", s->step);
+    mh__json_kv_uint(j, "begin_ns", s->begin_ns);
+    mh__json_kv_uint(j, "end_ns", s->end_ns);
+    mh__json_kv_uint(j, "peak_allocated", s->peak_allocated);
+    mh__json_kv_uint(j, "peak_reserved", s->peak_reserved);
+    mh__json_kv_uint(j, "end_allocated", s->end_allocated);
+    mh__json_kv_uint(j, "end_reserved", s->end_reserved);
+    mh__json_kv_double(j, "fragmentation", s->fragmentation, 6);
+    mh__json_kv_uint(j, "allocated_at_reserved_peak", s->allocated_at_reserved_peak);
+    mh__json_kv_uint(j, "inactive_split_at_reserved_peak", s->inactive_split_at_reserved_peak);
+    mh__json_kv_uint(j, "largest_free_at_reserved_peak", s->largest_free_at_reserved_peak);
+    mh__json_kv_uint(j, "segments", s->segments_at_end);
+    mh__json_kv_uint(j, "segment_allocs", s->segment_allocs);
+    mh__json_kv_uint(j, "segment_frees", s->segment_frees);
+    mh__json_kv_uint(j, "retries", s->retries);
+    mh__json_kv_uint(j, "ooms", s->ooms);
+    mh__json_end_object(j);
 }
 
 static void json_ooms(struct mh_json *j, const struct mh_replay *rp, int device)

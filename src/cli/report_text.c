@@ -104,21 +104,27 @@ static void print_categories(const struct mh_device_report *d)
         printf("\n");
 }
 
-static void print_step_row(const struct mh_replay *rp, int device, size_t i)
+/* One row of the step table; `label` names it ("setup") or NULL for the number. */
+static void print_stats_row(const struct mh_step_stats *st, const char *label)
 {
-    char a[32], r[32], e[32], ar[32], is[32], lf[32], seg[24];
-    struct mh_step_stats s;
-    if (mh_model_step(rp->model, device, i, &s) != 0)
-        return;
+    char a[32], r[32], e[32], ar[32], is[32], lf[32], seg[24], num[24];
+    struct mh_step_stats s = *st;
+    snprintf(num, sizeof num, "%" PRId64, s.step);
     snprintf(seg, sizeof seg, "+%" PRIu64 "/-%" PRIu64, s.segment_allocs, s.segment_frees);
-    printf("  %5" PRId64 " %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64
-           "\n",
-           s.step, mh__cli_bytes(s.peak_allocated, a), mh__cli_bytes(s.peak_reserved, r),
+    printf("  %5s %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64 "\n",
+           label ? label : num, mh__cli_bytes(s.peak_allocated, a), mh__cli_bytes(s.peak_reserved, r),
            mh__cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation,
            mh__cli_bytes(s.allocated_at_reserved_peak, ar),
            mh__cli_bytes(s.inactive_split_at_reserved_peak, is),
            mh__cli_bytes(s.largest_free_at_reserved_peak, lf), s.segments_at_end, seg, s.retries,
            s.ooms);
+}
+
+static void print_step_row(const struct mh_replay *rp, int device, size_t i)
+{
+    struct mh_step_stats s;
+    if (mh_model_step(rp->model, device, i, &s) == 0)
+        print_stats_row(&s, NULL);
 }
 
 /* The per-step table: every step, the --steps window, or for long runs the
@@ -134,6 +140,10 @@ static void print_steps(const struct mh_replay *rp, int device, const struct mh_
         printf("\n  %5s %11s %11s %11s %6s %11s %11s %11s %5s %9s %5s %4s\n", "step",
                "peak alloc", "peak reserv", "end reserv", "frag", "alloc@rpeak", "inact split",
                "largest free", "segs", "seg +/-", "retry", "ooms");
+    struct mh_step_stats setup; /* the set-up before step 0, when a marker opened step 0 */
+    if (shown && !v->steps.has_steps && mh_model_setup(rp->model, device, &setup) == 0 &&
+        setup.peak_reserved > 0)
+        print_stats_row(&setup, "setup");
     for (size_t k = 0; k < shown; k++) {
         size_t gap = rows[k] - (k ? rows[k - 1] + 1 : 0);
         if (gap && !v->steps.has_steps)

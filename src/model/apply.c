@@ -75,7 +75,7 @@ static int apply_alloc(struct mh_model *m, struct mh__device *d, const struct mh
         return MH_ENOMEM;
     b->requested = ev->size;
     b->stack = ev->stack;
-    b->str = ev->str;
+    b->str = ev->str ? ev->str : mh_model_scope(m, ev->thread);
     b->alloc_time_ns = ev->time_ns;
     b->alloc_step = m->cur_step;
     b->phase = (uint8_t)m->phase;

@@ -45,6 +45,7 @@ void mh_model_free(struct mh_model *m)
     mh__mslab_destroy(&m->block_slab);
     mh__mslab_destroy(&m->seg_slab);
     free(m->ooms);
+    mh__scopes_free(m->scopes);
     free(m);
 }
 
@@ -165,6 +166,9 @@ int mh_model_apply(struct mh_model *m, const struct mh_event *ev, struct mh_appl
         return mh__steps_marker(m, ev);
     case MH_EV_SNAPSHOT:
         return 0;
+    case MH_EV_SCOPE_ENTER:
+    case MH_EV_SCOPE_EXIT:
+        return mh__scopes_apply(m, ev);
     case MH_EV_DRIVER_ALLOC:
     case MH_EV_DRIVER_FREE:
         return apply_device_event(m, ev, res, idx);

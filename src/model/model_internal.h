@@ -91,6 +91,8 @@ struct mh__device {
     struct mh__step_acc acc;
     struct mh_step_stats *steps;
     size_t nsteps, capsteps;
+    struct mh_step_stats setup; /* the set-up before a STEP_BEGIN, when has_setup */
+    int has_setup;
     int release_burst; /* the last allocator event released cached memory */
 };
 
@@ -120,6 +122,7 @@ struct mh_model {
     struct mh__slab block_slab, seg_slab;
     int step_state;
     int any_step;          /* a step was opened or closed */
+    int step_closed;       /* a listed step was closed */
     int64_t cur_step;      /* step the next event belongs to */
     uint64_t period_begin_ns;
     uint64_t last_time_ns;
@@ -128,7 +131,13 @@ struct mh_model {
     size_t nooms, capooms;
     uint64_t anomalies[MH_ANOM_COUNT];
     uint64_t nevents;
+    struct mh__scopes *scopes; /* scopes.c, created at the first scope event */
 };
+
+/* ---- scopes.c: module scopes per thread ---- */
+struct mh__scopes;
+int mh__scopes_apply(struct mh_model *m, const struct mh_event *ev);
+void mh__scopes_free(struct mh__scopes *s);
 
 /* ---- segments.c: structural operations that keep blocks tiling segments and
  * the device counters (allocated, active, requested, reserved, inactive_split,

@@ -1,7 +1,10 @@
 /* steps.c - training steps, phases, peaks and per-step statistics.
  *
  * Step numbering. Events before any step marker belong to step -1, which is
- * never listed. STEP_BEGIN(N) closes the open step and opens N. STEP_END(N)
+ * never listed; when a STEP_BEGIN ends it, its statistics are kept apart as
+ * the set-up (mh_model_setup). A STEP_BEGIN(N) while N is the first step
+ * and still open (a recorder opens step 0 when it starts, the model's first
+ * forward opens it again) turns what N held so far into that set-up. STEP_BEGIN(N) closes the open step and opens N. STEP_END(N)
  * closes the open step and records it as step N (the marker's number wins);
  * step N+1 then opens implicitly at the next event that carries a time, so
  * traces with only STEP_END markers still get per-step statistics. When the
@@ -73,8 +76,14 @@ static int close_period(struct mh_model *m, int64_t label, uint64_t t, int liste
         s->fragmentation =
             s->peak_reserved ? 1.0 - (double)s->allocated_at_reserved_peak / (double)s->peak_reserved
                              : 0.0;
+        if (listed)
+            m->step_closed = 1;
         if (listed && push_step(d, s))
             rc = MH_ENOMEM;
+        else if (!listed && label < 0) { /* set-up, closed by the first STEP_BEGIN */
+            d->setup = *s;
+            d->has_setup = 1;
+        }
     }
     return rc;
 }
@@ -94,6 +103,16 @@ static int relabel_block(void *user, struct mh__segment *s)
     for (struct mh__block *b = s->first; b; b = b->next)
         if (b->state != MH_BLOCK_INACTIVE && b->alloc_step == -1)
             b->alloc_step = step;
+    return 0;
+}
+
+/* Blocks of step *user go back to the set-up (-1). */
+static int relabel_from(void *user, struct mh__segment *s)
+{
+    int64_t step = *(const int64_t *)user;
+    for (struct mh__block *b = s->first; b; b = b->next)
+        if (b->state != MH_BLOCK_INACTIVE && b->alloc_step == step)
+            b->alloc_step = -1;
     return 0;
 }
 
@@ -135,6 +154,22 @@ void mh__steps_event(struct mh_model *m, const struct mh_event *ev)
         m->last_time_ns = ev->time_ns;
 }
 
+/* The first step, opened at the recording's start, opened again by the
+ * model's first forward: what it held so far was the set-up (step -1). */
+static int reopen_as_setup(struct mh_model *m, uint64_t t)
+{
+    int64_t step = m->cur_step, setup = -1;
+    for (size_t i = 0; i < m->ndev; i++) {
+        struct mh__device *d = m->dev[m->devlist[i]];
+        if (d->peak_allocated.step == step)
+            d->peak_allocated.step = setup;
+        if (d->peak_reserved.step == step)
+            d->peak_reserved.step = setup;
+        mh__segtree_walk(d->root, relabel_from, &step);
+    }
+    return close_period(m, setup, t, 0);
+}
+
 static int step_end(struct mh_model *m, int64_t n, uint64_t t)
 {
     int rc = 0;
@@ -155,7 +190,9 @@ int mh__steps_marker(struct mh_model *m, const struct mh_event *ev)
     int rc = 0;
     switch (ev->kind) {
     case MH_EV_STEP_BEGIN:
-        if (m->step_state != MH__STEPS_PENDING)
+        if (m->step_state == MH__STEPS_OPEN && !m->step_closed && (int64_t)ev->aux == m->cur_step)
+            rc = reopen_as_setup(m, t); /* the first step opened again: set-up so far */
+        else if (m->step_state != MH__STEPS_PENDING)
             rc = close_period(m, m->cur_step, t, m->step_state == MH__STEPS_OPEN);
         open_period(m, (int64_t)ev->aux, t);
         m->any_step = 1;
@@ -224,4 +261,13 @@ int mh__steps_finish(struct mh_model *m)
     m->step_state = MH__STEPS_PENDING;
     m->cur_step++;
     return close_period(m, m->cur_step - 1, m->last_time_ns, 1);
+}
+
+int mh_model_setup(const struct mh_model *m, int device, struct mh_step_stats *out)
+{
+    if (!m || device < 0 || device >= MH__MAX_DEVICES || !m->dev[device] ||
+        !m->dev[device]->has_setup)
+        return MH_ENOTFOUND;
+    *out = m->dev[device]->setup;
+    return 0;
 }

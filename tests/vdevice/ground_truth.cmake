@@ -22,3 +22,17 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
       ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
   endforeach()
 endif()
+
+# Answers on an unchanged GPT-style script (tests/vdevice/check_answers.py):
+# categories against torch's tensors, set-up apart from step 0, layers named
+# by module scopes, and the checkpointing plan against measured peaks.
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
+  foreach(case categories setup layers plan)
+    add_test(NAME vdevice_answers_${case}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_answers.py ${case}
+                     ${CMAKE_BINARY_DIR}/vdevice_answers/${case})
+    set_tests_properties(vdevice_answers_${case} PROPERTIES
+      LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+      ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
+endif()

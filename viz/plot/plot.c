@@ -131,8 +131,10 @@ int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_session *r,
     if (rc == 0 && s->by_category)
         memcpy(s->group_peak, cols.cat_peak, sizeof cols.cat_peak);
     if (rc == 0) {
-        f.tx.v0 = (double)(t_begin - s->t0);
-        f.tx.v1 = (double)(t_end - s->t0);
+        f.tx.v0 = mh__plot_warp(&s->warp, s->t0, t_begin);
+        f.tx.v1 = mh__plot_warp(&s->warp, s->t0, t_end);
+        f.tx.warp = &s->warp;
+        f.tx.t0 = s->t0;
         f.tx.p0 = f.x;
         f.tx.p1 = f.x + f.w;
         rc = mh__plot_timeline(c, r, o, s, &cols, &f);

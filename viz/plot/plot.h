@@ -27,6 +27,8 @@ enum mh_plot_at { MH_PLOT_AT_PEAK = 0, MH_PLOT_AT_OOM = 1, MH_PLOT_AT_TIME = 2 }
 /* What the timeline's stacked areas are coloured by: allocation site (the
  * top groups at the peak) or memory category (src/analysis/categories.h). */
 enum mh_plot_color { MH_PLOT_COLOR_STACK = 0, MH_PLOT_COLOR_CATEGORY = 1 };
+/* Timeline x axis: time with idle stretches compressed (default), or linear time. */
+enum mh_plot_x { MH_PLOT_X_COMPRESSED = 0, MH_PLOT_X_TIME = 1 };
 
 #define MH_PLOT_DEFAULT_WIDTH 1280
 #define MH_PLOT_DEFAULT_HEIGHT 760
@@ -49,6 +51,7 @@ struct mh_plot_opts {
     int at;                    /* enum mh_plot_at, for the segment view */
     uint64_t at_ns;            /* MH_PLOT_AT_TIME: ns from the first event */
     int color;                 /* enum mh_plot_color, for the timeline */
+    int x_axis;                /* enum mh_plot_x, for the timeline */
     const char *name;          /* file name for the title (borrowed); NULL = none */
     const char *note;          /* appended to the title line (borrowed); NULL = none */
 };

@@ -83,7 +83,8 @@ void mh__plot_time_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int
         mh__canvas_vline(c, x, gy0, gy1, MH_COL_GRID);
         mh__canvas_vline(c, x, y, y + 3, MH_COL_AXIS);
         char text[32];
-        snprintf(text, sizeof text, "%.*f %s", dec, v / unit, units[u].name);
+        double real = a->warp ? mh__plot_unwarp(a->warp, a->t0, v) : v;
+        snprintf(text, sizeof text, "%.*f %s", dec, real / unit, units[u].name);
         int w = mh__font_text_width(text, 1);
         mh__canvas_text(c, x - w / 2, y + 6, text, MH_COL_MUTED, 1);
     }

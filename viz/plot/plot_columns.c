@@ -98,8 +98,9 @@ static int column_of(const struct mh__plot_cols *c, uint64_t t)
 {
     if (t <= c->t_begin)
         return 0;
-    uint64_t span = c->t_end - c->t_begin;
-    uint64_t col = (uint64_t)((double)(t - c->t_begin) / (double)span * c->n);
+    double b = mh__plot_warp(c->warp, c->t0, c->t_begin);
+    double span = mh__plot_warp(c->warp, c->t0, c->t_end) - b;
+    uint64_t col = (uint64_t)((mh__plot_warp(c->warp, c->t0, t) - b) / span * c->n);
     return col >= (uint64_t)c->n ? c->n - 1 : (int)col;
 }
 
@@ -182,6 +183,8 @@ int mh__plot_cols_run(struct mh_session *r, const struct mh_plot_opts *o,
         return rc;
     c->by_category = by_cat;
     c->t_begin = t_begin;
+    c->warp = &s->warp;
+    c->t0 = s->t0;
     c->t_end = t_end > t_begin ? t_end : t_begin + 1;
     struct pass p;
     struct mh__plot_catacc cat;

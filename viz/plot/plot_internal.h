@@ -32,6 +32,22 @@ struct mh__plot_stack {
     uint8_t seen;
 };
 
+/* The compressed time axis (plot_warp.c): stretches with no allocator
+ * activity of the device, in time order, each drawn `keep` ns wide. */
+#define MH__PLOT_GAPS 32
+#define MH__PLOT_WARP_MIN_EVENTS 200 /* fewer memory events: a linear axis */
+struct mh__plot_warp {
+    int n;
+    uint64_t a[MH__PLOT_GAPS], len[MH__PLOT_GAPS]; /* absolute start, length (ns) */
+    uint64_t keep;
+};
+void mh__plot_warp_offer(struct mh__plot_warp *w, uint64_t a, uint64_t b);
+void mh__plot_warp_finish(struct mh__plot_warp *w, uint64_t span);
+/* Axis value (warped ns since t0) of an absolute time, and the real ns since
+ * t0 of an axis value. A NULL or empty warp is the identity. */
+double mh__plot_warp(const struct mh__plot_warp *w, uint64_t t0, uint64_t t);
+double mh__plot_unwarp(const struct mh__plot_warp *w, uint64_t t0, double v);
+
 /* Result of pass 1. */
 struct mh__plot_scan {
     int device, has_device;
@@ -57,6 +73,8 @@ struct mh__plot_scan {
     char labels[MH_PLOT_MAX_TOP][MH__PLOT_LABEL];
     uint64_t group_peak[MH_PLOT_MAX_TOP + 1];
     struct mh_model *model;   /* replayed over the whole file: steps, OOMs, devices */
+    struct mh__plot_warp warp; /* idle stretches (empty with --x time) */
+    uint64_t last_mem_ns;     /* time of the device's previous memory event in the window */
 };
 
 /* Result of pass 2: per pixel column, the maxima inside the column and the
@@ -64,6 +82,8 @@ struct mh__plot_scan {
 struct mh__plot_cols {
     int n;
     uint64_t t_begin, t_end;  /* absolute ns mapped to columns 0 and n */
+    const struct mh__plot_warp *warp; /* the scan's; with t0, the axis mapping */
+    uint64_t t0;
     unsigned ngroups;         /* coloured groups; the breakdown has ngroups + 1 entries */
     int by_category;          /* the breakdown is by enum mh_category */
     uint64_t cat_peak[MH_CAT_COUNT]; /* by category: bytes live at the scan's peak */
@@ -128,6 +148,8 @@ const char *mh__plot_duration(uint64_t ns, char *buf, size_t len);
 struct mh__plot_axis {
     double v0, v1;   /* values at the two ends */
     int p0, p1;      /* pixels of those ends (p1 < p0 for a y axis) */
+    const struct mh__plot_warp *warp; /* time axis: values are warped (NULL: linear) */
+    uint64_t t0;
 };
 int mh__plot_axis_px(const struct mh__plot_axis *a, double v);
 /* Ticks and labels along a time axis (values are ns since t0) under the

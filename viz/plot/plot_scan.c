@@ -134,8 +134,16 @@ static int scan_event(void *user, struct mh_session *ses, const struct mh_event 
         s->device = ev->device;
         s->has_device = 1;
     }
-    if (s->has_device && ev->device == s->device && is_device_event(ev))
-        return on_device_event(s, ev, res, inside, &p->alloc, &p->reserved);
+    int rc = 0;
+    if (s->has_device && ev->device == s->device && is_device_event(ev) &&
+        (rc = on_device_event(s, ev, res, inside, &p->alloc, &p->reserved)) < 0)
+        return rc;
+    if (inside && p->o->x_axis == MH_PLOT_X_COMPRESSED && s->has_device &&
+        ev->device == s->device && is_device_event(ev)) {
+        if (s->last_mem_ns)
+            mh__plot_warp_offer(&s->warp, s->last_mem_ns, ev->time_ns);
+        s->last_mem_ns = ev->time_ns;
+    }
     return 0;
 }
 
@@ -154,6 +162,11 @@ int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct
         return rc;
     s->read_error = mh__session_read_error(r);
     s->event_order = mh_reader_meta(mh__session_reader(r), "synthetic_times") != NULL;
+    if (s->last_mem_ns && s->win_last > s->last_mem_ns) /* idle to the window's end */
+        mh__plot_warp_offer(&s->warp, s->last_mem_ns, s->win_last);
+    if (s->dev_events < MH__PLOT_WARP_MIN_EVENTS) /* too sparse to tell idle from busy */
+        s->warp.n = 0;
+    mh__plot_warp_finish(&s->warp, s->win_last > s->win_first ? s->win_last - s->win_first : 0);
     if (o->has_device && !device_known(s->model, o->device)) {
         size_t n = mh_model_device_count(s->model), used = 0;
         used += (size_t)snprintf(err, errlen, "unknown device %d; the file has ", o->device);

@@ -14,7 +14,7 @@
  * (not one past it), so a final OOM stays visible. */
 static int time_x(const struct mh__plot_scan *s, const struct mh__plot_frame *f, uint64_t t)
 {
-    double v = (double)(t >= s->t0 ? t - s->t0 : 0);
+    double v = mh__plot_warp(&s->warp, s->t0, t);
     int x = mh__plot_axis_px(&f->tx, v);
     return x == f->x + f->w && v <= f->tx.v1 ? x - 1 : x;
 }
@@ -162,7 +162,9 @@ void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
     if (n == 0)
         mh__canvas_text(c, f->x + 8, y1 + 4, "no step markers in this run", MH_COL_MUTED, 1);
     const char *axis = s->event_order ? "order of events (the snapshot has no times; 1 us apart)"
-                                      : "time since the first event";
+                       : s->warp.n ? "time since the first event (hatched: idle stretches, "
+                                     "compressed; --x time for a linear axis)"
+                                   : "time since the first event";
     int w = mh__font_text_width(axis, 1);
     mh__canvas_text(c, f->x + (f->w - w) / 2, y2 + h + 8, axis, MH_COL_MUTED, 1);
 }

@@ -57,10 +57,38 @@ static void draw_curve(struct mh_canvas *c, const uint64_t *v, int n,
     }
 }
 
+/* Idle stretches of the compressed axis: hatched, with their real length
+ * on the axis ("idle 2.1 s"), so the compression is never hidden. */
+static void draw_gaps(struct mh_canvas *c, const struct mh__plot_scan *s,
+                      const struct mh__plot_frame *f)
+{
+    int free_x = f->x; /* labels never overlap; only the long stretches get one */
+    uint64_t longest = 0;
+    for (int i = 0; i < s->warp.n; i++)
+        longest = s->warp.len[i] > longest ? s->warp.len[i] : longest;
+    for (int i = 0; i < s->warp.n; i++) {
+        int xa = mh__plot_axis_px(&f->tx, mh__plot_warp(&s->warp, s->t0, s->warp.a[i]));
+        int xb = mh__plot_axis_px(&f->tx, mh__plot_warp(&s->warp, s->t0, s->warp.a[i] + s->warp.len[i]));
+        if (xb <= f->x || xa >= f->x + f->w)
+            continue;
+        xa = xa < f->x ? f->x : xa;
+        xb = xb > f->x + f->w ? f->x + f->w : xb;
+        mh__canvas_hatch(c, xa, f->y, xb - xa > 1 ? xb - xa : 2, f->h, MH_COL_GRID, 6);
+        char d[32], text[48];
+        snprintf(text, sizeof text, "idle %s", mh__plot_duration(s->warp.len[i], d, sizeof d));
+        int w = mh__font_text_width(text, 1), tx = (xa + xb) / 2 - w / 2;
+        if (s->warp.len[i] < longest / 4 || tx < free_x || tx + w > f->x + f->w)
+            continue;
+        mh__canvas_rect(c, tx - 2, f->y + 3, w + 4, MH_FONT_CAP + 4, MH_COL_BG);
+        mh__canvas_text(c, tx, f->y + 5, text, MH_COL_MUTED, 1);
+        free_x = tx + w + 8;
+    }
+}
+
 static void draw_peak(struct mh_canvas *c, const struct mh__plot_scan *s,
                       const struct mh__plot_frame *f, const struct mh__plot_axis *ya)
 {
-    int x = mh__plot_axis_px(&f->tx, (double)(s->peak.time_ns - s->t0));
+    int x = mh__plot_axis_px(&f->tx, mh__plot_warp(&s->warp, s->t0, s->peak.time_ns));
     if (x >= f->x + f->w)
         x = f->x + f->w - 1; /* a peak at the window's last instant */
     int y = mh__plot_axis_px(ya, (double)s->peak.value);
@@ -95,6 +123,7 @@ int mh__plot_timeline(struct mh_canvas *c, struct mh_session *r, const struct mh
     struct mh__plot_axis ya = {0, (double)column_top(s, cols) * 1.08, f->y + f->h - 1, f->y};
     mh__plot_byte_ticks(c, &ya, f->x - 1, f->x, f->x + f->w - 1, f->h / 60);
     mh__plot_time_ticks(c, &f->tx, f->y + f->h, f->y, f->y + f->h - 1);
+    draw_gaps(c, s, f);
     draw_areas(c, cols, &ya, f->x);
     mh__plot_markers(c, s, f, f->y, f->y + f->h - 1, 1);
     draw_curve(c, cols->reserved, cols->n, &ya, f->x, MH_COL_RESERVED, 2);

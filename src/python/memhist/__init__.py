@@ -24,7 +24,7 @@ import sys
 import threading
 import warnings
 
-from . import _native
+from . import _native, _scopes
 
 __all__ = ["start", "stop", "step", "mark", "status", "Session", "MemhistWarning"]
 
@@ -56,6 +56,7 @@ class Session:
         self.attached = False
         self.status = "waiting for CUDA initialization"
         self.counts = None
+        self.scopes = None
 
     def __enter__(self):
         return self
@@ -112,11 +113,17 @@ class Session:
                 if os.environ.get("MEMHIST_VDEVICE") == "1":  # under `memhist simulate`
                     _native.core().mh_recorder_set_meta(self.rec, b"virtual_device", _vdevice_meta())
                 _wrap_metadata(torch, lib)
+                if os.environ.get("MEMHIST_SCOPES", "1") != "0":
+                    self.scopes = _scopes.Scopes(_native.core(), self.rec, self)
+                    self.scopes.install(torch)
                 atexit.register(stop)
             except Exception as e:  # never break the program
                 _not_recording(self, e)
 
     def close(self):
+        if self.scopes is not None:
+            self.scopes.remove()
+            self.scopes = None
         if self.attached:
             _native.bridge().mh_torch_stop()
             self.attached = False

@@ -1,0 +1,55 @@
+/* annotate.c - program-structure events from the training process's own
+ * knowledge: module scopes and tensor roles (include/memhist/recorder.h).
+ * Called by the Python package's module and optimizer hooks (ctypes), on
+ * the program's threads, never from an allocator callback; each call builds
+ * one event and hands it to mh_emit like any other producer. */
+#include "memhist/event.h"
+#include "memhist/error.h"
+#include "memhist/recorder.h"
+
+int mh_recorder_scope(struct mh_recorder *rec, int enter, uint32_t name, unsigned phase,
+                      uint32_t thread)
+{
+    if (!rec || !name || phase >= MH_PHASE_COUNT)
+        return MH_EINVAL;
+    struct mh_event ev = {0};
+    ev.time_ns = mh_clock_ns();
+    ev.kind = enter ? MH_EV_SCOPE_ENTER : MH_EV_SCOPE_EXIT;
+    ev.str = name;
+    ev.aux = phase;
+    ev.device = -1;
+    ev.thread = thread ? thread : mh_thread_id();
+    return mh_emit(rec, &ev);
+}
+
+int mh_recorder_tag(struct mh_recorder *rec, int device, uint64_t addr, unsigned role,
+                    uint32_t name)
+{
+    if (!rec || !addr || role == MH_ROLE_NONE || role >= MH_ROLE_COUNT || device < 0)
+        return MH_EINVAL;
+    struct mh_event ev = {0};
+    ev.time_ns = mh_clock_ns();
+    ev.kind = MH_EV_TAG;
+    ev.addr = addr;
+    ev.aux = role;
+    ev.str = name;
+    ev.device = (int16_t)device;
+    ev.thread = mh_thread_id();
+    return mh_emit(rec, &ev);
+}
+
+int mh_recorder_step_begin(struct mh_recorder *rec, uint32_t step)
+{
+    if (!rec)
+        return MH_EINVAL;
+    struct mh_event ev = {0};
+    ev.time_ns = mh_clock_ns();
+    ev.kind = MH_EV_STEP_BEGIN;
+    ev.aux = step;
+    ev.device = -1;
+    ev.thread = mh_thread_id();
+    int rc = mh_emit(rec, &ev);
+    ev.kind = MH_EV_PHASE;
+    ev.aux = MH_PHASE_FORWARD;
+    return rc < 0 ? rc : mh_emit(rec, &ev);
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""check_answers.py - the answers on an unchanged program: records
+tests/vdevice/gpt_train.py (a GPT-style training script with no memhist
+calls) on the virtual CUDA device, where PyTorch's real caching allocator
+runs, and checks memhist's answers against what torch says of the same run:
+
+  categories  parameter, optimizer-state and (kept) gradient bytes at the
+              peak equal torch's blocks holding those tensors; parameters
+              also the sum of the tensors' sizes rounded up to 512 bytes;
+              the categories sum to the live bytes; activations are there
+  setup       the model's set-up before the first forward is its own period
+              in the report, not step 0
+  layers      `memhist layers` names the transformer blocks (module paths
+              from module scopes) and proposes a checkpointing plan
+  plan        checkpointing the first 1, 3 and all blocks of the plan's
+              ranking (non-reentrant) gives a measured peak within 10 % of
+              the estimate for that many
+
+    python tests/vdevice/check_answers.py CASE [WORKDIR]
+    python tests/vdevice/check_answers.py --list
+
+Environment: MEMHIST (the CLI; default build/memhist), MH_SOURCE_DIR.
+Exits 0 when every check holds, 1 otherwise, 77 (skipped, with the reason)
+without torch or the virtual device.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("MH_SOURCE_DIR", os.path.join(HERE, "..", ".."))
+MEMHIST = os.environ.get("MEMHIST", os.path.join(SRC, "build", "memhist"))
+SCRIPT = os.path.join(SRC, "tests", "vdevice", "gpt_train.py")
+LAYERS = 6
+SKIP = 77
+failures = []
+
+
+def check(cond, what):
+    print("%s %s" % ("ok  " if cond else "FAIL", what))
+    if not cond:
+        failures.append(what)
+
+
+def rounded(n):
+    return (n + 511) // 512 * 512
+
+
+def record(work, name, args):
+    """Runs the script under `memhist simulate`; returns (file, torch's truth)."""
+    path = os.path.join(work, name + ".memhist")
+    truth = os.path.join(work, name + ".truth.json")
+    cmd = [MEMHIST, "simulate", "--no-report", "-o", path, "--", sys.executable, SCRIPT,
+           "--layers", str(LAYERS), "--truth", truth] + args
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stdout + p.stderr)
+        if "virtual" in p.stderr and "not" in p.stderr:
+            print("skipped: the virtual device is not available")
+            sys.exit(SKIP)
+        sys.exit("memhist simulate failed (%d)" % p.returncode)
+    with open(truth) as f:
+        return path, json.load(f)
+
+
+def run_json(*args):
+    p = subprocess.run([MEMHIST] + list(args), capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("memhist %s failed: %s" % (args[0], p.stderr.strip()))
+    return json.loads(p.stdout)
+
+
+def case_categories(work):
+    path, truth = record(work, "cat", ["--keep-grads"])
+    dev = run_json("report", "--json", path)["files"][0]["devices"][0]
+    cat = dev["category_at_peak"]
+    params = sum(rounded(n) for n in truth["parameter_tensors"])
+    state = sum(rounded(n) for n in truth["optimizer_state_tensors"])
+    check(cat["parameter"] == params, "parameter bytes %d == torch's tensor sizes %d" % (cat["parameter"], params))
+    check(cat["parameter"] == truth["parameter_blocks"],
+          "parameter bytes %d == torch's blocks %d" % (cat["parameter"], truth["parameter_blocks"]))
+    # a tensor placed in a cached block larger than it (not split) is charged the block
+    check(cat["optimizer_state"] == truth["optimizer_state_blocks"],
+          "optimizer_state bytes %d == torch's blocks of AdamW's state %d"
+          % (cat["optimizer_state"], truth["optimizer_state_blocks"]))
+    check(state <= cat["optimizer_state"] <= state * 1.02,
+          "optimizer_state bytes %d within 2%% of the state tensors' sizes %d" % (cat["optimizer_state"], state))
+    check(cat["gradient"] == truth["gradient_blocks"], "gradient bytes %d == torch's blocks of .grad %d (kept)"
+          % (cat["gradient"], truth["gradient_blocks"]))
+    check(cat["activation"] > 0, "activation bytes %d > 0" % cat["activation"])
+    check(sum(cat.values()) == dev["live_at_peak_bytes"],
+          "categories sum %d == live bytes %d" % (sum(cat.values()), dev["live_at_peak_bytes"]))
+    check(dev["peak_allocated"] == truth["peak_allocated"],
+          "peak allocated %d == torch's max_memory_allocated %d" % (dev["peak_allocated"], truth["peak_allocated"]))
+
+
+def case_setup(work):
+    path, truth = record(work, "setup", [])
+    dev = run_json("report", "--json", path)["files"][0]["devices"][0]
+    steps = dev["steps"]
+    setup = dev.get("setup")
+    check(setup is not None, "the report has a set-up period")
+    if setup:
+        check(setup["end_allocated"] >= truth["parameter_blocks"],
+              "the set-up ends with the parameters allocated (%d >= %d)"
+              % (setup["end_allocated"], truth["parameter_blocks"]))
+        check(setup["end_ns"] <= steps[0]["begin_ns"], "the set-up ends where step 0 begins")
+    numbered = [s for s in steps if s["step"] >= 0]
+    first = numbered[0]
+    check(first["step"] == 0, "the first step is step 0")
+    check(first["segment_allocs"] < first["segments"],
+          "segments made by the set-up (%d) are not step 0's (%d new)"
+          % (first["segments"] - first["segment_allocs"], first["segment_allocs"]))
+    check(len(numbered) >= truth["steps"], "%d steps listed for %d training steps" % (len(numbered), truth["steps"]))
+
+
+def plan_of(path):
+    dev = run_json("layers", "--json", path)["files"][0]["devices"][0]
+    return dev, dev.get("plan") or {}
+
+
+def case_layers(work):
+    path, _ = record(work, "layers", [])
+    dev, plan = plan_of(path)
+    names = {l["layer"] for l in dev["layers"]}
+    blocks = ["transformer.h.%d" % i for i in range(LAYERS)]
+    check(all(b in names for b in blocks), "layers names every block (%s)" % ", ".join(sorted(names)[:10]))
+    check(sorted(plan.get("layers", [])) == sorted(blocks),
+          "the plan checkpoints the %d blocks: %s" % (LAYERS, plan.get("layers")))
+
+
+def case_plan(work):
+    path, truth = record(work, "base", [])
+    _, plan = plan_of(path)
+    ranking = [r for r in plan.get("ranking", []) if re.fullmatch(r"transformer\.h\.\d+", r["layer"])]
+    check(len(ranking) == LAYERS, "the ranking holds the %d blocks" % LAYERS)
+    if len(ranking) != LAYERS:
+        return
+    print("blocks  estimate MiB  measured MiB  error")
+    for k in (1, 3, LAYERS):
+        chosen = [int(r["layer"].rsplit(".", 1)[1]) for r in ranking[:k]]
+        est = ranking[k - 1]["estimated_peak_with_first_k"]
+        _, t = record(work, "ckpt%d" % k, ["--ckpt", ",".join(map(str, chosen))])
+        err = (est - t["peak_allocated"]) / t["peak_allocated"]
+        print("%6d  %12.1f  %12.1f  %+.1f%%" % (k, est / 2**20, t["peak_allocated"] / 2**20, 100 * err))
+        check(abs(err) <= 0.10, "checkpointing %s: estimate within 10%% of the measured peak" % chosen)
+        check(t["peak_allocated"] < truth["peak_allocated"], "checkpointing lowers the measured peak")
+
+
+CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers, "plan": case_plan}
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        return 0
+    if len(sys.argv) < 2 or sys.argv[1] not in CASES:
+        print("usage: check_answers.py CASE [WORKDIR] | --list", file=sys.stderr)
+        return 2
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("skipped: torch is not installed")
+        return SKIP
+    work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="mh_answers_")
+    os.makedirs(work, exist_ok=True)
+    CASES[sys.argv[1]](work)
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

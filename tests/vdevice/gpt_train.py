@@ -1,0 +1,130 @@
+"""gpt_train.py - a GPT-style training script with no memhist calls, the
+program the module-scope and category tests record unchanged
+(tests/vdevice/check_answers.py).
+
+    python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--keep-grads] [--truth FILE]
+
+nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
+AdamW, set-up (model built and moved to the GPU) before the first step.
+--ckpt wraps those blocks in non-reentrant torch.utils.checkpoint;
+--keep-grads zeroes gradients instead of dropping them (so they are live
+at every later peak). --truth
+writes what torch itself says as JSON at the end: parameter and
+optimizer-state bytes from the tensors and from the allocator blocks that
+hold them (torch's memory_snapshot), the allocator's peak, the steps.
+"""
+import argparse
+import json
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(dim, 3 * dim)
+        self.c_proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(torch.ones(t, t, device=x.device, dtype=torch.bool).triu(1), float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+
+class MLP(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.c_fc = nn.Linear(dim, 4 * dim)
+        self.c_proj = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.mlp = MLP(dim)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, ctx, dim, heads, layers, ckpt=()):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, dim), wpe=nn.Embedding(ctx, dim),
+            h=nn.ModuleList(Block(dim, heads) for _ in range(layers)), ln_f=nn.LayerNorm(dim)))
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.ckpt = set(ckpt)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device))
+        for i, block in enumerate(self.transformer.h):
+            x = checkpoint(block, x, use_reentrant=False) if i in self.ckpt else block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--ckpt", default="")
+    ap.add_argument("--keep-grads", action="store_true")
+    ap.add_argument("--truth")
+    a = ap.parse_args()
+    ckpt = range(a.layers) if a.ckpt == "all" else [int(i) for i in a.ckpt.split(",") if i]
+    vocab, ctx, batch = 8192, 256, 8
+    torch.manual_seed(0)
+    model = GPT(vocab, ctx, 384, 6, a.layers, ckpt).to("cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    torch.cuda.reset_peak_memory_stats()
+    for _ in range(a.steps):
+        idx = torch.randint(0, vocab, (batch, ctx + 1)).to("cuda")
+        logits = model(idx[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, vocab), idx[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=not a.keep_grads)
+    if a.truth:
+        def nbytes(t):
+            return t.numel() * t.element_size()
+        state = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v) and v.is_cuda]
+        blocks = {b["address"]: b["size"] for seg in torch.cuda.memory_snapshot()
+                  for b in seg["blocks"] if b["state"] == "active_allocated"}
+
+        def block(t):  # the allocator's block holding the tensor
+            return blocks.get(t.data_ptr(), 0)
+        truth = {
+            "parameter_bytes": sum(nbytes(p) for p in model.parameters()),
+            "parameter_tensors": [nbytes(p) for p in model.parameters()],
+            "optimizer_state_bytes": sum(nbytes(v) for v in state),
+            "optimizer_state_tensors": [nbytes(v) for v in state],
+            "parameter_blocks": sum(block(p) for p in model.parameters()),
+            "optimizer_state_blocks": sum(block(v) for v in state),
+            "gradient_blocks": sum(block(p.grad) for p in model.parameters() if p.grad is not None),
+            "peak_allocated": torch.cuda.max_memory_allocated(),
+            "steps": a.steps,
+            "layers": a.layers,
+        }
+        with open(a.truth, "w") as f:
+            json.dump(truth, f)
+
+
+if __name__ == "__main__":
+    main()
