@@ -120,7 +120,7 @@ int mh__plot_timeline(struct mh_canvas *c, struct mh_session *r, const struct mh
              o->has_steps || o->has_time ? "  |  window of the run" : "");
     mh__plot_title(c, r, o, s->device, "memhist timeline", sub);
 
-    struct mh__plot_axis ya = {0, (double)column_top(s, cols) * 1.08, f->y + f->h - 1, f->y};
+    struct mh__plot_axis ya = {.v0 = 0, .v1 = (double)column_top(s, cols) * 1.08, .p0 = f->y + f->h - 1, .p1 = f->y};
     mh__plot_byte_ticks(c, &ya, f->x - 1, f->x, f->x + f->w - 1, f->h / 60);
     mh__plot_time_ticks(c, &f->tx, f->y + f->h, f->y, f->y + f->h - 1);
     draw_gaps(c, s, f);

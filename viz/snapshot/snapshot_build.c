@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
+#include "categories.h"
 #include "snapshot_int.h"
 
 static int is_allocator_kind(unsigned kind)
