@@ -223,28 +223,45 @@ static const char *peak_text(const struct mh_peak *p, uint64_t origin, char buf[
     return buf;
 }
 
+/* The width of the widest peak text in one column (at least the heading's). */
+static int peak_width(const struct rank_row *r, size_t n, int reserved, uint64_t origin)
+{
+    char b[64];
+    int w = 14;
+    for (size_t i = 0; i < n; i++) {
+        int l = (int)strlen(peak_text(reserved ? &r[i].reserved : &r[i].alloc, origin, b));
+        w = l > w ? l : w;
+    }
+    return w;
+}
+
 static void text_ranks(const struct rank_row *r, size_t n, const struct spread *s, uint64_t origin)
 {
     char b1[64], b2[64], b3[32], b4[32], b5[32];
-    int helpers = 0;
+    int helpers = 0, wa = peak_width(r, n, 0, origin), wr = peak_width(r, n, 1, origin);
     for (size_t i = 0; i < n; i++)
         helpers |= r[i].helper;
     printf("\nranks (times from the job's earliest start%s):\n",
            helpers ? "; R+ = a process rank R started, left out of the spread" : "");
-    printf("  %-5s %-16s %-6s %-28s %-28s %6s %5s %5s  %s\n", "rank", "host", "device", "peak allocated",
-           "peak reserved", "steps", "OOMs", "frag", "file");
+    printf("  %-5s %-16s %-6s %-*s %-*s %6s %5s %5s  %s\n", "rank", "host", "device", wa,
+           "peak allocated", wr, "peak reserved", "steps", "OOMs", "frag", "file");
     for (size_t i = 0; i < n; i++) {
-        char fr[16] = "-", rk[24];
+        char fr[16] = "-", rk[24], dv[16] = "-";
         if (r[i].frag >= 0)
             snprintf(fr, sizeof fr, "%.0f%%", 100.0 * r[i].frag);
-        printf("  %-5s %-16.16s %-6d %-28s %-28s %6zu %5zu %5s  %s\n", rank_text(&r[i], rk),
-               r[i].host ? r[i].host : "-", r[i].device, peak_text(&r[i].alloc, origin, b1),
+        if (r[i].device >= 0)
+            snprintf(dv, sizeof dv, "%d", r[i].device);
+        printf("  %-5s %-16.16s %-6s %-*s %-*s %6zu %5zu %5s  %s\n", rank_text(&r[i], rk),
+               r[i].host ? r[i].host : "-", dv, wa, peak_text(&r[i].alloc, origin, b1), wr,
                peak_text(&r[i].reserved, origin, b2), r[i].steps, r[i].ooms, fr, r[i].path);
     }
     uint64_t mx = r[s->max].reserved.value, mn = r[s->min].reserved.value;
-    printf("spread of peak reserved: max %s (%s), min %s (%s), max/min %.2f; median %s, ",
-           mh__cli_bytes(mx, b3), r[s->max].path, mh__cli_bytes(mn, b4), r[s->min].path,
-           mn ? (double)mx / (double)mn : 0.0, mh__cli_bytes(s->median, b5));
+    char ratio[32] = "-";
+    if (mn)
+        snprintf(ratio, sizeof ratio, "%.2f", (double)mx / (double)mn);
+    printf("spread of peak reserved: max %s (%s), min %s (%s), max/min %s; median %s, ",
+           mh__cli_bytes(mx, b3), r[s->max].path, mh__cli_bytes(mn, b4), r[s->min].path, ratio,
+           mh__cli_bytes(s->median, b5));
     if (s->far_tied == 1)
         printf("farthest from it: %s\n", r[s->far].path);
     else
