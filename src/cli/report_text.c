@@ -174,12 +174,16 @@ static void print_trend(const struct mh_device_report *d)
            "step; ",
            signed_bytes(t->reserved_growth, b[0]), signed_bytes(t->allocated_growth, b[1]),
            t->first_step);
-    printf("%s", t->fragmenting ? "fragmentation: reserved grows while allocated does not; try "
-                                  "expandable_segments:True"
-                                : "no fragmentation trend");
+    int64_t gain = t->whatif_ok ? (int64_t)t->whatif_peak_reserved - (int64_t)d->peak_reserved.value : 0;
+    if (!t->fragmenting)
+        printf("no fragmentation trend");
+    else if (t->whatif_ok && gain >= 0)
+        printf("fragmentation: reserved grows while allocated does not; expandable_segments:True "
+               "would not lower the peak");
+    else
+        printf("fragmentation: reserved grows while allocated does not; try expandable_segments:True");
     if (t->whatif_ok)
-        printf(" (what-if with expandable_segments:True: peak reserved %s)",
-               signed_bytes((int64_t)t->whatif_peak_reserved - (int64_t)d->peak_reserved.value, b[2]));
+        printf(" (what-if with expandable_segments:True: peak reserved %s)", signed_bytes(gain, b[2]));
     printf("\n");
 }
 
