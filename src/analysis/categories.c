@@ -64,12 +64,11 @@ static int add_step(struct mh_lifetimes *lt, int64_t step, uint64_t index)
     return 0;
 }
 
-static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
-                    const struct mh_apply_result *res, uint64_t index)
+/* A record of the allocation `ev` (event number `index`) as the model
+ * applied it: its block, stack, scope, step and phase. */
+static void fill_rec(struct mh_alloc_rec *r, const struct mh_model *m, const struct mh_event *ev,
+                     const struct mh_apply_result *res, uint64_t index, int forward_seen)
 {
-    if (MH__GROW(lt->recs, lt->n, lt->cap, 4096) < 0)
-        return MH_ENOMEM;
-    struct mh_alloc_rec *r = &lt->recs[lt->n];
     memset(r, 0, sizeof *r);
     r->alloc_index = index;
     r->free_index = MH_NEVER;
@@ -82,8 +81,16 @@ static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const str
     r->str = ev->str ? ev->str : mh_model_scope(m, ev->thread);
     r->device = ev->device;
     r->alloc_phase = (uint8_t)mh_model_current_phase(m);
-    r->before_forward = r->alloc_step >= 0 && !lt->forward_seen;
+    r->before_forward = r->alloc_step >= 0 && !forward_seen;
     r->category = MH_CAT_UNKNOWN;
+}
+
+static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
+                    const struct mh_apply_result *res, uint64_t index)
+{
+    if (MH__GROW(lt->recs, lt->n, lt->cap, 4096) < 0)
+        return MH_ENOMEM;
+    fill_rec(&lt->recs[lt->n], m, ev, res, index, lt->forward_seen);
     lt->n++;
     return mh__addrmap_put(&lt->live, live_key(ev->device, ev->addr), (void *)(uintptr_t)lt->n);
 }
@@ -310,19 +317,7 @@ static int livecat_alloc(struct mh_livecat *lc, const struct mh_model *m, const 
         return MH_ENOMEM;
     struct livecat_slot *sl = &lc->slots[idx];
     memset(sl, 0, sizeof *sl);
-    struct mh_alloc_rec *r = &sl->rec;
-    r->alloc_index = lc->nevents - 1;
-    r->free_index = MH_NEVER;
-    r->addr = ev->addr;
-    r->size = res->block_size;
-    r->requested = ev->size;
-    r->alloc_step = mh_model_current_step(m);
-    r->free_step = -1;
-    r->stack = ev->stack;
-    r->str = ev->str ? ev->str : mh_model_scope(m, ev->thread);
-    r->device = ev->device;
-    r->alloc_phase = (uint8_t)mh_model_current_phase(m);
-    r->before_forward = r->alloc_step >= 0 && !lc->forward_seen;
+    fill_rec(&sl->rec, m, ev, res, lc->nevents - 1, lc->forward_seen);
     sl->tag = tag;
     sl->used = 1;
     int rc = mh__addrmap_put(&lc->live, key, (void *)(uintptr_t)(idx + 1));
