@@ -94,14 +94,20 @@ Test(record_integrity, written_counts_only_what_reached_the_file)
     cr_assert(fd >= 0);
     struct mh_recorder *rec;
     cr_assert_eq(mh_recorder_open_fd(fd, NULL, &rec), 0);
+    /* The drain thread may meet the full device (writing the header) while
+     * events are still being emitted: from then on recording has stopped
+     * and emit says so. */
+    uint64_t accepted = 0;
     for (int i = 0; i < 100; i++) {
         struct mh_event ev = {.kind = MH_EV_MARK, .time_ns = 1 + (uint64_t)i};
-        cr_assert_eq(mh_emit(rec, &ev), 0);
+        int rc = mh_emit(rec, &ev);
+        cr_assert(rc == 0 || rc == MH_ESTATE, "emit %d returned %d", i, rc);
+        accepted += rc == 0;
     }
     cr_expect_eq(mh_recorder_flush(rec), MH_EIO);
     struct mh_recorder_counts c;
     mh_recorder_get_counts(rec, &c);
-    cr_expect_eq(c.emitted, 100);
+    cr_expect_eq(c.emitted, accepted);
     cr_expect_eq(c.written, 0, "nothing reached /dev/full");
     mh_recorder_close(rec);
     close(fd);
