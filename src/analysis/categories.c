@@ -275,14 +275,8 @@ static int livecat_take(struct mh_livecat *lc, uint32_t *idx)
         lc->free_head = lc->slots[*idx].next_free;
         return 0;
     }
-    if (lc->n == lc->cap) {
-        size_t cap = lc->cap ? lc->cap * 2 : 1024;
-        struct livecat_slot *p = realloc(lc->slots, cap * sizeof *p);
-        if (!p || cap > UINT32_MAX)
-            return MH_ENOMEM;
-        lc->slots = p;
-        lc->cap = cap;
-    }
+    if (lc->n >= UINT32_MAX || MH__GROW(lc->slots, lc->n, lc->cap, 1024) < 0)
+        return MH_ENOMEM;
     *idx = (uint32_t)lc->n++;
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "grow.h"
 #include "session.h"
 
 /* True for ".rank0", ".rank0.attempt1.pid77", ".pid12", ".rank3.2": what
@@ -117,13 +118,8 @@ static int read_lines(const char *status_path, struct status_line **out, size_t 
         char *status = strtok(NULL, "\n");
         if (!who || !path || !events || !status)
             continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            void *p = realloc(*out, cap * sizeof **out);
-            if (!p)
-                break;
-            *out = p;
-        }
+        if (MH__GROW(*out, *n, cap, 8) < 0)
+            break;
         struct status_line *l = &(*out)[(*n)++];
         snprintf(l->who, sizeof l->who, "%s", who);
         snprintf(l->path, sizeof l->path, "%s", path);
