@@ -148,6 +148,7 @@ struct mh_cli_record_opts {
     const char *output, *stacks; /* stacks: python, all or none */
     int op_ranges;
     const char *who;
+    uint64_t frames; /* frames kept per stack; 0: the default */
 };
 int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
 /* record_summary.c: removes an earlier run's FILE.rank<R>..., FILE.pid<P>;

@@ -23,9 +23,10 @@
 
 #include "memhist/error.h"
 #include "memhist/recorder.h"
+#include "memhist/torch.h"
 #include "pystack.h"
 
-#define MAX_FRAMES 512
+#define MAX_FRAMES MH_TORCH_FRAMES_MAX
 
 static struct mh__python g_py;
 static uintptr_t skip_lo, skip_hi; /* the capturing module's code: left out of native stacks */
@@ -220,6 +221,8 @@ uint32_t mh__stack_capture(const uintptr_t *ips, size_t nips, int max_frames)
     if (!nips)
         for (int i = 0; i < np; i++)
             m->items[i] = (struct item){m->py[i].code, (uint64_t)(int64_t)m->py[i].offset};
+    if (n > max_frames) /* merged native and Python frames: the innermost max_frames */
+        n = max_frames;
     return n ? intern_items(m, n) : 0;
 }
 

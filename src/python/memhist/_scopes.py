@@ -19,8 +19,12 @@ Installed by a recording session once it attaches to the allocator (so for
   parameters too (a program may build its optimizer over other tensors),
   and its state tensors after it.
 
-Each hook is a few dictionary look-ups and one ctypes call; a failure in a
-hook disables the hooks and is kept in the session's status, never raised.
+Each hook is a few dictionary look-ups and one ctypes call (the forward
+hooks are closures over their state, a module's name and string id are
+looked up once); a tensor keeps its role across steps, so it is tagged again
+only when its memory changed (another address, or a new tensor there). A
+failure in a hook disables the hooks and is kept in the session's status,
+never raised.
 """
 import ctypes
 import threading
@@ -35,7 +39,7 @@ class Scopes:
         self.core = core
         self.rec = rec
         self.session = session
-        self.names = {}      # id(module) -> (weak reference to the module, path): never keeps a model alive
+        self.names = {}      # id(module) -> (weak reference to the module, path, string id): never keeps a model alive
         self.sids = {}       # path -> interned string id
         self.local = threading.local()
         self.bwd = {}        # autograd thread id -> [path, ...] open backward scopes
@@ -45,6 +49,8 @@ class Scopes:
         self.root_names = set()  # their paths (class names)
         self.tagged_roots = set()
         self.handles = []
+        self.tagged = {}         # data_ptr -> (weak reference to the tensor tagged there, role)
+        self.tids = {}           # threading.get_ident() -> memhist thread id
         self.on = True
         core.mh_intern_string.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
         core.mh_intern_string.restype = ctypes.c_int64
@@ -59,8 +65,9 @@ class Scopes:
     def install(self, torch):
         from torch.nn.modules import module as M
         from torch.optim import optimizer as opt
-        self.handles.append(M.register_module_forward_pre_hook(self._guard(self._fwd_pre)))
-        self.handles.append(M.register_module_forward_hook(self._guard(self._fwd_post)))
+        pre, post = self._forward_hooks()
+        self.handles.append(M.register_module_forward_pre_hook(pre))
+        self.handles.append(M.register_module_forward_hook(post))
         self.handles.append(opt.register_optimizer_step_pre_hook(self._guard(self._opt_pre)))
         self.handles.append(opt.register_optimizer_step_post_hook(self._guard(self._opt_post)))
 
@@ -69,6 +76,10 @@ class Scopes:
         for h in self.handles:
             h.remove()
         self.handles = []
+
+    def _failed(self, e):
+        self.on = False
+        self.session.status += "; module scopes off: %s" % e
 
     def _guard(self, fn):
         compiling = _is_compiling()
@@ -79,10 +90,56 @@ class Scopes:
             try:
                 fn(*args)
             except Exception as e:  # never break the program
-                self.on = False
-                self.session.status += "; module scopes off: %s" % e
+                self._failed(e)
             return None
         return hook
+
+    def _forward_hooks(self):
+        """The module forward pre/post hooks: called for every module call,
+        so they keep their state in closure variables."""
+        compiling = _is_compiling()
+        scope, rec, names, roots, local = self.core.mh_recorder_scope, self.rec, self.names, self.roots, self.local
+        bwd_enter = self._bwd_enter
+
+        def pre(module, args):
+            if not self.on or compiling():  # under torch.compile tracing: stay out of the graph
+                return None
+            try:
+                try:
+                    stack = local.stack
+                except AttributeError:
+                    stack = local.stack = []
+                key = id(module)
+                if key in roots:
+                    while stack:  # a forward that raised left scopes open
+                        scope(rec, 0, stack.pop()[1], FORWARD, 0)
+                known = names.get(key)
+                if known is None or known[0]() is not module:
+                    known = self._name(module, stack)
+                if not stack and key in roots:
+                    self._root_forward(module)
+                stack.append((known[1], known[2]))
+                scope(rec, 1, known[2], FORWARD, 0)
+            except Exception as e:  # never break the program
+                self._failed(e)
+            return None
+
+        def post(module, args, output):
+            if not self.on or compiling():
+                return None
+            try:
+                stack = getattr(local, "stack", None)
+                if not stack:
+                    return None
+                path, sid = stack.pop()
+                scope(rec, 0, sid, FORWARD, 0)
+                fn = _grad_fn(output)
+                if fn is not None:
+                    fn.register_prehook(lambda grad_outputs, p=path, s=sid: bwd_enter(p, s))
+            except Exception as e:
+                self._failed(e)
+            return None
+        return pre, post
 
     # -- names -----------------------------------------------------------
     def _sid(self, path):
@@ -98,51 +155,22 @@ class Scopes:
         base = type(root).__name__
         self.roots.add(id(root))
         self.root_names.add(base)
-        self.names[id(root)] = (weakref.ref(root), base)
+        self.names[id(root)] = (weakref.ref(root), base, self._sid(base))
         for name, sub in root.named_modules():
             if name and id(sub) not in self.names:
-                self.names[id(sub)] = (weakref.ref(sub), name)
-        return base
+                self.names[id(sub)] = (weakref.ref(sub), name, self._sid(name))
+        return self.names[id(root)]
 
-    def _path(self, module, stack):
-        known = self.names.get(id(module))
-        if known is not None and known[0]() is module:
-            return known[1]
+    def _name(self, module, stack):
+        """(weak reference, path, string id) of a module seen for the first
+        time: a root (no open scope) names its whole tree."""
         if not stack:
             return self._name_root(module)
-        path = stack[-1] + "." + type(module).__name__
-        self.names[id(module)] = (weakref.ref(module), path)
-        return path
+        path = stack[-1][0] + "." + type(module).__name__
+        known = self.names[id(module)] = (weakref.ref(module), path, self._sid(path))
+        return known
 
-    def _stack(self):
-        st = getattr(self.local, "stack", None)
-        if st is None:
-            st = self.local.stack = []
-        return st
-
-    # -- forward ---------------------------------------------------------
-    def _fwd_pre(self, module, args):
-        stack = self._stack()
-        if stack and id(module) in self.roots:  # a forward that raised left scopes open
-            while stack:
-                self.core.mh_recorder_scope(self.rec, 0, self._sid(stack.pop()), FORWARD, 0)
-        path = self._path(module, stack)
-        if not stack and id(module) in self.roots:
-            self._root_forward(module)
-        stack.append(path)
-        self.core.mh_recorder_scope(self.rec, 1, self._sid(path), FORWARD, 0)
-
-    def _fwd_post(self, module, args, output):
-        stack = self._stack()
-        if not stack:
-            return
-        path = stack.pop()
-        sid = self._sid(path)
-        self.core.mh_recorder_scope(self.rec, 0, sid, FORWARD, 0)
-        fn = _grad_fn(output)
-        if fn is not None:
-            fn.register_prehook(lambda grad_outputs, p=path, s=sid: self._bwd_enter(p, s))
-
+    # -- forward (the hooks are in _forward_hooks) -----------------------
     def _root_forward(self, root):
         self._close_backward()
         if not self.step_opened:
@@ -159,7 +187,10 @@ class Scopes:
     def _bwd_enter(self, path, sid):
         if not self.on:
             return None
-        tid = self.core.mh_thread_id()
+        try:
+            tid = self.tids[threading.get_ident()]
+        except KeyError:
+            tid = self.tids[threading.get_ident()] = self.core.mh_thread_id()
         with self.bwd_lock:
             open_ = self.bwd.setdefault(tid, [])
             inner = []  # a submodule that shares this output's grad_fn opened first
@@ -199,9 +230,14 @@ class Scopes:
                 self._tag(v, OPTIMIZER_STATE, None)
 
     def _tag(self, t, role, name):
-        if getattr(t, "is_cuda", False) and t.data_ptr():
+        if getattr(t, "is_cuda", False):
+            ptr = t.data_ptr()
+            known = self.tagged.get(ptr)
+            if not ptr or (known is not None and known[1] == role and known[0]() is t):
+                return  # the same tensor, still on the same memory: tagged already
             sid = self._sid(name) if name else 0
-            self.core.mh_recorder_tag(self.rec, t.device.index or 0, t.data_ptr(), role, sid)
+            self.core.mh_recorder_tag(self.rec, t.device.index or 0, ptr, role, sid)
+            self.tagged[ptr] = (weakref.ref(t), role)
 
 
 def _grad_fn(output):
