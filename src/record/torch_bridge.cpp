@@ -43,6 +43,7 @@
 #include "memhist/error.h"
 #include "memhist/torch.h"
 #include "pystack.h"
+#include "symtab.h"
 #include "torch_support.h"
 
 #define MH_TORCH_AT_LEAST(maj, min)                                                        \
@@ -311,18 +312,21 @@ void resolve_ring_from(mh_recorder *rec, ctx_ring *r, uint64_t first)
 }
 
 /* Names a native return address for `--stacks all` on the drain thread,
- * without the GIL: torch's symbolizer in the mode TORCH_SYMBOLIZE_MODE asks
- * for (fast, addr2line), dladdr by default. Names are kept per address (the
- * resolver calls this under its own lock, one drain thread at a time). */
+ * without the GIL: from the modules' own symbol tables (symtab.h) by
+ * default, else torch's symbolizer in the mode TORCH_SYMBOLIZE_MODE asks
+ * for (dladdr, fast, addr2line). Names are kept per address (the resolver
+ * calls this under its own lock, one drain thread at a time). */
 int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap,
                 uint32_t *line)
 {
     static std::unordered_map<uintptr_t, torch::unwind::Frame> known;
+    if (mh__torch_symbolize_mode() == 0)
+        return mh__symtab_name(ip, file, filecap, func, funccap, line);
     try {
         auto it = known.find(ip);
         if (it == known.end()) {
-            static const torch::unwind::Mode modes[] = {torch::unwind::Mode::dladdr, torch::unwind::Mode::fast,
-                                                        torch::unwind::Mode::addr2line};
+            static const torch::unwind::Mode modes[] = {torch::unwind::Mode::dladdr, torch::unwind::Mode::dladdr,
+                                                        torch::unwind::Mode::fast, torch::unwind::Mode::addr2line};
             auto f = torch::unwind::symbolize({(void *)ip}, modes[mh__torch_symbolize_mode()]);
             if (f.empty())
                 return -1;
@@ -387,12 +391,7 @@ void release_ctx(void *user, uint64_t token)
 
 /* Keeps `rec` alive across an emit: mh_torch_stop waits for inflight == 0. */
 struct emit_guard {
-    mh_recorder *rec;
-    emit_guard()
-    {
-        g.inflight.fetch_add(1, std::memory_order_acq_rel);
-        rec = g.rec.load(std::memory_order_acquire);
-    }
+    mh_recorder *rec = (g.inflight.fetch_add(1, std::memory_order_acq_rel), g.rec.load(std::memory_order_acquire));
     ~emit_guard() { g.inflight.fetch_sub(1, std::memory_order_release); }
 };
 

@@ -21,10 +21,10 @@ Installed by a recording session once it attaches to the allocator (so for
 
 Each hook is a few dictionary look-ups and one ctypes call (the forward
 hooks are closures over their state, a module's name and string id are
-looked up once); a tensor keeps its role across steps, so it is tagged again
-only when its memory changed (another address, or a new tensor there). A
-failure in a hook disables the hooks and is kept in the session's status,
-never raised.
+looked up once). Tags go to the recorder in one call per device and role;
+a tensor object keeps its memory and role, so it is tagged once (a new
+gradient each step is a new tensor). A failure in a hook disables the hooks
+and is kept in the session's status, never raised.
 """
 import ctypes
 import threading
@@ -49,15 +49,17 @@ class Scopes:
         self.root_names = set()  # their paths (class names)
         self.tagged_roots = set()
         self.handles = []
-        self.tagged = {}         # data_ptr -> (weak reference to the tensor tagged there, role)
+        self.tagged = {}         # id(tensor) -> (weak reference to it, role): tagged (or not CUDA)
+        self.prune_at = 4096
+        self.last = {}           # (caller, role) -> (ids, weak references) of the last tagged list
         self.tids = {}           # threading.get_ident() -> memhist thread id
         self.on = True
         core.mh_intern_string.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
         core.mh_intern_string.restype = ctypes.c_int64
         core.mh_recorder_scope.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
                                            ctypes.c_uint, ctypes.c_uint32]
-        core.mh_recorder_tag.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
-                                         ctypes.c_uint, ctypes.c_uint32]
+        core.mh_recorder_tags.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p,
+                                          ctypes.c_void_p, ctypes.c_size_t]
         core.mh_recorder_step_begin.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
         core.mh_thread_id.restype = ctypes.c_uint32
 
@@ -178,10 +180,9 @@ class Scopes:
             self.core.mh_recorder_step_begin(self.rec, 0)
         if id(root) not in self.tagged_roots:
             self.tagged_roots.add(id(root))
-            for name, p in root.named_parameters():
-                self._tag(p, PARAMETER, name)
-            for name, b in root.named_buffers():
-                self._tag(b, BUFFER, name)
+            for named, role in ((root.named_parameters(), PARAMETER), (root.named_buffers(), BUFFER)):
+                pairs = list(named)
+                self._tag_all([t for _, t in pairs], role, "root", [name for name, _ in pairs])
 
     # -- backward --------------------------------------------------------
     def _bwd_enter(self, path, sid):
@@ -218,26 +219,47 @@ class Scopes:
     # -- optimizer -------------------------------------------------------
     def _opt_pre(self, optimizer, args, kwargs):
         self._close_backward()
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                self._tag(p, PARAMETER, None)
-                if p.grad is not None:
-                    self._tag(p.grad, GRADIENT, None)
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        self._tag_all(params, PARAMETER, id(optimizer))
+        self._tag_all([g for g in (p.grad for p in params) if g is not None], GRADIENT, id(optimizer))
 
     def _opt_post(self, optimizer, args, kwargs):
-        for state in optimizer.state.values():
-            for v in state.values():
-                self._tag(v, OPTIMIZER_STATE, None)
+        self._tag_all([v for state in optimizer.state.values() for v in state.values()], OPTIMIZER_STATE,
+                      id(optimizer))
 
-    def _tag(self, t, role, name):
-        if getattr(t, "is_cuda", False):
-            ptr = t.data_ptr()
-            known = self.tagged.get(ptr)
-            if not ptr or (known is not None and known[1] == role and known[0]() is t):
-                return  # the same tensor, still on the same memory: tagged already
-            sid = self._sid(name) if name else 0
-            self.core.mh_recorder_tag(self.rec, t.device.index or 0, ptr, role, sid)
-            self.tagged[ptr] = (weakref.ref(t), role)
+    def _tag_all(self, tensors, role, site, names=None):
+        """Tags the CUDA tensors among `tensors` that were not given this role
+        yet: one recorder call per device. `site` names the caller, whose last
+        list is remembered: the same live tensors again cost no look-up."""
+        ids = tuple(map(id, tensors))
+        last = self.last.get((site, role))
+        if last is not None and last[0] == ids and all(r() is not None for r in last[1]):
+            return  # the very objects of the last call (live objects have distinct ids)
+        cache, todo, refs = self.tagged, {}, []
+        for i, t in enumerate(tensors):
+            known = cache.get(id(t))
+            if known is not None and known[0]() is t:
+                refs.append(known[0])
+                if known[1] == role:
+                    continue
+            try:
+                ref = weakref.ref(t)
+            except TypeError:  # not a tensor (a Python number in optimizer state)
+                continue
+            cache[id(t)] = (ref, role)
+            refs.append(ref)
+            if getattr(t, "is_cuda", False) and t.data_ptr():
+                ptrs, sids = todo.setdefault(t.get_device(), ([], []))
+                ptrs.append(t.data_ptr())
+                sids.append(self._sid(names[i]) if names else 0)
+        for device, (ptrs, sids) in todo.items():
+            n = len(ptrs)
+            self.core.mh_recorder_tags(self.rec, device, role, (ctypes.c_uint64 * n)(*ptrs),
+                                       (ctypes.c_uint32 * n)(*sids), n)
+        self.last[(site, role)] = (ids, refs)
+        if len(cache) > self.prune_at:  # drop entries of dead tensors (old gradients)
+            self.tagged = {k: v for k, v in cache.items() if v[0]() is not None}
+            self.prune_at = max(4096, 2 * len(self.tagged))
 
 
 def _grad_fn(output):
