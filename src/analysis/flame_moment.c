@@ -33,7 +33,7 @@ static int at_time(const struct mh_analysis *a, uint64_t at_ns, struct mh_flame_
     uint64_t span = sum->last_time_ns > sum->first_time_ns ? sum->last_time_ns - sum->first_time_ns
                                                            : 0;
     if (sum->events == 0 || at_ns > span) {
-        snprintf(err, errlen, "--at %.6g s is after the end of the run (%.6g s)", at_ns / 1e9,
+        snprintf(err, errlen, "--at %.6g s is after the end of the run (%.6f s)", at_ns / 1e9,
                  span / 1e9);
         return MH_EINVAL;
     }

@@ -162,8 +162,13 @@ static void draw_node(const struct layout *l, uint32_t i, double x)
     mh__sink_printf(l->out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
                             "fill=\"#%06X\" rx=\"2\"/>",
                     x, y, w, FRAME_H - 1, (unsigned)fill_of(nd));
-    char lab[64], fitted[600];
-    if (fit_label(label_of(nd, lab, sizeof lab), (int)((w - 6) / CHAR_W), fitted, sizeof fitted)) {
+    char lab[600], fitted[600], b[32];
+    const char *text = label_of(nd, lab, sizeof lab);
+    if (nd->kind == MH_FLAME_ROOT) {
+        snprintf(lab, sizeof lab, "%s: %s", nd->name, bytes_text(nd->bytes, b));
+        text = lab;
+    }
+    if (fit_label(text, (int)((w - 6) / CHAR_W), fitted, sizeof fitted)) {
         mh__sink_printf(l->out, "<text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_H - 5);
         xml_text(l->out, fitted);
         mh__sink_puts(l->out, "</text>");
