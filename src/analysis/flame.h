@@ -6,8 +6,11 @@
  * set at an event index is the lifetimes' records live there (the same set
  * `memhist report` counts), and each record becomes a path from the root:
  *   by module: its module path split at the dots ("transformer.h.11.mlp" ->
- *              transformer, h, 11, mlp); an allocation made outside every
- *              module goes under "<no module>" followed by its Python stack;
+ *              transformer, h, 11, mlp): the name torch tagged it with (a
+ *              parameter's "transformer.h.11.mlp.c_fc.weight"), else its
+ *              metadata or the module scope it was allocated in; an
+ *              allocation with none goes under "<no module>" followed by its
+ *              Python stack;
  *   by stack:  its stack, outermost frame first, each frame "func (dir/file:line)";
  *   an allocation with no stack ends in "<no stack>".
  * Widths are block bytes; each node also keeps its bytes per category. Frame

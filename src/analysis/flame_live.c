@@ -106,15 +106,27 @@ static void stack_parts(struct parts *p, const struct mh_reader *r, uint32_t sta
     }
 }
 
+/* The module path of a record: the name torch tagged it with (a
+ * parameter's "transformer.h.0.mlp.c_fc.weight") or its metadata or
+ * scope; NULL if neither is a module path. */
+static const char *module_of(const struct mh_reader *r, const struct mh_alloc_rec *rec)
+{
+    const char *tag = rec->tag_str ? mh_reader_string(r, rec->tag_str) : NULL;
+    if (mh__flame_is_module_path(tag))
+        return tag;
+    const char *meta = rec->str ? mh_reader_string(r, rec->str) : NULL;
+    return mh__flame_is_module_path(meta) ? meta : NULL;
+}
+
 /* The leaf of a record's path, made if new. */
 static int leaf_of(struct mh_flame *f, const struct mh_reader *r, const struct mh_alloc_rec *rec,
                    int by, struct parts *p, uint32_t *leaf)
 {
-    const char *meta = rec->str ? mh_reader_string(r, rec->str) : NULL;
+    const char *meta = module_of(r, rec);
     uint32_t at = 0;
     int rc = 0;
     p->n = 0;
-    if (by == MH_FLAME_BY_MODULE && mh__flame_is_module_path(meta)) {
+    if (by == MH_FLAME_BY_MODULE && meta) {
         module_parts(p, meta);
         return mh__flame_path(f, 0, p->names, p->details, p->n, MH_FLAME_MODULE, leaf);
     }
@@ -132,8 +144,8 @@ static int choose_by(const struct mh_alloc_rec *recs, size_t n, const struct mh_
                      int device, uint64_t index)
 {
     for (size_t i = 0; i < n; i++)
-        if (recs[i].device == device && mh_alloc_rec_live_at(&recs[i], index) && recs[i].str &&
-            mh__flame_is_module_path(mh_reader_string(r, recs[i].str)))
+        if (recs[i].device == device && mh_alloc_rec_live_at(&recs[i], index) &&
+            module_of(r, &recs[i]))
             return MH_FLAME_BY_MODULE;
     return MH_FLAME_BY_STACK;
 }
@@ -155,7 +167,12 @@ int mh__flame_live(const struct mh_lifetimes *lt, const struct mh_reader *r, int
         const struct mh_alloc_rec *rec = &recs[i];
         if (rec->device != device || !mh_alloc_rec_live_at(rec, index))
             continue;
+        /* a path depends on the metadata and the stack, or by module on a
+         * tagged module path alone */
         uint64_t key = ((uint64_t)rec->str << 32 | rec->stack) + 1;
+        if (by == MH_FLAME_BY_MODULE && rec->tag_str &&
+            mh__flame_is_module_path(mh_reader_string(r, rec->tag_str)))
+            key = 1ull << 63 | rec->tag_str;
         uint32_t leaf = (uint32_t)(uintptr_t)mh__addrmap_get(&cache, key);
         if (leaf == 0) { /* 0 is the root, never a leaf: not cached yet */
             rc = leaf_of(f, r, rec, by, p, &leaf);
