@@ -28,8 +28,7 @@ static uint64_t check_sums(const struct mh_flame *f)
     for (size_t i = 0; i < n; i++) {
         uint64_t kids = 0, cats = 0;
         for (uint32_t c = nd[i].first_child; c != MH_FLAME_NONE; c = nd[c].next_sibling) {
-            cr_expect_leq(nd[c].bytes, nd[i].bytes, "child %s > parent %s", nd[c].name,
-                          nd[i].name);
+            cr_expect_leq(nd[c].bytes, nd[i].bytes, "child %s > parent %s", nd[c].name, nd[i].name);
             cr_expect_eq(nd[c].parent, (uint32_t)i);
             cr_expect_eq(nd[c].depth, nd[i].depth + 1);
             kids += nd[c].bytes;
@@ -53,8 +52,8 @@ struct folded {
 static int on_line(void *user, const char *stack, uint64_t bytes)
 {
     struct folded *fo = user;
-    if (strchr(stack, '\n') || strchr(stack, '\r') || stack[0] == '\0' ||
-        strstr(stack, ";;") || !mh__utf8_clean(stack, strlen(stack), MH_UTF8_ESC_CONTROL))
+    if (strchr(stack, '\n') || strchr(stack, '\r') || stack[0] == '\0' || strstr(stack, ";;") ||
+        !mh__utf8_clean(stack, strlen(stack), MH_UTF8_ESC_CONTROL))
         fo->bad = 1;
     if (fo->lines++ == 0)
         snprintf(fo->first, sizeof fo->first, "%s", stack);
@@ -166,11 +165,11 @@ static char *awkward_recording(uint64_t *live)
     uint32_t mod = (uint32_t)mh_writer_intern_string(w, "net.blocks.3.mlp", 16);
     const uint64_t seg = 0x7f0000000000ull;
     put(w, MH_EV_SEGMENT_ALLOC, 0, seg, 64 << 20, st, 0);
-    put(w, MH_EV_ALLOC, 1, seg, 1 << 20, st, 0);                  /* stack only */
-    put(w, MH_EV_ALLOC, 2, seg + (1 << 20), 2 << 20, 0, 0);       /* nothing */
+    put(w, MH_EV_ALLOC, 1, seg, 1 << 20, st, 0);            /* stack only */
+    put(w, MH_EV_ALLOC, 2, seg + (1 << 20), 2 << 20, 0, 0); /* nothing */
     put(w, MH_EV_SCOPE_ENTER, 3, 0, 0, 0, mod);
-    put(w, MH_EV_ALLOC, 4, seg + (3 << 20), 4 << 20, st, 0);      /* in the scope */
-    put(w, MH_EV_ALLOC, 5, seg + (7 << 20), 8 << 20, st, 0);      /* freed below */
+    put(w, MH_EV_ALLOC, 4, seg + (3 << 20), 4 << 20, st, 0); /* in the scope */
+    put(w, MH_EV_ALLOC, 5, seg + (7 << 20), 8 << 20, st, 0); /* freed below */
     put(w, MH_EV_FREE_REQUESTED, 6, seg + (7 << 20), 8 << 20, st, 0);
     put(w, MH_EV_FREE_COMPLETED, 7, seg + (7 << 20), 8 << 20, st, 0);
     put(w, MH_EV_SCOPE_EXIT, 8, 0, 0, 0, mod);
@@ -288,9 +287,9 @@ Test(flame_live, gpt_peak_equals_the_model)
     mh__flame_free(f);
     /* no OOM on this run; a time after the end is refused */
     cr_expect_eq(mh__flame_moment(&a, 0, MH_FLAME_AT_OOM, 0, &m, err, sizeof err), MH_EINVAL);
-    cr_expect_eq(mh__flame_moment(&a, 0, MH_FLAME_AT_TIME, 1000000000000000ull, &m, err,
-                                  sizeof err),
-                 MH_EINVAL);
+    cr_expect_eq(
+        mh__flame_moment(&a, 0, MH_FLAME_AT_TIME, 1000000000000000ull, &m, err, sizeof err),
+        MH_EINVAL);
     cr_expect(strstr(err, "after the end"), "%s", err);
     mh__analysis_close(&a);
     unlink(path);

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flame.h"
 #include "addrmap.h"
+#include "flame.h"
 #include "grow.h"
 
 #define MAX_PARTS 512
@@ -36,7 +36,7 @@ struct parts {
 static void push(struct parts *p, const char *name, const char *detail)
 {
     if (p->n == MAX_PARTS)
-        return; /* deeper frames are folded into the last one */
+        return; /* past the last part kept, frames are left out (their bytes stay on it) */
     snprintf(p->text[p->n][0], sizeof p->text[p->n][0], "%s", name);
     p->names[p->n] = p->text[p->n][0];
     p->details[p->n] = NULL;
@@ -135,8 +135,8 @@ static int leaf_of(struct mh_flame *f, const struct mh_reader *r, const struct m
         rc = mh__flame_path(f, 0, &none, NULL, 1, MH_FLAME_OTHER, &at);
     }
     stack_parts(p, r, rec->stack);
-    int kind = p->n == 1 && strcmp(p->names[0], MH_FLAME_NO_STACK) == 0 ? MH_FLAME_OTHER
-                                                                          : MH_FLAME_FRAME;
+    int kind =
+        p->n == 1 && strcmp(p->names[0], MH_FLAME_NO_STACK) == 0 ? MH_FLAME_OTHER : MH_FLAME_FRAME;
     return rc ? rc : mh__flame_path(f, at, p->names, p->details, p->n, kind, leaf);
 }
 

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flame.h"
 #include "analysis.h"
+#include "flame.h"
 
 /* Counts the events at or before a time from the first event. */
 struct upto {
@@ -30,8 +30,8 @@ static int at_time(const struct mh_analysis *a, uint64_t at_ns, struct mh_flame_
                    char *err, size_t errlen)
 {
     const struct mh_file_summary *sum = &a->rp.summary;
-    uint64_t span = sum->last_time_ns > sum->first_time_ns ? sum->last_time_ns - sum->first_time_ns
-                                                           : 0;
+    uint64_t span =
+        sum->last_time_ns > sum->first_time_ns ? sum->last_time_ns - sum->first_time_ns : 0;
     if (sum->events == 0 || at_ns > span) {
         snprintf(err, errlen, "--at %.6g s is after the end of the run (%.6f s)", at_ns / 1e9,
                  span / 1e9);

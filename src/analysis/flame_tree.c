@@ -244,7 +244,8 @@ static int fold_node(struct fold *w, uint32_t node)
     int rc = 0;
     if (node != 0 && nd->self)
         rc = w->fn(w->user, w->buf, nd->self);
-    for (uint32_t c = nd->first_child; c != MH_FLAME_NONE && rc == 0; c = w->f->nodes[c].next_sibling)
+    for (uint32_t c = nd->first_child; c != MH_FLAME_NONE && rc == 0;
+         c = w->f->nodes[c].next_sibling)
         rc = fold_node(w, c);
     w->len = keep;
     if (w->buf)

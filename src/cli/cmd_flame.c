@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "printers.h"
 #include "analysis.h"
+#include "cli.h"
 #include "flame.h"
 #include "flame_svg.h"
+#include "printers.h"
 
 static const char usage[] =
     "usage: memhist flame FILE -o OUT.svg [--at peak|oom|SECONDS] [--device N]\n"
@@ -175,11 +175,8 @@ static int flame_file(const struct flame_args *a, const struct mh_analysis *an)
     if (rc == MH_EINVAL) {
         mh__cli_error("%s: %s", a->file, err);
         return MH_EXIT_FAIL;
-    } else if (rc == MH_EUNSUPPORTED) {
-        mh__cli_error("%s: --at SECONDS reads the input twice; give a file, not a pipe", a->file);
-        return MH_EXIT_FAIL;
     } else if (rc < 0) {
-        return MH_EXIT_FAIL; /* the session reported it */
+        return MH_EXIT_FAIL; /* the session reported it (a pipe read twice, damage) */
     }
     moment_text(a, &m, when, sizeof when);
     struct mh_flame *f;

@@ -9,13 +9,13 @@
 #include "flame_svg.h"
 #include "utf8.h"
 
-#define FRAME_H 17     /* one level of the graph, with a pixel between levels */
+#define FRAME_H 17 /* one level of the graph, with a pixel between levels */
 #define FONT_PX 11
-#define CHAR_W 6.6     /* FONT_PX * 0.6: the advance of a monospace glyph */
+#define CHAR_W 6.6 /* FONT_PX * 0.6: the advance of a monospace glyph */
 #define MARGIN 10
-#define HEAD_H 78      /* title, subtitle and legend above the graph */
+#define HEAD_H 78 /* title, subtitle and legend above the graph */
 #define FOOT_H 26
-#define MIN_W 0.1      /* frames narrower than this are left out */
+#define MIN_W 0.1 /* frames narrower than this are left out */
 
 uint32_t mh__flame_category_color(int category)
 {
@@ -56,8 +56,11 @@ static void xml_text(struct mh_sink *out, const char *s)
     mh__utf8_escape(s, strlen(s), MH_UTF8_ESC_CONTROL, safe, sizeof safe);
     const char *run = safe;
     for (const char *p = safe;; p++) {
-        const char *ent = *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;"
-                        : *p == '"' ? "&quot;" : NULL;
+        const char *ent = *p == '&'   ? "&amp;"
+                          : *p == '<' ? "&lt;"
+                          : *p == '>' ? "&gt;"
+                          : *p == '"' ? "&quot;"
+                                      : NULL;
         if (!ent && *p)
             continue;
         mh__sink_write(out, run, (size_t)(p - run));
@@ -127,8 +130,9 @@ static void write_title(struct mh_sink *out, const struct mh_flame_node *nd, uin
     char b[32], line[160];
     mh__sink_puts(out, "<title>");
     xml_text(out, nd->detail && nd->kind != MH_FLAME_ROOT ? nd->detail : nd->name);
-    snprintf(line, sizeof line, "\n%s (%" PRIu64 " bytes), %.2f%% of live, %" PRIu64
-             " allocation%s", bytes_text(nd->bytes, b), nd->bytes,
+    snprintf(line, sizeof line,
+             "\n%s (%" PRIu64 " bytes), %.2f%% of live, %" PRIu64 " allocation%s",
+             bytes_text(nd->bytes, b), nd->bytes,
              total ? 100.0 * (double)nd->bytes / (double)total : 0.0, nd->count,
              nd->count == 1 ? "" : "s");
     mh__sink_puts(out, line);
@@ -159,8 +163,9 @@ static void draw_node(const struct layout *l, uint32_t i, double x)
     int y = l->base_y - (int)nd->depth * FRAME_H;
     mh__sink_printf(l->out, "<g class=\"f%s\">", i == 0 ? " root" : "");
     write_title(l->out, nd, l->total);
-    mh__sink_printf(l->out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
-                            "fill=\"#%06X\" rx=\"2\"/>",
+    mh__sink_printf(l->out,
+                    "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
+                    "fill=\"#%06X\" rx=\"2\"/>",
                     x, y, w, FRAME_H - 1, (unsigned)fill_of(nd));
     char lab[600], fitted[600], b[32];
     const char *text = label_of(nd, lab, sizeof lab);
@@ -240,10 +245,11 @@ int mh__flame_svg_write(const struct mh_flame *f, const struct mh_flame_svg_opts
     if (nodes[0].bytes)
         l.scale = (double)(width - 2 * MARGIN) / (double)nodes[0].bytes;
     draw_node(&l, 0, MARGIN);
-    mh__sink_printf(out,
-                    "<text x=\"%d\" y=\"%d\" style=\"fill:#666\">width: bytes live; the root at the "
-                    "bottom; hover a frame for its bytes and share; colour: its main "
-                    "category</text>\n</svg>\n",
-                    MARGIN, height - 9);
+    mh__sink_printf(
+        out,
+        "<text x=\"%d\" y=\"%d\" style=\"fill:#666\">width: bytes live; the root at the "
+        "bottom; hover a frame for its bytes and share; colour: its main "
+        "category</text>\n</svg>\n",
+        MARGIN, height - 9);
     return out->error;
 }
