@@ -135,8 +135,8 @@ static char *close_to_temp(struct mh_writer *w)
     return path;
 }
 
-static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
-                uint32_t stack, uint32_t str)
+static void put_aux(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
+                    uint32_t stack, uint32_t str, uint32_t aux)
 {
     struct mh_event ev;
     memset(&ev, 0, sizeof ev);
@@ -147,11 +147,19 @@ static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64
     ev.stack = stack;
     ev.str = str;
     ev.thread = 7;
+    ev.aux = aux;
     cr_assert_eq(mh_writer_event(w, &ev), 0);
 }
 
-/* A recording with awkward frame names, a module scope and an allocation
- * with no stack; `*live` gets the bytes live at the end. */
+static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
+                uint32_t stack, uint32_t str)
+{
+    put_aux(w, kind, t, addr, size, stack, str, 0);
+}
+
+/* A recording with awkward frame names, a module scope, an allocation with
+ * no stack and a parameter tagged with its name outside every scope;
+ * `*live` gets the bytes live at the end. */
 static char *awkward_recording(uint64_t *live)
 {
     struct mh_writer_opts wo = {.source = "recorded"};
@@ -163,6 +171,7 @@ static char *awkward_recording(uint64_t *live)
     fr[2] = (uint32_t)mh_writer_intern_frame(w, "/x/train.py", "<module>", 1);
     uint32_t st = (uint32_t)mh_writer_intern_stack(w, fr, 3);
     uint32_t mod = (uint32_t)mh_writer_intern_string(w, "net.blocks.3.mlp", 16);
+    uint32_t weight = (uint32_t)mh_writer_intern_string(w, "net.blocks.3.mlp.weight", 23);
     const uint64_t seg = 0x7f0000000000ull;
     put(w, MH_EV_SEGMENT_ALLOC, 0, seg, 64 << 20, st, 0);
     put(w, MH_EV_ALLOC, 1, seg, 1 << 20, st, 0);            /* stack only */
@@ -173,7 +182,9 @@ static char *awkward_recording(uint64_t *live)
     put(w, MH_EV_FREE_REQUESTED, 6, seg + (7 << 20), 8 << 20, st, 0);
     put(w, MH_EV_FREE_COMPLETED, 7, seg + (7 << 20), 8 << 20, st, 0);
     put(w, MH_EV_SCOPE_EXIT, 8, 0, 0, 0, mod);
-    *live = (1 << 20) + (2 << 20) + (4 << 20);
+    put(w, MH_EV_ALLOC, 9, seg + (15 << 20), 16 << 20, st, 0); /* a parameter */
+    put_aux(w, MH_EV_TAG, 10, seg + (15 << 20), 0, 0, weight, MH_ROLE_PARAMETER);
+    *live = (1 << 20) + (2 << 20) + (4 << 20) + (16 << 20);
     return close_to_temp(w);
 }
 
@@ -200,16 +211,19 @@ Test(flame_live, awkward_names_by_module_and_stack)
     cr_expect_eq(fo.bad, 0, "folded lines are one line each, valid UTF-8");
     size_t n;
     const struct mh_flame_node *nd = mh__flame_nodes(f, &n);
-    int blocks = 0, no_module = 0, no_stack = 0;
+    int blocks = 0, no_module = 0, no_stack = 0, param = 0;
     for (size_t i = 0; i < n; i++) {
         cr_expect_null(strchr(nd[i].name, ';'), "'%s' has a ';'", nd[i].name);
         blocks |= strcmp(nd[i].name, "3") == 0 && nd[i].detail &&
-                  strcmp(nd[i].detail, "net.blocks.3") == 0 && nd[i].bytes == (4u << 20);
+                  strcmp(nd[i].detail, "net.blocks.3") == 0 && nd[i].bytes == (20u << 20);
+        param |= strcmp(nd[i].name, "weight") == 0 && nd[i].depth == 5 &&
+                 nd[i].by_category[MH_CAT_PARAMETER] == (16u << 20) && nd[i].bytes == (16u << 20);
         no_module |= nd[i].depth == 1 && strcmp(nd[i].name, MH_FLAME_NO_MODULE) == 0 &&
                      nd[i].bytes == (3u << 20);
         no_stack |= strcmp(nd[i].name, MH_FLAME_NO_STACK) == 0 && nd[i].bytes == (2u << 20);
     }
-    cr_expect(blocks, "net.blocks.3 holds the scope's allocation");
+    cr_expect(blocks, "net.blocks.3 holds the scope's allocation and the parameter");
+    cr_expect(param, "the tagged parameter sits at net.blocks.3.mlp.weight");
     cr_expect(no_module, "the rest is under <no module>");
     cr_expect(no_stack, "the allocation with no stack is under <no stack>");
     mh__flame_free(f);
@@ -221,7 +235,7 @@ Test(flame_live, awkward_names_by_module_and_stack)
     nd = mh__flame_nodes(f, &n);
     int outer = 0;
     for (uint32_t c = nd[0].first_child; c != MH_FLAME_NONE; c = nd[c].next_sibling)
-        outer |= strcmp(nd[c].name, "<module> (x/train.py:1)") == 0 && nd[c].bytes == (5u << 20);
+        outer |= strcmp(nd[c].name, "<module> (x/train.py:1)") == 0 && nd[c].bytes == (21u << 20);
     cr_expect(outer, "by stack the root's child is the outermost frame");
     mh__flame_free(f);
     mh__analysis_close(&a);
