@@ -3,7 +3,8 @@
  * parent, the folded lines sum to the root, frame names are made safe (no
  * ';', newline or bad UTF-8), children come in natural order, and the tree
  * of a recording's live set at the peak holds exactly the bytes the model
- * has allocated there, by module path or by stack. Recordings are written
+ * has allocated there on the device asked for, by module path (tagged
+ * parameters under their names) or by stack. Recordings are written
  * here by hand and by the simulator's GPT workload. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -135,8 +136,8 @@ static char *close_to_temp(struct mh_writer *w)
     return path;
 }
 
-static void put_aux(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
-                    uint32_t stack, uint32_t str, uint32_t aux)
+static void put_dev(struct mh_writer *w, int device, int kind, uint64_t t, uint64_t addr,
+                    uint64_t size, uint32_t stack, uint32_t str, uint32_t aux)
 {
     struct mh_event ev;
     memset(&ev, 0, sizeof ev);
@@ -148,7 +149,14 @@ static void put_aux(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, ui
     ev.str = str;
     ev.thread = 7;
     ev.aux = aux;
+    ev.device = (int16_t)device;
     cr_assert_eq(mh_writer_event(w, &ev), 0);
+}
+
+static void put_aux(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
+                    uint32_t stack, uint32_t str, uint32_t aux)
+{
+    put_dev(w, 0, kind, t, addr, size, stack, str, aux);
 }
 
 static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
@@ -159,7 +167,8 @@ static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64
 
 /* A recording with awkward frame names, a module scope, an allocation with
  * no stack and a parameter tagged with its name outside every scope;
- * `*live` gets the bytes live at the end. */
+ * `*live` gets the bytes device 0 has live at the end. Device 1 holds one
+ * allocation of 32 MiB. */
 static char *awkward_recording(uint64_t *live)
 {
     struct mh_writer_opts wo = {.source = "recorded"};
@@ -184,6 +193,8 @@ static char *awkward_recording(uint64_t *live)
     put(w, MH_EV_SCOPE_EXIT, 8, 0, 0, 0, mod);
     put(w, MH_EV_ALLOC, 9, seg + (15 << 20), 16 << 20, st, 0); /* a parameter */
     put_aux(w, MH_EV_TAG, 10, seg + (15 << 20), 0, 0, weight, MH_ROLE_PARAMETER);
+    put_dev(w, 1, MH_EV_SEGMENT_ALLOC, 11, seg, 64 << 20, st, 0, 0);
+    put_dev(w, 1, MH_EV_ALLOC, 12, seg, 32 << 20, st, mod, 0);
     *live = (1 << 20) + (2 << 20) + (4 << 20) + (16 << 20);
     return close_to_temp(w);
 }
@@ -237,6 +248,11 @@ Test(flame_live, awkward_names_by_module_and_stack)
     for (uint32_t c = nd[0].first_child; c != MH_FLAME_NONE; c = nd[c].next_sibling)
         outer |= strcmp(nd[c].name, "<module> (x/train.py:1)") == 0 && nd[c].bytes == (21u << 20);
     cr_expect(outer, "by stack the root's child is the outermost frame");
+    mh__flame_free(f);
+
+    cr_assert_eq(mh__flame_live(a.lt, a.rp.reader, 1, end_index(&a), MH_FLAME_BY_AUTO, &f, &used),
+                 0);
+    cr_expect_eq(check_sums(f), 32u << 20, "device 1 alone");
     mh__flame_free(f);
     mh__analysis_close(&a);
     unlink(path);
