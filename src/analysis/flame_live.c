@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memhist/error.h"
 #include "addrmap.h"
 #include "flame.h"
-#include "grow.h"
+#include "stacks.h"
 
 #define MAX_PARTS 512
 
@@ -98,11 +99,7 @@ static void stack_parts(struct parts *p, const struct mh_reader *r, uint32_t sta
             snprintf(name, sizeof name, "%s (%s)", func, short_path(file));
         else
             snprintf(name, sizeof name, "%s", func);
-        if (f.line)
-            snprintf(detail, sizeof detail, "%s:%u %s", file, f.line, func);
-        else
-            snprintf(detail, sizeof detail, "%s %s", file, func);
-        push(p, name, detail);
+        push(p, name, mh__frame_text(r, frames[i], detail, sizeof detail));
     }
 }
 
