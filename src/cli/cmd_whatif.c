@@ -144,7 +144,9 @@ static void print_text(const struct whatif_view *v)
     if (v->res->unknown_frees)
         printf("%" PRIu64 " frees of blocks allocated before the recording began were skipped\n",
                v->res->unknown_frees);
-    if (v->ro->use_oracle)
+    if (v->ro->use_oracle && !v->res->recorded_alloc_events)
+        printf("replay fidelity: the recording has no allocator events to reproduce\n");
+    else if (v->ro->use_oracle)
         printf("replay fidelity: %.2f %% of %" PRIu64 " recorded allocator events reproduced "
                "exactly (kind, address, size, order)\n",
                match_pct(v->res), v->res->recorded_alloc_events);
