@@ -43,10 +43,10 @@ static void simulate(struct evs *out)
 {
     const struct mh_workload *wl = mh__workload_find("gpt");
     int64_t v[MH_WORKLOAD_MAX_PARAMS];
-    cr_assert_eq(mh__workload_parse_params(
-                     wl, "layers=3,hidden=256,heads=4,seq=512,batch=4,vocab=6000,seqvar=40", v,
-                     NULL, 0),
-                 0);
+    cr_assert_eq(
+        mh__workload_parse_params(
+            wl, "layers=3,hidden=256,heads=4,seq=512,batch=4,vocab=6000,seqvar=40", v, NULL, 0),
+        0);
     struct mh_sim_opts o;
     struct mh_sim *s;
     memset(&o, 0, sizeof o);
@@ -215,8 +215,7 @@ Test(sim_seed, the_same_rest_without_its_starting_state_does_not_match)
     replay_peak(&rest, &res);
     cr_expect_eq(res.seeded_segments, 0);
     cr_expect_gt(res.unknown_frees, 0);
-    cr_expect_lt(percent(&res), 95.0, "%.2f %% matched without the starting state",
-                 percent(&res));
+    cr_expect_lt(percent(&res), 95.0, "%.2f %% matched without the starting state", percent(&res));
     free(run.ev);
     free(in.ev);
 }

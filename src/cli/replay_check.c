@@ -13,13 +13,15 @@
 const char *mh__replay_check_text(const struct mh_whatif_outcome *base, char *buf, size_t len)
 {
     if (!base)
-        snprintf(buf, len, "estimates, not checks: the run could not be replayed under its own "
-                           "settings");
+        snprintf(buf, len,
+                 "estimates, not checks: the run could not be replayed under its own "
+                 "settings");
     else if (!base->events)
         snprintf(buf, len, "estimates, not checks: the trace has no allocator events to replay");
     else
-        snprintf(buf, len, "%s: the run's own settings reproduce %.1f %% of its %" PRIu64
-                           " allocator events (checked from %.0f %%)",
+        snprintf(buf, len,
+                 "%s: the run's own settings reproduce %.1f %% of its %" PRIu64
+                 " allocator events (checked from %.0f %%)",
                  mh__whatif_checked(base) ? "checked by replay" : "estimates, not checks",
                  base->match, base->events, MH_WHATIF_CHECKED_MATCH);
     return buf;

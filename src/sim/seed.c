@@ -56,8 +56,13 @@ static struct mh__sim_block *split_off(struct mh_sim *s, struct mh__sim_block *f
     struct mh__sim_block *n = mh__block_new(s);
     if (!n)
         return NULL;
-    *n = (struct mh__sim_block){.addr = addr, .size = size, .stream = f->stream, .pool = f->pool,
-                                .resv = f->resv, .seq = f->seq, .mapped = 1};
+    *n = (struct mh__sim_block){.addr = addr,
+                                .size = size,
+                                .stream = f->stream,
+                                .pool = f->pool,
+                                .resv = f->resv,
+                                .seq = f->seq,
+                                .mapped = 1};
     if (before) {
         n->prev = f->prev;
         n->next = f;
@@ -146,8 +151,9 @@ int mh__sim_seed(struct mh_sim *s, const struct mh_event *ev)
         if (!(p = mh__pool_get(s, ev->stream, small_pool(ev))))
             return MH_ENOMEM;
         s->seed_at = ev->size == 0 ? NULL
-                     : ev->kind == MH_EV_SEGMENT_ALLOC ? seed_segment(s, p, ev)
-                                                       : mh__expandable_seed(s, p, ev->addr, ev->size);
+                     : ev->kind == MH_EV_SEGMENT_ALLOC
+                         ? seed_segment(s, p, ev)
+                         : mh__expandable_seed(s, p, ev->addr, ev->size);
         rc = s->seed_at ? 0 : 1;
         break;
     case MH_EV_ALLOC:
