@@ -171,7 +171,10 @@ static int flame_file(const struct flame_args *a, const struct mh_analysis *an)
         return rc;
     struct mh_flame_moment m;
     char err[256], when[160];
-    rc = mh__flame_moment(an, device, a->at, a->at_ns, &m, err, sizeof err);
+    int at = a->at == MH_CLI_AT_OOM    ? MH_FLAME_AT_OOM
+             : a->at == MH_CLI_AT_TIME ? MH_FLAME_AT_TIME
+                                       : MH_FLAME_AT_PEAK;
+    rc = mh__flame_moment(an, device, at, a->at_ns, &m, err, sizeof err);
     if (rc == MH_EINVAL) {
         mh__cli_error("%s: %s", a->file, err);
         return MH_EXIT_FAIL;
