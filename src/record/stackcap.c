@@ -63,7 +63,8 @@ struct memo {
 
 static inline uint32_t edge_slot(uint32_t parent, const struct mh__fkey *k)
 {
-    uint64_t h = ((uint64_t)parent << 32 | k->code) * 0x9E3779B97F4A7C15ull ^ k->pos * 0xC2B2AE3D27D4EB4Full;
+    uint64_t h =
+        ((uint64_t)parent << 32 | k->code) * 0x9E3779B97F4A7C15ull ^ k->pos * 0xC2B2AE3D27D4EB4Full;
     return (uint32_t)(h >> (64 - EDGE_BITS));
 }
 

@@ -10,8 +10,8 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -50,8 +50,8 @@ static int sym_cmp(const void *a, const void *b)
 
 /* The section table's symbol table of `type` with its string table, if
  * both lie inside the file. */
-static const Elf64_Shdr *find_table(const char *base, size_t len, const Elf64_Ehdr *eh, uint32_t type,
-                                    const Elf64_Shdr **strs)
+static const Elf64_Shdr *find_table(const char *base, size_t len, const Elf64_Ehdr *eh,
+                                    uint32_t type, const Elf64_Shdr **strs)
 {
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
     for (int i = 0; i < eh->e_shnum; i++) {
@@ -70,8 +70,9 @@ static const Elf64_Shdr *find_table(const char *base, size_t len, const Elf64_Eh
 static int read_symbols(struct module *m, const char *base, size_t len)
 {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
-    if (len < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shoff == 0 || eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len)
+    if (len < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shoff == 0 ||
+        eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len)
         return -1;
     const Elf64_Shdr *strs = NULL, *tab = find_table(base, len, eh, SHT_SYMTAB, &strs);
     if (!tab)
@@ -85,8 +86,8 @@ static int read_symbols(struct module *m, const char *base, size_t len)
         return -1;
     for (size_t i = 0; i < n; i++) {
         int type = ELF64_ST_TYPE(s[i].st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s[i].st_shndx == SHN_UNDEF || !s[i].st_value ||
-            s[i].st_name >= strs->sh_size)
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s[i].st_shndx == SHN_UNDEF ||
+            !s[i].st_value || s[i].st_name >= strs->sh_size)
             continue;
         uintptr_t addr = (eh->e_type == ET_DYN ? m->bias : 0) + s[i].st_value;
         m->syms[k++] = (struct sym){addr, s[i].st_size, base + strs->sh_offset + s[i].st_name};
@@ -219,7 +220,8 @@ static char *demangled(const char *name)
         demangle = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
     }
     int status = -1;
-    char *d = demangle && name[0] == '_' && name[1] == 'Z' ? demangle(name, NULL, NULL, &status) : NULL;
+    char *d =
+        demangle && name[0] == '_' && name[1] == 'Z' ? demangle(name, NULL, NULL, &status) : NULL;
     return d && status == 0 ? d : (free(d), strdup(name));
 }
 
@@ -246,7 +248,8 @@ static int grow_names(void)
     return 0;
 }
 
-int mh__symtab_name(uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap, uint32_t *line)
+int mh__symtab_name(uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap,
+                    uint32_t *line)
 {
     if (!ip || ((names_n + 1) * 2 > names_cap && grow_names() < 0))
         return -1;

@@ -27,7 +27,8 @@ int mh__symtab_lookup(uintptr_t ip, const char **module, const char **name, uint
  * demangled symbol (C++ names through the process's __cxa_demangle when it
  * has one) or "??", line = the offset in the module. Returns 0 or -1 (no
  * module holds it). Remembers every address it named. Same thread rule. */
-int mh__symtab_name(uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap, uint32_t *line);
+int mh__symtab_name(uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap,
+                    uint32_t *line);
 /* Forgets every module (their files are unmapped) and named address. */
 void mh__symtab_reset(void);
 

@@ -325,8 +325,8 @@ int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func
     try {
         auto it = known.find(ip);
         if (it == known.end()) {
-            static const torch::unwind::Mode modes[] = {torch::unwind::Mode::dladdr, torch::unwind::Mode::dladdr,
-                                                        torch::unwind::Mode::fast, torch::unwind::Mode::addr2line};
+            using M = torch::unwind::Mode;
+            static const M modes[] = {M::dladdr, M::dladdr, M::fast, M::addr2line};
             auto f = torch::unwind::symbolize({(void *)ip}, modes[mh__torch_symbolize_mode()]);
             if (f.empty())
                 return -1;
@@ -391,7 +391,8 @@ void release_ctx(void *user, uint64_t token)
 
 /* Keeps `rec` alive across an emit: mh_torch_stop waits for inflight == 0. */
 struct emit_guard {
-    mh_recorder *rec = (g.inflight.fetch_add(1, std::memory_order_acq_rel), g.rec.load(std::memory_order_acquire));
+    mh_recorder *rec =
+        (g.inflight.fetch_add(1, std::memory_order_acq_rel), g.rec.load(std::memory_order_acquire));
     ~emit_guard() { g.inflight.fetch_sub(1, std::memory_order_release); }
 };
 
@@ -733,7 +734,8 @@ void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
     static const char *names[] = {"python", "none", "python", "all"};
     mh_recorder_set_meta(rec, "torch_stacks", names[g.stacks]);
     if (g.stacks != MH_TORCH_STACKS_NONE)
-        mh_recorder_set_meta(rec, "stack_frames", std::to_string(g.max_frames ? g.max_frames : MH_TORCH_FRAMES_MAX).c_str());
+        mh_recorder_set_meta(rec, "stack_frames",
+                             std::to_string(g.max_frames ? g.max_frames : MH_TORCH_FRAMES_MAX).c_str());
     mh_recorder_set_meta(rec, "stack_capture", g.stack_source);
     mh_recorder_set_meta(rec, "step_source", "record_function (Optimizer.step#, ProfilerStep#) or explicit");
     mh__torch_record_devices(rec, devices);

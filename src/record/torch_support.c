@@ -167,8 +167,8 @@ int mh__torch_opts_check(const struct mh_torch_opts *o, char *why, size_t len)
         return MH_EINVAL;
     }
     if (o->max_frames < 0 || o->max_frames > MH_TORCH_FRAMES_MAX) {
-        snprintf(why, len, "invalid frames option %d: 1 to %d frames per stack (0: %d)", o->max_frames,
-                 MH_TORCH_FRAMES_MAX, MH_TORCH_FRAMES_MAX);
+        snprintf(why, len, "invalid frames option %d: 1 to %d frames per stack (0: %d)",
+                 o->max_frames, MH_TORCH_FRAMES_MAX, MH_TORCH_FRAMES_MAX);
         return MH_EINVAL;
     }
     return 0;
@@ -177,5 +177,9 @@ int mh__torch_opts_check(const struct mh_torch_opts *o, char *why, size_t len)
 int mh__torch_symbolize_mode(void)
 {
     const char *m = getenv("TORCH_SYMBOLIZE_MODE");
-    return !m ? 0 : !strcmp(m, "dladdr") ? 1 : !strcmp(m, "fast") ? 2 : !strcmp(m, "addr2line") ? 3 : 0;
+    return !m                        ? 0
+           : !strcmp(m, "dladdr")    ? 1
+           : !strcmp(m, "fast")      ? 2
+           : !strcmp(m, "addr2line") ? 3
+                                     : 0;
 }
