@@ -33,8 +33,11 @@ static const char usage[] =
     "  --width W --height H  image size in pixels (default 1280x760, at least 400x300);\n"
     "                        with several files, H is per panel (default 520)\n"
     "  --top N               coloured allocation sites in the timeline (default 8, max 16)\n"
-    "  --x compressed|time    timeline x axis: time with idle stretches (no allocator\n"
-    "                        activity) compressed and marked (default), or plain time\n"
+    "  --x compressed|time|events|steps\n"
+    "                        timeline x axis: time with idle stretches (no allocator\n"
+    "                        activity) compressed and marked (default); plain time;\n"
+    "                        the device's allocator events evenly spaced; or every\n"
+    "                        step (and the setup before the first) the same width\n"
     "  --color stack|category  colour the timeline by allocation site (default) or by\n"
     "                        memory category (parameter, gradient, optimizer_state,\n"
     "                        activation, temporary, input, unknown; as memhist report)\n"
@@ -45,6 +48,7 @@ static const char usage[] =
     "  memhist plot run.memhist -o steps.png --steps 10:20 --top 5\n"
     "  memhist plot run.memhist -o oom.png --kind segments --at oom\n"
     "  memhist plot run.memhist -o cat.png --color category\n"
+    "  memhist plot run.memhist -o bysteps.png --x steps\n"
     "  memhist plot rank0.memhist rank1.memhist -o ranks.png\n";
 
 extern const struct mh_cli_command mh__cmd_plot;
@@ -104,8 +108,14 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
             o->x_axis = MH_PLOT_X_TIME;
         else if (strcmp(v, "compressed") == 0)
             o->x_axis = MH_PLOT_X_COMPRESSED;
+        else if (strcmp(v, "events") == 0)
+            o->x_axis = MH_PLOT_X_EVENTS;
+        else if (strcmp(v, "steps") == 0)
+            o->x_axis = MH_PLOT_X_STEPS;
         else
-            return mh__cli_usage_error(&mh__cmd_plot, "--x is 'compressed' or 'time', not '%s'", v);
+            return mh__cli_usage_error(&mh__cmd_plot,
+                                       "--x is 'compressed', 'time', 'events' or 'steps', not '%s'",
+                                       v);
     } else if (strcmp(opt, "--color") == 0 || strcmp(opt, "--colour") == 0) {
         if (strcmp(v, "stack") == 0)
             o->color = MH_PLOT_COLOR_STACK;
@@ -142,7 +152,7 @@ static int check_args(struct plot_args *a);
 static int parse_args(int argc, char **argv, struct plot_args *a)
 {
     static const char *const valued[] = {"--width", "--height", "--at", "--color", "--colour",
-                                         "--kind", "--device", "--top"};
+                                         "--kind", "--device", "--top", "--x"};
     const char *v[sizeof valued / sizeof valued[0]] = {NULL};
     memset(a, 0, sizeof *a);
     const struct mh_cli_opt opts[] = {
@@ -157,6 +167,7 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
         {"kind", 0, MH_OPT_TEXT, &v[5], 0, 0, NULL, NULL},
         {"device", 0, MH_OPT_TEXT, &v[6], 0, 0, NULL, NULL},
         {"top", 0, MH_OPT_TEXT, &v[7], 0, 0, NULL, NULL},
+        {"x", 0, MH_OPT_TEXT, &v[8], 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_plot, argc, argv, opts, &first);
     if (rc)

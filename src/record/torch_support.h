@@ -31,6 +31,15 @@ static inline uint64_t mh__tick_to_ns(const struct mh_tick_fit *f, uint64_t tick
     return f->ns0 + (uint64_t)(int64_t)((double)(int64_t)(ticks - f->ticks0) * f->scale);
 }
 
+/* File name of the frame that names an allocation made with no Python frame
+ * by the torch op that made it (function: the op, e.g. "MmBackward0"); see
+ * src/format/FORMAT.md, "Frames". */
+#define MH_TORCH_INTERNAL_FILE "torch internal"
+/* The op's name from a demangled C++ type or function name, without
+ * namespaces, template arguments or parameters
+ * ("torch::autograd::generated::MmBackward0" -> "MmBackward0"). Returns out. */
+const char *mh__torch_op_short(const char *demangled, char *out, size_t cap);
+
 enum mh_range_kind {
     MH_RANGE_OTHER = 0,
     MH_RANGE_PROFILER_STEP,  /* "ProfilerStep#N" (torch.profiler) */

@@ -27,8 +27,10 @@ enum mh_plot_at { MH_PLOT_AT_PEAK = 0, MH_PLOT_AT_OOM = 1, MH_PLOT_AT_TIME = 2 }
 /* What the timeline's stacked areas are coloured by: allocation site (the
  * top groups at the peak) or memory category (src/analysis/categories.h). */
 enum mh_plot_color { MH_PLOT_COLOR_STACK = 0, MH_PLOT_COLOR_CATEGORY = 1 };
-/* Timeline x axis: time with idle stretches compressed (default), or linear time. */
-enum mh_plot_x { MH_PLOT_X_COMPRESSED = 0, MH_PLOT_X_TIME = 1 };
+/* Timeline x axis: time with idle stretches compressed (default), linear
+ * time, the device's allocator events evenly spaced, or every step (and
+ * the set-up before the first) the same width. */
+enum mh_plot_x { MH_PLOT_X_COMPRESSED = 0, MH_PLOT_X_TIME = 1, MH_PLOT_X_EVENTS = 2, MH_PLOT_X_STEPS = 3 };
 
 #define MH_PLOT_DEFAULT_WIDTH 1280
 #define MH_PLOT_DEFAULT_HEIGHT 760

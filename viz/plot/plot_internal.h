@@ -32,21 +32,45 @@ struct mh__plot_stack {
     uint8_t seen;
 };
 
-/* The compressed time axis (plot_warp.c): stretches with no allocator
- * activity of the device, in time order, each drawn `keep` ns wide. */
+/* The timeline's x axis. --x compressed (plot_warp.c): stretches with no
+ * allocator activity of the device, in time order, each drawn `keep` ns
+ * wide. --x events and --x steps (plot_xmap.c): knots (absolute time,
+ * axis value) joined by straight lines: event i of the device at value i,
+ * or step k of the window from value k to k + 1. */
 #define MH__PLOT_GAPS 32
 #define MH__PLOT_WARP_MIN_EVENTS 200 /* fewer memory events: a linear axis */
+#define MH__PLOT_EVENT_KNOTS 8192
 struct mh__plot_warp {
     int n;
     uint64_t a[MH__PLOT_GAPS], len[MH__PLOT_GAPS]; /* absolute start, length (ns) */
     uint64_t keep;
+    int mode;             /* enum mh_plot_x the knots implement (X_TIME: no knots) */
+    size_t nk, capk;
+    uint64_t *kt;         /* knot times (absolute ns), non-decreasing */
+    double *kv;           /* knot values, non-decreasing */
+    int64_t *kstep;       /* steps: the step starting at the knot (-1 set-up, -2 before the
+                           * first step, INT64_MIN the end) */
+    int64_t lead_step;    /* steps, no boundary in the window: the step it lies in */
+    uint64_t stride, last_t, last_ord; /* events: knot spacing, last event offered */
 };
 void mh__plot_warp_offer(struct mh__plot_warp *w, uint64_t a, uint64_t b);
 void mh__plot_warp_finish(struct mh__plot_warp *w, uint64_t span);
-/* Axis value (warped ns since t0) of an absolute time, and the real ns since
- * t0 of an axis value. A NULL or empty warp is the identity. */
+/* Axis value (warped ns since t0, event ordinal or step position) of an
+ * absolute time, and the real ns since t0 of an axis value. A NULL or
+ * empty warp is the identity. Monotone non-decreasing in t. */
 double mh__plot_warp(const struct mh__plot_warp *w, uint64_t t0, uint64_t t);
 double mh__plot_unwarp(const struct mh__plot_warp *w, uint64_t t0, double v);
+/* --x events: offer the device's memory events of the window in order
+ * (ordinal from 0), then finish with the window's span. */
+int mh__plot_xmap_event(struct mh__plot_warp *w, uint64_t t, uint64_t ordinal);
+int mh__plot_xmap_events_finish(struct mh__plot_warp *w, uint64_t first, uint64_t last);
+/* --x steps: knots from the model's steps of `device` over [first, last];
+ * no step boundary inside the window leaves a time axis (mode X_TIME). */
+int mh__plot_xmap_steps(struct mh__plot_warp *w, const struct mh_model *m, int device,
+                        uint64_t first, uint64_t last);
+double mh__plot_xmap_value(const struct mh__plot_warp *w, uint64_t t);
+double mh__plot_xmap_time(const struct mh__plot_warp *w, uint64_t t0, double v);
+void mh__plot_xmap_free(struct mh__plot_warp *w);
 
 /* Result of pass 1. */
 struct mh__plot_scan {
