@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addrmap.h"
 #include "categories.h"
 #include "canvas.h"
 #include "plot.h"
@@ -72,6 +73,31 @@ double mh__plot_xmap_value(const struct mh__plot_warp *w, uint64_t t);
 double mh__plot_xmap_time(const struct mh__plot_warp *w, uint64_t t0, double v);
 void mh__plot_xmap_free(struct mh__plot_warp *w);
 
+/* Allocation sites (plot_sites.c): the pairs (module scope or metadata,
+ * stack), numbered from 0 in order of appearance; the per-site counters
+ * and groups of the scan are indexed by site. */
+struct mh__plot_sites {
+    struct mh__hmap pairs;   /* (str << 32 | stack) + 1 -> site + 1 */
+    struct mh__hmap live;    /* pass 1: block address -> site + 1 */
+    uint32_t *str, *stack;   /* per site */
+    size_t n, cap;
+    uint64_t scopes;         /* module scope events seen: sites are named by module */
+};
+/* The site of an allocation or free of the device (after mh_model_apply);
+ * `live` maps the pass's live blocks to their sites. */
+int mh__plot_site_of(struct mh__plot_sites *ps, struct mh__hmap *live, const struct mh_model *m,
+                     const struct mh_event *ev, const struct mh_apply_result *res, uint32_t *site);
+/* Pass 2: the site pass 1 gave the same allocation (UINT32_MAX if unknown
+ * or out of memory), keeping the pass's own `live` map. */
+uint32_t mh__plot_site_find(const struct mh__plot_sites *ps, struct mh__hmap *live,
+                            const struct mh_model *m, const struct mh_event *ev,
+                            const struct mh_apply_result *res);
+/* The site's name: its layer (module path up to the block index) when the
+ * recording has module scopes, else its stack's label. Returns buf. */
+const char *mh__plot_site_label(const struct mh_reader *r, const struct mh__plot_sites *ps,
+                                uint32_t site, char *buf, size_t len);
+void mh__plot_sites_free(struct mh__plot_sites *ps);
+
 /* Result of pass 1. */
 struct mh__plot_scan {
     int device, has_device;
@@ -87,8 +113,9 @@ struct mh__plot_scan {
     int has_peak;
     uint64_t max_reserved, max_driver; /* maxima inside the window */
     int has_driver;
-    struct mh__plot_stack *stacks; /* indexed by stack id */
+    struct mh__plot_stack *stacks; /* indexed by site (plot_sites.c) */
     size_t nstacks;
+    struct mh__plot_sites sites;
     uint32_t peak_seq;
     /* groups, largest first; group `ngroups` is everything else. By
      * category: the categories in enum order, `ngroups` being "unknown". */

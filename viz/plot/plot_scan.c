@@ -52,9 +52,14 @@ static struct mh__plot_stack *stack_slot(struct mh__plot_scan *s, uint32_t id)
     return &s->stacks[id];
 }
 
-static int track_stack(struct mh__plot_scan *s, const struct mh_apply_result *res)
+static int track_stack(struct mh__plot_scan *s, const struct mh_event *ev,
+                       const struct mh_apply_result *res)
 {
-    struct mh__plot_stack *st = stack_slot(s, res->block_stack);
+    uint32_t site;
+    int rc = mh__plot_site_of(&s->sites, &s->sites.live, s->model, ev, res, &site);
+    if (rc < 0)
+        return rc;
+    struct mh__plot_stack *st = stack_slot(s, site);
     if (!st)
         return MH_ENOMEM;
     if (st->seq != s->peak_seq) {
@@ -71,7 +76,7 @@ static int on_device_event(struct mh__plot_scan *s, const struct mh_event *ev,
                            const struct mh_apply_result *res, int inside, uint64_t *alloc,
                            uint64_t *reserved)
 {
-    if (res->block_size && res->allocated_delta && track_stack(s, res) < 0)
+    if (res->block_size && res->allocated_delta && track_stack(s, ev, res) < 0)
         return MH_ENOMEM;
     *alloc += (uint64_t)res->allocated_delta;
     *reserved += (uint64_t)res->reserved_delta;
@@ -124,6 +129,7 @@ static int scan_event(void *user, struct mh_session *ses, const struct mh_event 
     if (s->events == 0)
         s->t0 = ev->time_ns;
     s->events++;
+    s->sites.scopes += ev->kind == MH_EV_SCOPE_ENTER;
     int inside = in_window(p->o, s->t0, ev->time_ns, mh_model_current_step(s->model));
     if (inside) {
         if (s->win_events == 0 || ev->time_ns < s->win_first)
@@ -219,6 +225,7 @@ int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct
 void mh__plot_scan_free(struct mh__plot_scan *s)
 {
     free(s->stacks);
+    mh__plot_sites_free(&s->sites);
     mh__plot_xmap_free(&s->warp);
     mh_model_free(s->model);
     memset(s, 0, sizeof *s);
