@@ -18,6 +18,8 @@ static const char *const internal_files[] = {
     "/csu/", "sysdeps/",
     /* the C++ runtime and the loader */
     "libstdc++", "libgcc_s", "ld-linux",
+    /* memhist's own capture */
+    "libmemhist",
 };
 
 /* Function names that start with these belong to framework namespaces. */
@@ -59,7 +61,7 @@ int mh__frame_is_internal(const char *file, const char *func)
     for (size_t i = 0; i < sizeof internal_names / sizeof internal_names[0]; i++)
         if (strcmp(func, internal_names[i]) == 0)
             return 1;
-    if (strcmp(func, "??") == 0 || strncmp(func, "0x", 2) == 0)
+    if (strcmp(func, "??") == 0 || strncmp(func, "0x", 2) == 0 || (!*func && strstr(file, ".so")))
         return 1; /* native code with no symbol */
     return *file == '\0' && *func == '\0';
 }
