@@ -4,7 +4,10 @@
  * the device, the time span of the window, the allocated peak and the bytes
  * each allocation site held at that peak, and ranks the sites into groups;
  * plot_columns.c replays it again (pass 2) into one column per pixel; then
- * plot_timeline.c, plot_strip.c and plot_legend.c draw. With --color
+ * plot_timeline.c, plot_strip.c and plot_legend.c draw. The x axis
+ * (compressed, time, events, steps) is a map from time to an axis value
+ * that pass 1 prepares (plot_warp.c, plot_xmap.c); the coloured groups are
+ * allocation sites or modules (plot_sites.c, plot_rank.c). With --color
  * category, pass 2 also classifies allocations (plot_category.c) and the
  * groups are the memory categories. plot_multi.c stacks one timeline panel
  * per file (rank) into one image. plot_segments.c
@@ -51,7 +54,6 @@ struct mh__plot_warp {
     double *kv;           /* knot values, non-decreasing */
     int64_t *kstep;       /* steps: the step starting at the knot (-1 set-up, -2 before the
                            * first step, INT64_MIN the end) */
-    int64_t lead_step;    /* steps, no boundary in the window: the step it lies in */
     uint64_t stride, last_t, last_ord; /* events: knot spacing, last event offered */
 };
 void mh__plot_warp_offer(struct mh__plot_warp *w, uint64_t a, uint64_t b);

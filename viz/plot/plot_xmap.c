@@ -65,6 +65,7 @@ int mh__plot_xmap_event(struct mh__plot_warp *w, uint64_t t, uint64_t ordinal)
         size_t m = 0;
         for (size_t i = 0; i < w->nk; i += 2) {
             w->kt[m] = w->kt[i];
+            w->kstep[m] = w->kstep[i];
             w->kv[m++] = w->kv[i];
         }
         w->nk = m;
@@ -122,13 +123,10 @@ int mh__plot_xmap_steps(struct mh__plot_warp *w, const struct mh_model *m, int d
     if (rc < 0)
         return rc;
     w->mode = w->nk > 0 ? MH_PLOT_X_STEPS : MH_PLOT_X_TIME; /* no step in the window: time */
-    if (w->nk == 0)
-        w->lead_step = lead;
     return 0;
 }
 
-/* Largest knot index whose value is at most `v` (by value) or whose time
- * is at most `t` (by time); 0 when before the first. */
+/* Largest knot index whose time is at most `t`; 0 when before the first. */
 static size_t knot_at_time(const struct mh__plot_warp *w, uint64_t t)
 {
     size_t lo = 0, hi = w->nk;
