@@ -355,17 +355,19 @@ inline bool own_token(uint64_t token)
  * travels as the token (low bits 10; trie tokens end in 1, context slots in
  * 00) and becomes the one-frame stack "torch internal" / "MmBackward0" on
  * the drain thread. Cost in the tracker: a thread-local read and a
- * reference-count increment, only for allocations with no Python frame. */
+ * reference-count increment, only for allocations with no Python frame.
+ * Outside autograd the frame says so and points to --stacks all. */
 inline bool op_token(uint64_t token)
 {
     return (token & 3) == 2;
 }
 
+/* Token 2 alone (no type): C++ code with no Python frame outside autograd. */
 uint64_t current_op_token()
 {
     auto node = torch::autograd::get_current_node();
     if (!node)
-        return 0;
+        return 2;
     const std::type_info *type = &typeid(*node);
     return (uint64_t)(uintptr_t)type | 2;
 }
@@ -386,7 +388,10 @@ uint32_t resolve_op(mh_recorder *rec, uint64_t token)
         return it->second;
     const auto *type = reinterpret_cast<const std::type_info *>((uintptr_t)(token & ~(uint64_t)3));
     char name[256];
-    mh__torch_op_short(c10::demangle(type->name()).c_str(), name, sizeof name);
+    if (type)
+        mh__torch_op_short(c10::demangle(type->name()).c_str(), name, sizeof name);
+    else
+        snprintf(name, sizeof name, "C++ code with no Python frame (--stacks all names it)");
     int64_t frame = mh_intern_frame(rec, MH_TORCH_INTERNAL_FILE, name, 0);
     uint32_t fid = frame > 0 ? (uint32_t)frame : 0;
     int64_t stack = fid ? mh_intern_stack(rec, &fid, 1) : 0;
