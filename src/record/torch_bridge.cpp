@@ -11,9 +11,8 @@
  * (resolve_ctx) without the GIL. Where the walker cannot run (an unknown
  * CPython layout), torch's gathered contexts are parked in per-thread rings
  * instead and symbolized in batches with torch::symbolize (GIL taken there,
- * never in the tracker). An allocation with no Python frame (autograd's
- * device threads during backward) is named after the autograd node being
- * evaluated (op_token). RecordFunction USER_SCOPE ranges give step markers,
+ * never in the tracker); with no Python frame, the autograd node names the
+ * op (opname.c). RecordFunction USER_SCOPE ranges give step markers,
  * phases and op ranges.
  *
  * Owns: the bridge state (one per process, never destroyed: torch cannot
@@ -38,7 +37,6 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/ApproximateClock.h>
-#include <c10/util/Exception.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/version.h>
@@ -346,64 +344,24 @@ inline bool own_token(uint64_t token)
     return token & 1;
 }
 
-/* ---- op names for allocations with no Python frame ------------------------------ */
-
-/* Autograd runs backward ops on its own device threads, where no Python
- * frame is on the stack: such an allocation is named after the node the
- * engine evaluates on this thread (get_current_node, a thread-local the
- * engine sets around each node). The node's dynamic type, a static object,
- * travels as the token (low bits 10; trie tokens end in 1, context slots in
- * 00) and becomes the one-frame stack "torch internal" / "MmBackward0" on
- * the drain thread. Cost in the tracker: a thread-local read and a
- * reference-count increment, only for allocations with no Python frame.
- * Outside autograd the frame says so and points to --stacks all. */
-inline bool op_token(uint64_t token)
-{
-    return (token & 3) == 2;
-}
-
-/* Token 2 alone (no type): C++ code with no Python frame outside autograd. */
+/* Allocations with no Python frame (opname.c): the type of the autograd
+ * node this thread evaluates as a token ending in binary 10, 2 outside it. */
 uint64_t current_op_token()
 {
     auto node = torch::autograd::get_current_node();
-    if (!node)
-        return 2;
-    const std::type_info *type = &typeid(*node);
-    return (uint64_t)(uintptr_t)type | 2;
+    return node ? (uint64_t)(uintptr_t)&typeid(*node) | 2 : 2;
 }
 
-/* The stack of an op token, interned once per type and recorder. */
-uint32_t resolve_op(mh_recorder *rec, uint64_t token)
+void op_type_name(uint64_t token, char *buf, size_t cap)
 {
-    static std::mutex mu;
-    static std::unordered_map<uint64_t, uint32_t> known;
-    static mh_recorder *known_rec;
-    std::lock_guard<std::mutex> lock(mu);
-    if (known_rec != rec) {
-        known.clear();
-        known_rec = rec;
-    }
-    auto it = known.find(token);
-    if (it != known.end())
-        return it->second;
-    const auto *type = reinterpret_cast<const std::type_info *>((uintptr_t)(token & ~(uint64_t)3));
-    char name[256];
-    if (type)
-        mh__torch_op_short(c10::demangle(type->name()).c_str(), name, sizeof name);
-    else
-        snprintf(name, sizeof name, "C++ code with no Python frame (--stacks all names it)");
-    int64_t frame = mh_intern_frame(rec, MH_TORCH_INTERNAL_FILE, name, 0);
-    uint32_t fid = frame > 0 ? (uint32_t)frame : 0;
-    int64_t stack = fid ? mh_intern_stack(rec, &fid, 1) : 0;
-    uint32_t id = stack > 0 ? (uint32_t)stack : 0;
-    known.emplace(token, id);
-    return id;
+    auto *type = reinterpret_cast<const std::type_info *>((uintptr_t)(token & ~(uint64_t)3));
+    snprintf(buf, cap, "%s", type ? c10::demangle(type->name()).c_str() : "");
 }
 
 uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
 {
-    if (op_token(token))
-        return resolve_op(rec, token);
+    if (mh__torch_op_token(token))
+        return mh__torch_op_stack(rec, token, op_type_name);
     if (own_token(token))
         return mh__stack_resolve(rec, (uint32_t)(token >> 1), name_native, nullptr);
     try {
@@ -421,7 +379,7 @@ uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
 /* Frees released (and dropped) slots in order, so the owner may reuse them. */
 void release_ctx(void *user, uint64_t token)
 {
-    if (own_token(token) || op_token(token))
+    if (token & 3) /* trie nodes and ops own nothing to release */
         return;
     ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
     if (!s)
@@ -574,13 +532,9 @@ void on_trace(const Entry &e)
     bool wants_ctx = kind == MH_EV_ALLOC || kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_MAP ||
                      kind == MH_EV_OOM;
     if (wants_ctx && g.own_stacks) {
-        if (uint32_t node = capture_stack()) {
-            ev.ctx = (uint64_t)node << 1 | 1;
-            ev.flags |= MH_EVF_CTX_TOKEN;
-        } else if (uint64_t op = current_op_token()) {
-            ev.ctx = op;
-            ev.flags |= MH_EVF_CTX_TOKEN;
-        }
+        uint32_t node = capture_stack(); /* none: no Python frame, name the op */
+        ev.ctx = node ? (uint64_t)node << 1 | 1 : current_op_token();
+        ev.flags |= MH_EVF_CTX_TOKEN;
     } else if (e.context_ && wants_ctx && g.stacks != MH_TORCH_STACKS_NONE) {
         slot = park_context(e.context_);
         if (slot) {
