@@ -149,7 +149,7 @@ static int period(const struct mh__plot_scan *s, int has_setup, size_t i, struct
 /* The axis title under the strips, naming the x axis mode. */
 static const char *axis_title(const struct mh__plot_scan *s)
 {
-    if (s->event_order)
+    if (s->event_order && s->warp.mode != MH_PLOT_X_STEPS)
         return "order of events (the snapshot has no times; 1 us apart)";
     switch (s->warp.mode) {
     case MH_PLOT_X_EVENTS:
