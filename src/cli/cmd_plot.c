@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "job_origin.h"
 #include "plot.h"
 
 static const char usage[] =
@@ -19,8 +20,9 @@ static const char usage[] =
     "    curves, the peak, step boundaries, OOMs, and a strip with each step's\n"
     "    peaks and fragmentation.\n"
     "  several FILEs (one per rank): one timeline panel per file, top to\n"
-    "    bottom, on a shared time axis when the runs overlap in time; the rank\n"
-    "    with the highest reserved peak is marked in its title.\n"
+    "    bottom, on a shared time axis when the runs overlap in time, times\n"
+    "    from the job's earliest start (as `memhist report` and `trace` of the\n"
+    "    same files); the rank with the highest reserved peak is marked.\n"
     "  segments: every segment and block of the caching allocator at one\n"
     "    moment, with rounding waste and fragmentation.\n"
     "\n"
@@ -29,7 +31,8 @@ static const char usage[] =
     "  --kind timeline|segments\n"
     "  --device N            device to draw (default: the first one in the file)\n"
     "  --steps A:B           only steps A to B (inclusive; A:, :B or N also work)\n"
-    "  --time A:B            only seconds A to B from the first event\n"
+    "  --time A:B            only seconds A to B from the first event (several\n"
+    "                        files: from the job's earliest start)\n"
     "  --width W --height H  image size in pixels (default 1280x760, at least 400x300);\n"
     "                        with several files, H is per panel (default 520)\n"
     "  --top N               coloured allocation sites in the timeline (default 8, max 16)\n"
@@ -287,6 +290,8 @@ static int run(int argc, char **argv)
     for (size_t i = 0; i < a.nfiles && rc == 0; i++)
         if (mh__session_open(a.files[i], &s[i]) < 0)
             rc = MH_EXIT_FAIL;
+    if (rc == 0 && a.nfiles > 1 && mh__job_origin(a.files, a.nfiles, &a.opts.origin_ns) < 0)
+        rc = MH_EXIT_FAIL;
     if (rc == 0)
         rc = a.nfiles == 1 ? render(&a, s[0]) : render_ranks(&a, s);
     for (size_t i = 0; i < a.nfiles; i++)

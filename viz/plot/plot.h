@@ -54,6 +54,9 @@ struct mh_plot_opts {
     int x_axis;                /* enum mh_plot_x, for the timeline */
     const char *name;          /* file name for the title (borrowed); NULL = none */
     const char *note;          /* appended to the title line (borrowed); NULL = none */
+    /* several files of one job: times (axis, --time, --at) count from this
+     * instant, the job's start (src/analysis/job_origin.h); 0 = the first event */
+    uint64_t origin_ns;
 };
 
 /* What the plot saw, for the caller's messages. */
@@ -78,7 +81,8 @@ int mh__plot_render(struct mh_session *r, const struct mh_plot_opts *opts, struc
  * MH_PLOT_RANK_HEIGHT) with its own title naming names[i]. When every run's
  * window shares an instant, the panels share one time axis (times from the
  * earliest first event); otherwise each has its own. The run with the
- * highest reserved peak is marked in its title. Timeline only (MH_EINVAL
+ * highest reserved peak is marked in its title. With opts->origin_ns every
+ * panel's times count from it. Timeline only (MH_EINVAL
  * for MH_PLOT_SEGMENTS). `res`, if not NULL, has n entries. */
 #define MH_PLOT_RANK_HEIGHT 520
 int mh__plot_render_ranks(struct mh_session *const *sessions, const char *const *names, size_t n,

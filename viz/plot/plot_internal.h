@@ -55,7 +55,8 @@ struct mh__plot_scan {
     int read_error;
     int event_order;          /* times only order the events (an imported snapshot
                                * without time_us, meta synthetic_times) */
-    uint64_t t0;              /* time of the first event */
+    uint64_t t0;              /* time of the first event, or the job's start */
+    int from_job_start;       /* t0 is the job's start (opts origin_ns) */
     uint64_t win_first, win_last; /* span of the events in the window (absolute ns) */
     uint64_t win_events;      /* events in the window (any device) */
     uint64_t dev_events;      /* memory events of the device in the window */
