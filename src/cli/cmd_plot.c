@@ -23,6 +23,9 @@ static const char usage[] =
     "    bottom, on a shared time axis when the runs overlap in time, times\n"
     "    from the job's earliest start (as `memhist report` and `trace` of the\n"
     "    same files); the rank with the highest reserved peak is marked.\n"
+    "    With 8 files or more the panels give way to a heat map of peak\n"
+    "    reserved per rank (rows) and step (columns), the worst cell outlined,\n"
+    "    above the timeline of the worst rank (--ranks chooses).\n"
     "  segments: every segment and block of the caching allocator at one\n"
     "    moment, with rounding waste and fragmentation.\n"
     "\n"
@@ -42,13 +45,16 @@ static const char usage[] =
     "                        memory category (parameter, gradient, optimizer_state,\n"
     "                        activation, temporary, input, unknown; as memhist report)\n"
     "  --at peak|oom|SECONDS moment of the segment view (default: the allocated peak)\n"
+    "  --ranks panels|heatmap  several files: a panel per file, or the heat map and\n"
+    "                        the worst rank's panel (default: heatmap from 8 files)\n"
     "\n"
     "examples:\n"
     "  memhist plot run.memhist -o run.png\n"
     "  memhist plot run.memhist -o steps.png --steps 10:20 --top 5\n"
     "  memhist plot run.memhist -o oom.png --kind segments --at oom\n"
     "  memhist plot run.memhist -o cat.png --color category\n"
-    "  memhist plot rank0.memhist rank1.memhist -o ranks.png\n";
+    "  memhist plot rank0.memhist rank1.memhist -o ranks.png\n"
+    "  memhist plot run.memhist.rank* -o job.png --ranks heatmap\n";
 
 extern const struct mh_cli_command mh__cmd_plot;
 
@@ -131,6 +137,14 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
             return mh__cli_usage_error(&mh__cmd_plot, "--device needs a device index, not '%s'", v);
         o->has_device = 1;
         o->device = (int)n;
+    } else if (strcmp(opt, "--ranks") == 0) {
+        if (strcmp(v, "panels") == 0)
+            o->ranks_view = MH_PLOT_RANKS_PANELS;
+        else if (strcmp(v, "heatmap") == 0)
+            o->ranks_view = MH_PLOT_RANKS_HEATMAP;
+        else
+            return mh__cli_usage_error(&mh__cmd_plot, "--ranks is 'panels' or 'heatmap', not '%s'",
+                                       v);
     } else if (strcmp(opt, "--top") == 0) {
         if (mh__cli_parse_uint(v, 1, MH_PLOT_MAX_TOP, &n) != 0)
             return mh__cli_usage_error(&mh__cmd_plot, "--top needs a number in 1..%d, not '%s'",
@@ -145,7 +159,7 @@ static int check_args(struct plot_args *a);
 static int parse_args(int argc, char **argv, struct plot_args *a)
 {
     static const char *const valued[] = {"--width", "--height", "--at", "--color", "--colour",
-                                         "--kind", "--device", "--top"};
+                                         "--kind", "--device", "--top", "--ranks"};
     const char *v[sizeof valued / sizeof valued[0]] = {NULL};
     memset(a, 0, sizeof *a);
     const struct mh_cli_opt opts[] = {
@@ -160,6 +174,7 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
         {"kind", 0, MH_OPT_TEXT, &v[5], 0, 0, NULL, NULL},
         {"device", 0, MH_OPT_TEXT, &v[6], 0, 0, NULL, NULL},
         {"top", 0, MH_OPT_TEXT, &v[7], 0, 0, NULL, NULL},
+        {"ranks", 0, MH_OPT_TEXT, &v[8], 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_plot, argc, argv, opts, &first);
     if (rc)
@@ -199,6 +214,8 @@ static int check_args(struct plot_args *a)
     if (a->opts.color != MH_PLOT_COLOR_STACK && a->opts.kind == MH_PLOT_SEGMENTS)
         return mh__cli_usage_error(&mh__cmd_plot, "--color applies to the timeline, not to "
                                                   "--kind segments");
+    if (a->opts.ranks_view != MH_PLOT_RANKS_AUTO && a->nfiles < 2)
+        return mh__cli_usage_error(&mh__cmd_plot, "--ranks applies to several files");
     if (a->opts.at != MH_PLOT_AT_PEAK && a->opts.kind != MH_PLOT_SEGMENTS)
         return mh__cli_usage_error(&mh__cmd_plot, "--at applies to --kind segments");
     if ((a->opts.width && a->opts.width < MH_PLOT_MIN_WIDTH) ||

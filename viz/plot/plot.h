@@ -27,6 +27,11 @@ enum mh_plot_at { MH_PLOT_AT_PEAK = 0, MH_PLOT_AT_OOM = 1, MH_PLOT_AT_TIME = 2 }
 /* What the timeline's stacked areas are coloured by: allocation site (the
  * top groups at the peak) or memory category (src/analysis/categories.h). */
 enum mh_plot_color { MH_PLOT_COLOR_STACK = 0, MH_PLOT_COLOR_CATEGORY = 1 };
+/* How several files are drawn: a timeline panel each below
+ * MH_PLOT_HEATMAP_RANKS files (auto), else a heat map of peak reserved per
+ * rank and step above the timeline of the worst rank; or either on request. */
+enum mh_plot_ranks { MH_PLOT_RANKS_AUTO = 0, MH_PLOT_RANKS_PANELS = 1, MH_PLOT_RANKS_HEATMAP = 2 };
+#define MH_PLOT_HEATMAP_RANKS 8
 /* Timeline x axis: time with idle stretches compressed (default), or linear time. */
 enum mh_plot_x { MH_PLOT_X_COMPRESSED = 0, MH_PLOT_X_TIME = 1 };
 
@@ -57,6 +62,7 @@ struct mh_plot_opts {
     /* several files of one job: times (axis, --time, --at) count from this
      * instant, the job's start (src/analysis/job_origin.h); 0 = the first event */
     uint64_t origin_ns;
+    int ranks_view;            /* enum mh_plot_ranks, for several files */
 };
 
 /* What the plot saw, for the caller's messages. */
@@ -82,7 +88,10 @@ int mh__plot_render(struct mh_session *r, const struct mh_plot_opts *opts, struc
  * window shares an instant, the panels share one time axis (times from the
  * earliest first event); otherwise each has its own. The run with the
  * highest reserved peak is marked in its title. With opts->origin_ns every
- * panel's times count from it. Timeline only (MH_EINVAL
+ * panel's times count from it. With MH_PLOT_HEATMAP_RANKS files or more
+ * (opts->ranks_view) the image is instead a heat map of peak reserved per
+ * rank and step, the worst cell outlined, above the worst rank's timeline
+ * panel. The files' first passes run in parallel. Timeline only (MH_EINVAL
  * for MH_PLOT_SEGMENTS). `res`, if not NULL, has n entries. */
 #define MH_PLOT_RANK_HEIGHT 520
 int mh__plot_render_ranks(struct mh_session *const *sessions, const char *const *names, size_t n,
