@@ -3,6 +3,8 @@
  * files (ranks), one timeline panel per file in one image. Parses options,
  * opens the files and hands over to viz/plot/plot.h, which does the drawing. */
 #include <errno.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,6 +276,31 @@ static int render(struct plot_args *a, struct mh_session *ses)
     return rc;
 }
 
+/* "2026-11-24 13:16:16.907 UTC". */
+static const char *utc_text(uint64_t ns, char buf[40])
+{
+    time_t sec = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    if (!gmtime_r(&sec, &tm) || !strftime(buf, 40, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(buf, 40, "?");
+    else
+        snprintf(buf + strlen(buf), 40 - strlen(buf), ".%03u UTC",
+                 (unsigned)(ns / 1000000ull % 1000));
+    return buf;
+}
+
+/* The time origin and the worst rank's marked peak, as the image shows them. */
+static void say_worst(const struct plot_args *a, const struct mh_plot_result *res)
+{
+    char b[32], t[32], u[40];
+    mh__cli_status("times from the job's earliest start, %s", utc_text(a->opts.origin_ns, u));
+    for (size_t i = 0; i < a->nfiles; i++)
+        if (res[i].worst && res[i].has_peak)
+            mh__cli_status("worst rank by peak reserved: %s; its allocated peak %s at %s",
+                           a->files[i], mh__cli_bytes(res[i].peak_allocated, b),
+                           mh__cli_duration(res[i].peak_since_ns, t));
+}
+
 /* Several files: one panel per rank. */
 static int render_ranks(struct plot_args *a, struct mh_session **ses)
 {
@@ -292,6 +319,8 @@ static int render_ranks(struct plot_args *a, struct mh_session **ses)
         for (size_t i = 0; i < a->nfiles; i++)
             all_empty &= res[i].empty;
         rc = write_image(a, &sink, all_empty);
+        if (rc == 0)
+            say_worst(a, res);
     }
     mh__sink_free(&sink);
     return rc;

@@ -71,6 +71,11 @@ struct mh_plot_result {
     uint64_t events;           /* events read per pass */
     int read_error;            /* negative code if the file is damaged (events before it were used) */
     int empty;                 /* the image holds a message instead of a plot */
+    /* the allocated peak the timeline marks, and its time as labelled (from
+     * the first event, or from the job's start with opts->origin_ns) */
+    int has_peak;
+    uint64_t peak_allocated, peak_since_ns;
+    int worst;                 /* several files: marked as the worst rank */
 };
 
 /* Draws the plot and writes it to `out` as PNG. Returns 0 or a negative

@@ -189,7 +189,8 @@ static int draw_panel(struct mh_canvas *img, int y, int h, struct mh_session *r,
     return rc;
 }
 
-static void fill_results(const struct mh__plot_scan *scans, size_t n, struct mh_plot_result *res)
+static void fill_results(const struct mh__plot_scan *scans, size_t n, size_t worst,
+                         struct mh_plot_result *res)
 {
     for (size_t i = 0; res && i < n; i++) {
         const struct mh__plot_scan *s = &scans[i];
@@ -198,6 +199,10 @@ static void fill_results(const struct mh__plot_scan *scans, size_t n, struct mh_
         res[i].events = s->events;
         res[i].read_error = s->read_error;
         res[i].empty = !drawable(s);
+        res[i].has_peak = s->has_peak;
+        res[i].peak_allocated = s->peak.value;
+        res[i].peak_since_ns = s->peak.time_ns > s->t0 ? s->peak.time_ns - s->t0 : 0;
+        res[i].worst = i == worst;
     }
 }
 
@@ -219,10 +224,11 @@ static int worst_panel(struct mh_canvas *img, int y, int h, size_t i, size_t n, 
 
 static int draw_all(struct mh_session *const *rd, const char *const *names, size_t n,
                     struct mh_plot_opts *opts, struct mh__plot_scan *scans, int w, int h,
-                    struct mh_sink *out)
+                    struct mh_sink *out, size_t *worst_out)
 {
     struct axis_plan p;
     plan(scans, n, &p);
+    *worst_out = p.worst;
     struct mh_canvas img;
     int heat = heat_view(n, opts);
     int rc = mh__canvas_init(&img, w, (int)image_height(n, opts, h), MH_COL_BG);
@@ -230,6 +236,7 @@ static int draw_all(struct mh_session *const *rd, const char *const *names, size
         size_t worst = p.worst < n ? p.worst : 0;
         int hy = mh__plot_heatmap_height(n);
         rc = mh__plot_heatmap(&img, 0, scans, rd, names, n, &worst);
+        *worst_out = worst;
         p.shared = 0; /* one panel: its own window */
         if (rc == 0)
             rc = worst_panel(&img, hy, h, worst, n, 1, rd[worst], &opts[worst], &scans[worst], &p);
@@ -265,10 +272,11 @@ int mh__plot_render_ranks(struct mh_session *const *sessions, const char *const 
         each[i].height = h;
         each[i].note = NULL;
     }
+    size_t worst = n;
     rc = scan_all(sessions, names, n, each, scans, err, errlen);
     if (rc == 0)
-        rc = draw_all(sessions, names, n, each, scans, w, h, out);
-    fill_results(scans, n, res);
+        rc = draw_all(sessions, names, n, each, scans, w, h, out, &worst);
+    fill_results(scans, n, worst, res);
     for (size_t i = 0; i < n; i++)
         mh__plot_scan_free(&scans[i]);
     free(scans);
