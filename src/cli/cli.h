@@ -118,6 +118,12 @@ struct mh_cli_multi {
     int no_worst;
     int (*each)(void *user, const struct mh_analysis *a, size_t i, size_t n, struct mh_json *j);
     void *user;
+    /* optional: a file's work that prints nothing, run on the worker thread
+     * right after its replay (so in parallel across files; `user` only
+     * read): it keeps its result in a->prepared for `each`, and `discard`
+     * frees it. Returns 0 or MH_E* (the file then fails with that code). */
+    int (*prepare)(void *user, struct mh_analysis *a);
+    void (*discard)(struct mh_analysis *a);
 };
 int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);
 

@@ -39,6 +39,13 @@ struct pool {
     int *state;               /* per file: 0 pending, 1 ready, < 0 failed */
 };
 
+static void close_file(const struct mh_cli_multi *m, struct mh_analysis *a)
+{
+    if (m->discard)
+        m->discard(a);
+    mh__analysis_close(a);
+}
+
 static void *worker(void *arg)
 {
     struct pool *p = arg;
@@ -50,7 +57,12 @@ static void *worker(void *arg)
             break;
         size_t i = p->next++;
         pthread_mutex_unlock(&p->mu);
-        int rc = mh__analysis_open(p->paths[i], p->m->want, &p->slot[i % p->window]);
+        struct mh_analysis *a = &p->slot[i % p->window];
+        int rc = mh__analysis_open(p->paths[i], p->m->want, a);
+        if (rc == 0 && p->m->prepare && (rc = p->m->prepare(p->m->user, a)) < 0) {
+            mh__cli_error("%s: %s", p->paths[i], mh_strerror(rc));
+            close_file(p->m, a);
+        }
         pthread_mutex_lock(&p->mu);
         p->state[i] = rc < 0 ? rc : 1;
         pthread_cond_broadcast(&p->cv);
@@ -74,7 +86,7 @@ static struct mh_analysis *take(struct pool *p, size_t i, int *rc)
 static void release(struct pool *p, size_t i)
 {
     if (p->state[i] == 1)
-        mh__analysis_close(&p->slot[i % p->window]);
+        close_file(p->m, &p->slot[i % p->window]);
     pthread_mutex_lock(&p->mu);
     p->consumed = i + 1;
     pthread_cond_broadcast(&p->cv);
@@ -171,7 +183,7 @@ static int run_pool(struct pool *p, uint64_t origin, struct mh_rank_row *rows)
         pthread_join(tid[i], NULL);
     for (size_t i = p->consumed; i < p->next; i++)
         if (p->state[i] == 1)
-            mh__analysis_close(&p->slot[i % p->window]);
+            close_file(p->m, &p->slot[i % p->window]);
     return rc;
 }
 
