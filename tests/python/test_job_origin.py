@@ -133,6 +133,8 @@ def main():
         check(rc == 0 and "allocated peak 40.00 MiB at %s" % duration(expect[1]) in err,
               "plot marks rank 1's peak at %s (%s)" % (duration(expect[1]), err.strip()))
         check_trace(os.path.join(tmp, "job.json"), files, expect)
+        rc, _, err = run("trace", *files, "--into", files[0], "-o", os.path.join(tmp, "x.json"))
+        check(rc == 2 and "--into takes one FILE" in err, "trace --into with two files is a usage error")
 
         rc, out, _ = run("report", "--json", files[1])
         one = json.loads(out)["ranks"][0]["peak_allocated"]["since_job_start_ns"] if rc == 0 else -1
