@@ -51,6 +51,7 @@ static uint32_t heat_color(double f)
 }
 
 struct heat {
+    const struct mh_plot_opts *o; /* its --steps window limits the columns */
     size_t n, ncols;
     int64_t first_step; /* step of column 0 */
     int64_t per_col;    /* steps per column */
@@ -111,6 +112,11 @@ static int row_order(struct mh_session *const *rd, const char *const *names, siz
     return 0;
 }
 
+static int in_window(const struct mh_plot_opts *o, int64_t step)
+{
+    return step >= 0 && (!o->has_steps || (step >= o->step_lo && step <= o->step_hi));
+}
+
 static int has_steps(const struct mh__plot_scan *s)
 {
     return s->model && s->has_device && mh_model_step_count(s->model, s->device) > 0;
@@ -118,14 +124,15 @@ static int has_steps(const struct mh__plot_scan *s)
 
 /* The range of step numbers of every rank (steps before the first, < 0,
  * are left out). Returns 0 when no rank has a step. */
-static int step_range(const struct mh__plot_scan *scans, size_t n, int64_t *lo, int64_t *hi)
+static int step_range(const struct mh_plot_opts *o, const struct mh__plot_scan *scans, size_t n,
+                      int64_t *lo, int64_t *hi)
 {
     int any = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = has_steps(&scans[i]) ? mh_model_step_count(scans[i].model, scans[i].device) : 0;
         for (size_t j = 0; j < k; j++) {
             struct mh_step_stats st;
-            if (mh_model_step(scans[i].model, scans[i].device, j, &st) != 0 || st.step < 0)
+            if (mh_model_step(scans[i].model, scans[i].device, j, &st) != 0 || !in_window(o, st.step))
                 continue;
             *lo = any && *lo < st.step ? *lo : st.step;
             *hi = any && *hi > st.step ? *hi : st.step;
@@ -140,7 +147,8 @@ static void fill_row(struct heat *h, size_t row, const struct mh__plot_scan *s)
     size_t k = has_steps(s) ? mh_model_step_count(s->model, s->device) : 0;
     for (size_t j = 0; j < k; j++) {
         struct mh_step_stats st;
-        if (mh_model_step(s->model, s->device, j, &st) != 0 || st.step < h->first_step)
+        if (mh_model_step(s->model, s->device, j, &st) != 0 || !in_window(h->o, st.step) ||
+            st.step < h->first_step)
             continue;
         size_t col = (size_t)((st.step - h->first_step) / h->per_col);
         if (col >= h->ncols || st.peak_reserved <= h->cell[row * h->ncols + col])
@@ -157,13 +165,14 @@ static void fill_row(struct heat *h, size_t row, const struct mh__plot_scan *s)
 }
 
 /* Builds the cells for a grid `width` pixels wide. */
-static int heat_build(struct heat *h, const struct mh__plot_scan *scans,
+static int heat_build(struct heat *h, const struct mh_plot_opts *o, const struct mh__plot_scan *scans,
                       struct mh_session *const *rd, const char *const *names, size_t n, int width)
 {
     int64_t lo = 0, hi = 0;
     memset(h, 0, sizeof *h);
     h->n = n;
-    if (!step_range(scans, n, &lo, &hi))
+    h->o = o;
+    if (!step_range(o, scans, n, &lo, &hi))
         return 0;
     uint64_t steps = (uint64_t)(hi - lo) + 1;
     h->per_col = (int64_t)((steps + (uint64_t)width - 1) / (uint64_t)width);
@@ -316,17 +325,19 @@ static void heat_title(struct mh_canvas *c, const struct heat *h, struct mh_sess
     mh__canvas_text_fit(c, 12, y + 34, sub, MH_COL_MUTED, 1, c->width - 24);
 }
 
-int mh__plot_heatmap(struct mh_canvas *c, int y, struct mh__plot_scan *scans,
-                     struct mh_session *const *rd, const char *const *names, size_t n,
-                     size_t *worst)
+int mh__plot_heatmap(struct mh_canvas *c, int y, const struct mh_plot_opts *o,
+                     struct mh__plot_scan *scans, struct mh_session *const *rd,
+                     const char *const *names, size_t n, size_t *worst)
 {
     struct heat h;
     int gx = HEAT_LEFT, gw = c->width - HEAT_LEFT - HEAT_RIGHT, rh = row_height(n);
-    int rc = heat_build(&h, scans, rd, names, n, gw);
+    int rc = heat_build(&h, o, scans, rd, names, n, gw);
     if (rc < 0)
         return rc;
     if (!h.cell) {
-        mh__canvas_text(c, 12, y + 10, "memhist heat map: no rank has step markers", MH_COL_TEXT, 2);
+        mh__canvas_text(c, 12, y + 10, o->has_steps ? "memhist heat map: no rank has these steps"
+                                                    : "memhist heat map: no rank has step markers",
+                        MH_COL_TEXT, 2);
         return 0;
     }
     int gy = y + MH__PLOT_TOP + 12;

@@ -200,13 +200,14 @@ void mh__plot_markers(struct mh_canvas *c, const struct mh__plot_scan *s,
                       const struct mh__plot_frame *f, int y0, int y1, int labels);
 
 /* The heat map of several ranks (plot_heat.c): peak reserved per rank (row)
- * and step (column) from each scan's model, drawn across the canvas from
- * row `y`, mh__plot_heatmap_height(n) pixels tall. *worst: the row of the
- * largest cell (left alone when no rank has steps). */
+ * and step (column; the steps of o's --steps window) from each scan's model,
+ * drawn across the canvas from pixel row `y`, mh__plot_heatmap_height(n)
+ * pixels tall. *worst: the file of the largest cell (left alone when no
+ * rank has steps). */
 int mh__plot_heatmap_height(size_t n);
-int mh__plot_heatmap(struct mh_canvas *c, int y, struct mh__plot_scan *scans,
-                     struct mh_session *const *rd, const char *const *names, size_t n,
-                     size_t *worst);
+int mh__plot_heatmap(struct mh_canvas *c, int y, const struct mh_plot_opts *o,
+                     struct mh__plot_scan *scans, struct mh_session *const *rd,
+                     const char *const *names, size_t n, size_t *worst);
 
 /* The segment view (plot_segments.c). */
 int mh__plot_segments(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,

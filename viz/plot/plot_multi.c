@@ -235,7 +235,7 @@ static int draw_all(struct mh_session *const *rd, const char *const *names, size
     if (rc == 0 && heat) {
         size_t worst = p.worst < n ? p.worst : 0;
         int hy = mh__plot_heatmap_height(n);
-        rc = mh__plot_heatmap(&img, 0, scans, rd, names, n, &worst);
+        rc = mh__plot_heatmap(&img, 0, &opts[0], scans, rd, names, n, &worst);
         *worst_out = worst;
         p.shared = 0; /* one panel: its own window */
         if (rc == 0)
