@@ -7,7 +7,9 @@ job), then checks that the same allocated peak has the same time, counted
 from the earlier header's start, in `report --json` (rank table and per-file
 text), `plot` (what it says it marked) and `trace` (the counter's timestamp,
 with an instant at 0 marking the job's start); and that a single file still
-counts from its own first event. Environment: MEMHIST, MH_BINARY_DIR."""
+counts from its own first event, and that simulated runs (whose events
+predate their headers) start at their first events. Environment: MEMHIST,
+MH_BINARY_DIR."""
 import ctypes
 import json
 import os
@@ -103,6 +105,21 @@ def check_trace(out, files, expect):
               "trace: rank %d's allocated peak at %.3f ms from the job's start (want %.3f)" % (rank, got / 1e6, want / 1e6))
 
 
+def check_simulated(tmp):
+    """Simulated runs' events predate their headers' start: each starts at its first event."""
+    files = [os.path.join(tmp, "sim.memhist.rank%d" % r) for r in (0, 1)]
+    for r, f in enumerate(files):
+        rc, _, err = run("simulate", "--seed", str(r + 1), "--steps", "2", "-o", f)
+        check(rc == 0, "simulated rank %d (%s)" % (r, err.strip()[:80]))
+    infos = [json.loads(run("info", "--json", f)[1]) for f in files]
+    firsts = [i["first_time_ns"] for i in infos]
+    check(all(int(i["meta"]["start_ns"]) > t for i, t in zip(infos, firsts)),
+          "the simulated files' headers start after their events")
+    rc, out, _ = run("report", "--json", *files)
+    got = json.loads(out)["spread"]["job_start_time_ns"] if rc == 0 else -1
+    check(got == min(firsts), "simulated: the job starts at the earliest first event (%d)" % got)
+
+
 def main():
     if not os.path.exists(MEMHIST) or not os.path.exists(os.path.join(BIN, "libmemhist.so")):
         print("skip: memhist or libmemhist.so not built")
@@ -136,6 +153,7 @@ def main():
         rc, _, err = run("trace", *files, "--into", files[0], "-o", os.path.join(tmp, "x.json"))
         check(rc == 2 and "--into takes one FILE" in err, "trace --into with two files is a usage error")
 
+        check_simulated(tmp)
         rc, out, _ = run("report", "--json", files[1])
         one = json.loads(out)["ranks"][0]["peak_allocated"]["since_job_start_ns"] if rc == 0 else -1
         check(one == peaks[1] - (now + 1_300_000_000 + 7_000_000),
