@@ -147,22 +147,29 @@ static int period(const struct mh__plot_scan *s, int has_setup, size_t i, struct
 }
 
 /* The axis title under the strips, naming the x axis mode. */
-static const char *axis_title(const struct mh__plot_scan *s)
+static void axis_title(const struct mh__plot_scan *s, char *buf, size_t len)
 {
-    if (s->event_order && s->warp.mode != MH_PLOT_X_STEPS)
-        return "order of events (the snapshot has no times; 1 us apart)";
+    const char *since = s->from_job_start ? "time since the job's start (the earliest recording)"
+                                          : "time since the first event";
+    if (s->event_order && s->warp.mode != MH_PLOT_X_STEPS) {
+        snprintf(buf, len, "order of events (the snapshot has no times; 1 us apart)");
+        return;
+    }
     switch (s->warp.mode) {
     case MH_PLOT_X_EVENTS:
-        return s->warp.n ? "allocator events of the device, evenly spaced (breaks: idle stretches; "
-                           "--x time for time)"
-                         : "allocator events of the device, evenly spaced (--x time for time)";
+        snprintf(buf, len, "allocator events of the device, evenly spaced (%s--x time for time)",
+                 s->warp.n ? "breaks: idle stretches; " : "");
+        break;
     case MH_PLOT_X_STEPS:
-        return "steps, each the same width (setup: before the first step; --x time for time)";
+        snprintf(buf, len, "steps, each the same width (setup: before the first step; --x time "
+                           "for time)");
+        break;
     case MH_PLOT_X_COMPRESSED:
-        return "time since the first event (hatched: idle stretches, compressed; --x time for "
-               "a linear axis)";
+        snprintf(buf, len, "%s (hatched: idle stretches, compressed; --x time for a linear axis)",
+                 since);
+        break;
     default:
-        return "time since the first event";
+        snprintf(buf, len, "%s", since);
     }
 }
 
@@ -200,7 +207,8 @@ void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
     mh__plot_markers(c, s, f, y1, y2 + h - 1, 0);
     if (n == 0)
         mh__canvas_text(c, f->x + 8, y1 + 4, "no step markers in this run", MH_COL_MUTED, 1);
-    const char *axis = axis_title(s);
+    char axis[192];
+    axis_title(s, axis, sizeof axis);
     int w = mh__font_text_width(axis, 1);
     mh__canvas_text(c, f->x + (f->w - w) / 2, y2 + h + 8, axis, MH_COL_MUTED, 1);
 }
