@@ -75,12 +75,15 @@ static void draw_breaks(struct mh_canvas *c, const struct mh__plot_scan *s,
 {
     if (s->warp.mode != MH_PLOT_X_EVENTS && s->warp.mode != MH_PLOT_X_COMPRESSED)
         return;
+    int last = -1000; /* marks at least 16 pixels apart: a run of short cuts is one mark */
     for (int i = 0; i < s->warp.n; i++) {
         double a = mh__plot_warp(&s->warp, s->t0, s->warp.a[i]);
         double b = mh__plot_warp(&s->warp, s->t0, s->warp.a[i] + s->warp.len[i]);
         int x = mh__plot_axis_px(&f->tx, (a + b) / 2);
-        if (x > f->x + 3 && x < f->x + f->w - 4)
+        if (x > f->x + 3 && x < f->x + f->w - 4 && x - last >= 16) {
             axis_break(c, f, x);
+            last = x;
+        }
     }
 }
 
