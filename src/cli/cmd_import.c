@@ -280,7 +280,9 @@ const struct mh_cli_command mh__cmd_import = {
              "`memhist report`, `plot` and `snapshot` on the output end at exactly the\n"
              "snapshot's segments. Steps and phases come from the Optimizer.step# and\n"
              "ProfilerStep# annotations as in a live recording. Every field torch wrote is\n"
-             "kept, and `memhist snapshot` writes it back.\n"
+             "kept, and `memhist snapshot` writes it back. Large snapshots are read record\n"
+             "by record (memory follows the largest record, not the file; the trace goes to\n"
+             "a temporary file in $TMPDIR or /tmp), with progress on a terminal.\n"
              "\n"
              "options:\n"
              "  -o, --output PATH    the .memhist file to write ('-' = stdout)\n",
