@@ -14,6 +14,7 @@
 void mh__cli_error(const char *fmt, ...)
 {
     va_list ap;
+    mh__cli_progress_clear();
     fputs("memhist: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
@@ -24,10 +25,17 @@ void mh__cli_error(const char *fmt, ...)
 /* The status lines of the running command (see mh__cli_status). */
 static char status[4][512];
 static size_t nstatus;
+static int quiet;
+
+void mh__cli_set_quiet(void)
+{
+    quiet = 1;
+    mh__cli_progress_off();
+}
 
 void mh__cli_status(const char *fmt, ...)
 {
-    if (nstatus == sizeof status / sizeof status[0])
+    if (quiet || nstatus == sizeof status / sizeof status[0])
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -45,6 +53,7 @@ void mh__cli_print_status(void)
 int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
 {
     va_list ap;
+    mh__cli_progress_clear();
     fprintf(stderr, "memhist %s: ", cmd->name);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
