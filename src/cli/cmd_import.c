@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "snapshot_import.h"
@@ -15,7 +14,7 @@
 extern const struct mh_cli_command mh__cmd_import;
 
 #define MAX_INPUT (16ull << 30)
-#define LARGE_INPUT (32u << 20) /* progress and the read-whole note from here on */
+#define LARGE_INPUT (32u << 20) /* the read-whole note from here on */
 
 /* Opens the input: a regular file, a pipe or stdin. Directories and devices
  * are refused (a device such as /dev/zero never ends). */
@@ -136,28 +135,6 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
     return 0;
 }
 
-/* Progress of a long import on a terminal: a line redrawn every 5 %. */
-struct progress {
-    int on, last;
-};
-
-static void progress(void *ctx, uint64_t done, uint64_t total)
-{
-    struct progress *p = ctx;
-    int pct = total ? (int)(done * 100 / total) : 100;
-    if (!p->on || pct / 5 == p->last / 5)
-        return;
-    p->last = pct;
-    fprintf(stderr, "\rmemhist: importing: %3d%% of %.0f MB", pct, (double)total / 1e6);
-    fflush(stderr);
-}
-
-static void progress_end(struct progress *p)
-{
-    if (p->on && p->last >= 0)
-        fprintf(stderr, "\r%*s\r", 40, "");
-}
-
 static void print_summary(const char *out, const struct mh_import_info *info, size_t len)
 {
     mh__cli_status("wrote %s: %llu trace entries on %d device(s), %llu segments and %llu live "
@@ -216,14 +193,11 @@ static int convert(const char *in, const unsigned char *data, size_t len, int ma
         return rc;
     }
     char err[256] = "";
-    struct progress pr = {len >= LARGE_INPUT && isatty(2), -1};
     struct mh_import_opts o;
     memset(&o, 0, sizeof o);
     o.mapped = mapped;
-    o.progress = progress;
-    o.ctx = &pr;
+    o.name = in;
     rc = mh__snapshot_import_with(data, len, &o, w, info, err, sizeof err);
-    progress_end(&pr);
     int crc = mh_writer_close(w);
     int errnum = errno;
     if (crc == MH_EIO) /* the output failed: say why, whatever the import met after */
@@ -282,7 +256,7 @@ const struct mh_cli_command mh__cmd_import = {
              "ProfilerStep# annotations as in a live recording. Every field torch wrote is\n"
              "kept, and `memhist snapshot` writes it back. Large snapshots are read record\n"
              "by record (memory follows the largest record, not the file; the trace goes to\n"
-             "a temporary file in $TMPDIR or /tmp), with progress on a terminal.\n"
+             "a temporary file in $TMPDIR or /tmp).\n"
              "\n"
              "options:\n"
              "  -o, --output PATH    the .memhist file to write ('-' = stdout)\n",

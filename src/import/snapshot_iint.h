@@ -104,10 +104,15 @@ struct mh__imp {
     unsigned entry_keys; /* MH__IK_* bits: optional keys torch wrote on every entry */
     uint64_t t_start;        /* time of the preexisting events */
     size_t seg_cur, blk_cur; /* per-device cursors into the sorted arrays */
+    struct mh_progress progress;
+    char what[300];          /* the piece of work being reported */
+    uint64_t units, units_total, units_told;
     /* caches: tree node pointer -> interned id */
     struct mh__ptrmap *frame_ids, *stack_ids;
 };
 
+/* Counts `n` units of the replay's progress and reports every so often. */
+void mh__imp_progress(struct mh__imp *im, uint64_t n);
 /* Sets the error message (printf style) and returns `code`. */
 int mh__imp_fail(struct mh__imp *im, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

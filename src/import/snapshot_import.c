@@ -207,6 +207,7 @@ int mh__imp_forward(struct mh__imp *im)
         }
         if (!rc)
             rc = emit_entry(im, e, best, &phase);
+        mh__imp_progress(im, 1);
         more = 1;
         if (!rc && ++cur[best].at == cur[best].len)
             rc = refill(im, best, &cur[best], cap, &more);
@@ -401,8 +402,26 @@ static void sink_batch_end(void *ctx)
 
 static void sink_progress(void *ctx, uint64_t done, uint64_t total)
 {
-    const struct mh_import_opts *o = ((struct sink_ctx *)ctx)->o;
-    o->progress(o->ctx, done, total);
+    struct mh__imp *im = ((struct sink_ctx *)ctx)->im;
+    mh__progress_report(&im->progress, im->what, done, total);
+}
+
+void mh__imp_progress(struct mh__imp *im, uint64_t n)
+{
+    im->units += n;
+    if (im->units - im->units_told >= (1u << 16) || im->units >= im->units_total) {
+        im->units_told = im->units;
+        mh__progress_report(&im->progress, im->what, im->units, im->units_total);
+    }
+}
+
+static void name_work(struct mh__imp *im, const struct mh_import_opts *o, int writing)
+{
+    const char *name = o->name ? o->name : "the snapshot";
+    if (writing)
+        snprintf(im->what, sizeof im->what, "writing %s's events", name);
+    else
+        snprintf(im->what, sizeof im->what, "importing %s", name);
 }
 
 /* Reads the pickle: streamed into im when it can be, else whole (*doc). */
@@ -413,9 +432,11 @@ static int read_pickle(struct mh__imp *im, const void *data, size_t len,
     if (!o->whole) {
         struct sink_ctx ctx = {im, o};
         struct mh_pickle_sink sink = {&ctx, sink_item, sink_keep, sink_batch_end,
-                                      o->progress ? sink_progress : NULL};
+                                      im->progress.fn ? sink_progress : NULL};
         rc = mh__pickle_stream(data, len, o->lim, o->mapped, &sink, doc, &sunk, im->err,
                                im->errlen);
+        if (rc == 0)
+            mh__progress_report(&im->progress, im->what, len, len);
         im->info->streamed = rc == 0;
     }
     if (rc != MH_PS_WHOLE)
@@ -423,8 +444,13 @@ static int read_pickle(struct mh__imp *im, const void *data, size_t len,
     if (sunk) { /* start again: what was converted stays interned, unused */
         struct mh_writer *w = im->w;
         struct mh_import_info *info = im->info;
+        struct mh_progress p = im->progress;
+        char what[sizeof im->what];
+        memcpy(what, im->what, sizeof what);
         mh__imp_free(im);
         imp_init(im, w, info, im->err, im->errlen);
+        im->progress = p;
+        memcpy(im->what, what, sizeof what);
     }
     if (im->err && im->errlen)
         im->err[0] = '\0';
@@ -441,7 +467,10 @@ int mh__snapshot_import_with(const void *data, size_t len, const struct mh_impor
     if (err && errlen)
         err[0] = '\0';
     imp_init(&im, w, info, err, errlen);
-    int rc = read_pickle(&im, data, len, o ? o : &dflt, &doc);
+    o = o ? o : &dflt;
+    im.progress = o->progress ? *o->progress : mh__progress_default();
+    name_work(&im, o, 0);
+    int rc = read_pickle(&im, data, len, o, &doc);
     const struct mh_pv *root = doc ? mh__pickle_doc_root(doc) : NULL;
     if (!rc) {
         info->protocol = mh__pickle_doc_protocol(doc);
@@ -451,7 +480,11 @@ int mh__snapshot_import_with(const void *data, size_t len, const struct mh_impor
         rc = write_meta(&im, root);
     if (!rc) {
         start_time(&im);
+        name_work(&im, o, 1);
+        im.units_total = 2 * im.store.total;
         rc = mh__imp_emit(&im);
+        if (!rc && im.units_total)
+            mh__progress_report(&im.progress, im.what, im.units_total, im.units_total);
         if (!rc)
             rc = initial_state_meta(&im);
     }

@@ -24,6 +24,7 @@
 
 #include "memhist/writer.h"
 #include "pickle_read.h"
+#include "progress.h"
 
 struct mh_import_info {
     int protocol;     /* pickle protocol (0 if no PROTO opcode) */
@@ -49,9 +50,11 @@ struct mh_import_opts {
      * given back to the system */
     int mapped;
     int whole; /* read the whole tree first instead of streaming */
-    /* input bytes read so far, out of `total`; may be NULL */
-    void (*progress)(void *ctx, uint64_t done, uint64_t total);
-    void *ctx;
+    /* progress reports ("importing NAME": input bytes read; then "writing
+     * NAME's events": entries replayed backwards and written); NULL = the
+     * default of progress.h */
+    const struct mh_progress *progress;
+    const char *name;
 };
 
 /* Imports the pickle in data[0..len) into `w` (borrowed; the caller opened it

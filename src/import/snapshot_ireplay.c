@@ -343,6 +343,7 @@ static int device_initial(struct mh__imp *im, int device)
         }
         if (!rc)
             rc = mh__istore_put(&im->store, t->first + lo, hi - lo, chunk);
+        mh__imp_progress(im, hi - lo);
         hi = lo;
     }
     free(chunk);
