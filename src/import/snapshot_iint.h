@@ -1,8 +1,10 @@
-/* snapshot_iint.h - internals of snapshot import. snapshot_iconv.c checks the
- * value tree against the snapshot schema and converts it into the flat arrays
- * below (interning frames and strings in the writer); snapshot_ireplay.c
- * rebuilds the starting state by replaying the trace backwards and writes the
- * events. */
+/* snapshot_iint.h - internals of snapshot import. snapshot_iconv.c and
+ * snapshot_itrace.c check each record (a segment, a trace entry, an
+ * annotation: handed on by the streaming reader, or walked in a whole tree)
+ * against the snapshot schema and convert it into the flat arrays below
+ * (interning frames and strings in the writer); trace entries go to the
+ * store of snapshot_istore.c; snapshot_ireplay.c rebuilds the starting state
+ * by replaying the trace backwards and writes the events. */
 #ifndef MH_IMPORT_SNAPSHOT_IINT_H
 #define MH_IMPORT_SNAPSHOT_IINT_H
 
