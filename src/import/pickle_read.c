@@ -221,7 +221,6 @@ static struct mh_pv *shared_empty(struct mh__pr *pr, int type)
 }
 
 /* (pickle_parse.h) Tuples never change, so they stay shared. */
-#define own mh__pr_own
 struct mh_pv *mh__pr_own(struct mh__pr *pr, size_t at)
 {
     struct mh_pv *v = pr->stack[at];
@@ -348,7 +347,7 @@ static int fill_from_mark(struct mh__pr *pr, int type)
         return rc;
     if (start <= mark_base(pr) || start == 0)
         return mh__pr_fail(pr, MH_EFORMAT, "no container below the MARK");
-    struct mh_pv *c = own(pr, start - 1);
+    struct mh_pv *c = mh__pr_own(pr, start - 1);
     if (!c)
         return pr->code;
     if (c->type != type)
@@ -384,7 +383,7 @@ static int fill_one(struct mh__pr *pr, int type)
     size_t n = type == MH_PV_DICT ? 2 : 1;
     if (pr->sp < mark_base(pr) + n + 1)
         return mh__pr_fail(pr, MH_EFORMAT, "stack underflow");
-    struct mh_pv *c = own(pr, pr->sp - n - 1);
+    struct mh_pv *c = mh__pr_own(pr, pr->sp - n - 1);
     if (!c)
         return pr->code;
     if (c->type != type)
@@ -413,7 +412,7 @@ static int do_mark(struct mh__pr *pr)
     if (grow(pr, (void **)&pr->marks, &pr->mcap, pr->nmarks + 1, sizeof *pr->marks))
         return pr->code;
     if (pr->s && pr->sp > mark_base(pr) && pr->stack[pr->sp - 1]->type == MH_PV_LIST &&
-        (!own(pr, pr->sp - 1) || mh__prs_mark(pr)))
+        (!mh__pr_own(pr, pr->sp - 1) || mh__prs_mark(pr)))
         return pr->code ? pr->code : MH_ENOMEM;
     pr->marks[pr->nmarks++] = pr->sp;
     return 0;
@@ -423,7 +422,7 @@ static int memo_put(struct mh__pr *pr, uint64_t idx)
 {
     if (!top(pr))
         return MH_EFORMAT;
-    struct mh_pv *v = own(pr, pr->sp - 1);
+    struct mh_pv *v = mh__pr_own(pr, pr->sp - 1);
     if (!v)
         return pr->code;
     if (idx > pr->memo_writes + MEMO_SLACK)
@@ -757,7 +756,7 @@ static int step(struct mh__pr *pr, unsigned char op)
     case '2': {
         if (!top(pr))
             return MH_EFORMAT;
-        struct mh_pv *v = own(pr, pr->sp - 1);
+        struct mh_pv *v = mh__pr_own(pr, pr->sp - 1);
         return v ? mh__pr_push(pr, v) : pr->code;
     }
     default:
