@@ -2,7 +2,8 @@
  * the opcodes without building anything and counts, per memo index, how
  * often the pickle reads it back, so the second pass keeps a memo entry only
  * until its last read. Anything the second pass would not stream is left to
- * the whole-tree reader, which also reports errors. */
+ * the whole-tree reader; where the reader will stop with an error, the scan
+ * stops too and leaves the message to it. */
 #define _DEFAULT_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +34,10 @@ static uint64_t le(const unsigned char *b, size_t n)
     return x;
 }
 
-/* Bytes of argument after opcode `op` at p (p points past the opcode), or
- * -1 if the scan gives up. *memo: 1 = a put of *idx, 2 = a get of *idx. */
+/* Bytes of argument after opcode `op` at p (p points past the opcode); -1
+ * where the second pass will fail too (truncation, unknown or unsafe
+ * opcodes), -2 for the text memo opcodes, whose reads this pass does not
+ * count. *memo: 1 = a put of *idx, 2 = a get of *idx. */
 static int64_t arg_len(unsigned char op, const unsigned char *p, size_t left, int *memo,
                        uint64_t *idx)
 {
@@ -70,8 +73,10 @@ static int64_t arg_len(unsigned char op, const unsigned char *p, size_t left, in
         const unsigned char *nl = memchr(p, '\n', left);
         return nl ? nl - p + 1 : -1;
     }
+    case 'p': case 'g':
+        return -2;
     default:
-        return -1; /* text memo opcodes, unsafe and unknown ones */
+        return -1;
     }
     if (op == 0x80 || op == 'K' || op == 'J')
         return (int64_t)prefix;
@@ -107,18 +112,18 @@ int mh__pickle_scan(const unsigned char *data, size_t len, int mapped, uint8_t *
     uint64_t writes = 0;
     *refs = NULL;
     *n = 0;
-    int rc = MH_PS_WHOLE;
+    int rc = 0; /* also when the data ends before STOP: the reader says so */
     while (off < len) {
         unsigned char op = data[off++];
-        if (op == '.') {
-            rc = 0;
+        if (op == '.')
             break;
-        }
         int memo;
         uint64_t idx = 0;
         int64_t a = arg_len(op, data + off, len - off, &memo, &idx);
-        if (a < 0)
+        if (a < 0) {
+            rc = a == -1 ? 0 : MH_PS_WHOLE; /* -1: the reader stops here, with its message */
             break;
+        }
         off += (size_t)a;
         if (op == 0x94) {
             memo = 1;

@@ -50,10 +50,9 @@ int mh__pickle_stream(const void *data, size_t len, const struct mh_pickle_limit
                       int *sunk, char *err, size_t errlen);
 
 /* Pass one: per memo index, how often the pickle reads it back (255 = 255
- * or more), in *refs (malloc'ed, *n entries). Returns 0, or MH_PS_WHOLE when
- * the pickle holds opcodes the streaming reader leaves to the whole-tree
- * reader (text memo opcodes, unsafe or unknown ones, truncation), or
- * MH_ENOMEM. */
+ * or more), in *refs (malloc'ed, *n entries), up to STOP or to where the
+ * reader will fail. Returns 0, MH_PS_WHOLE when the pickle uses the text
+ * memo opcodes (left to the whole-tree reader), or MH_ENOMEM. */
 int mh__pickle_scan(const unsigned char *data, size_t len, int mapped, uint8_t **refs, size_t *n);
 
 /* Gives back the pages of a private file mapping in [base + *done, base +
