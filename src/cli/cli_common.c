@@ -33,6 +33,11 @@ void mh__cli_set_quiet(void)
     mh__cli_progress_off();
 }
 
+int mh__cli_is_quiet(void)
+{
+    return quiet;
+}
+
 void mh__cli_status(const char *fmt, ...)
 {
     if (quiet || nstatus == sizeof status / sizeof status[0])
@@ -41,6 +46,22 @@ void mh__cli_status(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(status[nstatus++], sizeof status[0], fmt, ap);
     va_end(ap);
+}
+
+void mh__cli_status_wrote(const char *path, const char *tail, const char *fmt, ...)
+{
+    char details[400], size[32];
+    struct stat st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(details, sizeof details, fmt, ap);
+    va_end(ap);
+    if (stat(path, &st) == 0)
+        mh__cli_status("wrote %s (%s%s%s)%s", path, mh__cli_bytes((uint64_t)st.st_size, size),
+                       details[0] ? ", " : "", details, tail ? tail : "");
+    else
+        mh__cli_status("wrote %s%s%s%s%s", path, details[0] ? " (" : "", details,
+                       details[0] ? ")" : "", tail ? tail : "");
 }
 
 void mh__cli_print_status(void)

@@ -137,9 +137,9 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
 
 static void print_summary(const char *out, const struct mh_import_info *info, size_t len)
 {
-    mh__cli_status("wrote %s: %llu trace entries on %d device(s), %llu segments and %llu live "
-           "blocks before the trace, %llu annotations (pickle protocol %d)",
-           out, (unsigned long long)info->entries, info->devices,
+    mh__cli_status_wrote(out, NULL, "%llu trace entries on %d device%s, %llu segments and %llu live "
+           "blocks before the trace, %llu annotations, pickle protocol %d",
+           (unsigned long long)info->entries, info->devices, info->devices == 1 ? "" : "s",
            (unsigned long long)info->preexisting_segments,
            (unsigned long long)info->preexisting_blocks, (unsigned long long)info->annotations,
            info->protocol);
@@ -246,7 +246,7 @@ const struct mh_cli_command mh__cmd_import = {
              "\n"
              "Reads a snapshot written by torch.cuda.memory._dump_snapshot() (every schema\n"
              "from torch 2.0 to 2.15: tested on real snapshots of torch 2.0/2.1, of 2.5 or\n"
-             "later and of 2.15, and on hand-built ones of each schema; pickle protocols 2\n"
+             "later and of 2.15, and on hand-built ones of each schema; pickle protocols 0\n"
              "to 5) with memhist's own pickle reader, which accepts plain data only and\n"
              "refuses anything that would import or call code, so untrusted snapshots are\n"
              "safe to open. The blocks and segments that were live before the trace began\n"

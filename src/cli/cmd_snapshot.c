@@ -166,8 +166,8 @@ static int run(int argc, char **argv)
         code = write_out(a.out, a.in, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
         mh__snapshot_info(s, &info);
-        mh__cli_status("wrote %s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s",
-               a.out, (unsigned long long)info.entries, info.devices,
+        mh__cli_status_wrote(a.out, NULL, "%llu trace entries on %d device%s, %llu segments, %llu blocks%s%s",
+               (unsigned long long)info.entries, info.devices, info.devices == 1 ? "" : "s",
                (unsigned long long)info.segments, (unsigned long long)info.blocks,
                info.categorized ? ", coloured by memory category" : "",
                info.overflowed ? " (trace incomplete: trace_alloc_overflowed set)" : "");

@@ -213,9 +213,9 @@ static int run_trace(int argc, char **argv)
         const struct mh_trace_plan *p = mh__trace_get_plan(t);
         if (kineto && p->profile_last_ns)
             note_overlap(p);
-        mh__cli_status("wrote %s (%llu events, %llu launch->GPU arrows); open it in "
-                       "https://ui.perfetto.dev",
-                       a.out, (unsigned long long)p->events, (unsigned long long)p->flows);
+        mh__cli_status_wrote(a.out, "; open it in https://ui.perfetto.dev",
+                             "%llu events, %llu launch->GPU arrows",
+                             (unsigned long long)p->events, (unsigned long long)p->flows);
     }
     mh__trace_free(t);
     mh__session_close(ses);

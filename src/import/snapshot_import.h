@@ -1,7 +1,7 @@
 /* snapshot_import.h - PyTorch memory snapshot pickle -> .memhist events.
  *
  * Reads a snapshot written by torch 2.0 to 2.15 (_dump_snapshot, protocols
- * 2-5, TorchScript's pickler, legacy `history` blocks, traces without
+ * 0-5, TorchScript's pickler, legacy `history` blocks, traces without
  * time_us, OOM entries, expandable segments, several devices) with the strict
  * reader of pickle_read.h, and writes it through a writer as events. The
  * state the trace starts from (blocks and segments that were live before the

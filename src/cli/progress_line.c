@@ -1,4 +1,4 @@
-/* progress.c - the progress line of the `memhist` command (see cli.h).
+/* progress_line.c - the progress line of the `memhist` command (see cli.h).
  *
  * The libraries report how far long work has got through the callback of
  * src/model/progress.h; main.c installs this file's callback as the
