@@ -55,7 +55,7 @@ def test_memory_bound():
           % (size / 1e6, entries, rc, rss / MIB, BOUND // MIB))
     if rc != 0:
         sc.fail("import failed: %s" % err)
-    want = "%d trace entries on 2 device(s)" % entries
+    want = "%d trace entries on 2 devices" % entries
     if want not in err:
         sc.fail("want %r in %r" % (want, err))
     if "contradict" in err or "read whole" in err:
