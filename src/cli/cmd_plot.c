@@ -255,8 +255,8 @@ static int write_image(const struct plot_args *a, const struct mh_sink *sink, in
     if (mh__cli_output_close(&of, a->out, rc, errnum) < 0)
         return MH_EIO;
     if (strcmp(a->out, "-") != 0)
-        mh__cli_status("wrote %s (%zu bytes)%s", a->out, sink->len,
-                       empty ? "; nothing to plot, the image says why" : "");
+        mh__cli_status_wrote(a->out, empty ? "; nothing to plot, the image says why" : NULL, "%s",
+                             "");
     return 0;
 }
 
