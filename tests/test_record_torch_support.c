@@ -92,3 +92,18 @@ Test(torch_support, native_frames_are_named_from_symbol_tables_unless_torch_is_a
     }
     unsetenv("TORCH_SYMBOLIZE_MODE");
 }
+
+Test(torch_support, op_names_are_the_names_torch_shows)
+{
+    char buf[64];
+    cr_expect_str_eq(mh__torch_op_short("torch::autograd::generated::MmBackward0", buf, sizeof buf),
+                     "MmBackward0");
+    cr_expect_str_eq(mh__torch_op_short("torch::autograd::AccumulateGrad", buf, sizeof buf),
+                     "AccumulateGrad");
+    cr_expect_str_eq(mh__torch_op_short("torch::autograd::CppNode<Foo::Bar>", buf, sizeof buf),
+                     "CppNode");
+    cr_expect_str_eq(mh__torch_op_short("PyNode", buf, sizeof buf), "PyNode");
+    cr_expect_str_eq(mh__torch_op_short("", buf, sizeof buf), "unknown op");
+    char tiny[5];
+    cr_expect_str_eq(mh__torch_op_short("a::LongBackward0", tiny, sizeof tiny), "Long");
+}

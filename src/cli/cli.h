@@ -35,6 +35,29 @@ void mh__cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * the one way commands say what they wrote. */
 void mh__cli_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mh__cli_print_status(void);
+/* The status line of an output file, in the one form every command uses:
+ * "wrote PATH (SIZE, DETAILS)TAIL", SIZE read from the written file.
+ * `fmt` formats DETAILS (may be ""); `tail` may be NULL. */
+void mh__cli_status_wrote(const char *path, const char *tail, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* --quiet or MEMHIST_QUIET=1: no progress line and no status lines
+ * (warnings and errors stay). */
+void mh__cli_set_quiet(void);
+int mh__cli_is_quiet(void);
+
+/* The progress line on stderr (progress_line.c): set up once by main.c, which
+ * makes it the libraries' default progress callback (src/model/progress.h)
+ * when stderr is a terminal and MEMHIST_QUIET is not set. A piece of work
+ * `what` ("reading FILE", "writing FILE") reports `done` of `total` bytes
+ * (total 0 = unknown), done == total when it ends; safe from several
+ * threads. The line appears after the command has run a second, is
+ * redrawn a few times a second and is cleared by mh__cli_progress_clear,
+ * which every stderr message calls first. */
+void mh__cli_progress_setup(void);
+void mh__cli_progress_off(void);
+void mh__cli_progress_clear(void);
+void mh__cli_progress(const char *what, uint64_t done, uint64_t total);
+
 /* Prints the message and a hint to run `memhist help NAME`; returns 2. */
 int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -94,15 +117,19 @@ int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
 int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **argv,
                              const struct mh_cli_opt *opts, int *first);
 
-/* The skeleton of a command over one file per rank: the files are opened
- * (all before the first result, or each just before its own), `each` gives
- * one file's result, then the worst rank by peak reserved is printed. With
- * `json_files` the skeleton prints one JSON document on stdout (begun by
- * mh__cli_json_begin), {..., "files": [each file's result], "worst_rank":
- * {...}}, and hands `each` the
- * writer; otherwise `each` gets NULL and the worst rank is a text line when
- * there are several files (unless `no_worst`). `each` returns 0 or an exit
- * code / MH_E* (a failure it has reported). Returns an exit code. */
+/* The skeleton of a command over one file per rank (multi.c): with several
+ * files, every file's header is read first (a file that does not open stops
+ * the command before any output) and times count from the job's earliest
+ * start (job_origin.h); the files are replayed in parallel, a few alive at
+ * once (all of them with `open_all_first`), `each` gives one file's result
+ * in the order given, then the rank table and the worst rank by peak
+ * reserved are printed. With `json_files` the skeleton prints one JSON
+ * document on stdout (begun by mh__cli_json_begin), {..., "files": [each
+ * file's result], "ranks": [...], "spread": {...}, "worst_rank": {...}},
+ * and hands `each` the writer; otherwise `each` gets NULL and the rank
+ * table is text when there are several files (unless `no_worst`). `each`
+ * runs on the calling thread; it returns 0 or an exit code / MH_E* (a
+ * failure it has reported). Returns an exit code. */
 struct mh_json;
 struct mh_analysis;
 struct mh_analysis_want;
@@ -114,6 +141,12 @@ struct mh_cli_multi {
     int no_worst;
     int (*each)(void *user, const struct mh_analysis *a, size_t i, size_t n, struct mh_json *j);
     void *user;
+    /* optional: a file's work that prints nothing, run on the worker thread
+     * right after its replay (so in parallel across files; `user` only
+     * read): it keeps its result in a->prepared for `each`, and `discard`
+     * frees it. Returns 0 or MH_E* (the file then fails with that code). */
+    int (*prepare)(void *user, struct mh_analysis *a);
+    void (*discard)(struct mh_analysis *a);
 };
 int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);
 

@@ -155,22 +155,6 @@ static int is_host_detail(unsigned kind)
            kind == MH_EV_API_CALL || kind == MH_EV_RANGE_BEGIN || kind == MH_EV_RANGE_END;
 }
 
-/* Rough bytes of the JSON one event produces (estimate only). */
-static uint64_t event_bytes(unsigned kind)
-{
-    switch (kind) {
-    case MH_EV_KERNEL: case MH_EV_MEMCPY: case MH_EV_MEMSET: return 190;
-    case MH_EV_API_CALL: return 170;
-    case MH_EV_RANGE_BEGIN: return 0;
-    case MH_EV_RANGE_END: return 130;
-    case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED: return 150;
-    case MH_EV_SEGMENT_ALLOC: case MH_EV_SEGMENT_FREE: case MH_EV_SEGMENT_MAP:
-    case MH_EV_SEGMENT_UNMAP: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE: return 400;
-    case MH_EV_OOM: return 600;
-    default: return 140;
-    }
-}
-
 struct step_bytes {
     int64_t step;
     uint64_t bytes;
@@ -179,6 +163,7 @@ struct step_bytes {
 struct scan {
     struct step_bytes *steps;
     size_t n, cap;
+    struct mh_trace_estimate est;
 };
 
 static void scan_step(struct scan *sc, int64_t step, uint64_t bytes)
@@ -217,7 +202,7 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
                        int64_t step)
 {
     if (!t->have_t0) {
-        t->t0_ns = ev->time_ns;
+        t->t0_ns = t->o.origin_ns && t->o.origin_ns <= ev->time_ns ? t->o.origin_ns : ev->time_ns;
         t->have_t0 = 1;
     }
     if (ev->kind == MH_EV_STEP_BEGIN)
@@ -237,7 +222,7 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
     if (ev->time_ns + ev->dur_ns > p->last_ns)
         p->last_ns = ev->time_ns + ev->dur_ns;
     p->events++;
-    uint64_t bytes = event_bytes(ev->kind);
+    uint64_t bytes = mh__trace_estimate_event(&sc->est, ev);
     p->est_bytes += bytes;
     scan_step(sc, step, bytes);
     if (ev->kind == MH_EV_API_CALL)
@@ -255,11 +240,11 @@ struct scan_pass {
 static int scan_begin(void *user, struct mh_session *s)
 {
     struct scan_pass *p = user;
-    (void)s;
     memset(&p->t->plan, 0, sizeof p->t->plan);
     p->t->have_t0 = 0;
     p->t->nstep_times = 0;
     p->sc.n = 0;
+    mh__trace_estimate_begin(&p->sc.est, mh__session_reader(s), mh__session_model(s));
     return 0;
 }
 
@@ -280,13 +265,15 @@ int mh__trace_scan(struct mh_trace *t, struct mh_session *s)
     for (size_t i = 0; i < t->corr.cap; i++)
         if ((t->corr.flags[i] & (CORR_API | CORR_DEVICE)) == (CORR_API | CORR_DEVICE))
             t->plan.flows++;
-    t->plan.est_bytes += t->plan.flows * 200 + 4096;
+    /* the pending counter samples, the flows' start and finish, the
+     * document's head and the tracks' names */
+    t->plan.est_bytes += mh__trace_estimate_end(&p.sc.est) + t->plan.flows * 200 + 4096;
     t->plan.too_big = t->plan.est_bytes > t->o.warn_bytes;
     if (t->plan.too_big && t->plan.events > 0)
         suggest(t, &p.sc);
     free(p.sc.steps);
     if (!t->base_fixed)
-        t->base_ns = t->plan.first_ns;
+        t->base_ns = t->o.origin_ns ? t->o.origin_ns : t->plan.first_ns;
     t->scanned = rc == 0;
     return rc;
 }
@@ -343,6 +330,57 @@ int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *
     mh__json_key(&j, "traceEvents");
     mh__json_begin_array(&j);
     rc = mh__trace_events_pass(t, ses, &j);
+    mh__json_end_array(&j);
+    mh__json_end_object(&j);
+    return rc < 0 ? rc : s->error;
+}
+
+/* The instant at the job's start that anchors the time axis of a trace of
+ * several files. */
+static void job_start(struct mh_json *j)
+{
+    mh__json_begin_object(j);
+    mh__json_kv_string(j, "ph", "i");
+    mh__json_kv_string(j, "s", "g");
+    mh__json_kv_string(j, "cat", "memhist");
+    mh__json_kv_string(j, "name", "job start (the earliest recording's start)");
+    mh__json_kv_int(j, "pid", 0);
+    mh__json_kv_int(j, "tid", 0);
+    mh__json_key(j, "ts");
+    mh__json_raw(j, "0.000");
+    mh__json_end_object(j);
+}
+
+int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *ses, size_t n,
+                          struct mh_sink *s)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (!t[i]->scanned)
+            rc = mh__trace_scan(t[i], ses[i]);
+    if (rc < 0 || n == 0)
+        return rc;
+    struct mh_json j;
+    mh__json_init(&j, s, t[0]->o.pretty);
+    mh__json_begin_object(&j);
+    mh__json_kv_int(&j, "schemaVersion", 1);
+    mh__json_kv_string(&j, "displayTimeUnit", "ms");
+    mh__json_kv_uint(&j, "baseTimeNanoseconds", t[0]->base_ns);
+    mh__json_kv_string(&j, "traceName", "memhist");
+    mh__json_key(&j, "memhist_files");
+    mh__json_begin_array(&j);
+    for (size_t i = 0; i < n; i++) {
+        mh__json_begin_object(&j);
+        mh__json_kv_string(&j, "file", mh__session_path(ses[i]));
+        mh__trace_write_meta(&j, mh__session_reader(ses[i]));
+        mh__json_end_object(&j);
+    }
+    mh__json_end_array(&j);
+    mh__json_key(&j, "traceEvents");
+    mh__json_begin_array(&j);
+    job_start(&j);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = mh__trace_events_pass(t[i], ses[i], &j);
     mh__json_end_array(&j);
     mh__json_end_object(&j);
     return rc < 0 ? rc : s->error;
