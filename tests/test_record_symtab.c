@@ -28,7 +28,7 @@ struct named {
 static struct named name_of(uintptr_t ip)
 {
     struct named n = {0};
-    n.rc = mh__symtab_name(ip, n.file, sizeof n.file, n.func, sizeof n.func, &n.line);
+    n.rc = mh__symtab_name(NULL, ip, n.file, sizeof n.file, n.func, sizeof n.func, &n.line);
     return n;
 }
 

@@ -1,6 +1,6 @@
 /* test_record_torch_support.c - the torch-independent parts of the torch
  * bridge: tick-clock calibration, step range names, refused settings,
- * attach options, the native symbolizer choice. */
+ * attach options. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,19 +78,6 @@ Test(torch_support, attach_options_bound_stacks_and_frames)
     o.stacks = MH_TORCH_STACKS_ALL + 1;
     cr_assert_eq(mh__torch_opts_check(&o, why, sizeof why), MH_EINVAL);
     cr_assert(strstr(why, "stacks"), "%s", why);
-}
-
-Test(torch_support, native_frames_are_named_from_symbol_tables_unless_torch_is_asked)
-{
-    unsetenv("TORCH_SYMBOLIZE_MODE");
-    cr_assert_eq(mh__torch_symbolize_mode(), 0);
-    const char *modes[] = {"dladdr", "fast", "addr2line", "something"};
-    int want[] = {1, 2, 3, 0};
-    for (int i = 0; i < 4; i++) {
-        setenv("TORCH_SYMBOLIZE_MODE", modes[i], 1);
-        cr_assert_eq(mh__torch_symbolize_mode(), want[i], "%s", modes[i]);
-    }
-    unsetenv("TORCH_SYMBOLIZE_MODE");
 }
 
 Test(torch_support, op_names_are_the_names_torch_shows)

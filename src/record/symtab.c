@@ -248,9 +248,10 @@ static int grow_names(void)
     return 0;
 }
 
-int mh__symtab_name(uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap,
-                    uint32_t *line)
+int mh__symtab_name(void *user, uintptr_t ip, char *file, size_t filecap, char *func,
+                    size_t funccap, uint32_t *line)
 {
+    (void)user;
     if (!ip || ((names_n + 1) * 2 > names_cap && grow_names() < 0))
         return -1;
     struct named *s = slot_of(ip);

@@ -313,36 +313,6 @@ void resolve_ring_from(mh_recorder *rec, ctx_ring *r, uint64_t first)
     }
 }
 
-/* Names a native return address for `--stacks all` on the drain thread,
- * without the GIL: from the modules' own symbol tables (symtab.h) by
- * default, else torch's symbolizer in the mode TORCH_SYMBOLIZE_MODE asks
- * for (dladdr, fast, addr2line). Names are kept per address (the resolver
- * calls this under its own lock, one drain thread at a time). */
-int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap,
-                uint32_t *line)
-{
-    static std::unordered_map<uintptr_t, torch::unwind::Frame> known;
-    if (mh__torch_symbolize_mode() == 0)
-        return mh__symtab_name(ip, file, filecap, func, funccap, line);
-    try {
-        auto it = known.find(ip);
-        if (it == known.end()) {
-            using M = torch::unwind::Mode;
-            static const M modes[] = {M::dladdr, M::dladdr, M::fast, M::addr2line};
-            auto f = torch::unwind::symbolize({(void *)ip}, modes[mh__torch_symbolize_mode()]);
-            if (f.empty())
-                return -1;
-            it = known.emplace(ip, f[0]).first;
-        }
-        snprintf(file, filecap, "%s", it->second.filename.c_str());
-        snprintf(func, funccap, "%s", it->second.funcname.c_str());
-        *line = (uint32_t)it->second.lineno;
-        return 0;
-    } catch (...) {
-        return -1;
-    }
-}
-
 /* Tokens of own captures are trie nodes, tagged with the low bit (context
  * slots are aligned pointers). */
 inline bool own_token(uint64_t token)
@@ -369,7 +339,7 @@ uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
     if (mh__torch_op_token(token))
         return mh__torch_op_stack(rec, token, op_type_name);
     if (own_token(token))
-        return mh__stack_resolve(rec, (uint32_t)(token >> 1), name_native, nullptr);
+        return mh__stack_resolve(rec, (uint32_t)(token >> 1), mh__symtab_name, nullptr);
     try {
         ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
         if (!s)

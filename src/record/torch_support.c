@@ -173,13 +173,3 @@ int mh__torch_opts_check(const struct mh_torch_opts *o, char *why, size_t len)
     }
     return 0;
 }
-
-int mh__torch_symbolize_mode(void)
-{
-    const char *m = getenv("TORCH_SYMBOLIZE_MODE");
-    return !m                        ? 0
-           : !strcmp(m, "dladdr")    ? 1
-           : !strcmp(m, "fast")      ? 2
-           : !strcmp(m, "addr2line") ? 3
-                                     : 0;
-}

@@ -69,10 +69,6 @@ enum mh_range_kind mh__range_kind(const char *name, int64_t *step);
  * MH_EUNSUPPORTED with the reason in why (backend:cudaMallocAsync has no
  * trace hook; PYTORCH_NO_CUDA_MEMORY_CACHING=1 emits no events). */
 int mh__torch_env_check(char *why, size_t len);
-/* How `--stacks all` names native frames, from TORCH_SYMBOLIZE_MODE: 0 the
- * modules' own symbol tables (unset or unknown: symtab.h), torch's
- * symbolizer with 1 dladdr, 2 fast, 3 addr2line. */
-int mh__torch_symbolize_mode(void);
 struct mh_torch_opts;
 /* 0 if the attach options are valid (NULL: defaults); otherwise MH_EINVAL
  * with the reason in why. */
