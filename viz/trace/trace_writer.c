@@ -244,7 +244,8 @@ static int scan_begin(void *user, struct mh_session *s)
     p->t->have_t0 = 0;
     p->t->nstep_times = 0;
     p->sc.n = 0;
-    mh__trace_estimate_begin(&p->sc.est, mh__session_reader(s), mh__session_model(s));
+    mh__trace_estimate_begin(&p->sc.est, mh__session_reader(s), mh__session_model(s),
+                             p->t->o.pretty);
     return 0;
 }
 
@@ -267,7 +268,8 @@ int mh__trace_scan(struct mh_trace *t, struct mh_session *s)
             t->plan.flows++;
     /* the pending counter samples, the flows' start and finish, the
      * document's head and the tracks' names */
-    t->plan.est_bytes += mh__trace_estimate_end(&p.sc.est) + t->plan.flows * 200 + 4096;
+    t->plan.est_bytes += mh__trace_estimate_end(&p.sc.est) +
+                         mh__trace_estimate_flows(&p.sc.est, t->plan.flows) + 4096;
     t->plan.too_big = t->plan.est_bytes > t->o.warn_bytes;
     if (t->plan.too_big && t->plan.events > 0)
         suggest(t, &p.sc);
