@@ -10,7 +10,8 @@ erasures, stderr shows exactly the lines of a run without a terminal, and
 stdout is byte for byte the same. The what-if replay of report's
 fragmentation verdict reports its progress too. `trace` on the same input also shows
 progress while it writes its output, and the file it writes is the same as
-without a terminal. Without a terminal, with --quiet (or -q) and with
+without a terminal. `info -` reading the file from a pipe that delivers it
+over a few seconds (its size unknown) shows the bytes read so far. Without a terminal, with --quiet (or -q) and with
 MEMHIST_QUIET=1, stderr has no progress at all.
 Environment: MEMHIST.
 """
@@ -31,10 +32,10 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run_pty(args, env=None):
+def run_pty(args, env=None, stdin=subprocess.DEVNULL):
     """Runs memhist with stderr on a pseudo-terminal; returns (rc, stdout, stderr bytes)."""
     master, slave = os.openpty()
-    p = subprocess.Popen([MEMHIST] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    p = subprocess.Popen([MEMHIST] + args, stdin=stdin, stdout=subprocess.PIPE,
                          stderr=slave, env=env)
     os.close(slave)
     err = b""
@@ -133,6 +134,22 @@ with tempfile.TemporaryDirectory() as tmp:
     check(as_seen(perr) == err.decode().replace(plain_trace, tty_trace), "trace's status lines")
     with open(plain_trace, "rb") as a, open(tty_trace, "rb") as b:
         check(a.read() == b.read(), "trace output the same with and without a terminal")
+
+    # a pipe: the size is unknown, the line says how much was read
+    feeder = subprocess.Popen([sys.executable, "-c",
+                               "import sys, time\n"
+                               "d = open(sys.argv[1], 'rb').read(); n = len(d) // 20\n"
+                               "for i in range(20):\n"
+                               "    sys.stdout.buffer.write(d[i * n:(i + 1) * n]); sys.stdout.flush()\n"
+                               "    time.sleep(0.15)\n"
+                               "sys.stdout.buffer.write(d[20 * n:])\n", big],
+                              stdout=subprocess.PIPE)
+    prc, pout, perr = run_pty(["info", "-"], stdin=feeder.stdout)
+    feeder.stdout.close()
+    feeder.wait()
+    check(prc == 0 and re.search(rb"memhist: reading standard input: [\d.]+ [KMG]?i?B so far", perr),
+          "info from a pipe shows the bytes read so far: %r" % perr[:300])
+    check(b"reading" not in as_seen(perr).encode(), "and erases the line: %r" % perr[-200:])
 
 if failures:
     print("%d failure(s)" % len(failures))
