@@ -1,18 +1,20 @@
 """The progress line: drawn on stderr only when stderr is a terminal, redrawn
 in place and cleared at the end, never changing what the command prints.
 
-A simulated run large enough for `report` to read for more than a second
+A simulated run large enough for `report` to work for more than a second
 (the input doubles until a plain run takes two seconds) is reported with
 stderr on a pseudo-terminal: stderr holds progress lines ("memhist: reading
-FILE: N% ...") redrawn with '\\r' and erased at the end, percentages never
-going down within a pass; once the terminal has applied the redraws and
+FILE: N% ..."; the what-if replay of the fragmentation verdict has its own)
+redrawn with '\\r' and erased at the end, percentages never going down
+within a piece of work; once the terminal has applied the redraws and
 erasures, stderr shows exactly the lines of a run without a terminal, and
-stdout is byte for byte the same. The what-if replay of report's
-fragmentation verdict reports its progress too. `trace` on the same input also shows
-progress while it writes its output, and the file it writes is the same as
-without a terminal. `info -` reading the file from a pipe that delivers it
-over a few seconds (its size unknown) shows the bytes read so far. Without a terminal, with --quiet (or -q) and with
-MEMHIST_QUIET=1, stderr has no progress at all.
+stdout is byte for byte the same. `trace` on the same input shows progress
+too and writes the same file as without a terminal. `info -` reading the
+file from a pipe that delivers it over a few seconds (its size unknown)
+shows the bytes read so far. Without a terminal, with --quiet (or -q, after
+the command's name or before it) and with MEMHIST_QUIET=1, stderr has no
+progress at all; trace --quiet prints nothing on stderr (no status line
+either).
 Environment: MEMHIST.
 """
 import os
@@ -119,6 +121,7 @@ with tempfile.TemporaryDirectory() as tmp:
           % (as_seen(perr)[-300:], err.decode()[-300:]))
 
     for args, env in ((["report", "--quiet", big], None), (["report", "-q", big], None),
+                      (["-q", "report", big], None),
                       (["report", big], dict(os.environ, MEMHIST_QUIET="1"))):
         qrc, qout, qerr = run_pty(args, env)
         check(qrc == 0 and qout == out and b"reading" not in qerr and b"\r" not in qerr,
@@ -134,6 +137,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check(as_seen(perr) == err.decode().replace(plain_trace, tty_trace), "trace's status lines")
     with open(plain_trace, "rb") as a, open(tty_trace, "rb") as b:
         check(a.read() == b.read(), "trace output the same with and without a terminal")
+    qrc, _, qerr = run_pty(["trace", "--quiet", big, "-o", tty_trace])
+    check(qrc == 0 and qerr == b"", "trace --quiet: no progress and no status line: %r" % qerr[:200])
 
     # a pipe: the size is unknown, the line says how much was read
     feeder = subprocess.Popen([sys.executable, "-c",
