@@ -8,8 +8,10 @@
  * has run for a second, at most five times a second, redrawn in place with
  * '\r' and cleared when the work ends or before any other line goes to
  * stderr. Pieces of work running at once (several files read in parallel)
- * share one line with their sums. --quiet and MEMHIST_QUIET=1 turn it off. */
-#include <pthread.h>
+ * share one line with their sums. The state is guarded by stderr's own
+ * lock (recursive), the one mh__cli_error holds for its line, so a message
+ * and the progress line never interleave. --quiet and MEMHIST_QUIET=1 turn
+ * it off. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -29,7 +31,6 @@ struct piece {
     int used;
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct piece pieces[MAX_PIECES];
 static int enabled, shown;
 static uint64_t start_ns, drawn_ns;
@@ -125,7 +126,7 @@ static void draw(uint64_t now)
 static void on_progress(void *user, const char *what, uint64_t done, uint64_t total)
 {
     (void)user;
-    pthread_mutex_lock(&lock);
+    flockfile(stderr);
     struct piece *p = find_piece(what, done != total);
     if (p && done == total) {
         p->used = 0;
@@ -137,7 +138,7 @@ static void on_progress(void *user, const char *what, uint64_t done, uint64_t to
         if (now - start_ns >= FIRST_DRAW_NS && (!shown || now - drawn_ns >= REDRAW_NS))
             draw(now);
     }
-    pthread_mutex_unlock(&lock);
+    funlockfile(stderr);
 }
 
 static int env_quiet(void)
@@ -158,20 +159,20 @@ void mh__cli_progress_setup(void)
 
 void mh__cli_progress_off(void)
 {
-    pthread_mutex_lock(&lock);
+    flockfile(stderr);
     erase_line();
     enabled = 0;
     mh__progress_set_default(NULL);
-    pthread_mutex_unlock(&lock);
+    funlockfile(stderr);
 }
 
 void mh__cli_progress_clear(void)
 {
     if (!enabled)
         return;
-    pthread_mutex_lock(&lock);
+    flockfile(stderr);
     erase_line();
-    pthread_mutex_unlock(&lock);
+    funlockfile(stderr);
 }
 
 void mh__cli_progress(const char *what, uint64_t done, uint64_t total)
