@@ -12,6 +12,7 @@
  * lock (recursive), the one mh__cli_error holds for its line, so a message
  * and the progress line never interleave. --quiet and MEMHIST_QUIET=1 turn
  * it off. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -25,8 +26,11 @@
 #define FIRST_DRAW_NS 1000000000ull /* nothing for the first second */
 #define REDRAW_NS 200000000ull      /* at most five lines a second */
 
+/* A piece of work: its name and the thread reporting it (two files replayed
+ * on two threads may both report a "what-if replay"). */
 struct piece {
     char what[160];
+    pthread_t thread;
     uint64_t done, total, start_ns;
     int used;
 };
@@ -46,7 +50,8 @@ static struct piece *find_piece(const char *what, int add)
 {
     struct piece *free_slot = NULL;
     for (size_t i = 0; i < MAX_PIECES; i++) {
-        if (pieces[i].used && strncmp(pieces[i].what, what, sizeof pieces[i].what - 1) == 0)
+        if (pieces[i].used && pthread_equal(pieces[i].thread, pthread_self()) &&
+            strncmp(pieces[i].what, what, sizeof pieces[i].what - 1) == 0)
             return &pieces[i];
         if (!pieces[i].used && !free_slot)
             free_slot = &pieces[i];
@@ -56,6 +61,7 @@ static struct piece *find_piece(const char *what, int add)
     memset(free_slot, 0, sizeof *free_slot);
     snprintf(free_slot->what, sizeof free_slot->what, "%s", what);
     free_slot->used = 1;
+    free_slot->thread = pthread_self();
     free_slot->start_ns = now_ns();
     return free_slot;
 }
