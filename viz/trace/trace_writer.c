@@ -182,13 +182,16 @@ static void suggest(struct mh_trace *t, const struct scan *sc)
 {
     struct mh_trace_plan *p = &t->plan;
     uint64_t budget = t->o.warn_bytes / 2, sum = 0;
-    if (sc->n >= 2 && sc->steps[0].step >= 0) {
-        size_t i = 0;
+    size_t first = 0; /* the set-up before the first step is left out */
+    while (first < sc->n && sc->steps[first].step < 0)
+        first++;
+    if (sc->n - first >= 2) {
+        size_t i = first;
         while (i + 1 < sc->n && sum + sc->steps[i].bytes <= budget)
             sum += sc->steps[i++].bytes;
-        int64_t last = sc->steps[i > 0 ? i - 1 : 0].step;
+        int64_t last = sc->steps[i > first ? i - 1 : first].step;
         snprintf(p->suggestion, sizeof p->suggestion, "--steps %lld:%lld",
-                 (long long)sc->steps[0].step, (long long)last);
+                 (long long)sc->steps[first].step, (long long)last);
         return;
     }
     double frac = (double)budget / (double)p->est_bytes;
