@@ -4,7 +4,7 @@
 #
 # Prefix layout (GNUInstallDirs):
 #   bin/memhist                          the command-line tool
-#   lib/libmemhist.so*, libmemhist_torch.so
+#   lib/libmemhist.so*, libmemhist_torch.so, libmemhist_pyhook.so
 #   lib/memhist/vdevice/                 the virtual CUDA device's libraries
 #   include/memhist/*.h
 #   lib/cmake/memhist/memhistConfig*.cmake   imported target memhist::memhist
@@ -68,6 +68,10 @@ if(TARGET memhist_torch)
   endif()
   set_target_properties(memhist_torch PROPERTIES INSTALL_RPATH "${_mh_torch_rpath}")
   install(TARGETS memhist_torch LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+endif()
+if(TARGET memhist_pyhook)
+  set_target_properties(memhist_pyhook PROPERTIES INSTALL_RPATH "$ORIGIN")
+  install(TARGETS memhist_pyhook LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 endif()
 
 # The man page and bash/zsh completions, generated from the built tool's help

@@ -37,6 +37,17 @@ class MemhistWarning(RuntimeWarning):
     """Recording could not start or stopped early; the program runs on."""
 
 
+def _scope_hooks():
+    """The module scope hooks in C, or None: the Python hooks serve
+    (MEMHIST_SCOPES_IMPL=python asks for them; their library may be absent)."""
+    if os.environ.get("MEMHIST_SCOPES_IMPL", "native") == "python":
+        return None
+    try:
+        return _native.pyhook()
+    except (OSError, AttributeError):
+        return None
+
+
 def _not_recording(session, reason):
     session.status = "not recording: %s" % reason
     if not session.lazy_open:  # under `memhist record` the tool reports it
@@ -116,7 +127,7 @@ class Session:
                     _native.core().mh_recorder_set_meta(self.rec, b"virtual_device", _vdevice_meta())
                 _wrap_metadata(torch, lib)
                 if os.environ.get("MEMHIST_SCOPES", "1") != "0":
-                    self.scopes = _scopes.Scopes(_native.core(), self.rec, self)
+                    self.scopes = _scopes.Scopes(_native.core(), self.rec, self, _scope_hooks())
                     self.scopes.install(torch)
                 atexit.register(stop)
             except Exception as e:  # never break the program

@@ -1,6 +1,7 @@
-"""memhist._native - ctypes bindings to libmemhist and libmemhist_torch.
+"""memhist._native - ctypes bindings to libmemhist, libmemhist_torch and
+libmemhist_pyhook.
 
-Loads the two shared libraries and declares the C functions the package
+Loads the shared libraries and declares the C functions the package
 uses. They are looked for in $MEMHIST_LIB_DIR, then in the installation
 this package belongs to (pip wheel or `cmake --install`: _install.py says
 where, relative to this directory), then in a build tree (the package seen
@@ -53,11 +54,11 @@ def _candidates(name):
     return [p for p in paths if os.path.exists(p)] + [name]
 
 
-def _load(name):
+def _load(name, kind=ctypes.CDLL):
     errors = []
     for path in _candidates(name):
         try:
-            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            return kind(path, mode=ctypes.RTLD_GLOBAL)
         except OSError as e:
             errors.append(str(e))
     raise OSError("cannot load %s (looked in %s; set MEMHIST_LIB_DIR to the directory holding it): %s"
@@ -125,6 +126,21 @@ def bridge():
         lib.mh_torch_error.restype = ctypes.c_char_p
         _LIBS["torch"] = lib
     return _LIBS["torch"]
+
+
+def pyhook():
+    """libmemhist_pyhook: the module scope hooks in C (PyDLL: the GIL stays
+    held in every call, they use Python's API)."""
+    if "pyhook" not in _LIBS:
+        core()
+        lib = _load("libmemhist_pyhook.so", ctypes.PyDLL)
+        lib.mh_scopehook_open.restype = ctypes.py_object
+        lib.mh_scopehook_open.argtypes = [ctypes.c_void_p] + [ctypes.py_object] * 4
+        for f in (lib.mh_scopehook_close_backward, lib.mh_scopehook_off, lib.mh_scopehook_release):
+            f.restype = None
+            f.argtypes = []
+        _LIBS["pyhook"] = lib
+    return _LIBS["pyhook"]
 
 
 def strerror(code):

@@ -19,9 +19,12 @@ Installed by a recording session once it attaches to the allocator (so for
   parameters too (a program may build its optimizer over other tensors),
   and its state tensors after it.
 
-Each hook is a few dictionary look-ups and one ctypes call (the forward
-hooks are closures over their state, a module's name and string id are
-looked up once). Tags go to the recorder in one call per device and role;
+The forward hooks and the backward pre-hooks are C functions
+(libmemhist_pyhook, src/pyhook/scopehook.c) where that library loads: a
+module call costs one address-table probe and the scope event, Python names
+a module on first sight only. Without it (or with MEMHIST_SCOPES_IMPL=python)
+the same rules run as Python closures here: a few dictionary look-ups and
+one ctypes call per hook. Tags go to the recorder in one call per device and role;
 a tensor object keeps its memory and role, so it is tagged once (a new
 gradient each step is a new tensor). A failure in a hook disables the hooks
 and is kept in the session's status, never raised.
@@ -35,8 +38,9 @@ PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 1, 2, 3, 4
 
 
 class Scopes:
-    def __init__(self, core, rec, session):
+    def __init__(self, core, rec, session, native=None):
         self.core = core
+        self.native = native     # libmemhist_pyhook (the hooks in C), or None: the Python hooks
         self.rec = rec
         self.session = session
         self.names = {}      # id(module) -> (weak reference to the module, path, string id): never keeps a model alive
@@ -67,7 +71,7 @@ class Scopes:
     def install(self, torch):
         from torch.nn.modules import module as M
         from torch.optim import optimizer as opt
-        pre, post = self._forward_hooks()
+        pre, post = self._native_hooks() if self.native is not None else self._forward_hooks()
         self.handles.append(M.register_module_forward_pre_hook(pre))
         self.handles.append(M.register_module_forward_hook(post))
         self.handles.append(opt.register_optimizer_step_pre_hook(self._guard(self._opt_pre)))
@@ -75,12 +79,16 @@ class Scopes:
 
     def remove(self):
         self.on = False
+        if self.native is not None:
+            self.native.mh_scopehook_release()
         for h in self.handles:
             h.remove()
         self.handles = []
 
     def _failed(self, e):
         self.on = False
+        if self.native is not None:
+            self.native.mh_scopehook_off()
         self.session.status += "; module scopes off: %s" % e
 
     def _guard(self, fn):
@@ -143,6 +151,18 @@ class Scopes:
             return None
         return pre, post
 
+    def _native_hooks(self):
+        """The forward hooks in C; Python is called to name a module on
+        first sight and at a root's forward."""
+        def name(module, parent):
+            if parent is None:
+                return [(m, path, sid, int(m is module)) for m, path, sid in self._name_root(module)]
+            path = parent + "." + type(module).__name__
+            sid = self._sid(path)
+            self.names[id(module)] = (weakref.ref(module), path, sid)
+            return [(module, path, sid, 0)]
+        return self.native.mh_scopehook_open(self.rec, name, self._root_forward, _is_compiling(), self._failed)
+
     # -- names -----------------------------------------------------------
     def _sid(self, path):
         sid = self.sids.get(path)
@@ -154,20 +174,25 @@ class Scopes:
         return sid
 
     def _name_root(self, root):
+        """Names a root and its submodules not named yet: [(module, path, string id)]."""
         base = type(root).__name__
         self.roots.add(id(root))
         self.root_names.add(base)
         self.names[id(root)] = (weakref.ref(root), base, self._sid(base))
+        named = [(root, base, self.names[id(root)][2])]
         for name, sub in root.named_modules():
-            if name and id(sub) not in self.names:
+            known = self.names.get(id(sub))
+            if name and (known is None or known[0]() is not sub):
                 self.names[id(sub)] = (weakref.ref(sub), name, self._sid(name))
-        return self.names[id(root)]
+                named.append((sub, name, self.names[id(sub)][2]))
+        return named
 
     def _name(self, module, stack):
         """(weak reference, path, string id) of a module seen for the first
         time: a root (no open scope) names its whole tree."""
         if not stack:
-            return self._name_root(module)
+            self._name_root(module)
+            return self.names[id(module)]
         path = stack[-1][0] + "." + type(module).__name__
         known = self.names[id(module)] = (weakref.ref(module), path, self._sid(path))
         return known
@@ -211,6 +236,9 @@ class Scopes:
         return path != outer and (outer in self.root_names or path.startswith(outer + "."))
 
     def _close_backward(self):
+        if self.native is not None:
+            self.native.mh_scopehook_close_backward()
+            return
         with self.bwd_lock:
             for tid, open_ in self.bwd.items():
                 while open_:
