@@ -70,7 +70,7 @@ if(TARGET memhist_torch)
   install(TARGETS memhist_torch LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 endif()
 if(TARGET memhist_pyhook)
-  set_target_properties(memhist_pyhook PROPERTIES INSTALL_RPATH "$ORIGIN")
+  set_target_properties(memhist_pyhook PROPERTIES INSTALL_RPATH "${_mh_torch_rpath}")
   install(TARGETS memhist_pyhook LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 endif()
 

@@ -100,19 +100,20 @@ target_link_libraries(memhist_torch PRIVATE memhist_shared ${MH_TORCH_LIBS} ${CM
 set_target_properties(memhist_torch PROPERTIES OUTPUT_NAME memhist_torch
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 
-# The module scope hooks in C (libmemhist_pyhook.so, src/pyhook/scopehook.c):
-# Python's stable ABI, so the headers of the interpreter torch runs under do
-# for every CPython from 3.10; without them the package's Python hooks serve.
+# The module scope hooks in C (libmemhist_pyhook.so, src/pyhook): built
+# against the headers of the interpreter torch runs under (the backward hooks
+# unwrap torch's tensor objects); without them the package's Python hooks serve.
 execute_process(
   COMMAND ${_mh_py_env} ${Python3_EXECUTABLE} -c "import sysconfig; print(sysconfig.get_paths()['include'])"
   OUTPUT_VARIABLE MH_PYTHON_INCLUDE ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(MH_PYTHON_INCLUDE AND EXISTS ${MH_PYTHON_INCLUDE}/Python.h)
-  add_library(memhist_pyhook SHARED ${CMAKE_SOURCE_DIR}/src/pyhook/scopehook.c)
-  target_include_directories(memhist_pyhook SYSTEM PRIVATE ${MH_PYTHON_INCLUDE})
-  target_include_directories(memhist_pyhook PRIVATE ${CMAKE_SOURCE_DIR}/include)
-  target_link_libraries(memhist_pyhook PRIVATE memhist_shared)
+  add_library(memhist_pyhook SHARED ${CMAKE_SOURCE_DIR}/src/pyhook/scopehook.c
+                                    ${CMAKE_SOURCE_DIR}/src/pyhook/scopegrad.cpp)
+  mh_torch_target(memhist_pyhook)
+  target_include_directories(memhist_pyhook SYSTEM PRIVATE ${MH_PYTHON_INCLUDE} ${MH_TORCH_DIR}/include/torch/csrc/api/include)
+  target_link_libraries(memhist_pyhook PRIVATE memhist_shared ${MH_TORCH_LIBS})
   set_target_properties(memhist_pyhook PROPERTIES OUTPUT_NAME memhist_pyhook
-                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR} BUILD_RPATH "${CMAKE_BINARY_DIR}")
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 else()
   message(STATUS "memhist: no Python.h for ${Python3_EXECUTABLE}: module scopes use the Python hooks")
 endif()

@@ -7,12 +7,11 @@
  * address table (Python names a module on first sight only), pushes it on
  * the calling thread's stack and emits the scope event itself
  * (mh_recorder_scope, annotate.c). The post hook pops it, emits the exit
- * and puts the module's backward pre-hook (one C callable per module, made
- * once) on the grad_fn of the output; when autograd reaches that node, the
- * module's backward scope opens on the autograd thread and the scopes that
- * are not its ancestors close. Every hook runs with the GIL held, which
- * guards the tables; nothing here blocks or allocates on the common path. */
+ * and has scopegrad.cpp put the module's backward scope on the output's
+ * autograd node, where it opens when autograd reaches that node. Every
+ * forward hook runs with the GIL held, which guards the tables here. */
 #include "scopehook.h"
+#include "scopegrad.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,36 +20,26 @@
 #include "memhist/event.h"
 #include "memhist/recorder.h"
 
-#define DEPTH 256      /* module nesting kept per thread; deeper calls are counted only */
-#define BWD_THREADS 64 /* autograd threads with backward scopes open */
+#define DEPTH 256 /* module nesting kept per thread; deeper calls are counted only */
 
-struct mod {         /* a module seen by the hooks */
-    PyObject *ref;   /* weak reference to it: the table never keeps a model alive */
-    PyObject *bwd;   /* its backward pre-hook, made on first use */
-    char *path;      /* "transformer.h.3.mlp" (a root: its class name), UTF-8 */
-    size_t len;
-    uint32_t sid;    /* the path's string id in the recording */
+struct mod {                 /* a module seen by the hooks */
+    PyObject *ref;           /* weak reference to it: the table never keeps a model alive */
+    PyObject *path;          /* "transformer.h.3.mlp" (a root: its class name) */
+    struct mh__gscope *bwd;  /* its backward scope */
+    uint32_t sid;            /* the string id of its path in the recording */
     int root;
-};
-
-struct bwd_open {    /* backward scopes open on one autograd thread */
-    uint32_t tid;
-    uint32_t n;
-    uint32_t mod[DEPTH];
 };
 
 static struct {
     struct mh_recorder *rec;
-    PyObject *name, *root_forward, *compiling, *failed, *register_prehook;
+    PyObject *name, *root_forward, *compiling, *failed, *tensor_type;
     struct mod *mods;
     size_t nmods, capmods;
     uintptr_t *keys;   /* module address -> mods index + 1 (open addressing) */
     uint32_t *vals;
     size_t cap;
     int on;
-    uint32_t gen;      /* which set of hooks: stale thread stacks and hooks are told apart */
-    struct bwd_open bwd[BWD_THREADS];
-    size_t nbwd;
+    uint32_t gen;      /* which set of hooks: stale thread stacks are told apart */
 } H;
 
 static _Thread_local struct {
@@ -112,9 +101,9 @@ static int grow(void)
 static void mod_release(struct mod *md)
 {
     Py_CLEAR(md->ref);
-    Py_CLEAR(md->bwd);
-    free(md->path);
-    md->path = NULL;
+    Py_CLEAR(md->path);
+    mh__gscope_free(md->bwd);
+    md->bwd = NULL;
 }
 
 /* Adds (or renews: a new module at a dead one's address) one module. */
@@ -126,17 +115,18 @@ static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
     const char *s = PyUnicode_AsUTF8AndSize(path, &len);
     if (!s)
         return -1;
-    struct mod md = {.sid = sid, .root = root, .len = (size_t)len};
+    struct mod md = {.sid = sid, .root = root};
     md.ref = PyWeakref_NewRef(m, NULL);
-    md.path = malloc((size_t)len + 1);
-    if (!md.ref || !md.path) {
+    md.bwd = mh__gscope_new(s, (size_t)len, sid, root);
+    md.path = Py_NewRef(path);
+    if (!md.ref || !md.bwd) {
+        Py_DECREF(md.path);
         Py_XDECREF(md.ref);
-        free(md.path);
+        mh__gscope_free(md.bwd);
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         return -1;
     }
-    memcpy(md.path, s, (size_t)len + 1);
     size_t i = slot_of((uintptr_t)m);
     if (H.keys[i]) { /* the same address: the module there before is gone */
         mod_release(&H.mods[H.vals[i] - 1]);
@@ -163,11 +153,7 @@ static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
 /* Names a module seen for the first time (Python's name callable). */
 static long name_module(PyObject *m)
 {
-    PyObject *parent = fw.n ? PyUnicode_FromString(H.mods[fw.mod[fw.n - 1]].path) : Py_None;
-    if (!parent)
-        return -1;
-    if (parent == Py_None)
-        Py_INCREF(parent);
+    PyObject *parent = Py_NewRef(fw.n ? H.mods[fw.mod[fw.n - 1]].path : Py_None);
     PyObject *list = PyObject_CallFunctionObjArgs(H.name, m, parent, NULL);
     Py_DECREF(parent);
     if (!list)
@@ -206,12 +192,11 @@ static void release_all(void)
     H.keys = NULL;
     H.vals = NULL;
     H.nmods = H.capmods = H.cap = 0;
-    H.nbwd = 0;
     Py_CLEAR(H.name);
     Py_CLEAR(H.root_forward);
     Py_CLEAR(H.compiling);
     Py_CLEAR(H.failed);
-    Py_CLEAR(H.register_prehook);
+    Py_CLEAR(H.tensor_type);
 }
 
 /* ---- failures: the hooks turn off, Python keeps the message ------------------ */
@@ -297,33 +282,6 @@ static PyObject *pre(PyObject *self, PyObject *const *a, Py_ssize_t n)
     Py_RETURN_NONE;
 }
 
-/* grad_fn of the output, or of the first tensor in a tuple or list that has
- * one; a new reference or NULL (no exception). */
-static PyObject *grad_fn(PyObject *out)
-{
-    PyObject *fn = PyObject_GetAttrString(out, "grad_fn");
-    if (!fn) {
-        PyErr_Clear();
-    } else if (fn == Py_None) {
-        Py_CLEAR(fn);
-    }
-    if (fn || !(PyTuple_Check(out) || PyList_Check(out)))
-        return fn;
-    Py_ssize_t n = PySequence_Size(out);
-    for (Py_ssize_t i = 0; i < n && !fn; i++) {
-        PyObject *o = PySequence_GetItem(out, i);
-        fn = o ? PyObject_GetAttrString(o, "grad_fn") : NULL;
-        Py_XDECREF(o);
-        if (!fn)
-            PyErr_Clear();
-        else if (fn == Py_None)
-            Py_CLEAR(fn);
-    }
-    return fn;
-}
-
-static PyObject *bwd_hook(uint32_t mod);
-
 static PyObject *post(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
     if (!H.on || n < 3)
@@ -340,70 +298,8 @@ static PyObject *post(PyObject *self, PyObject *const *a, Py_ssize_t n)
         Py_RETURN_NONE;
     uint32_t i = fw.mod[--fw.n];
     emit(0, i, MH_PHASE_FORWARD, 0);
-    PyObject *fn = grad_fn(a[2]);
-    if (!fn)
-        Py_RETURN_NONE;
-    PyObject *hook = bwd_hook(i);
-    PyObject *r = hook ? PyObject_CallMethodObjArgs(fn, H.register_prehook, hook, NULL) : NULL;
-    Py_DECREF(fn);
-    if (!r)
+    if (mh__gscope_attach(a[2], H.tensor_type, H.mods[i].bwd) < 0)
         return fail();
-    Py_DECREF(r);
-    Py_RETURN_NONE;
-}
-
-/* ---- backward ---------------------------------------------------------------- */
-
-/* `in` is a submodule of `outer` (every module is within its root). */
-static int within(uint32_t in, uint32_t outer)
-{
-    const struct mod *p = &H.mods[in], *o = &H.mods[outer];
-    if (p->len == o->len && memcmp(p->path, o->path, p->len) == 0)
-        return 0;
-    return o->root || (p->len > o->len && p->path[o->len] == '.' && memcmp(p->path, o->path, o->len) == 0);
-}
-
-static struct bwd_open *bwd_thread(uint32_t tid)
-{
-    for (size_t i = 0; i < H.nbwd; i++)
-        if (H.bwd[i].tid == tid)
-            return &H.bwd[i];
-    if (H.nbwd == BWD_THREADS)
-        return NULL;
-    struct bwd_open *b = &H.bwd[H.nbwd++];
-    b->tid = tid;
-    b->n = 0;
-    return b;
-}
-
-/* Autograd reached the node of module `mod`'s output on this thread. */
-static void bwd_enter(uint32_t mod)
-{
-    uint32_t tid = mh_thread_id();
-    struct bwd_open *b = bwd_thread(tid);
-    if (!b)
-        return;
-    uint32_t inner[DEPTH], ninner = 0; /* a submodule sharing this output's grad_fn opened first */
-    while (b->n && within(b->mod[b->n - 1], mod))
-        inner[ninner++] = b->mod[--b->n];
-    while (b->n && !within(mod, b->mod[b->n - 1]))
-        emit(0, b->mod[--b->n], MH_PHASE_BACKWARD, tid);
-    if (b->n == DEPTH)
-        return;
-    b->mod[b->n++] = mod;
-    for (uint32_t k = ninner; k > 0 && b->n < DEPTH; k--)
-        b->mod[b->n++] = inner[k - 1];
-    if (!ninner)
-        emit(1, mod, MH_PHASE_BACKWARD, tid);
-}
-
-static PyObject *bwd(PyObject *self, PyObject *const *a, Py_ssize_t n)
-{
-    unsigned long long key = PyLong_AsUnsignedLongLong(self);
-    if (key == (unsigned long long)-1 && PyErr_Occurred())
-        return fail();
-    if (H.on && (uint32_t)(key >> 32) == H.gen && (key & 0xffffffffu) < H.nmods)
-        bwd_enter((uint32_t)key);
     Py_RETURN_NONE;
 }
 
@@ -411,28 +307,9 @@ static PyMethodDef pre_def = {"memhist_scope_pre", (PyCFunction)(void (*)(void))
                               "memhist: opens a module's forward scope"};
 static PyMethodDef post_def = {"memhist_scope_post", (PyCFunction)(void (*)(void))post, METH_FASTCALL,
                                "memhist: closes a module's forward scope"};
-static PyMethodDef bwd_def = {"memhist_scope_backward", (PyCFunction)(void (*)(void))bwd, METH_FASTCALL,
-                              "memhist: opens a module's backward scope"};
-
-/* The backward pre-hook of module `mod` (a borrowed reference), or NULL. */
-static PyObject *bwd_hook(uint32_t mod)
-{
-    struct mod *md = &H.mods[mod];
-    if (md->bwd)
-        return md->bwd;
-    PyObject *key = PyLong_FromUnsignedLongLong(((unsigned long long)H.gen << 32) | mod);
-    md->bwd = key ? PyCFunction_New(&bwd_def, key) : NULL;
-    Py_XDECREF(key);
-    return md->bwd;
-}
-
 void mh_scopehook_close_backward(void)
 {
-    for (size_t i = 0; i < H.nbwd; i++) {
-        struct bwd_open *b = &H.bwd[i];
-        while (b->n)
-            emit(0, b->mod[--b->n], MH_PHASE_BACKWARD, b->tid);
-    }
+    mh__gscope_close_all();
 }
 
 /* ---- the set of hooks ------------------------------------------------------------ */
@@ -440,27 +317,28 @@ void mh_scopehook_close_backward(void)
 void mh_scopehook_off(void)
 {
     H.on = 0;
+    mh__gscope_stop();
 }
 
 void mh_scopehook_release(void)
 {
-    H.on = 0;
+    mh_scopehook_off();
     release_all();
     H.rec = NULL;
 }
 
 PyObject *mh_scopehook_open(struct mh_recorder *rec, PyObject *name, PyObject *root_forward,
-                            PyObject *compiling_fn, PyObject *failed)
+                            PyObject *compiling_fn, PyObject *failed, PyObject *tensor_type)
 {
     mh_scopehook_release();
     if (!rec || !PyCallable_Check(name) || !PyCallable_Check(root_forward) ||
-        !PyCallable_Check(compiling_fn) || !PyCallable_Check(failed)) {
-        PyErr_SetString(PyExc_TypeError, "mh_scopehook_open: a recorder and four callables");
+        !PyCallable_Check(compiling_fn) || !PyCallable_Check(failed) || !PyType_Check(tensor_type)) {
+        PyErr_SetString(PyExc_TypeError, "mh_scopehook_open: a recorder, four callables and a type");
         return NULL;
     }
-    H.register_prehook = PyUnicode_InternFromString("register_prehook");
-    if (!H.register_prehook || grow() < 0)
+    if (grow() < 0)
         return NULL;
+    H.tensor_type = Py_NewRef(tensor_type);
     H.rec = rec;
     H.name = Py_NewRef(name);
     H.root_forward = Py_NewRef(root_forward);
@@ -471,7 +349,9 @@ PyObject *mh_scopehook_open(struct mh_recorder *rec, PyObject *name, PyObject *r
     PyObject *t = p && q ? PyTuple_Pack(2, p, q) : NULL;
     Py_XDECREF(p);
     Py_XDECREF(q);
-    if (t)
+    if (t) {
         H.on = 1;
+        mh__gscope_start(rec);
+    }
     return t;
 }

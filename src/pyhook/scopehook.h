@@ -1,5 +1,5 @@
 /* scopehook.h - module scope hooks in C for the Python package
- * (libmemhist_pyhook.so, src/pyhook/scopehook.c). The package's
+ * (libmemhist_pyhook.so: src/pyhook/scopehook.c, scopegrad.cpp). The package's
  * memhist/_scopes.py loads the library with ctypes.PyDLL (the GIL is held
  * in every call) and registers the two callables that mh_scopehook_open
  * returns as torch's global module forward pre/post hooks. */
@@ -7,7 +7,6 @@
 #define MEMHIST_SCOPEHOOK_H
 
 #define PY_SSIZE_T_CLEAN
-#define Py_LIMITED_API 0x030A0000 /* the stable ABI: one build for CPython 3.10 and later */
 #include <Python.h>
 
 struct mh_recorder;
@@ -21,9 +20,10 @@ struct mh_recorder;
  *       names a module on first sight (None: it is a root, name its tree);
  *   root_forward(module)  a root's forward begins with no scope open;
  *   compiling() -> bool   torch.compiler.is_compiling (hooks stay out of traces);
- *   failed(message)       a hook failed: the hooks are off from then on. */
+ *   failed(message)       a hook failed: the hooks are off from then on;
+ * and torch._C.TensorBase, the type of every tensor. */
 PyObject *mh_scopehook_open(struct mh_recorder *rec, PyObject *name, PyObject *root_forward,
-                            PyObject *compiling, PyObject *failed);
+                            PyObject *compiling, PyObject *failed, PyObject *tensor_type);
 
 /* Closes the backward scopes open on every thread (the optimizer step or
  * the next root forward begins). */

@@ -8,7 +8,9 @@ Every round runs each configuration once, in a fresh process, in an order
 that rotates from round to round: none, torch_python, torch_all,
 memhist_none, memhist_python, memhist_all (memhist as `memhist record`
 runs it: module scopes and tensor roles on), memhist_none_noscopes and
-memhist_python_noscopes (MEMHIST_SCOPES=0: the recorder alone), and
+memhist_python_noscopes (MEMHIST_SCOPES=0: the recorder alone),
+memhist_python_pyscopes (the module scope hooks in Python instead of C:
+MEMHIST_SCOPES_IMPL=python), and
 memhist_python_gather (memhist taking torch's gathered contexts, as before
 its own walker: MEMHIST_STACK_CAPTURE=torch). Recording starts before the
 first step. Prints the machine's load, then per configuration the median,
@@ -35,8 +37,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
 CONFIGS = ["none", "torch_python", "torch_all", "memhist_none", "memhist_python", "memhist_all",
-           "memhist_none_noscopes", "memhist_python_noscopes", "memhist_python_gather"]
-VARIANTS = {"_noscopes": {"MEMHIST_SCOPES": "0"}, "_gather": {"MEMHIST_STACK_CAPTURE": "torch"}}
+           "memhist_none_noscopes", "memhist_python_noscopes", "memhist_python_pyscopes", "memhist_python_gather"]
+VARIANTS = {"_noscopes": {"MEMHIST_SCOPES": "0"}, "_pyscopes": {"MEMHIST_SCOPES_IMPL": "python"},
+            "_gather": {"MEMHIST_STACK_CAPTURE": "torch"}}
 
 
 def config_run(c):

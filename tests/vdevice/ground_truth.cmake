@@ -49,3 +49,17 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
       ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
   endforeach()
 endif()
+
+# The module scope hooks in C against the Python ones on the same unchanged
+# script (tests/vdevice/check_scopes.py): every allocation's module, step and
+# phase agree; scope_attr prints them from a recording.
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET memhist_pyhook AND TARGET vdevice)
+  add_executable(scope_attr ${CMAKE_CURRENT_LIST_DIR}/scope_attr.c)
+  target_link_libraries(scope_attr PRIVATE mh_model)
+  add_test(NAME vdevice_scopes_native
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_scopes.py
+                   ${CMAKE_BINARY_DIR}/vdevice_scopes_native)
+  set_tests_properties(vdevice_scopes_native PROPERTIES
+    LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SCOPE_ATTR=$<TARGET_FILE:scope_attr>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
+endif()

@@ -161,7 +161,9 @@ class Scopes:
             sid = self._sid(path)
             self.names[id(module)] = (weakref.ref(module), path, sid)
             return [(module, path, sid, 0)]
-        return self.native.mh_scopehook_open(self.rec, name, self._root_forward, _is_compiling(), self._failed)
+        import torch
+        return self.native.mh_scopehook_open(self.rec, name, self._root_forward, _is_compiling(), self._failed,
+                                             torch._C.TensorBase)
 
     # -- names -----------------------------------------------------------
     def _sid(self, path):

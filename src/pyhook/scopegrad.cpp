@@ -1,0 +1,186 @@
+/* scopegrad.cpp - backward module scopes from autograd, with no Python in
+ * backward (part of libmemhist_pyhook, see scopegrad.h).
+ *
+ * Data flow: the forward post hook (scopehook.c) hands the module's output
+ * here; the output's autograd node (grad_fn) gets a C++ pre-hook carrying
+ * the module's scope. When the engine reaches that node, on its own thread
+ * and without the GIL, the hook opens the module's backward scope on that
+ * thread and closes the open scopes that are not its ancestors, emitting
+ * the scope events directly (mh_recorder_scope). The open scopes of every
+ * autograd thread sit behind one mutex; the optimizer step or the next root
+ * forward closes them (mh__gscope_close_all). */
+#include "scopegrad.h"
+
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "memhist/event.h"
+#include "memhist/recorder.h"
+
+namespace {
+
+struct Scope {
+    std::string path; /* "transformer.h.3.mlp"; a root: its class name */
+    uint32_t sid;
+    bool root;
+};
+using ScopeRef = std::shared_ptr<const Scope>;
+
+struct Open {
+    uint32_t tid;
+    std::vector<ScopeRef> scopes; /* outermost first */
+};
+
+std::mutex mu;                  /* guards everything below */
+struct mh_recorder *rec_now;    /* NULL: the hooks do nothing */
+uint64_t gen_now;               /* which session a hook belongs to */
+std::vector<Open> open_now;
+
+/* `in` is a submodule of `outer` (every module is within its root). */
+bool within(const Scope &in, const Scope &outer)
+{
+    if (in.path == outer.path)
+        return false;
+    return outer.root || (in.path.size() > outer.path.size() && in.path[outer.path.size()] == '.' &&
+                          in.path.compare(0, outer.path.size(), outer.path) == 0);
+}
+
+void emit(int enter, const Scope &s, uint32_t tid)
+{
+    mh_recorder_scope(rec_now, enter, s.sid, MH_PHASE_BACKWARD, tid);
+}
+
+/* Autograd reached the node of a module's output on this thread. */
+void enter(const ScopeRef &s, uint64_t gen)
+{
+    std::lock_guard<std::mutex> lock(mu);
+    if (!rec_now || gen != gen_now)
+        return;
+    uint32_t tid = mh_thread_id();
+    Open *o = nullptr;
+    for (auto &t : open_now)
+        if (t.tid == tid)
+            o = &t;
+    if (!o) {
+        open_now.push_back(Open{tid, {}});
+        o = &open_now.back();
+    }
+    auto &v = o->scopes;
+    std::vector<ScopeRef> inner; /* a submodule sharing this output's node opened first */
+    while (!v.empty() && within(*v.back(), *s)) {
+        inner.push_back(v.back());
+        v.pop_back();
+    }
+    while (!v.empty() && !within(*s, *v.back())) {
+        emit(0, *v.back(), tid);
+        v.pop_back();
+    }
+    v.push_back(s);
+    v.insert(v.end(), inner.rbegin(), inner.rend());
+    if (inner.empty())
+        emit(1, *s, tid);
+}
+
+struct Hook final : torch::autograd::FunctionPreHook {
+    ScopeRef scope;
+    uint64_t gen;
+    Hook(ScopeRef s, uint64_t g) : scope(std::move(s)), gen(g) {}
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list &grads) override
+    {
+        enter(scope, gen);
+        return grads;
+    }
+    /* under compiled autograd the hook is left out (the graph has no scopes) */
+    void compiled_args(torch::dynamo::autograd::CompiledNodeArgs &) const override {}
+};
+
+/* The autograd node of a tensor, or null. */
+const c10::intrusive_ptr<torch::autograd::Node> *node_of(PyObject *o, PyTypeObject *tensor)
+{
+    if (!PyObject_TypeCheck(o, tensor))
+        return nullptr;
+    const auto &fn = THPVariable_Unpack(o).grad_fn();
+    return fn ? &fn : nullptr;
+}
+
+} // namespace
+
+struct mh__gscope {
+    ScopeRef ref;
+};
+
+extern "C" {
+
+struct mh__gscope *mh__gscope_new(const char *path, size_t len, uint32_t sid, int root)
+{
+    try {
+        return new mh__gscope{std::make_shared<const Scope>(Scope{std::string(path, len), sid, root != 0})};
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void mh__gscope_free(struct mh__gscope *s)
+{
+    delete s;
+}
+
+int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s)
+{
+    try {
+        auto *type = reinterpret_cast<PyTypeObject *>(tensor_type);
+        const c10::intrusive_ptr<torch::autograd::Node> *fn = node_of(out, type);
+        if (!fn && (PyTuple_Check(out) || PyList_Check(out))) {
+            Py_ssize_t n = PySequence_Fast_GET_SIZE(out);
+            for (Py_ssize_t i = 0; i < n && !fn; i++)
+                fn = node_of(PySequence_Fast_GET_ITEM(out, i), type);
+        }
+        if (!fn)
+            return 0;
+        uint64_t gen;
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            gen = gen_now;
+        }
+        (*fn)->add_pre_hook(std::make_unique<Hook>(s->ref, gen));
+        return 1;
+    } catch (const std::exception &e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "backward scope hook failed");
+    }
+    return -1;
+}
+
+void mh__gscope_start(struct mh_recorder *rec)
+{
+    std::lock_guard<std::mutex> lock(mu);
+    rec_now = rec;
+    gen_now++;
+    open_now.clear();
+}
+
+void mh__gscope_stop(void)
+{
+    std::lock_guard<std::mutex> lock(mu);
+    rec_now = nullptr;
+    open_now.clear();
+}
+
+void mh__gscope_close_all(void)
+{
+    std::lock_guard<std::mutex> lock(mu);
+    if (!rec_now)
+        return;
+    for (auto &o : open_now)
+        while (!o.scopes.empty()) {
+            emit(0, *o.scopes.back(), o.tid);
+            o.scopes.pop_back();
+        }
+}
+
+} // extern "C"
