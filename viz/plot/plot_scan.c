@@ -184,7 +184,13 @@ static int finish_axis(const struct mh_plot_opts *o, struct mh__plot_scan *s)
     }
     if (o->x_axis == MH_PLOT_X_STEPS && s->has_device)
         return mh__plot_xmap_steps(&s->warp, s->model, s->device, s->win_first, s->win_last);
-    if (o->x_axis == MH_PLOT_X_COMPRESSED && s->warp.n > 0)
+    if (o->x_axis == MH_PLOT_X_COMPRESSED && s->has_device && !s->event_order) {
+        int rc = mh__plot_xmap_squeeze_setup(&s->warp, s->model, s->device, s->t0, s->win_first,
+                                             s->win_last);
+        if (rc < 0)
+            return rc;
+    }
+    if (o->x_axis == MH_PLOT_X_COMPRESSED && (s->warp.n > 0 || s->warp.nk > 0))
         s->warp.mode = MH_PLOT_X_COMPRESSED;
     return 0;
 }
