@@ -17,7 +17,9 @@ Installed by a recording session once it attaches to the allocator (so for
   set-up, not part of a step. Its parameters and buffers are tagged.
 - Optimizer.step (global pre/post hooks): gradients are tagged before it,
   parameters too (a program may build its optimizer over other tensors),
-  and its state tensors after it.
+  and its state tensors after it. The pre-hook tells the bridge which
+  devices the parameters are on: the step ends on those devices only (one
+  process driving models on two devices has each device's own steps).
 
 Each hook is a few dictionary look-ups and one ctypes call; a failure in a
 hook disables the hooks and is kept in the session's status, never raised.
@@ -31,8 +33,9 @@ PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 1, 2, 3, 4
 
 
 class Scopes:
-    def __init__(self, core, rec, session):
+    def __init__(self, core, rec, session, bridge=None):
         self.core = core
+        self.bridge = bridge  # libmemhist_torch (per-device steps), or None
         self.rec = rec
         self.session = session
         self.names = {}      # id(module) -> (weak reference to the module, path): never keeps a model alive
@@ -187,11 +190,16 @@ class Scopes:
     # -- optimizer -------------------------------------------------------
     def _opt_pre(self, optimizer, args, kwargs):
         self._close_backward()
+        devices = 0
         for group in optimizer.param_groups:
             for p in group["params"]:
                 self._tag(p, PARAMETER, None)
                 if p.grad is not None:
                     self._tag(p.grad, GRADIENT, None)
+                if getattr(p, "is_cuda", False) and (p.device.index or 0) < 64:
+                    devices |= 1 << (p.device.index or 0)
+        if self.bridge is not None:
+            self.bridge.mh_torch_step_devices(devices)
 
     def _opt_post(self, optimizer, args, kwargs):
         for state in optimizer.state.values():
