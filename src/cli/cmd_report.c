@@ -24,7 +24,9 @@ static const char usage[] =
     "the reserved peak = 1 - allocated/reserved, allocated and inactive split bytes\n"
     "and the largest free block at the reserved peak, segments, segment\n"
     "allocs/frees, alloc retries, OOMs) with a one-line fragmentation verdict\n"
-    "checked by a what-if replay under expandable_segments:True; and every OOM\n"
+    "checked by a what-if replay under expandable_segments:True; one line when\n"
+    "memory allocated in a step stays live step after step (`memhist growth`);\n"
+    "and every OOM\n"
     "with the request, free device memory, reserved but unallocated bytes and the\n"
     "largest free block (`memhist oom` explains them). Several files (one per\n"
     "rank: FILE.rank*) are reported in turn, then a rank table (host, device,\n"
@@ -108,6 +110,9 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
         return rc;
     mh__report_trend(rp->model, &in, &d->trend);
     mh__whatif_input_free(&in);
+    rc = mh__growth_get(a->growth, device, &d->growth, &d->ngrowth, &d->growth_window);
+    if (rc < 0)
+        return rc;
     if (d->peak_allocated.value == 0)
         return 0;
     return mh__peak_groups_get(a->peaks, rp->model, device, (size_t)o->top, &d->top, &d->ntop,
@@ -143,8 +148,10 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     } else {
         mh__cli_error("%s: %s", o->path, mh_strerror(rc));
     }
-    for (size_t i = 0; i < used; i++)
+    for (size_t i = 0; i < used; i++) {
         free(devs[i].top);
+        free(devs[i].growth);
+    }
     free(devs);
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
 }
@@ -166,7 +173,7 @@ static int run_report(int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc;
-    const struct mh_analysis_want want = {1, 1};
+    const struct mh_analysis_want want = {1, 1, 1};
     const struct mh_cli_multi m = {"report", &want, 0, o.json, 0, report_file, &o};
     return mh__cli_finish(mh__cli_multi_run(o.paths, o.npaths, &m));
 }
