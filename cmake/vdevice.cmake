@@ -113,6 +113,10 @@ if(MEMHIST_TESTS AND TARGET memhist_torch)
   add_test(NAME vdevice_snapshots COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/snapshots.py)
   set_tests_properties(vdevice_snapshots PROPERTIES LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+  # what-if replay of mid-run snapshots, seeded with the state at the trace's start
+  add_test(NAME vdevice_whatif_seeded COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/whatif_seeded.py)
+  set_tests_properties(vdevice_whatif_seeded PROPERTIES LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
   # torchrun with 2 ranks and a helper process: one file each, the rank table.
   add_test(NAME vdevice_ranks COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/vdevice/ranks.py)
   set_tests_properties(vdevice_ranks PROPERTIES LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600

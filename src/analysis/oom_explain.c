@@ -148,9 +148,8 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
     struct mh_alloc_conf conf[3];
     candidates(a, in, c, conf);
     uint64_t capacity = c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE ? 0 : c->capacity;
-    struct mh_whatif_outcome base;
-    c->replay_match = mh__whatif_baseline(in, capacity, &base) == 0 ? base.match : -1;
-    c->estimates = c->mid_run || c->replay_match < MH_OOM_CHECKED_MATCH;
+    c->replay_match = mh__whatif_baseline(in, capacity, &c->baseline) == 0 ? c->baseline.match : -1;
+    c->estimates = !mh__whatif_checked(c->replay_match < 0 ? NULL : &c->baseline);
     for (int i = 0; i < 3; i++) {
         struct mh_suggestion *s = &c->sugg[c->nsugg++];
         struct mh_sim_replay_opts ro;

@@ -40,9 +40,6 @@ struct mh_suggestion {
     uint64_t peak_reserved, peak_allocated;
 };
 
-/* Replay match (percent) from which suggestions count as checked. */
-#define MH_OOM_CHECKED_MATCH 90.0
-
 struct mh_oom_case {
     int device;
     struct mh_oom_info oom;       /* at peak: time, step, allocated, reserved, event_index */
@@ -52,8 +49,9 @@ struct mh_oom_case {
     int mid_run;                  /* an imported trace that starts mid-run (meta trace_start) */
     double replay_match;          /* percent of the run's allocator events the replay under
                                    * its own settings reproduces (-1: not replayed) */
-    int estimates;                /* the replay reproduces the run poorly (mid-run, or a
-                                   * match under MH_OOM_CHECKED_MATCH): no checks */
+    int estimates;                /* the replay reproduces the run poorly (a match under
+                                   * MH_WHATIF_CHECKED_MATCH): no checks */
+    struct mh_whatif_outcome baseline; /* that replay (seeded from the trace's start) */
     uint64_t outside;             /* capacity - CUDA free - reserved (0 if unknown) */
     int small_pool;
     int verdict;

@@ -209,6 +209,22 @@ static double match_percent(const struct mh_sim_replay_result *r)
     return n ? 100.0 * (double)r->matched / (double)n : 100.0;
 }
 
+static double percent(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 100.0;
+}
+
+static void replay_figures(const struct mh_sim_replay_result *r, struct mh_whatif_outcome *out)
+{
+    out->match = match_percent(r);
+    out->events = r->recorded_alloc_events;
+    out->placed = percent(r->placed, r->allocs);
+    out->segment_match = percent(r->matched_segment_events, r->recorded_segment_events);
+    out->seeded_segments = r->seeded_segments;
+    out->seeded_blocks = r->seeded_blocks;
+    out->seeded_unknown = r->seeded_unknown;
+}
+
 int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
                    struct mh_whatif_outcome *out, struct mh_sim_replay_result *res)
 {
@@ -224,7 +240,7 @@ int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_
         rc = mh__sim_replay(in->ev, in->n, &o, res);
     if (rc == 0) {
         summarize(&t, first_time(in), out);
-        out->match = match_percent(res);
+        replay_figures(res, out);
     }
     mh_model_free(t.model);
     return rc;
@@ -239,4 +255,9 @@ int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
     ro.capacity = capacity;
     ro.use_oracle = 1;
     return mh__whatif_run(in, &ro, out, NULL);
+}
+
+int mh__whatif_checked(const struct mh_whatif_outcome *base)
+{
+    return base && base->events > 0 && base->match >= MH_WHATIF_CHECKED_MATCH;
 }

@@ -46,7 +46,21 @@ struct mh_whatif_outcome {
     uint64_t oom_available; /* least reserved + driver-free memory at an OOM, 0 if none */
     double match; /* what-if runs: percent of allocator events reproduced as recorded
                    * (same kind, address and size at the same position) */
+    uint64_t events;      /* recorded allocator events compared (preexisting ones left out) */
+    double placed;        /* percent of replayed allocations at the recorded address */
+    double segment_match; /* percent of recorded segment events reproduced */
+    /* a trace that starts mid-run: the state at its start the replay began from */
+    uint64_t seeded_segments, seeded_blocks;
+    uint64_t seeded_unknown; /* of those blocks, freed during the trace: size unknown */
 };
+
+/* A what-if answer is "checked by replay" when replaying the run under its
+ * own settings reproduces at least this percent of its allocator events
+ * (mh__whatif_baseline's match); below it, what-if figures are estimates. */
+#define MH_WHATIF_CHECKED_MATCH 95.0
+/* Whether `base` (a baseline replay, NULL if it failed) checks what-if
+ * figures: some allocator events replayed, MH_WHATIF_CHECKED_MATCH matched. */
+int mh__whatif_checked(const struct mh_whatif_outcome *base);
 
 /* The recorded run: the input replayed through the model as it is. */
 int mh__whatif_recorded(const struct mh_whatif_input *in, struct mh_whatif_outcome *out);
@@ -56,8 +70,9 @@ int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_
                    struct mh_whatif_outcome *out, struct mh_sim_replay_result *res);
 /* Replays under the recorded settings, taking segment addresses from the
  * recording where sizes agree: `match` says how faithfully the simulator
- * reproduces the run (a trace that starts mid-run, or events it cannot
- * explain, lower it). */
+ * reproduces the run (events it cannot explain, or a starting state that is
+ * partly unknown, lower it). A trace that starts mid-run is replayed from
+ * the state at its start (the file's preexisting events). */
 int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
                         struct mh_whatif_outcome *out);
 

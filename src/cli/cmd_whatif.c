@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "printers.h"
 #include "whatif_check.h"
 #include "sim_replay.h"
 #include "json.h"
@@ -22,8 +23,12 @@ static const char usage[] =
     "and OOMs with the recorded run. A what-if run that runs out of memory stops\n"
     "there, as the program would have. Without --alloc-conf the recorded settings\n"
     "are used and the output says how closely the simulation reproduces the\n"
-    "recorded allocator events. Only the first device of a multi-device file is\n"
-    "replayed; memory allocated outside the caching allocator is not modelled.\n\n"
+    "recorded allocator events. A trace that starts mid-run (an imported torch\n"
+    "snapshot) is replayed from the segments and blocks live at its start. The\n"
+    "what-if figures count as checked by replay when the recorded settings\n"
+    "reproduce at least 95 % of the recorded allocator events, else they are\n"
+    "estimates. Only the first device of a multi-device file is replayed;\n"
+    "memory allocated outside the caching allocator is not modelled.\n\n"
     "options:\n"
     "  --alloc-conf STR      settings to try (PYTORCH_CUDA_ALLOC_CONF syntax), e.g.\n"
     "                        expandable_segments:True\n"
@@ -69,6 +74,8 @@ struct whatif_view {
     const struct mh_sim_replay_opts *ro;
     const struct mh_whatif_outcome *rec, *sim;
     const struct mh_sim_replay_result *res;
+    const struct mh_whatif_outcome *base; /* under the recorded settings, NULL if it failed */
+    int mid_run;
 };
 
 static double frag(const struct mh_whatif_outcome *s)
@@ -137,13 +144,20 @@ static void print_text(const struct whatif_view *v)
     if (v->res->unknown_frees)
         printf("%" PRIu64 " frees of blocks allocated before the recording began were skipped\n",
                v->res->unknown_frees);
-    if (v->ro->use_oracle)
+    if (v->ro->use_oracle && !v->res->recorded_alloc_events)
+        printf("replay fidelity: the recording has no allocator events to reproduce\n");
+    else if (v->ro->use_oracle)
         printf("replay fidelity: %.2f %% of %" PRIu64 " recorded allocator events reproduced "
                "exactly (kind, address, size, order)\n",
                match_pct(v->res), v->res->recorded_alloc_events);
     if (v->ro->use_oracle)
-        printf("placement: %" PRIu64 " of %" PRIu64 " allocations at the recorded address\n",
-               v->res->placed, v->res->allocs);
+        printf("placement: %" PRIu64 " of %" PRIu64 " allocations at the recorded address, %" PRIu64
+               " of %" PRIu64 " segment events at the same point\n",
+               v->res->placed, v->res->allocs, v->res->matched_segment_events,
+               v->res->recorded_segment_events);
+    if (v->mid_run || v->res->seeded_segments)
+        printf("%s\n", mh__replay_seed_text(v->sim, c1, sizeof c1));
+    printf("what-if figures: %s\n", mh__replay_check_text(v->base, c1, sizeof c1));
 }
 
 static void json_run(struct mh_json *j, const char *key, const struct mh_whatif_outcome *s,
@@ -195,6 +209,18 @@ static void print_json(const struct whatif_view *v)
         mh__json_double(&j, match_pct(v->res), 2);
     else
         mh__json_null(&j);
+    mh__json_kv_uint(&j, "recorded_segment_events", v->res->recorded_segment_events);
+    mh__json_kv_uint(&j, "segment_events_same", v->res->matched_segment_events);
+    mh__json_kv_uint(&j, "seeded_segments", v->res->seeded_segments);
+    mh__json_kv_uint(&j, "seeded_blocks", v->res->seeded_blocks);
+    mh__json_kv_uint(&j, "seeded_unknown_sizes", v->res->seeded_unknown);
+    mh__json_key(&j, "baseline_match_percent");
+    if (v->base)
+        mh__json_double(&j, v->base->match, 2);
+    else
+        mh__json_null(&j);
+    mh__json_kv_double(&j, "checked_from_percent", MH_WHATIF_CHECKED_MATCH, 1);
+    mh__json_kv_bool(&j, "checked", mh__whatif_checked(v->base));
     mh__json_end_object(&j);
     mh__sink_puts(&sink, "\n");
 }
@@ -228,7 +254,7 @@ static int whatif_main(int argc, char **argv)
     struct mh_session *s = NULL;
     struct mh_whatif_events *ev = NULL;
     struct mh_whatif_input L = {0};
-    struct mh_whatif_outcome rs, ss;
+    struct mh_whatif_outcome rs, ss, bs;
     struct mh_sim_replay_result res;
     if ((rc = load(a.path, &s, &ev, &L)) == 0) {
         if (!a.conf_text)
@@ -247,8 +273,13 @@ static int whatif_main(int argc, char **argv)
         if (rc < 0)
             mh__cli_error("%s: %s", a.path, mh_strerror(rc));
     }
+    /* how far the what-if can be trusted: the same replay under the recorded settings */
+    const struct mh_whatif_outcome *base = &ss;
+    if (rc == 0 && a.conf_text)
+        base = mh__whatif_baseline(&L, ro.capacity, &bs) == 0 ? &bs : NULL;
     if (rc == 0) {
-        struct whatif_view v = {&a, &L, &ro, &rs, &ss, &res};
+        struct whatif_view v = {&a, &L, &ro, &rs, &ss, &res, base,
+                                mh_reader_meta(mh__session_reader(s), "trace_start") != NULL};
         if (a.json)
             print_json(&v);
         else

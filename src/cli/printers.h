@@ -53,6 +53,13 @@ const char *mh__cli_device_list(const struct mh_model *m, char *buf, size_t len)
 /* `memhist oom` over one file per rank; returns an exit code. */
 int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o);
 
+/* replay_check.c: the label saying whether what-if figures are checked by
+ * replay (mh__whatif_checked of the baseline replay `base`, NULL if it
+ * failed), and the line saying which starting state a mid-run trace was
+ * replayed from. */
+const char *mh__replay_check_text(const struct mh_whatif_outcome *base, char *buf, size_t len);
+const char *mh__replay_seed_text(const struct mh_whatif_outcome *base, char *buf, size_t len);
+
 void mh__oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
                         const struct mh_oom_opts *o, size_t number, size_t count);
 void mh__oom_print_json(struct mh_json *j, const struct mh_analysis *a, const struct mh_oom_case *c,

@@ -88,16 +88,11 @@ static void text_suggestions(const struct mh_oom_case *c)
     char b[3][32];
     size_t nl;
     const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
-    if (c->estimates)
-        printf("  suggestions, estimates, not checks: replayed %s, the run's own settings "
-               "reproduce %.0f%% of its allocator events:\n",
-               c->mid_run ? "from the trace's start (the run began before it)"
-                          : "the run's requests",
-               c->replay_match < 0 ? 0.0 : c->replay_match);
-    else
-        printf("  suggestions, checked by replaying the run's requests (what-if; the run's own "
-               "settings reproduce %.0f%% of its allocator events):\n",
-               c->replay_match);
+    char label[256];
+    printf("  suggestions, %s:\n", mh__replay_check_text(c->replay_match < 0 ? NULL : &c->baseline, label,
+                                                            sizeof label));
+    if (c->mid_run || c->baseline.seeded_segments)
+        printf("    %s\n", mh__replay_seed_text(&c->baseline, label, sizeof label));
     for (size_t i = 0; i < c->nsugg; i++) {
         const struct mh_suggestion *s = &c->sugg[i];
         if (s->in_effect) {
@@ -158,6 +153,11 @@ static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
     size_t nl;
     const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
     mh__json_kv_double(j, "replay_match_percent", c->replay_match, 1);
+    mh__json_kv_double(j, "replay_checked_from_percent", MH_WHATIF_CHECKED_MATCH, 1);
+    mh__json_kv_bool(j, "replay_checked", !c->estimates);
+    mh__json_kv_uint(j, "replay_seeded_segments", c->baseline.seeded_segments);
+    mh__json_kv_uint(j, "replay_seeded_blocks", c->baseline.seeded_blocks);
+    mh__json_kv_uint(j, "replay_seeded_unknown_sizes", c->baseline.seeded_unknown);
     mh__json_key(j, "suggestions");
     mh__json_begin_array(j);
     for (size_t i = 0; i < c->nsugg; i++) {

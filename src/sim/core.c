@@ -132,7 +132,7 @@ uint8_t mh__pool_flags(const struct mh__sim_pool *p, int expandable)
                      (expandable ? MH_EVF_EXPANDABLE : 0));
 }
 
-static int deliver(struct mh_sim *s, const struct mh_event *ev)
+int mh__deliver(struct mh_sim *s, const struct mh_event *ev)
 {
     int rc = 0;
     if (s->o.writer)
@@ -158,7 +158,7 @@ int mh__emit_alloc_event(struct mh_sim *s, int kind, uint64_t addr, uint64_t siz
     ev.device = (int16_t)s->o.device;
     ev.kind = (uint8_t)kind;
     ev.flags = flags;
-    return deliver(s, &ev);
+    return mh__deliver(s, &ev);
 }
 
 int mh__sim_emit(struct mh_sim *s, const struct mh_event *ev)
@@ -166,7 +166,7 @@ int mh__sim_emit(struct mh_sim *s, const struct mh_event *ev)
     struct mh_event e = *ev;
     e.time_ns = s->now;
     e.device = (int16_t)s->o.device;
-    deliver(s, &e);
+    mh__deliver(s, &e);
     return s->err;
 }
 

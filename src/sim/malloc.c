@@ -175,6 +175,12 @@ int mh__sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int defe
         mh__free_block(s, b, stack);
         return s->err;
     }
+    int rc = mh__pending_add(s, b, ready_ns);
+    return rc ? rc : s->err;
+}
+
+int mh__pending_add(struct mh_sim *s, struct mh__sim_block *b, uint64_t ready_ns)
+{
     if (s->npending == s->cap_pending) {
         size_t nc = s->cap_pending ? s->cap_pending * 2 : 64;
         struct mh__sim_block **np = realloc(s->pending, nc * sizeof *np);
@@ -188,7 +194,7 @@ int mh__sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int defe
     b->pending_seq = ++s->pending_seq;
     s->pending[s->npending++] = b;
     s->st.pending_frees++;
-    return s->err;
+    return 0;
 }
 
 int mh__sim_mark_ready(struct mh_sim *s, uint64_t addr)

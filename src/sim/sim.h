@@ -89,6 +89,17 @@ int mh__sim_mark_ready(struct mh_sim *s, uint64_t addr);
  * unsplit cached segment and unmaps free expandable pages. */
 int mh__sim_empty_cache(struct mh_sim *s);
 
+/* Seeds the state the allocator had before the events replayed next (a
+ * trace that starts mid-run) from one MH_EVF_PREEXISTING event of an
+ * imported file: a segment_alloc (segment at its address) or segment_map
+ * (mapped range of an expandable reservation), then an alloc for each block
+ * live in it (its size block_size, else the rounded request), followed by a
+ * free_requested when it was waiting on another stream. An accepted event
+ * is emitted as given. Returns 0, 1 when the event does not fit the seeded
+ * state (nothing changes), MH_EINVAL for an event not flagged preexisting,
+ * or another negative error. */
+int mh__sim_seed(struct mh_sim *s, const struct mh_event *ev);
+
 /* Emits a non-allocator event (step, phase, mark, ...) at the current time;
  * kind and payload are the caller's. */
 int mh__sim_emit(struct mh_sim *s, const struct mh_event *ev);

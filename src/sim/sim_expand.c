@@ -36,13 +36,19 @@ static int has_room(const struct mh__sim_block *b, uint64_t size)
     return bytes >= size;
 }
 
-static struct mh__sim_block *new_reservation(struct mh_sim *s, struct mh__sim_pool *p)
+static uint64_t reservation_size(const struct mh_sim *s, uint64_t page)
+{
+    uint64_t cap = s->o.capacity ? s->o.capacity : UNLIMITED_SPACE;
+    return (cap + cap / 8 + page - 1) / page * page;
+}
+
+/* A new reservation at `want` (0: anywhere; `exact`: there or nowhere), as
+ * one unmapped block. */
+static struct mh__sim_block *reserve(struct mh_sim *s, struct mh__sim_pool *p, uint64_t want,
+                                     int exact)
 {
     uint64_t page = mh_expandable_page_size(&s->o.conf, p->small);
-    uint64_t cap = s->o.capacity ? s->o.capacity : UNLIMITED_SPACE;
-    uint64_t size = (cap + cap / 8 + page - 1) / page * page, want = 0, base;
-    if (s->o.addr_fn && !s->o.addr_fn(s->o.addr_user, 1, size, p->stream, p->small, &want))
-        want = 0;
+    uint64_t size = reservation_size(s, page), base = 0;
     if (s->nresvs == s->cap_resvs) {
         size_t nc = s->cap_resvs ? s->cap_resvs * 2 : 8;
         struct mh__sim_resv **nr = realloc(s->resvs, nc * sizeof *nr);
@@ -53,7 +59,10 @@ static struct mh__sim_block *new_reservation(struct mh_sim *s, struct mh__sim_po
     }
     struct mh__sim_resv *r = calloc(1, sizeof *r);
     struct mh__sim_block *b = mh__block_new(s);
-    if (!r || !b || mh__space_take(s, size, want, &base) != 0) {
+    int taken = r && b && mh__space_take(s, size, want, &base) == 0;
+    if (!taken || (exact && base != want)) {
+        if (taken)
+            mh__space_give(s, base);
         free(r);
         if (b)
             mh__block_drop(s, b);
@@ -70,6 +79,15 @@ static struct mh__sim_block *new_reservation(struct mh_sim *s, struct mh__sim_po
     b->resv = r;
     insert_unmapped(b);
     return b;
+}
+
+static struct mh__sim_block *new_reservation(struct mh_sim *s, struct mh__sim_pool *p)
+{
+    uint64_t page = mh_expandable_page_size(&s->o.conf, p->small), want = 0;
+    if (s->o.addr_fn &&
+        !s->o.addr_fn(s->o.addr_user, 1, reservation_size(s, page), p->stream, p->small, &want))
+        want = 0;
+    return reserve(s, p, want, 0);
 }
 
 /* torch's find_expandable_block: the lowest unmapped block (or the free
@@ -227,4 +245,92 @@ struct mh__sim_block *mh__expandable_best(struct mh__sim_pool *p, struct mh__sim
         next = mh__tree_next(p->free_root, next);
     }
     return it;
+}
+
+/* Cuts unmapped block `u` to [addr, addr + size), the parts before and after
+ * staying unmapped. Returns 0 or MH_ENOMEM. */
+static int cut_unmapped(struct mh_sim *s, struct mh__sim_block *u, uint64_t addr, uint64_t size)
+{
+    struct mh__sim_block *front = NULL, *rest = NULL;
+    if ((addr > u->addr && !(front = mh__block_new(s))) ||
+        (addr + size < u->addr + u->size && !(rest = mh__block_new(s)))) {
+        if (front)
+            mh__block_drop(s, front);
+        return MH_ENOMEM;
+    }
+    mh__remove_free(u);
+    if (front) {
+        *front = (struct mh__sim_block){.addr = u->addr, .size = addr - u->addr, .stream = u->stream,
+                                        .pool = u->pool, .resv = u->resv, .prev = u->prev, .next = u};
+        if (front->prev)
+            front->prev->next = front;
+        u->prev = front;
+        insert_unmapped(front);
+    }
+    if (rest) {
+        *rest = (struct mh__sim_block){.addr = addr + size, .size = u->addr + u->size - addr - size,
+                                       .stream = u->stream, .pool = u->pool, .resv = u->resv,
+                                       .prev = u, .next = u->next};
+        if (rest->next)
+            rest->next->prev = rest;
+        u->next = rest;
+        insert_unmapped(rest);
+    }
+    u->addr = addr;
+    u->size = size;
+    return 0;
+}
+
+/* A seeded reservation is sized as a new one would be, but the snapshot
+ * does not say where it ended: when a range seeded later lies in its
+ * unmapped tail, the reservation ends there. Returns 1 if one did. */
+static int end_reservation_at(struct mh_sim *s, uint64_t addr)
+{
+    for (size_t i = 0; i < s->npools; i++) {
+        struct mh__sim_pool *q = s->pools[i];
+        struct mh__sim_block *u = mh__tree_lower_bound(q->unmapped_root, 0, 0, 0);
+        while (u && !(u->addr <= addr && addr - u->addr < u->size))
+            u = mh__tree_next(q->unmapped_root, u);
+        if (!u)
+            continue;
+        struct mh__sim_resv *r = u->resv;
+        if (u->next || u->addr == addr || u->addr + u->size != r->base + r->size)
+            return 0;
+        mh__remove_free(u);
+        u->size = addr - u->addr;
+        insert_unmapped(u);
+        r->size = addr - r->base;
+        mh__space_shrink(s, r->base, r->size);
+        return 1;
+    }
+    return 0;
+}
+
+struct mh__sim_block *mh__expandable_seed(struct mh_sim *s, struct mh__sim_pool *p,
+                                          uint64_t addr, uint64_t size)
+{
+    struct mh__sim_block *u = mh__tree_lower_bound(p->unmapped_root, 0, 0, 0);
+    while (u && !(u->addr <= addr && addr - u->addr <= u->size && size <= u->addr + u->size - addr))
+        u = mh__tree_next(p->unmapped_root, u);
+    if (!u) {
+        end_reservation_at(s, addr);
+        for (size_t i = 0; i < s->nresvs; i++)
+            if (addr >= s->resvs[i]->base && addr - s->resvs[i]->base < s->resvs[i]->size)
+                return NULL; /* inside a reservation, but not in its unmapped space */
+        u = reserve(s, p, addr, 1);
+        if (!u || size > u->size)
+            return NULL;
+    }
+    const struct mh__sim_resv *r = u->resv;
+    if ((addr - r->base) % r->page || size % r->page || size == 0 ||
+        cut_unmapped(s, u, addr, size) != 0)
+        return NULL;
+    u->mapped = 1;
+    mh__try_merge(s, u, u->prev);
+    mh__try_merge(s, u, u->next);
+    mh__insert_free(s, u);
+    s->st.reserved += size;
+    if (s->st.reserved > s->st.peak_reserved)
+        s->st.peak_reserved = s->st.reserved;
+    return u;
 }

@@ -82,6 +82,7 @@ struct mh_sim {
     size_t nslabs, cap_slabs;
     uint32_t local_ids;          /* interning without a writer */
     uint32_t cur_stack, cur_str; /* context of the current call */
+    struct mh__sim_block *seed_at; /* seeding: the block the next seeded block goes in */
     int err;                     /* first callback/writer error */
 };
 
@@ -109,11 +110,15 @@ void mh__map_free(struct mh__sim_map *m);
 /* space.c: device address ranges (cudaMalloc and reservations). */
 int mh__space_take(struct mh_sim *s, uint64_t size, uint64_t want, uint64_t *addr);
 void mh__space_give(struct mh_sim *s, uint64_t addr);
+/* The range at addr ends after `size` bytes (a smaller size only). */
+void mh__space_shrink(struct mh_sim *s, uint64_t addr, uint64_t size);
 
 /* core.c */
 struct mh__sim_block *mh__block_new(struct mh_sim *s);
 void mh__block_drop(struct mh_sim *s, struct mh__sim_block *b);
 struct mh__sim_pool *mh__pool_get(struct mh_sim *s, uint64_t stream, int small);
+/* Hands an event to the writer and the callback; the first error sticks. */
+int mh__deliver(struct mh_sim *s, const struct mh_event *ev);
 int mh__emit_alloc_event(struct mh_sim *s, int kind, uint64_t addr, uint64_t size,
                          uint64_t stream, uint32_t stack, uint32_t str, uint8_t flags);
 uint8_t mh__pool_flags(const struct mh__sim_pool *p, int expandable);
@@ -121,6 +126,10 @@ void mh__insert_free(struct mh_sim *s, struct mh__sim_block *b);
 void mh__remove_free(struct mh__sim_block *b);
 void mh__try_merge(struct mh_sim *s, struct mh__sim_block *dst, struct mh__sim_block *src);
 void mh__free_block(struct mh_sim *s, struct mh__sim_block *b, uint32_t stack);
+
+/* malloc.c: a freed block waits for its stream's event (completes at
+ * ready_ns, UINT64_MAX = when marked ready). Returns 0 or MH_ENOMEM. */
+int mh__pending_add(struct mh_sim *s, struct mh__sim_block *b, uint64_t ready_ns);
 
 /* release.c */
 int mh__release_block(struct mh_sim *s, struct mh__sim_block *b);
@@ -133,6 +142,11 @@ void mh__process_events(struct mh_sim *s, int all);
 struct mh__sim_block *mh__alloc_expandable(struct mh_sim *s, struct mh__sim_pool *p,
                                            uint64_t size);
 void mh__unmap_block(struct mh_sim *s, struct mh__sim_block *b);
+/* Maps [addr, addr + size) of the pool's reservation holding addr, made
+ * at addr when there is none (seeding, seed.c): the mapped block, free, or
+ * NULL when the range does not fit the reservation's unmapped space. */
+struct mh__sim_block *mh__expandable_seed(struct mh_sim *s, struct mh__sim_pool *p,
+                                          uint64_t addr, uint64_t size);
 /* Best-fit successor rule for expandable blocks (see expand.c). */
 struct mh__sim_block *mh__expandable_best(struct mh__sim_pool *p, struct mh__sim_block *it);
 

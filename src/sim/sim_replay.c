@@ -6,7 +6,9 @@
  * is an empty_cache() call and is replayed as one. Segment addresses can come
  * from the recording (the address oracle), so under the recorded settings
  * block placement matches exactly. The simulator's own events are compared
- * position by position with the recorded ones. Owns its working tables. */
+ * position by position with the recorded ones. A trace that starts mid-run
+ * first seeds the simulator with the state at its start (seed.c). Owns its
+ * working tables. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,15 +96,28 @@ struct replay {
     size_t sim_pos;         /* allocator events the simulator emitted */
 };
 
+static int is_segment_kind(unsigned kind)
+{
+    return kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_FREE ||
+           kind == MH_EV_SEGMENT_MAP || kind == MH_EV_SEGMENT_UNMAP;
+}
+
+static int preexisting(const struct mh_event *e)
+{
+    return mh__sim_is_allocator_kind(e->kind) && (e->flags & MH_EVF_PREEXISTING);
+}
+
 static int on_sim_event(void *user, const struct mh_event *e)
 {
     struct replay *rp = user;
-    if (mh__sim_is_allocator_kind(e->kind)) {
+    if (mh__sim_is_allocator_kind(e->kind) && !preexisting(e)) {
         if (rp->sim_pos < rp->nrec_alloc) {
             const struct mh_event *r = rp->rec_alloc[rp->sim_pos];
             if (r->kind == e->kind && r->size == e->size &&
-                (r->addr == e->addr || e->kind == MH_EV_OOM))
+                (r->addr == e->addr || e->kind == MH_EV_OOM)) {
                 rp->res->matched++;
+                rp->res->matched_segment_events += is_segment_kind(e->kind);
+            }
         }
         rp->sim_pos++;
         rp->res->simulated_alloc_events++;
@@ -142,9 +157,10 @@ static int prepare(struct replay *rp)
     int rc = ordinal && rp->deferred && rp->rec_seg && rp->rec_alloc ? 0 : MH_ENOMEM;
     for (size_t i = 0; i < rp->n && rc == 0; i++) {
         const struct mh_event *e = &rp->ev[i];
-        if (!mh__sim_is_allocator_kind(e->kind))
+        if (!mh__sim_is_allocator_kind(e->kind) || preexisting(e))
             continue;
         ordinal[i] = ++ord;
+        rp->res->recorded_segment_events += is_segment_kind(e->kind);
         rp->rec_alloc[rp->nrec_alloc++] = e;
         if (e->kind == MH_EV_SEGMENT_ALLOC || e->kind == MH_EV_SEGMENT_MAP)
             rp->rec_seg[rp->nrec_seg++] = i;
@@ -224,11 +240,32 @@ static int run_alloc(struct replay *rp, size_t i)
     return aput(&rp->addr, e->addr, addr);
 }
 
+/* A preexisting event: the state at the trace's start. */
+static int run_seed(struct replay *rp, const struct mh_event *e)
+{
+    int rc = mh__sim_seed(rp->sim, e);
+    if (rc < 0)
+        return rc;
+    if (rc > 0) {
+        rp->res->seed_rejected++;
+        return 0;
+    }
+    if (e->kind == MH_EV_SEGMENT_ALLOC || e->kind == MH_EV_SEGMENT_MAP)
+        rp->res->seeded_segments++;
+    if (e->kind != MH_EV_ALLOC)
+        return 0;
+    rp->res->seeded_blocks++;
+    rp->res->seeded_unknown += e->block_size == 0;
+    return aput(&rp->addr, e->addr, e->addr);
+}
+
 static int run_event(struct replay *rp, size_t i, int *in_release)
 {
     const struct mh_event *e = &rp->ev[i];
     uint64_t addr;
     mh__sim_set_time(rp->sim, e->time_ns);
+    if (preexisting(e))
+        return run_seed(rp, e);
     int release = e->kind == MH_EV_SEGMENT_FREE || e->kind == MH_EV_SEGMENT_UNMAP;
     int was = *in_release;
     if (mh__sim_is_allocator_kind(e->kind) && e->kind != MH_EV_FREE_COMPLETED)

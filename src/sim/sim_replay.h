@@ -31,13 +31,21 @@ struct mh_sim_replay_result {
     uint64_t allocs;         /* recorded allocations that succeeded in the replay */
     uint64_t placed;         /* of those, placed at the recorded address */
     uint64_t unknown_frees;  /* frees of blocks allocated before the recording began */
+    /* a trace that starts mid-run: the state at its start seeded first
+     * (mh__sim_seed), from its preexisting events */
+    uint64_t seeded_segments, seeded_blocks;
+    uint64_t seeded_unknown; /* seeded blocks of unknown size (freed during the trace) */
+    uint64_t seed_rejected;  /* preexisting events that did not fit the seeded state */
+    uint64_t recorded_segment_events; /* segment allocs/frees/maps/unmaps in the input */
+    uint64_t matched_segment_events;  /* of those, reproduced at the same position */
     uint64_t empty_caches;   /* recorded empty_cache() calls replayed */
     int oom;                 /* the what-if run hit an OOM the recording did not */
     size_t oom_index;        /* index in the input of the request that failed */
 };
 
 /* Replays `events` (one device, file order; non-allocator events such as
- * steps and phases pass through). Returns 0 (also when it stopped on a
+ * steps and phases pass through). Preexisting allocator events seed the
+ * simulator's starting state and are left out of the comparison. Returns 0 (also when it stopped on a
  * what-if OOM) or a negative error. */
 int mh__sim_replay(const struct mh_event *events, size_t n, const struct mh_sim_replay_opts *opts,
                    struct mh_sim_replay_result *res);

@@ -60,6 +60,13 @@ int mh__space_take(struct mh_sim *s, uint64_t size, uint64_t want, uint64_t *add
     return 0;
 }
 
+void mh__space_shrink(struct mh_sim *s, uint64_t addr, uint64_t size)
+{
+    for (size_t i = 0; i < s->nranges; i++)
+        if (s->ranges[i].base == addr && size < s->ranges[i].size)
+            s->ranges[i].size = size;
+}
+
 void mh__space_give(struct mh_sim *s, uint64_t addr)
 {
     for (size_t i = 0; i < s->nranges; i++) {
