@@ -84,7 +84,7 @@ static int on_device_event(struct mh__plot_scan *s, const struct mh_event *ev,
             s->peak_seq++;
         s->peak.value = *alloc;
         s->peak.time_ns = ev->time_ns;
-        s->peak.step = mh_model_current_step(s->model);
+        s->peak.step = mh_model_device_step(s->model, ev->device);
         s->peak.event_index = s->events - 1;
     }
     if (*reserved > s->max_reserved)
@@ -122,7 +122,7 @@ static int scan_event(void *user, struct mh_session *ses, const struct mh_event 
     if (s->events == 0)
         s->t0 = ev->time_ns;
     s->events++;
-    int inside = in_window(p->o, s->t0, ev->time_ns, mh_model_current_step(s->model));
+    int inside = in_window(p->o, s->t0, ev->time_ns, mh_model_device_step(s->model, ev->device));
     if (inside) {
         if (s->win_events == 0 || ev->time_ns < s->win_first)
             s->win_first = ev->time_ns;
