@@ -178,7 +178,8 @@ int mh_model_tail(const struct mh_model *m, int device, struct mh_step_stats *ou
 /* The step the device's next event belongs to (its own markers', else
  * mh_model_current_step). */
 int64_t mh_model_device_step(const struct mh_model *m, int device);
-/* Step currently open (-1 before the first), and the current phase. */
+/* Step currently open (-1 before the first; with per-device markers, the
+ * most advanced device's), and the current phase. */
 int64_t mh_model_current_step(const struct mh_model *m);
 int mh_model_current_phase(const struct mh_model *m);
 /* Innermost module scope (string id of its path) open on `thread`, 0 if none.

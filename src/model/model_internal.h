@@ -126,7 +126,7 @@ struct mh_model {
     struct mh__slab block_slab, seg_slab;
     int step_state;
     int any_step;          /* a step was opened or closed */
-    int saw_end;           /* a STEP_END for every device was seen */
+    int saw_end;           /* a STEP_END was seen: what is open at the end is a tail */
     int step_closed;       /* a listed step was closed */
     int64_t cur_step;      /* step the next event belongs to */
     uint64_t period_begin_ns;

@@ -121,6 +121,8 @@ static void open_period(struct mh_model *m, int64_t step, uint64_t t)
             acc_begin(m->dev[m->devlist[i]], step, t);
 }
 
+static void relabel_device_setup(struct mh_model *m, struct mh__device *d, int64_t step);
+
 int64_t mh__device_step(const struct mh_model *m, const struct mh__device *d)
 {
     return d->own_steps ? d->own_step : m->cur_step;
@@ -136,14 +138,19 @@ int mh__steps_device_end(struct mh_model *m, struct mh__device *d, const struct 
     int rc = 0;
     if (!d->acc.open) /* between a global STEP_END and the next event, or set-up */
         acc_begin(d, n, m->step_state == MH__STEPS_SETUP ? m->period_begin_ns : t);
+    if (!d->own_steps && m->step_state == MH__STEPS_SETUP)
+        relabel_device_setup(m, d, n); /* no step opened before: the start is step N */
     struct mh_step_stats *s = acc_end(d, n, t);
     if (!idle(s))
         rc = push_step(d, s) ? MH_ENOMEM : 0;
     d->own_steps = 1;
     d->own_step = n + 1;
+    if (n + 1 > m->cur_step) /* the process's step: its most advanced device's */
+        m->cur_step = n + 1;
     acc_begin(d, n + 1, t);
     m->step_closed = 1;
     m->any_step = 1;
+    m->saw_end = 1;
     return rc;
 }
 
@@ -166,20 +173,24 @@ static int relabel_from(void *user, struct mh__segment *s)
     return 0;
 }
 
+/* Device d's set-up period turned out to be its step N. */
+static void relabel_device_setup(struct mh_model *m, struct mh__device *d, int64_t step)
+{
+    if (d->peak_allocated.step == -1)
+        d->peak_allocated.step = step;
+    if (d->peak_reserved.step == -1)
+        d->peak_reserved.step = step;
+    mh__segtree_walk(d->root, relabel_block, &step);
+    for (size_t i = 0; i < m->nooms; i++)
+        if (m->ooms[i].device == d->index && m->ooms[i].step == -1)
+            m->ooms[i].step = step;
+}
+
 /* The setup period turned out to be step N (first marker was STEP_END(N)). */
 static void relabel_setup(struct mh_model *m, int64_t step)
 {
-    for (size_t i = 0; i < m->ndev; i++) {
-        struct mh__device *d = m->dev[m->devlist[i]];
-        if (d->peak_allocated.step == -1)
-            d->peak_allocated.step = step;
-        if (d->peak_reserved.step == -1)
-            d->peak_reserved.step = step;
-        mh__segtree_walk(d->root, relabel_block, &step);
-    }
-    for (size_t i = 0; i < m->nooms; i++)
-        if (m->ooms[i].step == -1)
-            m->ooms[i].step = step;
+    for (size_t i = 0; i < m->ndev; i++)
+        relabel_device_setup(m, m->dev[m->devlist[i]], step);
 }
 
 void mh__steps_device_init(struct mh_model *m, struct mh__device *d)
