@@ -6,9 +6,9 @@
 #      recorder API and shows `memhist info` and `memhist report` on it;
 #   2. simulates the default transformer training workload on the caching-
 #      allocator simulator and writes everything memhist produces for it
-#      (report, PNG timeline and segment view, memory_viz snapshot, Chrome
-#      trace, what-if under expandable segments, layer attribution with a
-#      checkpointing plan) into one folder;
+#      (report, PNG timeline and segment view, flame graph of the peak,
+#      memory_viz snapshot, Chrome trace, what-if under expandable segments,
+#      layer attribution with a checkpointing plan) into one folder;
 #   3. simulates the same run on a smaller device and explains its OOM.
 # usage: scripts/demo.sh [OUTDIR]   (default: demo-out)
 set -euo pipefail
@@ -41,6 +41,10 @@ if has_cmd simulate; then
     if has_cmd plot; then
         "$mh" plot "$run" -o "$out/transformer-timeline.png"
         "$mh" plot "$run" --kind segments -o "$out/transformer-segments.png"
+    fi
+    if has_cmd flame; then
+        "$mh" flame "$run" -o "$out/transformer-flame.svg"
+        "$mh" flame "$run" --folded -o "$out/transformer-flame.folded"
     fi
     has_cmd snapshot && "$mh" snapshot "$run" -o "$out/transformer-snapshot.pickle"
     has_cmd trace && "$mh" trace "$run" -o "$out/transformer-trace.json"

@@ -133,6 +133,8 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
         uintptr_t i = (uintptr_t)mh__addrmap_get(&lt->live, live_key(ev->device, ev->addr));
         if (i && ev->aux < MH_ROLE_COUNT)
             lt->recs[i - 1].role = (uint8_t)ev->aux;
+        if (i && ev->str)
+            lt->recs[i - 1].tag_str = ev->str;
         lt->tagged = 1;
         return 0;
     }

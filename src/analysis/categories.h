@@ -54,6 +54,8 @@ struct mh_alloc_rec {
     uint64_t addr, size, requested;   /* block address, block size, requested bytes */
     int64_t alloc_step, free_step;
     uint32_t stack, str;              /* allocation stack and user metadata */
+    uint32_t tag_str;                 /* the name MH_EV_TAG gave it (a parameter's
+                                       * "transformer.h.0.mlp.c_fc.weight"), 0 = none */
     int16_t device;
     uint8_t alloc_phase, free_phase;  /* enum mh_phase */
     uint8_t before_forward;           /* allocated in a step before its forward phase */

@@ -135,6 +135,11 @@ struct mh_window {
  * message in err. */
 int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
                          size_t errlen);
+/* A moment of the run: --at peak|oom|SECONDS (seconds from the first event,
+ * "2.5" or "2.5s"), as the segment plot and the flame graph take it.
+ * Returns 0 or MH_EINVAL. */
+enum mh_cli_at { MH_CLI_AT_PEAK, MH_CLI_AT_OOM, MH_CLI_AT_TIME };
+int mh__cli_parse_at(const char *text, int *at, uint64_t *at_ns);
 /* Whether an event at `time_ns` during `step` lies in the window; `t0_ns` is
  * the time of the first event. An empty window contains everything. */
 int mh__window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);

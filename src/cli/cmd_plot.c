@@ -69,21 +69,12 @@ static int parse_dim(const char *v, const char *name, int *out)
 
 static int parse_at(const char *v, struct mh_plot_opts *o)
 {
-    if (strcmp(v, "peak") == 0) {
-        o->at = MH_PLOT_AT_PEAK;
-        return 0;
-    }
-    if (strcmp(v, "oom") == 0) {
-        o->at = MH_PLOT_AT_OOM;
-        return 0;
-    }
-    char *end;
-    double sec = strtod(v, &end);
-    if (end == v || (*end && strcmp(end, "s") != 0) || !(sec >= 0) || sec > 1e9)
+    int at;
+    if (mh__cli_parse_at(v, &at, &o->at_ns) != 0)
         return mh__cli_usage_error(
             &mh__cmd_plot, "--at takes 'peak', 'oom' or seconds from the start, not '%s'", v);
-    o->at = MH_PLOT_AT_TIME;
-    o->at_ns = (uint64_t)(sec * 1e9 + 0.5);
+    o->at = at == MH_CLI_AT_PEAK ? MH_PLOT_AT_PEAK : at == MH_CLI_AT_OOM ? MH_PLOT_AT_OOM
+                                                                      : MH_PLOT_AT_TIME;
     return 0;
 }
 

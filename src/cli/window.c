@@ -39,6 +39,17 @@ static int parse_bound_seconds(const char *s, const char *end, uint64_t dflt, ui
     return 0;
 }
 
+int mh__cli_parse_at(const char *text, int *at, uint64_t *at_ns)
+{
+    *at_ns = 0;
+    if (strcmp(text, "peak") == 0 || strcmp(text, "oom") == 0) {
+        *at = text[0] == 'p' ? MH_CLI_AT_PEAK : MH_CLI_AT_OOM;
+        return 0;
+    }
+    *at = MH_CLI_AT_TIME;
+    return parse_bound_seconds(text, text + strlen(text), 0, at_ns) == 0 && *text ? 0 : MH_EINVAL;
+}
+
 int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
                          size_t errlen)
 {

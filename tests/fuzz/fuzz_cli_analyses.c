@@ -1,6 +1,6 @@
 /* fuzz_cli_analyses.c - libFuzzer target for the command-line analyses on a
  * fuzzed .memhist file: runs info, report (text and JSON), oom, layers,
- * whatif, diff, snapshot and trace in-process on the input, as a user would
+ * whatif, diff, snapshot, trace and flame in-process on the input, as a user would
  * on a damaged recording. Their messages are discarded (the sanitizers
  * still report on the process's own standard error).
  * seeds: format */
@@ -12,7 +12,7 @@
 #include "cli.h"
 
 extern const struct mh_cli_command mh__cmd_info, mh__cmd_report, mh__cmd_oom, mh__cmd_layers,
-    mh__cmd_whatif, mh__cmd_diff, mh__cmd_snapshot, mh__cmd_trace;
+    mh__cmd_whatif, mh__cmd_diff, mh__cmd_snapshot, mh__cmd_trace, mh__cmd_flame;
 
 static char path[64];
 
@@ -55,6 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run(&mh__cmd_diff, path, path, NULL, NULL);
     run(&mh__cmd_snapshot, path, "-o", "/dev/null", NULL);
     run(&mh__cmd_trace, path, "-o", "/dev/null", NULL);
+    run(&mh__cmd_flame, path, "-o", "/dev/null", NULL);
+    run(&mh__cmd_flame, path, "--folded", "-o", "/dev/null");
     unlink(path);
     return 0;
 }

@@ -26,7 +26,7 @@ MODULES = {
     "model": (["src/model"], [], ["addrmap.h", "grow.h", "utf8.h"]),
     "sim": (["src/sim"], ["model"], ["sim.h", "workload.h", "sim_replay.h"]),
     "analysis": (["src/analysis"], ["sim", "model"],
-                 ["analysis.h", "categories.h", "device_report.h", "diag.h", "layers.h",
+                 ["analysis.h", "categories.h", "device_report.h", "diag.h", "flame.h", "layers.h",
                   "oom_explain.h", "replay_file.h", "session.h", "stacks.h", "whatif_check.h"]),
     "import": (["src/import"], ["model"], ["snapshot_import.h", "pickle_read.h", "pickle_value.h"]),
     "viz_common": (["viz/common"], ["model"], ["json.h", "json_read.h", "outfile.h", "pickle_write.h",
@@ -34,8 +34,9 @@ MODULES = {
     "viz_plot": (["viz/plot"], ["viz_common", "analysis"], ["plot.h"]),
     "viz_snapshot": (["viz/snapshot"], ["viz_common", "analysis"], ["snapshot_export.h"]),
     "viz_trace": (["viz/trace"], ["viz_common", "analysis"], ["trace_writer.h"]),
+    "viz_flame": (["viz/flame"], ["viz_common", "analysis"], ["flame_svg.h"]),
     "vdevice": (["src/vdevice"], [], ["vdev_presets.h"]),
-    "cli": (["src/cli"], ["viz_plot", "viz_snapshot", "viz_trace", "viz_common", "import",
+    "cli": (["src/cli"], ["viz_plot", "viz_snapshot", "viz_trace", "viz_flame", "viz_common", "import",
                           "analysis", "sim", "model", "vdevice"], []),
 }
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

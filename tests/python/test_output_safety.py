@@ -56,6 +56,7 @@ def writers(tmp, rec, pickle):
         ("trace", ["trace", rec], rec),
         ("snapshot", ["snapshot", rec], rec),
         ("plot", ["plot", rec], rec),
+        ("flame", ["flame", rec], rec),
         ("import", ["import", pickle], pickle),
     ]
 

@@ -23,6 +23,18 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
   endforeach()
 endif()
 
+# The flame graph of an unchanged GPT-style script (tests/vdevice/check_flame.py):
+# the module hierarchy names the transformer blocks, the counts sum to the live
+# bytes at the peak.
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
+  add_test(NAME vdevice_flame
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_flame.py
+                   ${CMAKE_BINARY_DIR}/vdevice_flame)
+  set_tests_properties(vdevice_flame PROPERTIES
+    LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
+endif()
+
 # Answers on an unchanged GPT-style script (tests/vdevice/check_answers.py):
 # categories against torch's tensors, set-up apart from step 0, layers named
 # by module scopes, and the checkpointing plan against measured peaks.
