@@ -180,7 +180,8 @@ static int growth_file(void *user, const struct mh_analysis *a, size_t i, size_t
         mh__json_end_object(j);
     }
     if (!shown && o->device >= 0) {
-        mh__cli_error("%s: no events for device %d; its devices: %s", a->rp.path, o->device,
+        mh__cli_error("%s: no events for device %d; its device%s: %s", a->rp.path, o->device,
+                      mh_model_device_count(m) == 1 ? "" : "s",
                       mh__cli_device_list(m, list, sizeof list));
         return MH_EXIT_FAIL;
     }
