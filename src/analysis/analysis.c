@@ -52,6 +52,7 @@ int mh__analysis_open(const char *path, const struct mh_analysis_want *want, str
     a->rp.model = mh__session_model(a->session);
     a->rp.read_error = mh__session_read_error(a->session);
     mh_reader_summary(a->rp.reader, &a->rp.summary);
+    a->rp.t0_ns = a->rp.summary.first_time_ns;
     return 0;
 }
 

@@ -94,15 +94,19 @@ int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
 int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **argv,
                              const struct mh_cli_opt *opts, int *first);
 
-/* The skeleton of a command over one file per rank: the files are opened
- * (all before the first result, or each just before its own), `each` gives
- * one file's result, then the worst rank by peak reserved is printed. With
- * `json_files` the skeleton prints one JSON document on stdout (begun by
- * mh__cli_json_begin), {..., "files": [each file's result], "worst_rank":
- * {...}}, and hands `each` the
- * writer; otherwise `each` gets NULL and the worst rank is a text line when
- * there are several files (unless `no_worst`). `each` returns 0 or an exit
- * code / MH_E* (a failure it has reported). Returns an exit code. */
+/* The skeleton of a command over one file per rank (multi.c): with several
+ * files, every file's header is read first (a file that does not open stops
+ * the command before any output) and times count from the job's earliest
+ * start (job_origin.h); the files are replayed in parallel, a few alive at
+ * once (all of them with `open_all_first`), `each` gives one file's result
+ * in the order given, then the rank table and the worst rank by peak
+ * reserved are printed. With `json_files` the skeleton prints one JSON
+ * document on stdout (begun by mh__cli_json_begin), {..., "files": [each
+ * file's result], "ranks": [...], "spread": {...}, "worst_rank": {...}},
+ * and hands `each` the writer; otherwise `each` gets NULL and the rank
+ * table is text when there are several files (unless `no_worst`). `each`
+ * runs on the calling thread; it returns 0 or an exit code / MH_E* (a
+ * failure it has reported). Returns an exit code. */
 struct mh_json;
 struct mh_analysis;
 struct mh_analysis_want;
@@ -114,6 +118,12 @@ struct mh_cli_multi {
     int no_worst;
     int (*each)(void *user, const struct mh_analysis *a, size_t i, size_t n, struct mh_json *j);
     void *user;
+    /* optional: a file's work that prints nothing, run on the worker thread
+     * right after its replay (so in parallel across files; `user` only
+     * read): it keeps its result in a->prepared for `each`, and `discard`
+     * frees it. Returns 0 or MH_E* (the file then fails with that code). */
+    int (*prepare)(void *user, struct mh_analysis *a);
+    void (*discard)(struct mh_analysis *a);
 };
 int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);
 

@@ -14,11 +14,13 @@
 void mh__cli_error(const char *fmt, ...)
 {
     va_list ap;
+    flockfile(stderr); /* one line, also when files are read on several threads */
     fputs("memhist: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+    funlockfile(stderr);
 }
 
 /* The status lines of the running command (see mh__cli_status). */

@@ -3,10 +3,13 @@
  * files (ranks), one timeline panel per file in one image. Parses options,
  * opens the files and hands over to viz/plot/plot.h, which does the drawing. */
 #include <errno.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "job_origin.h"
 #include "plot.h"
 
 static const char usage[] =
@@ -19,8 +22,12 @@ static const char usage[] =
     "    curves, the peak, step boundaries, OOMs, and a strip with each step's\n"
     "    peaks and fragmentation.\n"
     "  several FILEs (one per rank): one timeline panel per file, top to\n"
-    "    bottom, on a shared time axis when the runs overlap in time; the rank\n"
-    "    with the highest reserved peak is marked in its title.\n"
+    "    bottom, on a shared time axis when the runs overlap in time, times\n"
+    "    from the job's earliest start (as `memhist report` and `trace` of the\n"
+    "    same files); the rank with the highest reserved peak is marked.\n"
+    "    With 8 files or more the panels give way to a heat map of peak\n"
+    "    reserved per rank (rows) and step (columns), the worst cell outlined,\n"
+    "    above the timeline of the worst rank (--ranks chooses).\n"
     "  segments: every segment and block of the caching allocator at one\n"
     "    moment, with rounding waste and fragmentation.\n"
     "\n"
@@ -29,7 +36,8 @@ static const char usage[] =
     "  --kind timeline|segments\n"
     "  --device N            device to draw (default: the first one in the file)\n"
     "  --steps A:B           only steps A to B (inclusive; A:, :B or N also work)\n"
-    "  --time A:B            only seconds A to B from the first event\n"
+    "  --time A:B            only seconds A to B from the first event (several\n"
+    "                        files: from the job's earliest start)\n"
     "  --width W --height H  image size in pixels (default 1280x760, at least 400x300);\n"
     "                        with several files, H is per panel (default 520)\n"
     "  --top N               coloured allocation sites in the timeline (default 8, max 16)\n"
@@ -39,13 +47,16 @@ static const char usage[] =
     "                        memory category (parameter, gradient, optimizer_state,\n"
     "                        activation, temporary, input, unknown; as memhist report)\n"
     "  --at peak|oom|SECONDS moment of the segment view (default: the allocated peak)\n"
+    "  --ranks panels|heatmap  several files: a panel per file, or the heat map and\n"
+    "                        the worst rank's panel (default: heatmap from 8 files)\n"
     "\n"
     "examples:\n"
     "  memhist plot run.memhist -o run.png\n"
     "  memhist plot run.memhist -o steps.png --steps 10:20 --top 5\n"
     "  memhist plot run.memhist -o oom.png --kind segments --at oom\n"
     "  memhist plot run.memhist -o cat.png --color category\n"
-    "  memhist plot rank0.memhist rank1.memhist -o ranks.png\n";
+    "  memhist plot rank0.memhist rank1.memhist -o ranks.png\n"
+    "  memhist plot run.memhist.rank* -o job.png --ranks heatmap\n";
 
 extern const struct mh_cli_command mh__cmd_plot;
 
@@ -119,6 +130,14 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
             return mh__cli_usage_error(&mh__cmd_plot, "--device needs a device index, not '%s'", v);
         o->has_device = 1;
         o->device = (int)n;
+    } else if (strcmp(opt, "--ranks") == 0) {
+        if (strcmp(v, "panels") == 0)
+            o->ranks_view = MH_PLOT_RANKS_PANELS;
+        else if (strcmp(v, "heatmap") == 0)
+            o->ranks_view = MH_PLOT_RANKS_HEATMAP;
+        else
+            return mh__cli_usage_error(&mh__cmd_plot, "--ranks is 'panels' or 'heatmap', not '%s'",
+                                       v);
     } else if (strcmp(opt, "--top") == 0) {
         if (mh__cli_parse_uint(v, 1, MH_PLOT_MAX_TOP, &n) != 0)
             return mh__cli_usage_error(&mh__cmd_plot, "--top needs a number in 1..%d, not '%s'",
@@ -133,7 +152,7 @@ static int check_args(struct plot_args *a);
 static int parse_args(int argc, char **argv, struct plot_args *a)
 {
     static const char *const valued[] = {"--width", "--height", "--at", "--color", "--colour",
-                                         "--kind", "--device", "--top"};
+                                         "--kind", "--device", "--top", "--ranks"};
     const char *v[sizeof valued / sizeof valued[0]] = {NULL};
     memset(a, 0, sizeof *a);
     const struct mh_cli_opt opts[] = {
@@ -148,6 +167,7 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
         {"kind", 0, MH_OPT_TEXT, &v[5], 0, 0, NULL, NULL},
         {"device", 0, MH_OPT_TEXT, &v[6], 0, 0, NULL, NULL},
         {"top", 0, MH_OPT_TEXT, &v[7], 0, 0, NULL, NULL},
+        {"ranks", 0, MH_OPT_TEXT, &v[8], 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_plot, argc, argv, opts, &first);
     if (rc)
@@ -187,6 +207,8 @@ static int check_args(struct plot_args *a)
     if (a->opts.color != MH_PLOT_COLOR_STACK && a->opts.kind == MH_PLOT_SEGMENTS)
         return mh__cli_usage_error(&mh__cmd_plot, "--color applies to the timeline, not to "
                                                   "--kind segments");
+    if (a->opts.ranks_view != MH_PLOT_RANKS_AUTO && a->nfiles < 2)
+        return mh__cli_usage_error(&mh__cmd_plot, "--ranks applies to several files");
     if (a->opts.at != MH_PLOT_AT_PEAK && a->opts.kind != MH_PLOT_SEGMENTS)
         return mh__cli_usage_error(&mh__cmd_plot, "--at applies to --kind segments");
     if ((a->opts.width && a->opts.width < MH_PLOT_MIN_WIDTH) ||
@@ -245,6 +267,31 @@ static int render(struct plot_args *a, struct mh_session *ses)
     return rc;
 }
 
+/* "2026-11-24 13:16:16.907 UTC". */
+static const char *utc_text(uint64_t ns, char buf[40])
+{
+    time_t sec = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    if (!gmtime_r(&sec, &tm) || !strftime(buf, 40, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(buf, 40, "?");
+    else
+        snprintf(buf + strlen(buf), 40 - strlen(buf), ".%03u UTC",
+                 (unsigned)(ns / 1000000ull % 1000));
+    return buf;
+}
+
+/* The time origin and the worst rank's marked peak, as the image shows them. */
+static void say_worst(const struct plot_args *a, const struct mh_plot_result *res)
+{
+    char b[32], t[32], u[40];
+    mh__cli_status("times from the job's earliest start, %s", utc_text(a->opts.origin_ns, u));
+    for (size_t i = 0; i < a->nfiles; i++)
+        if (res[i].worst && res[i].has_peak)
+            mh__cli_status("worst rank by peak reserved: %s; its allocated peak %s at %s",
+                           a->files[i], mh__cli_bytes(res[i].peak_allocated, b),
+                           mh__cli_duration(res[i].peak_since_ns, t));
+}
+
 /* Several files: one panel per rank. */
 static int render_ranks(struct plot_args *a, struct mh_session **ses)
 {
@@ -263,6 +310,8 @@ static int render_ranks(struct plot_args *a, struct mh_session **ses)
         for (size_t i = 0; i < a->nfiles; i++)
             all_empty &= res[i].empty;
         rc = write_image(a, &sink, all_empty);
+        if (rc == 0)
+            say_worst(a, res);
     }
     mh__sink_free(&sink);
     return rc;
@@ -278,6 +327,8 @@ static int run(int argc, char **argv)
     for (size_t i = 0; i < a.nfiles && rc == 0; i++)
         if (mh__session_open(a.files[i], &s[i]) < 0)
             rc = MH_EXIT_FAIL;
+    if (rc == 0 && a.nfiles > 1 && mh__job_origin(a.files, a.nfiles, &a.opts.origin_ns) < 0)
+        rc = MH_EXIT_FAIL;
     if (rc == 0)
         rc = a.nfiles == 1 ? render(&a, s[0]) : render_ranks(&a, s);
     for (size_t i = 0; i < a.nfiles; i++)

@@ -122,40 +122,77 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
                                &d->live_at_peak_bytes, &d->live_at_peak_count);
 }
 
+/* One file's device reports: built on the worker thread that replayed the
+ * file (prepare_file), printed in order on the main thread. */
+struct report_devs {
+    struct mh_device_report *devs;
+    size_t n, used; /* devices in the file, reports built */
+    int rc;         /* 0 or the MH_E* that stopped the building */
+};
+
+static void collect(const struct report_opts *o, const struct mh_analysis *a, struct report_devs *r)
+{
+    const struct mh_model *m = a->rp.model;
+    r->n = mh_model_device_count(m);
+    r->devs = calloc(r->n ? r->n : 1, sizeof *r->devs);
+    r->rc = r->devs ? 0 : MH_ENOMEM;
+    for (size_t i = 0; i < r->n && r->rc == 0; i++) {
+        int dev = mh_model_device_at(m, i);
+        if (o->device < 0 || o->device == dev)
+            r->rc = build_device(o, a, dev, &r->devs[r->used++]);
+    }
+}
+
+static void devs_free(struct report_devs *r)
+{
+    for (size_t i = 0; r && i < r->used; i++) {
+        free(r->devs[i].top);
+        free(r->devs[i].growth);
+    }
+    if (r)
+        free(r->devs);
+}
+
+static int prepare_file(void *user, struct mh_analysis *a)
+{
+    struct report_devs *r = calloc(1, sizeof *r);
+    if (!r)
+        return MH_ENOMEM;
+    collect(user, a, r);
+    a->prepared = r;
+    return 0;
+}
+
+static void discard_file(struct mh_analysis *a)
+{
+    devs_free(a->prepared);
+    free(a->prepared);
+    a->prepared = NULL;
+}
+
 static int report_devices(const struct report_opts *o, const struct mh_analysis *a)
 {
     const struct mh_replay *rp = &a->rp;
-    size_t n = mh_model_device_count(rp->model);
-    struct mh_device_report *devs = calloc(n ? n : 1, sizeof *devs);
-    if (!devs) {
-        mh__cli_error("%s: %s", o->path, mh_strerror(MH_ENOMEM));
-        return MH_EXIT_FAIL;
+    struct report_devs own = {0}, *r = a->prepared;
+    if (!r) {
+        collect(o, a, &own);
+        r = &own;
     }
-    size_t used = 0;
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        int dev = mh_model_device_at(rp->model, i);
-        if (o->device < 0 || o->device == dev)
-            rc = build_device(o, a, dev, &devs[used++]);
-    }
-    if (rc == 0 && o->device >= 0 && used == 0) {
+    int rc = r->rc;
+    if (rc == 0 && o->device >= 0 && r->used == 0) {
         char list[128];
-        mh__cli_error("%s: no events for device %d; its device%s: %s%s", o->path, o->device, n == 1 ? "" : "s",
-                      mh__cli_device_list(rp->model, list, sizeof list),
+        mh__cli_error("%s: no events for device %d; its device%s: %s%s", o->path, o->device,
+                      r->n == 1 ? "" : "s", mh__cli_device_list(rp->model, list, sizeof list),
                       o->npaths > 1 ? " (the index as this file's process saw it)" : "");
         rc = MH_EINVAL;
     } else if (rc == 0 && o->json) {
-        mh__report_print_json(o->j, rp, devs, used, &o->view.steps);
+        mh__report_print_json(o->j, rp, r->devs, r->used, &o->view.steps);
     } else if (rc == 0) {
-        mh__report_print_text(rp, devs, used, &o->view);
+        mh__report_print_text(rp, r->devs, r->used, &o->view);
     } else {
         mh__cli_error("%s: %s", o->path, mh_strerror(rc));
     }
-    for (size_t i = 0; i < used; i++) {
-        free(devs[i].top);
-        free(devs[i].growth);
-    }
-    free(devs);
+    devs_free(&own);
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
 }
 
@@ -177,6 +214,7 @@ static int run_report(int argc, char **argv)
     if (rc)
         return rc;
     const struct mh_analysis_want want = {1, 1, 1};
-    const struct mh_cli_multi m = {"report", &want, 0, o.json, 0, report_file, &o};
+    const struct mh_cli_multi m = {"report", &want,       0, o.json, 0, report_file, &o,
+                                   prepare_file, discard_file};
     return mh__cli_finish(mh__cli_multi_run(o.paths, o.npaths, &m));
 }

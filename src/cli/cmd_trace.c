@@ -11,21 +11,26 @@
 
 #include "cli.h"
 #include "gzip.h"
+#include "job_origin.h"
 #include "trace_writer.h"
 
 static const char usage[] =
-    "usage: memhist trace FILE -o OUT.json [--steps A:B | --time A:B] [--device N]\n"
-    "                     [--into PROFILE.json] [--pretty] [--warn-size SIZE]\n\n"
+    "usage: memhist trace FILE... -o OUT.json [--steps A:B | --time A:B] [--device N]\n"
+    "                        [--into PROFILE.json] [--pretty] [--warn-size SIZE]\n\n"
     "Writes a Chrome trace event file (open it in https://ui.perfetto.dev or\n"
     "chrome://tracing): op ranges per thread, kernels, copies and memsets per GPU\n"
     "and stream, arrows from each launch to its kernel, memory counters per GPU\n"
     "(allocated, reserved, outside the allocator, total), steps, segment and\n"
-    "driver allocations, and OOMs with their explanation.\n\n"
+    "driver allocations, and OOMs with their explanation.\n"
+    "Several FILEs (one per rank of a job) make one trace: each file's processes\n"
+    "are named after its rank, and times count from the job's earliest start\n"
+    "(an instant at 0 marks it), as in `memhist report` and `plot` of the same files.\n\n"
     "options:\n"
     "  -o, --output OUT   output file ('-' for standard output; OUT.gz is written\n"
     "                     gzip-compressed, as TensorBoard and Perfetto read it)\n"
     "  --steps A:B        only steps A..B (inclusive; A:, :B or N also work)\n"
-    "  --time A:B         only seconds A..B from the start of the recording\n"
+    "  --time A:B         only seconds A..B from the start of the recording (of\n"
+    "                     the job with several files)\n"
     "  --device N         only GPU N's tracks\n"
     "  --into PROFILE     add the memory tracks to a torch.profiler trace JSON (or\n"
     "                     .json.gz, as tensorboard_trace_handler writes it) and\n"
@@ -41,8 +46,12 @@ static int run_trace(int argc, char **argv);
 const struct mh_cli_command mh__cmd_trace = {
     "trace", "write a Chrome/Perfetto trace (ops, kernels, memory counters)", usage, run_trace};
 
+#define TRACE_MAX_FILES 64
+
 struct trace_args {
-    const char *file, *out, *into, *steps, *time;
+    const char *file, *out, *into, *steps, *time; /* file: the first of files */
+    const char *files[TRACE_MAX_FILES];
+    size_t nfiles;
     struct mh_trace_opts o;
 };
 
@@ -62,9 +71,16 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
     int first, rc = mh__cli_options(&mh__cmd_trace, argc, argv, opts, &first);
     if (rc)
         return rc;
-    if (first != argc - 1)
-        return mh__cli_usage_error(&mh__cmd_trace, "expected exactly one FILE");
+    if (first >= argc)
+        return mh__cli_usage_error(&mh__cmd_trace, "missing the input FILE");
+    if (argc - first > TRACE_MAX_FILES)
+        return mh__cli_usage_error(&mh__cmd_trace, "at most %d input files", TRACE_MAX_FILES);
+    for (int i = first; i < argc; i++)
+        a->files[a->nfiles++] = argv[i];
     a->file = argv[first];
+    if (a->nfiles > 1 && a->into)
+        return mh__cli_usage_error(&mh__cmd_trace, "--into takes one FILE (the process that "
+                                                   "was profiled); %zu were given", a->nfiles);
     if (!a->out)
         return mh__cli_usage_error(&mh__cmd_trace, "missing -o OUT.json");
     struct mh_window w;
@@ -130,7 +146,7 @@ static int ends_with(const char *s, const char *tail)
 
 /* Writes the trace to an open stream (gzip-compressed for OUT.gz); returns 0
  * or says why. */
-static int write_output(struct trace_args *a, struct mh_session *ses, struct mh_trace *t,
+static int write_output(struct trace_args *a, struct mh_session **ses, struct mh_trace **t,
                         const char *kineto, size_t klen, FILE *fp)
 {
     FILE *gz = NULL;
@@ -141,8 +157,9 @@ static int write_output(struct trace_args *a, struct mh_session *ses, struct mh_
     struct mh_sink sink;
     mh__sink_init_file(&sink, fp);
     char err[200] = "";
-    int rc = kineto ? mh__trace_merge_kineto(t, ses, kineto, klen, &sink, err, sizeof err)
-                    : mh__trace_write(t, ses, &sink);
+    int rc = kineto        ? mh__trace_merge_kineto(t[0], ses[0], kineto, klen, &sink, err, sizeof err)
+             : a->nfiles > 1 ? mh__trace_write_files(t, ses, a->nfiles, &sink)
+                             : mh__trace_write(t[0], ses[0], &sink);
     if (rc == 0)
         rc = mh__sink_finish(&sink);
     if (rc != 0 && err[0])
@@ -159,12 +176,15 @@ static int write_output(struct trace_args *a, struct mh_session *ses, struct mh_
     return rc;
 }
 
-static int produce(struct trace_args *a, struct mh_session *ses, struct mh_trace *t,
+static int produce(struct trace_args *a, struct mh_session **ses, struct mh_trace **t,
                    const char *kineto, size_t klen)
 {
-    const char *inputs[] = {a->file, a->into};
+    const char *inputs[TRACE_MAX_FILES + 1];
+    for (size_t i = 0; i < a->nfiles; i++)
+        inputs[i] = a->files[i];
+    inputs[a->nfiles] = a->into;
     struct mh_outfile of;
-    if (mh__cli_output_open(&of, a->out, inputs, 2) != 0)
+    if (mh__cli_output_open(&of, a->out, inputs, a->nfiles + (a->into != NULL)) != 0)
         return MH_EIO;
     int rc = write_output(a, ses, t, kineto, klen, of.fp);
     return mh__cli_output_close(&of, a->out, rc, 0);
@@ -183,6 +203,78 @@ static void note_overlap(const struct mh_trace_plan *p)
                   (double)(p->profile_last_ns - p->profile_first_ns) / 1e9);
 }
 
+/* The options of file i: with several files, the job's origin, a GPU pid
+ * range of its own and a label for its process names (named_after_rank). */
+static void file_opts(const struct trace_args *a, size_t i, uint64_t origin, char label[48],
+                      struct mh_trace_opts *o)
+{
+    *o = a->o;
+    if (a->nfiles < 2)
+        return;
+    snprintf(label, 48, "file %zu", i + 1);
+    o->origin_ns = origin;
+    o->gpu_pid_base = (int64_t)(i + 1) * 1000;
+    o->process_label = label;
+}
+
+/* The label of a scanned file's processes: its rank (read with the
+ * metadata during the scan), "R+" for a process the rank started. */
+static void named_after_rank(struct mh_session *ses, char label[48])
+{
+    const struct mh_reader *r = mh__session_reader(ses);
+    const char *rank = mh_reader_meta(r, "rank"), *role = mh_reader_meta(r, "rank_process");
+    if (rank && *rank)
+        snprintf(label, 48, "rank %.24s%s", rank, role && !strcmp(role, "helper") ? "+" : "");
+}
+
+/* Opens and scans every file; returns 0 or an exit code (reported). */
+static int prepare(struct trace_args *a, int kineto, struct mh_session **ses, struct mh_trace **t,
+                   char (*labels)[48])
+{
+    uint64_t origin = 0, events = 0;
+    if (a->nfiles > 1 && mh__job_origin(a->files, a->nfiles, &origin) < 0)
+        return MH_EXIT_FAIL;
+    for (size_t i = 0; i < a->nfiles; i++) {
+        struct mh_trace_opts o;
+        if (mh__session_open(a->files[i], &ses[i]) < 0)
+            return MH_EXIT_FAIL;
+        file_opts(a, i, origin, labels[i], &o);
+        int rc = mh__trace_new(&o, &t[i]);
+        if (rc < 0) {
+            mh__cli_error("%s: %s", a->files[i], mh_strerror(rc));
+            return MH_EXIT_FAIL;
+        }
+        if (kineto)
+            continue;
+        if (mh__trace_scan(t[i], ses[i]) != 0)
+            return MH_EXIT_FAIL;
+        if (a->nfiles > 1)
+            named_after_rank(ses[i], labels[i]);
+        if (mh__trace_get_plan(t[i])->too_big)
+            warn_size(mh__trace_get_plan(t[i]), a->files[i]);
+        events += mh__trace_get_plan(t[i])->events;
+    }
+    if (!kineto && events == 0)
+        mh__cli_error("warning: %s: no events in the chosen window", a->file);
+    return 0;
+}
+
+static void say_written(const struct trace_args *a, struct mh_trace **t, int kineto)
+{
+    uint64_t events = 0, flows = 0;
+    for (size_t i = 0; i < a->nfiles; i++) {
+        events += mh__trace_get_plan(t[i])->events;
+        flows += mh__trace_get_plan(t[i])->flows;
+    }
+    const struct mh_trace_plan *p = mh__trace_get_plan(t[0]);
+    if (kineto && p->profile_last_ns)
+        note_overlap(p);
+    mh__cli_status("wrote %s (%llu events, %llu launch->GPU arrows%s); open it in "
+                   "https://ui.perfetto.dev",
+                   a->out, (unsigned long long)events, (unsigned long long)flows,
+                   a->nfiles > 1 ? "; times from the job's earliest start" : "");
+}
+
 static int run_trace(int argc, char **argv)
 {
     struct trace_args a;
@@ -193,32 +285,18 @@ static int run_trace(int argc, char **argv)
     char *kineto = NULL;
     if (a.into && !(kineto = slurp(a.into, &klen)))
         return MH_EXIT_FAIL;
-    struct mh_session *ses;
-    if (mh__session_open(a.file, &ses) < 0) {
-        free(kineto);
-        return MH_EXIT_FAIL;
+    struct mh_session *ses[TRACE_MAX_FILES] = {NULL};
+    struct mh_trace *t[TRACE_MAX_FILES] = {NULL};
+    char labels[TRACE_MAX_FILES][48];
+    rc = prepare(&a, kineto != NULL, ses, t, labels);
+    if (rc == 0)
+        rc = produce(&a, ses, t, kineto, klen) == 0 ? 0 : MH_EXIT_FAIL;
+    if (rc == 0 && strcmp(a.out, "-") != 0)
+        say_written(&a, t, kineto != NULL);
+    for (size_t i = 0; i < a.nfiles; i++) {
+        mh__trace_free(t[i]);
+        mh__session_close(ses[i]);
     }
-    struct mh_trace *t = NULL;
-    rc = mh__trace_new(&a.o, &t);
-    if (rc < 0)
-        mh__cli_error("%s: %s", a.file, mh_strerror(rc));
-    else if (kineto || (rc = mh__trace_scan(t, ses)) == 0) {
-        if (!kineto && mh__trace_get_plan(t)->too_big)
-            warn_size(mh__trace_get_plan(t), a.file);
-        if (!kineto && mh__trace_get_plan(t)->events == 0)
-            mh__cli_error("warning: %s: no events in the chosen window", a.file);
-        rc = produce(&a, ses, t, kineto, klen);
-    }
-    if (rc == 0 && strcmp(a.out, "-") != 0) {
-        const struct mh_trace_plan *p = mh__trace_get_plan(t);
-        if (kineto && p->profile_last_ns)
-            note_overlap(p);
-        mh__cli_status("wrote %s (%llu events, %llu launch->GPU arrows); open it in "
-                       "https://ui.perfetto.dev",
-                       a.out, (unsigned long long)p->events, (unsigned long long)p->flows);
-    }
-    mh__trace_free(t);
-    mh__session_close(ses);
     free(kineto);
-    return mh__cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
+    return mh__cli_finish(rc ? MH_EXIT_FAIL : MH_EXIT_OK);
 }

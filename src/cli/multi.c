@@ -2,68 +2,214 @@
  * (report, layers, oom): each file replayed once through
  * src/analysis/analysis.h with the observers the command wants, one result
  * per file from the command's callback, then the rank table and the worst
- * rank (report_ranks.c; see cli.h). */
+ * rank (report_ranks.c; see cli.h).
+ *
+ * Several files are read in parallel by a small pool of threads, at most a
+ * window of them alive at once: the results come out in the order given,
+ * each file's analysis is closed as soon as its result and its rank-table
+ * row are taken, so memory stays bounded by the window whatever the number
+ * of files (64 rank files of a million events each). Before any of that,
+ * every file's header and first event are read: a file that does not open
+ * stops the command before any output, and the job's time origin
+ * (job_origin.h) is known, so every file's times count from it. Long runs
+ * say how far they got on stderr. */
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "analysis.h"
 #include "cli.h"
+#include "job_origin.h"
 #include "printers.h"
 
-/* Opens files [from, to); returns how many opened, *rc < 0 on a failure
- * (already reported). */
-static size_t open_range(char **paths, size_t from, size_t to, const struct mh_cli_multi *m,
-                         struct mh_analysis *a, int *rc)
+#define MULTI_MAX_THREADS 8
+#define PROGRESS_EVERY_NS 2000000000ull
+
+struct pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char **paths;
+    const struct mh_cli_multi *m;
+    size_t n, window;
+    size_t next;     /* next file a worker takes */
+    size_t consumed; /* files whose result was taken */
+    int stop;
+    struct mh_analysis *slot; /* file i in slot[i % window] */
+    int *state;               /* per file: 0 pending, 1 ready, < 0 failed */
+};
+
+static void close_file(const struct mh_cli_multi *m, struct mh_analysis *a)
 {
-    size_t i = from;
-    for (; i < to; i++)
-        if ((*rc = mh__analysis_open(paths[i], m->want, &a[i])) < 0)
-            break;
-    return i - from;
+    if (m->discard)
+        m->discard(a);
+    mh__analysis_close(a);
 }
 
-/* The results, between the JSON document's opening and closing. */
-static int results(char **paths, size_t n, const struct mh_cli_multi *m, struct mh_analysis *a,
-                   size_t *opened, struct mh_json *j)
+static void *worker(void *arg)
+{
+    struct pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->next < p->n && p->next >= p->consumed + p->window)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop || p->next >= p->n)
+            break;
+        size_t i = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        struct mh_analysis *a = &p->slot[i % p->window];
+        int rc = mh__analysis_open(p->paths[i], p->m->want, a);
+        if (rc == 0 && p->m->prepare && (rc = p->m->prepare(p->m->user, a)) < 0) {
+            mh__cli_error("%s: %s", p->paths[i], mh_strerror(rc));
+            close_file(p->m, a);
+        }
+        pthread_mutex_lock(&p->mu);
+        p->state[i] = rc < 0 ? rc : 1;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Waits for file i; returns its analysis or NULL (*rc set) on a failure. */
+static struct mh_analysis *take(struct pool *p, size_t i, int *rc)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->state[i] == 0)
+        pthread_cond_wait(&p->cv, &p->mu);
+    *rc = p->state[i] < 0 ? p->state[i] : 0;
+    pthread_mutex_unlock(&p->mu);
+    return *rc == 0 ? &p->slot[i % p->window] : NULL;
+}
+
+/* File i's result was taken: its slot is free for a later file. */
+static void release(struct pool *p, size_t i)
+{
+    if (p->state[i] == 1)
+        close_file(p->m, &p->slot[i % p->window]);
+    pthread_mutex_lock(&p->mu);
+    p->consumed = i + 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The one place the skeleton reports progress: a line on stderr every two
+ * seconds of a long run. */
+static void note_progress(size_t done, size_t n, uint64_t start_ns, uint64_t *last_ns)
+{
+    uint64_t t = now_ns();
+    if (n < 2 || t - *last_ns < PROGRESS_EVERY_NS)
+        return;
+    *last_ns = t;
+    char d[32];
+    fprintf(stderr, "memhist: read %zu of %zu files (%s)\n", done, n,
+            mh__cli_duration(t - start_ns, d));
+}
+
+/* Every file's result in order, then the rank table (rows[] kept). */
+static int results(struct pool *p, uint64_t origin, struct mh_rank_row *rows, struct mh_json *j)
 {
     int rc = 0;
+    uint64_t first = 0; /* the origin when the headers gave none */
+    uint64_t start = now_ns(), last = start;
     if (j) {
         mh__json_key(j, "files");
         mh__json_begin_array(j);
     }
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!m->open_all_first)
-            *opened += open_range(paths, i, i + 1, m, a, &rc);
-        if (rc == 0)
-            rc = m->each(m->user, &a[i], i, n, j);
+    for (size_t i = 0; i < p->n && rc == 0; i++) {
+        struct mh_analysis *a = take(p, i, &rc);
+        if (a) {
+            if (origin && p->n > 1)
+                a->rp.t0_ns = origin;
+            if (a->rp.t0_ns && (!first || a->rp.t0_ns < first))
+                first = a->rp.t0_ns;
+            rc = p->m->each(p->m->user, a, i, p->n, j);
+            mh__rank_row_fill(a, &rows[i]);
+        }
+        release(p, i);
+        note_progress(i + 1, p->n, start, &last);
     }
     if (j)
         mh__json_end_array(j);
-    if (rc == 0 && !m->no_worst)
-        rc = mh__print_ranks(a, n, j);
+    if (rc == 0 && !p->m->no_worst)
+        rc = mh__print_ranks(rows, p->n, origin ? origin : first, j);
     if (j)
         mh__json_end_object(j);
     return rc;
 }
 
-int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
+static size_t thread_count(size_t n)
 {
-    struct mh_analysis *a = calloc(n ? n : 1, sizeof *a);
-    if (!a) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t t = cpus > 0 ? (size_t)cpus : 1;
+    t = t < MULTI_MAX_THREADS ? t : MULTI_MAX_THREADS;
+    return t < n ? t : n;
+}
+
+/* Starts the workers, produces the output, stops and joins them; closes
+ * what they opened beyond the last result taken. */
+static int run_pool(struct pool *p, uint64_t origin, struct mh_rank_row *rows)
+{
+    size_t nthreads = thread_count(p->n), started = 0;
+    pthread_t tid[MULTI_MAX_THREADS];
+    while (started < nthreads && pthread_create(&tid[started], NULL, worker, p) == 0)
+        started++;
+    if (started == 0) {
         mh__cli_error("%s", mh_strerror(MH_ENOMEM));
         return MH_EXIT_FAIL;
     }
-    int rc = 0;
-    size_t opened = m->open_all_first ? open_range(paths, 0, n, m, a, &rc) : 0;
-    if (rc == 0 && m->json_files) {
+    int rc;
+    if (p->m->json_files) {
         struct mh_sink sink;
         struct mh_json j;
-        mh__cli_json_begin(&j, &sink, m->command);
-        rc = results(paths, n, m, a, &opened, &j); /* the pretty writer ends the line */
+        mh__cli_json_begin(&j, &sink, p->m->command);
+        rc = results(p, origin, rows, &j); /* the pretty writer ends the line */
         mh__sink_finish(&sink);
-    } else if (rc == 0) {
-        rc = results(paths, n, m, a, &opened, NULL);
+    } else {
+        rc = results(p, origin, rows, NULL);
     }
-    for (size_t i = 0; i < opened; i++)
-        mh__analysis_close(&a[i]);
-    free(a);
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    for (size_t i = p->consumed; i < p->next; i++)
+        if (p->state[i] == 1)
+            close_file(p->m, &p->slot[i % p->window]);
+    return rc;
+}
+
+int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
+{
+    uint64_t origin = 0;
+    if (n > 1 && mh__job_origin((const char *const *)paths, n, &origin) < 0)
+        return MH_EXIT_FAIL; /* reported, before any output */
+    struct pool p = {.paths = paths, .m = m, .n = n};
+    p.window = m->open_all_first ? n : thread_count(n);
+    p.window = p.window ? p.window : 1;
+    p.slot = calloc(p.window, sizeof *p.slot);
+    p.state = calloc(n ? n : 1, sizeof *p.state);
+    struct mh_rank_row *rows = calloc(n ? n : 1, sizeof *rows);
+    int rc = MH_EXIT_FAIL;
+    if (!p.slot || !p.state || !rows || pthread_mutex_init(&p.mu, NULL) != 0) {
+        mh__cli_error("%s", mh_strerror(MH_ENOMEM));
+    } else {
+        if (pthread_cond_init(&p.cv, NULL) == 0) {
+            rc = run_pool(&p, origin, rows);
+            pthread_cond_destroy(&p.cv);
+        }
+        pthread_mutex_destroy(&p.mu);
+    }
+    free(p.slot);
+    free(p.state);
+    free(rows);
     return rc < 0 ? MH_EXIT_FAIL : rc;
 }

@@ -45,9 +45,23 @@ const char *mh__growth_label(const struct mh_reader *r, const struct mh_growth_e
 void mh__growth_json(struct mh_json *j, const struct mh_reader *r, const struct mh_device_report *d,
                      size_t top);
 
-/* report_ranks.c: the rank table, spread and worst rank (ties stated) of
- * several files; JSON keys "ranks", "spread", "worst_rank" when j. */
-int mh__print_ranks(const struct mh_analysis *a, size_t n, struct mh_json *j);
+/* report_ranks.c: one file's row of the rank table, kept after its
+ * analysis is closed (path borrowed from the command line). */
+struct mh_rank_row {
+    const char *path;
+    char host[64]; /* "" when the header has none */
+    int64_t rank;  /* -1 when neither the header nor the name says */
+    int device;    /* the device with the largest peak reserved; -1 if none */
+    int helper;    /* a process the rank started: listed, left out of the spread */
+    struct mh_peak alloc, reserved;
+    size_t steps, ooms;
+    double frag;   /* at the reserved peak; < 0 when unknown */
+};
+void mh__rank_row_fill(const struct mh_analysis *a, struct mh_rank_row *r);
+/* The rank table, spread and worst rank (ties stated) of several files,
+ * times from `origin` (the job's start); JSON keys "ranks", "spread",
+ * "worst_rank" when j, else text when n > 1. */
+int mh__print_ranks(const struct mh_rank_row *rows, size_t n, uint64_t origin, struct mh_json *j);
 /* "0, 1": the devices a file's model has ("none"). */
 const char *mh__cli_device_list(const struct mh_model *m, char *buf, size_t len);
 /* `memhist oom` over one file per rank; returns an exit code. */

@@ -134,7 +134,7 @@ void mh__oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c
                         const struct mh_oom_opts *o, size_t number, size_t count)
 {
     char t[32], s[24], v[512];
-    uint64_t t0 = a->rp.summary.first_time_ns;
+    uint64_t t0 = a->rp.t0_ns;
     if (c->verdict == MH_OOM_VERDICT_NONE)
         printf("%s device %d: allocated peak at %s (%s)\n", a->rp.path, c->device,
                mh__cli_duration(c->oom.time_ns - t0, t), mh__step_text(c->oom.step, s));

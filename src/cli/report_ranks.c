@@ -14,16 +14,6 @@
 #include "analysis.h"
 #include "json.h"
 
-struct rank_row {
-    const char *path, *host;
-    int64_t rank;
-    int device; /* the device with the largest peak reserved; -1 if none */
-    int helper; /* a process the rank started: listed, left out of the spread */
-    struct mh_peak alloc, reserved;
-    size_t steps, ooms;
-    double frag; /* at the reserved peak; < 0 when unknown */
-};
-
 /* meta "rank", else the R of ".rank<R>" in the name, else -1. */
 static int64_t rank_of(const struct mh_replay *rp)
 {
@@ -43,12 +33,13 @@ static double frag_at_peak(const struct mh_model *m, int dev, const struct mh_pe
     return -1.0;
 }
 
-static void fill_row(const struct mh_analysis *a, struct rank_row *r)
+void mh__rank_row_fill(const struct mh_analysis *a, struct mh_rank_row *r)
 {
     const struct mh_model *m = a->rp.model;
     memset(r, 0, sizeof *r);
     r->path = a->rp.path;
-    r->host = mh_reader_meta(a->rp.reader, "host");
+    const char *host = mh_reader_meta(a->rp.reader, "host");
+    snprintf(r->host, sizeof r->host, "%s", host ? host : "");
     r->rank = rank_of(&a->rp);
     const char *role = mh_reader_meta(a->rp.reader, "rank_process");
     r->helper = role && strcmp(role, "helper") == 0;
@@ -76,7 +67,7 @@ static void fill_row(const struct mh_analysis *a, struct rank_row *r)
 
 static int by_reserved(const void *x, const void *y)
 {
-    uint64_t a = ((const struct rank_row *)x)->reserved.value, b = ((const struct rank_row *)y)->reserved.value;
+    uint64_t a = ((const struct mh_rank_row *)x)->reserved.value, b = ((const struct mh_rank_row *)y)->reserved.value;
     return a < b ? -1 : a > b;
 }
 
@@ -88,9 +79,9 @@ struct spread {
 };
 
 /* Over the ranks' own processes (every file when all are helpers). */
-static void find_spread(const struct rank_row *all, size_t n, struct spread *s)
+static void find_spread(const struct mh_rank_row *all, size_t n, struct spread *s)
 {
-    struct rank_row *r = malloc((n ? n : 1) * sizeof *r);
+    struct mh_rank_row *r = malloc((n ? n : 1) * sizeof *r);
     size_t *idx = malloc((n ? n : 1) * sizeof *idx), m = 0;
     memset(s, 0, sizeof *s);
     if (!r || !idx) {
@@ -151,7 +142,7 @@ static void json_rank(struct mh_json *j, int64_t rank)
         mh__json_int(j, rank);
 }
 
-static void json_ranks(struct mh_json *j, const struct rank_row *r, size_t n, const struct spread *s,
+static void json_ranks(struct mh_json *j, const struct mh_rank_row *r, size_t n, const struct spread *s,
                        uint64_t origin)
 {
     mh__json_key(j, "ranks");
@@ -161,7 +152,7 @@ static void json_ranks(struct mh_json *j, const struct rank_row *r, size_t n, co
         mh__json_kv_string(j, "file", r[i].path);
         json_rank(j, r[i].rank);
         mh__json_kv_bool(j, "helper", r[i].helper);
-        mh__json_kv_string(j, "host", r[i].host);
+        mh__json_kv_string(j, "host", r[i].host[0] ? r[i].host : NULL);
         mh__json_kv_int(j, "device", r[i].device);
         json_peak(j, "peak_allocated", &r[i].alloc, origin);
         json_peak(j, "peak_reserved", &r[i].reserved, origin);
@@ -189,7 +180,7 @@ static void json_ranks(struct mh_json *j, const struct rank_row *r, size_t n, co
     mh__json_end_object(j);
 }
 
-static void json_worst(struct mh_json *j, const struct rank_row *r, size_t n, const struct spread *s)
+static void json_worst(struct mh_json *j, const struct mh_rank_row *r, size_t n, const struct spread *s)
 {
     mh__json_key(j, "worst_rank");
     mh__json_begin_object(j);
@@ -206,7 +197,7 @@ static void json_worst(struct mh_json *j, const struct rank_row *r, size_t n, co
     mh__json_end_object(j);
 }
 
-static const char *rank_text(const struct rank_row *r, char buf[24])
+static const char *rank_text(const struct mh_rank_row *r, char buf[24])
 {
     if (r->rank < 0)
         snprintf(buf, 24, "-");
@@ -224,7 +215,7 @@ static const char *peak_text(const struct mh_peak *p, uint64_t origin, char buf[
 }
 
 /* The width of the widest peak text in one column (at least the heading's). */
-static int peak_width(const struct rank_row *r, size_t n, int reserved, uint64_t origin)
+static int peak_width(const struct mh_rank_row *r, size_t n, int reserved, uint64_t origin)
 {
     char b[64];
     int w = 14;
@@ -235,7 +226,7 @@ static int peak_width(const struct rank_row *r, size_t n, int reserved, uint64_t
     return w;
 }
 
-static void text_ranks(const struct rank_row *r, size_t n, const struct spread *s, uint64_t origin)
+static void text_ranks(const struct mh_rank_row *r, size_t n, const struct spread *s, uint64_t origin)
 {
     char b1[64], b2[64], b3[32], b4[32], b5[32];
     int helpers = 0, wa = peak_width(r, n, 0, origin), wr = peak_width(r, n, 1, origin);
@@ -252,7 +243,7 @@ static void text_ranks(const struct rank_row *r, size_t n, const struct spread *
         if (r[i].device >= 0)
             snprintf(dv, sizeof dv, "%d", r[i].device);
         printf("  %-5s %-16.16s %-6s %-*s %-*s %6zu %5zu %5s  %s\n", rank_text(&r[i], rk),
-               r[i].host ? r[i].host : "-", dv, wa, peak_text(&r[i].alloc, origin, b1), wr,
+               r[i].host[0] ? r[i].host : "-", dv, wa, peak_text(&r[i].alloc, origin, b1), wr,
                peak_text(&r[i].reserved, origin, b2), r[i].steps, r[i].ooms, fr, r[i].path);
     }
     uint64_t mx = r[s->max].reserved.value, mn = r[s->min].reserved.value;
@@ -279,19 +270,9 @@ static void text_ranks(const struct rank_row *r, size_t n, const struct spread *
     printf("\n");
 }
 
-int mh__print_ranks(const struct mh_analysis *a, size_t n, struct mh_json *j)
+int mh__print_ranks(const struct mh_rank_row *r, size_t n, uint64_t origin, struct mh_json *j)
 {
-    struct rank_row *r = calloc(n ? n : 1, sizeof *r);
     struct spread s;
-    uint64_t origin = 0;
-    if (!r)
-        return MH_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        fill_row(&a[i], &r[i]);
-        uint64_t t = a[i].rp.summary.first_time_ns;
-        if (t && (!origin || t < origin))
-            origin = t;
-    }
     find_spread(r, n, &s);
     if (j) {
         json_ranks(j, r, n, &s, origin);
@@ -299,7 +280,6 @@ int mh__print_ranks(const struct mh_analysis *a, size_t n, struct mh_json *j)
     } else if (n > 1) {
         text_ranks(r, n, &s, origin);
     }
-    free(r);
     return 0;
 }
 

@@ -28,6 +28,11 @@ static void print_header(const struct mh_replay *rp)
         printf(", %" PRIu64 " dropped by the recorder", rp->summary.dropped);
     if (rp->read_error)
         printf(", DAMAGED: read up to byte %" PRIu64, rp->summary.damage_offset);
+    if (rp->t0_ns != rp->summary.first_time_ns) {
+        char t[32];
+        printf("; times from the job's earliest start (this file's first event at %s)",
+               mh__cli_duration(rp->summary.first_time_ns - rp->t0_ns, t));
+    }
     printf("\n");
     /* an imported snapshot's caveats (snapshot_import.c) */
     static const char *const notes[] = {"synthetic_times", "trace_start", "initial_state",
@@ -61,7 +66,7 @@ static const char *device_step_text(const struct mh_replay *rp, int device, int6
 static void print_peaks(const struct mh_replay *rp, const struct mh_device_report *d)
 {
     char b[32], t[32], s[24], name[256];
-    uint64_t t0 = rp->summary.first_time_ns;
+    uint64_t t0 = rp->t0_ns;
     printf("\ndevice %d", d->device);
     if (d->info.name && d->info.name[0])
         printf(" (%s%s%s)", mh__cli_text(d->info.name, name, sizeof name),
@@ -230,7 +235,7 @@ static void print_ooms(const struct mh_replay *rp, int device)
         if (mh_model_oom(rp->model, i, &o) != 0 || o.device != device)
             continue;
         printf("\n  OOM at %s (%s): requested %s on stream %#" PRIx64 "\n",
-               mh__cli_duration(o.time_ns - rp->summary.first_time_ns, b[0]),
+               mh__cli_duration(since(o.time_ns, rp->t0_ns), b[0]),
                device_step_text(rp, device, o.step, s),
                mh__cli_bytes(o.request, b[1]), o.stream);
         printf("      device free %s, reserved %s, allocated %s\n",

@@ -5,8 +5,12 @@ file stacked vertically (the image is N times the panel height), a title line
 in every panel, the worst rank's title longer (it carries the note), clear
 usage errors (exit 2) for --kind segments with several files and for a bad
 --color, and a category-coloured timeline that differs from the default one.
+With 8 files the panels give way to a heat map above the worst rank's panel
+(the worst rank the one `report` names, its cell outlined in black);
+--ranks panels|heatmap chooses.
 Images are decoded here (PNG, 8-bit RGB) to look at their rows. Skipped when
 `memhist simulate` is not built. Environment: MEMHIST."""
+import json
 import os
 import struct
 import subprocess
@@ -80,6 +84,43 @@ def title_extent(img, y0, y1):
     return right
 
 
+def black_pixels(img, y0, y1):
+    w, _, rows = img
+    return sum(1 for y in range(y0, y1) for x in range(w) if rows[y][3 * x:3 * x + 3] == b"\0\0\0")
+
+
+def check_heatmap(tmp):
+    files = []
+    for r in range(8):
+        path = os.path.join(tmp, "job.memhist.rank%d" % r)
+        extra = ["--param", "batch=10"] if r == 5 else []
+        rc, _, err = run("simulate", "--seed", str(r + 1), "--steps", "4", "-o", path, *extra)
+        check(rc == 0, "simulated rank %d (%s)" % (r, err.strip()[:100]))
+        files.append(path)
+    out = os.path.join(tmp, "job.png")
+    rc, _, err = run("plot", *files, "-o", out)
+    img = decode_png(out) if rc == 0 else None
+    check(img is not None and img[0] == 1280 and 520 < img[1] < 2 * 520,
+          "8 files -> a heat map above one panel (%s, %s)" % (img[:2] if img else None, err.strip()))
+    rc, rep, _ = run("report", "--json", *files)
+    worst = json.loads(rep)["worst_rank"]["file"] if rc == 0 else "?"
+    check(worst == files[5] and ("worst rank by peak reserved: %s;" % worst) in err,
+          "the plot's worst rank is report's (%s)" % worst)
+    if img:
+        check(black_pixels(img, 0, img[1] - 520) > 20, "the worst cell is outlined in black")
+        check(black_pixels(img, 0, 60) == 0, "nothing else in the heat map's title is black")
+    rc, _, err = run("plot", *files, "-o", out, "--ranks", "panels")
+    img = decode_png(out) if rc == 0 else None
+    check(img is not None and img[1] == 8 * 520, "--ranks panels: one panel per file")
+    rc, _, err = run("plot", *files[:2], "-o", out, "--ranks", "heatmap")
+    img = decode_png(out) if rc == 0 else None
+    check(img is not None and 520 < img[1] < 2 * 520, "--ranks heatmap with two files")
+    rc, _, err = run("plot", *files[:2], "-o", out, "--ranks", "pie")
+    check(rc == 2 and "--ranks is 'panels' or 'heatmap'" in err, "bad --ranks is exit 2")
+    rc, _, err = run("plot", files[0], "-o", out, "--ranks", "heatmap")
+    check(rc == 2 and "--ranks applies to several files" in err, "--ranks with one file is exit 2")
+
+
 def main():
     if not MEMHIST or not os.path.exists(MEMHIST):
         print("skip: MEMHIST is not set to the memhist binary")
@@ -124,6 +165,7 @@ def main():
         rc, _, err = run("plot", runs[0], "-o", out, "--color", "category", "--kind", "segments")
         check(rc == 2 and "--color applies to the timeline" in err,
               "--color with segments is exit 2")
+        check_heatmap(tmp)
         rc, text, _ = run("help", "plot")
         check(rc == 0 and "--color stack|category" in text and "FILE..." in text,
               "help lists --color and several files")

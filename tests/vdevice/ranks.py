@@ -1,7 +1,8 @@
 """ranks.py - distributed runs under `memhist simulate` (ctest label
 "vdevice"): torchrun with 2 ranks (DDP on gloo) on virtual devices, rank 0
-starting a CUDA-using helper process, and an elastic restart after a failing
-rank (restart_program.py). Asserts one file per process (the
+starting a CUDA-using helper process, an elastic restart after a failing
+rank (restart_program.py), and FSDP2 (`fully_shard`, one file per rank, each
+rank's peaks torch's, the rank table's worst rank). Asserts one file per process (the
 helper's FILE.rank0.pid<P> beside FILE.rank0 and FILE.rank1), no file
 truncated (each complete, not damaged), the failed attempt's files kept
 beside FILE.rank<R>.attempt1, headers naming rank, world size,
@@ -32,11 +33,11 @@ def run(args, **kw):
     return subprocess.run([MEMHIST] + args, capture_output=True, text=True, timeout=500, **kw)
 
 
-def record(tmp):
-    out = os.path.join(tmp, "run.memhist")
+def record(tmp, mode="ddp", name="run.memhist"):
+    out = os.path.join(tmp, name)
     r = run(["simulate", "--no-report", "--device-memory", "2GiB", "--context-memory", "64MiB", "-o", out,
              "--", "torchrun", "--standalone", "--nproc-per-node", "2",
-             os.path.join(HERE, "ranks_program.py"), tmp], cwd=tmp)
+             os.path.join(HERE, "ranks_program.py"), tmp, mode], cwd=tmp)
     assert r.returncode == 0, (r.returncode, r.stderr[-3000:])
     return out, r.stderr
 
@@ -64,7 +65,9 @@ def check_files(out, stderr):
     return files
 
 
-def check_report(out, tmp):
+def check_rank_table(out, tmp):
+    """report --json over the two rank files: each rank's peaks are torch's,
+    the worst rank the one torch says reserved most."""
     truth = [json.load(open(os.path.join(tmp, "truth.rank%d.json" % r))) for r in (0, 1)]
     r = run(["report", "--json", out + ".rank0", out + ".rank1"])
     assert r.returncode == 0, r.stderr
@@ -80,6 +83,23 @@ def check_report(out, tmp):
     assert rep["worst_rank"]["rank"] == worst["rank"], (rep["worst_rank"], truth)
     assert rep["worst_rank"]["peak_reserved"] == worst["max_reserved"], rep["worst_rank"]
     assert rep["worst_rank"]["tied_with"] == [], rep["worst_rank"]
+    return rep, worst
+
+
+def check_fsdp2(tmp):
+    """FSDP2 (fully_shard) on 2 ranks: one file per process, the rank table."""
+    out, stderr = record(tmp, "fsdp2", "fsdp2.memhist")
+    names = sorted(os.path.basename(f) for f in glob.glob(out + ".*"))
+    assert names == ["fsdp2.memhist.rank0", "fsdp2.memhist.rank1"], names
+    assert "2 files written" in stderr, stderr[-2000:]
+    for f in glob.glob(out + ".*"):
+        info = json.loads(run(["info", "--json", f]).stdout)
+        assert info["complete"] and not info["damaged"], (f, info)
+    check_rank_table(out, tmp)
+
+
+def check_report(out, tmp):
+    rep, worst = check_rank_table(out, tmp)
     text = run(["report", out + ".rank0", out + ".rank1"])
     want = "worst rank by peak reserved: %s.rank%d" % (out, worst["rank"])
     assert text.returncode == 0 and want in text.stdout, text.stdout[-1500:]
@@ -131,7 +151,8 @@ def main():
         again_out, again = record(tmp)  # a second run replaces the first run's files
         assert len(glob.glob(again_out + ".*")) == 3, sorted(glob.glob(again_out + ".*"))
         check_restart(tmp)
-    print("ok: 2 ranks and a helper, one file each; rank peaks equal torch's")
+        check_fsdp2(tmp)
+    print("ok: 2 ranks and a helper, one file each; rank peaks equal torch's (DDP and FSDP2)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """ranks_program.py - the workload of tests/vdevice/ranks.py, run by torchrun
-with 2 ranks under `memhist simulate`: DDP (gloo) trains a small model on the
-rank's own device; rank 0 starts a helper process ("spawn") that uses CUDA
-too, and rank 1 holds an extra buffer so the ranks' peaks differ. Each rank
+with 2 ranks under `memhist simulate`: `ranks_program.py TRUTH_DIR [ddp]`:
+DDP (gloo) trains a small model on the rank's own device and rank 0 starts a
+helper process ("spawn") that uses CUDA too; `... fsdp2`: FSDP2
+(`fully_shard` on each linear layer and the model) trains it with AdamW. In
+both, rank 1 holds an extra buffer so the ranks' peaks differ. Each rank
 writes torch's own figures to TRUTH_DIR/truth.rank<R>.json."""
 import json
 import multiprocessing as mp
@@ -23,16 +25,25 @@ def main():
     truth_dir = sys.argv[1]
     rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
+    fsdp2 = len(sys.argv) > 2 and sys.argv[2] == "fsdp2"
     dist.init_process_group("gloo")
-    model = torch.nn.parallel.DistributedDataParallel(
-        torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256)).cuda())
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256)).cuda()
+    if fsdp2:
+        from torch.distributed.fsdp import fully_shard
+        for layer in model:
+            if isinstance(layer, torch.nn.Linear):
+                fully_shard(layer)
+        fully_shard(model)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+    else:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
     extra = torch.empty(64 << 20, dtype=torch.uint8, device="cuda") if rank == 1 else None
     for _ in range(2):
         model(torch.randn(32, 256, device="cuda")).square().mean().backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-    if rank == 0:
+    if rank == 0 and not fsdp2:
         p = mp.get_context("spawn").Process(target=helper, args=(local,))
         p.start()
         p.join()

@@ -27,6 +27,11 @@ enum mh_plot_at { MH_PLOT_AT_PEAK = 0, MH_PLOT_AT_OOM = 1, MH_PLOT_AT_TIME = 2 }
 /* What the timeline's stacked areas are coloured by: allocation site (the
  * top groups at the peak) or memory category (src/analysis/categories.h). */
 enum mh_plot_color { MH_PLOT_COLOR_STACK = 0, MH_PLOT_COLOR_CATEGORY = 1 };
+/* How several files are drawn: a timeline panel each below
+ * MH_PLOT_HEATMAP_RANKS files (auto), else a heat map of peak reserved per
+ * rank and step above the timeline of the worst rank; or either on request. */
+enum mh_plot_ranks { MH_PLOT_RANKS_AUTO = 0, MH_PLOT_RANKS_PANELS = 1, MH_PLOT_RANKS_HEATMAP = 2 };
+#define MH_PLOT_HEATMAP_RANKS 8
 /* Timeline x axis: time with idle stretches compressed (default), or linear time. */
 enum mh_plot_x { MH_PLOT_X_COMPRESSED = 0, MH_PLOT_X_TIME = 1 };
 
@@ -54,6 +59,10 @@ struct mh_plot_opts {
     int x_axis;                /* enum mh_plot_x, for the timeline */
     const char *name;          /* file name for the title (borrowed); NULL = none */
     const char *note;          /* appended to the title line (borrowed); NULL = none */
+    /* several files of one job: times (axis, --time, --at) count from this
+     * instant, the job's start (src/analysis/job_origin.h); 0 = the first event */
+    uint64_t origin_ns;
+    int ranks_view;            /* enum mh_plot_ranks, for several files */
 };
 
 /* What the plot saw, for the caller's messages. */
@@ -62,6 +71,11 @@ struct mh_plot_result {
     uint64_t events;           /* events read per pass */
     int read_error;            /* negative code if the file is damaged (events before it were used) */
     int empty;                 /* the image holds a message instead of a plot */
+    /* the allocated peak the timeline marks, and its time as labelled (from
+     * the first event, or from the job's start with opts->origin_ns) */
+    int has_peak;
+    uint64_t peak_allocated, peak_since_ns;
+    int worst;                 /* several files: marked as the worst rank */
 };
 
 /* Draws the plot and writes it to `out` as PNG. Returns 0 or a negative
@@ -78,7 +92,11 @@ int mh__plot_render(struct mh_session *r, const struct mh_plot_opts *opts, struc
  * MH_PLOT_RANK_HEIGHT) with its own title naming names[i]. When every run's
  * window shares an instant, the panels share one time axis (times from the
  * earliest first event); otherwise each has its own. The run with the
- * highest reserved peak is marked in its title. Timeline only (MH_EINVAL
+ * highest reserved peak is marked in its title. With opts->origin_ns every
+ * panel's times count from it. With MH_PLOT_HEATMAP_RANKS files or more
+ * (opts->ranks_view) the image is instead a heat map of peak reserved per
+ * rank and step, the worst cell outlined, above the worst rank's timeline
+ * panel. The files' first passes run in parallel. Timeline only (MH_EINVAL
  * for MH_PLOT_SEGMENTS). `res`, if not NULL, has n entries. */
 #define MH_PLOT_RANK_HEIGHT 520
 int mh__plot_render_ranks(struct mh_session *const *sessions, const char *const *names, size_t n,

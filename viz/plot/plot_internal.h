@@ -55,7 +55,8 @@ struct mh__plot_scan {
     int read_error;
     int event_order;          /* times only order the events (an imported snapshot
                                * without time_us, meta synthetic_times) */
-    uint64_t t0;              /* time of the first event */
+    uint64_t t0;              /* time of the first event, or the job's start */
+    int from_job_start;       /* t0 is the job's start (opts origin_ns) */
     uint64_t win_first, win_last; /* span of the events in the window (absolute ns) */
     uint64_t win_events;      /* events in the window (any device) */
     uint64_t dev_events;      /* memory events of the device in the window */
@@ -197,6 +198,16 @@ void mh__plot_legend(struct mh_canvas *c, const struct mh__plot_scan *s,
 /* Step boundaries and OOM markers over [y0, y1] inside the panel's x range. */
 void mh__plot_markers(struct mh_canvas *c, const struct mh__plot_scan *s,
                       const struct mh__plot_frame *f, int y0, int y1, int labels);
+
+/* The heat map of several ranks (plot_heat.c): peak reserved per rank (row)
+ * and step (column; the steps of o's --steps window) from each scan's model,
+ * drawn across the canvas from pixel row `y`, mh__plot_heatmap_height(n)
+ * pixels tall. *worst: the file of the largest cell (left alone when no
+ * rank has steps). */
+int mh__plot_heatmap_height(size_t n);
+int mh__plot_heatmap(struct mh_canvas *c, int y, const struct mh_plot_opts *o,
+                     struct mh__plot_scan *scans, struct mh_session *const *rd,
+                     const char *const *names, size_t n, size_t *worst);
 
 /* The segment view (plot_segments.c). */
 int mh__plot_segments(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,

@@ -9,11 +9,17 @@
  * highest reserved peak gets a note in its title. Each panel is drawn by the
  * single-file code into a canvas of its own and copied into the image, so
  * a panel looks exactly like `memhist plot` of that file at that size.
+ * With many files (MH_PLOT_HEATMAP_RANKS, or on request) the panels give
+ * way to a heat map of every rank's steps (plot_heat.c) above the panel of
+ * the worst rank: the image stays readable for 64 ranks.
+ * Pass 1 runs on a few threads at once (each file has its own session).
  * Memory: one pass-1 result per file (a model's steps and OOMs, the stack
  * table) plus two canvases. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memhist/error.h"
 #include "palette.h"
@@ -23,6 +29,18 @@
 static int drawable(const struct mh__plot_scan *s)
 {
     return s->events > 0 && s->has_device && s->dev_events > 0 && s->win_last > s->win_first;
+}
+
+static int heat_view(size_t n, const struct mh_plot_opts *o)
+{
+    return o->ranks_view == MH_PLOT_RANKS_HEATMAP ||
+           (o->ranks_view == MH_PLOT_RANKS_AUTO && n >= MH_PLOT_HEATMAP_RANKS);
+}
+
+/* Height of the whole image. */
+static size_t image_height(size_t n, const struct mh_plot_opts *o, int h)
+{
+    return heat_view(n, o) ? (size_t)mh__plot_heatmap_height(n) + (size_t)h : (size_t)h * n;
 }
 
 static int check(size_t n, const struct mh_plot_opts *o, int *w, int *h, char *err, size_t errlen)
@@ -43,29 +61,74 @@ static int check(size_t n, const struct mh_plot_opts *o, int *w, int *h, char *e
         return MH_EINVAL;
     }
     if (*w < MH_PLOT_MIN_WIDTH || *h < MH_PLOT_MIN_HEIGHT || *w > MH_CANVAS_MAX_SIDE ||
-        (size_t)*h * n > MH_CANVAS_MAX_SIDE) {
+        image_height(n, o, *h) > MH_CANVAS_MAX_SIDE) {
         snprintf(err, errlen, "%zu panels of %dx%d pixels: each must be at least %dx%d and all "
-                 "together at most %d pixels tall", n, *w, *h, MH_PLOT_MIN_WIDTH,
-                 MH_PLOT_MIN_HEIGHT, MH_CANVAS_MAX_SIDE);
+                 "together at most %d pixels tall (--ranks heatmap draws one panel)", n, *w, *h,
+                 MH_PLOT_MIN_WIDTH, MH_PLOT_MIN_HEIGHT, MH_CANVAS_MAX_SIDE);
         return MH_EINVAL;
     }
     return 0;
 }
 
-/* Pass 1 over every file. On MH_EINVAL the message names the file. */
+/* Pass 1 over every file, a few at a time: each worker takes the next
+ * file until none is left or one failed. */
+struct scan_pool {
+    pthread_mutex_t mu;
+    struct mh_session *const *rd;
+    const struct mh_plot_opts *opts;
+    struct mh__plot_scan *scans;
+    size_t n, next;
+    int rc;
+    size_t failed; /* the file of rc */
+    char msg[256];
+};
+
+static void *scan_worker(void *arg)
+{
+    struct scan_pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->rc == 0 ? p->next++ : p->n;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->n)
+            return NULL;
+        char msg[256] = "";
+        int rc = mh__plot_scan_run(p->rd[i], &p->opts[i], &p->scans[i], msg, sizeof msg);
+        pthread_mutex_lock(&p->mu);
+        if (rc < 0 && (p->rc == 0 || i < p->failed)) {
+            p->rc = rc;
+            p->failed = i;
+            snprintf(p->msg, sizeof p->msg, "%s", msg);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+#define SCAN_MAX_THREADS 8
+
+/* On MH_EINVAL the message names the file. */
 static int scan_all(struct mh_session *const *rd, const char *const *names, size_t n,
                     const struct mh_plot_opts *opts, struct mh__plot_scan *scans, char *err,
                     size_t errlen)
 {
-    for (size_t i = 0; i < n; i++) {
-        char msg[256] = "";
-        int rc = mh__plot_scan_run(rd[i], &opts[i], &scans[i], msg, sizeof msg);
-        if (rc == MH_EINVAL)
-            snprintf(err, errlen, "%s: %s", names[i] ? names[i] : "?", msg);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
+    struct scan_pool p = {.rd = rd, .opts = opts, .scans = scans, .n = n};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t want = cpus > 1 ? (size_t)cpus : 1, started = 0;
+    pthread_t tid[SCAN_MAX_THREADS];
+    want = want < SCAN_MAX_THREADS ? want : SCAN_MAX_THREADS;
+    want = want < n ? want : n;
+    if (pthread_mutex_init(&p.mu, NULL) != 0)
+        return MH_ENOMEM;
+    while (want > 1 && started < want && pthread_create(&tid[started], NULL, scan_worker, &p) == 0)
+        started++;
+    if (started == 0)
+        scan_worker(&p);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    pthread_mutex_destroy(&p.mu);
+    if (p.rc == MH_EINVAL)
+        snprintf(err, errlen, "%s: %s", names[p.failed] ? names[p.failed] : "?", p.msg);
+    return p.rc;
 }
 
 struct axis_plan {
@@ -103,9 +166,9 @@ static void plan(struct mh__plot_scan *scans, size_t n, struct axis_plan *p)
                 scans[i].t0 = p->t0;
 }
 
-/* Draws panel `i` (h pixels tall) into its own canvas and copies it into
- * the image at row i * h. */
-static int draw_panel(struct mh_canvas *img, size_t i, int h, struct mh_session *r,
+/* Draws a panel (h pixels tall) into its own canvas and copies it into
+ * the image at pixel row y. */
+static int draw_panel(struct mh_canvas *img, int y, int h, struct mh_session *r,
                       const struct mh_plot_opts *o, struct mh__plot_scan *s,
                       const struct axis_plan *p)
 {
@@ -118,15 +181,16 @@ static int draw_panel(struct mh_canvas *img, size_t i, int h, struct mh_session 
     rc = mh__plot_timeline_panel(&panel, r, o, s, begin, end);
     if (rc == 0) {
         size_t row = (size_t)img->width * 3;
-        memcpy(img->px + i * (size_t)h * row, panel.px, (size_t)h * row);
-        if (i > 0) /* a rule between ranks */
-            mh__canvas_hline(img, 0, img->width - 1, (int)i * h, MH_COL_AXIS);
+        memcpy(img->px + (size_t)y * row, panel.px, (size_t)h * row);
+        if (y > 0) /* a rule between ranks */
+            mh__canvas_hline(img, 0, img->width - 1, y, MH_COL_AXIS);
     }
     mh__canvas_release(&panel);
     return rc;
 }
 
-static void fill_results(const struct mh__plot_scan *scans, size_t n, struct mh_plot_result *res)
+static void fill_results(const struct mh__plot_scan *scans, size_t n, size_t worst,
+                         struct mh_plot_result *res)
 {
     for (size_t i = 0; res && i < n; i++) {
         const struct mh__plot_scan *s = &scans[i];
@@ -135,26 +199,50 @@ static void fill_results(const struct mh__plot_scan *scans, size_t n, struct mh_
         res[i].events = s->events;
         res[i].read_error = s->read_error;
         res[i].empty = !drawable(s);
+        res[i].has_peak = s->has_peak;
+        res[i].peak_allocated = s->peak.value;
+        res[i].peak_since_ns = s->peak.time_ns > s->t0 ? s->peak.time_ns - s->t0 : 0;
+        res[i].worst = i == worst;
     }
 }
 
-static int draw_all(struct mh_session *const *rd, size_t n, struct mh_plot_opts *opts,
-                    struct mh__plot_scan *scans, int w, int h, struct mh_sink *out)
+/* Panel i with the worst rank's note in its title. */
+static int worst_panel(struct mh_canvas *img, int y, int h, size_t i, size_t n, int worst,
+                       struct mh_session *r, struct mh_plot_opts *o, struct mh__plot_scan *s,
+                       const struct axis_plan *p)
+{
+    char note[96], b[32];
+    if (worst && n > 1) {
+        snprintf(note, sizeof note, "[worst rank: reserved peak %s]",
+                 mh__plot_bytes(s->max_reserved, b, sizeof b));
+        o->note = note;
+    }
+    int rc = draw_panel(img, y, h, r, o, s, p);
+    o->note = NULL;
+    return rc;
+}
+
+static int draw_all(struct mh_session *const *rd, const char *const *names, size_t n,
+                    struct mh_plot_opts *opts, struct mh__plot_scan *scans, int w, int h,
+                    struct mh_sink *out, size_t *worst_out)
 {
     struct axis_plan p;
     plan(scans, n, &p);
+    *worst_out = p.worst;
     struct mh_canvas img;
-    int rc = mh__canvas_init(&img, w, h * (int)n, MH_COL_BG);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        char note[96], b[32];
-        if (i == p.worst && n > 1) {
-            snprintf(note, sizeof note, "[worst rank: reserved peak %s]",
-                     mh__plot_bytes(scans[i].max_reserved, b, sizeof b));
-            opts[i].note = note;
-        }
-        rc = draw_panel(&img, i, h, rd[i], &opts[i], &scans[i], &p);
-        opts[i].note = NULL;
+    int heat = heat_view(n, opts);
+    int rc = mh__canvas_init(&img, w, (int)image_height(n, opts, h), MH_COL_BG);
+    if (rc == 0 && heat) {
+        size_t worst = p.worst < n ? p.worst : 0;
+        int hy = mh__plot_heatmap_height(n);
+        rc = mh__plot_heatmap(&img, 0, &opts[0], scans, rd, names, n, &worst);
+        *worst_out = worst;
+        p.shared = 0; /* one panel: its own window */
+        if (rc == 0)
+            rc = worst_panel(&img, hy, h, worst, n, 1, rd[worst], &opts[worst], &scans[worst], &p);
     }
+    for (size_t i = 0; rc == 0 && !heat && i < n; i++)
+        rc = worst_panel(&img, (int)i * h, h, i, n, i == p.worst, rd[i], &opts[i], &scans[i], &p);
     if (rc == 0)
         rc = mh__png_write(out, &img);
     mh__canvas_release(&img);
@@ -184,10 +272,11 @@ int mh__plot_render_ranks(struct mh_session *const *sessions, const char *const 
         each[i].height = h;
         each[i].note = NULL;
     }
+    size_t worst = n;
     rc = scan_all(sessions, names, n, each, scans, err, errlen);
     if (rc == 0)
-        rc = draw_all(sessions, n, each, scans, w, h, out);
-    fill_results(scans, n, res);
+        rc = draw_all(sessions, names, n, each, scans, w, h, out, &worst);
+    fill_results(scans, n, worst, res);
     for (size_t i = 0; i < n; i++)
         mh__plot_scan_free(&scans[i]);
     free(scans);

@@ -119,8 +119,10 @@ static int scan_event(void *user, struct mh_session *ses, const struct mh_event 
     struct scan_pass *p = user;
     struct mh__plot_scan *s = p->s;
     s->model = mh__session_model(ses);
-    if (s->events == 0)
-        s->t0 = ev->time_ns;
+    if (s->events == 0) {
+        s->from_job_start = p->o->origin_ns && p->o->origin_ns <= ev->time_ns;
+        s->t0 = s->from_job_start ? p->o->origin_ns : ev->time_ns;
+    }
     s->events++;
     int inside = in_window(p->o, s->t0, ev->time_ns, mh_model_device_step(s->model, ev->device));
     if (inside) {

@@ -161,10 +161,13 @@ void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
     mh__plot_markers(c, s, f, y1, y2 + h - 1, 0);
     if (n == 0)
         mh__canvas_text(c, f->x + 8, y1 + 4, "no step markers in this run", MH_COL_MUTED, 1);
-    const char *axis = s->event_order ? "order of events (the snapshot has no times; 1 us apart)"
-                       : s->warp.n ? "time since the first event (hatched: idle stretches, "
-                                     "compressed; --x time for a linear axis)"
-                                   : "time since the first event";
+    const char *since = s->from_job_start ? "time since the job's start (the earliest recording)"
+                                          : "time since the first event";
+    char axis[192];
+    snprintf(axis, sizeof axis, "%s%s", s->event_order ? "order of events (the snapshot has no "
+                                                         "times; 1 us apart)" : since,
+             s->event_order || !s->warp.n ? "" : " (hatched: idle stretches, compressed; --x "
+                                                 "time for a linear axis)");
     int w = mh__font_text_width(axis, 1);
     mh__canvas_text(c, f->x + (f->w - w) / 2, y2 + h + 8, axis, MH_COL_MUTED, 1);
 }

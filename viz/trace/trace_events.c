@@ -88,21 +88,29 @@ static int new_track(struct mh_trace *t, int64_t pid, int64_t tid)
     return 1;
 }
 
+/* The pid of a GPU's tracks: its index, offset per file in a trace of several. */
+static int64_t gpu_pid(const struct mh_trace *t, int device)
+{
+    return t->o.gpu_pid_base + device;
+}
+
 static void device_process(struct mh_trace *t, int device)
 {
-    if (!new_track(t, device, -1))
+    int64_t pid = gpu_pid(t, device);
+    if (!new_track(t, pid, -1))
         return;
-    char name[160], label[32];
+    char name[200], label[32];
+    const char *who = t->o.process_label ? t->o.process_label : "";
     snprintf(label, sizeof label, "GPU %d", device);
-    snprintf(name, sizeof name, "GPU %d", device);
+    snprintf(name, sizeof name, "%s%sGPU %d", who, *who ? " " : "", device);
     struct mh_device_info info;
     for (size_t i = 0; i < mh_reader_device_count(t->r); i++)
         if (mh_reader_device(t->r, i, &info) == 0 && info.device == device && info.name &&
             *info.name)
-            snprintf(name, sizeof name, "GPU %d (%s)", device, info.name);
-    meta_event(t, "process_name", device, 0, "name", name, 0);
-    meta_event(t, "process_labels", device, 0, "labels", label, 0);
-    meta_event(t, "process_sort_index", device, 0, "sort_index", NULL, 5000000 + device);
+            snprintf(name, sizeof name, "%s%sGPU %d (%s)", who, *who ? " " : "", device, info.name);
+    meta_event(t, "process_name", pid, 0, "name", name, 0);
+    meta_event(t, "process_labels", pid, 0, "labels", label, 0);
+    meta_event(t, "process_sort_index", pid, 0, "sort_index", NULL, 5000000 + pid);
 }
 
 int mh__trace_name_taken(struct mh_trace *t, int64_t pid, int64_t tid)
@@ -114,7 +122,7 @@ int mh__trace_name_taken(struct mh_trace *t, int64_t pid, int64_t tid)
 static void track(struct mh_trace *t, int64_t pid, int64_t tid)
 {
     if (pid != t->host_pid)
-        device_process(t, (int)pid);
+        device_process(t, (int)(pid - t->o.gpu_pid_base));
     if (!new_track(t, pid, tid))
         return;
     char name[64];
@@ -188,7 +196,7 @@ static void write_counter(struct mh_trace *t, int device, const struct mh_counte
     mh__json_kv_string(j, "ph", "C");
     mh__json_kv_string(j, "cat", "gpu_memory");
     mh__json_kv_string(j, "name", name);
-    mh__json_kv_int(j, "pid", device);
+    mh__json_kv_int(j, "pid", gpu_pid(t, device));
     mh__json_kv_int(j, "tid", 0);
     kv_ts(t, "ts", c->time_ns);
     mh__json_key(j, "args");
@@ -232,7 +240,7 @@ static const char *segment_name(unsigned kind)
 static void memory_instant(struct mh_trace *t, const struct mh_event *ev)
 {
     int driver = ev->kind == MH_EV_DRIVER_ALLOC || ev->kind == MH_EV_DRIVER_FREE;
-    int64_t pid = ev->device >= 0 ? ev->device : t->host_pid;
+    int64_t pid = ev->device >= 0 ? gpu_pid(t, ev->device) : t->host_pid;
     instant(t, "gpu_memory", segment_name(ev->kind), "t", pid, driver ? TID_DRIVER : TID_SEGMENTS,
             ev->time_ns);
     struct mh_json *j = t->j;
@@ -265,7 +273,7 @@ static void oom_instant(struct mh_trace *t, const struct mh_event *ev)
         info.device_free = ev->addr;
         info.step = mh_model_current_step(t->m);
     }
-    int64_t pid = ev->device >= 0 ? ev->device : t->host_pid;
+    int64_t pid = ev->device >= 0 ? gpu_pid(t, ev->device) : t->host_pid;
     instant(t, "gpu_memory", "OOM", "p", pid, TID_SEGMENTS, ev->time_ns);
     struct mh_json *j = t->j;
     mh__json_key(j, "args");
@@ -310,7 +318,7 @@ static void device_activity(struct mh_trace *t, const struct mh_event *ev)
         cat = "gpu_memset";
         name = "Memset";
     }
-    int64_t pid = ev->device >= 0 ? ev->device : 0;
+    int64_t pid = gpu_pid(t, ev->device >= 0 ? ev->device : 0);
     complete(t, cat, name, pid, (int64_t)ev->stream, ev->time_ns, ev->dur_ns);
     struct mh_json *j = t->j;
     mh__json_key(j, "args");
@@ -449,7 +457,10 @@ int mh__trace_events_begin(struct mh_trace *t, const struct mh_reader *r, struct
     t->host_pid = pid && *end == '\0' && v > MH_TRACE_MAX_DEVICES ? v : HOST_PID_DEFAULT;
     const char *prog = mh_reader_meta(r, "program");
     if (new_track(t, t->host_pid, -1)) { /* not named by a profile merged into */
-        meta_event(t, "process_name", t->host_pid, 0, "name", prog && *prog ? prog : "host", 0);
+        char name[200];
+        snprintf(name, sizeof name, "%s%s%s", t->o.process_label ? t->o.process_label : "",
+                 t->o.process_label ? " " : "", prog && *prog ? prog : "host");
+        meta_event(t, "process_name", t->host_pid, 0, "name", name, 0);
         meta_event(t, "process_labels", t->host_pid, 0, "labels", "CPU", 0);
         meta_event(t, "process_sort_index", t->host_pid, 0, "sort_index", NULL, 0);
     }

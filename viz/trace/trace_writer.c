@@ -217,7 +217,7 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
                        int64_t step)
 {
     if (!t->have_t0) {
-        t->t0_ns = ev->time_ns;
+        t->t0_ns = t->o.origin_ns && t->o.origin_ns <= ev->time_ns ? t->o.origin_ns : ev->time_ns;
         t->have_t0 = 1;
     }
     if (ev->kind == MH_EV_STEP_BEGIN)
@@ -286,7 +286,7 @@ int mh__trace_scan(struct mh_trace *t, struct mh_session *s)
         suggest(t, &p.sc);
     free(p.sc.steps);
     if (!t->base_fixed)
-        t->base_ns = t->plan.first_ns;
+        t->base_ns = t->o.origin_ns ? t->o.origin_ns : t->plan.first_ns;
     t->scanned = rc == 0;
     return rc;
 }
@@ -343,6 +343,57 @@ int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *
     mh__json_key(&j, "traceEvents");
     mh__json_begin_array(&j);
     rc = mh__trace_events_pass(t, ses, &j);
+    mh__json_end_array(&j);
+    mh__json_end_object(&j);
+    return rc < 0 ? rc : s->error;
+}
+
+/* The instant at the job's start that anchors the time axis of a trace of
+ * several files. */
+static void job_start(struct mh_json *j)
+{
+    mh__json_begin_object(j);
+    mh__json_kv_string(j, "ph", "i");
+    mh__json_kv_string(j, "s", "g");
+    mh__json_kv_string(j, "cat", "memhist");
+    mh__json_kv_string(j, "name", "job start (the earliest recording's start)");
+    mh__json_kv_int(j, "pid", 0);
+    mh__json_kv_int(j, "tid", 0);
+    mh__json_key(j, "ts");
+    mh__json_raw(j, "0.000");
+    mh__json_end_object(j);
+}
+
+int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *ses, size_t n,
+                          struct mh_sink *s)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (!t[i]->scanned)
+            rc = mh__trace_scan(t[i], ses[i]);
+    if (rc < 0 || n == 0)
+        return rc;
+    struct mh_json j;
+    mh__json_init(&j, s, t[0]->o.pretty);
+    mh__json_begin_object(&j);
+    mh__json_kv_int(&j, "schemaVersion", 1);
+    mh__json_kv_string(&j, "displayTimeUnit", "ms");
+    mh__json_kv_uint(&j, "baseTimeNanoseconds", t[0]->base_ns);
+    mh__json_kv_string(&j, "traceName", "memhist");
+    mh__json_key(&j, "memhist_files");
+    mh__json_begin_array(&j);
+    for (size_t i = 0; i < n; i++) {
+        mh__json_begin_object(&j);
+        mh__json_kv_string(&j, "file", mh__session_path(ses[i]));
+        mh__trace_write_meta(&j, mh__session_reader(ses[i]));
+        mh__json_end_object(&j);
+    }
+    mh__json_end_array(&j);
+    mh__json_key(&j, "traceEvents");
+    mh__json_begin_array(&j);
+    job_start(&j);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = mh__trace_events_pass(t[i], ses[i], &j);
     mh__json_end_array(&j);
     mh__json_end_object(&j);
     return rc < 0 ? rc : s->error;

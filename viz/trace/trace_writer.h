@@ -34,6 +34,14 @@ struct mh_trace_opts {
     int memory_only;            /* counters, memory instants, steps and marks only */
     uint64_t warn_bytes;        /* size above which the plan suggests a window; 0 = 300 MB */
     int pretty;
+    /* several files of one job in one trace (mh__trace_write_files): ts and
+     * --time count from origin_ns, the job's start (src/analysis/job_origin.h;
+     * 0 = the file's first event); a device's GPU pid is gpu_pid_base + its
+     * index; process_label ("rank 1", borrowed; NULL = none) starts the
+     * names of the file's processes */
+    uint64_t origin_ns;
+    int64_t gpu_pid_base;
+    const char *process_label;
 };
 
 /* What the scan found. */
@@ -61,6 +69,14 @@ const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t);
 /* Writes a complete trace document (scans first if not done). Returns 0, a
  * reader error, or the sink's error. */
 int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s);
+
+/* One trace of several files (one per rank): `t[i]` (options with the
+ * job's origin_ns, its own gpu_pid_base and process_label) writes
+ * `ses[i]`'s events into one document whose ts count from the job's start,
+ * marked by an instant at ts 0, so Perfetto's time axis starts there.
+ * Scans each first if not done. Returns as mh__trace_write. */
+int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *ses, size_t n,
+                          struct mh_sink *s);
 
 /* Writes `kineto` (a torch.profiler trace, `len` bytes, plain or gzip) with
  * memhist's memory tracks added to its traceEvents, on its clock: ts relative
