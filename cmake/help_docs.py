@@ -43,7 +43,7 @@ def options(help_text):
     for opt, choices in OPTION_RE.findall(usage):
         if choices and opt in found and not found[opt]:
             found[opt] = words(choices)
-    for opt in ("-h", "--help"):
+    for opt in ("-h", "--help", "-q", "--quiet"):  # every command takes them
         found.setdefault(opt, [])
     return found
 

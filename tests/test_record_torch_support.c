@@ -55,3 +55,18 @@ Test(torch_support, refuses_settings_without_a_trace_hook)
     cr_assert_eq(mh__torch_env_check(why, sizeof why), MH_EUNSUPPORTED);
     cr_assert(strstr(why, "PYTORCH_NO_CUDA_MEMORY_CACHING"));
 }
+
+Test(torch_support, op_names_are_the_names_torch_shows)
+{
+    char buf[64];
+    cr_expect_str_eq(mh__torch_op_short("torch::autograd::generated::MmBackward0", buf, sizeof buf),
+                     "MmBackward0");
+    cr_expect_str_eq(mh__torch_op_short("torch::autograd::AccumulateGrad", buf, sizeof buf),
+                     "AccumulateGrad");
+    cr_expect_str_eq(mh__torch_op_short("torch::autograd::CppNode<Foo::Bar>", buf, sizeof buf),
+                     "CppNode");
+    cr_expect_str_eq(mh__torch_op_short("PyNode", buf, sizeof buf), "PyNode");
+    cr_expect_str_eq(mh__torch_op_short("", buf, sizeof buf), "unknown op");
+    char tiny[5];
+    cr_expect_str_eq(mh__torch_op_short("a::LongBackward0", tiny, sizeof tiny), "Long");
+}

@@ -60,6 +60,10 @@ int mh_reader_next(struct mh_reader *r, struct mh_event *ev);
  * stdin. */
 int mh_reader_rewind(struct mh_reader *r);
 
+/* How far reading has got: the byte offset of the next chunk and the size of
+ * the input (0 if unknown: a pipe), for progress reports. */
+void mh_reader_position(const struct mh_reader *r, uint64_t *offset, uint64_t *size);
+
 /* Detail for the last error, with the byte offset ("" if none). Borrowed. */
 const char *mh_reader_errmsg(const struct mh_reader *r);
 

@@ -1,5 +1,6 @@
 /* session.c - the replay session (see session.h): one reader, one model per
  * pass, and the observer table called for every event. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +8,9 @@
 #include "session.h"
 
 #define MAX_OBSERVERS 16
+/* Events between two progress reports: rare enough to cost nothing, often
+ * enough for a few reports a second. */
+#define PROGRESS_EVERY 16384
 
 struct mh_session {
     const char *path;
@@ -19,6 +23,8 @@ struct mh_session {
     uint64_t index;
     int read_error, warned;
     unsigned passes;
+    struct mh_progress progress;
+    char what[320]; /* the name of the current pass for progress reports */
 };
 
 /* The settings are metadata that precede the first event in the file. */
@@ -44,6 +50,7 @@ int mh__session_open(const char *path, struct mh_session **out)
         return MH_ENOMEM;
     }
     s->path = path;
+    s->progress = mh__progress_default();
     char detail[256];
     int rc = mh_reader_open_detail(path, &s->reader, detail, sizeof detail);
     if (rc < 0) {
@@ -62,6 +69,7 @@ int mh__session_open_mem(const void *data, size_t len, const char *name, struct 
     if (!s)
         return MH_ENOMEM;
     s->path = name;
+    s->progress = mh__progress_default();
     int rc = mh_reader_open_mem(data, len, &s->reader);
     if (rc < 0) {
         mh__diag("%s: %s", name, mh_strerror(rc));
@@ -94,6 +102,31 @@ void mh__session_forget(struct mh_session *s)
     s->nobs = 0;
 }
 
+void mh__session_set_progress(struct mh_session *s, const struct mh_progress *p)
+{
+    s->progress = p ? *p : (struct mh_progress){NULL, NULL};
+}
+
+/* Reports how far the reader has got; `end` ends the pass's piece of work. */
+static void report_progress(struct mh_session *s, int end)
+{
+    uint64_t done, total;
+    if (!s->progress.fn)
+        return;
+    mh_reader_position(s->reader, &done, &total);
+    if (end || done > total)
+        total = done = total > done ? total : done;
+    mh__progress_report(&s->progress, s->what, done, total);
+}
+
+static void name_pass(struct mh_session *s)
+{
+    if (s->passes <= 1)
+        snprintf(s->what, sizeof s->what, "reading %s", s->path);
+    else
+        snprintf(s->what, sizeof s->what, "reading %s (pass %u)", s->path, s->passes);
+}
+
 /* Reads the first event into *ev (rc 1), or finds none (0), or fails (< 0).
  * The settings are metadata that precede the first event in the file, so
  * they are read once it has been. */
@@ -102,6 +135,7 @@ static int start_pass(struct mh_session *s, struct mh_event *ev)
     int rc = s->passes++ ? mh_reader_rewind(s->reader) : 0;
     if (rc < 0)
         return rc;
+    name_pass(s);
     rc = mh_reader_next(s->reader, ev);
     read_conf(s);
     return rc;
@@ -128,7 +162,7 @@ static int notify_event(struct mh_session *s, const struct mh_event *ev,
 
 /* Replays into `m`, calling the observers if `observe`; returns 0 at the
  * end or stop point, 1 if an observer ended the pass, < 0 on an error. */
-static int replay(struct mh_session *s, struct mh_model **m, uint64_t stop_after, int observe)
+static int replay_events(struct mh_session *s, struct mh_model **m, uint64_t stop_after, int observe)
 {
     struct mh_event ev;
     struct mh_apply_result res;
@@ -148,6 +182,8 @@ static int replay(struct mh_session *s, struct mh_model **m, uint64_t stop_after
             return rc;
         if (observe && (rc = notify_event(s, &ev, &res)) != 0)
             return rc;
+        if ((s->index + 1) % PROGRESS_EVERY == 0)
+            report_progress(s, 0);
         rc = mh_reader_next(s->reader, &ev);
     }
     s->read_error = rc < 0 ? rc : 0;
@@ -158,6 +194,14 @@ static int replay(struct mh_session *s, struct mh_model **m, uint64_t stop_after
         rc = 0;
     }
     return rc < 0 ? rc : 0;
+}
+
+/* replay_events, then the end of the pass's progress. */
+static int replay(struct mh_session *s, struct mh_model **m, uint64_t stop_after, int observe)
+{
+    int rc = replay_events(s, m, stop_after, observe);
+    report_progress(s, 1);
+    return rc;
 }
 
 static int fail(const struct mh_session *s, int rc)
@@ -233,8 +277,13 @@ int mh__session_skim(struct mh_session *s)
 {
     struct mh_event ev;
     int rc = s->passes++ ? mh_reader_rewind(s->reader) : 0;
-    while (rc == 0 && (rc = mh_reader_next(s->reader, &ev)) == 1)
+    name_pass(s);
+    for (uint64_t i = 1; rc == 0 && (rc = mh_reader_next(s->reader, &ev)) == 1; i++) {
         rc = 0;
+        if (i % PROGRESS_EVERY == 0)
+            report_progress(s, 0);
+    }
+    report_progress(s, 1);
     return rc;
 }
 uint64_t mh__session_index(const struct mh_session *s)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "memhist/memhist.h"
+#include "progress.h"
 
 struct mh_session;
 
@@ -50,6 +51,12 @@ void mh__session_close(struct mh_session *s);
 int mh__session_observe(struct mh_session *s, const struct mh_observer *o);
 /* Unregisters every observer. */
 void mh__session_forget(struct mh_session *s);
+
+/* Where the session reports how far each pass has read (progress.h; the
+ * name is "reading PATH", "reading PATH (pass N)"; bytes of the file). A
+ * session starts with the default progress callback (mh__progress_default);
+ * NULL turns reports off. */
+void mh__session_set_progress(struct mh_session *s, const struct mh_progress *p);
 
 /* One pass: rewinds if this is not the first, replays the first
  * `stop_after` events (every event if 0) into a fresh session model and

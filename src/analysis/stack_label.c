@@ -16,6 +16,10 @@ static const char *const internal_files[] = {
     "/Objects/", "/Python/", "/Modules/", "/Programs/", "/Parser/",
     /* the C library's process and thread start-up */
     "/csu/", "sysdeps/",
+    /* the C++ runtime and the loader */
+    "libstdc++", "libgcc_s", "ld-linux",
+    /* memhist's own capture */
+    "libmemhist",
 };
 
 /* Function names that start with these belong to framework namespaces. */
@@ -57,7 +61,30 @@ int mh__frame_is_internal(const char *file, const char *func)
     for (size_t i = 0; i < sizeof internal_names / sizeof internal_names[0]; i++)
         if (strcmp(func, internal_names[i]) == 0)
             return 1;
+    if (strcmp(func, "??") == 0 || strncmp(func, "0x", 2) == 0 || (!*func && strstr(file, ".so")))
+        return 1; /* native code with no symbol */
     return *file == '\0' && *func == '\0';
+}
+
+/* Frames that say nothing about who wanted the memory. */
+static const char *const plumbing[] = {
+    "CachingAllocator", "c10::cuda::", "c10::Allocator", "c10::StorageImpl", "c10::TensorImpl",
+    "c10::intrusive_ptr", "memhist", "mh_", "mh__", "operator new", "malloc", "__libc", "std::",
+    "libc.so", "libstdc++", "libgcc", "ld-linux", "libmemhist",
+};
+
+static int cpp_meaningful(const char *file, const char *func)
+{
+    file = file ? file : "";
+    func = func ? func : "";
+    if (!*func || strcmp(func, "??") == 0 || strncmp(func, "0x", 2) == 0)
+        return 0;
+    const char *q = qualified_name(func);
+    for (size_t i = 0; i < sizeof plumbing / sizeof plumbing[0]; i++)
+        if (strstr(file, plumbing[i]) || strncmp(q, plumbing[i], strlen(plumbing[i])) == 0 ||
+            (i < 5 && strstr(q, plumbing[i])))
+            return 0;
+    return 1;
 }
 
 int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
@@ -80,6 +107,13 @@ int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
         if (strncmp(q, "at::", 4) == 0 && strncmp(q, "at::detail::", 12) != 0 && !strstr(q, "empty"))
             return (int)i;
     }
+    /* no ATen op: the innermost named C++ function that is not the
+     * allocator, memhist, the C/C++ runtime or an unresolved address */
+    for (size_t i = 0; i < n; i++) {
+        struct mh_frame f;
+        if (mh_reader_frame(r, frames[i], &f) == 0 && cpp_meaningful(f.file, f.func))
+            return (int)i;
+    }
     return 0;
 }
 
@@ -94,11 +128,41 @@ static const char *short_path(const char *file)
     return file;
 }
 
+/* The last path component of a library ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6:869538"
+ * -> "libstdc++.so.6"), for a frame with no symbol. */
+static void library_name(const char *file, char *out, size_t len)
+{
+    const char *slash = strrchr(file, '/');
+    const char *base = slash ? slash + 1 : file;
+    snprintf(out, len, "%.*s", (int)strcspn(base, ":+"), base);
+}
+
+/* Labels of frames that are not a file and a line: an op named by the
+ * recorder (MH__FRAME_TORCH_INTERNAL) and native code without a symbol.
+ * Returns 1 when it wrote buf. */
+static int special_frame(const struct mh_frame *f, char *buf, size_t len)
+{
+    const char *file = f->file ? f->file : "", *func = f->func ? f->func : "";
+    if (strcmp(file, MH__FRAME_TORCH_INTERNAL) == 0) {
+        snprintf(buf, len, "torch internal: %s", func);
+        return 1;
+    }
+    if (f->line == 0 && (!*func || strcmp(func, "??") == 0) && *file) {
+        char lib[96];
+        library_name(file, lib, sizeof lib);
+        snprintf(buf, len, "native code in %s (no symbol)", lib);
+        return 1;
+    }
+    return 0;
+}
+
 const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len)
 {
     struct mh_frame f;
     if (mh_reader_frame(r, frame, &f) != 0)
         snprintf(buf, len, "<frame %u>", frame);
+    else if (special_frame(&f, buf, len))
+        ;
     else if (f.line)
         snprintf(buf, len, "%s:%u %s", f.file, f.line, f.func);
     else
@@ -117,7 +181,9 @@ const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf
         snprintf(buf, len, "<no stack>");
         return buf;
     }
-    if (f.line)
+    if (special_frame(&f, buf, len))
+        ;
+    else if (f.line)
         snprintf(buf, len, "%s:%u %s", short_path(f.file), f.line, f.func);
     else
         snprintf(buf, len, "%s %s", short_path(f.file), f.func);

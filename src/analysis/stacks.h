@@ -12,13 +12,22 @@
 
 #include "memhist/reader.h"
 
+/* File name of a frame the recorder made to name an allocation with no
+ * Python frame by its torch op (function: the op); FORMAT.md, "Frames".
+ * Labelled "torch internal: <op>". */
+#define MH__FRAME_TORCH_INTERNAL "torch internal"
+
 /* 1 if a frame belongs to framework or interpreter internals. */
 int mh__frame_is_internal(const char *file, const char *func);
 /* Index (innermost = 0) of the most informative frame of a stack, or -1 if
  * the stack is empty or unknown. */
 int mh__stack_best_index(const struct mh_reader *r, uint32_t stack);
 /* "file:line func" of the most informative frame ("<no stack>" if none),
- * with the file name shortened to its last two path components. Returns buf. */
+ * with the file name shortened to its last two path components; "torch
+ * internal: <op>" for an op frame, "native code in <library> (no symbol)"
+ * for an unresolved address. Among C++ frames only, the most informative is
+ * the innermost ATen op, else the innermost named function that is not the
+ * allocator, memhist or the C/C++ runtime. Returns buf. */
 const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len);
 /* "file:line func" for one frame id (full file name). Returns buf. */
 const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len);

@@ -236,6 +236,8 @@ int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_
     int rc = tracker_open(&t, &ro->conf, 0); /* the simulator emits device 0 */
     o.emit = track;
     o.emit_user = &t;
+    if (!o.progress.fn)
+        o.progress = mh__progress_default();
     if (rc == 0)
         rc = mh__sim_replay(in->ev, in->n, &o, res);
     if (rc == 0) {

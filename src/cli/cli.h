@@ -35,6 +35,29 @@ void mh__cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * the one way commands say what they wrote. */
 void mh__cli_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mh__cli_print_status(void);
+/* The status line of an output file, in the one form every command uses:
+ * "wrote PATH (SIZE, DETAILS)TAIL", SIZE read from the written file.
+ * `fmt` formats DETAILS (may be ""); `tail` may be NULL. */
+void mh__cli_status_wrote(const char *path, const char *tail, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* --quiet or MEMHIST_QUIET=1: no progress line and no status lines
+ * (warnings and errors stay). */
+void mh__cli_set_quiet(void);
+int mh__cli_is_quiet(void);
+
+/* The progress line on stderr (progress_line.c): set up once by main.c, which
+ * makes it the libraries' default progress callback (src/model/progress.h)
+ * when stderr is a terminal and MEMHIST_QUIET is not set. A piece of work
+ * `what` ("reading FILE", "writing FILE") reports `done` of `total` bytes
+ * (total 0 = unknown), done == total when it ends; safe from several
+ * threads. The line appears after the command has run a second, is
+ * redrawn a few times a second and is cleared by mh__cli_progress_clear,
+ * which every stderr message calls first. */
+void mh__cli_progress_setup(void);
+void mh__cli_progress_off(void);
+void mh__cli_progress_clear(void);
+void mh__cli_progress(const char *what, uint64_t done, uint64_t total);
+
 /* Prints the message and a hint to run `memhist help NAME`; returns 2. */
 int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -14,6 +14,7 @@
 void mh__cli_error(const char *fmt, ...)
 {
     va_list ap;
+    mh__cli_progress_clear();
     flockfile(stderr); /* one line, also when files are read on several threads */
     fputs("memhist: ", stderr);
     va_start(ap, fmt);
@@ -26,15 +27,43 @@ void mh__cli_error(const char *fmt, ...)
 /* The status lines of the running command (see mh__cli_status). */
 static char status[4][512];
 static size_t nstatus;
+static int quiet;
+
+void mh__cli_set_quiet(void)
+{
+    quiet = 1;
+    mh__cli_progress_off();
+}
+
+int mh__cli_is_quiet(void)
+{
+    return quiet;
+}
 
 void mh__cli_status(const char *fmt, ...)
 {
-    if (nstatus == sizeof status / sizeof status[0])
+    if (quiet || nstatus == sizeof status / sizeof status[0])
         return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(status[nstatus++], sizeof status[0], fmt, ap);
     va_end(ap);
+}
+
+void mh__cli_status_wrote(const char *path, const char *tail, const char *fmt, ...)
+{
+    char details[400], size[32];
+    struct stat st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(details, sizeof details, fmt, ap);
+    va_end(ap);
+    if (stat(path, &st) == 0)
+        mh__cli_status("wrote %s (%s%s%s)%s", path, mh__cli_bytes((uint64_t)st.st_size, size),
+                       details[0] ? ", " : "", details, tail ? tail : "");
+    else
+        mh__cli_status("wrote %s%s%s%s%s", path, details[0] ? " (" : "", details,
+                       details[0] ? ")" : "", tail ? tail : "");
 }
 
 void mh__cli_print_status(void)
@@ -47,6 +76,7 @@ void mh__cli_print_status(void)
 int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
 {
     va_list ap;
+    mh__cli_progress_clear();
     fprintf(stderr, "memhist %s: ", cmd->name);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -13,6 +14,7 @@
 extern const struct mh_cli_command mh__cmd_import;
 
 #define MAX_INPUT (16ull << 30)
+#define LARGE_INPUT (32u << 20) /* the read-whole note from here on */
 
 /* Opens the input: a regular file, a pipe or stdin. Directories and devices
  * are refused (a device such as /dev/zero never ends). */
@@ -35,17 +37,38 @@ static FILE *open_input(const char *path, size_t *size_hint)
     return NULL;
 }
 
-/* Reads a whole file ("-" = stdin) into memory; errno says why on MH_EIO. */
-static int slurp(const char *path, unsigned char **data, size_t *len)
+/* Maps a regular file read-only (the importer gives pages it has read back
+ * to the system, so the file costs no memory); 1 if it is not one. */
+static int map_file(FILE *fp, size_t size, unsigned char **data, size_t *len)
+{
+    if (fp == stdin || size == 0)
+        return 1;
+    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fileno(fp), 0);
+    if (p == MAP_FAILED)
+        return 1;
+    fclose(fp);
+    *data = p;
+    *len = size;
+    return 0;
+}
+
+/* Reads a whole file ("-" = stdin) into memory, or maps it (*mapped);
+ * errno says why on MH_EIO. */
+static int slurp(const char *path, unsigned char **data, size_t *len, int *mapped)
 {
     size_t hint;
     FILE *fp = open_input(path, &hint);
+    *mapped = 0;
     if (!fp)
         return MH_EIO;
     if (hint > MAX_INPUT) {
         if (fp != stdin)
             fclose(fp);
         return MH_ELIMIT;
+    }
+    if (map_file(fp, hint, data, len) == 0) {
+        *mapped = 1;
+        return 0;
     }
     size_t cap = hint ? hint + 1 : 1 << 16, n = 0;
     unsigned char *buf = malloc(cap);
@@ -112,16 +135,19 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
     return 0;
 }
 
-static void print_summary(const char *out, const struct mh_import_info *info)
+static void print_summary(const char *out, const struct mh_import_info *info, size_t len)
 {
-    mh__cli_status("wrote %s: %llu trace entries on %d device(s), %llu segments and %llu live "
-           "blocks before the trace, %llu annotations (pickle protocol %d)",
-           out, (unsigned long long)info->entries, info->devices,
+    mh__cli_status_wrote(out, NULL, "%llu trace entries on %d device%s, %llu segments and %llu live "
+           "blocks before the trace, %llu annotations, pickle protocol %d",
+           (unsigned long long)info->entries, info->devices, info->devices == 1 ? "" : "s",
            (unsigned long long)info->preexisting_segments,
            (unsigned long long)info->preexisting_blocks, (unsigned long long)info->annotations,
            info->protocol);
     if (info->synthetic_times)
         mh__cli_error("note: the snapshot has no time_us; entries were given times 1 us apart");
+    if (!info->streamed && len >= LARGE_INPUT)
+        mh__cli_error("note: the pickle is not laid out as torch writes snapshots, so it was "
+                      "read whole: memory grew with the file, not with its largest record");
     if (info->skipped)
         mh__cli_error("note: %llu entries of display-only or unknown actions were skipped",
                       (unsigned long long)info->skipped);
@@ -154,8 +180,8 @@ static const char *slurp_error(int rc)
 }
 
 /* Converts the snapshot into an open output; prints why on failure. */
-static int convert(const char *in, const unsigned char *data, size_t len, const char *out,
-                   struct mh_outfile *of, struct mh_import_info *info)
+static int convert(const char *in, const unsigned char *data, size_t len, int mapped,
+                   const char *out, struct mh_outfile *of, struct mh_import_info *info)
 {
     struct mh_writer_opts wo;
     memset(&wo, 0, sizeof wo);
@@ -167,7 +193,11 @@ static int convert(const char *in, const unsigned char *data, size_t len, const 
         return rc;
     }
     char err[256] = "";
-    rc = mh__snapshot_import(data, len, NULL, w, info, err, sizeof err);
+    struct mh_import_opts o;
+    memset(&o, 0, sizeof o);
+    o.mapped = mapped;
+    o.name = in;
+    rc = mh__snapshot_import_with(data, len, &o, w, info, err, sizeof err);
     int crc = mh_writer_close(w);
     int errnum = errno;
     if (crc == MH_EIO) /* the output failed: say why, whatever the import met after */
@@ -187,7 +217,8 @@ static int run(int argc, char **argv)
         return rc;
     unsigned char *data;
     size_t len;
-    if ((rc = slurp(in, &data, &len)) < 0) {
+    int mapped;
+    if ((rc = slurp(in, &data, &len, &mapped)) < 0) {
         mh__cli_error("%s: cannot read the file: %s", in, slurp_error(rc));
         return MH_EXIT_FAIL;
     }
@@ -198,11 +229,14 @@ static int run(int argc, char **argv)
         rc = MH_EFORMAT;
     } else if ((rc = mh__cli_output_open(&of, out, &in, 1)) == 0) {
         struct mh_import_info info;
-        rc = mh__cli_output_close(&of, out, convert(in, data, len, out, &of, &info), 0);
+        rc = mh__cli_output_close(&of, out, convert(in, data, len, mapped, out, &of, &info), 0);
         if (rc == 0 && strcmp(out, "-") != 0)
-            print_summary(out, &info);
+            print_summary(out, &info, len);
     }
-    free(data);
+    if (mapped)
+        munmap(data, len);
+    else
+        free(data);
     return rc < 0 ? MH_EXIT_FAIL : mh__cli_finish(MH_EXIT_OK);
 }
 const struct mh_cli_command mh__cmd_import = {
@@ -212,7 +246,7 @@ const struct mh_cli_command mh__cmd_import = {
              "\n"
              "Reads a snapshot written by torch.cuda.memory._dump_snapshot() (every schema\n"
              "from torch 2.0 to 2.15: tested on real snapshots of torch 2.0/2.1, of 2.5 or\n"
-             "later and of 2.15, and on hand-built ones of each schema; pickle protocols 2\n"
+             "later and of 2.15, and on hand-built ones of each schema; pickle protocols 0\n"
              "to 5) with memhist's own pickle reader, which accepts plain data only and\n"
              "refuses anything that would import or call code, so untrusted snapshots are\n"
              "safe to open. The blocks and segments that were live before the trace began\n"
@@ -220,7 +254,9 @@ const struct mh_cli_command mh__cmd_import = {
              "`memhist report`, `plot` and `snapshot` on the output end at exactly the\n"
              "snapshot's segments. Steps and phases come from the Optimizer.step# and\n"
              "ProfilerStep# annotations as in a live recording. Every field torch wrote is\n"
-             "kept, and `memhist snapshot` writes it back.\n"
+             "kept, and `memhist snapshot` writes it back. Large snapshots are read record\n"
+             "by record (memory follows the largest record, not the file; the trace goes to\n"
+             "a temporary file in $TMPDIR or /tmp).\n"
              "\n"
              "options:\n"
              "  -o, --output PATH    the .memhist file to write ('-' = stdout)\n",

@@ -16,8 +16,9 @@ static const char usage[] =
     "usage: memhist plot FILE... -o OUT.png [options]\n"
     "\n"
     "Draws a PNG of the run's memory.\n"
-    "  timeline (default): live allocations over time, stacked by allocation\n"
-    "    site (the largest at the peak in colour, the rest in grey) or by\n"
+    "  timeline (default): live allocations over time, stacked by module (when\n"
+    "    the recording has module scopes) or allocation site (the largest at the\n"
+    "    peak in colour, the rest in grey) or by\n"
     "    memory category (--color category), the allocated and reserved\n"
     "    curves, the peak, step boundaries, OOMs, and a strip with each step's\n"
     "    peaks and fragmentation.\n"
@@ -40,10 +41,14 @@ static const char usage[] =
     "                        files: from the job's earliest start)\n"
     "  --width W --height H  image size in pixels (default 1280x760, at least 400x300);\n"
     "                        with several files, H is per panel (default 520)\n"
-    "  --top N               coloured allocation sites in the timeline (default 8, max 16)\n"
-    "  --x compressed|time    timeline x axis: time with idle stretches (no allocator\n"
-    "                        activity) compressed and marked (default), or plain time\n"
-    "  --color stack|category  colour the timeline by allocation site (default) or by\n"
+    "  --top N               coloured groups in the timeline (default 8, max 16)\n"
+    "  --x compressed|time|events|steps\n"
+    "                        timeline x axis: time with idle stretches (no allocator\n"
+    "                        activity) compressed and marked (default); plain time;\n"
+    "                        the device's allocator events evenly spaced; or every\n"
+    "                        step (and the setup before the first) the same width\n"
+    "  --color stack|category  colour the timeline by module (recordings with module\n"
+    "                        scopes) or allocation site (default), or by\n"
     "                        memory category (parameter, gradient, optimizer_state,\n"
     "                        activation, temporary, input, unknown; as memhist report)\n"
     "  --at peak|oom|SECONDS moment of the segment view (default: the allocated peak)\n"
@@ -55,6 +60,7 @@ static const char usage[] =
     "  memhist plot run.memhist -o steps.png --steps 10:20 --top 5\n"
     "  memhist plot run.memhist -o oom.png --kind segments --at oom\n"
     "  memhist plot run.memhist -o cat.png --color category\n"
+    "  memhist plot run.memhist -o bysteps.png --x steps\n"
     "  memhist plot rank0.memhist rank1.memhist -o ranks.png\n"
     "  memhist plot run.memhist.rank* -o job.png --ranks heatmap\n";
 
@@ -106,8 +112,14 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
             o->x_axis = MH_PLOT_X_TIME;
         else if (strcmp(v, "compressed") == 0)
             o->x_axis = MH_PLOT_X_COMPRESSED;
+        else if (strcmp(v, "events") == 0)
+            o->x_axis = MH_PLOT_X_EVENTS;
+        else if (strcmp(v, "steps") == 0)
+            o->x_axis = MH_PLOT_X_STEPS;
         else
-            return mh__cli_usage_error(&mh__cmd_plot, "--x is 'compressed' or 'time', not '%s'", v);
+            return mh__cli_usage_error(&mh__cmd_plot,
+                                       "--x is 'compressed', 'time', 'events' or 'steps', not '%s'",
+                                       v);
     } else if (strcmp(opt, "--color") == 0 || strcmp(opt, "--colour") == 0) {
         if (strcmp(v, "stack") == 0)
             o->color = MH_PLOT_COLOR_STACK;
@@ -152,7 +164,7 @@ static int check_args(struct plot_args *a);
 static int parse_args(int argc, char **argv, struct plot_args *a)
 {
     static const char *const valued[] = {"--width", "--height", "--at", "--color", "--colour",
-                                         "--kind", "--device", "--top", "--ranks"};
+                                         "--kind", "--device", "--top", "--ranks", "--x"};
     const char *v[sizeof valued / sizeof valued[0]] = {NULL};
     memset(a, 0, sizeof *a);
     const struct mh_cli_opt opts[] = {
@@ -168,6 +180,7 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
         {"device", 0, MH_OPT_TEXT, &v[6], 0, 0, NULL, NULL},
         {"top", 0, MH_OPT_TEXT, &v[7], 0, 0, NULL, NULL},
         {"ranks", 0, MH_OPT_TEXT, &v[8], 0, 0, NULL, NULL},
+        {"x", 0, MH_OPT_TEXT, &v[9], 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_plot, argc, argv, opts, &first);
     if (rc)
@@ -242,8 +255,8 @@ static int write_image(const struct plot_args *a, const struct mh_sink *sink, in
     if (mh__cli_output_close(&of, a->out, rc, errnum) < 0)
         return MH_EIO;
     if (strcmp(a->out, "-") != 0)
-        mh__cli_status("wrote %s (%zu bytes)%s", a->out, sink->len,
-                       empty ? "; nothing to plot, the image says why" : "");
+        mh__cli_status_wrote(a->out, empty ? "; nothing to plot, the image says why" : NULL, "%s",
+                             "");
     return 0;
 }
 

@@ -192,9 +192,9 @@ static void print_result(const struct sim_args *a, const struct mh_workload *wl,
                          const struct mh_workload_result *res, const struct mh_sim_stats *st)
 {
     char b1[32], b2[32], b3[32];
-    mh__cli_status("wrote %s: simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s "
-           "(device %s)",
-           a->out, wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
+    mh__cli_status_wrote(a->out, NULL, "simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s, "
+           "device %s",
+           wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
            mh__cli_bytes(st->peak_allocated, b1), mh__cli_bytes(st->peak_reserved, b2),
            mh__cli_bytes(a->capacity, b3));
     if (res->oom)

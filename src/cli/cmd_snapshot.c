@@ -14,7 +14,7 @@ extern const struct mh_cli_command mh__cmd_snapshot;
 
 struct snap_args {
     const char *in, *out, *steps, *time;
-    uint64_t device, max_entries;
+    uint64_t device, max_entries, warn_bytes;
     int has_device, no_categories;
 };
 
@@ -26,6 +26,7 @@ static int window_cb(void *user, uint64_t t0, uint64_t t, int64_t step)
 static int parse_args(int argc, char **argv, struct snap_args *a)
 {
     memset(a, 0, sizeof *a);
+    a->warn_bytes = BROWSER_LIMIT;
     const struct mh_cli_opt opts[] = {
         {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
         {"device", 0, MH_OPT_UINT, &a->device, 0, INT16_MAX, NULL, &a->has_device},
@@ -33,6 +34,7 @@ static int parse_args(int argc, char **argv, struct snap_args *a)
         {"time", 0, MH_OPT_TEXT, &a->time, 0, 0, NULL, NULL},
         {"max-entries", 0, MH_OPT_UINT, &a->max_entries, 1, UINT64_MAX, NULL, NULL},
         {"no-categories", 0, MH_OPT_FLAG, &a->no_categories, 0, 0, NULL, NULL},
+        {"warn-size", 0, MH_OPT_SIZE, &a->warn_bytes, 0, 0, "a size such as 500MB", NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_snapshot, argc, argv, opts, &first);
     if (rc)
@@ -54,7 +56,7 @@ static void report_build(const struct snap_args *a, const struct mh_snapshot_inf
         mh__cli_error("warning: %s: %llu events contradict the allocator state and are left out "
                       "of the trace",
                       a->in, (unsigned long long)info->anomalies);
-    if (info->estimate_bytes > BROWSER_LIMIT) {
+    if (info->estimate_bytes > a->warn_bytes) {
         char sz[32];
         mh__cli_error("warning: the snapshot will be about %s; the memory_viz page lags from "
                       "500 MB and fails near 1 GB: pick a window with --steps A:B (or "
@@ -164,8 +166,8 @@ static int run(int argc, char **argv)
         code = write_out(a.out, a.in, s);
     if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
         mh__snapshot_info(s, &info);
-        mh__cli_status("wrote %s: %llu trace entries on %d device(s), %llu segments, %llu blocks%s%s",
-               a.out, (unsigned long long)info.entries, info.devices,
+        mh__cli_status_wrote(a.out, NULL, "%llu trace entries on %d device%s, %llu segments, %llu blocks%s%s",
+               (unsigned long long)info.entries, info.devices, info.devices == 1 ? "" : "s",
                (unsigned long long)info.segments, (unsigned long long)info.blocks,
                info.categorized ? ", coloured by memory category" : "",
                info.overflowed ? " (trace incomplete: trace_alloc_overflowed set)" : "");
@@ -199,6 +201,7 @@ const struct mh_cli_command mh__cmd_snapshot = {
              "  --max-entries N      keep the last N trace entries per device (as torch's\n"
              "                       ring buffer); sets trace_alloc_overflowed when cut\n"
              "  --no-categories      leave out the \"category\" keys (colour by allocation)\n"
+             "  --warn-size SIZE     warn above this estimated size (default 500MB)\n"
              "\n"
              "Files above about 500 MB make the browser viewer lag: pick a window.\n",
     .run = run,

@@ -269,10 +269,10 @@ static void say_written(const struct trace_args *a, struct mh_trace **t, int kin
     const struct mh_trace_plan *p = mh__trace_get_plan(t[0]);
     if (kineto && p->profile_last_ns)
         note_overlap(p);
-    mh__cli_status("wrote %s (%llu events, %llu launch->GPU arrows%s); open it in "
-                   "https://ui.perfetto.dev",
-                   a->out, (unsigned long long)events, (unsigned long long)flows,
-                   a->nfiles > 1 ? "; times from the job's earliest start" : "");
+    mh__cli_status_wrote(a->out, "; open it in https://ui.perfetto.dev",
+                         "%llu events, %llu launch->GPU arrows%s", (unsigned long long)events,
+                         (unsigned long long)flows,
+                         a->nfiles > 1 ? "; times from the job's earliest start" : "");
 }
 
 static int run_trace(int argc, char **argv)

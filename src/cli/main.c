@@ -43,6 +43,11 @@ static int print_help(void)
         if (commands[i])
             printf("  %-10s %s\n", commands[i]->name, commands[i]->summary);
     printf("  %-10s %s\n", "help", "show the help of a command");
+    printf("\nEvery command also takes:\n"
+           "  -q, --quiet  no progress line and no status lines, only warnings and errors\n"
+           "               (MEMHIST_QUIET=1 does the same); the progress line is drawn on\n"
+           "               stderr only when it is a terminal and work takes over a second\n"
+           "  -h, --help   show the command's help\n");
     printf("\nRun 'memhist help COMMAND' or 'memhist COMMAND -h' for a command's options.\n");
     return mh__cli_finish(MH_EXIT_OK);
 }
@@ -86,6 +91,7 @@ static void on_file_size_limit(int sig)
 int main(int argc, char **argv)
 {
     mh__diag_set(print_diag, NULL);
+    mh__cli_progress_setup();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_file_size_limit;
@@ -111,6 +117,7 @@ int main(int argc, char **argv)
     if (mh__cli_wants_help(argc - 1, argv + 1))
         return mh__cli_finish(mh__cli_print_usage(cmd));
     int rc = cmd->run(argc - 1, argv + 1);
+    mh__cli_progress_clear();
     if (rc == MH_EXIT_OK)
         mh__cli_print_status();
     return rc;

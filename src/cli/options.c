@@ -2,7 +2,8 @@
  * table of options, getopt_long underneath (options may follow the
  * operands), values checked as they are read, and one style of usage error
  * ("unknown option '--x'", "invalid value 'v' for --name (hint)", "option
- * '--name' needs a value"). */
+ * '--name' needs a value"). Every command also takes -q/--quiet (no
+ * progress line, no status lines; see mh__cli_set_quiet). */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "cli.h"
 
 #define MAX_OPTS 24
+#define OPT_QUIET 255
 
 static int set_value(const struct mh_cli_opt *o, const char *arg)
 {
@@ -47,9 +49,9 @@ static int set_value(const struct mh_cli_opt *o, const char *arg)
 static int parse(const struct mh_cli_command *cmd, int argc, char **argv,
                  const struct mh_cli_opt *opts, int in_order, int *first)
 {
-    struct option lo[MAX_OPTS + 1];
-    char shorts[2 * MAX_OPTS + 3] = "+:";
-    size_t n = 0, ns = 2;
+    struct option lo[MAX_OPTS + 2];
+    char shorts[2 * MAX_OPTS + 4] = "+:q";
+    size_t n = 0, ns = 3;
     for (; opts[n].name && n < MAX_OPTS; n++) {
         int arg = opts[n].kind != MH_OPT_FLAG;
         lo[n] = (struct option){opts[n].name, arg ? required_argument : no_argument, NULL,
@@ -60,7 +62,8 @@ static int parse(const struct mh_cli_command *cmd, int argc, char **argv,
                 shorts[ns++] = ':';
         }
     }
-    lo[n] = (struct option){NULL, 0, NULL, 0};
+    lo[n] = (struct option){"quiet", no_argument, NULL, OPT_QUIET};
+    lo[n + 1] = (struct option){NULL, 0, NULL, 0};
     shorts[ns] = '\0';
     optind = 1;
     opterr = 0;
@@ -70,6 +73,10 @@ static int parse(const struct mh_cli_command *cmd, int argc, char **argv,
             return mh__cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         if (c == ':')
             return mh__cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        if (c == OPT_QUIET || c == 'q') {
+            mh__cli_set_quiet();
+            continue;
+        }
         size_t i = 0;
         while (i < n && !(c == 256 + (int)i || (c < 256 && c == opts[i].short_name)))
             i++;

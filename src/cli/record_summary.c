@@ -162,10 +162,11 @@ int mh__record_summary(const char *status_path, const char *out_abs)
     read_lines(status_path, &l, &n);
     for (size_t i = 0; i < n; i++)
         files += strcmp(l[i].path, "-") != 0;
-    if (files)
+    int quiet = mh__cli_is_quiet();
+    if (files && !quiet)
         fprintf(stderr, "memhist: %zu file%s written:\n", files, files == 1 ? "" : "s");
     qsort(l, n, sizeof *l, by_path);
-    for (size_t i = 0; i < n && files; i++) {
+    for (size_t i = 0; i < n && files && !quiet; i++) {
         char state[96];
         if (strcmp(l[i].path, "-") == 0)
             continue;
@@ -177,17 +178,19 @@ int mh__record_summary(const char *status_path, const char *out_abs)
         fprintf(stderr, "\n");
     }
     for (size_t i = 0; i < n && !files; i++)
-        fprintf(stderr, "memhist: %s: nothing recorded: %s\n", l[i].who,
+        fprintf(stderr, "memhist: warning: %s: nothing recorded: %s\n", l[i].who,
                 strncmp(l[i].status, "not recording: ", 15) == 0 ? l[i].status + 15 : l[i].status);
-    if (files)
-        print_next(l, n, files, out_abs);
-    else if (n == 0 && access(out_abs, F_OK) == 0) {
+    if (files) {
+        if (!quiet)
+            print_next(l, n, files, out_abs);
+    } else if (n == 0 && access(out_abs, F_OK) == 0) {
         files++;
-        fprintf(stderr, "memhist: recorded driver-level memory and kernels (CUDA injection) to %s\n"
-                        "memhist: next: memhist report %s\n", shown(out_abs), shown(out_abs));
+        if (!quiet)
+            fprintf(stderr, "memhist: recorded driver-level memory and kernels (CUDA injection) to "
+                            "%s\nmemhist: next: memhist report %s\n", shown(out_abs), shown(out_abs));
     } else if (n == 0) {
-        fprintf(stderr, "memhist: nothing recorded to %s: the program neither loaded the memhist "
-                        "Python bootstrap nor initialized CUDA\n", shown(out_abs));
+        fprintf(stderr, "memhist: warning: nothing recorded to %s: the program neither loaded the "
+                        "memhist Python bootstrap nor initialized CUDA\n", shown(out_abs));
     }
     free(l);
     return (int)files;

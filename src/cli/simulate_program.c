@@ -108,10 +108,10 @@ static int set_device_env(const struct mh_cli_vdev_opts *o)
 static void say_what_runs(const struct mh_cli_vdev_opts *o)
 {
     char cap[32], ctx[32];
-    fprintf(stderr,
-            "memhist: simulate: on a virtual %s (%s, %s of it taken by the CUDA context): "
-            "PyTorch's allocator is real, tensor values are not computed\n",
-            o->gpu->name, mh__cli_bytes(o->capacity, cap), mh__cli_bytes(o->context, ctx));
+    if (!mh__cli_is_quiet())
+        mh__cli_error("running on a virtual %s (%s, %s of it taken by the CUDA context): "
+                      "PyTorch's allocator is real, tensor values are not computed",
+                      o->gpu->name, mh__cli_bytes(o->capacity, cap), mh__cli_bytes(o->context, ctx));
 }
 
 /* `memhist report` of what was written: FILE, or FILE.rank<R> under torchrun. */

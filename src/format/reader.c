@@ -242,6 +242,7 @@ int mh_reader_open_mem(const void *data, size_t len, struct mh_reader **out)
     }
     r->mem = data ? data : (const uint8_t *)"";
     r->mem_len = len;
+    r->size = len;
     return finish_open(r, out);
 }
 
@@ -274,6 +275,7 @@ int mh_reader_open(const char *path, struct mh_reader **out)
             return MH_EINVAL;
         }
         r->seekable = known && S_ISREG(st.st_mode);
+        r->size = r->seekable ? (uint64_t)st.st_size : 0;
     }
     return finish_open(r, out);
 }
@@ -308,6 +310,12 @@ int mh_reader_rewind(struct mh_reader *r)
     memset(&r->sum, 0, sizeof r->sum);
     r->sum.format_version = version;
     return 0;
+}
+
+void mh_reader_position(const struct mh_reader *r, uint64_t *offset, uint64_t *size)
+{
+    *offset = r ? r->off : 0;
+    *size = r ? r->size : 0;
 }
 
 const char *mh_reader_errmsg(const struct mh_reader *r)

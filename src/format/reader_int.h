@@ -48,6 +48,7 @@ struct mh_reader {
     uint8_t *buf; /* one chunk read from a file */
     size_t buf_cap;
     uint64_t off, data_off; /* next chunk; first chunk after the header */
+    uint64_t size;          /* bytes in the input; 0 if unknown (a pipe) */
     uint64_t consumed;      /* bytes read so far, for limits */
     uint64_t chunks;        /* chunks read, the trailer excluded */
     uint32_t chain, chain0; /* CRC-32C over the chunk CRCs; its value after the header */

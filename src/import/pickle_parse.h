@@ -11,14 +11,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pickle_read.h"
 #include "pickle_value.h"
 
 struct mh__arena_block;
 struct mh__big;
+struct mh__kept;
+struct mh__prs;
 
 struct mh_pickle_doc {
     struct mh__arena_block *blocks;
     struct mh__big *bigs; /* large item arrays, one malloc block each */
+    struct mh__kept *kept; /* streaming: memoized values kept past their batch */
     uint64_t bytes, max_bytes;
     int per_byte; /* max_bytes is the default derived from the input length */
     struct mh_pv *root;
@@ -45,7 +49,46 @@ struct mh__pr {
      * empty container until it is changed, memoized or duplicated: then
      * mh__pr_own gives that stack slot a node of its own. */
     struct mh_pv *consts[3], *empties[4];
+    struct mh__prs *s; /* streaming state (pickle_stream.c); NULL: the whole tree */
 };
+
+/* Runs the opcode loop over data[0..len) with streaming state `s` (NULL for
+ * the whole tree); as mh__pickle_parse otherwise. */
+int mh__pickle_parse_with(const void *data, size_t len, const struct mh_pickle_limits *lim,
+                          struct mh__prs *s, struct mh_pickle_doc **out, char *err,
+                          size_t errlen);
+/* The value of stack slot `at`, given a node of its own if it is a shared
+ * empty container. NULL after recording a failure. */
+struct mh_pv *mh__pr_own(struct mh__pr *pr, size_t at);
+/* Whether p lies in one of the blocks of an arena list. */
+int mh__arena_has(const struct mh__arena_block *b, const void *p);
+/* Frees an arena list but its newest block, which is emptied and kept;
+ * returns the bytes that block holds. */
+uint64_t mh__arena_trim(struct mh__arena_block **head);
+void mh__arena_free(struct mh__arena_block *b);
+void mh__bigs_free(struct mh__big *g);
+void mh__kept_free(struct mh__kept *k);
+/* Counts `bytes` against the memory limit (0, or the failure recorded);
+ * mh__pr_unaccount gives them back. */
+int mh__pr_account(struct mh__pr *pr, uint64_t bytes);
+void mh__pr_unaccount(struct mh__pr *pr, uint64_t bytes);
+
+/* Streaming hooks (pickle_stream.c), called only while pr->s is set. */
+/* Whether allocations go to the batch's arena. */
+int mh__prs_transient(const struct mh__prs *s);
+struct mh__arena_block **mh__prs_blocks(struct mh__prs *s);
+struct mh__big **mh__prs_bigs(struct mh__prs *s);
+void mh__prs_count(struct mh__prs *s, uint64_t bytes);
+/* A MARK is about to be pushed above stack slot sp-1 (owned by now). */
+int mh__prs_mark(struct mh__pr *pr);
+/* Items for the list in stack slot `slot`: 1 = not a streamed list (add
+ * them), 0 = handed to the sink, or a negative error. */
+int mh__prs_fill(struct mh__pr *pr, size_t slot, struct mh_pv **items, size_t n);
+/* Refuses (0 = fine) a change to container c made during a batch when c
+ * outlives the batch. */
+int mh__prs_change(struct mh__pr *pr, const struct mh_pv *c);
+int mh__prs_memo_put(struct mh__pr *pr, uint64_t idx, struct mh_pv *v);
+int mh__prs_memo_get(struct mh__pr *pr, uint64_t idx);
 
 /* Records the error message (with offset and opcode) and returns `code`. */
 int mh__pr_fail(struct mh__pr *pr, int code, const char *fmt, ...)

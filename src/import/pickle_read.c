@@ -62,7 +62,7 @@ int mh__pr_fail(struct mh__pr *pr, int code, const char *fmt, ...)
     return code;
 }
 
-static int account(struct mh__pr *pr, uint64_t bytes)
+int mh__pr_account(struct mh__pr *pr, uint64_t bytes)
 {
     struct mh_pickle_doc *d = pr->doc;
     if (bytes > d->max_bytes || d->bytes > d->max_bytes - bytes)
@@ -73,14 +73,50 @@ static int account(struct mh__pr *pr, uint64_t bytes)
     return 0;
 }
 
+void mh__pr_unaccount(struct mh__pr *pr, uint64_t bytes)
+{
+    pr->doc->bytes -= bytes < pr->doc->bytes ? bytes : pr->doc->bytes;
+}
+
+int mh__arena_has(const struct mh__arena_block *b, const void *p)
+{
+    for (; b; b = b->next)
+        if ((const unsigned char *)p >= b->data && (const unsigned char *)p < b->data + b->cap)
+            return 1;
+    return 0;
+}
+
+void mh__arena_free(struct mh__arena_block *b)
+{
+    while (b) {
+        struct mh__arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+}
+
+uint64_t mh__arena_trim(struct mh__arena_block **head)
+{
+    if (!*head)
+        return 0;
+    mh__arena_free((*head)->next);
+    (*head)->next = NULL;
+    (*head)->used = 0;
+    return sizeof **head + (*head)->cap;
+}
+
 void *mh__pr_alloc(struct mh__pr *pr, size_t size)
 {
     size = (size + 7) & ~(size_t)7;
-    struct mh__arena_block *b = pr->doc->blocks;
+    int tr = pr->s && mh__prs_transient(pr->s);
+    struct mh__arena_block **head = tr ? mh__prs_blocks(pr->s) : &pr->doc->blocks;
+    struct mh__arena_block *b = *head;
     if (!b || b->cap - b->used < size) {
         size_t cap = size > ARENA_CHUNK ? size : ARENA_CHUNK;
-        if (account(pr, cap + sizeof *b))
+        if (mh__pr_account(pr, cap + sizeof *b))
             return NULL;
+        if (tr)
+            mh__prs_count(pr->s, cap + sizeof *b);
         b = malloc(sizeof *b + cap);
         if (!b) {
             mh__pr_fail(pr, MH_ENOMEM, "out of memory");
@@ -88,8 +124,8 @@ void *mh__pr_alloc(struct mh__pr *pr, size_t size)
         }
         b->used = 0;
         b->cap = cap;
-        b->next = pr->doc->blocks;
-        pr->doc->blocks = b;
+        b->next = *head;
+        *head = b;
     }
     void *p = b->data + b->used;
     b->used += size;
@@ -114,7 +150,7 @@ static int grow(struct mh__pr *pr, void **arr, size_t *cap, size_t need, size_t 
     size_t ncap = *cap ? *cap * 2 : 256;
     while (ncap < need)
         ncap *= 2;
-    if (account(pr, (uint64_t)(ncap - *cap) * elem))
+    if (mh__pr_account(pr, (uint64_t)(ncap - *cap) * elem))
         return pr->code;
     void *p = realloc(*arr, ncap * elem);
     if (!p)
@@ -184,10 +220,8 @@ static struct mh_pv *shared_empty(struct mh__pr *pr, int type)
     return type >= MH_PV_TUPLE && type <= MH_PV_SET ? pr->empties[type - MH_PV_TUPLE] : NULL;
 }
 
-/* The value of stack slot `at`, given a node of its own first if it is a
- * shared empty list, dict or set (tuples never change, so they stay shared).
- * NULL after recording a failure. */
-static struct mh_pv *own(struct mh__pr *pr, size_t at)
+/* (pickle_parse.h) Tuples never change, so they stay shared. */
+struct mh_pv *mh__pr_own(struct mh__pr *pr, size_t at)
 {
     struct mh_pv *v = pr->stack[at];
     if (v->type == MH_PV_TUPLE || v != shared_empty(pr, v->type))
@@ -225,10 +259,14 @@ static struct mh_pv **stack_at(struct mh__pr *pr, size_t at)
  * to copy. NULL after recording a failure. */
 static struct mh_pv **big_items(struct mh__pr *pr, struct mh_pv **old, size_t cap, size_t ncap)
 {
-    struct mh_pickle_doc *d = pr->doc;
+    int tr = pr->s && mh__prs_transient(pr->s);
+    struct mh__big **head = tr ? mh__prs_bigs(pr->s) : &pr->doc->bigs;
     int was_big = cap >= BIG_ITEMS;
-    if (account(pr, (uint64_t)(ncap - (was_big ? cap : 0)) * sizeof *old))
+    uint64_t more = (uint64_t)(ncap - (was_big ? cap : 0)) * sizeof *old;
+    if (mh__pr_account(pr, more))
         return NULL;
+    if (tr)
+        mh__prs_count(pr->s, more);
     struct mh__big *b =
         was_big ? (struct mh__big *)(void *)((char *)old - offsetof(struct mh__big, items)) : NULL;
     struct mh__big *nb = realloc(b, sizeof *nb + ncap * sizeof *old);
@@ -238,14 +276,14 @@ static struct mh_pv **big_items(struct mh__pr *pr, struct mh_pv **old, size_t ca
     }
     if (!was_big) {
         nb->prev = NULL;
-        nb->next = d->bigs;
+        nb->next = *head;
     }
     if (nb->next)
         nb->next->prev = nb;
     if (nb->prev)
         nb->prev->next = nb;
     else
-        d->bigs = nb;
+        *head = nb;
     return nb->items;
 }
 
@@ -255,6 +293,8 @@ static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, s
     if (c->frozen)
         return mh__pr_fail(pr, MH_EFORMAT, "%s changed after it was placed in another container",
                            mh__pv_type_name(c));
+    if (pr->s && mh__prs_change(pr, c))
+        return pr->code;
     size_t per = c->type == MH_PV_DICT ? 2 : 1;
     size_t have = (size_t)c->n * per, cap = have;
     /* capacity is implicit: the next power of two at or above the count */
@@ -307,7 +347,7 @@ static int fill_from_mark(struct mh__pr *pr, int type)
         return rc;
     if (start <= mark_base(pr) || start == 0)
         return mh__pr_fail(pr, MH_EFORMAT, "no container below the MARK");
-    struct mh_pv *c = own(pr, start - 1);
+    struct mh_pv *c = mh__pr_own(pr, start - 1);
     if (!c)
         return pr->code;
     if (c->type != type)
@@ -315,7 +355,9 @@ static int fill_from_mark(struct mh__pr *pr, int type)
     size_t n = pr->sp - start;
     if (type == MH_PV_DICT && n % 2)
         return mh__pr_fail(pr, MH_EFORMAT, "odd number of items for a dict");
-    rc = add_items(pr, c, stack_at(pr, start), n);
+    rc = pr->s && type == MH_PV_LIST ? mh__prs_fill(pr, start - 1, stack_at(pr, start), n) : 1;
+    if (rc == 1)
+        rc = add_items(pr, c, stack_at(pr, start), n);
     pr->sp = start;
     return rc;
 }
@@ -341,12 +383,15 @@ static int fill_one(struct mh__pr *pr, int type)
     size_t n = type == MH_PV_DICT ? 2 : 1;
     if (pr->sp < mark_base(pr) + n + 1)
         return mh__pr_fail(pr, MH_EFORMAT, "stack underflow");
-    struct mh_pv *c = own(pr, pr->sp - n - 1);
+    struct mh_pv *c = mh__pr_own(pr, pr->sp - n - 1);
     if (!c)
         return pr->code;
     if (c->type != type)
         return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh__pv_type_name(c));
-    int rc = add_items(pr, c, stack_at(pr, pr->sp - n), n);
+    int rc = pr->s && type == MH_PV_LIST ? mh__prs_fill(pr, pr->sp - 2, stack_at(pr, pr->sp - 1), 1)
+                                         : 1;
+    if (rc == 1)
+        rc = add_items(pr, c, stack_at(pr, pr->sp - n), n);
     pr->sp -= n;
     return rc;
 }
@@ -366,6 +411,9 @@ static int do_mark(struct mh__pr *pr)
         return mh__pr_fail(pr, MH_ELIMIT, "more than %u open MARKs", pr->max_depth);
     if (grow(pr, (void **)&pr->marks, &pr->mcap, pr->nmarks + 1, sizeof *pr->marks))
         return pr->code;
+    if (pr->s && pr->sp > mark_base(pr) && pr->stack[pr->sp - 1]->type == MH_PV_LIST &&
+        (!mh__pr_own(pr, pr->sp - 1) || mh__prs_mark(pr)))
+        return pr->code ? pr->code : MH_ENOMEM;
     pr->marks[pr->nmarks++] = pr->sp;
     return 0;
 }
@@ -374,12 +422,16 @@ static int memo_put(struct mh__pr *pr, uint64_t idx)
 {
     if (!top(pr))
         return MH_EFORMAT;
-    struct mh_pv *v = own(pr, pr->sp - 1);
+    struct mh_pv *v = mh__pr_own(pr, pr->sp - 1);
     if (!v)
         return pr->code;
     if (idx > pr->memo_writes + MEMO_SLACK)
         return mh__pr_fail(pr, MH_ELIMIT, "memo index %llu far beyond the %zu entries written",
                            (unsigned long long)idx, pr->memo_writes);
+    if (pr->s) {
+        pr->memo_writes++;
+        return mh__prs_memo_put(pr, idx, v);
+    }
     size_t old = pr->memo_cap;
     if (grow(pr, (void **)&pr->memo, &pr->memo_cap, (size_t)idx + 1, sizeof *pr->memo))
         return pr->code;
@@ -392,6 +444,8 @@ static int memo_put(struct mh__pr *pr, uint64_t idx)
 
 static int memo_get(struct mh__pr *pr, uint64_t idx)
 {
+    if (pr->s)
+        return mh__prs_memo_get(pr, idx);
     if (idx >= pr->memo_cap || !pr->memo[idx])
         return mh__pr_fail(pr, MH_EFORMAT, "memo entry %llu was never stored",
                            (unsigned long long)idx);
@@ -702,7 +756,7 @@ static int step(struct mh__pr *pr, unsigned char op)
     case '2': {
         if (!top(pr))
             return MH_EFORMAT;
-        struct mh_pv *v = own(pr, pr->sp - 1);
+        struct mh_pv *v = mh__pr_own(pr, pr->sp - 1);
         return v ? mh__pr_push(pr, v) : pr->code;
     }
     default:
@@ -752,6 +806,13 @@ static int run(struct mh__pr *pr)
 int mh__pickle_parse(const void *data, size_t len, const struct mh_pickle_limits *lim,
                      struct mh_pickle_doc **out, char *err, size_t errlen)
 {
+    return mh__pickle_parse_with(data, len, lim, NULL, out, err, errlen);
+}
+
+int mh__pickle_parse_with(const void *data, size_t len, const struct mh_pickle_limits *lim,
+                          struct mh__prs *s, struct mh_pickle_doc **out, char *err,
+                          size_t errlen)
+{
     *out = NULL;
     if (err && errlen)
         err[0] = '\0';
@@ -770,6 +831,7 @@ int mh__pickle_parse(const void *data, size_t len, const struct mh_pickle_limits
         pr.max_depth = 250;
     pr.err = err;
     pr.errlen = errlen;
+    pr.s = s;
     int rc = 0;
     for (int i = 0; i < 3 && !rc; i++) {
         pr.consts[i] = mh__pr_scalar(&pr, i ? MH_PV_BOOL : MH_PV_NONE);
@@ -794,6 +856,15 @@ int mh__pickle_parse(const void *data, size_t len, const struct mh_pickle_limits
     return 0;
 }
 
+void mh__bigs_free(struct mh__big *g)
+{
+    while (g) {
+        struct mh__big *next = g->next;
+        free(g);
+        g = next;
+    }
+}
+
 struct mh_pv *mh__pickle_doc_root(const struct mh_pickle_doc *doc)
 {
     return doc->root;
@@ -813,17 +884,8 @@ void mh__pickle_doc_free(struct mh_pickle_doc *doc)
 {
     if (!doc)
         return;
-    struct mh__arena_block *b = doc->blocks;
-    while (b) {
-        struct mh__arena_block *next = b->next;
-        free(b);
-        b = next;
-    }
-    struct mh__big *g = doc->bigs;
-    while (g) {
-        struct mh__big *next = g->next;
-        free(g);
-        g = next;
-    }
+    mh__arena_free(doc->blocks);
+    mh__bigs_free(doc->bigs);
+    mh__kept_free(doc->kept);
     free(doc);
 }

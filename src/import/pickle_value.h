@@ -29,7 +29,10 @@ enum mh_pv_type {
     MH_PV_LIST,
     MH_PV_DICT, /* n key/value pairs: items[2k] key, items[2k+1] value */
     MH_PV_SET,
-    MH_PV_FROZENSET
+    MH_PV_FROZENSET,
+    /* streaming only (pickle_stream.h): a value its consumer already turned
+     * into an id; n = the consumer's kind, u.i = its value */
+    MH_PV_HANDLE
 };
 
 /* One value: 16 bytes. Containers keep `cap` item slots in u.items. */

@@ -93,6 +93,10 @@ static char *dup_str(const struct mh_pv *v)
 
 static int conv_frame(struct mh__imp *im, const struct mh_pv *f, const char *path, uint32_t *id)
 {
+    if (f->type == MH_PV_HANDLE && f->n == MH__H_FRAME) {
+        *id = (uint32_t)f->u.i;
+        return 0;
+    }
     if (mh__ptrmap_get(im->frame_ids, f, id) == 0)
         return 0;
     const struct mh_pv *file = mh__pv_get(f, "filename"), *name = mh__pv_get(f, "name");
@@ -120,6 +124,10 @@ static int conv_frames(struct mh__imp *im, const struct mh_pv *list, const char 
     *stack = 0;
     if (!list || list->type == MH_PV_NONE)
         return 0;
+    if (list->type == MH_PV_HANDLE && list->n == MH__H_STACK) {
+        *stack = (uint32_t)list->u.i;
+        return 0;
+    }
     if (!mh__pv_is_seq(list))
         return mh__imp_fail(im, MH_EFORMAT, "%s: 'frames' is %s, expected a list", path,
                             mh__pv_type_name(list));
@@ -131,7 +139,7 @@ static int conv_frames(struct mh__imp *im, const struct mh_pv *list, const char 
     int rc = 0;
     for (uint32_t i = 0; i < list->n && !rc; i++) {
         const struct mh_pv *f = mh__pv_at(list, i);
-        rc = f->type == MH_PV_DICT
+        rc = f->type == MH_PV_DICT || (f->type == MH_PV_HANDLE && f->n == MH__H_FRAME)
                  ? conv_frame(im, f, path, &ids[i])
                  : mh__imp_fail(im, MH_EFORMAT, "%s: a frame is %s", path, mh__pv_type_name(f));
     }
@@ -229,10 +237,24 @@ static int conv_blocks(struct mh__imp *im, const struct mh_pv *blocks, const str
     return 0;
 }
 
-static int conv_segment(struct mh__imp *im, const struct mh_pv *s, uint32_t i)
+static int push_segment(struct mh__imp *im, const struct mh__iseg *g)
+{
+    if (im->nsegs == im->segcap) {
+        size_t cap = im->segcap ? 2 * im->segcap : 64;
+        struct mh__iseg *p = realloc(im->segs, cap * sizeof *p);
+        if (!p)
+            return MH_ENOMEM;
+        im->segs = p;
+        im->segcap = cap;
+    }
+    im->segs[im->nsegs++] = *g;
+    return 0;
+}
+
+int mh__imp_segment(struct mh__imp *im, const struct mh_pv *s, uint64_t i)
 {
     char path[48];
-    snprintf(path, sizeof path, "segments[%u]", i);
+    snprintf(path, sizeof path, "segments[%llu]", (unsigned long long)i);
     if (!s || s->type != MH_PV_DICT)
         return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path, mh__pv_type_name(s));
     struct mh__iseg g;
@@ -263,7 +285,8 @@ static int conv_segment(struct mh__imp *im, const struct mh_pv *s, uint32_t i)
     if (mh__pv_get(s, "is_expandable"))
         mh__pv_bool(mh__pv_get(s, "is_expandable"), &expandable);
     g.expandable = (uint8_t)expandable;
-    im->segs[im->nsegs++] = g;
+    if ((rc = push_segment(im, &g)))
+        return rc;
     const struct mh_pv *blocks = mh__pv_get(s, "blocks");
     if (!blocks)
         return mh__imp_fail(im, MH_EFORMAT, "%s: 'blocks' missing", path);
@@ -279,22 +302,68 @@ static int conv_segments(struct mh__imp *im, const struct mh_pv *segs)
     if (!mh__pv_is_seq(segs))
         return mh__imp_fail(im, MH_EFORMAT, "'segments' is %s, expected a list",
                             mh__pv_type_name(segs));
-    im->segs = calloc(segs->n ? segs->n : 1, sizeof *im->segs);
-    if (!im->segs)
-        return MH_ENOMEM;
     for (uint32_t i = 0; i < segs->n; i++) {
-        int rc = conv_segment(im, mh__pv_at(segs, i), i);
+        int rc = mh__imp_segment(im, mh__pv_at(segs, i), i);
         if (rc)
             return rc;
     }
-    im->info->segments = im->nsegs;
     return 0;
+}
+
+/* Every item a frame dict or frame handle: worth a stack handle. */
+static int frames_like(const struct mh_pv *v)
+{
+    for (uint32_t i = 0; i < v->n; i++) {
+        const struct mh_pv *f = v->u.items[i];
+        if (f->type != MH_PV_DICT && !(f->type == MH_PV_HANDLE && f->n == MH__H_FRAME))
+            return 0;
+    }
+    return 1;
+}
+
+int mh__imp_keep(struct mh__imp *im, const struct mh_pv *v, struct mh_pv *h)
+{
+    uint32_t id;
+    memset(h, 0, sizeof *h);
+    h->type = MH_PV_HANDLE;
+    if (v->type == MH_PV_DICT) {
+        if (mh__ptrmap_get(im->frame_ids, v, &id) != 0)
+            return 1;
+        h->n = MH__H_FRAME;
+        h->u.i = (int64_t)(id | (mh__imp_frame_backward(v) ? MH__H_BACKWARD : 0));
+        return 0;
+    }
+    if (!mh__pv_is_seq(v) || !frames_like(v))
+        return 1;
+    if (mh__ptrmap_get(im->stack_ids, v, &id) != 0) {
+        char saved[160] = "";
+        if (im->err && im->errlen)
+            snprintf(saved, sizeof saved, "%s", im->err);
+        int rc = conv_frames(im, v, "frames", &id);
+        if (im->err && im->errlen)
+            snprintf(im->err, im->errlen, "%s", saved);
+        if (rc)
+            return 1;
+    }
+    h->n = MH__H_STACK;
+    h->u.i = (int64_t)(id | (mh__imp_in_backward(v) ? MH__H_BACKWARD : 0));
+    return 0;
+}
+
+void mh__imp_forget_nodes(struct mh__imp *im)
+{
+    mh__ptrmap_free(im->frame_ids);
+    mh__ptrmap_free(im->stack_ids);
+    im->frame_ids = im->stack_ids = NULL;
 }
 
 int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root)
 {
-    if (mh__pv_is_seq(root)) /* the oldest form: a bare list of segments */
-        return conv_segments(im, root);
+    if (mh__pv_is_seq(root)) { /* the oldest form: a bare list of segments */
+        int rc = conv_segments(im, root);
+        im->info->segments = im->nsegs;
+        return rc;
+    }
     if (!root || root->type != MH_PV_DICT)
         return mh__imp_fail(im, MH_EFORMAT, "the pickle holds %s, not a snapshot dict",
                             mh__pv_type_name(root));
@@ -306,6 +375,7 @@ int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root)
         rc = mh__imp_convert_traces(im, mh__pv_get(root, "device_traces"));
     if (!rc)
         rc = mh__imp_convert_notes(im, mh__pv_get(root, "external_annotations"));
+    im->info->segments = im->nsegs;
     return rc;
 }
 

@@ -1,8 +1,10 @@
-/* snapshot_iint.h - internals of snapshot import. snapshot_iconv.c checks the
- * value tree against the snapshot schema and converts it into the flat arrays
- * below (interning frames and strings in the writer); snapshot_ireplay.c
- * rebuilds the starting state by replaying the trace backwards and writes the
- * events. */
+/* snapshot_iint.h - internals of snapshot import. snapshot_iconv.c and
+ * snapshot_itrace.c check each record (a segment, a trace entry, an
+ * annotation: handed on by the streaming reader, or walked in a whole tree)
+ * against the snapshot schema and convert it into the flat arrays below
+ * (interning frames and strings in the writer); trace entries go to the
+ * store of snapshot_istore.c; snapshot_ireplay.c rebuilds the starting state
+ * by replaying the trace backwards and writes the events. */
 #ifndef MH_IMPORT_SNAPSHOT_IINT_H
 #define MH_IMPORT_SNAPSHOT_IINT_H
 
@@ -11,6 +13,7 @@
 
 #include "memhist/model.h"
 #include "memhist/writer.h"
+#include "pickle_stream.h"
 #include "pickle_value.h"
 #include "snapshot_import.h"
 
@@ -59,10 +62,30 @@ struct mh__inote {
 #define MH__IK_POOL 4u
 #define MH__IK_FRAMES 8u
 
+/* A device's entries: store positions [first, first + n), in order. */
 struct mh__itrace {
-    struct mh__ient *e;
-    size_t n;
+    size_t first, n;
+    uint64_t prev_ns; /* time of the last entry (synthetic times follow it) */
 };
+
+/* Converted trace entries in arrival order (snapshot_istore.c): in memory,
+ * then in an unlinked temporary file. Zero it and set fd = -1 to start. */
+struct mh__istore {
+    struct mh__ient *mem; /* the entries, or the write buffer once spilled */
+    size_t cap, nbuf;
+    size_t total;
+    int fd;
+};
+int mh__istore_add(struct mh__istore *s, const struct mh__ient *e);
+int mh__istore_get(struct mh__istore *s, size_t first, size_t n, struct mh__ient *out);
+int mh__istore_put(struct mh__istore *s, size_t first, size_t n, const struct mh__ient *in);
+void mh__istore_free(struct mh__istore *s);
+
+/* Handle kinds (pickle_value.h MH_PV_HANDLE) the streaming import keeps for
+ * memoized frames and frame lists: u.i = id | in-backward bit << 32. */
+#define MH__H_FRAME 1u
+#define MH__H_STACK 2u
+#define MH__H_BACKWARD (1ull << 32)
 
 struct mh__imp {
     struct mh_writer *w;
@@ -70,20 +93,28 @@ struct mh__imp {
     char *err;
     size_t errlen;
     struct mh__iseg *segs;
-    size_t nsegs;
+    size_t nsegs, segcap;
     struct mh__iblk *blks;
     size_t nblks;
     struct mh__itrace *traces; /* per device index */
-    int ndev;
+    int ndev, tracecap;
+    int cur_dev;               /* device of the last entry stored */
+    struct mh__istore store;
+    int step_hints;            /* some entry carries memhist's step metadata */
     struct mh__inote *notes;
-    size_t nnotes;
+    size_t nnotes, notecap;
     unsigned entry_keys; /* MH__IK_* bits: optional keys torch wrote on every entry */
     uint64_t t_start;        /* time of the preexisting events */
     size_t seg_cur, blk_cur; /* per-device cursors into the sorted arrays */
+    struct mh_progress progress;
+    char what[300];          /* the piece of work being reported */
+    uint64_t units, units_total, units_told;
     /* caches: tree node pointer -> interned id */
     struct mh__ptrmap *frame_ids, *stack_ids;
 };
 
+/* Counts `n` units of the replay's progress and reports every so often. */
+void mh__imp_progress(struct mh__imp *im, uint64_t n);
 /* Sets the error message (printf style) and returns `code`. */
 int mh__imp_fail(struct mh__imp *im, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -92,6 +123,19 @@ int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root);
 /* Schema helpers of snapshot_iconv.c used by snapshot_itrace.c. */
 int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces);
 int mh__imp_convert_notes(struct mh__imp *im, const struct mh_pv *notes);
+/* One element of `segments`, of `device_traces[dev]` and of
+ * `external_annotations`: the whole-tree conversion calls them per element,
+ * the streaming import (snapshot_istream.c) as the reader hands them on.
+ * mh__imp_entry returns MH_PS_WHOLE when device dev's entries do not arrive
+ * in one run. */
+int mh__imp_segment(struct mh__imp *im, const struct mh_pv *s, uint64_t i);
+int mh__imp_entry(struct mh__imp *im, int dev, uint64_t i, const struct mh_pv *d);
+int mh__imp_note(struct mh__imp *im, const struct mh_pv *d);
+/* A stack handle for a memoized frames list (converting it if needed), or
+ * a frame handle for a frame dict already converted: 0, or 1 if none. */
+int mh__imp_keep(struct mh__imp *im, const struct mh_pv *v, struct mh_pv *h);
+/* Drops the caches keyed by tree nodes (the streaming reader frees them). */
+void mh__imp_forget_nodes(struct mh__imp *im);
 int mh__imp_frames(struct mh__imp *im, const struct mh_pv *list, const char *path, uint32_t *stack);
 int mh__imp_visit(struct mh__imp *im, const struct mh_pv *v, const char *path);
 int mh__imp_opt_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, const char *path,
@@ -122,8 +166,10 @@ int mh__imp_range_kind(const char *name, size_t n, int64_t *step);
 int mh__isteps_entry(struct mh__imp *im, struct mh__isteps *st, const struct mh__ient *e);
 int mh__isteps_before_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n);
 int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n);
-/* Whether an alloc's frames (a pickle list) run inside autograd's backward. */
+/* Whether an alloc's frames (a pickle list or stack handle) run inside
+ * autograd's backward, and whether one frame (dict or handle) does. */
 int mh__imp_in_backward(const struct mh_pv *frames);
+int mh__imp_frame_backward(const struct mh_pv *f);
 /* The allocator_settings dict as the text of meta "torch_allocator_settings"
  * (snapshot_isettings.c) in *out (malloc'd; NULL if `dict` is not a dict).
  * Returns 0 or MH_ENOMEM / MH_ELIMIT. */

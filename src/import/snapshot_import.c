@@ -13,6 +13,8 @@
 #include "memhist/error.h"
 #include "snapshot_iint.h"
 
+#define MAX_DEVICES 4096
+
 /* Whether annotation n goes before entry e in the merged order. At equal
  * times the step hints of memhist's own metadata decide. */
 static int note_first(const struct mh__inote *n, const struct mh__ient *e)
@@ -77,19 +79,28 @@ static int emit_entry(struct mh__imp *im, const struct mh__ient *e, int device, 
     return mh__imp_put(im, &ev);
 }
 
+/* A device's read position in the store, through a buffer. */
+struct cursor {
+    struct mh__ient *buf;
+    size_t at, len, next; /* next: entries of the device read so far */
+};
+
 /* The merge heap: devices ordered by the time of their next entry (then by
  * index), so each device's trace keeps its own order. */
 struct heap {
     int *dev;
     size_t n;
-    const struct mh__imp *im;
-    const size_t *cur;
+    const struct cursor *cur;
 };
+
+static uint64_t next_time(const struct heap *h, int d)
+{
+    return h->cur[d].buf[h->cur[d].at].time_ns;
+}
 
 static int heap_less(const struct heap *h, int a, int b)
 {
-    uint64_t ta = h->im->traces[a].e[h->cur[a]].time_ns;
-    uint64_t tb = h->im->traces[b].e[h->cur[b]].time_ns;
+    uint64_t ta = next_time(h, a), tb = next_time(h, b);
     return ta != tb ? ta < tb : a < b;
 }
 
@@ -108,6 +119,21 @@ static void heap_down(struct heap *h, size_t i)
         h->dev[m] = t;
         i = m;
     }
+}
+
+/* Reads the device's next entries; *more = 0 when it has none left. */
+static int refill(struct mh__imp *im, int d, struct cursor *c, size_t cap, int *more)
+{
+    const struct mh__itrace *t = &im->traces[d];
+    size_t n = t->n - c->next < cap ? t->n - c->next : cap;
+    *more = n > 0;
+    c->at = 0;
+    c->len = n;
+    int rc = n ? mh__istore_get(&im->store, t->first + c->next, n, c->buf) : 0;
+    c->next += n;
+    return rc ? mh__imp_fail(im, rc, "reading the trace back from its temporary file: %s",
+                             mh_strerror(rc))
+              : 0;
 }
 
 /* Writes the step note that opens a window's first entries when the window
@@ -132,35 +158,34 @@ static int steps_from_ranges(const struct mh__imp *im)
             return 0;
         ranges |= im->notes[i].range_kind != MH__SR_OTHER;
     }
-    for (int d = 0; ranges && d < im->ndev; d++)
-        for (size_t i = 0; i < im->traces[d].n; i++)
-            if (im->traces[d].e[i].step_hint != INT64_MIN)
-                return 0;
-    return ranges;
+    return ranges && !im->step_hints;
 }
 
 int mh__imp_forward(struct mh__imp *im)
 {
-    size_t *cur = calloc(im->ndev ? (size_t)im->ndev : 1, sizeof *cur);
-    int *devs = calloc(im->ndev ? (size_t)im->ndev : 1, sizeof *devs);
-    if (!cur || !devs) {
-        free(cur);
-        free(devs);
-        return MH_ENOMEM;
-    }
-    struct heap h = {devs, 0, im, cur};
-    for (int d = 0; d < im->ndev; d++)
-        if (im->traces[d].n)
+    size_t nd = im->ndev ? (size_t)im->ndev : 1, cap = 65536 / nd;
+    cap = cap < 16 ? 16 : cap > 4096 ? 4096 : cap;
+    struct cursor *cur = calloc(nd, sizeof *cur);
+    int *devs = calloc(nd, sizeof *devs);
+    int rc = cur && devs ? 0 : MH_ENOMEM, more;
+    struct heap h = {devs, 0, cur};
+    for (int d = 0; !rc && d < im->ndev; d++) {
+        if (!im->traces[d].n)
+            continue;
+        if (!(cur[d].buf = malloc(cap * sizeof *cur[d].buf)))
+            rc = MH_ENOMEM;
+        else if (!(rc = refill(im, d, &cur[d], cap, &more)))
             h.dev[h.n++] = d;
+    }
     for (size_t i = h.n / 2; i-- > 0;)
         heap_down(&h, i);
     size_t ni = 0;
-    int phase = -1, rc = 0, seen_step = 0;
+    int phase = -1, seen_step = 0;
     int64_t synth = INT64_MIN; /* step opened for a window's first entries */
     struct mh__isteps st = {steps_from_ranges(im), 0, 1, MH_PHASE_NONE, 0};
     while (!rc && (h.n || ni < im->nnotes)) {
         int best = h.n ? h.dev[0] : -1;
-        const struct mh__ient *e = best >= 0 ? &im->traces[best].e[cur[best]] : NULL;
+        const struct mh__ient *e = best >= 0 ? &cur[best].buf[cur[best].at] : NULL;
         if (ni < im->nnotes && (!e || note_first(&im->notes[ni], e))) {
             const struct mh__inote *n = &im->notes[ni++];
             int dup = n->is_step && n->begin && n->step == synth;
@@ -182,10 +207,16 @@ int mh__imp_forward(struct mh__imp *im)
         }
         if (!rc)
             rc = emit_entry(im, e, best, &phase);
-        if (++cur[best] == im->traces[best].n)
+        mh__imp_progress(im, 1);
+        more = 1;
+        if (!rc && ++cur[best].at == cur[best].len)
+            rc = refill(im, best, &cur[best], cap, &more);
+        if (!more)
             h.dev[0] = h.dev[--h.n];
         heap_down(&h, 0);
     }
+    for (size_t d = 0; cur && d < nd; d++)
+        free(cur[d].buf);
     free(cur);
     free(devs);
     return rc;
@@ -304,9 +335,12 @@ static int initial_state_meta(struct mh__imp *im)
 static void start_time(struct mh__imp *im)
 {
     uint64_t t = UINT64_MAX;
-    for (int d = 0; d < im->ndev; d++)
-        if (im->traces[d].n && im->traces[d].e[0].time_ns < t)
-            t = im->traces[d].e[0].time_ns;
+    for (int d = 0; d < im->ndev; d++) {
+        struct mh__ient e;
+        if (im->traces[d].n && mh__istore_get(&im->store, im->traces[d].first, 1, &e) == 0 &&
+            e.time_ns < t)
+            t = e.time_ns;
+    }
     if (im->nnotes && im->notes[0].time_ns < t)
         t = im->notes[0].time_ns;
     im->t_start = t == UINT64_MAX ? 1000000000ull : t;
@@ -314,8 +348,7 @@ static void start_time(struct mh__imp *im)
 
 void mh__imp_free(struct mh__imp *im)
 {
-    for (int d = 0; d < im->ndev; d++)
-        free(im->traces[d].e);
+    mh__istore_free(&im->store);
     free(im->traces);
     free(im->segs);
     free(im->blks);
@@ -324,31 +357,134 @@ void mh__imp_free(struct mh__imp *im)
     mh__ptrmap_free(im->stack_ids);
 }
 
-int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                        struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen)
+static void imp_init(struct mh__imp *im, struct mh_writer *w, struct mh_import_info *info,
+                     char *err, size_t errlen)
 {
     memset(info, 0, sizeof *info);
+    memset(im, 0, sizeof *im);
+    im->w = w;
+    im->info = info;
+    im->err = err;
+    im->errlen = errlen;
+    im->store.fd = -1;
+    im->entry_keys = MH__IK_COMPILE | MH__IK_USER | MH__IK_POOL | MH__IK_FRAMES;
+}
+
+/* ---- the streaming reader's sink (pickle_stream.h) ------------------------ */
+
+struct sink_ctx {
+    struct mh__imp *im;
+    const struct mh_import_opts *o;
+};
+
+static int sink_item(void *ctx, int role, uint32_t list, uint64_t pos, const struct mh_pv *item)
+{
+    struct mh__imp *im = ((struct sink_ctx *)ctx)->im;
+    if (role == MH_PS_SEGMENTS)
+        return mh__imp_segment(im, item, pos);
+    if (role == MH_PS_NOTES)
+        return mh__imp_note(im, item);
+    if (list >= MAX_DEVICES)
+        return mh__imp_fail(im, MH_ELIMIT, "'device_traces' lists more than %d devices",
+                            MAX_DEVICES);
+    return mh__imp_entry(im, (int)list, pos, item);
+}
+
+static int sink_keep(void *ctx, const struct mh_pv *v, struct mh_pv *handle)
+{
+    return mh__imp_keep(((struct sink_ctx *)ctx)->im, v, handle);
+}
+
+static void sink_batch_end(void *ctx)
+{
+    mh__imp_forget_nodes(((struct sink_ctx *)ctx)->im);
+}
+
+static void sink_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    struct mh__imp *im = ((struct sink_ctx *)ctx)->im;
+    mh__progress_report(&im->progress, im->what, done, total);
+}
+
+void mh__imp_progress(struct mh__imp *im, uint64_t n)
+{
+    im->units += n;
+    if (im->units - im->units_told >= (1u << 16) || im->units >= im->units_total) {
+        im->units_told = im->units;
+        mh__progress_report(&im->progress, im->what, im->units, im->units_total);
+    }
+}
+
+static void name_work(struct mh__imp *im, const struct mh_import_opts *o, int writing)
+{
+    const char *name = o->name ? o->name : "the snapshot";
+    if (writing)
+        snprintf(im->what, sizeof im->what, "writing %s's events", name);
+    else
+        snprintf(im->what, sizeof im->what, "importing %s", name);
+}
+
+/* Reads the pickle: streamed into im when it can be, else whole (*doc). */
+static int read_pickle(struct mh__imp *im, const void *data, size_t len,
+                       const struct mh_import_opts *o, struct mh_pickle_doc **doc)
+{
+    int rc = MH_PS_WHOLE, sunk = 0;
+    if (!o->whole) {
+        struct sink_ctx ctx = {im, o};
+        struct mh_pickle_sink sink = {&ctx, sink_item, sink_keep, sink_batch_end,
+                                      im->progress.fn ? sink_progress : NULL};
+        rc = mh__pickle_stream(data, len, o->lim, o->mapped, &sink, doc, &sunk, im->err,
+                               im->errlen);
+        if (rc == 0)
+            mh__progress_report(&im->progress, im->what, len, len);
+        im->info->streamed = rc == 0;
+    }
+    if (rc != MH_PS_WHOLE)
+        return rc;
+    if (sunk) { /* start again: what was converted stays interned, unused */
+        struct mh_writer *w = im->w;
+        struct mh_import_info *info = im->info;
+        struct mh_progress p = im->progress;
+        char what[sizeof im->what];
+        memcpy(what, im->what, sizeof what);
+        mh__imp_free(im);
+        imp_init(im, w, info, im->err, im->errlen);
+        im->progress = p;
+        memcpy(im->what, what, sizeof what);
+    }
+    if (im->err && im->errlen)
+        im->err[0] = '\0';
+    return mh__pickle_parse(data, len, o->lim, doc, im->err, im->errlen);
+}
+
+int mh__snapshot_import_with(const void *data, size_t len, const struct mh_import_opts *o,
+                             struct mh_writer *w, struct mh_import_info *info, char *err,
+                             size_t errlen)
+{
+    static const struct mh_import_opts dflt;
+    struct mh__imp im;
+    struct mh_pickle_doc *doc = NULL;
     if (err && errlen)
         err[0] = '\0';
-    struct mh_pickle_doc *doc;
-    int rc = mh__pickle_parse(data, len, lim, &doc, err, errlen);
-    if (rc < 0)
-        return rc;
-    info->protocol = mh__pickle_doc_protocol(doc);
-    struct mh__imp im;
-    memset(&im, 0, sizeof im);
-    im.w = w;
-    im.info = info;
-    im.err = err;
-    im.errlen = errlen;
-    im.entry_keys = MH__IK_COMPILE | MH__IK_USER | MH__IK_POOL | MH__IK_FRAMES;
-    const struct mh_pv *root = mh__pickle_doc_root(doc);
-    rc = mh__imp_convert(&im, root);
+    imp_init(&im, w, info, err, errlen);
+    o = o ? o : &dflt;
+    im.progress = o->progress ? *o->progress : mh__progress_default();
+    name_work(&im, o, 0);
+    int rc = read_pickle(&im, data, len, o, &doc);
+    const struct mh_pv *root = doc ? mh__pickle_doc_root(doc) : NULL;
+    if (!rc) {
+        info->protocol = mh__pickle_doc_protocol(doc);
+        rc = mh__imp_convert(&im, root);
+    }
     if (!rc)
         rc = write_meta(&im, root);
     if (!rc) {
         start_time(&im);
+        name_work(&im, o, 1);
+        im.units_total = 2 * im.store.total;
         rc = mh__imp_emit(&im);
+        if (!rc && im.units_total)
+            mh__progress_report(&im.progress, im.what, im.units_total, im.units_total);
         if (!rc)
             rc = initial_state_meta(&im);
     }
@@ -357,4 +493,13 @@ int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_lim
     mh__imp_free(&im);
     mh__pickle_doc_free(doc);
     return rc;
+}
+
+int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
+                        struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen)
+{
+    struct mh_import_opts o;
+    memset(&o, 0, sizeof o);
+    o.lim = lim;
+    return mh__snapshot_import_with(data, len, &o, w, info, err, errlen);
 }

@@ -1,7 +1,7 @@
 /* snapshot_import.h - PyTorch memory snapshot pickle -> .memhist events.
  *
  * Reads a snapshot written by torch 2.0 to 2.15 (_dump_snapshot, protocols
- * 2-5, TorchScript's pickler, legacy `history` blocks, traces without
+ * 0-5, TorchScript's pickler, legacy `history` blocks, traces without
  * time_us, OOM entries, expandable segments, several devices) with the strict
  * reader of pickle_read.h, and writes it through a writer as events. The
  * state the trace starts from (blocks and segments that were live before the
@@ -24,6 +24,7 @@
 
 #include "memhist/writer.h"
 #include "pickle_read.h"
+#include "progress.h"
 
 struct mh_import_info {
     int protocol;     /* pickle protocol (0 if no PROTO opcode) */
@@ -39,7 +40,21 @@ struct mh_import_info {
     int overflowed;            /* allocator_settings says the ring wrapped */
     uint64_t steps;            /* complete steps built from Optimizer.step#/ProfilerStep# annotations */
     uint64_t unknown_initial;  /* blocks live before the trace and freed during it:
-                                * their real size is unknown (rounded from the request) */
+                                * their real size is unknown (rounded from the request) */    int streamed;              /* read record by record (memory follows the largest
+                                * record); 0: read whole (memory follows the file) */
+};
+
+struct mh_import_opts {
+    const struct mh_pickle_limits *lim; /* NULL: the defaults */
+    /* data is a private read-only mapping of the file: pages read may be
+     * given back to the system */
+    int mapped;
+    int whole; /* read the whole tree first instead of streaming */
+    /* progress reports ("importing NAME": input bytes read; then "writing
+     * NAME's events": entries replayed backwards and written); NULL = the
+     * default of progress.h */
+    const struct mh_progress *progress;
+    const char *name;
 };
 
 /* Imports the pickle in data[0..len) into `w` (borrowed; the caller opened it
@@ -48,5 +63,12 @@ struct mh_import_info {
  * opcode and offset, schema errors the path, e.g. "segments[2].blocks[0]"). */
 int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
                         struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen);
+/* As mh__snapshot_import with options (`o` may be NULL). Snapshots laid out
+ * as Python's pickler writes them are streamed (pickle_stream.h): the trace
+ * goes to a temporary file when it is large, and memory follows the largest
+ * record, not the file; others are read whole, with the same result. */
+int mh__snapshot_import_with(const void *data, size_t len, const struct mh_import_opts *o,
+                             struct mh_writer *w, struct mh_import_info *info, char *err,
+                             size_t errlen);
 
 #endif

@@ -13,6 +13,7 @@
 #include "snapshot_iint.h"
 
 #define SMALL_SEGMENT (2ull << 20)
+#define REPLAY_CHUNK 4096u
 
 /* A live block during the backwards pass. */
 struct rblk {
@@ -326,13 +327,29 @@ static int device_initial(struct mh__imp *im, int device)
     struct rstate st;
     memset(&st, 0, sizeof st);
     int rc = load_final(im, device, &st);
-    struct mh__itrace *t = device < im->ndev ? &im->traces[device] : NULL;
-    for (size_t i = t ? t->n : 0; !rc && i-- > 0;) {
-        int u = undo(&st, &t->e[i], device);
-        if (u < 0)
-            rc = MH_ENOMEM;
-        im->info->inconsistencies += u == 1;
+    const struct mh__itrace *t = device < im->ndev ? &im->traces[device] : NULL;
+    struct mh__ient *chunk = t && t->n ? malloc(REPLAY_CHUNK * sizeof *chunk) : NULL;
+    if (t && t->n && !chunk)
+        rc = MH_ENOMEM;
+    /* from the last chunk to the first; the undo's flags and pools go back */
+    for (size_t hi = t ? t->n : 0; !rc && hi > 0;) {
+        size_t lo = hi > REPLAY_CHUNK ? hi - REPLAY_CHUNK : 0;
+        rc = mh__istore_get(&im->store, t->first + lo, hi - lo, chunk);
+        for (size_t i = hi - lo; !rc && i-- > 0;) {
+            int u = undo(&st, &chunk[i], device);
+            if (u < 0)
+                rc = MH_ENOMEM;
+            im->info->inconsistencies += u == 1;
+        }
+        if (!rc)
+            rc = mh__istore_put(&im->store, t->first + lo, hi - lo, chunk);
+        mh__imp_progress(im, hi - lo);
+        hi = lo;
     }
+    free(chunk);
+    if (rc == MH_EIO)
+        rc = mh__imp_fail(im, rc, "reading the trace back from its temporary file: %s",
+                          mh_strerror(rc));
     if (!rc)
         rc = emit_initial(im, device, &st);
     mh__isegset_free(&st.segs);

@@ -52,22 +52,29 @@ static int contains(const struct mh_pv *s, const char *needle)
  * autograd engine (stacks="all"), or an empty stack: with Python stacks an
  * allocation on autograd's worker thread has no Python frame, which is the
  * live recording's rule (an allocation off the training thread). */
+int mh__imp_frame_backward(const struct mh_pv *f)
+{
+    if (f->type == MH_PV_HANDLE)
+        return f->n == MH__H_FRAME && (f->u.i & (int64_t)MH__H_BACKWARD);
+    if (f->type != MH_PV_DICT)
+        return 0;
+    const struct mh_pv *name = mh__pv_get(f, "name"), *file = mh__pv_get(f, "filename");
+    return contains(name, "_engine_run_backward") || contains(name, "torch::autograd::Engine::") ||
+           (contains(name, "backward") &&
+            (contains(file, "torch/autograd/") || contains(file, "torch/_tensor.py")));
+}
+
 int mh__imp_in_backward(const struct mh_pv *frames)
 {
+    if (frames && frames->type == MH_PV_HANDLE)
+        return frames->n == MH__H_STACK && (frames->u.i & (int64_t)MH__H_BACKWARD);
     if (!frames || !mh__pv_is_seq(frames))
         return 0;
     if (frames->n == 0)
         return 1;
-    for (uint32_t i = 0; i < frames->n; i++) {
-        const struct mh_pv *f = mh__pv_at(frames, i);
-        if (f->type != MH_PV_DICT)
-            continue;
-        const struct mh_pv *name = mh__pv_get(f, "name"), *file = mh__pv_get(f, "filename");
-        if (contains(name, "_engine_run_backward") || contains(name, "torch::autograd::Engine::") ||
-            (contains(name, "backward") &&
-             (contains(file, "torch/autograd/") || contains(file, "torch/_tensor.py"))))
+    for (uint32_t i = 0; i < frames->n; i++)
+        if (mh__imp_frame_backward(mh__pv_at(frames, i)))
             return 1;
-    }
     return 0;
 }
 

@@ -254,17 +254,65 @@ static int conv_entry(struct mh__imp *im, const struct mh_pv *d, const char *pat
     return 0;
 }
 
-/* Entries lacking time_us follow the previous one by 1 us. */
-static void fill_times(struct mh__imp *im, struct mh__itrace *t, const uint8_t *timed)
+/* The trace of device dev, created if new; NULL with the error set. */
+static struct mh__itrace *trace_of(struct mh__imp *im, int dev)
 {
-    uint64_t prev = SYNTHETIC_BASE_NS - 1000;
-    for (size_t i = 0; i < t->n; i++) {
-        if (!timed[i]) {
-            t->e[i].time_ns = prev + 1000;
-            im->info->synthetic_times = 1;
-        }
-        prev = t->e[i].time_ns;
+    if (dev >= im->tracecap) {
+        int cap = im->tracecap ? im->tracecap : 8;
+        while (cap <= dev)
+            cap *= 2;
+        struct mh__itrace *p = realloc(im->traces, (size_t)cap * sizeof *p);
+        if (!p)
+            return NULL;
+        memset(p + im->tracecap, 0, (size_t)(cap - im->tracecap) * sizeof *p);
+        im->traces = p;
+        im->tracecap = cap;
     }
+    if (dev >= im->ndev)
+        im->ndev = dev + 1;
+    return &im->traces[dev];
+}
+
+/* Entries lacking time_us follow the previous one by 1 us. */
+int mh__imp_entry(struct mh__imp *im, int dev, uint64_t i, const struct mh_pv *d)
+{
+    char path[64];
+    snprintf(path, sizeof path, "device_traces[%d][%llu]", dev, (unsigned long long)i);
+    if (d->type != MH_PV_DICT)
+        return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path,
+                            mh__pv_type_name(d));
+    int has_time = 0, rc = mh__imp_visit(im, d, path);
+    struct mh__ient e;
+    if (!rc)
+        rc = conv_entry(im, d, path, &e, &has_time);
+    if (rc == 1) {
+        im->info->skipped++;
+        return 0;
+    }
+    if (rc)
+        return rc;
+    struct mh__itrace *t = trace_of(im, dev);
+    if (!t)
+        return MH_ENOMEM;
+    if (!t->n) {
+        t->first = im->store.total;
+        t->prev_ns = SYNTHETIC_BASE_NS - 1000;
+    } else if (t->first + t->n != im->store.total) {
+        return MH_PS_WHOLE; /* another device's entries came in between */
+    }
+    if (!has_time) {
+        e.time_ns = t->prev_ns + 1000;
+        im->info->synthetic_times = 1;
+    }
+    t->prev_ns = e.time_ns;
+    im->step_hints |= e.step_hint != INT64_MIN;
+    if ((rc = mh__istore_add(&im->store, &e)))
+        return rc == MH_EIO ? mh__imp_fail(im, rc, "writing the trace to a temporary file: %s",
+                                           mh_strerror(rc))
+                            : rc;
+    t->n++;
+    im->info->entries++;
+    return 0;
 }
 
 static int conv_trace(struct mh__imp *im, const struct mh_pv *list, int dev)
@@ -277,34 +325,8 @@ static int conv_trace(struct mh__imp *im, const struct mh_pv *list, int dev)
         return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a list", path,
                             mh__pv_type_name(list));
     int rc = mh__imp_visit(im, list, path);
-    struct mh__itrace *t = &im->traces[dev];
-    t->e = malloc((list->n ? list->n : 1) * sizeof *t->e);
-    uint8_t *timed = malloc(list->n ? list->n : 1);
-    if (!t->e || !timed)
-        rc = rc ? rc : MH_ENOMEM;
-    for (uint32_t i = 0; i < list->n && !rc; i++) {
-        const struct mh_pv *d = mh__pv_at(list, i);
-        snprintf(path, sizeof path, "device_traces[%d][%u]", dev, i);
-        if (d->type != MH_PV_DICT) {
-            rc = mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path,
-                              mh__pv_type_name(d));
-            break;
-        }
-        int has_time = 0;
-        if ((rc = mh__imp_visit(im, d, path)))
-            break;
-        rc = conv_entry(im, d, path, &t->e[t->n], &has_time);
-        if (rc == 1) {
-            im->info->skipped++;
-            rc = 0;
-            continue;
-        }
-        timed[t->n++] = (uint8_t)has_time;
-    }
-    if (!rc)
-        fill_times(im, t, timed);
-    free(timed);
-    im->info->entries += t->n;
+    for (uint32_t i = 0; i < list->n && !rc; i++)
+        rc = mh__imp_entry(im, dev, i, mh__pv_at(list, i));
     return rc;
 }
 
@@ -317,11 +339,9 @@ int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces)
                             mh__pv_type_name(traces));
     if (traces->n > MAX_DEVICES)
         return mh__imp_fail(im, MH_ELIMIT, "'device_traces' lists %u devices", traces->n);
-    im->ndev = (int)traces->n;
-    im->info->devices = im->ndev;
-    im->traces = calloc(traces->n ? traces->n : 1, sizeof *im->traces);
-    if (!im->traces)
+    if (traces->n && !trace_of(im, (int)traces->n - 1))
         return MH_ENOMEM;
+    im->info->devices = im->ndev;
     for (uint32_t d = 0; d < traces->n; d++) {
         int rc = conv_trace(im, mh__pv_at(traces, d), (int)d);
         if (rc)
@@ -365,23 +385,35 @@ static int conv_note(struct mh__imp *im, const struct mh_pv *d, struct mh__inote
     return 0;
 }
 
+int mh__imp_note(struct mh__imp *im, const struct mh_pv *d)
+{
+    if (d->type != MH_PV_DICT)
+        return 0;
+    if (im->nnotes == im->notecap) {
+        size_t cap = im->notecap ? 2 * im->notecap : 64;
+        struct mh__inote *p = realloc(im->notes, cap * sizeof *p);
+        if (!p)
+            return MH_ENOMEM;
+        im->notes = p;
+        im->notecap = cap;
+    }
+    int rc = conv_note(im, d, &im->notes[im->nnotes]);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        im->nnotes++;
+    im->info->annotations = im->nnotes;
+    return 0;
+}
+
 int mh__imp_convert_notes(struct mh__imp *im, const struct mh_pv *notes)
 {
     if (!mh__pv_is_seq(notes))
         return 0;
-    im->notes = calloc(notes->n ? notes->n : 1, sizeof *im->notes);
-    if (!im->notes)
-        return MH_ENOMEM;
     for (uint32_t i = 0; i < notes->n; i++) {
-        const struct mh_pv *d = mh__pv_at(notes, i);
-        if (d->type != MH_PV_DICT)
-            continue;
-        int rc = conv_note(im, d, &im->notes[im->nnotes]);
-        if (rc < 0)
+        int rc = mh__imp_note(im, mh__pv_at(notes, i));
+        if (rc)
             return rc;
-        if (rc == 0)
-            im->nnotes++;
     }
-    im->info->annotations = im->nnotes;
     return 0;
 }

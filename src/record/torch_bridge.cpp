@@ -11,7 +11,8 @@
  * (resolve_ctx) without the GIL. Where the walker cannot run (an unknown
  * CPython layout), torch's gathered contexts are parked in per-thread rings
  * instead and symbolized in batches with torch::symbolize (GIL taken there,
- * never in the tracker). RecordFunction USER_SCOPE ranges give step markers,
+ * never in the tracker); with no Python frame, the autograd node names the
+ * op (opname.c). RecordFunction USER_SCOPE ranges give step markers,
  * phases and op ranges.
  *
  * Owns: the bridge state (one per process, never destroyed: torch cannot
@@ -36,6 +37,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/ApproximateClock.h>
+#include <torch/csrc/autograd/function.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/version.h>
 
@@ -344,8 +346,24 @@ inline bool own_token(uint64_t token)
     return token & 1;
 }
 
+/* Allocations with no Python frame (opname.c): the type of the autograd
+ * node this thread evaluates as a token ending in binary 10, 2 outside it. */
+uint64_t current_op_token()
+{
+    auto node = torch::autograd::get_current_node();
+    return node ? (uint64_t)(uintptr_t)&typeid(*node) | 2 : 2;
+}
+
+void op_type_name(uint64_t token, char *buf, size_t cap)
+{
+    auto *type = reinterpret_cast<const std::type_info *>((uintptr_t)(token & ~(uint64_t)3));
+    snprintf(buf, cap, "%s", type ? c10::demangle(type->name()).c_str() : "");
+}
+
 uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
 {
+    if (mh__torch_op_token(token))
+        return mh__torch_op_stack(rec, token, op_type_name);
     if (own_token(token))
         return mh__stack_resolve(rec, (uint32_t)(token >> 1), name_native, nullptr);
     try {
@@ -363,7 +381,7 @@ uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
 /* Frees released (and dropped) slots in order, so the owner may reuse them. */
 void release_ctx(void *user, uint64_t token)
 {
-    if (own_token(token))
+    if (token & 3) /* trie nodes and ops own nothing to release */
         return;
     ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
     if (!s)
@@ -518,10 +536,9 @@ void on_trace(const Entry &e)
     bool wants_ctx = kind == MH_EV_ALLOC || kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_MAP ||
                      kind == MH_EV_OOM;
     if (wants_ctx && g.own_stacks) {
-        if (uint32_t node = capture_stack()) {
-            ev.ctx = (uint64_t)node << 1 | 1;
-            ev.flags |= MH_EVF_CTX_TOKEN;
-        }
+        uint32_t node = capture_stack(); /* none: no Python frame, name the op */
+        ev.ctx = node ? (uint64_t)node << 1 | 1 : current_op_token();
+        ev.flags |= MH_EVF_CTX_TOKEN;
     } else if (e.context_ && wants_ctx && g.stacks != MH_TORCH_STACKS_NONE) {
         slot = park_context(e.context_);
         if (slot) {

@@ -31,6 +31,32 @@ static inline uint64_t mh__tick_to_ns(const struct mh_tick_fit *f, uint64_t tick
     return f->ns0 + (uint64_t)(int64_t)((double)(int64_t)(ticks - f->ticks0) * f->scale);
 }
 
+/* File name of the frame that names an allocation made with no Python frame
+ * by the torch op that made it (function: the op, e.g. "MmBackward0"); see
+ * src/format/FORMAT.md, "Frames". */
+#define MH_TORCH_INTERNAL_FILE "torch internal"
+/* The op's name from a demangled C++ type or function name, without
+ * namespaces, template arguments or parameters
+ * ("torch::autograd::generated::MmBackward0" -> "MmBackward0"). Returns out. */
+const char *mh__torch_op_short(const char *demangled, char *out, size_t cap);
+
+/* Ops of allocations with no Python frame (opname.c). The bridge's tracker
+ * gives such an allocation a context token ending in binary 10 (trie nodes
+ * end in 1, parked contexts in 00): the C++ type of the autograd node its
+ * thread evaluates, or 2 alone outside autograd. */
+static inline int mh__torch_op_token(uint64_t token)
+{
+    return (token & 3) == 2;
+}
+/* Writes the demangled type name of an op token ("" for token 2). */
+typedef void (*mh__torch_op_namer)(uint64_t token, char *buf, size_t cap);
+struct mh_recorder;
+/* The stack of an op token: one frame, file MH_TORCH_INTERNAL_FILE,
+ * function the op's short name. Interned once per token and recorder;
+ * drain thread (a lock orders the drain threads of several recorders). 0 on
+ * failure. */
+uint32_t mh__torch_op_stack(struct mh_recorder *rec, uint64_t token, mh__torch_op_namer name);
+
 enum mh_range_kind {
     MH_RANGE_OTHER = 0,
     MH_RANGE_PROFILER_STEP,  /* "ProfilerStep#N" (torch.profiler) */

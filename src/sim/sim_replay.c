@@ -15,6 +15,9 @@
 #include "memhist/error.h"
 #include "sim_replay.h"
 
+/* Input events between two progress reports. */
+#define PROGRESS_EVERY 65536
+
 int mh__sim_is_allocator_kind(unsigned kind)
 {
     return kind <= MH_EV_OOM;
@@ -319,8 +322,13 @@ int mh__sim_replay(const struct mh_event *events, size_t n, const struct mh_sim_
     if (rc == 0)
         rc = mh__sim_new(&so, &rp.sim);
     int in_release = 0;
-    for (size_t i = 0; i < n && rc == 0; i++)
+    const char *what = opts->progress_what ? opts->progress_what : "what-if replay";
+    for (size_t i = 0; i < n && rc == 0; i++) {
         rc = run_event(&rp, i, &in_release);
+        if ((i + 1) % PROGRESS_EVERY == 0)
+            mh__progress_report(&opts->progress, what, i + 1, n);
+    }
+    mh__progress_report(&opts->progress, what, n, n);
     if (rc > 0)
         rc = 0;
     mh__sim_free(rp.sim);

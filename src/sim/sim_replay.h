@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "progress.h"
 #include "sim.h"
 
 struct mh_sim_replay_opts {
@@ -18,6 +19,10 @@ struct mh_sim_replay_opts {
     int use_oracle;
     mh_sim_event_fn emit;      /* receives every event of the what-if run */
     void *emit_user;
+    /* told how many input events were replayed (progress.h), under the name
+     * `progress_what`; none when progress.fn is NULL */
+    struct mh_progress progress;
+    const char *progress_what;
 };
 
 struct mh_sim_replay_result {

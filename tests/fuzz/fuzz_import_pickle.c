@@ -4,7 +4,8 @@
  * Every input must end in a return code, never a crash, hang or leak: the
  * reader must refuse what it cannot read, and whatever it accepts is walked
  * (bounded by the reader's nesting limit) and then imported as a snapshot
- * into an in-memory writer. Seeds: tests/fuzz/corpus/pickle (run e.g.
+ * into an in-memory writer, streamed and read whole: when both succeed they
+ * must agree on what they imported. Seeds: tests/fuzz/corpus/pickle (run e.g.
  * ./fuzz_import_pickle -max_total_time=60 <copy of that folder>). */
 #include <stddef.h>
 #include <stdint.h>
@@ -39,14 +40,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         volatile uint64_t sink = walk(mh__pickle_doc_root(doc), 0);
         (void)sink;
         mh__pickle_doc_free(doc);
-        struct mh_writer_opts o = {"imported", 0};
-        struct mh_writer *w;
-        if (mh_writer_open_mem(&o, &w) == 0) {
-            struct mh_import_info info;
-            mh__snapshot_import(data, size, &lim, w, &info, err, sizeof err);
-            mh_writer_close(w);
-            mh_writer_free_mem(w);
+        struct mh_import_info info[2];
+        int rc[2];
+        for (int whole = 0; whole < 2; whole++) {
+            struct mh_writer_opts o = {"imported", 0};
+            struct mh_import_opts io = {&lim, 0, whole, NULL, NULL};
+            struct mh_writer *w;
+            rc[whole] = -1;
+            if (mh_writer_open_mem(&o, &w) == 0) {
+                rc[whole] = mh__snapshot_import_with(data, size, &io, w, &info[whole], err,
+                                                     sizeof err);
+                mh_writer_close(w);
+                mh_writer_free_mem(w);
+            }
         }
+        if (rc[0] == 0 && rc[1] == 0 &&
+            (info[0].entries != info[1].entries || info[0].segments != info[1].segments ||
+             info[0].blocks != info[1].blocks || info[0].annotations != info[1].annotations ||
+             info[0].preexisting_blocks != info[1].preexisting_blocks ||
+             info[0].inconsistencies != info[1].inconsistencies))
+            __builtin_trap();
     }
     return 0;
 }

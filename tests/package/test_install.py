@@ -3,13 +3,17 @@
 Installs the build tree into a temporary prefix, moves the prefix elsewhere
 (so nothing can come from the build tree or the install-time path), then:
 builds tests/package/consumer with find_package(memhist) and with
-pkg-config, runs both, and reads their files with the installed tool; checks
+pkg-config, runs both (each records a file, then reads it back and replays
+it through the installed library's allocator model, memhist/model.h, so
+every public header's functions must be in the installed libmemhist), and
+reads their files with the installed tool; checks
 that the installed tool finds its libraries and Python package from its own
 location (`memhist record`, and `memhist simulate -- CMD` on the installed
 virtual device), and that the installed Python package loads the
 installed libmemhist. Environment: MH_SOURCE_DIR, MH_BINARY_DIR.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +66,10 @@ def use_consumer(exe, tool, out, how):
         return
     p = run([exe, out])
     check(p.returncode == 0 and "wrote" in p.stdout, "%s consumer runs" % how)
+    # the consumer made two 1 MiB allocations before freeing one: the installed
+    # library's model (memhist/model.h) must find that peak in the file
+    check("model replay: 4 events, peak allocated %d bytes" % (2 << 20) in p.stdout,
+          "%s consumer replays its file through the installed model: %r" % (how, p.stdout))
     p = run([tool, "info", out])
     check(p.returncode == 0 and "alloc" in p.stdout, "installed tool reads the %s consumer's file" % how)
 
@@ -98,6 +106,23 @@ def package_loads_libs(prefix):
     check(len(lines) > 2 and lines[2] == os.path.join(prefix, "bin", "memhist"), "package finds the tool")
 
 
+def headers_match_library(prefix):
+    """Every function the installed headers declare (but torch.h, whose
+    functions are the torch bridge's) is defined by the installed libmemhist."""
+    inc = os.path.join(prefix, "include", "memhist")
+    declared = set()
+    for name in os.listdir(inc):
+        if name.endswith(".h") and name != "torch.h":
+            with open(os.path.join(inc, name)) as f:
+                text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+            declared |= set(re.findall(r"\b(mh_\w+)\s*\(", text))
+    p = run(["nm", "-D", "--defined-only", os.path.join(prefix, "lib", "libmemhist.so")])
+    defined = {line.split()[-1] for line in p.stdout.splitlines() if line.strip()}
+    missing = sorted(declared - defined)
+    check(len(declared) > 50 and not missing,
+          "installed headers' %d functions all in libmemhist.so; missing: %s" % (len(declared), missing))
+
+
 def runpath(path):
     p = run(["readelf", "-d", path])
     return [l for l in p.stdout.split("\n") if "RUNPATH" in l or "RPATH" in l]
@@ -120,6 +145,7 @@ with tempfile.TemporaryDirectory() as tmp:
     tool = os.path.join(prefix, "bin", "memhist")
     tool_finds_its_parts(prefix, tool)
     package_loads_libs(prefix)
+    headers_match_library(prefix)
     use_consumer(consumer_find_package(tmp, prefix), tool, os.path.join(tmp, "a.memhist"), "find_package")
     use_consumer(consumer_pkg_config(tmp, prefix), tool, os.path.join(tmp, "b.memhist"), "pkg-config")
 

@@ -129,7 +129,7 @@ def test_segment_frees():
     t0 = time.monotonic()
     p = sc.run("import", src, "-o", out)
     took = time.monotonic() - t0
-    want = "%d trace entries on %d device(s), %d segments and 0 live blocks" % (
+    want = "%d trace entries on %d devices, %d segments and 0 live blocks" % (
         devices * per, devices, devices * per)
     if want not in p.stderr:  # the status line
         sc.fail("segment frees: want %r in %r" % (want, p.stderr))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_plot_cli.py - `memhist plot` as a user runs it: images of the right
 size that match the golden renderings of the same inputs, a message image for
-an empty file, clear errors with exit status 2 (usage) or 1 (failure) for bad
+an empty file, every x axis (--x), clear errors with exit status 2 (usage) or 1 (failure) for bad
 options, and, when `memhist simulate` is built, both plot kinds on its default
 workload. Inputs are tests/data/golden/*.memhist (written by
 scripts/regen-golden.sh). Environment: MEMHIST, MH_SOURCE_DIR."""
@@ -66,6 +66,15 @@ def main():
         check(rc == 0 and png_size(out) is not None, "window and --top work")
         rc, _, _ = run("plot", basic, "-o", out, "--kind", "segments", "--at", "0.165")
         check(rc == 0 and png_size(out) is not None, "segments --at SECONDS works")
+        images = {}
+        for mode in ("compressed", "time", "events", "steps"):
+            path = os.path.join(tmp, mode + ".png")
+            rc, _, err = run("plot", basic, "-o", path, "--x", mode)
+            check(rc == 0 and png_size(path) == (1280, 760), f"--x {mode} draws a timeline ({err})")
+            with open(path, "rb") as f:
+                images[mode] = f.read()
+        check(images["events"] != images["time"] and images["steps"] != images["time"],
+              "--x events and --x steps draw other axes than --x time")
         rc, out_text, _ = run("help", "plot")
         check(rc == 0 and "--kind timeline|segments" in out_text, "help lists the options")
 
@@ -77,6 +86,8 @@ def main():
         expect_error([basic, "-o", out, "--steps", "5:1"], 2, "invalid --steps")
         expect_error([basic], 2, "missing -o")
         expect_error([basic, "-o", out, "--kind", "pie"], 2, "--kind is 'timeline' or 'segments'")
+        expect_error([basic, "-o", out, "--x", "log"], 2,
+                     "--x is 'compressed', 'time', 'events' or 'steps'")
         expect_error([basic, "-o", out, "--kind", "segments", "--at", "oom"], 1,
                      "no out-of-memory event")
         expect_error([basic, "-o", out, "--kind", "segments", "--at", "99"], 1,

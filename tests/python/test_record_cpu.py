@@ -58,7 +58,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # 1b. under torchrun every per-process line names the rank
     p = record(["-o", out], "import torch; torch.ones(1)", env={"RANK": "3"})
-    check(p.returncode == 0 and "memhist: rank 3 (process " in p.stderr and "nothing recorded" in p.stderr,
+    check(p.returncode == 0 and "memhist: warning: rank 3 (process " in p.stderr and "nothing recorded" in p.stderr,
           "the rank in the per-process line: %r" % p.stderr)
 
     # 2. exit status and exceptions pass through

@@ -1,4 +1,4 @@
-"""`memhist import` on the snapshot shapes torch 2.0 to 2.14 write.
+"""`memhist import` on the snapshot shapes torch 2.0 to 2.15 write.
 
 Hand-built snapshot dicts, pickled by Python at protocols 0 to 5, cover the
 schema variants: 2.0 blocks with `history` and no time_us, OOM entries with
@@ -155,7 +155,7 @@ def trace_view(trace):
 def check_variant(d, fn):
     snap, segs = fn()
     want = sc.norm_segments({"segments": segs})
-    for proto in (0, 1, 2, 4, 5):
+    for proto in range(6):
         src = os.path.join(d, "%s-p%d.pickle" % (fn.__name__, proto))
         with open(src, "wb") as f:
             pickle.dump(snap, f, protocol=proto)

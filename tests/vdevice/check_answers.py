@@ -15,6 +15,9 @@ runs, and checks memhist's answers against what torch says of the same run:
   plan        checkpointing the first 1, 3 and all blocks of the plan's
               ranking (non-reentrant) gives a measured peak within 10 % of
               the estimate for that many
+  names       allocations with no Python frame (autograd's thread in
+              backward, its cuBLAS workspace) are named "torch internal:
+              <op>" in report, layers and the snapshot, never "<no stack>"
 
     python tests/vdevice/check_answers.py CASE [WORKDIR]
     python tests/vdevice/check_answers.py --list
@@ -49,13 +52,14 @@ def rounded(n):
     return (n + 511) // 512 * 512
 
 
-def record(work, name, args):
+def record(work, name, args, env=None):
     """Runs the script under `memhist simulate`; returns (file, torch's truth)."""
     path = os.path.join(work, name + ".memhist")
     truth = os.path.join(work, name + ".truth.json")
     cmd = [MEMHIST, "simulate", "--no-report", "-o", path, "--", sys.executable, SCRIPT,
            "--layers", str(LAYERS), "--truth", truth] + args
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True,
+                       env=dict(os.environ, **env) if env else None)
     if p.returncode != 0:
         print(p.stdout + p.stderr)
         if "virtual" in p.stderr and "not" in p.stderr:
@@ -150,7 +154,51 @@ def case_plan(work):
         check(t["peak_allocated"] < truth["peak_allocated"], "checkpointing lowers the measured peak")
 
 
-CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers, "plan": case_plan}
+NAMELESS = re.compile(r"<no stack|\.so[.\d]*:\d+ \?\?|\?\?$")
+
+
+def case_names(work):
+    """Allocations with no Python frame (autograd's device thread in
+    backward, the cuBLAS workspace it keeps) are named by their op."""
+    # torch keeps each thread's cuBLAS workspace with this set (as in the
+    # recorded run of the issue); without it the workspaces are per-op temporaries
+    path, _ = record(work, "names", [], env={"TORCH_CUBLAS_WORKSPACE_CACHE": "1"})
+    dev = run_json("report", "--json", "--top", "100000", path)["files"][0]["devices"][0]
+    groups = dev["top_at_peak"]
+    check(sum(g["bytes"] for g in groups) == dev["live_at_peak_bytes"],
+          "the groups at the peak cover every live byte")
+    unnamed = [g["bytes"] for g in groups if not g["frames"]]
+    check(not unnamed, "no bytes at the peak without a stack (%d B)" % sum(unnamed))
+    for cmd in (["report", "--top", "100000"], ["layers", "--top", "100000"]):
+        p = subprocess.run([MEMHIST] + cmd + [path], capture_output=True, text=True)
+        bad = [l.strip() for l in p.stdout.splitlines() if NAMELESS.search(l)]
+        check(p.returncode == 0 and not bad, "memhist %s names every group (%s)" % (cmd[0], bad[:3]))
+    snap = os.path.join(work, "names.pickle")
+    subprocess.run([MEMHIST, "snapshot", path, "-o", snap], capture_output=True, check=True)
+    import pickle
+    with open(snap, "rb") as f:
+        trace = pickle.load(f)["device_traces"][0]
+    allocs = [e for e in trace if e["action"] == "alloc"]
+    check(allocs and all(e.get("frames") for e in allocs),
+          "every allocation of the snapshot has frames (%d without)"
+          % sum(1 for e in allocs if not e.get("frames")))
+    live = {}
+    for e in trace:
+        if e["action"] == "alloc":
+            live[e["addr"]] = e
+        elif e["action"] == "free_completed":
+            live.pop(e["addr"], None)
+    # what stays allocated to the end with no Python frame: the autograd
+    # thread's cached cuBLAS workspace
+    kept = [e for e in live.values() if e.get("frames") and not any(
+        f["filename"].endswith(".py") for f in e["frames"])]
+    names = ["%s: %s" % (e["frames"][0]["filename"], e["frames"][0]["name"]) for e in kept]
+    check(kept and all(re.fullmatch(r"torch internal: \w+Backward\d*", n) for n in names),
+          "the cuBLAS workspace autograd's thread keeps is named by its op (%s)" % names)
+
+
+CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers,
+         "plan": case_plan, "names": case_names}
 
 
 def main():

@@ -75,6 +75,10 @@ static int check_opts(const struct mh_plot_opts *o, int *w, int *h, char *err, s
         snprintf(err, errlen, "unknown plot kind %d", o->kind);
         return MH_EINVAL;
     }
+    if (o->x_axis < MH_PLOT_X_COMPRESSED || o->x_axis > MH_PLOT_X_STEPS) {
+        snprintf(err, errlen, "unknown x axis %d", o->x_axis);
+        return MH_EINVAL;
+    }
     if (o->color != MH_PLOT_COLOR_STACK && o->color != MH_PLOT_COLOR_CATEGORY) {
         snprintf(err, errlen, "unknown colouring %d", o->color);
         return MH_EINVAL;

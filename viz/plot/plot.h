@@ -32,8 +32,10 @@ enum mh_plot_color { MH_PLOT_COLOR_STACK = 0, MH_PLOT_COLOR_CATEGORY = 1 };
  * rank and step above the timeline of the worst rank; or either on request. */
 enum mh_plot_ranks { MH_PLOT_RANKS_AUTO = 0, MH_PLOT_RANKS_PANELS = 1, MH_PLOT_RANKS_HEATMAP = 2 };
 #define MH_PLOT_HEATMAP_RANKS 8
-/* Timeline x axis: time with idle stretches compressed (default), or linear time. */
-enum mh_plot_x { MH_PLOT_X_COMPRESSED = 0, MH_PLOT_X_TIME = 1 };
+/* Timeline x axis: time with idle stretches compressed (default), linear
+ * time, the device's allocator events evenly spaced, or every step (and
+ * the set-up before the first) the same width. */
+enum mh_plot_x { MH_PLOT_X_COMPRESSED = 0, MH_PLOT_X_TIME = 1, MH_PLOT_X_EVENTS = 2, MH_PLOT_X_STEPS = 3 };
 
 #define MH_PLOT_DEFAULT_WIDTH 1280
 #define MH_PLOT_DEFAULT_HEIGHT 760

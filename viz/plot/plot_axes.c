@@ -65,9 +65,84 @@ static int decimals(double step)
     return d;
 }
 
+/* --x events: ticks at round event counts ("25k events"). */
+static void event_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y, int gy0, int gy1)
+{
+    double span = a->v1 - a->v0;
+    int px = a->p1 - a->p0;
+    double step = mh__plot_nice_step(span > 0 ? span : 1, px / 110 > 1 ? px / 110 : 1);
+    if (step < 1)
+        step = 1;
+    for (double v = ceil(a->v0 / step) * step; v <= a->v1 + step * 1e-9; v += step) {
+        int x = mh__plot_axis_px(a, v);
+        mh__canvas_vline(c, x, gy0, gy1, MH_COL_GRID);
+        mh__canvas_vline(c, x, y, y + 3, MH_COL_AXIS);
+        char text[32];
+        if (v >= 1e6)
+            snprintf(text, sizeof text, "%gM", v / 1e6);
+        else if (v >= 1e3)
+            snprintf(text, sizeof text, "%gk", v / 1e3);
+        else
+            snprintf(text, sizeof text, "%.0f", v);
+        int w = mh__font_text_width(text, 1);
+        mh__canvas_text(c, x - w / 2, y + 6, text, MH_COL_MUTED, 1);
+    }
+}
+
+/* 1, 2, 5, 10, 20, 50, ... */
+static size_t next_stride(size_t k)
+{
+    size_t d = 1;
+    while (k >= 10 * d)
+        d *= 10;
+    size_t m = k / d;
+    return (m == 1 ? 2 : m == 2 ? 5 : 10) * d;
+}
+
+/* --x steps: each piece (set-up, step N) named under its middle; every
+ * k-th when they are too narrow for their names. */
+static void step_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y, int gy0, int gy1)
+{
+    const struct mh__plot_warp *w = a->warp;
+    size_t pieces = w->nk - 1, k = 1;
+    int px = a->p1 - a->p0;
+    while (k < pieces && (double)px * (double)k / (double)pieces < 64)
+        k = next_stride(k);
+    int free_x = a->p0 - 1000;
+    for (size_t i = 0; i < pieces; i++) {
+        int xa = mh__plot_axis_px(a, w->kv[i]), xb = mh__plot_axis_px(a, w->kv[i + 1]);
+        mh__canvas_vline(c, xa, y, y + 3, MH_COL_AXIS);
+        if (i > 0)
+            mh__canvas_vline(c, xa, gy0, gy1, MH_COL_GRID);
+        if (w->kstep[i] >= 0 && (size_t)w->kstep[i] % k != 0)
+            continue;
+        char text[32];
+        if (w->kstep[i] == -1)
+            snprintf(text, sizeof text, "setup");
+        else if (w->kstep[i] < 0)
+            snprintf(text, sizeof text, "start");
+        else
+            snprintf(text, sizeof text, "%s%lld", k == 1 && xb - xa > 60 ? "step " : "",
+                     (long long)w->kstep[i]);
+        int tw = mh__font_text_width(text, 1), tx = (xa + xb) / 2 - tw / 2;
+        if (tx < free_x)
+            continue;
+        mh__canvas_text(c, tx, y + 6, text, MH_COL_MUTED, 1);
+        free_x = tx + tw + 6;
+    }
+}
+
 void mh__plot_time_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y, int gy0,
                          int gy1)
 {
+    if (a->warp && a->warp->nk > 1 && a->warp->mode == MH_PLOT_X_EVENTS) {
+        event_ticks(c, a, y, gy0, gy1);
+        return;
+    }
+    if (a->warp && a->warp->nk > 1 && a->warp->mode == MH_PLOT_X_STEPS) {
+        step_ticks(c, a, y, gy0, gy1);
+        return;
+    }
     double span = a->v1 - a->v0;
     int px = a->p1 - a->p0;
     double step = mh__plot_nice_step(span > 0 ? span : 1, px / 110 > 1 ? px / 110 : 1);

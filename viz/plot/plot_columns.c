@@ -29,6 +29,7 @@ struct pass {
     uint64_t ord;  /* ordinal of the event being applied */
     uint64_t seen; /* events seen so far */
     struct mh__plot_catacc *cat; /* by category, else NULL */
+    struct mh__hmap live;        /* live blocks' sites (plot_sites.c) */
     int error;
 };
 
@@ -83,8 +84,10 @@ static void apply_deltas(struct pass *p, const struct mh_event *ev, const struct
     p->now.reserved += (uint64_t)res->reserved_delta;
     if (res->block_size && res->allocated_delta) {
         unsigned g = p->c->ngroups;
-        if (res->block_stack < s->nstacks && s->stacks[res->block_stack].seen)
-            g = (unsigned)s->stacks[res->block_stack].group;
+        uint32_t site = p->cat ? UINT32_MAX
+                               : mh__plot_site_find(&s->sites, &p->live, p->model, ev, res);
+        if (site < s->nstacks && s->stacks[site].seen)
+            g = (unsigned)s->stacks[site].group;
         p->now.groups[g] += (uint64_t)res->allocated_delta;
     }
     if (ev->kind == MH_EV_DRIVER_ALLOC || ev->kind == MH_EV_DRIVER_FREE) {
@@ -207,6 +210,7 @@ int mh__plot_cols_run(struct mh_session *r, const struct mh_plot_opts *o,
     if (rc == 0 && by_cat)
         rc = mh__plot_cat_finish(&cat, c);
     mh__plot_cat_release(&cat);
+    mh__addrmap_destroy(&p.live);
     return rc;
 }
 

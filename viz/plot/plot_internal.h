@@ -4,7 +4,10 @@
  * the device, the time span of the window, the allocated peak and the bytes
  * each allocation site held at that peak, and ranks the sites into groups;
  * plot_columns.c replays it again (pass 2) into one column per pixel; then
- * plot_timeline.c, plot_strip.c and plot_legend.c draw. With --color
+ * plot_timeline.c, plot_strip.c and plot_legend.c draw. The x axis
+ * (compressed, time, events, steps) is a map from time to an axis value
+ * that pass 1 prepares (plot_warp.c, plot_xmap.c); the coloured groups are
+ * allocation sites or modules (plot_sites.c, plot_rank.c). With --color
  * category, pass 2 also classifies allocations (plot_category.c) and the
  * groups are the memory categories. plot_multi.c stacks one timeline panel
  * per file (rank) into one image. plot_segments.c
@@ -17,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addrmap.h"
 #include "categories.h"
 #include "canvas.h"
 #include "plot.h"
@@ -32,21 +36,69 @@ struct mh__plot_stack {
     uint8_t seen;
 };
 
-/* The compressed time axis (plot_warp.c): stretches with no allocator
- * activity of the device, in time order, each drawn `keep` ns wide. */
+/* The timeline's x axis. --x compressed (plot_warp.c): stretches with no
+ * allocator activity of the device, in time order, each drawn `keep` ns
+ * wide. --x events and --x steps (plot_xmap.c): knots (absolute time,
+ * axis value) joined by straight lines: event i of the device at value i,
+ * or step k of the window from value k to k + 1. */
 #define MH__PLOT_GAPS 32
 #define MH__PLOT_WARP_MIN_EVENTS 200 /* fewer memory events: a linear axis */
+#define MH__PLOT_EVENT_KNOTS 8192
 struct mh__plot_warp {
     int n;
     uint64_t a[MH__PLOT_GAPS], len[MH__PLOT_GAPS]; /* absolute start, length (ns) */
     uint64_t keep;
+    int mode;             /* enum mh_plot_x the knots implement (X_TIME: no knots) */
+    size_t nk, capk;
+    uint64_t *kt;         /* knot times (absolute ns), non-decreasing */
+    double *kv;           /* knot values, non-decreasing */
+    int64_t *kstep;       /* steps: the step starting at the knot (-1 set-up, -2 before the
+                           * first step, INT64_MIN the end) */
+    uint64_t stride, last_t, last_ord; /* events: knot spacing, last event offered */
 };
 void mh__plot_warp_offer(struct mh__plot_warp *w, uint64_t a, uint64_t b);
 void mh__plot_warp_finish(struct mh__plot_warp *w, uint64_t span);
-/* Axis value (warped ns since t0) of an absolute time, and the real ns since
- * t0 of an axis value. A NULL or empty warp is the identity. */
+/* Axis value (warped ns since t0, event ordinal or step position) of an
+ * absolute time, and the real ns since t0 of an axis value. A NULL or
+ * empty warp is the identity. Monotone non-decreasing in t. */
 double mh__plot_warp(const struct mh__plot_warp *w, uint64_t t0, uint64_t t);
 double mh__plot_unwarp(const struct mh__plot_warp *w, uint64_t t0, double v);
+/* --x events: offer the device's memory events of the window in order
+ * (ordinal from 0), then finish with the window's span. */
+int mh__plot_xmap_event(struct mh__plot_warp *w, uint64_t t, uint64_t ordinal);
+int mh__plot_xmap_events_finish(struct mh__plot_warp *w, uint64_t first, uint64_t last);
+/* --x steps: knots from the model's steps of `device` over [first, last];
+ * no step boundary inside the window leaves a time axis (mode X_TIME). */
+int mh__plot_xmap_steps(struct mh__plot_warp *w, const struct mh_model *m, int device,
+                        uint64_t first, uint64_t last);
+double mh__plot_xmap_value(const struct mh__plot_warp *w, uint64_t t);
+double mh__plot_xmap_time(const struct mh__plot_warp *w, uint64_t t0, double v);
+void mh__plot_xmap_free(struct mh__plot_warp *w);
+
+/* Allocation sites (plot_sites.c): the pairs (module scope or metadata,
+ * stack), numbered from 0 in order of appearance; the per-site counters
+ * and groups of the scan are indexed by site. */
+struct mh__plot_sites {
+    struct mh__hmap pairs;   /* (str << 32 | stack) + 1 -> site + 1 */
+    struct mh__hmap live;    /* pass 1: block address -> site + 1 */
+    uint32_t *str, *stack;   /* per site */
+    size_t n, cap;
+    uint64_t scopes;         /* module scope events seen: sites are named by module */
+};
+/* The site of an allocation or free of the device (after mh_model_apply);
+ * `live` maps the pass's live blocks to their sites. */
+int mh__plot_site_of(struct mh__plot_sites *ps, struct mh__hmap *live, const struct mh_model *m,
+                     const struct mh_event *ev, const struct mh_apply_result *res, uint32_t *site);
+/* Pass 2: the site pass 1 gave the same allocation (UINT32_MAX if unknown
+ * or out of memory), keeping the pass's own `live` map. */
+uint32_t mh__plot_site_find(const struct mh__plot_sites *ps, struct mh__hmap *live,
+                            const struct mh_model *m, const struct mh_event *ev,
+                            const struct mh_apply_result *res);
+/* The site's name: its layer (module path up to the block index) when the
+ * recording has module scopes, else its stack's label. Returns buf. */
+const char *mh__plot_site_label(const struct mh_reader *r, const struct mh__plot_sites *ps,
+                                uint32_t site, char *buf, size_t len);
+void mh__plot_sites_free(struct mh__plot_sites *ps);
 
 /* Result of pass 1. */
 struct mh__plot_scan {
@@ -64,8 +116,9 @@ struct mh__plot_scan {
     int has_peak;
     uint64_t max_reserved, max_driver; /* maxima inside the window */
     int has_driver;
-    struct mh__plot_stack *stacks; /* indexed by stack id */
+    struct mh__plot_stack *stacks; /* indexed by site (plot_sites.c) */
     size_t nstacks;
+    struct mh__plot_sites sites;
     uint32_t peak_seq;
     /* groups, largest first; group `ngroups` is everything else. By
      * category: the categories in enum order, `ngroups` being "unknown". */

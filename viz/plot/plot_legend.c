@@ -1,4 +1,5 @@
-/* plot_legend.c - the timeline's legend: the coloured allocation groups (or
+/* plot_legend.c - the timeline's legend: the coloured allocation groups
+ * (modules when the recording has module scopes, else allocation sites; or
  * memory categories) with their bytes at the peak, then what each line,
  * marker and strip means (see plot_internal.h). */
 #include <stdio.h>
@@ -53,8 +54,10 @@ static int group_rows(struct mh_canvas *c, const struct mh__plot_scan *s, int x,
     snprintf(head, sizeof head, "Live at the peak (%s),",
              mh__plot_bytes(s->peak.value, b, sizeof b));
     mh__canvas_text_fit(c, x, y, head, MH_COL_TEXT, 1, w);
-    mh__canvas_text_fit(c, x, y + 11, "by allocation site (file:line function):", MH_COL_TEXT, 1,
-                        w);
+    mh__canvas_text_fit(c, x, y + 11,
+                        s->sites.scopes ? "by module (else file:line function):"
+                                        : "by allocation site (file:line function):",
+                        MH_COL_TEXT, 1, w);
     y += 28;
     for (unsigned g = 0; g < s->ngroups; g++)
         y = swatch_row(c, x, y, w, mh__palette_group(g),
@@ -62,7 +65,9 @@ static int group_rows(struct mh_canvas *c, const struct mh__plot_scan *s, int x,
     if (s->group_peak[s->ngroups] > 0 || s->ngroups == 0)
         y = swatch_row(c, x, y, w, MH_COL_REST,
                        mh__plot_bytes(s->group_peak[s->ngroups], b, sizeof b),
-                       s->ngroups ? "all other sites" : "all allocations");
+                       s->ngroups ? (s->sites.scopes ? "all other modules and sites"
+                                                     : "all other sites")
+                                  : "all allocations");
     return y;
 }
 

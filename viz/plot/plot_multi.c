@@ -160,6 +160,9 @@ static void plan(struct mh__plot_scan *scans, size_t n, struct axis_plan *p)
         }
     }
     p->shared = valid > 1 && latest_first <= earliest_last;
+    for (size_t i = 0; i < n; i++) /* events and steps axes are each run's own */
+        if (drawable(&scans[i]) && scans[i].warp.nk > 0)
+            p->shared = 0;
     if (p->shared)
         for (size_t i = 0; i < n; i++)
             if (drawable(&scans[i]))

@@ -1,9 +1,10 @@
 /* plot_rank.c - ranking allocation sites into the timeline's coloured
  * groups (see plot_internal.h).
  *
- * Stacks are grouped by their label (the most informative frame, as in
- * src/analysis/stacks.h), since that is what the legend names: two call paths
- * through the same line of user code are one site. Sites are ranked by the
+ * Sites (plot_sites.c) are grouped by their label (the module's layer when
+ * the recording has module scopes, else the most informative frame, as in
+ * src/analysis/stacks.h), since that is what the legend names: two call
+ * paths through the same line of user code are one site. Sites are ranked by the
  * bytes they held at the allocated peak; the top ones get colours and every
  * other stack falls into the grey "rest" group. */
 #include <stdlib.h>
@@ -74,7 +75,8 @@ int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned t
         if (s->stacks[i].seen) {
             sites[k].stack = (uint32_t)i;
             sites[k].bytes = at_peak(s, &s->stacks[i]);
-            mh__stack_label(mh__session_reader(r), (uint32_t)i, sites[k].label, sizeof sites[k].label);
+            mh__plot_site_label(mh__session_reader(r), &s->sites, (uint32_t)i, sites[k].label,
+                                sizeof sites[k].label);
             k++;
         }
     size_t m = merge_sites(sites, n);
@@ -102,7 +104,7 @@ int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned t
         if (!st->seen)
             continue;
         char label[MH__PLOT_LABEL];
-        mh__stack_label(mh__session_reader(r), (uint32_t)i, label, sizeof label);
+        mh__plot_site_label(mh__session_reader(r), &s->sites, (uint32_t)i, label, sizeof label);
         for (unsigned g = 0; g < s->ngroups; g++)
             if (strcmp(label, s->labels[g]) == 0)
                 st->group = (int16_t)g;

@@ -52,9 +52,14 @@ static struct mh__plot_stack *stack_slot(struct mh__plot_scan *s, uint32_t id)
     return &s->stacks[id];
 }
 
-static int track_stack(struct mh__plot_scan *s, const struct mh_apply_result *res)
+static int track_stack(struct mh__plot_scan *s, const struct mh_event *ev,
+                       const struct mh_apply_result *res)
 {
-    struct mh__plot_stack *st = stack_slot(s, res->block_stack);
+    uint32_t site;
+    int rc = mh__plot_site_of(&s->sites, &s->sites.live, s->model, ev, res, &site);
+    if (rc < 0)
+        return rc;
+    struct mh__plot_stack *st = stack_slot(s, site);
     if (!st)
         return MH_ENOMEM;
     if (st->seq != s->peak_seq) {
@@ -71,7 +76,7 @@ static int on_device_event(struct mh__plot_scan *s, const struct mh_event *ev,
                            const struct mh_apply_result *res, int inside, uint64_t *alloc,
                            uint64_t *reserved)
 {
-    if (res->block_size && res->allocated_delta && track_stack(s, res) < 0)
+    if (res->block_size && res->allocated_delta && track_stack(s, ev, res) < 0)
         return MH_ENOMEM;
     *alloc += (uint64_t)res->allocated_delta;
     *reserved += (uint64_t)res->reserved_delta;
@@ -106,6 +111,8 @@ static int device_known(const struct mh_model *m, int device)
     return 0;
 }
 
+static int offer_axis(const struct mh_plot_opts *o, struct mh__plot_scan *s, uint64_t t);
+
 /* The scan as an observer of the session's pass. */
 struct scan_pass {
     const struct mh_plot_opts *o;
@@ -124,6 +131,7 @@ static int scan_event(void *user, struct mh_session *ses, const struct mh_event 
         s->t0 = s->from_job_start ? p->o->origin_ns : ev->time_ns;
     }
     s->events++;
+    s->sites.scopes += ev->kind == MH_EV_SCOPE_ENTER;
     int inside = in_window(p->o, s->t0, ev->time_ns, mh_model_device_step(s->model, ev->device));
     if (inside) {
         if (s->win_events == 0 || ev->time_ns < s->win_first)
@@ -140,12 +148,44 @@ static int scan_event(void *user, struct mh_session *ses, const struct mh_event 
     if (s->has_device && ev->device == s->device && is_device_event(ev) &&
         (rc = on_device_event(s, ev, res, inside, &p->alloc, &p->reserved)) < 0)
         return rc;
-    if (inside && p->o->x_axis == MH_PLOT_X_COMPRESSED && s->has_device &&
-        ev->device == s->device && is_device_event(ev)) {
+    if (inside && s->has_device && ev->device == s->device && is_device_event(ev))
+        return offer_axis(p->o, s, ev->time_ns);
+    return 0;
+}
+
+/* A memory event of the device inside the window, for the x axis: idle
+ * stretches (compressed, and marked on the events axis) and event knots. */
+static int offer_axis(const struct mh_plot_opts *o, struct mh__plot_scan *s, uint64_t t)
+{
+    if (o->x_axis == MH_PLOT_X_COMPRESSED || o->x_axis == MH_PLOT_X_EVENTS) {
         if (s->last_mem_ns)
-            mh__plot_warp_offer(&s->warp, s->last_mem_ns, ev->time_ns);
-        s->last_mem_ns = ev->time_ns;
+            mh__plot_warp_offer(&s->warp, s->last_mem_ns, t);
+        s->last_mem_ns = t;
     }
+    if (o->x_axis == MH_PLOT_X_EVENTS)
+        return mh__plot_xmap_event(&s->warp, t, s->dev_events - 1);
+    return 0;
+}
+
+/* After pass 1: the idle stretches, then the knots of --x events|steps. */
+static int finish_axis(const struct mh_plot_opts *o, struct mh__plot_scan *s)
+{
+    if (s->last_mem_ns && s->win_last > s->last_mem_ns) /* idle to the window's end */
+        mh__plot_warp_offer(&s->warp, s->last_mem_ns, s->win_last);
+    if (s->dev_events < MH__PLOT_WARP_MIN_EVENTS) /* too sparse to tell idle from busy */
+        s->warp.n = 0;
+    mh__plot_warp_finish(&s->warp, s->win_last > s->win_first ? s->win_last - s->win_first : 0);
+    s->warp.mode = MH_PLOT_X_TIME;
+    if (o->x_axis == MH_PLOT_X_EVENTS) {
+        int rc = mh__plot_xmap_events_finish(&s->warp, s->win_first, s->win_last);
+        if (s->warp.nk == 0)
+            s->warp.n = 0; /* too few events: plain time, nothing cut */
+        return rc;
+    }
+    if (o->x_axis == MH_PLOT_X_STEPS && s->has_device)
+        return mh__plot_xmap_steps(&s->warp, s->model, s->device, s->win_first, s->win_last);
+    if (o->x_axis == MH_PLOT_X_COMPRESSED && s->warp.n > 0)
+        s->warp.mode = MH_PLOT_X_COMPRESSED;
     return 0;
 }
 
@@ -164,11 +204,8 @@ int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct
         return rc;
     s->read_error = mh__session_read_error(r);
     s->event_order = mh_reader_meta(mh__session_reader(r), "synthetic_times") != NULL;
-    if (s->last_mem_ns && s->win_last > s->last_mem_ns) /* idle to the window's end */
-        mh__plot_warp_offer(&s->warp, s->last_mem_ns, s->win_last);
-    if (s->dev_events < MH__PLOT_WARP_MIN_EVENTS) /* too sparse to tell idle from busy */
-        s->warp.n = 0;
-    mh__plot_warp_finish(&s->warp, s->win_last > s->win_first ? s->win_last - s->win_first : 0);
+    if ((rc = finish_axis(o, s)) < 0)
+        return rc;
     if (o->has_device && !device_known(s->model, o->device)) {
         size_t n = mh_model_device_count(s->model), used = 0;
         used += (size_t)snprintf(err, errlen, "unknown device %d; the file has ", o->device);
@@ -190,6 +227,8 @@ int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct
 void mh__plot_scan_free(struct mh__plot_scan *s)
 {
     free(s->stacks);
+    mh__plot_sites_free(&s->sites);
+    mh__plot_xmap_free(&s->warp);
     mh_model_free(s->model);
     memset(s, 0, sizeof *s);
 }

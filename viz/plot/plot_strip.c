@@ -70,6 +70,15 @@ static void step_lines(struct mh_canvas *c, const struct mh__plot_scan *s,
     }
     if (labels && n > 0)
         mh__canvas_text(c, f->x - 30, y0 - 11, "step", MH_COL_MUTED, 1);
+    struct mh_step_stats setup;
+    if (labels && mh_model_setup(s->model, s->device, &setup) == 0) {
+        /* the set-up is its own period: named where it is drawn */
+        int xa = time_x(s, f, setup.begin_ns), xb = time_x(s, f, setup.end_ns);
+        xa = xa < f->x ? f->x : xa;
+        int w = mh__font_text_width("setup", 1);
+        if (xb - xa > w + 6 && xb <= f->x + f->w)
+            mh__canvas_text(c, xa + (xb - xa - w) / 2, y0 - 11, "setup", MH_COL_MUTED, 1);
+    }
 }
 
 static void oom_marks(struct mh_canvas *c, const struct mh__plot_scan *s,
@@ -128,21 +137,58 @@ static void strip_frame(struct mh_canvas *c, const struct mh__plot_frame *f, int
     mh__canvas_text(c, f->x - 6 - w, y, top, MH_COL_MUTED, 1);
 }
 
+/* Period i of the strip: the set-up (when the model has one) first, then
+ * the steps. Returns 0 or -1. */
+static int period(const struct mh__plot_scan *s, int has_setup, size_t i, struct mh_step_stats *st)
+{
+    if (has_setup && i == 0)
+        return mh_model_setup(s->model, s->device, st) == 0 ? 0 : -1;
+    return mh_model_step(s->model, s->device, i - (size_t)has_setup, st) == 0 ? 0 : -1;
+}
+
+/* The axis title under the strips, naming the x axis mode. */
+static void axis_title(const struct mh__plot_scan *s, char *buf, size_t len)
+{
+    const char *since = s->from_job_start ? "time since the job's start (the earliest recording)"
+                                          : "time since the first event";
+    if (s->event_order && s->warp.mode != MH_PLOT_X_STEPS) {
+        snprintf(buf, len, "order of events (the snapshot has no times; 1 us apart)");
+        return;
+    }
+    switch (s->warp.mode) {
+    case MH_PLOT_X_EVENTS:
+        snprintf(buf, len, "allocator events of the device, evenly spaced (%s--x time for time)",
+                 s->warp.n ? "breaks: idle stretches; " : "");
+        break;
+    case MH_PLOT_X_STEPS:
+        snprintf(buf, len, "steps, each the same width (setup: before the first step; --x time "
+                           "for time)");
+        break;
+    case MH_PLOT_X_COMPRESSED:
+        snprintf(buf, len, "%s (hatched: idle stretches, compressed; --x time for a linear axis)",
+                 since);
+        break;
+    default:
+        snprintf(buf, len, "%s", since);
+    }
+}
+
 void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
                     const struct mh__plot_frame *f, uint64_t t_begin, uint64_t t_end)
 {
     int y1 = f->strip_y, y2 = f->strip_y + f->strip_h + f->strip_gap, h = f->strip_h;
-    size_t n = mh_model_step_count(s->model, s->device);
-    uint64_t top = 1;
     struct mh_step_stats st;
+    int has_setup = mh_model_setup(s->model, s->device, &st) == 0;
+    size_t n = mh_model_step_count(s->model, s->device) + (size_t)has_setup;
+    uint64_t top = 1;
     int xa, xb;
     for (size_t i = 0; i < n; i++)
-        if (mh_model_step(s->model, s->device, i, &st) == 0 && st.end_ns >= t_begin &&
+        if (period(s, has_setup, i, &st) == 0 && st.end_ns >= t_begin &&
             st.begin_ns <= t_end && step_span(s, f, &st, t_end, &xa, &xb) &&
             st.peak_reserved > top)
             top = st.peak_reserved;
     for (size_t i = 0; i < n; i++) {
-        if (mh_model_step(s->model, s->device, i, &st) != 0 || st.end_ns < t_begin ||
+        if (period(s, has_setup, i, &st) != 0 || st.end_ns < t_begin ||
             st.begin_ns > t_end || !step_span(s, f, &st, t_end, &xa, &xb))
             continue;
         int w = xb - xa > 2 ? xb - xa : 1; /* one pixel of air between steps */
@@ -161,13 +207,8 @@ void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
     mh__plot_markers(c, s, f, y1, y2 + h - 1, 0);
     if (n == 0)
         mh__canvas_text(c, f->x + 8, y1 + 4, "no step markers in this run", MH_COL_MUTED, 1);
-    const char *since = s->from_job_start ? "time since the job's start (the earliest recording)"
-                                          : "time since the first event";
     char axis[192];
-    snprintf(axis, sizeof axis, "%s%s", s->event_order ? "order of events (the snapshot has no "
-                                                         "times; 1 us apart)" : since,
-             s->event_order || !s->warp.n ? "" : " (hatched: idle stretches, compressed; --x "
-                                                 "time for a linear axis)");
+    axis_title(s, axis, sizeof axis);
     int w = mh__font_text_width(axis, 1);
     mh__canvas_text(c, f->x + (f->w - w) / 2, y2 + h + 8, axis, MH_COL_MUTED, 1);
 }

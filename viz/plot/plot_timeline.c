@@ -57,11 +57,41 @@ static void draw_curve(struct mh_canvas *c, const uint64_t *v, int n,
     }
 }
 
-/* Idle stretches of the compressed axis: hatched, with their real length
- * on the axis ("idle 2.1 s"), so the compression is never hidden. */
+/* An axis break where idle time was cut: two short slanted strokes across
+ * the time axis at x. */
+static void axis_break(struct mh_canvas *c, const struct mh__plot_frame *f, int x)
+{
+    int y = f->y + f->h;
+    mh__canvas_rect(c, x - 3, y - 5, 7, 10, MH_COL_BG);
+    mh__canvas_line(c, x - 4, y + 4, x - 1, y - 5, MH_COL_AXIS, 1);
+    mh__canvas_line(c, x + 1, y + 4, x + 4, y - 5, MH_COL_AXIS, 1);
+}
+
+/* Idle stretches cut out of the axis: on the compressed axis hatched, with
+ * their real length ("idle 2.1 s"); on every axis that cuts them (compressed,
+ * events) marked by a break on the time axis, so a cut is never hidden. */
+static void draw_breaks(struct mh_canvas *c, const struct mh__plot_scan *s,
+                        const struct mh__plot_frame *f)
+{
+    if (s->warp.mode != MH_PLOT_X_EVENTS && s->warp.mode != MH_PLOT_X_COMPRESSED)
+        return;
+    int last = -1000; /* marks at least 16 pixels apart: a run of short cuts is one mark */
+    for (int i = 0; i < s->warp.n; i++) {
+        double a = mh__plot_warp(&s->warp, s->t0, s->warp.a[i]);
+        double b = mh__plot_warp(&s->warp, s->t0, s->warp.a[i] + s->warp.len[i]);
+        int x = mh__plot_axis_px(&f->tx, (a + b) / 2);
+        if (x > f->x + 3 && x < f->x + f->w - 4 && x - last >= 16) {
+            axis_break(c, f, x);
+            last = x;
+        }
+    }
+}
+
 static void draw_gaps(struct mh_canvas *c, const struct mh__plot_scan *s,
                       const struct mh__plot_frame *f)
 {
+    if (s->warp.mode != MH_PLOT_X_COMPRESSED)
+        return;
     int free_x = f->x; /* labels never overlap; only the long stretches get one */
     uint64_t longest = 0;
     for (int i = 0; i < s->warp.n; i++)
@@ -137,6 +167,7 @@ int mh__plot_timeline(struct mh_canvas *c, struct mh_session *r, const struct mh
     if (s->peak.time_ns >= cols->t_begin && s->peak.time_ns <= cols->t_end)
         draw_peak(c, s, f, &ya);
     mh__canvas_frame(c, f->x - 1, f->y - 1, f->w + 2, f->h + 2, MH_COL_AXIS);
+    draw_breaks(c, s, f);
     mh__plot_strip(c, s, f, cols->t_begin, cols->t_end);
     mh__plot_legend(c, s, f);
     return 0;

@@ -7,7 +7,7 @@
  * values are then "warped ns since t0"; tick labels show the real time
  * (mh__plot_unwarp), and the timeline marks each gap. With --x time, fewer
  * than MH__PLOT_WARP_MIN_EVENTS memory events or no gap found, the warp is
- * the identity. */
+ * the identity. With knots (--x events|steps, plot_xmap.c) the knots map. */
 #include <string.h>
 
 #include "plot_internal.h"
@@ -68,6 +68,8 @@ void mh__plot_warp_finish(struct mh__plot_warp *w, uint64_t span)
 
 double mh__plot_warp(const struct mh__plot_warp *w, uint64_t t0, uint64_t t)
 {
+    if (w && w->nk > 0)
+        return mh__plot_xmap_value(w, t);
     if (t <= t0)
         return 0;
     double v = (double)(t - t0);
@@ -83,6 +85,8 @@ double mh__plot_warp(const struct mh__plot_warp *w, uint64_t t0, uint64_t t)
 
 double mh__plot_unwarp(const struct mh__plot_warp *w, uint64_t t0, double v)
 {
+    if (w && w->nk > 0)
+        return mh__plot_xmap_time(w, t0, v);
     double t = v; /* real ns since t0 */
     for (int i = 0; w && i < w->n; i++) {
         double a = (double)(w->a[i] - t0), len = (double)w->len[i], keep = (double)w->keep;

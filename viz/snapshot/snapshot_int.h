@@ -75,6 +75,10 @@ int mh__snapshot_categorize(struct mh_snapshot *s, struct mh_session *ses);
 struct mh_pw;
 int mh__snapshot_settings_write(struct mh_pw *w, const char *text,
                                 int (*skip)(void *user, const char *key), void *user);
+/* An entry's user_metadata: "step 3 backward", plus " | <metadata>" when
+ * the event carries its own. Returns its length (0: none). */
+size_t mh__snapshot_user_text(const struct mh_snapshot *s, const struct mh__sentry *e, char *buf,
+                              size_t cap);
 /* Estimated pickle bytes of the collected content. */
 uint64_t mh__snapshot_estimate(const struct mh_snapshot *s);
 

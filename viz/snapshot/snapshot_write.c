@@ -167,9 +167,8 @@ static void write_string(struct wctx *c, uint32_t id)
         *slot = idx + 1;
 }
 
-/* "step 3 backward", plus " | <metadata>" when the event carries its own. */
-static size_t user_text(const struct mh_snapshot *s, const struct mh__sentry *e, char *buf,
-                        size_t cap)
+size_t mh__snapshot_user_text(const struct mh_snapshot *s, const struct mh__sentry *e, char *buf,
+                              size_t cap)
 {
     int n = 0;
     struct mh__sentry own_only = {.str = e->str, .step = -1, .phase = MH_PHASE_NONE};
@@ -191,7 +190,7 @@ static size_t user_text(const struct mh_snapshot *s, const struct mh__sentry *e,
 static void write_user(struct wctx *c, const struct mh__sentry *e)
 {
     char buf[sizeof c->last_um];
-    size_t n = user_text(c->s, e, buf, sizeof buf);
+    size_t n = mh__snapshot_user_text(c->s, e, buf, sizeof buf);
     if (n == 0 && !c->keys_user)
         return;
     konst(c, K_USER);

@@ -69,6 +69,28 @@ struct mh_trace {
     struct mh_counter_state counters[MH_TRACE_MAX_DEVICES];
 };
 
+/* trace_estimate.c: the output size, worked out during the scan. */
+struct mh_trace_counter_estimate {
+    int pending;
+    int64_t us;
+    uint64_t bytes;
+};
+struct mh_trace_estimate {
+    const struct mh_reader *r;
+    const struct mh_model *m; /* the scan's model, after each event */
+    uint64_t base_ns;
+    int have_base;
+    unsigned host_pid_digits;
+    struct mh_trace_counter_estimate counters[MH_TRACE_MAX_DEVICES];
+};
+void mh__trace_estimate_begin(struct mh_trace_estimate *e, const struct mh_reader *r,
+                              const struct mh_model *m);
+/* Bytes the write pass adds for an event in the window (a counter sample is
+ * counted when the next one replaces it). */
+uint64_t mh__trace_estimate_event(struct mh_trace_estimate *e, const struct mh_event *ev);
+/* Bytes of the samples still pending at the end. */
+uint64_t mh__trace_estimate_end(struct mh_trace_estimate *e);
+
 /* trace_writer.c */
 int mh__trace_in_window(struct mh_trace *t, const struct mh_event *ev, int64_t step);
 int mh__trace_device_ok(const struct mh_trace *t, int device);

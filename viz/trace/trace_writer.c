@@ -155,22 +155,6 @@ static int is_host_detail(unsigned kind)
            kind == MH_EV_API_CALL || kind == MH_EV_RANGE_BEGIN || kind == MH_EV_RANGE_END;
 }
 
-/* Rough bytes of the JSON one event produces (estimate only). */
-static uint64_t event_bytes(unsigned kind)
-{
-    switch (kind) {
-    case MH_EV_KERNEL: case MH_EV_MEMCPY: case MH_EV_MEMSET: return 190;
-    case MH_EV_API_CALL: return 170;
-    case MH_EV_RANGE_BEGIN: return 0;
-    case MH_EV_RANGE_END: return 130;
-    case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED: return 150;
-    case MH_EV_SEGMENT_ALLOC: case MH_EV_SEGMENT_FREE: case MH_EV_SEGMENT_MAP:
-    case MH_EV_SEGMENT_UNMAP: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE: return 400;
-    case MH_EV_OOM: return 600;
-    default: return 140;
-    }
-}
-
 struct step_bytes {
     int64_t step;
     uint64_t bytes;
@@ -179,6 +163,7 @@ struct step_bytes {
 struct scan {
     struct step_bytes *steps;
     size_t n, cap;
+    struct mh_trace_estimate est;
 };
 
 static void scan_step(struct scan *sc, int64_t step, uint64_t bytes)
@@ -237,7 +222,7 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
     if (ev->time_ns + ev->dur_ns > p->last_ns)
         p->last_ns = ev->time_ns + ev->dur_ns;
     p->events++;
-    uint64_t bytes = event_bytes(ev->kind);
+    uint64_t bytes = mh__trace_estimate_event(&sc->est, ev);
     p->est_bytes += bytes;
     scan_step(sc, step, bytes);
     if (ev->kind == MH_EV_API_CALL)
@@ -255,11 +240,11 @@ struct scan_pass {
 static int scan_begin(void *user, struct mh_session *s)
 {
     struct scan_pass *p = user;
-    (void)s;
     memset(&p->t->plan, 0, sizeof p->t->plan);
     p->t->have_t0 = 0;
     p->t->nstep_times = 0;
     p->sc.n = 0;
+    mh__trace_estimate_begin(&p->sc.est, mh__session_reader(s), mh__session_model(s));
     return 0;
 }
 
@@ -280,7 +265,9 @@ int mh__trace_scan(struct mh_trace *t, struct mh_session *s)
     for (size_t i = 0; i < t->corr.cap; i++)
         if ((t->corr.flags[i] & (CORR_API | CORR_DEVICE)) == (CORR_API | CORR_DEVICE))
             t->plan.flows++;
-    t->plan.est_bytes += t->plan.flows * 200 + 4096;
+    /* the pending counter samples, the flows' start and finish, the
+     * document's head and the tracks' names */
+    t->plan.est_bytes += mh__trace_estimate_end(&p.sc.est) + t->plan.flows * 200 + 4096;
     t->plan.too_big = t->plan.est_bytes > t->o.warn_bytes;
     if (t->plan.too_big && t->plan.events > 0)
         suggest(t, &p.sc);

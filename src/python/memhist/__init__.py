@@ -78,7 +78,8 @@ class Session:
                 n += 1
                 self.path = "%s.%d" % (wanted, n)
         if self.path != wanted:
-            sys.stderr.write("memhist: %s exists; recording to %s\n" % (wanted, self.path))
+            from memhist._record import who
+            sys.stderr.write("memhist: %s: %s exists; recording to %s\n" % (who(), wanted, self.path))
 
     def open(self):
         lib = _native.bridge()

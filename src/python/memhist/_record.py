@@ -94,7 +94,8 @@ def _on_torch_cuda(module):
             from memhist import _vdevice
             _vdevice.install(module)
         except Exception as e:
-            sys.stderr.write("memhist: simulate: virtual device settings not applied: %s\n" % e)
+            sys.stderr.write("memhist: warning: %s: virtual device settings not applied: %s\n"
+                             % (who(), e))
     import memhist
     stacks = os.environ.get("MEMHIST_STACKS", "python")
     try:
@@ -102,7 +103,7 @@ def _on_torch_cuda(module):
                                           op_ranges=os.environ.get("MEMHIST_OP_RANGES") == "1",
                                           _lazy_open=True, _cuda=module, _meta=header_meta())
     except Exception as e:
-        sys.stderr.write("memhist: %s: recording disabled: %s\n" % (who(), e))
+        sys.stderr.write("memhist: warning: %s: recording disabled: %s\n" % (who(), e))
 
 
 class _LoaderWrapper(importlib.abc.Loader):

@@ -27,7 +27,8 @@ _warned = set()
 def warn(key, text):
     if key not in _warned:
         _warned.add(key)
-        sys.stderr.write("memhist: simulate: warning: %s\n" % text)
+        from memhist._record import who
+        sys.stderr.write("memhist: warning: %s: %s\n" % (who(), text))
 
 
 def _wrap(owner, name, key, text, when=None):

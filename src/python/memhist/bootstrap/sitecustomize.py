@@ -10,6 +10,14 @@ import os
 import sys
 
 
+def _warn(text):
+    """A warning line in the tool's style, naming this process (and its rank)."""
+    rank = os.environ.get("RANK", "").strip()
+    who = ("rank %s (process %d)" % (rank, os.getpid()) if rank.isdigit()
+           else "process %d" % os.getpid())
+    sys.stderr.write("memhist: warning: %s: %s\n" % (who, text))
+
+
 def _chain_previous_sitecustomize():
     here = os.path.dirname(os.path.abspath(__file__))
     saved_path = list(sys.path)
@@ -20,7 +28,7 @@ def _chain_previous_sitecustomize():
     except ImportError:
         pass
     except Exception as e:  # someone else's start-up code failed: report, go on
-        sys.stderr.write("memhist: the previous sitecustomize failed: %s\n" % e)
+        _warn("the previous sitecustomize failed: %s" % e)
     finally:
         sys.path[:] = saved_path
         if saved_module is not None:
@@ -33,4 +41,4 @@ if os.environ.get("MEMHIST_RECORD_PATH"):
         from memhist import _record
         _record.install()
     except Exception as e:
-        sys.stderr.write("memhist: recording disabled: %s\n" % e)
+        _warn("recording disabled: %s" % e)

@@ -1,0 +1,17 @@
+/* progress.c - the default progress callback of the offline libraries (see
+ * progress.h). */
+#include <stddef.h>
+
+#include "progress.h"
+
+static struct mh_progress default_progress;
+
+void mh__progress_set_default(const struct mh_progress *p)
+{
+    default_progress = p ? *p : (struct mh_progress){NULL, NULL};
+}
+
+struct mh_progress mh__progress_default(void)
+{
+    return default_progress;
+}

@@ -1,0 +1,98 @@
+/* test_analysis_stack_label.c - names of allocation stacks for people
+ * (src/analysis/stack_label.c): user code first; an allocation made with
+ * no Python frame is named by the torch op the recorder gave it ("torch
+ * internal: MmBackward0"); a C++-only stack by its ATen op, else by the
+ * nearest named function that is not the allocator, memhist or the C/C++
+ * runtime; never by a bare library offset. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "memhist/memhist.h"
+#include "stacks.h"
+
+struct book {
+    struct mh_writer *w;
+    struct mh_reader *r;
+};
+
+/* A stack of `n` (file, function, line) frames, innermost first. */
+static uint32_t stack_of(struct book *b, const char *const (*frames)[2], const uint32_t *lines,
+                         size_t n)
+{
+    uint32_t ids[8];
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (uint32_t)mh_writer_intern_frame(b->w, frames[i][0], frames[i][1], lines[i]);
+    return (uint32_t)mh_writer_intern_stack(b->w, ids, n);
+}
+
+/* Writes an allocation per stack (definitions go out before their first
+ * use), then reads everything back. */
+static void book_read(struct book *b, const uint32_t *stacks, size_t n)
+{
+    const void *data;
+    size_t len;
+    for (size_t i = 0; i < n; i++) {
+        struct mh_event e;
+        memset(&e, 0, sizeof e);
+        e.time_ns = 1000 + i;
+        e.kind = MH_EV_ALLOC;
+        e.addr = 0x1000 * (i + 1);
+        e.size = 512;
+        e.stack = stacks[i];
+        cr_assert_eq(mh_writer_event(b->w, &e), 0);
+    }
+    cr_assert_eq(mh_writer_close(b->w), 0);
+    cr_assert_eq(mh_writer_mem(b->w, &data, &len), 0);
+    cr_assert_eq(mh_reader_open_mem(data, len, &b->r), 0);
+    struct mh_event e;
+    while (mh_reader_next(b->r, &e) > 0)
+        ;
+}
+
+Test(analysis_stack_label, names_allocations_without_a_python_frame)
+{
+    struct book b;
+    memset(&b, 0, sizeof b);
+    cr_assert_eq(mh_writer_open_mem(NULL, &b.w), 0);
+    static const char *const op[][2] = {{"torch internal", "MmBackward0"}};
+    static const char *const aten[][2] = {
+        {"/x/libc10_cuda.so", "??"},
+        {"/x/libc10_cuda.so", "c10::cuda::CUDACachingAllocator::Native::malloc(int)"},
+        {"/x/libtorch_cuda.so", "at::cuda::allocateCUDABlasWorkspace(unsigned long)"},
+        {"/x/libtorch_cuda.so", "at::native::structured_mm_out_cuda::impl()"}};
+    static const char *const plain[][2] = {
+        {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6:869538", "??"},
+        {"/x/libc10_cuda.so", "c10::cuda::CUDACachingAllocator::Native::malloc(int)"},
+        {"/x/libmemhist_torch.so", "mh__stack_capture"},
+        {"/x/libnccl.so.2", "ncclCommInitRank"}};
+    static const char *const bare[][2] = {{"/usr/lib/x86_64-linux-gnu/libstdc++.so.6:869538", "??"},
+                                          {"/x/libfoo.so+0x1f00", ""}};
+    static const char *const user[][2] = {{"/x/libtorch_cuda.so", "at::native::mm()"},
+                                          {"/home/me/train.py", "forward"}};
+    static const uint32_t zero[4] = {0, 0, 0, 0}, user_lines[2] = {0, 12};
+    uint32_t s_op = stack_of(&b, op, zero, 1), s_aten = stack_of(&b, aten, zero, 4);
+    uint32_t s_plain = stack_of(&b, plain, zero, 4), s_bare = stack_of(&b, bare, zero, 2);
+    uint32_t s_user = stack_of(&b, user, user_lines, 2);
+    const uint32_t all[] = {s_op, s_aten, s_plain, s_bare, s_user};
+    book_read(&b, all, 5);
+    char buf[256];
+    cr_expect_str_eq(mh__stack_label(b.r, s_op, buf, sizeof buf), "torch internal: MmBackward0");
+    mh__stack_label(b.r, s_aten, buf, sizeof buf);
+    cr_expect(strstr(buf, "at::cuda::allocateCUDABlasWorkspace") != NULL, "got '%s'", buf);
+    mh__stack_label(b.r, s_plain, buf, sizeof buf);
+    cr_expect(strstr(buf, "ncclCommInitRank") != NULL, "got '%s'", buf);
+    mh__stack_label(b.r, s_bare, buf, sizeof buf);
+    cr_expect(strstr(buf, "??") == NULL && strstr(buf, ":869538") == NULL, "got '%s'", buf);
+    cr_expect(strstr(buf, "native code in lib") && strstr(buf, "(no symbol)"),
+              "the library is named: '%s'", buf);
+    mh__stack_label(b.r, s_user, buf, sizeof buf);
+    cr_expect(strstr(buf, "train.py:12 forward") != NULL, "user code first: '%s'", buf);
+    /* the frame text in full stacks (report) reads the same */
+    const uint32_t *frames;
+    size_t n;
+    cr_assert_eq(mh_reader_stack(b.r, s_op, &frames, &n), 0);
+    cr_expect_str_eq(mh__frame_text(b.r, frames[0], buf, sizeof buf),
+                     "torch internal: MmBackward0");
+    mh_reader_close(b.r);
+    mh_writer_free_mem(b.w);
+}

@@ -1,0 +1,168 @@
+/* trace_estimate.c - the size of the Chrome trace the write pass will
+ * produce, worked out during the scan (trace_writer.c) without formatting
+ * anything: each event's JSON is the fixed text of its shape in
+ * trace_events.c plus the digits of its numbers and the length of its
+ * names, and the memory counters are counted as the writer emits them (one
+ * sample per device and microsecond, with the model's values of the last
+ * event in it). Within a few percent of the compact output; the stack
+ * labels of the rare segment instants are taken at a typical length. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_int.h"
+
+/* The fixed text of each shape: the JSON with every number and free-form
+ * string left out, and the comma that separates it from the next. */
+#define LEN(s) (sizeof(s) - 1)
+#define BEGIN_FIXED LEN("{\"ph\":\"\",\"cat\":\"\",\"name\":\"\",\"pid\":,\"tid\":,\"ts\":,")
+#define COUNTER_FIXED                                                                       \
+    LEN("{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU  memory\",\"pid\":,\"tid\":0," \
+        "\"ts\":,\"args\":{\"allocated\":,\"reserved\":,\"outside allocator\":,\"total\":}},")
+#define INSTANT_EXTRA LEN(",\"s\":\"t\"")
+#define MEMORY_ARGS LEN("\"args\":{\"addr\":\"0x\",\"bytes\":,\"stream\":\"0x\"}}")
+#define STACK_TYPICAL 48 /* ,"stack":"file.py:123 function" */
+#define OOM_TOTAL 420
+#define DEVICE_ARGS LEN(",\"dur\":,\"args\":{\"device\":,\"stream\":,\"correlation\":}}")
+#define API_ARGS LEN(",\"dur\":,\"args\":{\"cbid\":,\"correlation\":}}")
+#define SLICE_TAIL LEN(",\"dur\":}")
+#define MARK_TAIL LEN("}")
+
+static unsigned digits(uint64_t v)
+{
+    unsigned n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+static unsigned sdigits(int64_t v)
+{
+    return v < 0 ? 1 + digits((uint64_t)(-(v + 1)) + 1) : digits((uint64_t)v);
+}
+
+/* "123.456": microseconds with three decimals from the base. */
+static unsigned ts_len(const struct mh_trace_estimate *e, uint64_t ns)
+{
+    uint64_t rel = ns >= e->base_ns ? ns - e->base_ns : e->base_ns - ns;
+    return (ns < e->base_ns) + digits(rel / 1000) + 4;
+}
+
+static size_t name_len(const struct mh_trace_estimate *e, uint32_t id, size_t dflt)
+{
+    const char *s = id ? mh_reader_string(e->r, id) : NULL;
+    return s && *s ? strlen(s) : dflt;
+}
+
+void mh__trace_estimate_begin(struct mh_trace_estimate *e, const struct mh_reader *r,
+                              const struct mh_model *m)
+{
+    memset(e, 0, sizeof *e);
+    e->r = r;
+    e->m = m;
+    const char *pid = mh_reader_meta(r, "pid");
+    char *end;
+    long long v = pid ? strtoll(pid, &end, 10) : 0;
+    e->host_pid_digits = pid && *end == '\0' && v > MH_TRACE_MAX_DEVICES ? sdigits(v) : 7;
+}
+
+/* A sample per device and microsecond, as trace_events.c's counter(). */
+static uint64_t counter(struct mh_trace_estimate *e, int device, uint64_t ns)
+{
+    struct mh_mem_stats st;
+    if (device < 0 || device >= MH_TRACE_MAX_DEVICES)
+        return 0;
+    struct mh_trace_counter_estimate *c = &e->counters[device];
+    int64_t us = (int64_t)(ns - e->base_ns) / 1000;
+    uint64_t written = c->pending && c->us != us ? c->bytes : 0;
+    if (mh_model_stats(e->m, device, &st) != 0)
+        memset(&st, 0, sizeof st);
+    c->pending = 1;
+    c->us = us;
+    c->bytes = COUNTER_FIXED + 2 * sdigits(device) + ts_len(e, ns) + digits(st.allocated) +
+               digits(st.reserved) + digits(st.driver_outside) +
+               digits(st.reserved + st.driver_outside);
+    return written;
+}
+
+static uint64_t begin_len(const struct mh_trace_estimate *e, size_t ph_cat_name, unsigned pid,
+                          int64_t tid, uint64_t ns)
+{
+    return BEGIN_FIXED + ph_cat_name + pid + sdigits(tid) + ts_len(e, ns);
+}
+
+static uint64_t memory_instant(struct mh_trace_estimate *e, const struct mh_event *ev)
+{
+    unsigned pid = ev->device >= 0 ? sdigits(ev->device) : e->host_pid_digits;
+    uint64_t n = begin_len(e, 1 + 10 + 13, pid, 2147483000, ev->time_ns) + INSTANT_EXTRA +
+                 MEMORY_ARGS + 2 * 12 + digits(ev->size);
+    if (ev->correlation)
+        n += LEN(",\"correlation\":") + digits(ev->correlation);
+    return n + (ev->stack ? STACK_TYPICAL : 0);
+}
+
+static uint64_t device_activity(struct mh_trace_estimate *e, const struct mh_event *ev)
+{
+    size_t name = ev->kind == MH_EV_KERNEL ? 6 + name_len(e, ev->str, 6) : 10 + 11;
+    uint64_t n = begin_len(e, 1 + name, sdigits(ev->device >= 0 ? ev->device : 0),
+                           (int64_t)ev->stream, ev->time_ns) +
+                 DEVICE_ARGS + digits(ev->dur_ns / 1000) + 4 + sdigits(ev->device) +
+                 digits(ev->stream) + digits(ev->correlation);
+    return n + (ev->kind != MH_EV_KERNEL ? LEN(",\"bytes\":") + digits(ev->size) : 0);
+}
+
+static uint64_t api_call(struct mh_trace_estimate *e, const struct mh_event *ev)
+{
+    uint64_t n = begin_len(e, 1 + 12 + name_len(e, ev->str, 8), e->host_pid_digits,
+                           ev->thread, ev->time_ns) +
+                 API_ARGS + digits(ev->dur_ns / 1000) + 4 + digits(ev->aux) +
+                 digits(ev->correlation);
+    if (ev->size)
+        n += LEN(",\"bytes\":") + digits(ev->size);
+    if (ev->addr)
+        n += LEN(",\"addr\":\"0x\"") + 12;
+    return n;
+}
+
+uint64_t mh__trace_estimate_event(struct mh_trace_estimate *e, const struct mh_event *ev)
+{
+    if (!e->have_base) {
+        e->base_ns = ev->time_ns;
+        e->have_base = 1;
+    }
+    switch (ev->kind) {
+    case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED:
+        return counter(e, ev->device, ev->time_ns);
+    case MH_EV_SEGMENT_ALLOC: case MH_EV_SEGMENT_FREE: case MH_EV_SEGMENT_MAP:
+    case MH_EV_SEGMENT_UNMAP: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE:
+        return memory_instant(e, ev) + counter(e, ev->device, ev->time_ns);
+    case MH_EV_OOM:
+        return OOM_TOTAL + counter(e, ev->device, ev->time_ns);
+    case MH_EV_KERNEL: case MH_EV_MEMCPY: case MH_EV_MEMSET:
+        return device_activity(e, ev);
+    case MH_EV_API_CALL:
+        return api_call(e, ev);
+    case MH_EV_RANGE_END: /* the range's complete slice */
+        return begin_len(e, 1 + 6 + name_len(e, ev->str, 5), e->host_pid_digits, ev->thread,
+                         ev->time_ns) + SLICE_TAIL + 8;
+    case MH_EV_STEP_END:
+        return begin_len(e, 1 + 4 + 5 + sdigits((int64_t)ev->aux), e->host_pid_digits, 0,
+                         ev->time_ns) + SLICE_TAIL + 8;
+    case MH_EV_MARK: case MH_EV_PHASE:
+        return begin_len(e, 1 + 5 + (ev->kind == MH_EV_PHASE ? 9 : name_len(e, ev->str, 4)),
+                         e->host_pid_digits, 0, ev->time_ns) + INSTANT_EXTRA + MARK_TAIL;
+    default:
+        return 0;
+    }
+}
+
+uint64_t mh__trace_estimate_end(struct mh_trace_estimate *e)
+{
+    uint64_t n = 0;
+    for (int d = 0; d < MH_TRACE_MAX_DEVICES; d++)
+        if (e->counters[d].pending)
+            n += e->counters[d].bytes;
+    return n;
+}
