@@ -69,8 +69,11 @@ def man_page(tool, cmds, helps):
            ".SH DESCRIPTION",
            "memhist records the GPU memory history of a PyTorch or CUDA program and answers",
            "questions about it: peaks, out-of-memory errors, fragmentation, layers.",
-           "Every command has \\fB\\-h\\fR; \\fBmemhist help\\fR \\fICOMMAND\\fR shows the same text.",
-           ".SH COMMANDS"]
+           "Every command has \\fB\\-h\\fR; \\fBmemhist help\\fR \\fICOMMAND\\fR shows the same text."]
+    common = run(tool, "--help").split("Every command also takes:\n", 1)
+    if len(common) == 2:  # the options of every command, as `memhist --help` lists them
+        out += [".SH OPTIONS", ".nf", roff(common[1].split("\n\n", 1)[0]), ".fi"]
+    out += [".SH COMMANDS"]
     for name, summary in cmds:
         out += [".SS %s" % name, ".nf", roff(helps[name]), ".fi"]
     out += [".SH EXIT STATUS", "0 on success, 1 on failure, 2 on a usage error;",

@@ -3,7 +3,8 @@
  * state query stops at a given event, observer codes end a pass, and the
  * live groups an observer gathers at the allocated peak in one pass equal
  * those of a replay stopped at the peak. Recordings come from the simulator
- * (GPT and ResNet workloads) and the committed example. */
+ * (GPT and ResNet workloads) and the committed example. A progress callback
+ * hears the bytes read of the file in every pass, ending at its size. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,4 +259,70 @@ Test(session, a_missing_file_is_an_error)
     struct mh_session *s = (struct mh_session *)1;
     cr_expect_eq(mh__session_open("/nonexistent-dir/x.memhist", &s), MH_ENOTFOUND);
     cr_expect_null(s);
+}
+
+/* What a progress callback heard. */
+struct heard {
+    char first_what[128], last_what[128];
+    uint64_t calls, last_done, total, ends;
+    int went_back, total_changed;
+};
+
+static void on_progress(void *user, const char *what, uint64_t done, uint64_t total)
+{
+    struct heard *h = user;
+    if (h->calls++ == 0)
+        snprintf(h->first_what, sizeof h->first_what, "%s", what);
+    else if (strcmp(what, h->last_what) == 0 && done < h->last_done)
+        h->went_back = 1;
+    if (h->calls > 1 && total != h->total)
+        h->total_changed = 1;
+    snprintf(h->last_what, sizeof h->last_what, "%s", what);
+    h->last_done = done;
+    h->total = total;
+    h->ends += done == total;
+}
+
+Test(session, progress_reports_the_bytes_read_of_the_file_and_each_pass_ends)
+{
+    char *path = simulate("gpt", "layers=2,hidden=256,heads=4,seq=128,batch=2,vocab=1000", 40);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    uint64_t size = (uint64_t)ftell(f);
+    fclose(f);
+    struct mh_session *s;
+    struct heard h = {0};
+    const struct mh_progress p = {on_progress, &h};
+    cr_assert_eq(mh__session_open(path, &s), 0);
+    mh__session_set_progress(s, &p);
+    cr_assert_eq(mh__session_run(s, 0), 0);
+    struct mh_file_summary sum;
+    mh_reader_summary(mh__session_reader(s), &sum);
+    cr_assert_gt(sum.events, 16384, "enough events for reports during the pass (%llu)",
+                 (unsigned long long)sum.events);
+    cr_expect_gt(h.calls, 1, "reports during the pass, then its end");
+    cr_expect_eq(h.ends, 1, "one end per pass");
+    cr_expect_eq(h.last_done, size, "the pass ends at the file's size");
+    cr_expect_eq(h.total, size);
+    cr_expect_not(h.went_back);
+    cr_expect_not(h.total_changed);
+    char want[512];
+    snprintf(want, sizeof want, "reading %s", path);
+    cr_expect_str_eq(h.first_what, want);
+
+    uint64_t calls = h.calls;
+    cr_assert_eq(mh__session_run(s, 0), 0);
+    cr_expect_gt(h.calls, calls);
+    cr_expect_eq(h.ends, 2);
+    snprintf(want, sizeof want, "reading %s (pass 2)", path);
+    cr_expect_str_eq(h.last_what, want);
+
+    mh__session_set_progress(s, NULL);
+    calls = h.calls;
+    cr_assert_eq(mh__session_run(s, 0), 0);
+    cr_expect_eq(h.calls, calls, "no reports once turned off");
+    mh__session_close(s);
+    unlink(path);
+    free(path);
 }

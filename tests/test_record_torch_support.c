@@ -1,9 +1,12 @@
 /* test_record_torch_support.c - the torch-independent parts of the torch
- * bridge: tick-clock calibration, step range names, refused settings. */
+ * bridge: tick-clock calibration, step range names, refused settings,
+ * attach options. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "memhist/error.h"
+#include "memhist/torch.h"
 #include "torch_support.h"
 
 Test(torch_support, fit_recovers_scale_and_offset_despite_an_outlier)
@@ -54,6 +57,27 @@ Test(torch_support, refuses_settings_without_a_trace_hook)
     setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
     cr_assert_eq(mh__torch_env_check(why, sizeof why), MH_EUNSUPPORTED);
     cr_assert(strstr(why, "PYTORCH_NO_CUDA_MEMORY_CACHING"));
+}
+
+Test(torch_support, attach_options_bound_stacks_and_frames)
+{
+    char why[256] = "";
+    struct mh_torch_opts o = {0};
+    cr_assert_eq(mh__torch_opts_check(NULL, why, sizeof why), 0);
+    cr_assert_eq(mh__torch_opts_check(&o, why, sizeof why), 0, "all zero: the defaults");
+    o.max_frames = MH_TORCH_FRAMES_MAX;
+    cr_assert_eq(mh__torch_opts_check(&o, why, sizeof why), 0);
+    o.max_frames = 1;
+    cr_assert_eq(mh__torch_opts_check(&o, why, sizeof why), 0);
+    o.max_frames = MH_TORCH_FRAMES_MAX + 1;
+    cr_assert_eq(mh__torch_opts_check(&o, why, sizeof why), MH_EINVAL);
+    cr_assert(strstr(why, "frames"), "%s", why);
+    o.max_frames = -1;
+    cr_assert_eq(mh__torch_opts_check(&o, why, sizeof why), MH_EINVAL);
+    o.max_frames = 0;
+    o.stacks = MH_TORCH_STACKS_ALL + 1;
+    cr_assert_eq(mh__torch_opts_check(&o, why, sizeof why), MH_EINVAL);
+    cr_assert(strstr(why, "stacks"), "%s", why);
 }
 
 Test(torch_support, op_names_are_the_names_torch_shows)

@@ -77,6 +77,11 @@ int mh_recorder_scope(struct mh_recorder *rec, int enter, uint32_t name, unsigne
  * an interned name or 0. */
 int mh_recorder_tag(struct mh_recorder *rec, int device, uint64_t addr, unsigned role,
                     uint32_t name);
+/* mh_recorder_tag for `n` blocks of one device and role at once (`names`
+ * may be NULL: no names). Returns the number of tags emitted or a negative
+ * MH_E* (the first failure). */
+int mh_recorder_tags(struct mh_recorder *rec, int device, unsigned role, const uint64_t *addrs,
+                     const uint32_t *names, size_t n);
 /* Opens training step `step` and its forward phase (the model's first
  * forward). When that step is already open and none has ended, what came
  * before is the set-up (readers report it apart, mh_model_setup). */

@@ -36,12 +36,17 @@ enum mh_torch_stacks {
     MH_TORCH_STACKS_ALL = 3      /* Python + C++ frames (C++ unwinding costs more) */
 };
 
+/* The most frames a stack keeps (innermost first). */
+#define MH_TORCH_FRAMES_MAX 512
+
 /* Options; all-zero means defaults. */
 struct mh_torch_opts {
     int stacks;               /* enum mh_torch_stacks */
     int op_ranges;            /* non-zero: record USER_SCOPE record_function ranges */
     uint32_t ctx_slots;       /* per-thread in-flight stack contexts, 0 = 16384 */
     const char *torch_version; /* written as meta "torch_version"; NULL = the headers' */
+    int max_frames;           /* frames kept per stack, innermost first: 1..MH_TORCH_FRAMES_MAX,
+                                 0 = MH_TORCH_FRAMES_MAX */
 };
 
 /* Fills the resolver fields of recorder options (resolve_stack,
@@ -60,9 +65,10 @@ int mh_torch_open(const char *path, const struct mh_recorder_opts *ropts, struct
  *   MH_EUNSUPPORTED  backend:cudaMallocAsync, a pluggable allocator, or
  *                    PYTORCH_NO_CUDA_MEMORY_CACHING=1 (no events exist);
  *   MH_ESTATE        already attached (or attached before and failed);
- *   MH_EINVAL        bad options; other negative codes from torch failures.
+ *   MH_EINVAL        bad options (stacks, max_frames out of range); other
+ *                    negative codes from torch failures.
  * mh_torch_error() says why. Writes meta torch_version, alloc_conf,
- * torch_stacks, stack_capture and the devices. */
+ * torch_stacks, stack_frames, stack_capture and the devices. */
 int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts);
 
 /* Stops feeding the recorder (the tracker stays registered but does nothing)

@@ -114,17 +114,18 @@ static void report_progress(struct mh_session *s, int end)
     if (!s->progress.fn)
         return;
     mh_reader_position(s->reader, &done, &total);
-    if (end || done > total)
+    if (end || (total && done > total))
         total = done = total > done ? total : done;
     mh__progress_report(&s->progress, s->what, done, total);
 }
 
 static void name_pass(struct mh_session *s)
 {
+    const char *name = strcmp(s->path, "-") == 0 ? "standard input" : s->path;
     if (s->passes <= 1)
-        snprintf(s->what, sizeof s->what, "reading %s", s->path);
+        snprintf(s->what, sizeof s->what, "reading %s", name);
     else
-        snprintf(s->what, sizeof s->what, "reading %s (pass %u)", s->path, s->passes);
+        snprintf(s->what, sizeof s->what, "reading %s (pass %u)", name, s->passes);
 }
 
 /* Reads the first event into *ev (rc 1), or finds none (0), or fails (< 0).

@@ -53,7 +53,8 @@ int mh__session_observe(struct mh_session *s, const struct mh_observer *o);
 void mh__session_forget(struct mh_session *s);
 
 /* Where the session reports how far each pass has read (progress.h; the
- * name is "reading PATH", "reading PATH (pass N)"; bytes of the file). A
+ * name is "reading PATH", "reading PATH (pass N)"; bytes of the file; for
+ * standard input the size is unknown). A
  * session starts with the default progress callback (mh__progress_default);
  * NULL turns reports off. */
 void mh__session_set_progress(struct mh_session *s, const struct mh_progress *p);

@@ -121,7 +121,7 @@ int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **
  * files, every file's header is read first (a file that does not open stops
  * the command before any output) and times count from the job's earliest
  * start (job_origin.h); the files are replayed in parallel, a few alive at
- * once (all of them with `open_all_first`), `each` gives one file's result
+ * once, `each` gives one file's result
  * in the order given, then the rank table and the worst rank by peak
  * reserved are printed. With `json_files` the skeleton prints one JSON
  * document on stdout (begun by mh__cli_json_begin), {..., "files": [each
@@ -136,7 +136,6 @@ struct mh_analysis_want;
 struct mh_cli_multi {
     const char *command; /* names the JSON document (mh__cli_json_begin) */
     const struct mh_analysis_want *want;
-    int open_all_first;
     int json_files;
     int no_worst;
     int (*each)(void *user, const struct mh_analysis *a, size_t i, size_t n, struct mh_json *j);
@@ -186,6 +185,7 @@ struct mh_cli_record_opts {
     const char *output, *stacks; /* stacks: python, all or none */
     int op_ranges;
     const char *who;
+    uint64_t frames; /* frames kept per stack; 0: the default */
 };
 int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
 /* record_summary.c: removes an earlier run's FILE.rank<R>..., FILE.pid<P>;

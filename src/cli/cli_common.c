@@ -14,8 +14,8 @@
 void mh__cli_error(const char *fmt, ...)
 {
     va_list ap;
-    mh__cli_progress_clear();
     flockfile(stderr); /* one line, also when files are read on several threads */
+    mh__cli_progress_clear();
     fputs("memhist: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

@@ -159,7 +159,7 @@ static int render(const struct flame_args *a, const struct mh_analysis *an, int 
     else
         rc = write_out(a, &sink);
     if (rc == 0 && strcmp(a->out, "-") != 0)
-        mh__cli_status("wrote %s (%zu bytes): %s", a->out, sink.len, sub);
+        mh__cli_status_wrote(a->out, NULL, "%s", sub);
     mh__sink_free(&sink);
     return rc < 0 ? MH_EXIT_FAIL : rc;
 }

@@ -205,6 +205,7 @@ static int run_growth(int argc, char **argv)
     if (first >= argc)
         return mh__cli_usage_error(&mh__cmd_growth, "missing FILE");
     const struct mh_analysis_want want = {0, 0, 1};
-    const struct mh_cli_multi m = {"growth", &want, 0, o.json, 0, growth_file, &o, NULL, NULL};
+    const struct mh_cli_multi m = {.command = "growth", .want = &want, .json_files = o.json,
+                                   .each = growth_file, .user = &o};
     return mh__cli_finish(mh__cli_multi_run(argv + first, (size_t)(argc - first), &m));
 }

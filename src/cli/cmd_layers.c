@@ -411,6 +411,6 @@ static int run_layers(int argc, char **argv)
     int first, rc = parse_opts(argc, argv, &o, &first);
     if (rc)
         return rc;
-    const struct mh_cli_multi m = {"layers", NULL, 0, o.json, 0, layers_file, &o};
+    const struct mh_cli_multi m = {.command = "layers", .json_files = o.json, .each = layers_file, .user = &o};
     return mh__cli_finish(mh__cli_multi_run(argv + first, (size_t)(argc - first), &m));
 }

@@ -25,9 +25,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "memhist/torch.h"
 
 static const char usage[] =
-    "usage: memhist record [-o FILE] [--stacks python|all|none] [--op-ranges] -- CMD [ARGS...]\n\n"
+    "usage: memhist record [-o FILE] [--stacks python|all|none] [--frames N] [--op-ranges]\n"
+    "                      -- CMD [ARGS...]\n\n"
     "Runs a Python/PyTorch program unchanged and records every CUDA caching-allocator\n"
     "event, training steps and stacks to FILE. Recording starts when the program\n"
     "initializes CUDA (never earlier). Every process that initializes CUDA gets its\n"
@@ -39,6 +41,7 @@ static const char usage[] =
     "options:\n"
     "  -o, --output FILE   where to write (default: record.memhist)\n"
     "  --stacks S          python (default), all (adds C++ frames; slower), none\n"
+    "  --frames N          keep the innermost N frames of each stack, 1 to 512 (default 512)\n"
     "  --op-ranges         also record record_function ranges\n"
     "  -h, --help          show this help\n\n"
     "environment: MEMHIST_LIB_DIR (libmemhist.so, libmemhist_torch.so) and\n"
@@ -82,6 +85,7 @@ static int parse_args(int argc, char **argv, struct mh_cli_record_opts *o, int *
     const struct mh_cli_opt opts[] = {
         {"output", 'o', MH_OPT_TEXT, &o->output, 0, 0, NULL, NULL},
         {"stacks", 0, MH_OPT_TEXT, &o->stacks, 0, 0, NULL, NULL},
+        {"frames", 0, MH_OPT_UINT, &o->frames, 1, MH_TORCH_FRAMES_MAX, NULL, NULL},
         {"op-ranges", 0, MH_OPT_FLAG, &o->op_ranges, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options_in_order(&mh__cmd_record, argc, argv, opts, cmd_index);
@@ -132,6 +136,9 @@ static int setup_env(const struct mh_cli_record_opts *o, const char *out_abs, co
              setenv("MEMHIST_OP_RANGES", o->op_ranges ? "1" : "0", 1) |
              setenv("MEMHIST_STATUS_FILE", status_path, 1);
     free(pp);
+    char frames[24];
+    snprintf(frames, sizeof frames, "%llu", (unsigned long long)o->frames);
+    rc |= o->frames ? setenv("MEMHIST_FRAMES", frames, 1) : unsetenv("MEMHIST_FRAMES");
     return rc ? -1 : 0;
 }
 

@@ -214,7 +214,8 @@ static int run_report(int argc, char **argv)
     if (rc)
         return rc;
     const struct mh_analysis_want want = {1, 1, 1};
-    const struct mh_cli_multi m = {"report", &want,       0, o.json, 0, report_file, &o,
-                                   prepare_file, discard_file};
+    const struct mh_cli_multi m = {.command = "report", .want = &want, .json_files = o.json,
+                                   .each = report_file, .user = &o, .prepare = prepare_file,
+                                   .discard = discard_file};
     return mh__cli_finish(mh__cli_multi_run(o.paths, o.npaths, &m));
 }

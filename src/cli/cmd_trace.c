@@ -272,7 +272,7 @@ static void say_written(const struct trace_args *a, struct mh_trace **t, int kin
     mh__cli_status_wrote(a->out, "; open it in https://ui.perfetto.dev",
                          "%llu events, %llu launch->GPU arrows%s", (unsigned long long)events,
                          (unsigned long long)flows,
-                         a->nfiles > 1 ? "; times from the job's earliest start" : "");
+                         a->nfiles > 1 ? ", times from the job's earliest start" : "");
 }
 
 static int run_trace(int argc, char **argv)

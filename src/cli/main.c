@@ -36,7 +36,7 @@ static const struct mh_cli_command *find_command(const char *name)
 static int print_help(void)
 {
     printf("memhist %s - GPU memory history recorder and visualizer\n\n"
-           "usage: memhist COMMAND [OPTIONS] [FILE...]\n\n"
+           "usage: memhist [-q] COMMAND [OPTIONS] [FILE...]\n\n"
            "commands:\n",
            mh_version_string());
     for (size_t i = 0; i < NCOMMANDS; i++)
@@ -45,8 +45,9 @@ static int print_help(void)
     printf("  %-10s %s\n", "help", "show the help of a command");
     printf("\nEvery command also takes:\n"
            "  -q, --quiet  no progress line and no status lines, only warnings and errors\n"
-           "               (MEMHIST_QUIET=1 does the same); the progress line is drawn on\n"
-           "               stderr only when it is a terminal and work takes over a second\n"
+           "               (also before the command's name; MEMHIST_QUIET=1 does the same);\n"
+           "               the progress line is drawn on stderr only when it is a terminal\n"
+           "               and work takes over a second\n"
            "  -h, --help   show the command's help\n");
     printf("\nRun 'memhist help COMMAND' or 'memhist COMMAND -h' for a command's options.\n");
     return mh__cli_finish(MH_EXIT_OK);
@@ -96,6 +97,12 @@ int main(int argc, char **argv)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_file_size_limit;
     sigaction(SIGXFSZ, &sa, NULL);
+    while (argc >= 2 && (strcmp(argv[1], "-q") == 0 || strcmp(argv[1], "--quiet") == 0)) {
+        mh__cli_set_quiet(); /* also taken before the command */
+        argv[1] = argv[0];
+        argc--;
+        argv++;
+    }
     if (argc < 2) {
         print_help();
         return MH_EXIT_USAGE;

@@ -15,7 +15,6 @@
  * say how far they got on stderr. */
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "analysis.h"
@@ -24,7 +23,6 @@
 #include "printers.h"
 
 #define MULTI_MAX_THREADS 8
-#define PROGRESS_EVERY_NS 2000000000ull
 
 struct pool {
     pthread_mutex_t mu;
@@ -93,32 +91,11 @@ static void release(struct pool *p, size_t i)
     pthread_mutex_unlock(&p->mu);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The one place the skeleton reports progress: a line on stderr every two
- * seconds of a long run. */
-static void note_progress(size_t done, size_t n, uint64_t start_ns, uint64_t *last_ns)
-{
-    uint64_t t = now_ns();
-    if (n < 2 || t - *last_ns < PROGRESS_EVERY_NS)
-        return;
-    *last_ns = t;
-    char d[32];
-    fprintf(stderr, "memhist: read %zu of %zu files (%s)\n", done, n,
-            mh__cli_duration(t - start_ns, d));
-}
-
 /* Every file's result in order, then the rank table (rows[] kept). */
 static int results(struct pool *p, uint64_t origin, struct mh_rank_row *rows, struct mh_json *j)
 {
     int rc = 0;
     uint64_t first = 0; /* the origin when the headers gave none */
-    uint64_t start = now_ns(), last = start;
     if (j) {
         mh__json_key(j, "files");
         mh__json_begin_array(j);
@@ -134,7 +111,6 @@ static int results(struct pool *p, uint64_t origin, struct mh_rank_row *rows, st
             mh__rank_row_fill(a, &rows[i]);
         }
         release(p, i);
-        note_progress(i + 1, p->n, start, &last);
     }
     if (j)
         mh__json_end_array(j);
@@ -193,7 +169,7 @@ int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
     if (n > 1 && mh__job_origin((const char *const *)paths, n, &origin) < 0)
         return MH_EXIT_FAIL; /* reported, before any output */
     struct pool p = {.paths = paths, .m = m, .n = n};
-    p.window = m->open_all_first ? n : thread_count(n);
+    p.window = thread_count(n);
     p.window = p.window ? p.window : 1;
     p.slot = calloc(p.window, sizeof *p.slot);
     p.state = calloc(n ? n : 1, sizeof *p.state);

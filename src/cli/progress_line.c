@@ -8,7 +8,10 @@
  * has run for a second, at most five times a second, redrawn in place with
  * '\r' and cleared when the work ends or before any other line goes to
  * stderr. Pieces of work running at once (several files read in parallel)
- * share one line with their sums. --quiet and MEMHIST_QUIET=1 turn it off. */
+ * share one line with their sums. The state is guarded by stderr's own
+ * lock (recursive), the one mh__cli_error holds for its line, so a message
+ * and the progress line never interleave. --quiet and MEMHIST_QUIET=1 turn
+ * it off. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +26,15 @@
 #define FIRST_DRAW_NS 1000000000ull /* nothing for the first second */
 #define REDRAW_NS 200000000ull      /* at most five lines a second */
 
+/* A piece of work: its name and the thread reporting it (two files replayed
+ * on two threads may both report a "what-if replay"). */
 struct piece {
     char what[160];
+    pthread_t thread;
     uint64_t done, total, start_ns;
     int used;
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct piece pieces[MAX_PIECES];
 static int enabled, shown;
 static uint64_t start_ns, drawn_ns;
@@ -45,7 +50,8 @@ static struct piece *find_piece(const char *what, int add)
 {
     struct piece *free_slot = NULL;
     for (size_t i = 0; i < MAX_PIECES; i++) {
-        if (pieces[i].used && strncmp(pieces[i].what, what, sizeof pieces[i].what - 1) == 0)
+        if (pieces[i].used && pthread_equal(pieces[i].thread, pthread_self()) &&
+            strncmp(pieces[i].what, what, sizeof pieces[i].what - 1) == 0)
             return &pieces[i];
         if (!pieces[i].used && !free_slot)
             free_slot = &pieces[i];
@@ -55,6 +61,7 @@ static struct piece *find_piece(const char *what, int add)
     memset(free_slot, 0, sizeof *free_slot);
     snprintf(free_slot->what, sizeof free_slot->what, "%s", what);
     free_slot->used = 1;
+    free_slot->thread = pthread_self();
     free_slot->start_ns = now_ns();
     return free_slot;
 }
@@ -125,7 +132,7 @@ static void draw(uint64_t now)
 static void on_progress(void *user, const char *what, uint64_t done, uint64_t total)
 {
     (void)user;
-    pthread_mutex_lock(&lock);
+    flockfile(stderr);
     struct piece *p = find_piece(what, done != total);
     if (p && done == total) {
         p->used = 0;
@@ -137,7 +144,7 @@ static void on_progress(void *user, const char *what, uint64_t done, uint64_t to
         if (now - start_ns >= FIRST_DRAW_NS && (!shown || now - drawn_ns >= REDRAW_NS))
             draw(now);
     }
-    pthread_mutex_unlock(&lock);
+    funlockfile(stderr);
 }
 
 static int env_quiet(void)
@@ -158,20 +165,20 @@ void mh__cli_progress_setup(void)
 
 void mh__cli_progress_off(void)
 {
-    pthread_mutex_lock(&lock);
+    flockfile(stderr);
     erase_line();
     enabled = 0;
     mh__progress_set_default(NULL);
-    pthread_mutex_unlock(&lock);
+    funlockfile(stderr);
 }
 
 void mh__cli_progress_clear(void)
 {
     if (!enabled)
         return;
-    pthread_mutex_lock(&lock);
+    flockfile(stderr);
     erase_line();
-    pthread_mutex_unlock(&lock);
+    funlockfile(stderr);
 }
 
 void mh__cli_progress(const char *what, uint64_t done, uint64_t total)

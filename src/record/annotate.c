@@ -38,6 +38,19 @@ int mh_recorder_tag(struct mh_recorder *rec, int device, uint64_t addr, unsigned
     return mh_emit(rec, &ev);
 }
 
+int mh_recorder_tags(struct mh_recorder *rec, int device, unsigned role, const uint64_t *addrs,
+                     const uint32_t *names, size_t n)
+{
+    if (!addrs && n)
+        return MH_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        int rc = mh_recorder_tag(rec, device, addrs[i], role, names ? names[i] : 0);
+        if (rc < 0)
+            return rc;
+    }
+    return (int)n;
+}
+
 int mh_recorder_step_begin(struct mh_recorder *rec, uint32_t step)
 {
     if (!rec)

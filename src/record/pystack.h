@@ -147,10 +147,11 @@ uint32_t mh__trie_count(void);
 int mh__stack_init(char *why, size_t whylen);
 /* Whether mh__stack_init succeeded. */
 int mh__stack_ready(void);
-/* Captures the calling thread's stack: Python frames up to `max_frames`,
- * merged with `nips` native return addresses (innermost first, as the
- * unwinder called from the capturing module returns them) when given.
- * Returns the trie node (0: nothing captured). Hot path. */
+/* Captures the calling thread's stack: Python frames merged with `nips`
+ * native return addresses (innermost first, as the unwinder called from the
+ * capturing module returns them) when given, cut to the innermost
+ * `max_frames` (<= 0: MH_TORCH_FRAMES_MAX). Returns the trie node (0:
+ * nothing captured). Hot path. */
 uint32_t mh__stack_capture(const uintptr_t *ips, size_t nips, int max_frames);
 /* Drops the resolution caches (a new recorder may reuse an old address). */
 void mh__stack_forget(void);

@@ -6,7 +6,10 @@
  *
  * Hot path: a per-thread memo of the previous capture lets a stack that
  * shares its outer frames with the last one skip their hash probes (each
- * reused frame is still checked against its live code object). No lock,
+ * reused frame is still checked against its live code object), and a
+ * per-thread direct-mapped cache of trie edges answers most of the other
+ * probes from the thread's own cache lines instead of the shared table
+ * (a probe there is a cache miss: tens of MiB, random slots). No lock,
  * no GIL, no allocation after a thread's first capture except the copy of
  * a code object seen for the first time.
  *
@@ -23,9 +26,11 @@
 
 #include "memhist/error.h"
 #include "memhist/recorder.h"
+#include "memhist/torch.h"
 #include "pystack.h"
 
-#define MAX_FRAMES 512
+#define MAX_FRAMES MH_TORCH_FRAMES_MAX
+#define EDGE_BITS 12
 
 static struct mh__python g_py;
 static uintptr_t skip_lo, skip_hi; /* the capturing module's code: left out of native stacks */
@@ -37,8 +42,16 @@ struct item {
     uint64_t pos;
 };
 
-/* One thread's memo (outermost first) and scratch space. */
+/* A trie edge (parent, frame) -> child, as the trie answered it (edges
+ * never change: nodes are never removed). child 0: empty. */
+struct edge {
+    uint32_t parent, code, child;
+    uint64_t pos;
+};
+
+/* One thread's memo (outermost first), edge cache and scratch space. */
 struct memo {
+    struct edge edges[1 << EDGE_BITS];
     int n;
     const void *ptr[MAX_FRAMES];
     uint64_t pos[MAX_FRAMES];
@@ -47,6 +60,26 @@ struct memo {
     struct mh__pyframe py[MAX_FRAMES];
     struct item items[MAX_FRAMES];
 };
+
+static inline uint32_t edge_slot(uint32_t parent, const struct mh__fkey *k)
+{
+    uint64_t h =
+        ((uint64_t)parent << 32 | k->code) * 0x9E3779B97F4A7C15ull ^ k->pos * 0xC2B2AE3D27D4EB4Full;
+    return (uint32_t)(h >> (64 - EDGE_BITS));
+}
+
+/* The trie's child of `parent` for `k`, from the thread's edge cache when
+ * it has it. */
+static uint32_t child_of(struct memo *m, uint32_t parent, const struct mh__fkey *k)
+{
+    struct edge *e = &m->edges[edge_slot(parent, k)];
+    if (e->child && e->parent == parent && e->code == k->code && e->pos == k->pos)
+        return e->child;
+    uint32_t c = mh__trie_child(parent, k);
+    if (c)
+        *e = (struct edge){parent, k->code, c, k->pos};
+    return c;
+}
 
 static pthread_key_t memo_key;
 static _Thread_local struct memo *t_memo;
@@ -165,7 +198,7 @@ static uint32_t intern_items(struct memo *m, int n)
     for (; i < n; i++) {
         const struct item *it = &m->items[n - 1 - i];
         struct mh__fkey key = {it->code ? mh__code_id(&g_py, it->code) : MH__NATIVE, it->pos};
-        if (key.code == 0 || (node = mh__trie_child(node, &key)) == 0) {
+        if (key.code == 0 || (node = child_of(m, node, &key)) == 0) {
             m->n = i;
             atomic_fetch_add_explicit(&g_lost, 1, memory_order_relaxed);
             return 0;
@@ -220,6 +253,8 @@ uint32_t mh__stack_capture(const uintptr_t *ips, size_t nips, int max_frames)
     if (!nips)
         for (int i = 0; i < np; i++)
             m->items[i] = (struct item){m->py[i].code, (uint64_t)(int64_t)m->py[i].offset};
+    if (n > max_frames) /* merged native and Python frames: the innermost max_frames */
+        n = max_frames;
     return n ? intern_items(m, n) : 0;
 }
 

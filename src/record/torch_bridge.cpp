@@ -45,6 +45,7 @@
 #include "memhist/error.h"
 #include "memhist/torch.h"
 #include "pystack.h"
+#include "symtab.h"
 #include "torch_support.h"
 
 #define MH_TORCH_AT_LEAST(maj, min)                                                        \
@@ -81,6 +82,13 @@ uint64_t ticks_now()
     return (uint64_t)c10::getApproximateTime();
 }
 
+void publish_fit(const mh_tick_fit &f)
+{
+    int next = 1 - g_clock.cur.load(std::memory_order_relaxed);
+    g_clock.fit[next] = f;
+    g_clock.cur.store(next, std::memory_order_release);
+}
+
 /* 201 readings about 20 us apart (about 4 ms); each tick value is the
  * midpoint of the two reads around clock_gettime. */
 int calibrate_clock()
@@ -100,9 +108,7 @@ int calibrate_clock()
     int rc = mh__tick_fit(t.data(), ns.data(), n, &f);
     if (rc < 0)
         return rc;
-    int next = 1 - g_clock.cur.load(std::memory_order_relaxed);
-    g_clock.fit[next] = f;
-    g_clock.cur.store(next, std::memory_order_release);
+    publish_fit(f);
     g_clock.last_refine_ns = ns[n - 1];
     return 0;
 }
@@ -122,9 +128,7 @@ void refine_clock()
         return;
     mh_tick_fit g = f;
     g.scale = (double)(n - f.ns0) / (double)(t - f.ticks0);
-    int next = 1 - g_clock.cur.load(std::memory_order_relaxed);
-    g_clock.fit[next] = g;
-    g_clock.cur.store(next, std::memory_order_release);
+    publish_fit(g);
 }
 
 inline uint64_t ticks_to_ns(uint64_t ticks)
@@ -168,7 +172,7 @@ struct bridge {
     uint32_t ctx_slots = 16384;
     bool history_ours = false;
     bool own_stacks = false; /* memhist's frame walker (pystack.h) instead of torch's gather */
-    int max_frames = 0;      /* 0: the walker's limit */
+    int max_frames = 0;      /* frames kept per stack, innermost first; 0: MH_TORCH_FRAMES_MAX */
     char stack_source[256] = "";
     bool hooks_installed = false;
     std::atomic<int64_t> step{0};
@@ -184,7 +188,6 @@ struct bridge {
     char error[512] = "";
 };
 bridge g;
-
 
 void set_error(const char *fmt, const char *detail = "")
 {
@@ -264,7 +267,10 @@ uint32_t intern_traceback(mh_recorder *rec, const torch::SymbolizedTracebacks &s
                           std::vector<int64_t> &frame_ids, std::vector<uint32_t> &scratch)
 {
     scratch.clear();
+    size_t cap = g.max_frames > 0 ? (size_t)g.max_frames : MH_TORCH_FRAMES_MAX;
     for (uint64_t fi : st.tracebacks[i]) {
+        if (scratch.size() >= cap)
+            break;
         if (frame_ids[fi] == 0) {
             const torch::unwind::Frame &f = st.all_frames[fi];
             int64_t id = mh_intern_frame(rec, f.filename.c_str(), f.funcname.c_str(), (uint32_t)f.lineno);
@@ -309,36 +315,6 @@ void resolve_ring_from(mh_recorder *rec, ctx_ring *r, uint64_t first)
     }
 }
 
-/* Names a native return address for `--stacks all` on the drain thread,
- * without the GIL: torch's symbolizer in the mode TORCH_SYMBOLIZE_MODE asks
- * for (fast, addr2line), dladdr by default. Names are kept per address (the
- * resolver calls this under its own lock, one drain thread at a time). */
-int name_native(void *user, uintptr_t ip, char *file, size_t filecap, char *func, size_t funccap,
-                uint32_t *line)
-{
-    static std::unordered_map<uintptr_t, torch::unwind::Frame> known;
-    try {
-        auto it = known.find(ip);
-        if (it == known.end()) {
-            const char *m = getenv("TORCH_SYMBOLIZE_MODE");
-            auto mode = !m ? torch::unwind::Mode::dladdr
-                        : !strcmp(m, "fast")      ? torch::unwind::Mode::fast
-                        : !strcmp(m, "addr2line") ? torch::unwind::Mode::addr2line
-                                                  : torch::unwind::Mode::dladdr;
-            std::vector<torch::unwind::Frame> f = torch::unwind::symbolize({(void *)ip}, mode);
-            if (f.empty())
-                return -1;
-            it = known.emplace(ip, f[0]).first;
-        }
-        snprintf(file, filecap, "%s", it->second.filename.c_str());
-        snprintf(func, funccap, "%s", it->second.funcname.c_str());
-        *line = (uint32_t)it->second.lineno;
-        return 0;
-    } catch (...) {
-        return -1;
-    }
-}
-
 /* Tokens of own captures are trie nodes, tagged with the low bit (context
  * slots are aligned pointers). */
 inline bool own_token(uint64_t token)
@@ -365,7 +341,7 @@ uint32_t resolve_ctx(void *user, mh_recorder *rec, uint64_t token)
     if (mh__torch_op_token(token))
         return mh__torch_op_stack(rec, token, op_type_name);
     if (own_token(token))
-        return mh__stack_resolve(rec, (uint32_t)(token >> 1), name_native, nullptr);
+        return mh__stack_resolve(rec, (uint32_t)(token >> 1), mh__symtab_name, nullptr);
     try {
         ctx_slot *s = reinterpret_cast<ctx_slot *>((uintptr_t)token);
         if (!s)
@@ -405,12 +381,8 @@ void release_ctx(void *user, uint64_t token)
 
 /* Keeps `rec` alive across an emit: mh_torch_stop waits for inflight == 0. */
 struct emit_guard {
-    mh_recorder *rec;
-    emit_guard()
-    {
-        g.inflight.fetch_add(1, std::memory_order_acq_rel);
-        rec = g.rec.load(std::memory_order_acquire);
-    }
+    mh_recorder *rec =
+        (g.inflight.fetch_add(1, std::memory_order_acq_rel), g.rec.load(std::memory_order_acquire));
     ~emit_guard() { g.inflight.fetch_sub(1, std::memory_order_release); }
 };
 
@@ -665,16 +637,6 @@ int check_environment()
     return rc;
 }
 
-std::shared_ptr<c10::GatheredContext> gather_python()
-{
-    return torch::CapturedTraceback::gather(true, true, false);
-}
-
-std::shared_ptr<c10::GatheredContext> gather_all()
-{
-    return torch::CapturedTraceback::gather(true, true, true);
-}
-
 /* recordHistory gained `skip_actions` (a vector of action names) in later
  * releases; the template lets the call compile against either signature. */
 template <class F>
@@ -726,7 +688,10 @@ void enable_history()
 {
     if (g.stacks == MH_TORCH_STACKS_NONE || g.own_stacks || cca::isHistoryEnabled())
         return;
-    cca::CreateContextFn fn = g.stacks == MH_TORCH_STACKS_ALL ? gather_all : gather_python;
+    using ctx_ptr = std::shared_ptr<c10::GatheredContext>;
+    cca::CreateContextFn fn = [] { return ctx_ptr(torch::CapturedTraceback::gather(true, true, false)); };
+    if (g.stacks == MH_TORCH_STACKS_ALL)
+        fn = [] { return ctx_ptr(torch::CapturedTraceback::gather(true, true, true)); };
     if (g.stacks == MH_TORCH_STACKS_ALL)
         torch::unwind::unwind(); /* warm the unwinder, as torch does */
     call_record_history(&cca::recordHistory, true, fn, cca::RecordContext::ALLOC);
@@ -779,6 +744,9 @@ void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
     mh_recorder_set_meta(rec, "alloc_conf", conf ? conf : "");
     static const char *names[] = {"python", "none", "python", "all"};
     mh_recorder_set_meta(rec, "torch_stacks", names[g.stacks]);
+    if (g.stacks != MH_TORCH_STACKS_NONE)
+        mh_recorder_set_meta(rec, "stack_frames",
+                             std::to_string(g.max_frames ? g.max_frames : MH_TORCH_FRAMES_MAX).c_str());
     mh_recorder_set_meta(rec, "stack_capture", g.stack_source);
     mh_recorder_set_meta(rec, "step_source", "record_function (Optimizer.step#, ProfilerStep#) or explicit");
     mh__torch_record_devices(rec, devices);
@@ -786,12 +754,14 @@ void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
 
 int apply_options(const mh_torch_opts *o)
 {
-    int stacks = o ? o->stacks : 0;
-    if (stacks < 0 || stacks > MH_TORCH_STACKS_ALL) {
-        set_error("%s", "invalid stacks option");
+    char why[sizeof g.error];
+    if (mh__torch_opts_check(o, why, sizeof why) < 0) {
+        set_error("%s", why);
         return MH_EINVAL;
     }
+    int stacks = o ? o->stacks : 0;
     g.stacks = stacks == MH_TORCH_STACKS_DEFAULT ? MH_TORCH_STACKS_PYTHON : stacks;
+    g.max_frames = o ? o->max_frames : 0;
     g.op_ranges = o ? o->op_ranges : 0;
     if (!g.rings.load() && o && o->ctx_slots)
         g.ctx_slots = std::max<uint32_t>(o->ctx_slots, 64);

@@ -11,6 +11,7 @@
 
 #include "memhist/error.h"
 #include "memhist/recorder.h"
+#include "memhist/torch.h"
 
 static int by_value(const void *a, const void *b)
 {
@@ -154,5 +155,21 @@ int mh__torch_meta_add(struct mh_recorder *rec, const char *text)
         return MH_ENOMEM;
     meta_ids[n] = (uint32_t)id;
     atomic_store_explicit(&meta_count, n + 1, memory_order_release);
+    return 0;
+}
+
+int mh__torch_opts_check(const struct mh_torch_opts *o, char *why, size_t len)
+{
+    if (!o)
+        return 0;
+    if (o->stacks < MH_TORCH_STACKS_DEFAULT || o->stacks > MH_TORCH_STACKS_ALL) {
+        snprintf(why, len, "invalid stacks option %d", o->stacks);
+        return MH_EINVAL;
+    }
+    if (o->max_frames < 0 || o->max_frames > MH_TORCH_FRAMES_MAX) {
+        snprintf(why, len, "invalid frames option %d: 1 to %d frames per stack (0: %d)",
+                 o->max_frames, MH_TORCH_FRAMES_MAX, MH_TORCH_FRAMES_MAX);
+        return MH_EINVAL;
+    }
     return 0;
 }

@@ -69,6 +69,10 @@ enum mh_range_kind mh__range_kind(const char *name, int64_t *step);
  * MH_EUNSUPPORTED with the reason in why (backend:cudaMallocAsync has no
  * trace hook; PYTORCH_NO_CUDA_MEMORY_CACHING=1 emits no events). */
 int mh__torch_env_check(char *why, size_t len);
+struct mh_torch_opts;
+/* 0 if the attach options are valid (NULL: defaults); otherwise MH_EINVAL
+ * with the reason in why. */
+int mh__torch_opts_check(const struct mh_torch_opts *o, char *why, size_t len);
 /* The allocator settings in force (PYTORCH_ALLOC_CONF, else the older
  * PYTORCH_CUDA_ALLOC_CONF), or NULL. */
 const char *mh__torch_alloc_conf_env(void);

@@ -6,13 +6,18 @@ layers of width 256, batch 8 x 128 tokens, AdamW).
 
 Every round runs each configuration once, in a fresh process, in an order
 that rotates from round to round: none, torch_python, torch_all,
-memhist_none, memhist_python, memhist_all, and memhist_python_gather
-(memhist taking torch's gathered contexts, as before its own walker:
-MEMHIST_STACK_CAPTURE=torch). Recording starts before the first step.
-Prints per configuration the median, p99 and max step over all rounds, the
-first step, bytes per event of the file written (torch: the pickle of
-_dump_snapshot) and the time spent after the last step (dump or close),
-then the overhead ratio memhist/torch per stack mode. Needs torch with a
+memhist_none, memhist_python, memhist_all (memhist as `memhist record`
+runs it: module scopes and tensor roles on), memhist_none_noscopes and
+memhist_python_noscopes (MEMHIST_SCOPES=0: the recorder alone), and
+memhist_python_gather (memhist taking torch's gathered contexts, as before
+its own walker: MEMHIST_STACK_CAPTURE=torch). Recording starts before the
+first step. Prints the machine's load, then per configuration the median,
+p99 and max step over all rounds, the process CPU time per step (all
+threads), the first step against no recording, bytes per event of the file
+written (torch: the pickle of _dump_snapshot), the time spent after the
+last step (dump or close) and the runs with a step over twice their
+median; then the overhead ratio memhist/torch per stack mode and each
+target of issue 20 with its figure. Needs torch with a
 CUDA device (a real GPU or memhist's virtual device); exits 77 otherwise.
 --capture-cost measures only the per-call cost of capturing a Python stack
 (memhist's walker against torch's gather), which needs no device.
@@ -30,7 +35,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
 CONFIGS = ["none", "torch_python", "torch_all", "memhist_none", "memhist_python", "memhist_all",
-           "memhist_python_gather"]
+           "memhist_none_noscopes", "memhist_python_noscopes", "memhist_python_gather"]
+VARIANTS = {"_noscopes": {"MEMHIST_SCOPES": "0"}, "_gather": {"MEMHIST_STACK_CAPTURE": "torch"}}
+
+
+def config_run(c):
+    """The configuration a variant runs, and its environment additions."""
+    for suffix, env in VARIANTS.items():
+        if c.endswith(suffix):
+            return c[:-len(suffix)], env
+    return c, {}
 
 
 def one(config, steps, out):
@@ -140,8 +154,8 @@ def run_rounds(args, out):
     for r in range(args.rounds):
         order = CONFIGS[r % len(CONFIGS):] + CONFIGS[:r % len(CONFIGS)]
         for c in order:
-            e = dict(env, MEMHIST_STACK_CAPTURE="torch") if c == "memhist_python_gather" else env
-            name = "memhist_python" if c == "memhist_python_gather" else c
+            name, extra = config_run(c)
+            e = dict(env, **extra)
             p = subprocess.run([sys.executable, __file__, "--one", name, "--steps", str(args.steps), "--out", out],
                                capture_output=True, text=True, env=e, timeout=600)
             line = [l for l in p.stdout.splitlines() if l.startswith("{")]
@@ -167,14 +181,16 @@ def report(res, args):
     base_first = statistics.median(res["none"]["first"])
     print("tiny GPT, %d rounds x %d steps; step times in ms over steps 3..%d of every run" %
           (args.rounds, args.steps, args.steps))
+    print("load average (1 min) on %d CPUs: %.1f before, %.1f after" % (os.cpu_count(), args.load_before,
+                                                                          os.getloadavg()[0]))
     print("(wall: what the program sees; CPU: process CPU time per step, all threads, which a busy")
     print("machine disturbs far less; overheads against 'none')")
-    print("%-22s %7s %7s %7s %6s %7s %6s %9s %7s %7s %6s" % (
+    print("%-24s %7s %7s %7s %6s %7s %6s %9s %7s %7s %6s" % (
         "config", "median", "p99", "max", "+wall", "CPU", "+CPU", "1st step+", "B/event", "after", "stalls"))
     for c in CONFIGS:
         v = res[c]["steady"]
         bpe = "%.1f" % statistics.median(res[c]["bpe"]) if res[c]["bpe"] else "-"
-        print("%-22s %7.2f %7.2f %7.2f %5.0f%% %7.2f %5.0f%% %9.2f %7s %7.1f %3d/%d" % (
+        print("%-24s %7.2f %7.2f %7.2f %5.0f%% %7.2f %5.0f%% %9.2f %7s %7.1f %3d/%d" % (
             c, med[c], pct(v, 0.99), max(v), 100 * (med[c] / med["none"] - 1), cpu[c],
             100 * (cpu[c] / cpu["none"] - 1), statistics.median(res[c]["first"]) - base_first, bpe,
             statistics.median(res[c]["after"]), res[c]["stall_runs"], args.rounds))
@@ -184,6 +200,30 @@ def report(res, args):
             ratio = (m["memhist_" + mode] - m["none"]) / t if t > 0 else float("nan")
             print("overhead ratio memhist/torch, stacks=%s (%s): %.2f" % (mode, label, ratio))
     print("stalls: runs with a step over twice the run's median")
+    targets(res, med, cpu, base_first, args)
+
+
+def targets(res, med, cpu, base_first, args):
+    """Issue 20's targets, each with its figure (CPU time: see above)."""
+    def over(c):
+        return cpu[c] / cpu["none"] - 1
+
+    def line(ok, text):
+        print("  %-4s %s" % ("met" if ok else "MISS", text))
+
+    print("targets (process CPU time per step):")
+    for suffix in ("", "_noscopes"):
+        r = over("memhist_python" + suffix) / over("torch_python") if over("torch_python") > 0 else float("nan")
+        line(r <= 0.25, "memhist_python%s overhead <= 1/4 of torch_python's: %.2f" % (suffix, r))
+        line(over("memhist_none" + suffix) < 0.03, "memhist_none%s overhead < 3 %%: %+.1f %%" %
+             (suffix, 100 * over("memhist_none" + suffix)))
+    for c in CONFIGS:
+        if not c.startswith("memhist_"):
+            continue
+        first = statistics.median(res[c]["first"]) - base_first
+        line(res[c]["stall_runs"] <= res["none"]["stall_runs"] and first <= 5,
+             "%s: runs with a step over 2x median %d/%d (no recording: %d), first step %+.1f ms (<= 5)" %
+             (c, res[c]["stall_runs"], args.rounds, res["none"]["stall_runs"], first))
 
 
 def main():
@@ -207,6 +247,7 @@ def main():
         print("torch_stacks: skipped: torch sees no CUDA device")
         sys.exit(77)
     capture_cost()
+    args.load_before = os.getloadavg()[0]
     out = args.out or tempfile.mkdtemp(prefix="mh_torch_stacks.")
     os.makedirs(out, exist_ok=True)
     report(run_rounds(args, out), args)

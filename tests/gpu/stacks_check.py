@@ -1,18 +1,19 @@
 """stacks_check.py - GPU check: memhist's own stacks equal torch's.
 
-    python tests/gpu/stacks_check.py MEMHIST_BIN WORKDIR      (record + compare)
+    python tests/gpu/stacks_check.py MEMHIST_BIN WORKDIR      (record + compare, record --frames)
     python tests/gpu/stacks_check.py --record WORKDIR         (GPU part only)
     python tests/gpu/stacks_check.py --compare MEMHIST_BIN WORKDIR
 
 Records one workload twice at once: memhist.start() (its own frame walker,
-stacks="python", then stacks="all") while the program also turns torch's
-own history on with stacks="python", so it also checks that both work
-together. Then every allocation in torch's trace is matched with memhist's
+stacks="python", then stacks="all", then stacks="python" with frames=3)
+while the program also turns torch's own history on with stacks="python",
+so it also checks that both work together. Then every allocation in torch's trace is matched with memhist's
 (same order, address and size, through `memhist snapshot`) and their frames
 (file, function, line; innermost first) must be equal, except that where
 torch has no frame memhist names the op ("torch internal", op, 0). With stacks="all"
 only memhist's Python frames are compared (torch's own interleave of C++
-and Python frames is wrong on CPython 3.11+). The workload has methods,
+and Python frames is wrong on CPython 3.11+), and no frame may be in
+memhist's own libraries; with frames=3 every stack is torch's innermost 3. The workload has methods,
 nested modules, a generator, a comprehension, a lambda, a custom
 autograd.Function and exec'd code. Runs on memhist's virtual device too
 (ctest vdevice_stacks_check: LD_PRELOAD of its libraries, MEMHIST_VDEVICE=1).
@@ -24,6 +25,7 @@ import subprocess
 import sys
 
 failures = []
+MODES = ("python", "all", "python3")  # python3: stacks="python", frames=3
 
 
 def check(cond, what):
@@ -85,9 +87,10 @@ def record(workdir):
     import memhist
     os.makedirs(workdir, exist_ok=True)
     torch.cuda.init()
-    for mode in ("python", "all"):
+    for mode in MODES:
         torch.cuda.empty_cache()  # each recording sees its segments created
-        s = memhist.start(os.path.join(workdir, "own_%s.memhist" % mode), stacks=mode)
+        s = memhist.start(os.path.join(workdir, "own_%s.memhist" % mode), stacks=mode.rstrip("3"),
+                          frames=3 if mode.endswith("3") else None)
         torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
                                                  max_entries=10 ** 6)
         workload(torch)
@@ -111,7 +114,7 @@ def frames(entry, python_only):
 
 
 def compare(memhist_bin, workdir):
-    for mode in ("python", "all"):
+    for mode in MODES:
         mh = os.path.join(workdir, "own_%s.memhist" % mode)
         out = os.path.join(workdir, "own_%s.pickle" % mode)
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # no virtual device for the CLI
@@ -132,9 +135,13 @@ def compare(memhist_bin, workdir):
               "%s: torch's %d allocations found in order among memhist's %d" % (mode, len(key), len(mkey)))
         if start is None:
             continue
-        same = with_frames = named = 0
+        same = with_frames = own = native = named = 0
         for a, b in zip(theirs, mine[start:]):
             fa, fb = frames(a, False), frames(b, mode == "all")
+            own += any("libmemhist" in f[0] for f in frames(b, False))
+            native += any(".so" in f[0] for f in frames(b, False))
+            if mode == "python3":
+                fa = fa[:3]
             with_frames += bool(fa)
             # where torch has no frame (autograd's thread), memhist names the op
             op = not fa and len(fb) == 1 and fb[0][0] == "torch internal" and fb[0][2] == 0
@@ -144,9 +151,34 @@ def compare(memhist_bin, workdir):
             elif len(failures) < 8:
                 print("  differ at addr %#x size %d:\n    torch   %s\n    memhist %s" % (a["addr"], a["size"],
                                                                                         fa[:4], fb[:4]))
+        check(own == 0, "%s: no stack holds a frame of memhist's own libraries (%d do)" % (mode, own))
+        check((native > len(theirs) // 2) == (mode == "all"),
+              "%s: stacks with C++ frames: %d of %d" % (mode, native, len(theirs)))
         check(same == len(theirs) and with_frames > len(theirs) // 3,
               "%s: frames equal for %d of %d allocations (%d with Python frames, %d with none named "
               "by their op)" % (mode, same, len(theirs), with_frames, named))
+
+
+def record_cli_frames(memhist_bin, workdir):
+    """`memhist record --frames 2` reaches the recorder: no stack is longer."""
+    out = os.path.join(workdir, "cli_frames2.memhist")
+    code = ("import torch\n"
+            "def inner(n):\n    return torch.ones(n, device='cuda')\n"
+            "def outer(n):\n    return inner(n) + 1\n"
+            "xs = [outer(256 * (i + 1)) for i in range(8)]\n")
+    p = subprocess.run([memhist_bin, "record", "--frames", "2", "-o", out, "--", sys.executable, "-c", code],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "memhist record --frames 2: %s" % p.stderr.strip()[-500:])
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    pk = out + ".pickle"
+    p = subprocess.run([memhist_bin, "snapshot", out, "-o", pk], capture_output=True, text=True, env=env)
+    if p.returncode:
+        check(False, "memhist snapshot of the --frames 2 recording: %s" % p.stderr.strip())
+        return
+    with open(pk, "rb") as f:
+        lengths = [len(e.get("frames", [])) for e in allocs(pickle.load(f))]
+    check(max(lengths, default=0) == 2 and lengths.count(2) >= 8,
+          "record --frames 2: stacks cut at 2 frames (lengths %s)" % sorted(set(lengths)))
 
 
 def main():
@@ -157,6 +189,7 @@ def main():
     else:
         record(sys.argv[2])
         compare(sys.argv[1], sys.argv[2])
+        record_cli_frames(sys.argv[1], sys.argv[2])
     print("%d check(s) failed" % len(failures) if failures else "all checks passed")
     return 1 if failures else 0
 

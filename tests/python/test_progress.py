@@ -1,17 +1,20 @@
 """The progress line: drawn on stderr only when stderr is a terminal, redrawn
 in place and cleared at the end, never changing what the command prints.
 
-A simulated run large enough for `report` to read for more than a second
+A simulated run large enough for `report` to work for more than a second
 (the input doubles until a plain run takes two seconds) is reported with
 stderr on a pseudo-terminal: stderr holds progress lines ("memhist: reading
-FILE: N% ...") redrawn with '\\r' and erased at the end, percentages never
-going down within a pass; once the terminal has applied the redraws and
+FILE: N% ..."; the what-if replay of the fragmentation verdict has its own)
+redrawn with '\\r' and erased at the end, percentages never going down
+within a piece of work; once the terminal has applied the redraws and
 erasures, stderr shows exactly the lines of a run without a terminal, and
-stdout is byte for byte the same. The what-if replay of report's
-fragmentation verdict reports its progress too. `trace` on the same input also shows
-progress while it writes its output, and the file it writes is the same as
-without a terminal. Without a terminal, with --quiet (or -q) and with
-MEMHIST_QUIET=1, stderr has no progress at all.
+stdout is byte for byte the same. `trace` on the same input shows progress
+too and writes the same file as without a terminal. `info -` reading the
+file from a pipe that delivers it over a few seconds (its size unknown)
+shows the bytes read so far. Without a terminal, with --quiet (or -q, after
+the command's name or before it) and with MEMHIST_QUIET=1, stderr has no
+progress at all; trace --quiet prints nothing on stderr (no status line
+either).
 Environment: MEMHIST.
 """
 import os
@@ -31,10 +34,10 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run_pty(args, env=None):
+def run_pty(args, env=None, stdin=subprocess.DEVNULL):
     """Runs memhist with stderr on a pseudo-terminal; returns (rc, stdout, stderr bytes)."""
     master, slave = os.openpty()
-    p = subprocess.Popen([MEMHIST] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    p = subprocess.Popen([MEMHIST] + args, stdin=stdin, stdout=subprocess.PIPE,
                          stderr=slave, env=env)
     os.close(slave)
     err = b""
@@ -118,6 +121,7 @@ with tempfile.TemporaryDirectory() as tmp:
           % (as_seen(perr)[-300:], err.decode()[-300:]))
 
     for args, env in ((["report", "--quiet", big], None), (["report", "-q", big], None),
+                      (["-q", "report", big], None),
                       (["report", big], dict(os.environ, MEMHIST_QUIET="1"))):
         qrc, qout, qerr = run_pty(args, env)
         check(qrc == 0 and qout == out and b"reading" not in qerr and b"\r" not in qerr,
@@ -125,14 +129,33 @@ with tempfile.TemporaryDirectory() as tmp:
                                          qerr[:200]))
 
     plain_trace, tty_trace = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
-    rc, _, err = run_plain(["trace", big, "-o", plain_trace])
-    prc, _, perr = run_pty(["trace", big, "-o", tty_trace])
+    window = ["--steps", "0:100"]  # the whole file is read, a small part written
+    rc, _, err = run_plain(["trace", big, *window, "-o", plain_trace])
+    prc, _, perr = run_pty(["trace", big, *window, "-o", tty_trace])
     check(rc == 0 and prc == 0, "trace succeeds")
     check(b"reading" not in err, "trace without a terminal: no progress")
     check(len(progress_lines(perr)) >= 1, "trace on a terminal shows progress: %r" % perr[:200])
     check(as_seen(perr) == err.decode().replace(plain_trace, tty_trace), "trace's status lines")
     with open(plain_trace, "rb") as a, open(tty_trace, "rb") as b:
         check(a.read() == b.read(), "trace output the same with and without a terminal")
+    qrc, _, qerr = run_pty(["trace", "--quiet", big, *window, "-o", tty_trace])
+    check(qrc == 0 and qerr == b"", "trace --quiet: no progress and no status line: %r" % qerr[:200])
+
+    # a pipe: the size is unknown, the line says how much was read
+    feeder = subprocess.Popen([sys.executable, "-c",
+                               "import sys, time\n"
+                               "d = open(sys.argv[1], 'rb').read(); n = len(d) // 20\n"
+                               "for i in range(20):\n"
+                               "    sys.stdout.buffer.write(d[i * n:(i + 1) * n]); sys.stdout.flush()\n"
+                               "    time.sleep(0.15)\n"
+                               "sys.stdout.buffer.write(d[20 * n:])\n", big],
+                              stdout=subprocess.PIPE)
+    prc, pout, perr = run_pty(["info", "-"], stdin=feeder.stdout)
+    feeder.stdout.close()
+    feeder.wait()
+    check(prc == 0 and re.search(rb"memhist: reading standard input: [\d.]+ [KMG]?i?B so far", perr),
+          "info from a pipe shows the bytes read so far: %r" % perr[:300])
+    check(b"reading" not in as_seen(perr).encode(), "and erases the line: %r" % perr[-200:])
 
 if failures:
     print("%d failure(s)" % len(failures))

@@ -79,6 +79,10 @@ with tempfile.TemporaryDirectory() as tmp:
     # 4. usage errors
     p = subprocess.run([MEMHIST, "record", "--stacks", "cpp", "--", "true"], capture_output=True, text=True)
     check(p.returncode == 2 and "--stacks" in p.stderr, "bad --stacks is a usage error")
+    for bad in ("0", "513", "x"):
+        p = subprocess.run([MEMHIST, "record", "--frames", bad, "--", "true"], capture_output=True, text=True)
+        check(p.returncode == 2 and "--frames" in p.stderr and len(p.stderr.strip().splitlines()) <= 2,
+              "--frames %s is a usage error: %r" % (bad, p.stderr))
     p = subprocess.run([MEMHIST, "record"], capture_output=True, text=True)
     check(p.returncode == 2, "missing command is a usage error")
 
@@ -91,15 +95,21 @@ with tempfile.TemporaryDirectory() as tmp:
         "    memhist.start(%r, stacks='cpp')\n"
         "except ValueError:\n"
         "    print('bad stacks refused')\n"
+        "for bad in (0, 513, 2.5, True, '3'):\n"
+        "    try:\n"
+        "        memhist.start(%r, frames=bad)\n"
+        "    except ValueError:\n"
+        "        print('bad frames refused', bad)\n"
         "with memhist.start(%r) as s:\n"
         "    memhist.step(); memhist.mark('x')\n"
         "    print('status', memhist.status())\n"
-        "print('after', memhist.status(), s.counts)\n" % (out, out))
+        "print('after', memhist.status(), s.counts)\n" % (out, out, out))
     env = dict(os.environ, PYTHONPATH=os.path.join(BIN, "python"))
     env.pop("MEMHIST_LIB_DIR", None)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     check(p.returncode == 0, "package run: %s" % p.stderr)
     check("bad stacks refused" in p.stdout, "invalid stacks refused")
+    check(p.stdout.count("bad frames refused") == 5, "invalid frames refused: %r" % p.stdout)
     check("status not recording: no CUDA device" in p.stdout, "status explains: %r" % p.stdout)
     check("after not recording: no CUDA device" in p.stdout and "None" in p.stdout,
           "the reason is kept after stop, nothing emitted: %r" % p.stdout)

@@ -4,7 +4,7 @@ write to within 10 %.
 On a simulated 150-step run (millions of bytes of output), --warn-size 1KiB
 makes both commands print their estimate ("the trace will be about X");
 the estimate is compared with the size of the file written, for the whole
-run and for a window of steps; without --warn-size (default limits far
+run, for a window of steps and for trace --pretty; without --warn-size (default limits far
 above these sizes) no warning is printed. Environment: MEMHIST.
 """
 import os
@@ -38,7 +38,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check(run("simulate", "--steps", "150", "-o", rec).returncode == 0, "simulate")
     for command, out in (("trace", "t.json"), ("snapshot", "s.pickle")):
         out = os.path.join(tmp, out)
-        for window in ([], ["--steps", "20:40"]):
+        variants = [[], ["--steps", "20:40"]] + ([["--pretty"]] if command == "trace" else [])
+        for window in variants:
             p = run(command, rec, *window, "--warn-size", "1KiB", "-o", out)
             est = estimate(p.stderr)
             check(p.returncode == 0 and est is not None,

@@ -4,8 +4,9 @@
  * trace_events.c plus the digits of its numbers and the length of its
  * names, and the memory counters are counted as the writer emits them (one
  * sample per device and microsecond, with the model's values of the last
- * event in it). Within a few percent of the compact output; the stack
- * labels of the rare segment instants are taken at a typical length. */
+ * event in it). With --pretty each key adds its line break and indent.
+ * Within a few percent of the output; the stack labels of the rare segment
+ * instants are taken at a typical length. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,16 @@
 #define API_ARGS LEN(",\"dur\":,\"args\":{\"cbid\":,\"correlation\":}}")
 #define SLICE_TAIL LEN(",\"dur\":}")
 #define MARK_TAIL LEN("}")
+
+/* What --pretty adds to an event of `top` keys, `args` of them in "args":
+ * a line and indent per key (6 spaces, 8 in args) and a space after each
+ * colon, and lines for the braces. */
+static uint64_t layout(const struct mh_trace_estimate *e, unsigned top, unsigned args)
+{
+    if (!e->pretty)
+        return 0;
+    return 5 + 8u * top + (args ? 10u * args + 7 : 0) + 5;
+}
 
 static unsigned digits(uint64_t v)
 {
@@ -57,11 +68,12 @@ static size_t name_len(const struct mh_trace_estimate *e, uint32_t id, size_t df
 }
 
 void mh__trace_estimate_begin(struct mh_trace_estimate *e, const struct mh_reader *r,
-                              const struct mh_model *m)
+                              const struct mh_model *m, int pretty)
 {
     memset(e, 0, sizeof *e);
     e->r = r;
     e->m = m;
+    e->pretty = pretty;
     const char *pid = mh_reader_meta(r, "pid");
     char *end;
     long long v = pid ? strtoll(pid, &end, 10) : 0;
@@ -83,7 +95,7 @@ static uint64_t counter(struct mh_trace_estimate *e, int device, uint64_t ns)
     c->us = us;
     c->bytes = COUNTER_FIXED + 2 * sdigits(device) + ts_len(e, ns) + digits(st.allocated) +
                digits(st.reserved) + digits(st.driver_outside) +
-               digits(st.reserved + st.driver_outside);
+               digits(st.reserved + st.driver_outside) + layout(e, 7, 4);
     return written;
 }
 
@@ -100,7 +112,8 @@ static uint64_t memory_instant(struct mh_trace_estimate *e, const struct mh_even
                  MEMORY_ARGS + 2 * 12 + digits(ev->size);
     if (ev->correlation)
         n += LEN(",\"correlation\":") + digits(ev->correlation);
-    return n + (ev->stack ? STACK_TYPICAL : 0);
+    return n + (ev->stack ? STACK_TYPICAL : 0) +
+           layout(e, 8, 3 + (ev->correlation != 0) + (ev->stack != 0));
 }
 
 static uint64_t device_activity(struct mh_trace_estimate *e, const struct mh_event *ev)
@@ -110,6 +123,7 @@ static uint64_t device_activity(struct mh_trace_estimate *e, const struct mh_eve
                            (int64_t)ev->stream, ev->time_ns) +
                  DEVICE_ARGS + digits(ev->dur_ns / 1000) + 4 + sdigits(ev->device) +
                  digits(ev->stream) + digits(ev->correlation);
+    n += layout(e, 8, 3 + (ev->kind != MH_EV_KERNEL));
     return n + (ev->kind != MH_EV_KERNEL ? LEN(",\"bytes\":") + digits(ev->size) : 0);
 }
 
@@ -123,7 +137,7 @@ static uint64_t api_call(struct mh_trace_estimate *e, const struct mh_event *ev)
         n += LEN(",\"bytes\":") + digits(ev->size);
     if (ev->addr)
         n += LEN(",\"addr\":\"0x\"") + 12;
-    return n;
+    return n + layout(e, 8, 2 + (ev->size != 0) + (ev->addr != 0));
 }
 
 uint64_t mh__trace_estimate_event(struct mh_trace_estimate *e, const struct mh_event *ev)
@@ -139,23 +153,31 @@ uint64_t mh__trace_estimate_event(struct mh_trace_estimate *e, const struct mh_e
     case MH_EV_SEGMENT_UNMAP: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE:
         return memory_instant(e, ev) + counter(e, ev->device, ev->time_ns);
     case MH_EV_OOM:
-        return OOM_TOTAL + counter(e, ev->device, ev->time_ns);
+        return OOM_TOTAL + layout(e, 8, 10) + counter(e, ev->device, ev->time_ns);
     case MH_EV_KERNEL: case MH_EV_MEMCPY: case MH_EV_MEMSET:
         return device_activity(e, ev);
     case MH_EV_API_CALL:
         return api_call(e, ev);
     case MH_EV_RANGE_END: /* the range's complete slice */
         return begin_len(e, 1 + 6 + name_len(e, ev->str, 5), e->host_pid_digits, ev->thread,
-                         ev->time_ns) + SLICE_TAIL + 8;
+                         ev->time_ns) + SLICE_TAIL + 8 + layout(e, 7, 0);
     case MH_EV_STEP_END:
         return begin_len(e, 1 + 4 + 5 + sdigits((int64_t)ev->aux), e->host_pid_digits, 0,
-                         ev->time_ns) + SLICE_TAIL + 8;
+                         ev->time_ns) + SLICE_TAIL + 8 + layout(e, 7, 0);
     case MH_EV_MARK: case MH_EV_PHASE:
         return begin_len(e, 1 + 5 + (ev->kind == MH_EV_PHASE ? 9 : name_len(e, ev->str, 4)),
-                         e->host_pid_digits, 0, ev->time_ns) + INSTANT_EXTRA + MARK_TAIL;
+                         e->host_pid_digits, 0, ev->time_ns) + INSTANT_EXTRA + MARK_TAIL +
+               layout(e, 7, 0);
     default:
         return 0;
     }
+}
+
+uint64_t mh__trace_estimate_flows(const struct mh_trace_estimate *e, uint64_t flows)
+{
+    /* {"ph":"s","cat":"ac2g","name":"ac2g","pid":P,"tid":T,"ts":X,"id":C} and
+     * its "f" with "bp":"e", at typical lengths of their numbers */
+    return flows * (200 + layout(e, 7, 0) + layout(e, 8, 0));
 }
 
 uint64_t mh__trace_estimate_end(struct mh_trace_estimate *e)

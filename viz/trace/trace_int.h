@@ -81,13 +81,16 @@ struct mh_trace_estimate {
     uint64_t base_ns;
     int have_base;
     unsigned host_pid_digits;
+    int pretty;
     struct mh_trace_counter_estimate counters[MH_TRACE_MAX_DEVICES];
 };
 void mh__trace_estimate_begin(struct mh_trace_estimate *e, const struct mh_reader *r,
-                              const struct mh_model *m);
+                              const struct mh_model *m, int pretty);
 /* Bytes the write pass adds for an event in the window (a counter sample is
  * counted when the next one replaces it). */
 uint64_t mh__trace_estimate_event(struct mh_trace_estimate *e, const struct mh_event *ev);
+/* Bytes of `flows` launch -> device arrows (a start and a finish each). */
+uint64_t mh__trace_estimate_flows(const struct mh_trace_estimate *e, uint64_t flows);
 /* Bytes of the samples still pending at the end. */
 uint64_t mh__trace_estimate_end(struct mh_trace_estimate *e);
 

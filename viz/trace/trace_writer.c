@@ -182,13 +182,16 @@ static void suggest(struct mh_trace *t, const struct scan *sc)
 {
     struct mh_trace_plan *p = &t->plan;
     uint64_t budget = t->o.warn_bytes / 2, sum = 0;
-    if (sc->n >= 2 && sc->steps[0].step >= 0) {
-        size_t i = 0;
+    size_t first = 0; /* the set-up before the first step is left out */
+    while (first < sc->n && sc->steps[first].step < 0)
+        first++;
+    if (sc->n - first >= 2) {
+        size_t i = first;
         while (i + 1 < sc->n && sum + sc->steps[i].bytes <= budget)
             sum += sc->steps[i++].bytes;
-        int64_t last = sc->steps[i > 0 ? i - 1 : 0].step;
+        int64_t last = sc->steps[i > first ? i - 1 : first].step;
         snprintf(p->suggestion, sizeof p->suggestion, "--steps %lld:%lld",
-                 (long long)sc->steps[0].step, (long long)last);
+                 (long long)sc->steps[first].step, (long long)last);
         return;
     }
     double frac = (double)budget / (double)p->est_bytes;
@@ -244,7 +247,8 @@ static int scan_begin(void *user, struct mh_session *s)
     p->t->have_t0 = 0;
     p->t->nstep_times = 0;
     p->sc.n = 0;
-    mh__trace_estimate_begin(&p->sc.est, mh__session_reader(s), mh__session_model(s));
+    mh__trace_estimate_begin(&p->sc.est, mh__session_reader(s), mh__session_model(s),
+                             p->t->o.pretty);
     return 0;
 }
 
@@ -267,7 +271,8 @@ int mh__trace_scan(struct mh_trace *t, struct mh_session *s)
             t->plan.flows++;
     /* the pending counter samples, the flows' start and finish, the
      * document's head and the tracks' names */
-    t->plan.est_bytes += mh__trace_estimate_end(&p.sc.est) + t->plan.flows * 200 + 4096;
+    t->plan.est_bytes += mh__trace_estimate_end(&p.sc.est) +
+                         mh__trace_estimate_flows(&p.sc.est, t->plan.flows) + 4096;
     t->plan.too_big = t->plan.est_bytes > t->o.warn_bytes;
     if (t->plan.too_big && t->plan.events > 0)
         suggest(t, &p.sc);

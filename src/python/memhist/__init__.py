@@ -46,10 +46,11 @@ def _not_recording(session, reason):
 class Session:
     """One recording; also a context manager that stops it on exit."""
 
-    def __init__(self, path, stacks, op_ranges, lazy_open, meta=None):
+    def __init__(self, path, stacks, op_ranges, lazy_open, meta=None, frames=None):
         self.path = os.path.abspath(path)
         self.meta = meta or {}
         self.stacks = stacks
+        self.frames = frames
         self.op_ranges = op_ranges
         self.lazy_open = lazy_open
         self.rec = None
@@ -104,7 +105,7 @@ class Session:
                     self.open()
                 lib = _native.bridge()
                 opts = _native.TorchOpts(_native.STACKS[self.stacks], int(bool(self.op_ranges)), 0,
-                                         torch.__version__.encode())
+                                         torch.__version__.encode(), self.frames or 0)
                 rc = lib.mh_torch_attach(self.rec, ctypes.byref(opts))
                 if rc < 0:
                     _not_recording(self, lib.mh_torch_error().decode("utf-8", "replace"))
@@ -166,18 +167,22 @@ def _wrap_metadata(torch, lib):
     mem._set_memory_metadata = _set_memory_metadata
 
 
-def start(path="record.memhist", stacks="python", op_ranges=False, _lazy_open=False, _cuda=None,
-          _meta=None):
+def start(path="record.memhist", stacks="python", op_ranges=False, frames=None, _lazy_open=False,
+          _cuda=None, _meta=None):
     """Starts recording to `path`. stacks: "python" (default), "all" (with C++
     frames; slower), or "none"/None. op_ranges: also record record_function
-    ranges. Returns a Session (usable as a context manager)."""
+    ranges. frames: the most frames kept per stack, innermost first (1 to
+    512; None: 512). Returns a Session (usable as a context manager)."""
     global _session
     if stacks not in _native.STACKS:
         raise ValueError("stacks must be 'python', 'all', 'none' or None, not %r" % (stacks,))
+    if frames is not None and (isinstance(frames, bool) or not isinstance(frames, int)
+                               or not 1 <= frames <= _native.FRAMES_MAX):
+        raise ValueError("frames must be an integer from 1 to %d, not %r" % (_native.FRAMES_MAX, frames))
     with _lock:
         if _session is not None:
             raise RuntimeError("memhist is already recording to %s" % _session.path)
-        s = Session(path, stacks, op_ranges, _lazy_open, _meta)
+        s = Session(path, stacks, op_ranges, _lazy_open, _meta, frames)
         _session = s
         try:
             if _cuda is None:

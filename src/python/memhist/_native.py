@@ -24,7 +24,11 @@ class Counts(ctypes.Structure):
 class TorchOpts(ctypes.Structure):
     """struct mh_torch_opts (include/memhist/torch.h)."""
     _fields_ = [("stacks", ctypes.c_int), ("op_ranges", ctypes.c_int),
-                ("ctx_slots", ctypes.c_uint32), ("torch_version", ctypes.c_char_p)]
+                ("ctx_slots", ctypes.c_uint32), ("torch_version", ctypes.c_char_p),
+                ("max_frames", ctypes.c_int)]
+
+
+FRAMES_MAX = 512  # MH_TORCH_FRAMES_MAX (include/memhist/torch.h)
 
 
 STACKS = {"python": 2, "all": 3, "none": 1, None: 1}

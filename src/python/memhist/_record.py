@@ -12,7 +12,7 @@ where who is "process PID", or "rank R (process PID)" under torchrun.
 Files are created exclusively: a name already taken gets ".2", ".3", ...
 
 Environment (set by `memhist record`): MEMHIST_RECORD_PATH, MEMHIST_STACKS,
-MEMHIST_OP_RANGES, MEMHIST_STATUS_FILE, MEMHIST_ROOT_PID, MEMHIST_LIB_DIR;
+MEMHIST_FRAMES, MEMHIST_OP_RANGES, MEMHIST_STATUS_FILE, MEMHIST_ROOT_PID, MEMHIST_LIB_DIR;
 `memhist simulate` adds MEMHIST_VDEVICE=1 (memhist._vdevice adapts torch to the
 virtual device).
 """
@@ -101,6 +101,7 @@ def _on_torch_cuda(module):
     try:
         _state["session"] = memhist.start(output_path(), stacks=None if stacks == "none" else stacks,
                                           op_ranges=os.environ.get("MEMHIST_OP_RANGES") == "1",
+                                          frames=_env_int("MEMHIST_FRAMES") or None,
                                           _lazy_open=True, _cuda=module, _meta=header_meta())
     except Exception as e:
         sys.stderr.write("memhist: warning: %s: recording disabled: %s\n" % (who(), e))

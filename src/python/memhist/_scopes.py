@@ -21,8 +21,12 @@ Installed by a recording session once it attaches to the allocator (so for
   devices the parameters are on: the step ends on those devices only (one
   process driving models on two devices has each device's own steps).
 
-Each hook is a few dictionary look-ups and one ctypes call; a failure in a
-hook disables the hooks and is kept in the session's status, never raised.
+Each hook is a few dictionary look-ups and one ctypes call (the forward
+hooks are closures over their state, a module's name and string id are
+looked up once). Tags go to the recorder in one call per device and role;
+a tensor object keeps its memory and role, so it is tagged once (a new
+gradient each step is a new tensor). A failure in a hook disables the hooks
+and is kept in the session's status, never raised.
 """
 import ctypes
 import threading
@@ -36,9 +40,10 @@ class Scopes:
     def __init__(self, core, rec, session, bridge=None):
         self.core = core
         self.bridge = bridge  # libmemhist_torch (per-device steps), or None
+        self.devmask = {}     # id(optimizer) -> (ids of its parameters, their devices as bits)
         self.rec = rec
         self.session = session
-        self.names = {}      # id(module) -> (weak reference to the module, path): never keeps a model alive
+        self.names = {}      # id(module) -> (weak reference to the module, path, string id): never keeps a model alive
         self.sids = {}       # path -> interned string id
         self.local = threading.local()
         self.bwd = {}        # autograd thread id -> [path, ...] open backward scopes
@@ -48,13 +53,17 @@ class Scopes:
         self.root_names = set()  # their paths (class names)
         self.tagged_roots = set()
         self.handles = []
+        self.tagged = {}         # id(tensor) -> (weak reference to it, role): tagged (or not CUDA)
+        self.prune_at = 4096
+        self.last = {}           # (caller, role) -> (ids, weak references) of the last tagged list
+        self.tids = {}           # threading.get_ident() -> memhist thread id
         self.on = True
         core.mh_intern_string.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
         core.mh_intern_string.restype = ctypes.c_int64
         core.mh_recorder_scope.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
                                            ctypes.c_uint, ctypes.c_uint32]
-        core.mh_recorder_tag.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
-                                         ctypes.c_uint, ctypes.c_uint32]
+        core.mh_recorder_tags.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p,
+                                          ctypes.c_void_p, ctypes.c_size_t]
         core.mh_recorder_step_begin.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
         core.mh_thread_id.restype = ctypes.c_uint32
 
@@ -62,8 +71,9 @@ class Scopes:
     def install(self, torch):
         from torch.nn.modules import module as M
         from torch.optim import optimizer as opt
-        self.handles.append(M.register_module_forward_pre_hook(self._guard(self._fwd_pre)))
-        self.handles.append(M.register_module_forward_hook(self._guard(self._fwd_post)))
+        pre, post = self._forward_hooks()
+        self.handles.append(M.register_module_forward_pre_hook(pre))
+        self.handles.append(M.register_module_forward_hook(post))
         self.handles.append(opt.register_optimizer_step_pre_hook(self._guard(self._opt_pre)))
         self.handles.append(opt.register_optimizer_step_post_hook(self._guard(self._opt_post)))
 
@@ -72,6 +82,10 @@ class Scopes:
         for h in self.handles:
             h.remove()
         self.handles = []
+
+    def _failed(self, e):
+        self.on = False
+        self.session.status += "; module scopes off: %s" % e
 
     def _guard(self, fn):
         compiling = _is_compiling()
@@ -82,10 +96,56 @@ class Scopes:
             try:
                 fn(*args)
             except Exception as e:  # never break the program
-                self.on = False
-                self.session.status += "; module scopes off: %s" % e
+                self._failed(e)
             return None
         return hook
+
+    def _forward_hooks(self):
+        """The module forward pre/post hooks: called for every module call,
+        so they keep their state in closure variables."""
+        compiling = _is_compiling()
+        scope, rec, names, roots, local = self.core.mh_recorder_scope, self.rec, self.names, self.roots, self.local
+        bwd_enter = self._bwd_enter
+
+        def pre(module, args):
+            if not self.on or compiling():  # under torch.compile tracing: stay out of the graph
+                return None
+            try:
+                try:
+                    stack = local.stack
+                except AttributeError:
+                    stack = local.stack = []
+                key = id(module)
+                if key in roots:
+                    while stack:  # a forward that raised left scopes open
+                        scope(rec, 0, stack.pop()[1], FORWARD, 0)
+                known = names.get(key)
+                if known is None or known[0]() is not module:
+                    known = self._name(module, stack)
+                if not stack and key in roots:
+                    self._root_forward(module)
+                stack.append((known[1], known[2]))
+                scope(rec, 1, known[2], FORWARD, 0)
+            except Exception as e:  # never break the program
+                self._failed(e)
+            return None
+
+        def post(module, args, output):
+            if not self.on or compiling():
+                return None
+            try:
+                stack = getattr(local, "stack", None)
+                if not stack:
+                    return None
+                path, sid = stack.pop()
+                scope(rec, 0, sid, FORWARD, 0)
+                fn = _grad_fn(output)
+                if fn is not None:
+                    fn.register_prehook(lambda grad_outputs, p=path, s=sid: bwd_enter(p, s))
+            except Exception as e:
+                self._failed(e)
+            return None
+        return pre, post
 
     # -- names -----------------------------------------------------------
     def _sid(self, path):
@@ -101,51 +161,22 @@ class Scopes:
         base = type(root).__name__
         self.roots.add(id(root))
         self.root_names.add(base)
-        self.names[id(root)] = (weakref.ref(root), base)
+        self.names[id(root)] = (weakref.ref(root), base, self._sid(base))
         for name, sub in root.named_modules():
             if name and id(sub) not in self.names:
-                self.names[id(sub)] = (weakref.ref(sub), name)
-        return base
+                self.names[id(sub)] = (weakref.ref(sub), name, self._sid(name))
+        return self.names[id(root)]
 
-    def _path(self, module, stack):
-        known = self.names.get(id(module))
-        if known is not None and known[0]() is module:
-            return known[1]
+    def _name(self, module, stack):
+        """(weak reference, path, string id) of a module seen for the first
+        time: a root (no open scope) names its whole tree."""
         if not stack:
             return self._name_root(module)
-        path = stack[-1] + "." + type(module).__name__
-        self.names[id(module)] = (weakref.ref(module), path)
-        return path
+        path = stack[-1][0] + "." + type(module).__name__
+        known = self.names[id(module)] = (weakref.ref(module), path, self._sid(path))
+        return known
 
-    def _stack(self):
-        st = getattr(self.local, "stack", None)
-        if st is None:
-            st = self.local.stack = []
-        return st
-
-    # -- forward ---------------------------------------------------------
-    def _fwd_pre(self, module, args):
-        stack = self._stack()
-        if stack and id(module) in self.roots:  # a forward that raised left scopes open
-            while stack:
-                self.core.mh_recorder_scope(self.rec, 0, self._sid(stack.pop()), FORWARD, 0)
-        path = self._path(module, stack)
-        if not stack and id(module) in self.roots:
-            self._root_forward(module)
-        stack.append(path)
-        self.core.mh_recorder_scope(self.rec, 1, self._sid(path), FORWARD, 0)
-
-    def _fwd_post(self, module, args, output):
-        stack = self._stack()
-        if not stack:
-            return
-        path = stack.pop()
-        sid = self._sid(path)
-        self.core.mh_recorder_scope(self.rec, 0, sid, FORWARD, 0)
-        fn = _grad_fn(output)
-        if fn is not None:
-            fn.register_prehook(lambda grad_outputs, p=path, s=sid: self._bwd_enter(p, s))
-
+    # -- forward (the hooks are in _forward_hooks) -----------------------
     def _root_forward(self, root):
         self._close_backward()
         if not self.step_opened:
@@ -153,16 +184,18 @@ class Scopes:
             self.core.mh_recorder_step_begin(self.rec, 0)
         if id(root) not in self.tagged_roots:
             self.tagged_roots.add(id(root))
-            for name, p in root.named_parameters():
-                self._tag(p, PARAMETER, name)
-            for name, b in root.named_buffers():
-                self._tag(b, BUFFER, name)
+            for named, role in ((root.named_parameters(), PARAMETER), (root.named_buffers(), BUFFER)):
+                pairs = list(named)
+                self._tag_all([t for _, t in pairs], role, "root", [name for name, _ in pairs])
 
     # -- backward --------------------------------------------------------
     def _bwd_enter(self, path, sid):
         if not self.on:
             return None
-        tid = self.core.mh_thread_id()
+        try:
+            tid = self.tids[threading.get_ident()]
+        except KeyError:
+            tid = self.tids[threading.get_ident()] = self.core.mh_thread_id()
         with self.bwd_lock:
             open_ = self.bwd.setdefault(tid, [])
             inner = []  # a submodule that shares this output's grad_fn opened first
@@ -190,26 +223,64 @@ class Scopes:
     # -- optimizer -------------------------------------------------------
     def _opt_pre(self, optimizer, args, kwargs):
         self._close_backward()
-        devices = 0
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                self._tag(p, PARAMETER, None)
-                if p.grad is not None:
-                    self._tag(p.grad, GRADIENT, None)
-                if getattr(p, "is_cuda", False) and (p.device.index or 0) < 64:
-                    devices |= 1 << (p.device.index or 0)
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        self._tag_all(params, PARAMETER, id(optimizer))
+        self._tag_all([g for g in (p.grad for p in params) if g is not None], GRADIENT, id(optimizer))
         if self.bridge is not None:
-            self.bridge.mh_torch_step_devices(devices)
+            self.bridge.mh_torch_step_devices(self._devices(optimizer, params))
+
+    def _devices(self, optimizer, params):
+        """Bit d set for each CUDA device (0-63) holding one of `params`;
+        remembered per optimizer while its parameters are the same objects."""
+        ids = tuple(map(id, params))
+        known = self.devmask.get(id(optimizer))
+        if known is not None and known[0] == ids:
+            return known[1]
+        mask = 0
+        for p in params:
+            d = p.get_device() if getattr(p, "is_cuda", False) else -1
+            if 0 <= d < 64:
+                mask |= 1 << d
+        self.devmask[id(optimizer)] = (ids, mask)
+        return mask
 
     def _opt_post(self, optimizer, args, kwargs):
-        for state in optimizer.state.values():
-            for v in state.values():
-                self._tag(v, OPTIMIZER_STATE, None)
+        self._tag_all([v for state in optimizer.state.values() for v in state.values()], OPTIMIZER_STATE,
+                      id(optimizer))
 
-    def _tag(self, t, role, name):
-        if getattr(t, "is_cuda", False) and t.data_ptr():
-            sid = self._sid(name) if name else 0
-            self.core.mh_recorder_tag(self.rec, t.device.index or 0, t.data_ptr(), role, sid)
+    def _tag_all(self, tensors, role, site, names=None):
+        """Tags the CUDA tensors among `tensors` that were not given this role
+        yet: one recorder call per device. `site` names the caller, whose last
+        list is remembered: the same live tensors again cost no look-up."""
+        ids = tuple(map(id, tensors))
+        last = self.last.get((site, role))
+        if last is not None and last[0] == ids and all(r() is not None for r in last[1]):
+            return  # the very objects of the last call (live objects have distinct ids)
+        cache, todo, refs = self.tagged, {}, []
+        for i, t in enumerate(tensors):
+            known = cache.get(id(t))
+            if known is not None and known[0]() is t:
+                refs.append(known[0])
+                if known[1] == role:
+                    continue
+            try:
+                ref = weakref.ref(t)
+            except TypeError:  # not a tensor (a Python number in optimizer state)
+                continue
+            cache[id(t)] = (ref, role)
+            refs.append(ref)
+            if getattr(t, "is_cuda", False) and t.data_ptr():
+                ptrs, sids = todo.setdefault(t.get_device(), ([], []))
+                ptrs.append(t.data_ptr())
+                sids.append(self._sid(names[i]) if names else 0)
+        for device, (ptrs, sids) in todo.items():
+            n = len(ptrs)
+            self.core.mh_recorder_tags(self.rec, device, role, (ctypes.c_uint64 * n)(*ptrs),
+                                       (ctypes.c_uint32 * n)(*sids), n)
+        self.last[(site, role)] = (ids, refs)
+        if len(cache) > self.prune_at:  # drop entries of dead tensors (old gradients)
+            self.tagged = {k: v for k, v in cache.items() if v[0]() is not None}
+            self.prune_at = max(4096, 2 * len(self.tagged))
 
 
 def _grad_fn(output):
