@@ -49,3 +49,16 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
       ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
   endforeach()
 endif()
+
+# Steps per device and the growth report (tests/vdevice/steps.py): two models
+# on two devices in one process, a leak across steps and the same without it.
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
+  foreach(case devices growth nogrowth)
+    add_test(NAME vdevice_steps_${case}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/steps.py ${case}
+                     ${CMAKE_BINARY_DIR}/vdevice_steps/${case})
+    set_tests_properties(vdevice_steps_${case} PROPERTIES
+      LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+      ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
+endif()

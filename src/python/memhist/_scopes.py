@@ -17,7 +17,9 @@ Installed by a recording session once it attaches to the allocator (so for
   set-up, not part of a step. Its parameters and buffers are tagged.
 - Optimizer.step (global pre/post hooks): gradients are tagged before it,
   parameters too (a program may build its optimizer over other tensors),
-  and its state tensors after it.
+  and its state tensors after it. The pre-hook tells the bridge which
+  devices the parameters are on: the step ends on those devices only (one
+  process driving models on two devices has each device's own steps).
 
 Each hook is a few dictionary look-ups and one ctypes call (the forward
 hooks are closures over their state, a module's name and string id are
@@ -35,8 +37,10 @@ PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 1, 2, 3, 4
 
 
 class Scopes:
-    def __init__(self, core, rec, session):
+    def __init__(self, core, rec, session, bridge=None):
         self.core = core
+        self.bridge = bridge  # libmemhist_torch (per-device steps), or None
+        self.devmask = {}     # id(optimizer) -> (ids of its parameters, their devices as bits)
         self.rec = rec
         self.session = session
         self.names = {}      # id(module) -> (weak reference to the module, path, string id): never keeps a model alive
@@ -222,6 +226,23 @@ class Scopes:
         params = [p for group in optimizer.param_groups for p in group["params"]]
         self._tag_all(params, PARAMETER, id(optimizer))
         self._tag_all([g for g in (p.grad for p in params) if g is not None], GRADIENT, id(optimizer))
+        if self.bridge is not None:
+            self.bridge.mh_torch_step_devices(self._devices(optimizer, params))
+
+    def _devices(self, optimizer, params):
+        """Bit d set for each CUDA device (0-63) holding one of `params`;
+        remembered per optimizer while its parameters are the same objects."""
+        ids = tuple(map(id, params))
+        known = self.devmask.get(id(optimizer))
+        if known is not None and known[0] == ids:
+            return known[1]
+        mask = 0
+        for p in params:
+            d = p.get_device() if getattr(p, "is_cuda", False) else -1
+            if 0 <= d < 64:
+                mask |= 1 << d
+        self.devmask[id(optimizer)] = (ids, mask)
+        return mask
 
     def _opt_post(self, optimizer, args, kwargs):
         self._tag_all([v for state in optimizer.state.values() for v in state.values()], OPTIMIZER_STATE,
