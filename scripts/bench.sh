@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh - builds an optimized memhist and runs every benchmark in
 # tests/bench (recorder emit and drain, bytes per event, reader and model
-# replay, simulator, PNG timeline against matplotlib, pickle against CPython),
+# replay, the growth observer, simulator, PNG timeline against matplotlib,
+# pickle against CPython),
 # then the Python benchmarks tests/bench/bench_*.py (on the virtual device:
 # simulator fidelity against torch's real allocator, recorder overhead), then
 # the recording overhead of the torch bridge's stack modes against torch's own

@@ -207,7 +207,7 @@ static int same_groups(const struct mh_stack_group *a, size_t na, const struct m
 static void check_peak_groups(const char *path)
 {
     struct mh_analysis a;
-    const struct mh_analysis_want want = {0, 1};
+    const struct mh_analysis_want want = {0, 1, 0};
     cr_assert_eq(mh__analysis_open(path, &want, &a), 0, "%s", path);
     const struct mh_model *m = a.rp.model;
     size_t checked = 0;

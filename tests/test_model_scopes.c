@@ -139,6 +139,9 @@ Test(scopes, the_first_step_opened_again_makes_what_came_before_setup)
     e = tev(MH_EV_STEP_BEGIN, 0, 0); /* the model's first forward */
     e.time_ns = 1000;
     cr_assert_eq(mh_model_apply(m, &e, NULL), 0);
+    e = tev(MH_EV_ALLOC, BASE + 6 * MH_MB, 512);
+    e.time_ns = 1010;
+    cr_assert_eq(mh_model_apply(m, &e, NULL), 0);
     e = tev(MH_EV_STEP_END, 0, 0);
     e.time_ns = 1020;
     cr_assert_eq(mh_model_apply(m, &e, NULL), 0);

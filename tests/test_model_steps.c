@@ -32,8 +32,9 @@ Test(steps, only_step_end_markers)
     at(m, 60, MH_EV_STEP_END, 0, 0, 1);
     at(m, 70, MH_EV_ALLOC, BASE + 4 * MH_MB, 2 * MH_MB, 0);
     mh_model_finish(m);
-    cr_assert_eq(mh_model_step_count(m, 0), 3);
-    struct mh_step_stats s0 = step(m, 0), s1 = step(m, 1), s2 = step(m, 2);
+    cr_assert_eq(mh_model_step_count(m, 0), 2); /* what follows the last marker is the tail */
+    struct mh_step_stats s0 = step(m, 0), s1 = step(m, 1), s2;
+    cr_assert_eq(mh_model_tail(m, 0, &s2), 0);
     cr_expect_eq(s0.step, 0);
     cr_expect_eq(s0.begin_ns, 10);
     cr_expect_eq(s0.end_ns, 30);
@@ -81,8 +82,9 @@ Test(steps, begin_end_markers_and_setup)
     at(m, 20, MH_EV_STEP_BEGIN, 0, 0, 8);
     at(m, 21, MH_EV_FREE_COMPLETED, BASE, 0, 0);
     mh_model_finish(m);
-    cr_assert_eq(mh_model_step_count(m, 0), 2); /* setup (step -1) is not listed */
-    struct mh_step_stats s0 = step(m, 0), s1 = step(m, 1);
+    cr_assert_eq(mh_model_step_count(m, 0), 1); /* setup (step -1) and tail are not listed */
+    struct mh_step_stats s0 = step(m, 0), s1;
+    cr_assert_eq(mh_model_tail(m, 0, &s1), 0);
     cr_expect_eq(s0.step, 7);
     cr_expect_eq(s0.begin_ns, 10);
     cr_expect_eq(s0.peak_allocated, 1024);
@@ -155,7 +157,11 @@ Test(steps, oom_info)
     cr_expect_eq(mh_model_largest_free(m, 0, UINT64_MAX, 0), 40 * MH_MB);
     cr_expect_eq(mh_model_oom(m, 1, &o), MH_ENOTFOUND);
     mh_model_finish(m);
-    cr_expect_eq(step(m, 1).ooms, 1);
+    struct mh_step_stats tail;
+    cr_assert_eq(mh_model_step_count(m, 0), 1);
+    cr_assert_eq(mh_model_tail(m, 0, &tail), 0); /* the OOM came after the last step */
+    cr_expect_eq(tail.step, 5);
+    cr_expect_eq(tail.ooms, 1);
     struct mh_mem_stats st;
     mh_model_stats(m, 0, &st);
     cr_expect_eq(st.ooms, 1);
@@ -176,7 +182,10 @@ Test(steps, fragmentation_at_reserved_peak)
     cr_expect_eq(s.step, 1);
     cr_expect_eq(s.peak_reserved, 2 * MH_MB);
     cr_expect_float_eq(s.fragmentation, 1.0, 1e-9);
-    at(m, 6, MH_EV_STEP_END, 0, 0, 2); /* an empty step, nothing reserved */
+    at(m, 6, MH_EV_STEP_END, 0, 0, 2); /* nothing happened on the device: not its step */
+    cr_assert_eq(mh_model_step_count(m, 0), 1);
+    at(m, 7, MH_EV_OOM, 0, 4 * MH_MB, 0); /* a step with nothing reserved */
+    at(m, 8, MH_EV_STEP_END, 0, 0, 2);
     cr_assert_eq(mh_model_step_count(m, 0), 2);
     s = step(m, 1);
     cr_expect_eq(s.step, 2);
@@ -184,5 +193,117 @@ Test(steps, fragmentation_at_reserved_peak)
     cr_expect_float_eq(s.fragmentation, 0.0, 1e-9);
     mh_model_finish(m);
     cr_expect_eq(mh_model_step_count(m, 0), 2);
+    mh_model_free(m);
+}
+
+/* An event on device `dev`; a STEP_END with `own` set names its device. */
+static void on(struct mh_model *m, int dev, uint64_t t, unsigned kind, uint64_t addr,
+               uint64_t size, uint32_t aux, int own)
+{
+    struct mh_event e = tev(kind, addr, size);
+    e.time_ns = t;
+    e.aux = aux;
+    e.device = (int16_t)dev;
+    e.flags = own ? MH_EVF_DEVICE_STEP : 0;
+    cr_assert_eq(mh_model_apply(m, &e, NULL), 0);
+}
+
+/* One process, a model on each of two devices, four iterations: each
+ * Optimizer.step ends a step on its own device only. */
+Test(steps, device_markers_give_each_device_its_steps)
+{
+    struct mh_model *m = tmodel(NULL);
+    on(m, 0, 1, MH_EV_SEGMENT_ALLOC, BASE, 20 * MH_MB, 0, 0);
+    on(m, 1, 2, MH_EV_SEGMENT_ALLOC, BASE, 20 * MH_MB, 0, 0);
+    on(m, -1, 5, MH_EV_STEP_BEGIN, 0, 0, 0, 0); /* the first forward */
+    uint64_t t = 10;
+    for (uint32_t i = 0; i < 4; i++) { /* forward and backward of both, then each optimizer */
+        for (int dev = 0; dev < 2; dev++)
+            on(m, dev, t++, MH_EV_ALLOC, BASE, (uint64_t)(dev + 1) * (i + 1) * MH_MB, 0, 0);
+        for (int dev = 0; dev < 2; dev++)
+            on(m, dev, t++, MH_EV_FREE_COMPLETED, BASE, 0, 0, 0);
+        for (int dev = 0; dev < 2; dev++) {
+            on(m, dev, t++, MH_EV_ALLOC, BASE, 512, 0, 0);
+            on(m, dev, t++, MH_EV_FREE_COMPLETED, BASE, 0, 0, 0);
+            on(m, dev, t++, MH_EV_STEP_END, 0, 0, i, 1);
+        }
+    }
+    on(m, 0, t++, MH_EV_ALLOC, BASE, 8 * MH_MB, 0, 0); /* after the last step */
+    cr_expect_eq(mh_model_device_step(m, 0), 4);
+    cr_expect_eq(mh_model_device_step(m, 1), 4);
+    mh_model_finish(m);
+    for (int dev = 0; dev < 2; dev++) {
+        cr_assert_eq(mh_model_step_count(m, dev), 4, "device %d", dev);
+        for (size_t i = 0; i < 4; i++) {
+            struct mh_step_stats s;
+            cr_assert_eq(mh_model_step(m, dev, i, &s), 0);
+            cr_expect_eq(s.step, (int64_t)i);
+            cr_expect_eq(s.allocs, 2);
+            cr_expect_eq(s.peak_allocated, (uint64_t)(dev + 1) * (i + 1) * MH_MB);
+        }
+    }
+    struct mh_step_stats tail;
+    cr_assert_eq(mh_model_tail(m, 0, &tail), 0);
+    cr_expect_eq(tail.step, 4);
+    cr_expect_eq(tail.peak_allocated, 8 * MH_MB);
+    cr_expect_eq(mh_model_tail(m, 1, &tail), MH_ENOTFOUND); /* nothing after its last step */
+    struct mh_peak p;
+    mh_model_peak_allocated(m, 1, &p);
+    cr_expect_eq(p.step, 3); /* device 1's own step, not a process-wide count */
+    mh_model_peak_allocated(m, 0, &p);
+    cr_expect_eq(p.step, 4); /* in the tail */
+    mh_model_free(m);
+}
+
+/* Old files: markers for every device; a device that did nothing in a
+ * period has no step there. */
+Test(steps, idle_periods_are_not_a_devices_steps)
+{
+    struct mh_model *m = tmodel(NULL);
+    uint64_t t = 1;
+    for (uint32_t i = 0; i < 8; i++) {
+        int dev = (int)(i % 2);
+        on(m, dev, t++, MH_EV_SEGMENT_ALLOC, BASE + i * 32 * MH_MB, 2 * MH_MB, 0, 0);
+        on(m, -1, t++, MH_EV_STEP_END, 0, 0, i, 0);
+    }
+    mh_model_finish(m);
+    for (int dev = 0; dev < 2; dev++) {
+        cr_assert_eq(mh_model_step_count(m, dev), 4, "device %d", dev);
+        for (size_t i = 0; i < 4; i++) {
+            struct mh_step_stats s;
+            cr_assert_eq(mh_model_step(m, dev, i, &s), 0);
+            cr_expect_eq(s.step, (int64_t)(2 * i + (size_t)dev));
+            cr_expect_eq(s.segment_allocs, 1);
+        }
+    }
+    mh_model_free(m);
+}
+
+/* A step marker's device field without the flag means nothing (earlier
+ * writers left it 0): the step is every device's. */
+Test(steps, unflagged_device_field_is_for_every_device)
+{
+    struct mh_model *m = tmodel(NULL);
+    on(m, 0, 1, MH_EV_SEGMENT_ALLOC, BASE, 2 * MH_MB, 0, 0);
+    on(m, 1, 2, MH_EV_SEGMENT_ALLOC, BASE, 2 * MH_MB, 0, 0);
+    on(m, 0, 3, MH_EV_STEP_END, 0, 0, 0, 0);
+    mh_model_finish(m);
+    cr_expect_eq(mh_model_step_count(m, 0), 1);
+    cr_expect_eq(mh_model_step_count(m, 1), 1);
+    mh_model_free(m);
+}
+
+/* Steps only opened (STEP_BEGIN, no STEP_END): the last one is a step. */
+Test(steps, begin_only_markers_keep_the_last_step)
+{
+    struct mh_model *m = tmodel(NULL);
+    for (uint32_t i = 0; i < 3; i++) {
+        on(m, -1, 10 * i + 1, MH_EV_STEP_BEGIN, 0, 0, i, 0);
+        on(m, 0, 10 * i + 2, MH_EV_SEGMENT_ALLOC, BASE + i * 32 * MH_MB, 2 * MH_MB, 0, 0);
+    }
+    mh_model_finish(m);
+    struct mh_step_stats tail;
+    cr_expect_eq(mh_model_step_count(m, 0), 3);
+    cr_expect_eq(mh_model_tail(m, 0, &tail), MH_ENOTFOUND);
     mh_model_free(m);
 }

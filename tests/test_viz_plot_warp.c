@@ -175,3 +175,36 @@ Test(viz_plot_xmap, a_window_inside_one_step_is_a_time_axis)
     mh__plot_xmap_free(&w);
     mh_model_free(m);
 }
+
+/* A set-up of three seconds before steps of a few ms (uneven_steps): the
+ * compressed axis draws it at the scale that gives it a fifth of the width;
+ * the steps keep their own scale, and the map stays monotone. */
+Test(viz_plot_xmap, a_long_setup_takes_a_fifth_of_the_compressed_axis)
+{
+    struct mh_model *m = uneven_steps();
+    struct mh__plot_warp w;
+    memset(&w, 0, sizeof w);
+    cr_assert_eq(mh__plot_xmap_squeeze_setup(&w, m, 0, MS, MS, 9900 * MS), 0);
+    cr_assert(w.nk > 0, "knots drawn");
+    cr_expect(w.setup_scale > 0 && w.setup_scale < 1, "scale %f", w.setup_scale);
+    double setup = mh__plot_warp(&w, MS, 3000 * MS) - mh__plot_warp(&w, MS, MS);
+    double total = mh__plot_warp(&w, MS, 9900 * MS) - mh__plot_warp(&w, MS, MS);
+    cr_expect_float_eq(setup / total, MH__PLOT_SETUP_SHARE, 1e-6, "setup share %f", setup / total);
+    cr_expect_float_eq(mh__plot_warp(&w, MS, 3520 * MS) - mh__plot_warp(&w, MS, 3500 * MS),
+                       20.0 * MS, 1e-3, "a step keeps its real length");
+    expect_monotone(&w, MS, 9950 * MS, 3 * MS);
+    mh__plot_xmap_free(&w);
+    mh_model_free(m);
+}
+
+Test(viz_plot_xmap, a_short_setup_is_left_as_it_is)
+{
+    struct mh_model *m = uneven_steps();
+    struct mh__plot_warp w;
+    memset(&w, 0, sizeof w);
+    /* from 2.9 s the set-up is 0.1 s of the 7 s window */
+    cr_assert_eq(mh__plot_xmap_squeeze_setup(&w, m, 0, 2900 * MS, 2900 * MS, 9900 * MS), 0);
+    cr_expect_eq(w.nk, 0);
+    cr_expect_float_eq(w.setup_scale, 1.0, 1e-12);
+    mh_model_free(m);
+}

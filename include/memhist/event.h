@@ -105,7 +105,11 @@ enum mh_event_flag {
     MH_EVF_SEGMENT_STACK = 1u << 5,
     /* step and phase events an importer inferred from the source's
      * annotations (Optimizer.step#, ProfilerStep#); exporters leave them out */
-    MH_EVF_DERIVED = 1u << 6
+    MH_EVF_DERIVED = 1u << 6,
+    /* step_end: ends a step on `device` only (an Optimizer.step over
+     * parameters on that device); without it a step marker is for every
+     * device, whatever its device field says */
+    MH_EVF_DEVICE_STEP = 1u << 7
 };
 
 /* One event. 88 bytes, plain data, copied by value. Strings, frames and stacks

@@ -154,7 +154,13 @@ int mh_model_peak_reserved(const struct mh_model *m, int device, struct mh_peak 
  * the open step as step N and N+1 opens at the next event that has a time,
  * so traces with only STEP_END markers get per-step statistics too (when the
  * first marker is STEP_END(N), the period from the start of the trace is
- * step N). The "reserved peak" of a step is the moment reserved is highest
+ * step N). Markers apply to every device, except a STEP_END flagged
+ * MH_EVF_DEVICE_STEP: it closes its device's step only, and from then on the
+ * device follows its own markers. A device's steps are the periods in which
+ * it did something (an allocator event); what follows its last STEP_END is
+ * its tail (mh_model_tail), not a step, so trends compare complete steps
+ * (a trace whose steps are only opened, by STEP_BEGIN, lists its last step
+ * as a step). The "reserved peak" of a step is the moment reserved is highest
  * and, among those, allocated is highest. retries approximates torch's
  * num_alloc_retries from the trace: a burst of SEGMENT_FREE/UNMAP directly
  * followed by SEGMENT_ALLOC, SEGMENT_MAP or OOM on the same device. In
@@ -165,7 +171,15 @@ int mh_model_step(const struct mh_model *m, int device, size_t i, struct mh_step
  * it to the GPU), as step -1; MH_ENOTFOUND when the first step was not
  * opened by a STEP_BEGIN (then the set-up is part of the first step). */
 int mh_model_setup(const struct mh_model *m, int device, struct mh_step_stats *out);
-/* Step currently open (-1 before the first), and the current phase. */
+/* What followed the device's last complete step (its `step` is that step's
+ * number plus one: "after step step-1"), after mh_model_finish;
+ * MH_ENOTFOUND when the device did nothing after it. */
+int mh_model_tail(const struct mh_model *m, int device, struct mh_step_stats *out);
+/* The step the device's next event belongs to (its own markers', else
+ * mh_model_current_step). */
+int64_t mh_model_device_step(const struct mh_model *m, int device);
+/* Step currently open (-1 before the first; with per-device markers, the
+ * most advanced device's), and the current phase. */
 int64_t mh_model_current_step(const struct mh_model *m);
 int mh_model_current_phase(const struct mh_model *m);
 /* Innermost module scope (string id of its path) open on `thread`, 0 if none.

@@ -79,6 +79,12 @@ int mh_torch_stop(void);
 /* Explicit step marker: ends the current step. Once called, automatic step
  * markers from optimizer ranges stop (explicit markers win). */
 int mh_torch_step(void);
+/* The Optimizer.step now running updates parameters on these devices (bit
+ * d = device d; the Python package's optimizer pre-hook calls it): its end
+ * closes a step on those devices only, each device numbering its own steps
+ * (STEP_END events that name the device). 0, or never calling it: the step
+ * ends on every device. */
+int mh_torch_step_devices(uint64_t devices);
 /* A named mark at the current time on the calling thread. */
 int mh_torch_mark(const char *name);
 

@@ -27,6 +27,8 @@ static int add_observers(struct mh_analysis *a, const struct mh_analysis_want *w
         rc = mh__session_observe(a->session, mh__whatif_events_observer(a->events));
     if (rc == 0 && want && want->peak_groups && (rc = mh__peak_groups_new(&a->peaks)) == 0)
         rc = mh__session_observe(a->session, mh__peak_groups_observer(a->peaks));
+    if (rc == 0 && want && want->growth && (rc = mh__growth_new(&a->growth)) == 0)
+        rc = mh__session_observe(a->session, mh__growth_observer(a->growth));
     return rc;
 }
 
@@ -57,6 +59,7 @@ int mh__analysis_open(const char *path, const struct mh_analysis_want *want, str
 void mh__analysis_close(struct mh_analysis *a)
 {
     mh__peak_groups_free(a->peaks);
+    mh__growth_free(a->growth);
     mh__whatif_events_free(a->events);
     mh__lifetimes_free(a->lt);
     mh__session_close(a->session);

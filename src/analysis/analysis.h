@@ -12,11 +12,13 @@
 #include "categories.h"
 #include "whatif_check.h"
 #include "device_report.h"
+#include "growth.h"
 
 /* What to gather besides lifetimes. */
 struct mh_analysis_want {
     int events;      /* keep the events for what-if replays */
     int peak_groups; /* live groups by stack at each device's allocated peak */
+    int growth;      /* allocation groups that grow across steps (growth.h) */
 };
 
 struct mh_analysis {
@@ -25,6 +27,7 @@ struct mh_analysis {
     struct mh_lifetimes *lt;
     struct mh_whatif_events *events;  /* NULL unless wanted */
     struct mh_peak_groups *peaks;     /* NULL unless wanted */
+    struct mh_growth *growth;         /* NULL unless wanted */
     void *prepared; /* a command's own result for this file, set and freed by
                      * the command (src/cli/multi.c's prepare hook); NULL */
 };

@@ -75,7 +75,7 @@ static void fill_rec(struct mh_alloc_rec *r, const struct mh_model *m, const str
     r->addr = ev->addr;
     r->size = res->block_size;
     r->requested = ev->size;
-    r->alloc_step = mh_model_current_step(m);
+    r->alloc_step = mh_model_device_step(m, ev->device);
     r->free_step = -1;
     r->stack = ev->stack;
     r->str = ev->str ? ev->str : mh_model_scope(m, ev->thread);
@@ -103,7 +103,7 @@ static void on_free(struct mh_lifetimes *lt, const struct mh_model *m, const str
         return;
     struct mh_alloc_rec *r = &lt->recs[i - 1];
     r->free_index = index;
-    r->free_step = mh_model_current_step(m);
+    r->free_step = mh_model_device_step(m, ev->device);
     r->free_phase = (uint8_t)mh_model_current_phase(m);
 }
 
@@ -339,7 +339,7 @@ static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
         return 0; /* mh_lifetimes ignores this free too */
     if (ends) {
         sl->rec.free_index = lc->nevents - 1;
-        sl->rec.free_step = mh_model_current_step(m);
+        sl->rec.free_step = mh_model_device_step(m, ev->device);
         sl->rec.free_phase = (uint8_t)mh_model_current_phase(m);
         sl->ended = 1;
     }

@@ -7,6 +7,7 @@
 #include "replay_file.h"
 #include "categories.h"
 #include "whatif_check.h"
+#include "growth.h"
 
 struct mh_stack_group {
     uint32_t stack;
@@ -32,6 +33,9 @@ struct mh_device_report {
         int whatif_ok;
         uint64_t whatif_peak_reserved; /* with expandable_segments:True */
     } trend;
+    struct mh_growth_entry *growth; /* groups growing across steps, largest first */
+    size_t ngrowth;
+    uint32_t growth_window;         /* K of growth.h; 0: too few steps to tell */
 };
 
 /* Fills the fragmentation trend of one device of `m` (a full pass) and runs

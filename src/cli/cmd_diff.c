@@ -220,7 +220,7 @@ static void print_json(struct run_view *v, const struct delta_list *layers,
 
 static int open_side(const char *path, int device, struct run_view *v)
 {
-    const struct mh_analysis_want want = {0, 1};
+    const struct mh_analysis_want want = {0, 1, 0};
     if (mh__analysis_open(path, &want, &v->an) < 0)
         return MH_EIO;
     const struct mh_model *m = v->an.rp.model;

@@ -24,14 +24,19 @@ static const char usage[] =
     "the reserved peak = 1 - allocated/reserved, allocated and inactive split bytes\n"
     "and the largest free block at the reserved peak, segments, segment\n"
     "allocs/frees, alloc retries, OOMs) with a one-line fragmentation verdict\n"
-    "checked by a what-if replay under expandable_segments:True; and every OOM\n"
-    "with the request, free device memory, reserved but unallocated bytes and the\n"
-    "largest free block (`memhist oom` explains them). Several files (one per\n"
-    "rank: FILE.rank*) are reported in turn, then a rank table (host, device,\n"
-    "peaks with step and time from the job's earliest start, steps, OOMs,\n"
-    "fragmentation), the spread across ranks and the worst rank, ties stated. Runs of\n"
-    "more than 30 steps get a summarised table: the first and last steps, the\n"
-    "peak steps and the outliers (OOMs, retries, peaks well above the median).\n\n"
+    "checked by a what-if replay under expandable_segments:True; one line when\n"
+    "memory allocated in a step stays live step after step (`memhist growth`\n"
+    "lists the sites); and every OOM with the request, free device memory,\n"
+    "reserved but unallocated bytes and the largest free block (`memhist oom`\n"
+    "explains them). Steps are the device's own (an Optimizer.step ends a step on\n"
+    "the devices of its parameters; a period in which the device did nothing is\n"
+    "not its step); what follows the last step is the 'tail' row, left out of the\n"
+    "trend. Several files (one per rank: FILE.rank*) are reported in turn, then a\n"
+    "rank table (host, device, peaks with step and time from the job's earliest\n"
+    "start, steps, OOMs, fragmentation), the spread across ranks and the worst\n"
+    "rank, ties stated. Runs of more than 30 steps get a summarised table: the\n"
+    "first and last steps, the peak steps and the outliers (OOMs, retries, peaks\n"
+    "well above the median).\n\n"
     "'allocated' is what torch.cuda.memory_allocated() reports (rounded block\n"
     "sizes); 'reserved' is torch.cuda.memory_reserved() (segment sizes).\n\n"
     "options:\n"
@@ -108,6 +113,9 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
         return rc;
     mh__report_trend(rp->model, &in, &d->trend);
     mh__whatif_input_free(&in);
+    rc = mh__growth_get(a->growth, device, &d->growth, &d->ngrowth, &d->growth_window);
+    if (rc < 0)
+        return rc;
     if (d->peak_allocated.value == 0)
         return 0;
     return mh__peak_groups_get(a->peaks, rp->model, device, (size_t)o->top, &d->top, &d->ntop,
@@ -137,8 +145,10 @@ static void collect(const struct report_opts *o, const struct mh_analysis *a, st
 
 static void devs_free(struct report_devs *r)
 {
-    for (size_t i = 0; r && i < r->used; i++)
+    for (size_t i = 0; r && i < r->used; i++) {
         free(r->devs[i].top);
+        free(r->devs[i].growth);
+    }
     if (r)
         free(r->devs);
 }
@@ -203,7 +213,7 @@ static int run_report(int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc;
-    const struct mh_analysis_want want = {1, 1};
+    const struct mh_analysis_want want = {1, 1, 1};
     const struct mh_cli_multi m = {.command = "report", .want = &want, .json_files = o.json,
                                    .each = report_file, .user = &o, .prepare = prepare_file,
                                    .discard = discard_file};

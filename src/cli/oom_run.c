@@ -78,7 +78,7 @@ static int oom_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
 
 int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o)
 {
-    const struct mh_analysis_want want = {1, 0};
+    const struct mh_analysis_want want = {1, 0, 0};
     const struct mh_cli_multi m = {.command = "oom", .want = &want, .json_files = o->json, .each = oom_file, .user = (void *)o};
     return mh__cli_multi_run(paths, n, &m);
 }

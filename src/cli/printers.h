@@ -37,6 +37,14 @@ void mh__report_print_json(struct mh_json *j, const struct mh_replay *rp,
                            const struct mh_device_report *devs, size_t ndev,
                            const struct mh_window *steps);
 
+/* cmd_growth.c: "module (file:line func)" naming a growing group. */
+const char *mh__growth_label(const struct mh_reader *r, const struct mh_growth_entry *e, char *buf,
+                             size_t len);
+/* cmd_growth.c: a device's growth as JSON: {"window_steps": K, "entries":
+ * [...]} with at most `top` entries (all if 0). */
+void mh__growth_json(struct mh_json *j, const struct mh_reader *r, const struct mh_device_report *d,
+                     size_t top);
+
 /* report_ranks.c: one file's row of the rank table, kept after its
  * analysis is closed (path borrowed from the command line). */
 struct mh_rank_row {

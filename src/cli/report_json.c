@@ -3,7 +3,8 @@
  * One object per file in the output's "files" list (cmd_report.c writes the
  * head and the worst rank): file, source, events, dropped, damaged, devices
  * (a list), and anomalies. Per device: device, name, total_bytes, peak_allocated(+_time_ns,
- * _step), peak_reserved(+_time_ns, _step), final, top_at_peak, steps, ooms. */
+ * _step), peak_reserved(+_time_ns, _step), final, top_at_peak, category_at_peak,
+ * fragmentation_trend, growth, setup and tail (when present), steps, ooms. */
 #include <ctype.h>
 #include <string.h>
 
@@ -71,6 +72,10 @@ static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device
     struct mh_step_stats s;
     if (!w->has_steps && mh_model_setup(rp->model, device, &s) == 0 && s.peak_reserved > 0) {
         mh__json_key(j, "setup");
+        json_step(j, &s);
+    }
+    if (!w->has_steps && mh_model_tail(rp->model, device, &s) == 0) {
+        mh__json_key(j, "tail");
         json_step(j, &s);
     }
     mh__json_key(j, "steps");
@@ -180,6 +185,8 @@ static void json_device(struct mh_json *j, const struct mh_replay *rp, const str
             mh__json_null(j);
         mh__json_end_object(j);
     }
+    mh__json_key(j, "growth");
+    mh__growth_json(j, rp->reader, d, 10);
     json_steps(j, rp, d->device, w);
     json_ooms(j, rp, d->device);
     mh__json_end_object(j);

@@ -51,6 +51,18 @@ static uint64_t since(uint64_t t, uint64_t t0)
     return t > t0 ? t - t0 : 0;
 }
 
+/* step_text, or "after step N" for a step in the device's tail. */
+static const char *device_step_text(const struct mh_replay *rp, int device, int64_t step,
+                                    char buf[24])
+{
+    struct mh_step_stats tail;
+    if (step > 0 && mh_model_tail(rp->model, device, &tail) == 0 && tail.step == step) {
+        snprintf(buf, 24, "after step %lld", (long long)((step - 1) % 1000000000000LL));
+        return buf;
+    }
+    return step_text(step, buf);
+}
+
 static void print_peaks(const struct mh_replay *rp, const struct mh_device_report *d)
 {
     char b[32], t[32], s[24], name[256];
@@ -62,9 +74,10 @@ static void print_peaks(const struct mh_replay *rp, const struct mh_device_repor
                d->info.total_bytes ? mh__cli_bytes(d->info.total_bytes, b) : "");
     printf("\n  peak allocated  %-11s at %s (%s)\n", mh__cli_bytes(d->peak_allocated.value, b),
            mh__cli_duration(since(d->peak_allocated.time_ns, t0), t),
-           step_text(d->peak_allocated.step, s));
+           device_step_text(rp, d->device, d->peak_allocated.step, s));
     printf("  peak reserved   %-11s at %s (%s)\n", mh__cli_bytes(d->peak_reserved.value, b),
-           mh__cli_duration(since(d->peak_reserved.time_ns, t0), t), step_text(d->peak_reserved.step, s));
+           mh__cli_duration(since(d->peak_reserved.time_ns, t0), t),
+           device_step_text(rp, d->device, d->peak_reserved.step, s));
     printf("  at the end      allocated %s", mh__cli_bytes(d->final.allocated, b));
     printf(", reserved %s in %u segment%s\n", mh__cli_bytes(d->final.reserved, t),
            d->final.segments, d->final.segments == 1 ? "" : "s");
@@ -155,9 +168,15 @@ static void print_steps(const struct mh_replay *rp, int device, const struct mh_
             printf("  %5s (%zu step%s)\n", "...", gap, gap == 1 ? "" : "s");
         print_step_row(rp, device, rows[k]);
     }
+    struct mh_step_stats tail; /* after the last complete step: shown, never a step */
+    if (shown && !v->steps.has_steps && mh_model_tail(rp->model, device, &tail) == 0)
+        print_stats_row(&tail, "tail");
     if (shown && shown < n && !v->steps.has_steps)
         printf("  %zu of %zu steps: the first and last, the peak steps and the outliers; "
                "--all-steps shows every step, --steps A:B a range\n", shown, n);
+    if (shown && !v->steps.has_steps && mh_model_tail(rp->model, device, &tail) == 0)
+        printf("  tail: after step %lld, not a complete step (left out of the trend)\n",
+               (long long)(tail.step - 1));
     free(rows);
 }
 
@@ -192,6 +211,22 @@ static void print_trend(const struct mh_device_report *d)
     printf("\n");
 }
 
+/* One line when some allocation site grows across steps (growth.h). */
+static void print_growth(const struct mh_replay *rp, const struct mh_device_report *d)
+{
+    if (!d->ngrowth)
+        return;
+    const struct mh_growth_entry *e = &d->growth[0];
+    char b[32], label[512], more[64] = "";
+    if (d->ngrowth > 1)
+        snprintf(more, sizeof more, "; %zu sites grow, ", d->ngrowth);
+    printf("  growth: %s per step stays live, from %s, since step %lld "
+           "(grew in %u of %u steps)%s%s\n",
+           mh__cli_bytes(e->bytes_per_step, b), mh__growth_label(rp->reader, e, label, sizeof label),
+           (long long)e->first_step, e->steps_grown, e->steps, more[0] ? more : "; ",
+           "`memhist growth` lists them");
+}
+
 static void print_ooms(const struct mh_replay *rp, int device)
 {
     char b[5][32], s[24];
@@ -200,7 +235,8 @@ static void print_ooms(const struct mh_replay *rp, int device)
         if (mh_model_oom(rp->model, i, &o) != 0 || o.device != device)
             continue;
         printf("\n  OOM at %s (%s): requested %s on stream %#" PRIx64 "\n",
-               mh__cli_duration(since(o.time_ns, rp->t0_ns), b[0]), step_text(o.step, s),
+               mh__cli_duration(since(o.time_ns, rp->t0_ns), b[0]),
+               device_step_text(rp, device, o.step, s),
                mh__cli_bytes(o.request, b[1]), o.stream);
         printf("      device free %s, reserved %s, allocated %s\n",
                mh__cli_bytes(o.device_free, b[2]), mh__cli_bytes(o.reserved, b[3]),
@@ -239,6 +275,7 @@ void mh__report_print_text(const struct mh_replay *rp, const struct mh_device_re
         print_categories(&devs[i]);
         print_steps(rp, devs[i].device, v);
         print_trend(&devs[i]);
+        print_growth(rp, &devs[i]);
         print_ooms(rp, devs[i].device);
     }
     print_anomalies(rp);

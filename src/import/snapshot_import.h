@@ -38,7 +38,7 @@ struct mh_import_info {
     int synthetic_times;       /* some entries had no time_us */
     int legacy_history;        /* 2.0 blocks with `history` */
     int overflowed;            /* allocator_settings says the ring wrapped */
-    uint64_t steps;            /* steps built from Optimizer.step#/ProfilerStep# annotations */
+    uint64_t steps;            /* complete steps built from Optimizer.step#/ProfilerStep# annotations */
     uint64_t unknown_initial;  /* blocks live before the trace and freed during it:
                                 * their real size is unknown (rounded from the request) */    int streamed;              /* read record by record (memory follows the largest
                                 * record); 0: read whole (memory follows the file) */

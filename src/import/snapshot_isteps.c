@@ -3,7 +3,11 @@
  * (Optimizer.step#<Cls>.step from torch.optim, ProfilerStep#N from
  * torch.profiler), written as MH_EVF_DERIVED step and phase events between
  * the merged trace entries (snapshot_import.c) with the same rules as the
- * torch bridge applies to a live recording (see snapshot_iint.h). A live
+ * torch bridge applies to a live recording (see snapshot_iint.h): the
+ * markers are for every device (an annotation names the current device, not
+ * the devices of the optimizer's parameters), so a device's steps are the
+ * periods it did something in, and what follows the last step is a tail,
+ * not a step (src/model/steps.c). A live
  * recording sees backward from the thread autograd allocates on; a snapshot
  * has no threads, so an allocation whose stack runs through autograd's
  * backward entry points, or has no frame at all (autograd's worker thread
@@ -101,8 +105,6 @@ static int maybe_begin(struct mh__imp *im, struct mh__isteps *st, uint64_t t, in
         return 0;
     st->begin_pending = 0;
     int rc = derived(im, t, device, MH_EV_STEP_BEGIN, (uint32_t)st->step);
-    if (!rc)
-        im->info->steps++;
     return rc ? rc : set_phase(im, st, t, device, MH_PHASE_FORWARD);
 }
 
@@ -135,10 +137,10 @@ int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__
         rc = derived(im, n->time_ns, n->device, n->begin ? MH_EV_STEP_BEGIN : MH_EV_STEP_END,
                      (uint32_t)n->step);
         if (!rc && n->begin) {
-            im->info->steps++;
             st->step = n->step;
             rc = set_phase(im, st, n->time_ns, n->device, MH_PHASE_FORWARD);
         } else if (!rc) {
+            im->info->steps++; /* complete steps: a step still open at the end is a tail */
             st->step = n->step + 1;
         }
     } else if (n->range_kind == MH__SR_OPTIMIZER) {
@@ -150,6 +152,8 @@ int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__
             rc = maybe_begin(im, st, n->time_ns, n->device);
             if (!rc)
                 rc = derived(im, n->time_ns, n->device, MH_EV_STEP_END, (uint32_t)st->step++);
+            if (!rc)
+                im->info->steps++;
             st->phase = MH_PHASE_NONE;
             st->begin_pending = 1;
         }

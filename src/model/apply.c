@@ -77,7 +77,7 @@ static int apply_alloc(struct mh_model *m, struct mh__device *d, const struct mh
     b->stack = ev->stack;
     b->str = ev->str ? ev->str : mh_model_scope(m, ev->thread);
     b->alloc_time_ns = ev->time_ns;
-    b->alloc_step = m->cur_step;
+    b->alloc_step = mh__device_step(m, d);
     b->phase = (uint8_t)m->phase;
     b->stream = ev->stream;
     mh__mblock_set_state(d, b, MH_BLOCK_ALLOCATED);

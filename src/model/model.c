@@ -98,7 +98,7 @@ int mh__oom_record(struct mh_model *m, struct mh__device *d, const struct mh_eve
     o->largest_free_same_stream =
         mh_model_largest_free(m, d->index, ev->stream, mh_is_small_size(ev->size));
     o->largest_free_any = mh__fheap_max(&d->free_heap);
-    o->step = m->cur_step;
+    o->step = mh__device_step(m, d);
     o->stack = ev->stack;
     o->event_index = m->nevents - 1;
     d->stats.ooms++;
@@ -149,6 +149,19 @@ static int apply_device_event(struct mh_model *m, const struct mh_event *ev,
     return rc;
 }
 
+/* A STEP_END for every device, or (MH_EVF_DEVICE_STEP) for the one it names. */
+static int step_end(struct mh_model *m, const struct mh_event *ev, struct mh_apply_result *res)
+{
+    if (!(ev->flags & MH_EVF_DEVICE_STEP) || ev->device < 0)
+        return mh__steps_marker(m, ev);
+    if (ev->device >= MH__MAX_DEVICES) {
+        mh__model_anomaly(m, res, MH_ANOM_BAD_DEVICE);
+        return 0;
+    }
+    struct mh__device *d = device_get(m, ev->device);
+    return d ? mh__steps_device_end(m, d, ev) : MH_ENOMEM;
+}
+
 int mh_model_apply(struct mh_model *m, const struct mh_event *ev, struct mh_apply_result *res)
 {
     struct mh_apply_result local;
@@ -161,9 +174,10 @@ int mh_model_apply(struct mh_model *m, const struct mh_event *ev, struct mh_appl
     mh__steps_event(m, ev);
     switch (ev->kind) {
     case MH_EV_STEP_BEGIN:
-    case MH_EV_STEP_END:
     case MH_EV_PHASE:
         return mh__steps_marker(m, ev);
+    case MH_EV_STEP_END:
+        return step_end(m, ev, res);
     case MH_EV_SNAPSHOT:
         return 0;
     case MH_EV_SCOPE_ENTER:

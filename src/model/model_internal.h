@@ -93,6 +93,10 @@ struct mh__device {
     size_t nsteps, capsteps;
     struct mh_step_stats setup; /* the set-up before a STEP_BEGIN, when has_setup */
     int has_setup;
+    struct mh_step_stats tail; /* after the last complete step, when has_tail */
+    int has_tail;
+    int own_steps;    /* steps come from markers naming this device (steps.c) */
+    int64_t own_step; /* with own_steps: the step the device's next event belongs to */
     int release_burst; /* the last allocator event released cached memory */
 };
 
@@ -122,6 +126,7 @@ struct mh_model {
     struct mh__slab block_slab, seg_slab;
     int step_state;
     int any_step;          /* a step was opened or closed */
+    int saw_end;           /* a STEP_END was seen: what is open at the end is a tail */
     int step_closed;       /* a listed step was closed */
     int64_t cur_step;      /* step the next event belongs to */
     uint64_t period_begin_ns;
@@ -182,11 +187,15 @@ void mh__driver_destroy(struct mh__device *d);
 /* ---- steps.c: steps, phases, peaks ------------------------------------------ */
 void mh__steps_event(struct mh_model *m, const struct mh_event *ev); /* before any handling */
 int mh__steps_marker(struct mh_model *m, const struct mh_event *ev); /* STEP_* and PHASE */
+/* STEP_END naming device d (ev->device >= 0). */
+int mh__steps_device_end(struct mh_model *m, struct mh__device *d, const struct mh_event *ev);
 /* After an allocator event on d changed its state (event index `idx`). */
 void mh__steps_observe(struct mh_model *m, struct mh__device *d, const struct mh_event *ev,
                        uint64_t idx);
 void mh__steps_device_init(struct mh_model *m, struct mh__device *d);
 int mh__steps_finish(struct mh_model *m);
+/* The step an event on d belongs to (its own markers', or the model's). */
+int64_t mh__device_step(const struct mh_model *m, const struct mh__device *d);
 void mh__steps_retry_check(struct mh__device *d, unsigned kind);
 
 void mh__model_anomaly(struct mh_model *m, struct mh_apply_result *res, int anomaly);

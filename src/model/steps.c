@@ -23,7 +23,16 @@
  * SEGMENT_MAP or OOM on that device counts one retry, which is what a
  * malloc that released cached blocks and tried again leaves behind. An
  * empty_cache() directly followed by an allocation that needs a new segment
- * looks the same and is counted too. */
+ * looks the same and is counted too.
+ *
+ * Steps per device. A STEP_END flagged MH_EVF_DEVICE_STEP (an Optimizer.step
+ * over parameters on its device) closes that device's step only; from the
+ * first such marker on, the device follows its own markers and markers for
+ * every device leave it alone. A period in which a device did nothing
+ * (no allocator event) is not one of its steps. When steps are closed by
+ * STEP_END markers, what follows the last one is not a step: it is kept as
+ * the device's tail ("after step N", mh_model_tail), out of the step list
+ * and so out of every trend. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,27 +67,41 @@ static int push_step(struct mh__device *d, const struct mh_step_stats *s)
     return 0;
 }
 
-/* Closes the period on every device; `listed` steps are kept. */
+/* The device had no allocator event in the period. */
+static int idle(const struct mh_step_stats *s)
+{
+    return !(s->allocs | s->frees | s->segment_allocs | s->segment_frees | s->ooms);
+}
+
+/* Ends d's open period as `label`. */
+static struct mh_step_stats *acc_end(struct mh__device *d, int64_t label, uint64_t t)
+{
+    struct mh_step_stats *s = &d->acc.s;
+    d->acc.open = 0;
+    s->step = label;
+    s->end_ns = t;
+    s->end_allocated = d->stats.allocated;
+    s->end_reserved = d->stats.reserved;
+    s->segments_at_end = d->stats.segments;
+    s->fragmentation =
+        s->peak_reserved ? 1.0 - (double)s->allocated_at_reserved_peak / (double)s->peak_reserved
+                         : 0.0;
+    return s;
+}
+
+/* Closes the period on every device that follows the markers for all
+ * devices; `listed` steps are kept where the device did something. */
 static int close_period(struct mh_model *m, int64_t label, uint64_t t, int listed)
 {
     int rc = 0;
     for (size_t i = 0; i < m->ndev; i++) {
         struct mh__device *d = m->dev[m->devlist[i]];
-        struct mh_step_stats *s = &d->acc.s;
-        if (!d->acc.open)
+        if (!d->acc.open || d->own_steps)
             continue;
-        d->acc.open = 0;
-        s->step = label;
-        s->end_ns = t;
-        s->end_allocated = d->stats.allocated;
-        s->end_reserved = d->stats.reserved;
-        s->segments_at_end = d->stats.segments;
-        s->fragmentation =
-            s->peak_reserved ? 1.0 - (double)s->allocated_at_reserved_peak / (double)s->peak_reserved
-                             : 0.0;
+        struct mh_step_stats *s = acc_end(d, label, t);
         if (listed)
             m->step_closed = 1;
-        if (listed && push_step(d, s))
+        if (listed && !idle(s) && push_step(d, s))
             rc = MH_ENOMEM;
         else if (!listed && label < 0) { /* set-up, closed by the first STEP_BEGIN */
             d->setup = *s;
@@ -94,7 +117,41 @@ static void open_period(struct mh_model *m, int64_t step, uint64_t t)
     m->cur_step = step;
     m->period_begin_ns = t;
     for (size_t i = 0; i < m->ndev; i++)
-        acc_begin(m->dev[m->devlist[i]], step, t);
+        if (!m->dev[m->devlist[i]]->own_steps)
+            acc_begin(m->dev[m->devlist[i]], step, t);
+}
+
+static void relabel_device_setup(struct mh_model *m, struct mh__device *d, int64_t step);
+
+int64_t mh__device_step(const struct mh_model *m, const struct mh__device *d)
+{
+    return d->own_steps ? d->own_step : m->cur_step;
+}
+
+/* STEP_END(N) flagged for device d: d's open period is its step N (unless d
+ * did nothing in it) and its step N+1 opens at once; a period still open at
+ * the end of the input is the tail. */
+int mh__steps_device_end(struct mh_model *m, struct mh__device *d, const struct mh_event *ev)
+{
+    uint64_t t = ev->time_ns ? ev->time_ns : m->last_time_ns;
+    int64_t n = (int64_t)ev->aux;
+    int rc = 0;
+    if (!d->acc.open) /* between a global STEP_END and the next event, or set-up */
+        acc_begin(d, n, m->step_state == MH__STEPS_SETUP ? m->period_begin_ns : t);
+    if (!d->own_steps && m->step_state == MH__STEPS_SETUP)
+        relabel_device_setup(m, d, n); /* no step opened before: the start is step N */
+    struct mh_step_stats *s = acc_end(d, n, t);
+    if (!idle(s))
+        rc = push_step(d, s) ? MH_ENOMEM : 0;
+    d->own_steps = 1;
+    d->own_step = n + 1;
+    if (n + 1 > m->cur_step) /* the process's step: its most advanced device's */
+        m->cur_step = n + 1;
+    acc_begin(d, n + 1, t);
+    m->step_closed = 1;
+    m->any_step = 1;
+    m->saw_end = 1;
+    return rc;
 }
 
 static int relabel_block(void *user, struct mh__segment *s)
@@ -116,20 +173,24 @@ static int relabel_from(void *user, struct mh__segment *s)
     return 0;
 }
 
+/* Device d's set-up period turned out to be its step N. */
+static void relabel_device_setup(struct mh_model *m, struct mh__device *d, int64_t step)
+{
+    if (d->peak_allocated.step == -1)
+        d->peak_allocated.step = step;
+    if (d->peak_reserved.step == -1)
+        d->peak_reserved.step = step;
+    mh__segtree_walk(d->root, relabel_block, &step);
+    for (size_t i = 0; i < m->nooms; i++)
+        if (m->ooms[i].device == d->index && m->ooms[i].step == -1)
+            m->ooms[i].step = step;
+}
+
 /* The setup period turned out to be step N (first marker was STEP_END(N)). */
 static void relabel_setup(struct mh_model *m, int64_t step)
 {
-    for (size_t i = 0; i < m->ndev; i++) {
-        struct mh__device *d = m->dev[m->devlist[i]];
-        if (d->peak_allocated.step == -1)
-            d->peak_allocated.step = step;
-        if (d->peak_reserved.step == -1)
-            d->peak_reserved.step = step;
-        mh__segtree_walk(d->root, relabel_block, &step);
-    }
-    for (size_t i = 0; i < m->nooms; i++)
-        if (m->ooms[i].step == -1)
-            m->ooms[i].step = step;
+    for (size_t i = 0; i < m->ndev; i++)
+        relabel_device_setup(m, m->dev[m->devlist[i]], step);
 }
 
 void mh__steps_device_init(struct mh_model *m, struct mh__device *d)
@@ -178,6 +239,7 @@ static int step_end(struct mh_model *m, int64_t n, uint64_t t)
     if (m->step_state == MH__STEPS_SETUP)
         relabel_setup(m, n);
     rc = close_period(m, n, t, 1);
+    m->saw_end = 1;
     m->step_state = MH__STEPS_PENDING;
     m->cur_step = n + 1;
     m->any_step = 1;
@@ -208,11 +270,11 @@ int mh__steps_marker(struct mh_model *m, const struct mh_event *ev)
 }
 
 static void set_peak(struct mh_peak *p, uint64_t v, const struct mh_model *m,
-                     const struct mh_event *ev, uint64_t idx)
+                     const struct mh__device *d, const struct mh_event *ev, uint64_t idx)
 {
     p->value = v;
     p->time_ns = ev->time_ns ? ev->time_ns : m->last_time_ns;
-    p->step = m->cur_step;
+    p->step = mh__device_step(m, d);
     p->event_index = idx;
 }
 
@@ -229,9 +291,9 @@ void mh__steps_observe(struct mh_model *m, struct mh__device *d, const struct mh
 {
     const struct mh_mem_stats *st = &d->stats;
     if (st->allocated > d->peak_allocated.value)
-        set_peak(&d->peak_allocated, st->allocated, m, ev, idx);
+        set_peak(&d->peak_allocated, st->allocated, m, d, ev, idx);
     if (st->reserved > d->peak_reserved.value)
-        set_peak(&d->peak_reserved, st->reserved, m, ev, idx);
+        set_peak(&d->peak_reserved, st->reserved, m, d, ev, idx);
     if (!d->acc.open)
         return;
     struct mh_step_stats *s = &d->acc.s;
@@ -254,13 +316,27 @@ void mh__steps_retry_check(struct mh__device *d, unsigned kind)
     d->release_burst = release;
 }
 
+/* What is open at the end: a device's tail where its steps end with
+ * markers, else (steps opened by STEP_BEGIN only) its last step. */
 int mh__steps_finish(struct mh_model *m)
 {
+    int global_tail = m->saw_end;
+    for (size_t i = 0; i < m->ndev; i++) {
+        struct mh__device *d = m->dev[m->devlist[i]];
+        int own = d->own_steps;
+        if (!d->acc.open || (!own && (!global_tail || m->step_state != MH__STEPS_OPEN)))
+            continue;
+        struct mh_step_stats *s = acc_end(d, own ? d->own_step : m->cur_step, m->last_time_ns);
+        if (!idle(s)) {
+            d->tail = *s;
+            d->has_tail = 1;
+        }
+    }
     if (m->step_state != MH__STEPS_OPEN)
         return 0;
     m->step_state = MH__STEPS_PENDING;
     m->cur_step++;
-    return close_period(m, m->cur_step - 1, m->last_time_ns, 1);
+    return global_tail ? 0 : close_period(m, m->cur_step - 1, m->last_time_ns, 1);
 }
 
 int mh_model_setup(const struct mh_model *m, int device, struct mh_step_stats *out)
@@ -270,4 +346,22 @@ int mh_model_setup(const struct mh_model *m, int device, struct mh_step_stats *o
         return MH_ENOTFOUND;
     *out = m->dev[device]->setup;
     return 0;
+}
+
+int mh_model_tail(const struct mh_model *m, int device, struct mh_step_stats *out)
+{
+    if (!m || device < 0 || device >= MH__MAX_DEVICES || !m->dev[device] ||
+        !m->dev[device]->has_tail)
+        return MH_ENOTFOUND;
+    *out = m->dev[device]->tail;
+    return 0;
+}
+
+int64_t mh_model_device_step(const struct mh_model *m, int device)
+{
+    if (!m)
+        return -1;
+    if (device < 0 || device >= MH__MAX_DEVICES || !m->dev[device])
+        return m->cur_step;
+    return mh__device_step(m, m->dev[device]);
 }

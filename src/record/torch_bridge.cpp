@@ -177,7 +177,9 @@ struct bridge {
     bool hooks_installed = false;
     std::atomic<int64_t> step{0};
     std::atomic<int> mode{STEPS_OPTIMIZER};
-    std::atomic<int> begin_pending{0};
+    std::atomic<int> begin_pending{0}; /* 1: a step begin and the forward phase, 2: the phase only */
+    std::atomic<uint64_t> step_devices{0}; /* devices of the running Optimizer.step (bit d = device d) */
+    std::atomic<int64_t> dev_step[64];     /* steps ended per device by their own markers */
     std::atomic<int> phase{MH_PHASE_NONE};
     std::atomic<uint32_t> main_thread{0};
     std::atomic<uint64_t> ctx_lost{0};
@@ -400,8 +402,10 @@ void emit_simple(mh_recorder *rec, uint8_t kind, uint64_t t, uint32_t aux, uint3
  * so the file never ends with an empty step. */
 void maybe_begin_step(mh_recorder *rec, uint64_t t)
 {
-    if (g.begin_pending.load(std::memory_order_relaxed) && g.begin_pending.exchange(0)) {
-        emit_simple(rec, MH_EV_STEP_BEGIN, t, (uint32_t)g.step.load());
+    int pending = g.begin_pending.load(std::memory_order_relaxed) ? g.begin_pending.exchange(0) : 0;
+    if (pending) {
+        if (pending == 1)
+            emit_simple(rec, MH_EV_STEP_BEGIN, t, (uint32_t)g.step.load());
         g.phase.store(MH_PHASE_FORWARD, std::memory_order_relaxed);
         emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
     }
@@ -539,12 +543,32 @@ uint32_t range_name_id(mh_recorder *rec, const char *name)
     return v;
 }
 
+/* An Optimizer.step whose parameters' devices are known ends a step on
+ * those devices only (a STEP_END per device, numbered per device); the
+ * next step then opens per device too, so no step begin for every device
+ * follows. Otherwise the step ends for every device. */
 void end_step(mh_recorder *rec, uint64_t t)
 {
     maybe_begin_step(rec, t);
-    emit_simple(rec, MH_EV_STEP_END, t, (uint32_t)g.step.fetch_add(1));
+    uint64_t mask = g.step_devices.exchange(0);
+    if (mask && g.mode.load() == STEPS_OPTIMIZER) {
+        for (int d = 0; d < 64; d++) {
+            if (!(mask >> d & 1))
+                continue;
+            mh_event ev{};
+            ev.time_ns = t;
+            ev.kind = MH_EV_STEP_END;
+            ev.aux = (uint32_t)g.dev_step[d].fetch_add(1);
+            ev.device = (int16_t)d;
+            ev.flags = MH_EVF_DEVICE_STEP;
+            ev.thread = mh_thread_id();
+            mh_emit(rec, &ev);
+        }
+    } else {
+        emit_simple(rec, MH_EV_STEP_END, t, (uint32_t)g.step.fetch_add(1));
+    }
     g.phase.store(MH_PHASE_NONE, std::memory_order_relaxed);
-    g.begin_pending.store(1, std::memory_order_release);
+    g.begin_pending.store(mask ? 2 : 1, std::memory_order_release);
 }
 
 /* Handles one USER_SCOPE range boundary by name (shared with the tests). */
@@ -747,6 +771,9 @@ int apply_options(const mh_torch_opts *o)
 void reset_steps(mh_recorder *rec)
 {
     g.step.store(0);
+    g.step_devices.store(0);
+    for (auto &n : g.dev_step)
+        n.store(0);
     g.mode.store(STEPS_OPTIMIZER);
     g.phase.store(MH_PHASE_NONE);
     g.begin_pending.store(1);
@@ -890,6 +917,12 @@ int mh_torch_step(void)
     } catch (...) {
         return MH_ESTATE;
     }
+}
+
+int mh_torch_step_devices(uint64_t devices)
+{
+    g.step_devices.store(devices, std::memory_order_relaxed);
+    return 0;
 }
 
 int mh_torch_mark(const char *name)

@@ -3,8 +3,8 @@ and strings from a recording come out valid whatever bytes they hold.
 
 Writes a recording (through libmemhist with ctypes) whose frame names, device
 name and metadata hold bytes that are not UTF-8 and control characters, and
-simulated runs with and without an OOM; then for report, oom, layers, info,
-diff and whatif: stdout is strict UTF-8, parses as JSON, starts with
+simulated runs with and without an OOM; then for report, oom, layers, growth,
+info, diff and whatif: stdout is strict UTF-8, parses as JSON, starts with
 "schema": 1 and the command, and validates against the command's schema
 (one file and several for report, oom and layers). The odd names must come
 out as the text \\xNN in JSON, text output, the snapshot pickle (loaded by
@@ -133,6 +133,8 @@ with tempfile.TemporaryDirectory() as tmp:
     validate("oom", [odd, sim], "oom (two files, no OOM)")
     validate("layers", [sim], "layers")
     validate("layers", [odd, example], "layers (two files)")
+    validate("growth", [sim], "growth")
+    validate("growth", [odd, example], "growth (two files)")
     validate("info", [odd], "info (odd names)")
     validate("info", [cut], "info (cut file)")
     validate("diff", [sim, oom], "diff")

@@ -116,6 +116,9 @@ static void drive_ranges()
     mh__torch_test_range("Optimizer.step#SGD.step", 1);
     mh__torch_test_range("Optimizer.step#SGD.step", 0); /* step 1 ends */
     mh__torch_test_range("Optimizer.step#SGD.zero_grad", 0); /* not a step */
+    T_CHECK(mh_torch_step_devices(0x5) == 0, "step devices");
+    mh__torch_test_range("Optimizer.step#AdamW.step", 1);
+    mh__torch_test_range("Optimizer.step#AdamW.step", 0); /* step 0 of devices 0 and 2 ends */
     mh__torch_test_range("ProfilerStep#7", 1);
     mh__torch_test_range("Optimizer.step#SGD.step", 1);
     mh__torch_test_range("Optimizer.step#SGD.step", 0); /* profiler steps win: no step end */
@@ -178,9 +181,15 @@ static void check_allocator_events(mh_reader *r, const seen &s, uint64_t t0, uin
 
 static void check_steps(mh_reader *r, const seen &s)
 {
-    /* optimizer steps 0 and 1, profiler step 7, explicit step 8 */
-    std::vector<uint32_t> want_end = {0, 1, 7, 8};
+    /* optimizer steps 0 and 1, the first steps of devices 0 and 2, profiler
+     * step 7, explicit step 8 */
+    std::vector<uint32_t> want_end = {0, 1, 0, 0, 7, 8};
     T_CHECK(s.step_ends == want_end, "step ends: %zu of them", s.step_ends.size());
+    std::vector<int> own;
+    for (const mh_event &e : s.ev)
+        if (e.kind == MH_EV_STEP_END && (e.flags & MH_EVF_DEVICE_STEP))
+            own.push_back(e.device);
+    T_CHECK((own == std::vector<int>{0, 2}), "device step ends on devices 0 and 2 only (%zu)", own.size());
     T_CHECK(!s.step_begins.empty() && s.step_begins.front() == 0, "first step begin");
     bool saw7 = false;
     for (uint32_t b : s.step_begins)

@@ -50,6 +50,19 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
   endforeach()
 endif()
 
+# Steps per device and the growth report (tests/vdevice/steps.py): two models
+# on two devices in one process, a leak across steps and the same without it.
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
+  foreach(case devices growth nogrowth)
+    add_test(NAME vdevice_steps_${case}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/steps.py ${case}
+                     ${CMAKE_BINARY_DIR}/vdevice_steps/${case})
+    set_tests_properties(vdevice_steps_${case} PROPERTIES
+      LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+      ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
+endif()
+
 # The module scope hooks in C against the Python ones on the same unchanged
 # script (tests/vdevice/check_scopes.py): every allocation's module, step and
 # phase agree; scope_attr prints them from a recording.

@@ -55,6 +55,7 @@ struct mh__plot_warp {
     int64_t *kstep;       /* steps: the step starting at the knot (-1 set-up, -2 before the
                            * first step, INT64_MIN the end) */
     uint64_t stride, last_t, last_ord; /* events: knot spacing, last event offered */
+    double setup_scale;   /* compressed: the set-up drawn at this scale (1: as the steps) */
 };
 void mh__plot_warp_offer(struct mh__plot_warp *w, uint64_t a, uint64_t b);
 void mh__plot_warp_finish(struct mh__plot_warp *w, uint64_t span);
@@ -71,6 +72,13 @@ int mh__plot_xmap_events_finish(struct mh__plot_warp *w, uint64_t first, uint64_
  * no step boundary inside the window leaves a time axis (mode X_TIME). */
 int mh__plot_xmap_steps(struct mh__plot_warp *w, const struct mh_model *m, int device,
                         uint64_t first, uint64_t last);
+/* --x compressed: when the set-up (before the first step) would take more
+ * than MH__PLOT_SETUP_SHARE of the axis, knots draw it linearly at the scale
+ * that gives it that share, so that the steps fill the rest; the idle cuts
+ * stay (their ends are knots). setup_scale says the scale (1: unchanged). */
+#define MH__PLOT_SETUP_SHARE 0.2
+int mh__plot_xmap_squeeze_setup(struct mh__plot_warp *w, const struct mh_model *m, int device,
+                                uint64_t t0, uint64_t first, uint64_t last);
 double mh__plot_xmap_value(const struct mh__plot_warp *w, uint64_t t);
 double mh__plot_xmap_time(const struct mh__plot_warp *w, uint64_t t0, double v);
 void mh__plot_xmap_free(struct mh__plot_warp *w);

@@ -89,7 +89,7 @@ static int on_device_event(struct mh__plot_scan *s, const struct mh_event *ev,
             s->peak_seq++;
         s->peak.value = *alloc;
         s->peak.time_ns = ev->time_ns;
-        s->peak.step = mh_model_current_step(s->model);
+        s->peak.step = mh_model_device_step(s->model, ev->device);
         s->peak.event_index = s->events - 1;
     }
     if (*reserved > s->max_reserved)
@@ -132,7 +132,7 @@ static int scan_event(void *user, struct mh_session *ses, const struct mh_event 
     }
     s->events++;
     s->sites.scopes += ev->kind == MH_EV_SCOPE_ENTER;
-    int inside = in_window(p->o, s->t0, ev->time_ns, mh_model_current_step(s->model));
+    int inside = in_window(p->o, s->t0, ev->time_ns, mh_model_device_step(s->model, ev->device));
     if (inside) {
         if (s->win_events == 0 || ev->time_ns < s->win_first)
             s->win_first = ev->time_ns;
@@ -184,7 +184,13 @@ static int finish_axis(const struct mh_plot_opts *o, struct mh__plot_scan *s)
     }
     if (o->x_axis == MH_PLOT_X_STEPS && s->has_device)
         return mh__plot_xmap_steps(&s->warp, s->model, s->device, s->win_first, s->win_last);
-    if (o->x_axis == MH_PLOT_X_COMPRESSED && s->warp.n > 0)
+    if (o->x_axis == MH_PLOT_X_COMPRESSED && s->has_device && !s->event_order) {
+        int rc = mh__plot_xmap_squeeze_setup(&s->warp, s->model, s->device, s->t0, s->win_first,
+                                             s->win_last);
+        if (rc < 0)
+            return rc;
+    }
+    if (o->x_axis == MH_PLOT_X_COMPRESSED && (s->warp.n > 0 || s->warp.nk > 0))
         s->warp.mode = MH_PLOT_X_COMPRESSED;
     return 0;
 }

@@ -164,10 +164,14 @@ static void axis_title(const struct mh__plot_scan *s, char *buf, size_t len)
         snprintf(buf, len, "steps, each the same width (setup: before the first step; --x time "
                            "for time)");
         break;
-    case MH_PLOT_X_COMPRESSED:
-        snprintf(buf, len, "%s (hatched: idle stretches, compressed; --x time for a linear axis)",
-                 since);
+    case MH_PLOT_X_COMPRESSED: {
+        char setup[48] = "";
+        if (s->warp.setup_scale > 0 && s->warp.setup_scale < 1)
+            snprintf(setup, sizeof setup, "setup drawn at 1/%.0f scale; ", 1 / s->warp.setup_scale);
+        snprintf(buf, len, "%s (%s%s--x time for a linear axis)", since, setup,
+                 s->warp.n ? "hatched: idle stretches, compressed; " : "");
         break;
+    }
     default:
         snprintf(buf, len, "%s", since);
     }

@@ -143,7 +143,11 @@ int mh__plot_timeline(struct mh_canvas *c, struct mh_session *r, const struct mh
     int n = snprintf(sub, sizeof sub, "peak allocated %s at %s",
                      mh__plot_bytes(s->peak.value, b1, sizeof b1),
                      mh__plot_duration(s->peak.time_ns - s->t0, t1, sizeof t1));
-    if (s->peak.step >= 0)
+    struct mh_step_stats tail; /* a peak after the last complete step */
+    if (s->peak.step > 0 && mh_model_tail(s->model, s->device, &tail) == 0 && tail.step == s->peak.step)
+        n += snprintf(sub + n, sizeof sub - (size_t)n, " (after step %lld)",
+                      (long long)s->peak.step - 1);
+    else if (s->peak.step >= 0)
         n += snprintf(sub + n, sizeof sub - (size_t)n, " (step %lld)", (long long)s->peak.step);
     snprintf(sub + n, sizeof sub - (size_t)n, "  |  max reserved %s  |  %llu events%s",
              mh__plot_bytes(s->max_reserved, b2, sizeof b2), (unsigned long long)s->events,

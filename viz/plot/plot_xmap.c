@@ -126,6 +126,61 @@ int mh__plot_xmap_steps(struct mh__plot_warp *w, const struct mh_model *m, int d
     return 0;
 }
 
+/* The compressed axis with the set-up squeezed: knots at the window's ends,
+ * every cut's ends and the set-up's end, valued by the idle cuts (warp
+ * without knots) then scaled by `scale` up to the set-up's end. */
+static int setup_knots(struct mh__plot_warp *w, uint64_t t0, uint64_t first, uint64_t setup_end,
+                       uint64_t last, double scale)
+{
+    uint64_t t[2 * MH__PLOT_GAPS + 3];
+    size_t n = 0;
+    t[n++] = first;
+    for (int i = 0; i < w->n; i++) {
+        t[n++] = w->a[i];
+        t[n++] = w->a[i] + w->len[i];
+    }
+    t[n++] = setup_end;
+    t[n++] = last;
+    for (size_t i = 1; i < n; i++) /* insertion sort: the cuts are in order already */
+        for (size_t j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            uint64_t x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    double vs = mh__plot_warp(w, t0, setup_end);
+    double v[2 * MH__PLOT_GAPS + 3];
+    for (size_t i = 0; i < n; i++) { /* all values first: knots change the map */
+        double x = mh__plot_warp(w, t0, t[i]);
+        v[i] = x <= vs ? x * scale : vs * scale + (x - vs);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (t[i] >= first && t[i] <= last && knot_add(w, t[i], v[i], 0) < 0)
+            return MH_ENOMEM;
+    return 0;
+}
+
+int mh__plot_xmap_squeeze_setup(struct mh__plot_warp *w, const struct mh_model *m, int device,
+                                uint64_t t0, uint64_t first, uint64_t last)
+{
+    struct mh_step_stats setup;
+    w->setup_scale = 1;
+    if (mh_model_setup(m, device, &setup) != 0 || mh_model_step_count(m, device) == 0)
+        return 0;
+    uint64_t end = setup.end_ns;
+    if (end <= first || end >= last)
+        return 0;
+    double vs = mh__plot_warp(w, t0, end) - mh__plot_warp(w, t0, first);
+    double total = mh__plot_warp(w, t0, last) - mh__plot_warp(w, t0, first);
+    double want = (total - vs) * MH__PLOT_SETUP_SHARE / (1 - MH__PLOT_SETUP_SHARE);
+    if (vs <= 0 || vs <= want * 1.01)
+        return 0;
+    double scale = want / vs;
+    int rc = setup_knots(w, t0, first, end, last, scale);
+    if (rc == 0)
+        w->setup_scale = scale;
+    return rc;
+}
+
 /* Largest knot index whose time is at most `t`; 0 when before the first. */
 static size_t knot_at_time(const struct mh__plot_warp *w, uint64_t t)
 {

@@ -119,7 +119,7 @@ static int64_t event_step(const struct mh_snapshot *s, struct mh__step_track *st
         return (int64_t)ev->aux;
     if (st->after_end && ev->time_ns)
         return st->end_step + 1;
-    return mh_model_current_step(s->model);
+    return mh_model_device_step(s->model, ev->device);
 }
 
 static int windowed_kind(unsigned kind)
@@ -180,8 +180,8 @@ static int build_event(void *user, struct mh_session *ses, const struct mh_event
     int rc = mh_model_apply(s->model, ev, &res);
     if (rc < 0)
         return rc;
-    if (ev->kind == MH_EV_STEP_END) {
-        b->st.after_end = 1;
+    if (ev->kind == MH_EV_STEP_END && !(ev->flags & MH_EVF_DEVICE_STEP)) {
+        b->st.after_end = 1; /* a device's own step end: the model counts it at once */
         b->st.end_step = (int64_t)ev->aux;
     } else if (ev->kind == MH_EV_STEP_BEGIN || (b->st.after_end && ev->time_ns)) {
         b->st.after_end = 0;

@@ -501,7 +501,7 @@ static int dispatch(struct mh_trace *t, const struct mh_event *ev)
 
 int mh__trace_event(struct mh_trace *t, const struct mh_event *ev)
 {
-    int64_t step = mh__trace_step_of(t, ev, mh_model_current_step(t->m));
+    int64_t step = mh__trace_step_of(t, ev, mh_model_device_step(t->m, ev->device));
     if (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END) {
         step_event(t, ev);
         return 0;

@@ -257,7 +257,7 @@ static int scan_on_event(void *user, struct mh_session *s, const struct mh_event
 {
     struct scan_pass *p = user;
     (void)res;
-    scan_event(p->t, &p->sc, ev, mh_model_current_step(mh__session_model(s)));
+    scan_event(p->t, &p->sc, ev, mh_model_device_step(mh__session_model(s), ev->device));
     return 0;
 }
 

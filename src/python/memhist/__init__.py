@@ -127,7 +127,7 @@ class Session:
                     _native.core().mh_recorder_set_meta(self.rec, b"virtual_device", _vdevice_meta())
                 _wrap_metadata(torch, lib)
                 if os.environ.get("MEMHIST_SCOPES", "1") != "0":
-                    self.scopes = _scopes.Scopes(_native.core(), self.rec, self, _scope_hooks())
+                    self.scopes = _scopes.Scopes(_native.core(), self.rec, self, lib, _scope_hooks())
                     self.scopes.install(torch)
                 atexit.register(stop)
             except Exception as e:  # never break the program

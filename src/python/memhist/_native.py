@@ -122,6 +122,7 @@ def bridge():
         lib.mh_torch_open.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
         lib.mh_torch_attach.argtypes = [ctypes.c_void_p, ctypes.POINTER(TorchOpts)]
         lib.mh_torch_mark.argtypes = [ctypes.c_char_p]
+        lib.mh_torch_step_devices.argtypes = [ctypes.c_uint64]
         lib.mh_torch_metadata.argtypes = [ctypes.c_char_p]
         lib.mh_torch_error.restype = ctypes.c_char_p
         _LIBS["torch"] = lib

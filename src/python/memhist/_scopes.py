@@ -17,14 +17,17 @@ Installed by a recording session once it attaches to the allocator (so for
   set-up, not part of a step. Its parameters and buffers are tagged.
 - Optimizer.step (global pre/post hooks): gradients are tagged before it,
   parameters too (a program may build its optimizer over other tensors),
-  and its state tensors after it.
+  and its state tensors after it. The pre-hook tells the bridge which
+  devices the parameters are on: the step ends on those devices only (one
+  process driving models on two devices has each device's own steps).
 
-The forward hooks and the backward pre-hooks are C functions
-(libmemhist_pyhook, src/pyhook/scopehook.c) where that library loads: a
-module call costs one address-table probe and the scope event, Python names
-a module on first sight only. Without it (or with MEMHIST_SCOPES_IMPL=python)
-the same rules run as Python closures here: a few dictionary look-ups and
-one ctypes call per hook. Tags go to the recorder in one call per device and role;
+The hooks run in C where libmemhist_pyhook loads (src/pyhook): a module
+call costs one address-table probe and the scope event (Python names a
+module on first sight only), and the backward pre-hook is a C++ hook on the
+autograd node, so backward runs no Python for scopes at all. Without that
+library (or with MEMHIST_SCOPES_IMPL=python) the same rules run as Python
+closures here: a few dictionary look-ups and one ctypes call per hook.
+Tags go to the recorder in one call per device and role;
 a tensor object keeps its memory and role, so it is tagged once (a new
 gradient each step is a new tensor). A failure in a hook disables the hooks
 and is kept in the session's status, never raised.
@@ -38,9 +41,11 @@ PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 1, 2, 3, 4
 
 
 class Scopes:
-    def __init__(self, core, rec, session, native=None):
+    def __init__(self, core, rec, session, bridge=None, native=None):
         self.core = core
-        self.native = native     # libmemhist_pyhook (the hooks in C), or None: the Python hooks
+        self.bridge = bridge  # libmemhist_torch (per-device steps), or None
+        self.devmask = {}     # id(optimizer) -> (ids of its parameters, their devices as bits)
+        self.native = native  # libmemhist_pyhook (the scope hooks in C), or None: the Python hooks
         self.rec = rec
         self.session = session
         self.names = {}      # id(module) -> (weak reference to the module, path, string id): never keeps a model alive
@@ -252,6 +257,23 @@ class Scopes:
         params = [p for group in optimizer.param_groups for p in group["params"]]
         self._tag_all(params, PARAMETER, id(optimizer))
         self._tag_all([g for g in (p.grad for p in params) if g is not None], GRADIENT, id(optimizer))
+        if self.bridge is not None:
+            self.bridge.mh_torch_step_devices(self._devices(optimizer, params))
+
+    def _devices(self, optimizer, params):
+        """Bit d set for each CUDA device (0-63) holding one of `params`;
+        remembered per optimizer while its parameters are the same objects."""
+        ids = tuple(map(id, params))
+        known = self.devmask.get(id(optimizer))
+        if known is not None and known[0] == ids:
+            return known[1]
+        mask = 0
+        for p in params:
+            d = p.get_device() if getattr(p, "is_cuda", False) else -1
+            if 0 <= d < 64:
+                mask |= 1 << d
+        self.devmask[id(optimizer)] = (ids, mask)
+        return mask
 
     def _opt_post(self, optimizer, args, kwargs):
         self._tag_all([v for state in optimizer.state.values() for v in state.values()], OPTIMIZER_STATE,

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""steps.py - steps per device and the growth report on the virtual device
+(ctest label "vdevice"), with tests/vdevice/steps_program.py recorded
+unchanged under `memhist simulate`:
+
+  devices   one process, a model on each of two devices, 4 iterations:
+            4 steps per device (not 8), each device's trend equal to the
+            same model's on one device, the allocation after the last
+            optimizer step a tail ("after step 3"), not a step
+  growth    the model's transformer.h.0.mlp output kept in a list every
+            step: `report` has one growth line naming that module, bytes
+            per step within 1 % of the leaked tensor; `growth --json` and
+            `report --json` carry it
+  nogrowth  the same program without the leak: no growth line, no entry
+            (both growth cases run the two-device program; the leak is on
+            device 0, device 1 must show nothing)
+
+    python tests/vdevice/steps.py CASE [WORKDIR]
+
+Environment: MEMHIST (the CLI), MH_BINARY_DIR. Exits 0 when every check
+holds, 1 otherwise, 77 (skipped, with the reason) without torch or the
+virtual device.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MEMHIST = os.environ.get("MEMHIST", os.path.join(HERE, "..", "..", "build", "memhist"))
+PROGRAM = os.path.join(HERE, "steps_program.py")
+LEAK_MODULE = "transformer.h.0.mlp"
+SKIP = 77
+failures = []
+
+
+def check(cond, what):
+    print("%s %s" % ("ok  " if cond else "FAIL", what))
+    if not cond:
+        failures.append(what)
+
+
+def skip(why):
+    print("skipped: " + why)
+    sys.exit(SKIP)
+
+
+def memhist(*args):
+    return subprocess.run([MEMHIST] + list(args), capture_output=True, text=True)
+
+
+def record(work, name, args):
+    """Records the program under `memhist simulate`; returns (file, truth)."""
+    path = os.path.join(work, name + ".memhist")
+    truth = os.path.join(work, name + ".truth.json")
+    p = memhist("simulate", "--no-report", "--devices", "2", "--device-memory", "4GiB",
+                "--context-memory", "64MiB", "-o", path, "--", sys.executable, PROGRAM,
+                "--truth", truth, *args)
+    if p.returncode != 0:
+        print(p.stdout + p.stderr)
+        sys.exit("memhist simulate failed (%d)" % p.returncode)
+    with open(truth) as f:
+        return path, json.load(f)
+
+
+def report_json(path):
+    p = memhist("report", "--json", path)
+    if p.returncode != 0:
+        sys.exit("memhist report failed: " + p.stderr.strip())
+    return {d["device"]: d for d in json.loads(p.stdout)["files"][0]["devices"]}
+
+
+def case_devices(work):
+    two, _ = record(work, "two", ["--devices", "2"])
+    one, _ = record(work, "one", ["--devices", "1"])
+    devs, single = report_json(two), report_json(one)[0]
+    check(sorted(devs) == [0, 1], "two devices in the file: %s" % sorted(devs))
+    for d in sorted(devs):
+        steps = [s["step"] for s in devs[d]["steps"]]
+        check(steps == [0, 1, 2, 3], "device %d: steps %s, 4 per device" % (d, steps))
+        check(devs[d].get("tail", {}).get("step") == 4,
+              "device %d: what follows the last optimizer step is the tail" % d)
+    trend, want = devs[0]["fragmentation_trend"], single["fragmentation_trend"]
+    check(trend is not None and want is not None and want["allocated_growth"] > 0,
+          "the one-device run has a trend: %s" % want)
+    if trend and want:
+        for key in ("allocated_growth", "reserved_growth"):
+            check(trend[key] == want[key], "device 0 %s %d equals the one-device run's %d"
+                  % (key, trend[key], want[key]))
+    text = memhist("report", two).stdout
+    check("tail: after step 3, not a complete step" in text, "the text report names the tail")
+
+
+def case_growth(work):
+    path, truth = record(work, "leak", ["--devices", "2", "--leak"])
+    leaked = truth["leaked_bytes_per_step"]
+    text = memhist("report", path).stdout
+    lines = [ln for ln in text.splitlines() if ln.strip().startswith("growth:")]
+    check(len(lines) == 1, "one growth line in the report: %s" % lines)
+    check(bool(lines) and LEAK_MODULE in lines[0], "the growth line names %s: %s"
+          % (LEAK_MODULE, lines[:1]))
+    p = memhist("growth", "--json", path)
+    check(p.returncode == 0, "memhist growth --json: %s" % p.stderr.strip())
+    dev = json.loads(p.stdout)["files"][0]["devices"][0]["growth"] if p.returncode == 0 else {}
+    entries = dev.get("entries", [])
+    check(len(entries) >= 1, "growth --json lists the leak: %s" % entries)
+    if entries:
+        top = entries[0]
+        check(top["module"] is not None and top["module"].startswith(LEAK_MODULE),
+              "top entry's module %s" % top["module"])
+        check(abs(top["bytes_per_step"] - leaked) <= 0.01 * leaked,
+              "bytes per step %d within 1 %% of the leaked %d" % (top["bytes_per_step"], leaked))
+        check(top["first_step"] == 0 and top["steps_grown"] == truth["steps"],
+              "grew from step 0 in every step: %s" % top)
+    rep = report_json(path)[0]["growth"]
+    check(rep["entries"][:1] == entries[:1], "report --json carries the same entry")
+    other = report_json(path)[1]["growth"]
+    check(other["entries"] == [], "nothing grows on the other device")
+
+
+def case_nogrowth(work):
+    path, _ = record(work, "plain", ["--devices", "2"])
+    text = memhist("report", path).stdout
+    check("growth:" not in text, "no growth line without the leak")
+    for d, dev in report_json(path).items():
+        check(dev["growth"]["window_steps"] == 2 and dev["growth"]["entries"] == [],
+              "device %d: no growth entry over the last 2 steps: %s" % (d, dev["growth"]))
+
+
+CASES = {"devices": case_devices, "growth": case_growth, "nogrowth": case_nogrowth}
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in CASES:
+        sys.exit("usage: steps.py %s [WORKDIR]" % "|".join(CASES))
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        skip("torch is not installed")
+    vdev = os.path.join(os.environ.get("MH_BINARY_DIR", ""), "vdevice", "libcudart.so.13")
+    if not os.path.exists(vdev):
+        skip("the virtual device was not built (no CUDA headers)")
+    if len(sys.argv) > 2:
+        os.makedirs(sys.argv[2], exist_ok=True)
+        CASES[sys.argv[1]](sys.argv[2])
+    else:
+        with tempfile.TemporaryDirectory() as work:
+            CASES[sys.argv[1]](work)
+    if failures:
+        sys.exit("%d check(s) failed" % len(failures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""steps_program.py - the program tests/vdevice/steps.py records: small
+GPT-style models (tests/vdevice/gpt_train.py's) trained for a few steps with
+AdamW, no memhist calls.
+
+    python steps_program.py [--devices 1|2] [--steps N] [--leak] [--truth FILE]
+
+--devices 2: one process drives a model on cuda:0 and another on cuda:1,
+each with its own optimizer; every iteration runs both forwards and
+backwards, then both optimizer steps (so a step of one device's optimizer
+falls in the middle of the other device's iteration). An allocation follows
+the last optimizer step (the evaluation a script often ends with).
+--leak: a forward hook on transformer.h.0.mlp keeps that module's output of
+every step in a list (a leak across steps of batch x context x dim floats).
+--truth writes the leaked tensor's size and the steps as JSON.
+"""
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt_train import GPT  # noqa: E402
+
+VOCAB, CTX, BATCH, DIM, HEADS, LAYERS = 2048, 128, 4, 256, 4, 2
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--devices", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--leak", action="store_true")
+    ap.add_argument("--truth")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    devs = ["cuda:%d" % i for i in range(a.devices)]
+    models = [GPT(VOCAB, CTX, DIM, HEADS, LAYERS).to(d) for d in devs]
+    opts = [torch.optim.AdamW(m.parameters(), lr=1e-4) for m in models]
+    kept, leaked = [], []
+    if a.leak:
+        def keep(module, args, output):
+            kept.append(output.detach())
+            leaked.append(output.numel() * output.element_size())
+        models[0].transformer.h[0].mlp.register_forward_hook(keep)
+    for _ in range(a.steps):
+        for m, d in zip(models, devs):
+            idx = torch.randint(0, VOCAB, (BATCH, CTX + 1)).to(d)
+            logits = m(idx[:, :-1])
+            F.cross_entropy(logits.reshape(-1, VOCAB), idx[:, 1:].reshape(-1)).backward()
+        for o in opts:
+            o.step()
+            o.zero_grad(set_to_none=True)
+    with torch.no_grad():  # after the last step: not a step of its own
+        for m, d in zip(models, devs):
+            m(torch.randint(0, VOCAB, (BATCH, CTX)).to(d))
+    if a.truth:
+        with open(a.truth, "w") as f:
+            json.dump({"leaked_bytes_per_step": leaked[0] if leaked else 0,
+                       "steps": a.steps, "devices": a.devices}, f)
+
+
+if __name__ == "__main__":
+    main()
