@@ -1,0 +1,115 @@
+"""The module scope hooks in C (libmemhist_pyhook) on CPU torch, recording
+into a real file, against the Python hooks on the same model.
+
+Checks: the installed hooks are the C callables; two training steps give
+as many scope enter and exit events as the Python hooks (the modules every
+allocation is attributed to are compared on the virtual device,
+tests/vdevice/check_scopes.py); removing the hooks stops all events; a failure inside a hook (naming a module raises) is not raised into
+the program, turns the hooks off and is kept in the session's status.
+Skips (77) without torch or without the library (a build without torch).
+"""
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+
+SRC = os.environ.get("MH_SOURCE_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+BIN = os.environ.get("MH_BINARY_DIR") or os.path.join(SRC, "build")
+MEMHIST = os.environ.get("MEMHIST") or os.path.join(BIN, "memhist")
+sys.path.insert(0, os.path.join(SRC, "src", "python"))
+os.environ.setdefault("MEMHIST_LIB_DIR", BIN)
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:
+    print("skipped: torch is not installed")
+    sys.exit(77)
+from memhist import _native, _scopes  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    print("%s %s" % ("ok  " if cond else "FAIL", what))
+    if not cond:
+        failures.append(what)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Linear(8, 8))
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+class Session:
+    status = "recording"
+
+
+def record(path, native, broken=False):
+    """Two training steps with the hooks installed; returns the session."""
+    rec = ctypes.c_void_p()
+    rc = _native.bridge().mh_torch_open(path.encode(), None, ctypes.byref(rec))
+    assert rc >= 0, "cannot open %s" % path
+    session = Session()
+    s = _scopes.Scopes(_native.core(), rec, session, None, native)
+    if broken:
+        def fail(module):
+            raise RuntimeError("naming failed")
+        s._name_root = fail
+    torch.manual_seed(0)
+    net = Net()
+    opt = torch.optim.AdamW(net.parameters())
+    s.install(torch)
+    session.installed = [type(h).__name__ for h in torch.nn.modules.module._global_forward_pre_hooks.values()]
+    try:
+        for _ in range(2):
+            net(torch.randn(3, 4)).sum().backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    finally:
+        s.remove()
+    net(torch.randn(3, 4)).sum().backward()  # after removal: no events
+    _native.core().mh_recorder_close(rec)
+    return session
+
+
+def counts(path):
+    """Scope enter/exit event counts of a recording (memhist info)."""
+    p = subprocess.run([MEMHIST, "info", path], capture_output=True, text=True)
+    out = {}
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].startswith("scope_"):
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def main():
+    try:
+        native = _native.pyhook()
+    except OSError as e:
+        print("skipped: libmemhist_pyhook is not built (%s)" % e)
+        return 77
+    work = tempfile.mkdtemp(prefix="mh_scopes_native.")
+    c_path, py_path, bad_path = (os.path.join(work, n) for n in ("c.memhist", "py.memhist", "bad.memhist"))
+    c = record(c_path, native)
+    record(py_path, None)
+    check(c.installed == ["builtin_function_or_method"], "the C hooks are installed (%s)" % c.installed)
+    cc, pc = counts(c_path), counts(py_path)
+    # 6 module calls per forward, 2 steps: 12 forward enters; backward: 4 scopes per step
+    check(cc.get("scope_enter", 0) >= 12 + 8, "scope events were written (%s)" % cc)
+    check(cc == pc, "the same scope events as the Python hooks (C %s, Python %s)" % (cc, pc))
+    bad = record(bad_path, native, broken=True)
+    check("module scopes off" in bad.status and "naming failed" in bad.status,
+          "a failing hook is kept in the status, not raised (%s)" % bad.status)
+    check(not counts(bad_path), "a failing hook writes no scope events (%s)" % counts(bad_path))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
