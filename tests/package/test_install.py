@@ -85,6 +85,11 @@ def tool_finds_its_parts(prefix, tool):
     pkg = os.path.join(prefix, "share", "memhist", "python", "memhist")
     check(p.returncode == 0 and ("pkg " + pkg) in p.stdout, "record runs the installed package: %r" % p.stdout)
     check(("lib " + os.path.join(prefix, "lib")) in p.stdout, "record points at the installed libraries")
+    if os.path.exists(os.path.join(BIN, "libmemhist_pyhook.so")):
+        code = "import torch, memhist._native as n; print('hooks', n.pyhook()._name)"
+        p = run([tool, "record", "-o", os.path.join(prefix, "h.memhist"), "--", sys.executable, "-c", code])
+        check(p.returncode == 0 and ("hooks " + os.path.join(prefix, "lib", "libmemhist_pyhook.so")) in p.stdout,
+              "the installed module scope hooks load: %r" % (p.stdout + p.stderr[-500:]))
     if not os.path.isdir(os.path.join(BIN, "vdevice")):
         print("note: no virtual device built; `memhist simulate -- CMD` not checked")
         return

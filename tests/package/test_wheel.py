@@ -60,6 +60,8 @@ def check_wheel_files(wheel):
         check(name in names, "wheel holds " + name)
     if os.path.exists(os.path.join(BIN, "libmemhist_torch.so")):
         check("memhist/lib/libmemhist_torch.so" in names, "wheel holds the torch bridge")
+    if os.path.exists(os.path.join(BIN, "libmemhist_pyhook.so")):
+        check("memhist/lib/libmemhist_pyhook.so" in names, "wheel holds the module scope hooks")
     if os.path.isdir(os.path.join(BIN, "vdevice")):
         check("memhist/lib/memhist/vdevice/libcudart.so.13" in names, "wheel holds the virtual device")
     check(not [n for n in names if n.startswith(("tests/", "include/")) or "/test_" in n],
