@@ -21,7 +21,8 @@
 #include "memhist/event.h"
 #include "memhist/recorder.h"
 
-namespace {
+namespace
+{
 
 struct Scope {
     std::string path; /* "transformer.h.3.mlp"; a root: its class name */
@@ -35,9 +36,9 @@ struct Open {
     std::vector<ScopeRef> scopes; /* outermost first */
 };
 
-std::mutex mu;                  /* guards everything below */
-struct mh_recorder *rec_now;    /* NULL: the hooks do nothing */
-uint64_t gen_now;               /* which session a hook belongs to */
+std::mutex mu;               /* guards everything below */
+struct mh_recorder *rec_now; /* NULL: the hooks do nothing */
+uint64_t gen_now;            /* which session a hook belongs to */
 std::vector<Open> open_now;
 
 /* `in` is a submodule of `outer` (every module is within its root). */
@@ -88,14 +89,18 @@ void enter(const ScopeRef &s, uint64_t gen)
 struct Hook final : torch::autograd::FunctionPreHook {
     ScopeRef scope;
     uint64_t gen;
-    Hook(ScopeRef s, uint64_t g) : scope(std::move(s)), gen(g) {}
+    Hook(ScopeRef s, uint64_t g) : scope(std::move(s)), gen(g)
+    {
+    }
     torch::autograd::variable_list operator()(const torch::autograd::variable_list &grads) override
     {
         enter(scope, gen);
         return grads;
     }
     /* under compiled autograd the hook is left out (the graph has no scopes) */
-    void compiled_args(torch::dynamo::autograd::CompiledNodeArgs &) const override {}
+    void compiled_args(torch::dynamo::autograd::CompiledNodeArgs &) const override
+    {
+    }
 };
 
 /* The autograd node of a tensor, or null. */
@@ -118,7 +123,8 @@ extern "C" {
 struct mh__gscope *mh__gscope_new(const char *path, size_t len, uint32_t sid, int root)
 {
     try {
-        return new mh__gscope{std::make_shared<const Scope>(Scope{std::string(path, len), sid, root != 0})};
+        return new mh__gscope{
+            std::make_shared<const Scope>(Scope{std::string(path, len), sid, root != 0})};
     } catch (...) {
         return nullptr;
     }

@@ -1,5 +1,5 @@
-/* scopehook.c - torch's module forward hooks and the backward pre-hooks on
- * autograd nodes, in C: the per-call path of module scopes
+/* scopehook.c - torch's module forward pre/post hooks in C: the per-call
+ * path of module scopes
  * (src/python/memhist/_scopes.py installs them, scopehook.h).
  *
  * Data flow: torch calls the forward pre hook for every module call; it maps
@@ -22,11 +22,11 @@
 
 #define DEPTH 256 /* module nesting kept per thread; deeper calls are counted only */
 
-struct mod {                 /* a module seen by the hooks */
-    PyObject *ref;           /* weak reference to it: the table never keeps a model alive */
-    PyObject *path;          /* "transformer.h.3.mlp" (a root: its class name) */
-    struct mh__gscope *bwd;  /* its backward scope */
-    uint32_t sid;            /* the string id of its path in the recording */
+struct mod {                /* a module seen by the hooks */
+    PyObject *ref;          /* weak reference to it: the table never keeps a model alive */
+    PyObject *path;         /* "transformer.h.3.mlp" (a root: its class name) */
+    struct mh__gscope *bwd; /* its backward scope */
+    uint32_t sid;           /* the string id of its path in the recording */
     int root;
 };
 
@@ -35,11 +35,11 @@ static struct {
     PyObject *name, *root_forward, *compiling, *failed, *tensor_type;
     struct mod *mods;
     size_t nmods, capmods;
-    uintptr_t *keys;   /* module address -> mods index + 1 (open addressing) */
+    uintptr_t *keys; /* module address -> mods index + 1 (open addressing) */
     uint32_t *vals;
     size_t cap;
     int on;
-    uint32_t gen;      /* which set of hooks: stale thread stacks are told apart */
+    uint32_t gen; /* which set of hooks: stale thread stacks are told apart */
 } H;
 
 static _Thread_local struct {
@@ -305,14 +305,15 @@ static PyObject *post(PyObject *self, PyObject *const *a, Py_ssize_t n)
 
 static PyMethodDef pre_def = {"memhist_scope_pre", (PyCFunction)(void (*)(void))pre, METH_FASTCALL,
                               "memhist: opens a module's forward scope"};
-static PyMethodDef post_def = {"memhist_scope_post", (PyCFunction)(void (*)(void))post, METH_FASTCALL,
-                               "memhist: closes a module's forward scope"};
+static PyMethodDef post_def = {"memhist_scope_post", (PyCFunction)(void (*)(void))post,
+                               METH_FASTCALL, "memhist: closes a module's forward scope"};
+
+/* ---- the set of hooks ------------------------------------------------------------ */
+
 void mh_scopehook_close_backward(void)
 {
     mh__gscope_close_all();
 }
-
-/* ---- the set of hooks ------------------------------------------------------------ */
 
 void mh_scopehook_off(void)
 {
@@ -332,8 +333,10 @@ PyObject *mh_scopehook_open(struct mh_recorder *rec, PyObject *name, PyObject *r
 {
     mh_scopehook_release();
     if (!rec || !PyCallable_Check(name) || !PyCallable_Check(root_forward) ||
-        !PyCallable_Check(compiling_fn) || !PyCallable_Check(failed) || !PyType_Check(tensor_type)) {
-        PyErr_SetString(PyExc_TypeError, "mh_scopehook_open: a recorder, four callables and a type");
+        !PyCallable_Check(compiling_fn) || !PyCallable_Check(failed) ||
+        !PyType_Check(tensor_type)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "mh_scopehook_open: a recorder, four callables and a type");
         return NULL;
     }
     if (grow() < 0)

@@ -44,8 +44,8 @@ int main(int argc, char **argv)
         if (ev.kind == MH_EV_ALLOC) {
             uint32_t scope = mh_model_scope(m, ev.thread);
             const char *name = scope ? mh_reader_string(r, scope) : NULL;
-            printf("%" PRId64 " %d %" PRIu64 " %s\n", mh_model_current_step(m), mh_model_current_phase(m),
-                   (uint64_t)ev.size, name && name[0] ? name : "-");
+            printf("%" PRId64 " %d %" PRIu64 " %s\n", mh_model_current_step(m),
+                   mh_model_current_phase(m), (uint64_t)ev.size, name && name[0] ? name : "-");
         }
         mh_model_apply(m, &ev, NULL);
     }
