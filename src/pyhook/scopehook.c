@@ -32,7 +32,7 @@ struct mod {                /* a module seen by the hooks */
 
 static struct {
     struct mh_recorder *rec;
-    PyObject *name, *root_forward, *compiling, *failed, *tensor_type;
+    PyObject *name, *root_forward, *failed, *tensor_type;
     struct mod *mods;
     size_t nmods, capmods;
     uintptr_t *keys; /* module address -> mods index + 1 (open addressing) */
@@ -194,7 +194,6 @@ static void release_all(void)
     H.nmods = H.capmods = H.cap = 0;
     Py_CLEAR(H.name);
     Py_CLEAR(H.root_forward);
-    Py_CLEAR(H.compiling);
     Py_CLEAR(H.failed);
     Py_CLEAR(H.tensor_type);
 }
@@ -225,17 +224,6 @@ static PyObject *fail(void)
     Py_RETURN_NONE;
 }
 
-/* 1 while torch.compile traces (the hooks stay out of the graph), 0 if not, -1 failed. */
-static int compiling(void)
-{
-    PyObject *r = PyObject_CallNoArgs(H.compiling);
-    if (!r)
-        return -1;
-    int yes = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    return yes;
-}
-
 /* ---- forward ----------------------------------------------------------------- */
 
 static void emit(int enter, uint32_t mod, unsigned phase, uint32_t tid)
@@ -255,9 +243,6 @@ static PyObject *pre(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
     if (!H.on || n < 1)
         Py_RETURN_NONE;
-    int c = compiling();
-    if (c != 0)
-        return c < 0 ? fail() : Py_NewRef(Py_None);
     thread_stack();
     long i = lookup(a[0]);
     if (i < 0 && (i = name_module(a[0])) < 0)
@@ -286,9 +271,6 @@ static PyObject *post(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
     if (!H.on || n < 3)
         Py_RETURN_NONE;
-    int c = compiling();
-    if (c != 0)
-        return c < 0 ? fail() : Py_NewRef(Py_None);
     thread_stack();
     if (fw.over) {
         fw.over--;
@@ -329,14 +311,13 @@ void mh_scopehook_release(void)
 }
 
 PyObject *mh_scopehook_open(struct mh_recorder *rec, PyObject *name, PyObject *root_forward,
-                            PyObject *compiling_fn, PyObject *failed, PyObject *tensor_type)
+                            PyObject *failed, PyObject *tensor_type)
 {
     mh_scopehook_release();
     if (!rec || !PyCallable_Check(name) || !PyCallable_Check(root_forward) ||
-        !PyCallable_Check(compiling_fn) || !PyCallable_Check(failed) ||
-        !PyType_Check(tensor_type)) {
+        !PyCallable_Check(failed) || !PyType_Check(tensor_type)) {
         PyErr_SetString(PyExc_TypeError,
-                        "mh_scopehook_open: a recorder, four callables and a type");
+                        "mh_scopehook_open: a recorder, three callables and a type");
         return NULL;
     }
     if (grow() < 0)
@@ -345,7 +326,6 @@ PyObject *mh_scopehook_open(struct mh_recorder *rec, PyObject *name, PyObject *r
     H.rec = rec;
     H.name = Py_NewRef(name);
     H.root_forward = Py_NewRef(root_forward);
-    H.compiling = Py_NewRef(compiling_fn);
     H.failed = Py_NewRef(failed);
     H.gen++;
     PyObject *p = PyCFunction_New(&pre_def, NULL), *q = PyCFunction_New(&post_def, NULL);

@@ -12,18 +12,19 @@
 struct mh_recorder;
 
 /* Starts a set of hooks that emit scope events into `rec` and returns a new
- * tuple (pre, post) of callables for register_module_forward_pre_hook and
- * register_module_forward_hook, or NULL with a Python exception set. Any
+ * tuple (pre, post) of C callables, taking the arguments of torch's module
+ * forward pre and post hooks, or NULL with a Python exception set. (The
+ * package calls them from two-line Python hooks that torch.compile traces
+ * away: Dynamo cannot trace a C function and would break the graph.) Any
  * earlier set stops (one recording session at a time). The callables from
  * Python, each called on rare occasions only:
  *   name(module, parent_path or None) -> [(module, path, string id, is_root), ...]
  *       names a module on first sight (None: it is a root, name its tree);
  *   root_forward(module)  a root's forward begins with no scope open;
- *   compiling() -> bool   torch.compiler.is_compiling (hooks stay out of traces);
  *   failed(message)       a hook failed: the hooks are off from then on;
  * and torch._C.TensorBase, the type of every tensor. */
 PyObject *mh_scopehook_open(struct mh_recorder *rec, PyObject *name, PyObject *root_forward,
-                            PyObject *compiling, PyObject *failed, PyObject *tensor_type);
+                            PyObject *failed, PyObject *tensor_type);
 
 /* Closes the backward scopes open on every thread (the optimizer step or
  * the next root forward begins). */

@@ -5,7 +5,8 @@ Checks: the installed hooks are the C callables; two training steps give
 as many scope enter and exit events as the Python hooks (the modules every
 allocation is attributed to are compared on the virtual device,
 tests/vdevice/check_scopes.py); removing the hooks stops all events; a failure inside a hook (naming a module raises) is not raised into
-the program, turns the hooks off and is kept in the session's status.
+the program, turns the hooks off and is kept in the session's status;
+torch.compile traces the hooks away (no graph break).
 Skips (77) without torch or without the library (a build without torch).
 """
 import ctypes
@@ -65,7 +66,9 @@ def record(path, native, broken=False):
     net = Net()
     opt = torch.optim.AdamW(net.parameters())
     s.install(torch)
-    session.installed = [type(h).__name__ for h in torch.nn.modules.module._global_forward_pre_hooks.values()]
+    session.installed = [c.cell_contents.__name__ for h in torch.nn.modules.module._global_forward_pre_hooks.values()
+                         for c in (getattr(h, "__closure__", None) or ()) if type(c.cell_contents).__name__ ==
+                         "builtin_function_or_method"]
     try:
         for _ in range(2):
             net(torch.randn(3, 4)).sum().backward()
@@ -99,7 +102,7 @@ def main():
     c_path, py_path, bad_path = (os.path.join(work, n) for n in ("c.memhist", "py.memhist", "bad.memhist"))
     c = record(c_path, native)
     record(py_path, None)
-    check(c.installed == ["builtin_function_or_method"], "the C hooks are installed (%s)" % c.installed)
+    check(c.installed == ["memhist_scope_pre"], "the C hooks are installed (%s)" % c.installed)
     cc, pc = counts(c_path), counts(py_path)
     # 6 module calls per forward, 2 steps: 12 forward enters; backward: 4 scopes per step
     check(cc.get("scope_enter", 0) >= 12 + 8, "scope events were written (%s)" % cc)
@@ -108,7 +111,24 @@ def main():
     check("module scopes off" in bad.status and "naming failed" in bad.status,
           "a failing hook is kept in the status, not raised (%s)" % bad.status)
     check(not counts(bad_path), "a failing hook writes no scope events (%s)" % counts(bad_path))
+    check_compile(native, os.path.join(work, "compile.memhist"))
     return 1 if failures else 0
+
+
+def check_compile(native, path):
+    """torch.compile traces the hooks away: one graph, no break."""
+    rec = ctypes.c_void_p()
+    _native.bridge().mh_torch_open(path.encode(), None, ctypes.byref(rec))
+    s = _scopes.Scopes(_native.core(), rec, Session(), None, native)
+    s.install(torch)
+    try:
+        explained = torch._dynamo.explain(Net())(torch.randn(3, 4))
+    finally:
+        s.remove()
+        _native.core().mh_recorder_close(rec)
+    check(explained.graph_count == 1 and explained.graph_break_count == 0,
+          "torch.compile sees no graph break (%d graphs, %d breaks)"
+          % (explained.graph_count, explained.graph_break_count))
 
 
 if __name__ == "__main__":

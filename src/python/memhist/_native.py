@@ -136,7 +136,7 @@ def pyhook():
         core()
         lib = _load("libmemhist_pyhook.so", ctypes.PyDLL)
         lib.mh_scopehook_open.restype = ctypes.py_object
-        lib.mh_scopehook_open.argtypes = [ctypes.c_void_p] + [ctypes.py_object] * 5
+        lib.mh_scopehook_open.argtypes = [ctypes.c_void_p] + [ctypes.py_object] * 4
         for f in (lib.mh_scopehook_close_backward, lib.mh_scopehook_off, lib.mh_scopehook_release):
             f.restype = None
             f.argtypes = []

@@ -157,8 +157,8 @@ class Scopes:
         return pre, post
 
     def _native_hooks(self):
-        """The forward hooks in C; Python is called to name a module on
-        first sight and at a root's forward."""
+        """The forward hooks in C behind a compile check; Python is called
+        to name a module on first sight and at a root's forward."""
         def name(module, parent):
             if parent is None:
                 return [(m, path, sid, int(m is module)) for m, path, sid in self._name_root(module)]
@@ -167,8 +167,20 @@ class Scopes:
             self.names[id(module)] = (weakref.ref(module), path, sid)
             return [(module, path, sid, 0)]
         import torch
-        return self.native.mh_scopehook_open(self.rec, name, self._root_forward, _is_compiling(), self._failed,
-                                             torch._C.TensorBase)
+        c_pre, c_post = self.native.mh_scopehook_open(self.rec, name, self._root_forward, self._failed,
+                                                      torch._C.TensorBase)
+        compiling = _is_compiling()
+
+        # Python, so that torch.compile traces them away (a C function it
+        # cannot trace would break the graph at every module)
+        def pre(module, args):
+            if not compiling():
+                c_pre(module, args)
+
+        def post(module, args, output):
+            if not compiling():
+                c_post(module, args, output)
+        return pre, post
 
     # -- names -----------------------------------------------------------
     def _sid(self, path):
