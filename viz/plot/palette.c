@@ -1,4 +1,5 @@
-/* palette.c - the group fill colours (see palette.h). */
+/* palette.c - the group and category fill colours (see palette.h). */
+#include "categories.h"
 #include "palette.h"
 
 /* Tol's light scheme without its pale grey (kept for "everything else"). */
@@ -16,4 +17,22 @@ static const uint32_t groups[MH_PALETTE_GROUPS] = {
 uint32_t mh__palette_group(unsigned i)
 {
     return groups[i % MH_PALETTE_GROUPS];
+}
+
+/* Fills of the categories, in enum order: Paul Tol's "muted" scheme, chosen
+ * to stay distinct from the allocation-site colours (Tol's "light") and
+ * from the reserved (purple) and allocated (black) curves drawn on top;
+ * "unknown" is the pale grey. */
+uint32_t mh__palette_category(int category)
+{
+    static const uint32_t fill[MH_CAT_COUNT] = {
+        0x88CCEEu, /* parameter: cyan */
+        0xCC6677u, /* gradient: rose */
+        0x999933u, /* optimizer_state: olive */
+        0xDDCC77u, /* activation: sand */
+        0x44AA99u, /* temporary: teal */
+        0x117733u, /* input: green */
+        0xDDDDDDu, /* unknown: pale grey */
+    };
+    return category >= 0 && category < MH_CAT_COUNT ? fill[category] : fill[MH_CAT_UNKNOWN];
 }

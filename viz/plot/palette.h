@@ -34,5 +34,8 @@
 #define MH_PALETTE_GROUPS 8
 /* Fill colour of allocation group i (i >= 0; wraps around). */
 uint32_t mh__palette_group(unsigned i);
+/* Fill colour of a category (enum mh_category; out of range: unknown's),
+ * the same in the timeline's --color category and the flame graph. */
+uint32_t mh__palette_category(int category);
 
 #endif

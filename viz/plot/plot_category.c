@@ -135,20 +135,3 @@ int mh__plot_cat_finish(struct mh__plot_catacc *a, struct mh__plot_cols *c)
     return 0;
 }
 
-/* Fills of the categories, in enum order: Paul Tol's "muted" scheme, chosen
- * to stay distinct from the allocation-site colours (Tol's "light") and
- * from the reserved (purple) and allocated (black) curves drawn on top;
- * "unknown" is the pale grey. */
-uint32_t mh__plot_category_color(int category)
-{
-    static const uint32_t fill[MH_CAT_COUNT] = {
-        0x88CCEEu, /* parameter: cyan */
-        0xCC6677u, /* gradient: rose */
-        0x999933u, /* optimizer_state: olive */
-        0xDDCC77u, /* activation: sand */
-        0x44AA99u, /* temporary: teal */
-        0x117733u, /* input: green */
-        0xDDDDDDu, /* unknown: pale grey */
-    };
-    return category >= 0 && category < MH_CAT_COUNT ? fill[category] : fill[MH_CAT_UNKNOWN];
-}
