@@ -23,7 +23,10 @@
 #include <string.h>
 
 #include "memhist/error.h"
+#include "palette.h"
 #include "plot_internal.h"
+
+_Static_assert(MH_PALETTE_CATEGORIES == MH_CAT_COUNT, "a fill colour for every category");
 
 int mh__plot_cat_init(struct mh__plot_catacc *a, int ncols, int device, int64_t peak)
 {

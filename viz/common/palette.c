@@ -1,5 +1,4 @@
 /* palette.c - the group and category fill colours (see palette.h). */
-#include "categories.h"
 #include "palette.h"
 
 /* Tol's light scheme without its pale grey (kept for "everything else"). */
@@ -25,7 +24,7 @@ uint32_t mh__palette_group(unsigned i)
  * "unknown" is the pale grey. */
 uint32_t mh__palette_category(int category)
 {
-    static const uint32_t fill[MH_CAT_COUNT] = {
+    static const uint32_t fill[MH_PALETTE_CATEGORIES] = {
         0x88CCEEu, /* parameter: cyan */
         0xCC6677u, /* gradient: rose */
         0x999933u, /* optimizer_state: olive */
@@ -34,5 +33,6 @@ uint32_t mh__palette_category(int category)
         0x117733u, /* input: green */
         0xDDDDDDu, /* unknown: pale grey */
     };
-    return category >= 0 && category < MH_CAT_COUNT ? fill[category] : fill[MH_CAT_UNKNOWN];
+    int known = category >= 0 && category < MH_PALETTE_CATEGORIES;
+    return fill[known ? category : MH_PALETTE_CATEGORIES - 1];
 }
