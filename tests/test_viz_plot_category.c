@@ -223,8 +223,8 @@ Test(plot_category, colours_and_legend_differ_from_stack_mode)
     int px0 = f.x, px1 = f.x + f.w - 1, py0 = f.y, py1 = f.y + f.h - 1;
     /* panel: category fills in category mode, site fills in stack mode */
     for (int k = 0; k < MH_CAT_COUNT; k++) {
-        int in_cat = count_colour(&cat, px0, px1, py0, py1, mh__plot_category_color(k));
-        int in_stack = count_colour(&stack, px0, px1, py0, py1, mh__plot_category_color(k));
+        int in_cat = count_colour(&cat, px0, px1, py0, py1, mh__palette_category(k));
+        int in_stack = count_colour(&stack, px0, px1, py0, py1, mh__palette_category(k));
         if (k != MH_CAT_UNKNOWN)
             cr_assert_gt(in_cat, 20, "no %s area in the panel", mh__category_name(k));
         cr_assert_eq(in_stack, 0, "%s colour used in stack mode", mh__category_name(k));
@@ -238,7 +238,7 @@ Test(plot_category, colours_and_legend_differ_from_stack_mode)
     for (int k = 0; k < MH_CAT_COUNT; k++) {
         int y = -1;
         for (int yy = f.legend_y; yy < o.height && y < 0; yy++)
-            if (mh__canvas_get(&cat, f.legend_x + 3, yy) == mh__plot_category_color(k))
+            if (mh__canvas_get(&cat, f.legend_x + 3, yy) == mh__palette_category(k))
                 y = yy;
         cr_assert_gt(y, last_y, "legend swatch of %s missing or out of order",
                      mh__category_name(k));

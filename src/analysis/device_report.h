@@ -32,6 +32,10 @@ struct mh_device_report {
         int fragmenting;               /* reserved grows while allocated does not */
         int whatif_ok;
         uint64_t whatif_peak_reserved; /* with expandable_segments:True */
+        /* when fragmenting: the replay under the recorded settings checks
+         * the what-if (whatif_check.h), reproducing baseline_match percent */
+        int whatif_checked;
+        double baseline_match;
     } trend;
     struct mh_growth_entry *growth; /* groups growing across steps, largest first */
     size_t ngrowth;

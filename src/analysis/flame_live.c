@@ -63,18 +63,6 @@ static void module_parts(struct parts *p, const char *path)
     }
 }
 
-/* The last two components of a path ("pkg/mod.py" of "/a/b/pkg/mod.py"). */
-static const char *short_path(const char *file)
-{
-    const char *last = strrchr(file, '/');
-    if (!last)
-        return file;
-    for (const char *p = last - 1; p >= file; p--)
-        if (*p == '/')
-            return p + 1;
-    return file;
-}
-
 /* Frames of a stack, outermost first: "func (dir/file.py:12)". */
 static void stack_parts(struct parts *p, const struct mh_reader *r, uint32_t stack)
 {
@@ -94,9 +82,9 @@ static void stack_parts(struct parts *p, const struct mh_reader *r, uint32_t sta
         }
         const char *file = f.file ? f.file : "", *func = f.func && *f.func ? f.func : "?";
         if (*file && f.line)
-            snprintf(name, sizeof name, "%s (%s:%u)", func, short_path(file), f.line);
+            snprintf(name, sizeof name, "%s (%s:%u)", func, mh__short_path(file), f.line);
         else if (*file)
-            snprintf(name, sizeof name, "%s (%s)", func, short_path(file));
+            snprintf(name, sizeof name, "%s (%s)", func, mh__short_path(file));
         else
             snprintf(name, sizeof name, "%s", func);
         push(p, name, mh__frame_text(r, frames[i], detail, sizeof detail));

@@ -49,4 +49,9 @@ void mh__report_trend(const struct mh_model *m, const struct mh_whatif_input *in
         t->whatif_ok = 1;
         t->whatif_peak_reserved = out.peak_reserved;
     }
+    struct mh_whatif_outcome base;
+    if (t->whatif_ok && t->fragmenting && mh__whatif_baseline(in, in->total_bytes, &base) == 0) {
+        t->whatif_checked = mh__whatif_checked(&base);
+        t->baseline_match = base.match;
+    }
 }

@@ -117,7 +117,7 @@ int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
     return 0;
 }
 
-static const char *short_path(const char *file)
+const char *mh__short_path(const char *file)
 {
     const char *last = strrchr(file, '/');
     if (!last)
@@ -184,8 +184,8 @@ const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf
     if (special_frame(&f, buf, len))
         ;
     else if (f.line)
-        snprintf(buf, len, "%s:%u %s", short_path(f.file), f.line, f.func);
+        snprintf(buf, len, "%s:%u %s", mh__short_path(f.file), f.line, f.func);
     else
-        snprintf(buf, len, "%s %s", short_path(f.file), f.func);
+        snprintf(buf, len, "%s %s", mh__short_path(f.file), f.func);
     return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
 }

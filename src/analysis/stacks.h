@@ -29,6 +29,8 @@ int mh__stack_best_index(const struct mh_reader *r, uint32_t stack);
  * the innermost ATen op, else the innermost named function that is not the
  * allocator, memhist or the C/C++ runtime. Returns buf. */
 const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len);
+/* The last two components of a path ("pkg/mod.py" of "/a/b/pkg/mod.py"). */
+const char *mh__short_path(const char *file);
 /* "file:line func" for one frame id (full file name). Returns buf. */
 const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len);
 

@@ -256,6 +256,7 @@ int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
     ro.conf = in->conf;
     ro.capacity = capacity;
     ro.use_oracle = 1;
+    ro.progress_what = "replay under the recorded settings";
     return mh__whatif_run(in, &ro, out, NULL);
 }
 

@@ -183,6 +183,11 @@ static void json_device(struct mh_json *j, const struct mh_replay *rp, const str
             mh__json_uint(j, d->trend.whatif_peak_reserved);
         else
             mh__json_null(j);
+        mh__json_key(j, "whatif_checked");
+        if (d->trend.whatif_ok && d->trend.fragmenting)
+            mh__json_bool(j, d->trend.whatif_checked);
+        else
+            mh__json_null(j);
         mh__json_end_object(j);
     }
     mh__json_key(j, "growth");

@@ -5,6 +5,7 @@
 
 #include "printers.h"
 #include "stacks.h"
+#include "whatif_check.h"
 
 static const char *step_text(int64_t step, char buf[24])
 {
@@ -207,7 +208,13 @@ static void print_trend(const struct mh_device_report *d)
     else
         printf("fragmentation: reserved grows while allocated does not; try expandable_segments:True");
     if (t->whatif_ok)
-        printf(" (what-if with expandable_segments:True: peak reserved %s)", signed_bytes(gain, b[2]));
+        printf(" (what-if with expandable_segments:True: peak reserved %s%s)",
+               signed_bytes(gain, b[2]), !t->fragmenting ? ""
+                                         : t->whatif_checked ? ", checked by replay"
+                                                             : ", an estimate");
+    if (t->whatif_ok && t->fragmenting && !t->whatif_checked)
+        printf("\n  the replay under the recorded settings reproduces %.1f%% of the run's "
+               "allocator events (checked from %.0f%%)", t->baseline_match, MH_WHATIF_CHECKED_MATCH);
     printf("\n");
 }
 

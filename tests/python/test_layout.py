@@ -30,7 +30,7 @@ MODULES = {
                   "oom_explain.h", "replay_file.h", "session.h", "stacks.h", "whatif_check.h"]),
     "import": (["src/import"], ["model"], ["snapshot_import.h", "pickle_read.h", "pickle_value.h"]),
     "viz_common": (["viz/common"], ["model"], ["json.h", "json_read.h", "outfile.h", "pickle_write.h",
-                                               "sink.h", "gzip.h"]),
+                                               "sink.h", "gzip.h", "palette.h"]),
     "viz_plot": (["viz/plot"], ["viz_common", "analysis"], ["plot.h"]),
     "viz_snapshot": (["viz/snapshot"], ["viz_common", "analysis"], ["snapshot_export.h"]),
     "viz_trace": (["viz/trace"], ["viz_common", "analysis"], ["trace_writer.h"]),

@@ -66,6 +66,18 @@ with tempfile.TemporaryDirectory() as tmp:
         p = run("report", long_run, *bad)
         check(p.returncode == 2 and p.stderr.count("\n") <= 2, "usage error for %s: %r" % (bad, p.stderr))
 
+    # the trend's what-if says whether a replay under the recorded settings
+    # checks it: a simulated run replays exactly, so it is checked
+    doc = json.loads(run("report", "--json", long_run).stdout)
+    trend = doc["files"][0]["devices"][0]["fragmentation_trend"]
+    text = run("report", long_run).stdout
+    if trend["fragmentation"]:
+        check(trend["whatif_checked"] is True and ", checked by replay)" in text,
+              "a fragmenting simulated run's what-if is checked: %r" % trend)
+    else:
+        check(trend["whatif_checked"] is None and "checked by replay" not in text,
+              "no verdict, no check label: %r" % trend)
+
 if failures:
     print("%d failure(s)" % len(failures))
     sys.exit(1)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "flame_svg.h"
+#include "palette.h"
 #include "utf8.h"
 
 #define FRAME_H 17 /* one level of the graph, with a pixel between levels */
@@ -16,21 +17,6 @@
 #define HEAD_H 78 /* title, subtitle and legend above the graph */
 #define FOOT_H 26
 #define MIN_W 0.1 /* frames narrower than this are left out */
-
-uint32_t mh__flame_category_color(int category)
-{
-    /* Paul Tol's "muted" scheme, as the timeline's --color category */
-    static const uint32_t fill[MH_CAT_COUNT] = {
-        0x88CCEEu, /* parameter: cyan */
-        0xCC6677u, /* gradient: rose */
-        0x999933u, /* optimizer_state: olive */
-        0xDDCC77u, /* activation: sand */
-        0x44AA99u, /* temporary: teal */
-        0x117733u, /* input: green */
-        0xDDDDDDu, /* unknown: pale grey */
-    };
-    return category >= 0 && category < MH_CAT_COUNT ? fill[category] : fill[MH_CAT_UNKNOWN];
-}
 
 static const char *bytes_text(uint64_t bytes, char buf[32])
 {
@@ -114,7 +100,7 @@ static const char *label_of(const struct mh_flame_node *nd, char *buf, size_t le
  * neighbours of one category stay apart. */
 static uint32_t fill_of(const struct mh_flame_node *nd)
 {
-    uint32_t c = mh__flame_category_color(mh__flame_main_category(nd)), h = 2166136261u;
+    uint32_t c = mh__palette_category(mh__flame_main_category(nd)), h = 2166136261u;
     for (const char *p = nd->name; *p; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
     int shift = (int)(h % 25) - 12, out = 0;
@@ -224,7 +210,7 @@ static void write_legend(struct mh_sink *out, const struct mh_flame_node *root)
                         "<rect x=\"%.1f\" y=\"54\" width=\"12\" height=\"12\" fill=\"#%06X\" "
                         "stroke=\"#555\" stroke-width=\"0.5\"/><text x=\"%.1f\" y=\"64\">%s"
                         "</text>\n",
-                        x, (unsigned)mh__flame_category_color(c), x + 17, text);
+                        x, (unsigned)mh__palette_category(c), x + 17, text);
         x += 17 + CHAR_W * (double)strlen(text) + 18;
     }
 }

@@ -30,7 +30,4 @@ int mh__flame_svg_write(const struct mh_flame *f, const struct mh_flame_svg_opts
 /* One line per node with self bytes: "frame;frame;frame BYTES\n". */
 int mh__flame_folded_write(const struct mh_flame *f, struct mh_sink *out);
 
-/* Fill colour (0xRRGGBB) of a memory category in the SVG and its legend. */
-uint32_t mh__flame_category_color(int category);
-
 #endif

@@ -23,7 +23,10 @@
 #include <string.h>
 
 #include "memhist/error.h"
+#include "palette.h"
 #include "plot_internal.h"
+
+_Static_assert(MH_PALETTE_CATEGORIES == MH_CAT_COUNT, "a fill colour for every category");
 
 int mh__plot_cat_init(struct mh__plot_catacc *a, int ncols, int device, int64_t peak)
 {
@@ -135,20 +138,3 @@ int mh__plot_cat_finish(struct mh__plot_catacc *a, struct mh__plot_cols *c)
     return 0;
 }
 
-/* Fills of the categories, in enum order: Paul Tol's "muted" scheme, chosen
- * to stay distinct from the allocation-site colours (Tol's "light") and
- * from the reserved (purple) and allocated (black) curves drawn on top;
- * "unknown" is the pale grey. */
-uint32_t mh__plot_category_color(int category)
-{
-    static const uint32_t fill[MH_CAT_COUNT] = {
-        0x88CCEEu, /* parameter: cyan */
-        0xCC6677u, /* gradient: rose */
-        0x999933u, /* optimizer_state: olive */
-        0xDDCC77u, /* activation: sand */
-        0x44AA99u, /* temporary: teal */
-        0x117733u, /* input: green */
-        0xDDDDDDu, /* unknown: pale grey */
-    };
-    return category >= 0 && category < MH_CAT_COUNT ? fill[category] : fill[MH_CAT_UNKNOWN];
-}

@@ -193,8 +193,6 @@ void mh__plot_cat_moved(struct mh__plot_catacc *a);
 /* After the last event: books the allocations still alive and writes the
  * per-column breakdown (MH_CAT_COUNT entries per column) and cat_peak. */
 int mh__plot_cat_finish(struct mh__plot_catacc *a, struct mh__plot_cols *c);
-/* Fill colour of a category's area. */
-uint32_t mh__plot_category_color(int category);
 
 /* Pass 2 over `ncols` columns spanning [t_begin, t_end]. */
 int mh__plot_cols_run(struct mh_session *r, const struct mh_plot_opts *o,

@@ -41,7 +41,7 @@ static int category_rows(struct mh_canvas *c, const struct mh__plot_scan *s, int
     mh__canvas_text_fit(c, x, y + 11, "by memory category (as memhist report):", MH_COL_TEXT, 1, w);
     y += 28;
     for (int k = 0; k < MH_CAT_COUNT; k++)
-        y = swatch_row(c, x, y, w, mh__plot_category_color(k),
+        y = swatch_row(c, x, y, w, mh__palette_category(k),
                        mh__plot_bytes(s->group_peak[k], b, sizeof b), mh__category_name(k));
     return y;
 }

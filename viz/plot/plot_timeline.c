@@ -34,7 +34,7 @@ static void draw_areas(struct mh_canvas *c, const struct mh__plot_cols *cols,
         for (unsigned k = 0; k < ng; k++) {
             sum += g[k];
             int y = mh__plot_axis_px(ya, (double)sum);
-            uint32_t col = cols->by_category   ? mh__plot_category_color((int)k)
+            uint32_t col = cols->by_category   ? mh__palette_category((int)k)
                            : k < cols->ngroups ? mh__palette_group(k)
                                                : MH_COL_REST;
             if (y < ybot)

@@ -3,7 +3,8 @@
  * Group fills come from Paul Tol's "light" scheme, which is designed for
  * filled areas with labels and dark lines on top and stays distinguishable
  * with the common forms of colour blindness; lines and markers use dark,
- * high-contrast colours from Tol's schemes and Okabe-Ito. */
+ * high-contrast colours from Tol's schemes and Okabe-Ito. The category
+ * fills are shared by the timeline and the flame graph. */
 #ifndef MH_VIZ_PALETTE_H
 #define MH_VIZ_PALETTE_H
 
@@ -34,5 +35,9 @@
 #define MH_PALETTE_GROUPS 8
 /* Fill colour of allocation group i (i >= 0; wraps around). */
 uint32_t mh__palette_group(unsigned i);
+/* Fill colour of a category (enum mh_category, whose MH_CAT_COUNT is
+ * MH_PALETTE_CATEGORIES, "unknown" last; out of range: unknown's). */
+#define MH_PALETTE_CATEGORIES 7
+uint32_t mh__palette_category(int category);
 
 #endif
