@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "symtab.h"
 
@@ -47,12 +48,13 @@ Test(symtab, functions_of_this_program_are_named_with_their_module)
 
 Test(symtab, a_library_function_is_named_and_names_are_kept_across_a_reset)
 {
-    struct named q = name_of((uintptr_t)&qsort + 2);
+    /* getpid: a libc function the sanitizers do not intercept */
+    struct named q = name_of((uintptr_t)&getpid + 2);
     cr_assert_eq(q.rc, 0);
-    cr_assert(strstr(q.func, "qsort"), "function %s", q.func);
+    cr_assert(strstr(q.func, "getpid"), "function %s", q.func);
     cr_assert(strstr(q.file, "libc"), "module %s", q.file);
     mh__symtab_reset();
-    struct named again = name_of((uintptr_t)&qsort + 2);
+    struct named again = name_of((uintptr_t)&getpid + 2);
     cr_assert_str_eq(again.func, q.func);
     cr_assert_eq(again.line, q.line);
 }
