@@ -59,81 +59,21 @@ namespace {
 namespace cca = c10::cuda::CUDACachingAllocator;
 using Entry = cca::TraceEntry;
 
-/* ---- clock: approximate-clock ticks -> Unix-epoch ns ----------------------- */
-
-/* Two copies of the fit (torch_support.h), flipped by `cur`, so the tracker
- * reads a consistent one without locking while a refinement writes the other. */
-struct clock_state {
-    mh_tick_fit fit[2];
-    std::atomic<int> cur{0};
-    uint64_t last_refine_ns = 0;
-};
-clock_state g_clock;
-
-uint64_t realtime_ns()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* ---- clock: torch's approximate-clock ticks (tick_clock.c) ------------------ */
 
 uint64_t ticks_now()
 {
     return (uint64_t)c10::getApproximateTime();
 }
 
-void publish_fit(const mh_tick_fit &f)
-{
-    int next = 1 - g_clock.cur.load(std::memory_order_relaxed);
-    g_clock.fit[next] = f;
-    g_clock.cur.store(next, std::memory_order_release);
-}
-
-/* 201 readings about 20 us apart (about 4 ms); each tick value is the
- * midpoint of the two reads around clock_gettime. */
 int calibrate_clock()
 {
-    const size_t n = 201;
-    std::vector<uint64_t> t(n), ns(n);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t a = ticks_now();
-        ns[i] = realtime_ns();
-        uint64_t b = ticks_now();
-        t[i] = a + (b - a) / 2;
-        uint64_t until = ns[i] + 20000;
-        while (realtime_ns() < until) {
-        }
-    }
-    mh_tick_fit f;
-    int rc = mh__tick_fit(t.data(), ns.data(), n, &f);
-    if (rc < 0)
-        return rc;
-    publish_fit(f);
-    g_clock.last_refine_ns = ns[n - 1];
-    return 0;
-}
-
-/* Lengthens the baseline from the calibration anchor to now (at most every
- * 10 s, called from record_function callbacks, never from the tracker). */
-void refine_clock()
-{
-    uint64_t now = realtime_ns();
-    if (now - g_clock.last_refine_ns < 10000000000ull)
-        return;
-    g_clock.last_refine_ns = now;
-    const mh_tick_fit &f = g_clock.fit[g_clock.cur.load(std::memory_order_acquire)];
-    uint64_t a = ticks_now(), n = realtime_ns(), b = ticks_now();
-    uint64_t t = a + (b - a) / 2;
-    if (t <= f.ticks0 || n <= f.ns0)
-        return;
-    mh_tick_fit g = f;
-    g.scale = (double)(n - f.ns0) / (double)(t - f.ticks0);
-    publish_fit(g);
+    return mh__tick_clock_calibrate(ticks_now);
 }
 
 inline uint64_t ticks_to_ns(uint64_t ticks)
 {
-    return mh__tick_to_ns(&g_clock.fit[g_clock.cur.load(std::memory_order_acquire)], ticks);
+    return mh__tick_clock_ns(ticks);
 }
 
 /* ---- context rings: parked stack contexts, one ring per thread -------------- */
@@ -602,7 +542,7 @@ void on_range(const char *name, bool begin)
             emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_OPTIMIZER);
         } else if (g.mode.load() == STEPS_OPTIMIZER) {
             end_step(rec, t);
-            refine_clock();
+            mh__tick_clock_refine(ticks_now);
         }
     }
     if (g.op_ranges)

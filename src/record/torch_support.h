@@ -31,6 +31,14 @@ static inline uint64_t mh__tick_to_ns(const struct mh_tick_fit *f, uint64_t tick
     return f->ns0 + (uint64_t)(int64_t)((double)(int64_t)(ticks - f->ticks0) * f->scale);
 }
 
+/* The bridge's clock (tick_clock.c), `ticks` reading torch's approximate
+ * clock: calibrated once when recording starts (about 4 ms; 0 or a negative
+ * MH_E*), refined at most every 10 s by a caller that is not the allocator's
+ * trace hook, read without locking by mh__tick_clock_ns. */
+int mh__tick_clock_calibrate(uint64_t (*ticks)(void));
+void mh__tick_clock_refine(uint64_t (*ticks)(void));
+uint64_t mh__tick_clock_ns(uint64_t ticks);
+
 /* File name of the frame that names an allocation made with no Python frame
  * by the torch op that made it (function: the op, e.g. "MmBackward0"); see
  * src/format/FORMAT.md, "Frames". */

@@ -1,0 +1,78 @@
+/* tick_clock.c - the torch bridge's clock (see torch_support.h): torch's
+ * approximate-clock ticks, which stamp its allocator trace entries, to
+ * Unix-epoch ns.
+ *
+ * Two copies of the fit, flipped by `cur`, so the allocating thread reads a
+ * consistent one without locking while a refinement writes the other. The
+ * calibration runs once when recording starts; refinements lengthen the
+ * baseline from the calibration anchor to now, at most every 10 s, from
+ * record_function callbacks (never from the allocator's trace hook). */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "torch_support.h"
+
+#define CALIBRATION_READINGS 201
+#define READING_GAP_NS 20000ull         /* about 4 ms in all */
+#define REFINE_EVERY_NS 10000000000ull
+
+static struct mh_tick_fit fits[2];
+static atomic_int cur;
+static uint64_t last_refine_ns;
+
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void publish(const struct mh_tick_fit *f)
+{
+    int next = 1 - atomic_load_explicit(&cur, memory_order_relaxed);
+    fits[next] = *f;
+    atomic_store_explicit(&cur, next, memory_order_release);
+}
+
+/* Each tick value is the midpoint of the two reads around clock_gettime. */
+int mh__tick_clock_calibrate(uint64_t (*ticks)(void))
+{
+    uint64_t t[CALIBRATION_READINGS], ns[CALIBRATION_READINGS];
+    for (size_t i = 0; i < CALIBRATION_READINGS; i++) {
+        uint64_t a = ticks();
+        ns[i] = realtime_ns();
+        uint64_t b = ticks();
+        t[i] = a + (b - a) / 2;
+        uint64_t until = ns[i] + READING_GAP_NS;
+        while (realtime_ns() < until) {
+        }
+    }
+    struct mh_tick_fit f;
+    int rc = mh__tick_fit(t, ns, CALIBRATION_READINGS, &f);
+    if (rc < 0)
+        return rc;
+    publish(&f);
+    last_refine_ns = ns[CALIBRATION_READINGS - 1];
+    return 0;
+}
+
+void mh__tick_clock_refine(uint64_t (*ticks)(void))
+{
+    uint64_t now = realtime_ns();
+    if (now - last_refine_ns < REFINE_EVERY_NS)
+        return;
+    last_refine_ns = now;
+    const struct mh_tick_fit *f = &fits[atomic_load_explicit(&cur, memory_order_acquire)];
+    uint64_t a = ticks(), n = realtime_ns(), b = ticks();
+    uint64_t t = a + (b - a) / 2;
+    if (t <= f->ticks0 || n <= f->ns0)
+        return;
+    struct mh_tick_fit g = *f;
+    g.scale = (double)(n - f->ns0) / (double)(t - f->ticks0);
+    publish(&g);
+}
+
+uint64_t mh__tick_clock_ns(uint64_t ticks)
+{
+    return mh__tick_to_ns(&fits[atomic_load_explicit(&cur, memory_order_acquire)], ticks);
+}
