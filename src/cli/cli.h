@@ -15,6 +15,7 @@
 #include "memhist/memhist.h"
 #include "outfile.h"
 #include "replay_file.h"
+#include "units.h"
 
 #define MH_EXIT_OK 0
 #define MH_EXIT_FAIL 1
@@ -152,8 +153,7 @@ int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);
 /* 1 if DIR/NAME is a regular file. */
 int mh__cli_is_file(const char *dir, const char *name);
 
-/* Human units: "1.50 GiB", "512 B"; "12.3 ms", "4.20 s". Return `buf`. */
-const char *mh__cli_bytes(uint64_t bytes, char buf[32]);
+/* Human units: "12.3 ms", "4.20 s" (bytes: mh__bytes_text, units.h). Returns `buf`. */
 const char *mh__cli_duration(uint64_t ns, char buf[32]);
 
 /* A window of the run: --steps A:B (inclusive) or --time A:B (seconds from

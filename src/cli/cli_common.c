@@ -59,7 +59,7 @@ void mh__cli_status_wrote(const char *path, const char *tail, const char *fmt, .
     vsnprintf(details, sizeof details, fmt, ap);
     va_end(ap);
     if (stat(path, &st) == 0)
-        mh__cli_status("wrote %s (%s%s%s)%s", path, mh__cli_bytes((uint64_t)st.st_size, size),
+        mh__cli_status("wrote %s (%s%s%s)%s", path, mh__bytes_text((uint64_t)st.st_size, size),
                        details[0] ? ", " : "", details, tail ? tail : "");
     else
         mh__cli_status("wrote %s%s%s%s%s", path, details[0] ? " (" : "", details,
@@ -166,22 +166,6 @@ int mh__cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out
         return MH_EINVAL;
     *out = v;
     return 0;
-}
-
-const char *mh__cli_bytes(uint64_t bytes, char buf[32])
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, 32, "%llu B", (unsigned long long)bytes);
-    else
-        snprintf(buf, 32, "%.2f %s", v, units[u]);
-    return buf;
 }
 
 const char *mh__cli_duration(uint64_t ns, char buf[32])

@@ -111,14 +111,14 @@ static const char *signed_bytes(int64_t v, char buf[32])
 {
     char b[32];
     snprintf(buf, 32, "%s%s", v < 0 ? "-" : "+",
-             mh__cli_bytes(v < 0 ? (uint64_t)-v : (uint64_t)v, b));
+             mh__bytes_text(v < 0 ? (uint64_t)-v : (uint64_t)v, b));
     return buf;
 }
 
 static void text_row(const char *name, uint64_t a, uint64_t b)
 {
     char x[3][32];
-    printf("  %-34.34s %12s %12s %13s\n", name, mh__cli_bytes(a, x[0]), mh__cli_bytes(b, x[1]),
+    printf("  %-34.34s %12s %12s %13s\n", name, mh__bytes_text(a, x[0]), mh__bytes_text(b, x[1]),
            signed_bytes((int64_t)b - (int64_t)a, x[2]));
 }
 

@@ -116,7 +116,7 @@ static const char *moment_text(const struct flame_args *a, const struct mh_flame
 {
     char b[32], t[32], s[24];
     if (a->at == MH_CLI_AT_OOM)
-        snprintf(buf, len, "at the last OOM (request %s, %s, %s)", mh__cli_bytes(m->value, b),
+        snprintf(buf, len, "at the last OOM (request %s, %s, %s)", mh__bytes_text(m->value, b),
                  mh__cli_duration(m->time_ns, t), mh__step_text(m->step, s));
     else
         snprintf(buf, len, "at %s%s (%s)", a->at == MH_CLI_AT_PEAK ? "the allocated peak, " : "",
@@ -149,7 +149,7 @@ static int render(const struct flame_args *a, const struct mh_analysis *an, int 
     const struct mh_flame_node *nodes = mh__flame_nodes(f, &n);
     snprintf(title, sizeof title, "memhist flame: %s, device %d%s%s", a->file, device,
              info.name[0] ? " " : "", info.name);
-    snprintf(sub, sizeof sub, "%s live %s, by %s", mh__cli_bytes(nodes[0].bytes, b), moment,
+    snprintf(sub, sizeof sub, "%s live %s, by %s", mh__bytes_text(nodes[0].bytes, b), moment,
              by == MH_FLAME_BY_MODULE ? "module path" : "Python stack");
     const struct mh_flame_svg_opts o = {title, sub, (int)a->width};
     mh__sink_init_mem(&sink);

@@ -115,8 +115,8 @@ static void print_device(const struct mh_analysis *a, const struct mh_device_rep
         char since[24], grew[24];
         snprintf(since, sizeof since, "step %" PRId64, e->first_step);
         snprintf(grew, sizeof grew, "%u/%u", e->steps_grown, e->steps);
-        printf("  %11s %11s %7s %7s  %s\n", mh__cli_bytes(e->bytes_per_step, b[0]),
-               mh__cli_bytes(e->live_bytes, b[1]), since, grew,
+        printf("  %11s %11s %7s %7s  %s\n", mh__bytes_text(e->bytes_per_step, b[0]),
+               mh__bytes_text(e->live_bytes, b[1]), since, grew,
                mh__growth_label(a->rp.reader, e, label, sizeof label));
         mh__cli_stack_text(a->rp.reader, e->stack, "\n                                           ",
                            (size_t)o->frames, text, sizeof text);

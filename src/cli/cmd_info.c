@@ -82,7 +82,7 @@ static void print_text(const char *path, const struct mh_reader *r, const struct
             printf("device %-9d %s%s%s\n", d.device,
                    d.name[0] ? mh__cli_text(d.name, v, sizeof v) : "(unnamed)",
                    d.total_bytes ? ", " : "",
-                   d.total_bytes ? mh__cli_bytes(d.total_bytes, b1) : "");
+                   d.total_bytes ? mh__bytes_text(d.total_bytes, b1) : "");
     }
     if (s->events && mh_reader_meta(r, "synthetic_times")) {
         printf("%-16s %s\n", "first event", "unknown (the snapshot has no times)");

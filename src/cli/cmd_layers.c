@@ -148,7 +148,7 @@ static void print_categories(const struct dev_view *v, uint64_t index)
     printf("  by category at the peak: ");
     for (int c = 0; c < MH_CAT_COUNT; c++)
         if (cat[c]) {
-            printf("%s%s %s", sep, mh__category_name(c), mh__cli_bytes(cat[c], b));
+            printf("%s%s %s", sep, mh__category_name(c), mh__bytes_text(cat[c], b));
             sep = ", ";
         }
     printf("\n");
@@ -164,11 +164,11 @@ static void print_table(const struct dev_view *v, uint64_t top)
     for (size_t i = 0; i < n && i < top; i++) {
         const struct mh_layer_stats *s = &st[v->by_live[i]];
         printf("  %-28.28s %11s %11s %11s %11s %11s\n", s->name,
-               mh__cli_bytes(s->live_at_peak, b[0]),
-               mh__cli_bytes(s->by_category[MH_CAT_ACTIVATION], b[1]),
-               mh__cli_bytes(s->saved_at_peak, b[2]),
-               s->candidate ? mh__cli_bytes(s->transient, b[3]) : "-",
-               s->candidate ? mh__cli_bytes(s->reduction, b[4]) : "-");
+               mh__bytes_text(s->live_at_peak, b[0]),
+               mh__bytes_text(s->by_category[MH_CAT_ACTIVATION], b[1]),
+               mh__bytes_text(s->saved_at_peak, b[2]),
+               s->candidate ? mh__bytes_text(s->transient, b[3]) : "-",
+               s->candidate ? mh__bytes_text(s->reduction, b[4]) : "-");
     }
     if (n > top)
         printf("  ... %zu more layers (--top)\n", n - top);
@@ -190,13 +190,13 @@ static void print_plan(const struct dev_view *v)
     mh__layers_estimate(v->ly, v->order, v->best, &after, &share);
     printf("\n  plan: checkpoint these %zu layer%s to save about %s (peak %s -> %s); recompute "
            "~%.0f%% of the forward pass (by allocation volume):\n    ",
-           v->best, v->best == 1 ? "" : "s", mh__cli_bytes(peak - after, b[0]),
-           mh__cli_bytes(peak, b[1]), mh__cli_bytes(after, b[2]), 100.0 * share);
+           v->best, v->best == 1 ? "" : "s", mh__bytes_text(peak - after, b[0]),
+           mh__bytes_text(peak, b[1]), mh__bytes_text(after, b[2]), 100.0 * share);
     for (size_t i = 0; i < v->best; i++)
         printf("%s%s", i ? ", " : "", st[v->order[i]].name);
     printf("\n  estimated peak after checkpointing the first K of the ranking:");
     for (size_t k = 0; k < v->nplan; k++)
-        printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1, mh__cli_bytes(v->peak_after[k], b[0]));
+        printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1, mh__bytes_text(v->peak_after[k], b[0]));
     printf("\n");
 }
 
@@ -214,9 +214,9 @@ static void print_steps(const struct dev_view *v)
         if (!model_has_step(v, sp[i].step))
             continue;
         top_at(v, sp[i].index, top3, bytes3);
-        printf("  %12s %10s:", mh__step_text(sp[i].step, s), mh__cli_bytes(sp[i].bytes, b));
+        printf("  %12s %10s:", mh__step_text(sp[i].step, s), mh__bytes_text(sp[i].bytes, b));
         for (int k = 0; k < 3 && top3[k] != SIZE_MAX; k++)
-            printf("%s %s %s", k ? "," : "", st[top3[k]].name, mh__cli_bytes(bytes3[k], b));
+            printf("%s %s %s", k ? "," : "", st[top3[k]].name, mh__bytes_text(bytes3[k], b));
         printf("\n");
     }
 }
@@ -228,7 +228,7 @@ static void print_text(const struct dev_view *v, const struct layers_opts *o)
     uint64_t peak = mh__layers_peak(v->ly, &index, &step);
     char b[32], s[24];
     printf("\n%s device %d: peak allocated %s (%s)\n", v->a->rp.path, v->device,
-           mh__cli_bytes(peak, b), mh__step_text(step, s));
+           mh__bytes_text(peak, b), mh__step_text(step, s));
     print_categories(v, index);
     print_table(v, o->top);
     print_plan(v);

@@ -301,7 +301,7 @@ static void say_worst(const struct plot_args *a, const struct mh_plot_result *re
     for (size_t i = 0; i < a->nfiles; i++)
         if (res[i].worst && res[i].has_peak)
             mh__cli_status("worst rank by peak reserved: %s; its allocated peak %s at %s",
-                           a->files[i], mh__cli_bytes(res[i].peak_allocated, b),
+                           a->files[i], mh__bytes_text(res[i].peak_allocated, b),
                            mh__cli_duration(res[i].peak_since_ns, t));
 }
 

@@ -134,7 +134,7 @@ static int list_gpus(void)
         const struct mh__vdev_gpu *g = mh__vdev_preset_at(i);
         char cc[16];
         snprintf(cc, sizeof cc, "%d.%d", g->major, g->minor);
-        printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc, mh__cli_bytes(g->memory, b));
+        printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc, mh__bytes_text(g->memory, b));
     }
     return mh__cli_finish(MH_EXIT_OK);
 }
@@ -195,11 +195,11 @@ static void print_result(const struct sim_args *a, const struct mh_workload *wl,
     mh__cli_status_wrote(a->out, NULL, "simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s, "
            "device %s",
            wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
-           mh__cli_bytes(st->peak_allocated, b1), mh__cli_bytes(st->peak_reserved, b2),
-           mh__cli_bytes(a->capacity, b3));
+           mh__bytes_text(st->peak_allocated, b1), mh__bytes_text(st->peak_reserved, b2),
+           mh__bytes_text(a->capacity, b3));
     if (res->oom)
         mh__cli_status("out of memory in step %" PRId64 " allocating %s: the run stopped there, "
-                       "as a real one would", res->oom_step, mh__cli_bytes(res->oom_size, b1));
+                       "as a real one would", res->oom_step, mh__bytes_text(res->oom_size, b1));
     mh__cli_status("next: memhist %s %s", res->oom ? "oom" : "report", a->out);
 }
 

@@ -61,7 +61,7 @@ static void report_build(const struct snap_args *a, const struct mh_snapshot_inf
         mh__cli_error("warning: the snapshot will be about %s; the memory_viz page lags from "
                       "500 MB and fails near 1 GB: pick a window with --steps A:B (or "
                       "--max-entries N)",
-                      mh__cli_bytes(info->estimate_bytes, sz));
+                      mh__bytes_text(info->estimate_bytes, sz));
     }
 }
 

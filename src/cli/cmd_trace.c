@@ -135,7 +135,7 @@ static void warn_size(const struct mh_trace_plan *p, const char *file)
     char b[32];
     mh__cli_error("warning: the trace will be about %s; Perfetto handles up to a few hundred MB."
                   " Try a window, e.g. 'memhist trace %s %s -o OUT.json'",
-                  mh__cli_bytes(p->est_bytes, b), file, p->suggestion);
+                  mh__bytes_text(p->est_bytes, b), file, p->suggestion);
 }
 
 static int ends_with(const char *s, const char *tail)

@@ -105,14 +105,14 @@ static const char *oom_text(const struct mh_whatif_outcome *s, char *buf, size_t
         snprintf(buf, len, "no");
     else
         snprintf(buf, len, "yes: step %" PRId64 ", at %s, %s", s->oom_step,
-                 mh__cli_duration(s->oom_time_ns, b1), mh__cli_bytes(s->oom_size, b2));
+                 mh__cli_duration(s->oom_time_ns, b1), mh__bytes_text(s->oom_size, b2));
     return buf;
 }
 
 static void row_bytes(const char *name, uint64_t a, uint64_t b)
 {
     char b1[32], b2[32];
-    printf("%-32s %-22s %s\n", name, mh__cli_bytes(a, b1), mh__cli_bytes(b, b2));
+    printf("%-32s %-22s %s\n", name, mh__bytes_text(a, b1), mh__bytes_text(b, b2));
 }
 
 static void print_text(const struct whatif_view *v)
@@ -124,8 +124,8 @@ static void print_text(const struct whatif_view *v)
     printf("%-32s %-22s %s\n", "allocator settings", conf_text(&v->L->conf, c1, sizeof c1),
            conf_text(&v->ro->conf, c2, sizeof c2));
     printf("%-32s %-22s %s\n", "device memory",
-           v->L->total_bytes ? mh__cli_bytes(v->L->total_bytes, b1) : "unknown",
-           v->ro->capacity ? mh__cli_bytes(v->ro->capacity, b2) : "unlimited");
+           v->L->total_bytes ? mh__bytes_text(v->L->total_bytes, b1) : "unknown",
+           v->ro->capacity ? mh__bytes_text(v->ro->capacity, b2) : "unlimited");
     row_bytes("peak allocated", r->peak_allocated, s->peak_allocated);
     row_bytes("peak reserved", r->peak_reserved, s->peak_reserved);
     row_bytes("reserved at end", r->end_reserved, s->end_reserved);

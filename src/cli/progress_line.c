@@ -88,7 +88,7 @@ static void format_amount(uint64_t done, uint64_t total, uint64_t first_ns, uint
 {
     char a[32];
     if (total == 0) {
-        snprintf(out, len, "%s so far", mh__cli_bytes(done, a));
+        snprintf(out, len, "%s so far", mh__bytes_text(done, a));
         return;
     }
     int n = snprintf(out, len, "%d%%", (int)(100.0 * (double)done / (double)total));

@@ -172,7 +172,7 @@ int mh__record_summary(const char *status_path, const char *out_abs)
             continue;
         uint64_t peak = file_check(l[i].path, state, sizeof state);
         fprintf(stderr, "  %-28s %9s events  peak reserved %11s  %-9s %s", shown(l[i].path), l[i].events,
-                mh__cli_bytes(peak, b), state, l[i].who);
+                mh__bytes_text(peak, b), state, l[i].who);
         if (strcmp(l[i].status, "recording") != 0 && strcmp(l[i].status, "complete") != 0)
             fprintf(stderr, ": %s", l[i].status);
         fprintf(stderr, "\n");

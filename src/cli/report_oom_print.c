@@ -14,22 +14,22 @@ static const char *verdict_text(const struct mh_oom_case *c, char *buf, size_t l
         snprintf(buf, len,
                  "FRAGMENTATION: allocated %s + request %s fit in the %s the allocator could use, "
                  "but the largest free block on the request's stream is %s",
-                 mh__cli_bytes(o->allocated, b[0]), mh__cli_bytes(o->request, b[1]),
-                 mh__cli_bytes(o->reserved + o->device_free, b[2]),
-                 mh__cli_bytes(o->largest_free_same_stream, b[3]));
+                 mh__bytes_text(o->allocated, b[0]), mh__bytes_text(o->request, b[1]),
+                 mh__bytes_text(o->reserved + o->device_free, b[2]),
+                 mh__bytes_text(o->largest_free_same_stream, b[3]));
         break;
     case MH_OOM_VERDICT_CROSS_STREAM:
         snprintf(buf, len,
                  "CROSS-STREAM CACHING: a free block of %s or more is cached for another stream, "
                  "which this stream cannot use",
-                 mh__cli_bytes(o->request, b[0]));
+                 mh__bytes_text(o->request, b[0]));
         break;
     case MH_OOM_VERDICT_EXHAUSTION:
         snprintf(buf, len,
                  "EXHAUSTION: live allocations %s + request %s exceed the %s the allocator could "
                  "use; settings cannot fix this, less must be live",
-                 mh__cli_bytes(o->allocated, b[0]), mh__cli_bytes(o->request, b[1]),
-                 mh__cli_bytes(o->reserved + o->device_free, b[2]));
+                 mh__bytes_text(o->allocated, b[0]), mh__bytes_text(o->request, b[1]),
+                 mh__bytes_text(o->reserved + o->device_free, b[2]));
         break;
     default:
         snprintf(buf, len, "no failure (explaining the allocated peak)");
@@ -43,25 +43,25 @@ static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
     char b[4][32];
     if (c->verdict != MH_OOM_VERDICT_NONE)
         printf("  request        %s (rounded) in the %s pool on stream %#" PRIx64 "\n",
-               mh__cli_bytes(o->request, b[0]), c->small_pool ? "small" : "large", o->stream);
+               mh__bytes_text(o->request, b[0]), c->small_pool ? "small" : "large", o->stream);
     if (c->capacity == 0) /* no device size recorded and no CUDA free figure */
         printf("  device         capacity unknown");
     else
-        printf("  device         %s%s", mh__cli_bytes(c->capacity, b[0]),
+        printf("  device         %s%s", mh__bytes_text(c->capacity, b[0]),
                c->capacity_estimated ? " (estimated: reserved + CUDA free)" : " total");
     if (c->verdict != MH_OOM_VERDICT_NONE)
-        printf("; CUDA reported %s free", mh__cli_bytes(o->device_free, b[1]));
+        printf("; CUDA reported %s free", mh__bytes_text(o->device_free, b[1]));
     printf("\n  reserved       %s = allocated %s + reserved but unallocated %s\n",
-           mh__cli_bytes(o->reserved, b[0]), mh__cli_bytes(o->allocated, b[1]),
-           mh__cli_bytes(o->reserved - o->allocated, b[2]));
+           mh__bytes_text(o->reserved, b[0]), mh__bytes_text(o->allocated, b[1]),
+           mh__bytes_text(o->reserved - o->allocated, b[2]));
     if (c->outside)
         printf("  outside the allocator %s (device total - CUDA free - reserved)\n",
-               mh__cli_bytes(c->outside, b[0]));
+               mh__bytes_text(c->outside, b[0]));
     for (size_t i = 0; i < c->nfree; i++)
         printf("  free blocks    stream %#" PRIx64 " %s pool: largest %s, %s in %" PRIu64
                " blocks%s\n",
                c->free[i].stream, c->free[i].small_pool ? "small" : "large",
-               mh__cli_bytes(c->free[i].largest, b[0]), mh__cli_bytes(c->free[i].total, b[1]),
+               mh__bytes_text(c->free[i].largest, b[0]), mh__bytes_text(c->free[i].total, b[1]),
                c->free[i].blocks,
                c->verdict != MH_OOM_VERDICT_NONE && c->free[i].stream == o->stream &&
                        c->free[i].small_pool == c->small_pool
@@ -73,13 +73,13 @@ static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
 static void text_live(const struct mh_analysis *a, const struct mh_oom_case *c, size_t top)
 {
     char b[32], label[512];
-    printf("  live: %s in %" PRIu64 " blocks; by layer:\n", mh__cli_bytes(c->live_bytes, b),
+    printf("  live: %s in %" PRIu64 " blocks; by layer:\n", mh__bytes_text(c->live_bytes, b),
            c->live_count);
     for (size_t i = 0; i < c->nlayers && i < top; i++)
-        printf("    %11s  %s\n", mh__cli_bytes(c->layers[i].bytes, b), c->layers[i].name);
+        printf("    %11s  %s\n", mh__bytes_text(c->layers[i].bytes, b), c->layers[i].name);
     printf("  by stack:\n");
     for (size_t i = 0; i < c->nstacks; i++)
-        printf("    %11s  %s\n", mh__cli_bytes(c->stacks[i].bytes, b),
+        printf("    %11s  %s\n", mh__bytes_text(c->stacks[i].bytes, b),
                mh__stack_label(a->rp.reader, c->stacks[i].stack, label, sizeof label));
 }
 
@@ -106,7 +106,7 @@ static void text_suggestions(const struct mh_oom_case *c)
         const char *v = c->verdict == MH_OOM_VERDICT_NONE ? ""
                         : s->ooms ? "still OOM;  " : "OOM gone;   ";
         printf("    %-56s %speak reserved %s (recorded %s)%s\n", s->setting, v,
-               mh__cli_bytes(s->peak_reserved, b[0]), mh__cli_bytes(c->recorded_peak_reserved, b[1]),
+               mh__bytes_text(s->peak_reserved, b[0]), mh__bytes_text(c->recorded_peak_reserved, b[1]),
                s->peak_reserved > c->recorded_peak_reserved ? ": worse" : "");
     }
     if (c->nplan == 0) {
@@ -117,13 +117,13 @@ static void text_suggestions(const struct mh_oom_case *c)
     if (c->verdict == MH_OOM_VERDICT_NONE)
         printf("    activation checkpointing of %zu layer%s: estimated peak allocated %s -> %s "
                "(memhist layers has the details):\n      ",
-               c->nplan, c->nplan == 1 ? "" : "s", mh__cli_bytes(c->peak_allocated, b[0]),
-               mh__cli_bytes(c->plan_peak_after, b[1]));
+               c->nplan, c->nplan == 1 ? "" : "s", mh__bytes_text(c->peak_allocated, b[0]),
+               mh__bytes_text(c->plan_peak_after, b[1]));
     else
         printf("    activation checkpointing of %zu layer%s: frees about %s of activations live at "
                "the OOM (allocated would be %s; %s):\n      ",
-               c->nplan, c->nplan == 1 ? "" : "s", mh__cli_bytes(c->plan_freed, b[0]),
-               mh__cli_bytes(c->oom.allocated - c->plan_freed, b[1]),
+               c->nplan, c->nplan == 1 ? "" : "s", mh__bytes_text(c->plan_freed, b[0]),
+               mh__bytes_text(c->oom.allocated - c->plan_freed, b[1]),
                c->plan_fits ? "the request would then fit" : "still not enough");
     for (size_t i = 0; i < c->nplan; i++)
         printf("%s%s", i ? ", " : "", st[c->plan[i]].name);

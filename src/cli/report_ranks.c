@@ -209,7 +209,7 @@ static const char *rank_text(const struct mh_rank_row *r, char buf[24])
 static const char *peak_text(const struct mh_peak *p, uint64_t origin, char buf[64])
 {
     char b[32], st[24], t[32];
-    snprintf(buf, 64, "%s %s %s", mh__cli_bytes(p->value, b), mh__step_text(p->step, st),
+    snprintf(buf, 64, "%s %s %s", mh__bytes_text(p->value, b), mh__step_text(p->step, st),
              mh__cli_duration(p->time_ns > origin ? p->time_ns - origin : 0, t));
     return buf;
 }
@@ -251,13 +251,13 @@ static void text_ranks(const struct mh_rank_row *r, size_t n, const struct sprea
     if (mn)
         snprintf(ratio, sizeof ratio, "%.2f", (double)mx / (double)mn);
     printf("spread of peak reserved: max %s (%s), min %s (%s), max/min %s; median %s, ",
-           mh__cli_bytes(mx, b3), r[s->max].path, mh__cli_bytes(mn, b4), r[s->min].path, ratio,
-           mh__cli_bytes(s->median, b5));
+           mh__bytes_text(mx, b3), r[s->max].path, mh__bytes_text(mn, b4), r[s->min].path, ratio,
+           mh__bytes_text(s->median, b5));
     if (s->far_tied == 1)
         printf("farthest from it: %s\n", r[s->far].path);
     else
         printf("%zu files equally far from it\n", s->far_tied);
-    printf("worst rank by peak reserved: %s (%s", r[s->max].path, mh__cli_bytes(mx, b3));
+    printf("worst rank by peak reserved: %s (%s", r[s->max].path, mh__bytes_text(mx, b3));
     if (r[s->max].rank >= 0)
         printf(", rank %lld", (long long)r[s->max].rank);
     printf(")");

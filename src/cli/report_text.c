@@ -72,19 +72,19 @@ static void print_peaks(const struct mh_replay *rp, const struct mh_device_repor
     if (d->info.name && d->info.name[0])
         printf(" (%s%s%s)", mh__cli_text(d->info.name, name, sizeof name),
                d->info.total_bytes ? ", " : "",
-               d->info.total_bytes ? mh__cli_bytes(d->info.total_bytes, b) : "");
-    printf("\n  peak allocated  %-11s at %s (%s)\n", mh__cli_bytes(d->peak_allocated.value, b),
+               d->info.total_bytes ? mh__bytes_text(d->info.total_bytes, b) : "");
+    printf("\n  peak allocated  %-11s at %s (%s)\n", mh__bytes_text(d->peak_allocated.value, b),
            mh__cli_duration(since(d->peak_allocated.time_ns, t0), t),
            device_step_text(rp, d->device, d->peak_allocated.step, s));
-    printf("  peak reserved   %-11s at %s (%s)\n", mh__cli_bytes(d->peak_reserved.value, b),
+    printf("  peak reserved   %-11s at %s (%s)\n", mh__bytes_text(d->peak_reserved.value, b),
            mh__cli_duration(since(d->peak_reserved.time_ns, t0), t),
            device_step_text(rp, d->device, d->peak_reserved.step, s));
-    printf("  at the end      allocated %s", mh__cli_bytes(d->final.allocated, b));
-    printf(", reserved %s in %u segment%s\n", mh__cli_bytes(d->final.reserved, t),
+    printf("  at the end      allocated %s", mh__bytes_text(d->final.allocated, b));
+    printf(", reserved %s in %u segment%s\n", mh__bytes_text(d->final.reserved, t),
            d->final.segments, d->final.segments == 1 ? "" : "s");
     if (d->final.driver_outside)
         printf("  outside the allocator (driver level) at the end: %s\n",
-               mh__cli_bytes(d->final.driver_outside, b));
+               mh__bytes_text(d->final.driver_outside, b));
 }
 
 static void print_top(const struct mh_replay *rp, const struct mh_device_report *d,
@@ -94,11 +94,11 @@ static void print_top(const struct mh_replay *rp, const struct mh_device_report 
     if (d->ntop == 0)
         return;
     printf("\n  live at the allocated peak: %s in %" PRIu64 " blocks; largest groups by stack:\n",
-           mh__cli_bytes(d->live_at_peak_bytes, b), d->live_at_peak_count);
+           mh__bytes_text(d->live_at_peak_bytes, b), d->live_at_peak_count);
     for (size_t i = 0; i < d->ntop; i++) {
         const struct mh_stack_group *g = &d->top[i];
         double share = d->live_at_peak_bytes ? 100.0 * g->bytes / d->live_at_peak_bytes : 0;
-        printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh__cli_bytes(g->bytes, b), share, g->count,
+        printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh__bytes_text(g->bytes, b), share, g->count,
                g->count == 1 ? " " : "s");
         char text[4096];
         mh__cli_stack_text(rp->reader, g->stack, "\n                                    ",
@@ -116,7 +116,7 @@ static void print_categories(const struct mh_device_report *d)
             continue;
         printf("%s%s %s",
                any ? ", " : "\n  by category at the allocated peak: ", mh__category_name(c),
-               mh__cli_bytes(d->category_at_peak[c], b));
+               mh__bytes_text(d->category_at_peak[c], b));
         any = 1;
     }
     if (any)
@@ -131,11 +131,11 @@ static void print_stats_row(const struct mh_step_stats *st, const char *label)
     snprintf(num, sizeof num, "%" PRId64, s.step);
     snprintf(seg, sizeof seg, "+%" PRIu64 "/-%" PRIu64, s.segment_allocs, s.segment_frees);
     printf("  %5s %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64 "\n",
-           label ? label : num, mh__cli_bytes(s.peak_allocated, a), mh__cli_bytes(s.peak_reserved, r),
-           mh__cli_bytes(s.end_reserved, e), 100.0 * s.fragmentation,
-           mh__cli_bytes(s.allocated_at_reserved_peak, ar),
-           mh__cli_bytes(s.inactive_split_at_reserved_peak, is),
-           mh__cli_bytes(s.largest_free_at_reserved_peak, lf), s.segments_at_end, seg, s.retries,
+           label ? label : num, mh__bytes_text(s.peak_allocated, a), mh__bytes_text(s.peak_reserved, r),
+           mh__bytes_text(s.end_reserved, e), 100.0 * s.fragmentation,
+           mh__bytes_text(s.allocated_at_reserved_peak, ar),
+           mh__bytes_text(s.inactive_split_at_reserved_peak, is),
+           mh__bytes_text(s.largest_free_at_reserved_peak, lf), s.segments_at_end, seg, s.retries,
            s.ooms);
 }
 
@@ -185,7 +185,7 @@ static const char *signed_bytes(int64_t v, char buf[32])
 {
     char b[32];
     snprintf(buf, 32, "%s%s", v < 0 ? "-" : "+",
-             mh__cli_bytes(v < 0 ? (uint64_t)-v : (uint64_t)v, b));
+             mh__bytes_text(v < 0 ? (uint64_t)-v : (uint64_t)v, b));
     return buf;
 }
 
@@ -229,7 +229,7 @@ static void print_growth(const struct mh_replay *rp, const struct mh_device_repo
         snprintf(more, sizeof more, "; %zu sites grow, ", d->ngrowth);
     printf("  growth: %s per step stays live, from %s, since step %lld "
            "(grew in %u of %u steps)%s%s\n",
-           mh__cli_bytes(e->bytes_per_step, b), mh__growth_label(rp->reader, e, label, sizeof label),
+           mh__bytes_text(e->bytes_per_step, b), mh__growth_label(rp->reader, e, label, sizeof label),
            (long long)e->first_step, e->steps_grown, e->steps, more[0] ? more : "; ",
            "`memhist growth` lists them");
 }
@@ -244,14 +244,14 @@ static void print_ooms(const struct mh_replay *rp, int device)
         printf("\n  OOM at %s (%s): requested %s on stream %#" PRIx64 "\n",
                mh__cli_duration(since(o.time_ns, rp->t0_ns), b[0]),
                device_step_text(rp, device, o.step, s),
-               mh__cli_bytes(o.request, b[1]), o.stream);
+               mh__bytes_text(o.request, b[1]), o.stream);
         printf("      device free %s, reserved %s, allocated %s\n",
-               mh__cli_bytes(o.device_free, b[2]), mh__cli_bytes(o.reserved, b[3]),
-               mh__cli_bytes(o.allocated, b[4]));
+               mh__bytes_text(o.device_free, b[2]), mh__bytes_text(o.reserved, b[3]),
+               mh__bytes_text(o.allocated, b[4]));
         printf("      reserved but unallocated %s, largest free block %s (same stream), %s (any)\n",
-               mh__cli_bytes(o.reserved - o.allocated, b[1]),
-               mh__cli_bytes(o.largest_free_same_stream, b[2]),
-               mh__cli_bytes(o.largest_free_any, b[3]));
+               mh__bytes_text(o.reserved - o.allocated, b[1]),
+               mh__bytes_text(o.largest_free_same_stream, b[2]),
+               mh__bytes_text(o.largest_free_any, b[3]));
     }
 }
 

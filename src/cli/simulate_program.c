@@ -111,7 +111,7 @@ static void say_what_runs(const struct mh_cli_vdev_opts *o)
     if (!mh__cli_is_quiet())
         mh__cli_error("running on a virtual %s (%s, %s of it taken by the CUDA context): "
                       "PyTorch's allocator is real, tensor values are not computed",
-                      o->gpu->name, mh__cli_bytes(o->capacity, cap), mh__cli_bytes(o->context, ctx));
+                      o->gpu->name, mh__bytes_text(o->capacity, cap), mh__bytes_text(o->context, ctx));
 }
 
 /* `memhist report` of what was written: FILE, or FILE.rank<R> under torchrun. */

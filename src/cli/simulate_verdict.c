@@ -23,17 +23,17 @@ static void device_verdict(const char *path, const char *prefix, const struct mh
         if (mh_model_oom(rp->model, i, &oom) == 0 && oom.device == dev) {
             printf("does not fit: %s%s (device %d) ran out of memory in step %" PRId64
                    " asking for %s with %s reserved; next: memhist oom %s\n",
-                   prefix, info.name, dev, oom.step, mh__cli_bytes(oom.request, b1),
-                   mh__cli_bytes(oom.reserved, b2), path);
+                   prefix, info.name, dev, oom.step, mh__bytes_text(oom.request, b1),
+                   mh__bytes_text(oom.reserved, b2), path);
             return;
         }
     }
     uint64_t usable = info.total_bytes > context ? info.total_bytes - context : 0;
     printf("fits: %s%s (device %d): peak reserved %s of %s usable (the CUDA context takes %s), "
            "%s to spare\n",
-           prefix, info.name, dev, mh__cli_bytes(peak.value, b1), mh__cli_bytes(usable, b2),
-           mh__cli_bytes(context, b3),
-           mh__cli_bytes(usable > peak.value ? usable - peak.value : 0, b4));
+           prefix, info.name, dev, mh__bytes_text(peak.value, b1), mh__bytes_text(usable, b2),
+           mh__bytes_text(context, b3),
+           mh__bytes_text(usable > peak.value ? usable - peak.value : 0, b4));
 }
 
 int mh__cli_simulate_verdict(const char *path, int name_file, uint64_t context)

@@ -23,7 +23,7 @@ BUILD = os.environ.get("MH_BINARY_DIR", "")
 MODULES = {
     "format": (["src/format"], [], []),
     "record": (["src/record"], ["format"], []),
-    "model": (["src/model"], [], ["addrmap.h", "grow.h", "progress.h", "utf8.h"]),
+    "model": (["src/model"], [], ["addrmap.h", "grow.h", "progress.h", "units.h", "utf8.h"]),
     "sim": (["src/sim"], ["model"], ["sim.h", "workload.h", "sim_replay.h"]),
     "analysis": (["src/analysis"], ["sim", "model"],
                  ["analysis.h", "categories.h", "device_report.h", "diag.h", "flame.h", "job_origin.h", "layers.h",

@@ -8,6 +8,7 @@
 
 #include "flame_svg.h"
 #include "palette.h"
+#include "units.h"
 #include "utf8.h"
 
 #define FRAME_H 17 /* one level of the graph, with a pixel between levels */
@@ -17,22 +18,6 @@
 #define HEAD_H 78 /* title, subtitle and legend above the graph */
 #define FOOT_H 26
 #define MIN_W 0.1 /* frames narrower than this are left out */
-
-static const char *bytes_text(uint64_t bytes, char buf[32])
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, 32, "%" PRIu64 " B", bytes);
-    else
-        snprintf(buf, 32, "%.2f %s", v, units[u]);
-    return buf;
-}
 
 /* Writes text as XML character data: well-formed UTF-8, control characters
  * as \xNN, markup characters as entities. */
@@ -118,7 +103,7 @@ static void write_title(struct mh_sink *out, const struct mh_flame_node *nd, uin
     xml_text(out, nd->detail && nd->kind != MH_FLAME_ROOT ? nd->detail : nd->name);
     snprintf(line, sizeof line,
              "\n%s (%" PRIu64 " bytes), %.2f%% of live, %" PRIu64 " allocation%s",
-             bytes_text(nd->bytes, b), nd->bytes,
+             mh__bytes_text(nd->bytes, b), nd->bytes,
              total ? 100.0 * (double)nd->bytes / (double)total : 0.0, nd->count,
              nd->count == 1 ? "" : "s");
     mh__sink_puts(out, line);
@@ -126,7 +111,7 @@ static void write_title(struct mh_sink *out, const struct mh_flame_node *nd, uin
     for (int c = 0; c < MH_CAT_COUNT; c++)
         if (nd->by_category[c]) {
             mh__sink_printf(out, "%s%s %s", sep, mh__category_name(c),
-                            bytes_text(nd->by_category[c], b));
+                            mh__bytes_text(nd->by_category[c], b));
             sep = ", ";
         }
     mh__sink_puts(out, "</title>");
@@ -156,7 +141,7 @@ static void draw_node(const struct layout *l, uint32_t i, double x)
     char lab[600], fitted[600], b[32];
     const char *text = label_of(nd, lab, sizeof lab);
     if (nd->kind == MH_FLAME_ROOT) {
-        snprintf(lab, sizeof lab, "%s: %s", nd->name, bytes_text(nd->bytes, b));
+        snprintf(lab, sizeof lab, "%s: %s", nd->name, mh__bytes_text(nd->bytes, b));
         text = lab;
     }
     if (fit_label(text, (int)((w - 6) / CHAR_W), fitted, sizeof fitted)) {
@@ -204,7 +189,7 @@ static void write_legend(struct mh_sink *out, const struct mh_flame_node *root)
         if (!root->by_category[c])
             continue;
         snprintf(text, sizeof text, "%s %s (%.1f%%)", mh__category_name(c),
-                 bytes_text(root->by_category[c], b),
+                 mh__bytes_text(root->by_category[c], b),
                  100.0 * (double)root->by_category[c] / (double)root->bytes);
         mh__sink_printf(out,
                         "<rect x=\"%.1f\" y=\"54\" width=\"12\" height=\"12\" fill=\"#%06X\" "
