@@ -101,10 +101,8 @@ static int pick_device(const struct flame_args *a, const struct mh_model *m, int
             *device = mh_model_device_at(m, i);
             return 0;
         }
-    char list[128];
     if (a->has_device)
-        mh__cli_error("%s: no events for device %d; its device%s: %s", a->file, a->device,
-                      n == 1 ? "" : "s", mh__cli_device_list(m, list, sizeof list));
+        mh__cli_missing_device(a->file, m, a->device, 0);
     else
         mh__cli_error("%s: no device has allocator events; nothing to draw", a->file);
     return MH_EXIT_FAIL;

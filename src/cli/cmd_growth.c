@@ -127,9 +127,9 @@ static void print_device(const struct mh_analysis *a, const struct mh_device_rep
         printf("  ... %zu more sites (--top)\n", d->ngrowth - o->top);
 }
 
-static int one_device(const struct mh_analysis *a, int dev, const struct growth_opts *o,
-                      struct mh_json *j)
+static int one_device(void *user, const struct mh_analysis *a, int dev, struct mh_json *j)
 {
+    const struct growth_opts *o = user;
     struct mh_device_report d;
     memset(&d, 0, sizeof d);
     d.device = dev;
@@ -156,38 +156,9 @@ static int growth_file(void *user, const struct mh_analysis *a, size_t i, size_t
                        struct mh_json *j)
 {
     const struct growth_opts *o = user;
-    const struct mh_model *m = a->rp.model;
-    size_t shown = 0;
-    char list[128];
     (void)i;
     (void)n;
-    if (j) {
-        mh__json_begin_object(j);
-        mh__json_kv_string(j, "file", a->rp.path);
-        mh__json_key(j, "devices");
-        mh__json_begin_array(j);
-    }
-    for (size_t d = 0; d < mh_model_device_count(m); d++) {
-        int dev = mh_model_device_at(m, d);
-        if (o->device >= 0 && dev != o->device)
-            continue;
-        if (one_device(a, dev, o, j) < 0)
-            return MH_EXIT_FAIL;
-        shown++;
-    }
-    if (j) {
-        mh__json_end_array(j);
-        mh__json_end_object(j);
-    }
-    if (!shown && o->device >= 0) {
-        mh__cli_error("%s: no events for device %d; its device%s: %s", a->rp.path, o->device,
-                      mh_model_device_count(m) == 1 ? "" : "s",
-                      mh__cli_device_list(m, list, sizeof list));
-        return MH_EXIT_FAIL;
-    }
-    if (!shown && !j)
-        printf("\n%s: no allocations\n", a->rp.path);
-    return 0;
+    return mh__cli_each_device(a, o->device, j, one_device, user);
 }
 
 static int run_growth(int argc, char **argv)

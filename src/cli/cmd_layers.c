@@ -359,50 +359,32 @@ static int parse_opts(int argc, char **argv, struct layers_opts *o, int *first)
     return 0;
 }
 
-/* Analyses and prints every selected device of one file. */
-static int one_file(const struct mh_analysis *a, const struct layers_opts *o, struct mh_json *j)
+/* Analyses and prints one device of a file. */
+static int one_device(void *user, const struct mh_analysis *a, int dev, struct mh_json *j)
 {
-    const struct mh_model *m = a->rp.model;
-    size_t shown = 0;
-    if (j) {
-        mh__json_begin_object(j);
-        mh__json_kv_string(j, "file", a->rp.path);
-        mh__json_key(j, "devices");
-        mh__json_begin_array(j);
-    }
-    for (size_t d = 0; d < mh_model_device_count(m); d++) {
-        int dev = mh_model_device_at(m, d);
-        if (o->device >= 0 && dev != o->device)
-            continue;
-        struct dev_view v;
-        int rc = view_open(a, dev, &v);
-        if (rc < 0) {
-            view_close(&v);
-            mh__cli_error("%s: %s", a->rp.path, mh_strerror(rc));
-            return rc;
-        }
-        if (j)
-            json_device(j, &v, o->top);
-        else
-            print_text(&v, o);
+    const struct layers_opts *o = user;
+    struct dev_view v;
+    int rc = view_open(a, dev, &v);
+    if (rc < 0) {
         view_close(&v);
-        shown++;
+        mh__cli_error("%s: %s", a->rp.path, mh_strerror(rc));
+        return rc;
     }
-    if (j) {
-        mh__json_end_array(j);
-        mh__json_end_object(j);
-    } else if (!shown) {
-        printf("\n%s: no allocations%s\n", a->rp.path, o->device >= 0 ? " on that device" : "");
-    }
+    if (j)
+        json_device(j, &v, o->top);
+    else
+        print_text(&v, o);
+    view_close(&v);
     return 0;
 }
 
 static int layers_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
                        struct mh_json *j)
 {
+    const struct layers_opts *o = user;
     (void)i;
     (void)n;
-    return one_file(a, user, j) < 0 ? MH_EXIT_FAIL : 0;
+    return mh__cli_each_device(a, o->device, j, one_device, user);
 }
 
 static int run_layers(int argc, char **argv)

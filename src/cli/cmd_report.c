@@ -181,10 +181,7 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     }
     int rc = r->rc;
     if (rc == 0 && o->device >= 0 && r->used == 0) {
-        char list[128];
-        mh__cli_error("%s: no events for device %d; its device%s: %s%s", o->path, o->device,
-                      r->n == 1 ? "" : "s", mh__cli_device_list(rp->model, list, sizeof list),
-                      o->npaths > 1 ? " (the index as this file's process saw it)" : "");
+        mh__cli_missing_device(o->path, rp->model, o->device, o->npaths > 1);
         rc = MH_EINVAL;
     } else if (rc == 0 && o->json) {
         mh__report_print_json(o->j, rp, r->devs, r->used, &o->view.steps);

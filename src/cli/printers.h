@@ -62,8 +62,18 @@ void mh__rank_row_fill(const struct mh_analysis *a, struct mh_rank_row *r);
  * times from `origin` (the job's start); JSON keys "ranks", "spread",
  * "worst_rank" when j, else text when n > 1. */
 int mh__print_ranks(const struct mh_rank_row *rows, size_t n, uint64_t origin, struct mh_json *j);
-/* "0, 1": the devices a file's model has ("none"). */
-const char *mh__cli_device_list(const struct mh_model *m, char *buf, size_t len);
+/* Reports that `path` has no events for `device`, naming the devices it
+ * has (with `ranks`, that the index is the one its process saw). */
+void mh__cli_missing_device(const char *path, const struct mh_model *m, int device, int ranks);
+/* One file's devices for a command's `each`: calls `one` for every device
+ * of the file that `device` selects (all when < 0), inside the file's JSON
+ * object {"file": ..., "devices": [...]} when j. A selected device the file
+ * lacks is an error (mh__cli_missing_device); a file with no device prints
+ * "no allocations" in text. Returns 0 or MH_EXIT_FAIL (reported). */
+int mh__cli_each_device(const struct mh_analysis *a, int device, struct mh_json *j,
+                        int (*one)(void *user, const struct mh_analysis *a, int dev,
+                                   struct mh_json *j),
+                        void *user);
 /* `memhist oom` over one file per rank; returns an exit code. */
 int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o);
 

@@ -283,15 +283,50 @@ int mh__print_ranks(const struct mh_rank_row *r, size_t n, uint64_t origin, stru
     return 0;
 }
 
-const char *mh__cli_device_list(const struct mh_model *m, char *buf, size_t len)
+void mh__cli_missing_device(const char *path, const struct mh_model *m, int device, int ranks)
 {
+    char list[128];
     size_t used = 0, n = mh_model_device_count(m);
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && used + 1 < len; i++) {
-        int w = snprintf(buf + used, len - used, "%s%d", i ? ", " : "", mh_model_device_at(m, i));
+    list[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < sizeof list; i++) {
+        int w = snprintf(list + used, sizeof list - used, "%s%d", i ? ", " : "",
+                         mh_model_device_at(m, i));
         used += w > 0 ? (size_t)w : 0;
     }
-    if (n == 0)
-        snprintf(buf, len, "none");
-    return buf;
+    mh__cli_error("%s: no events for device %d; its device%s: %s%s", path, device, n == 1 ? "" : "s",
+                  n ? list : "none", ranks ? " (the index as this file's process saw it)" : "");
+}
+
+int mh__cli_each_device(const struct mh_analysis *a, int device, struct mh_json *j,
+                        int (*one)(void *user, const struct mh_analysis *a, int dev,
+                                   struct mh_json *j),
+                        void *user)
+{
+    const struct mh_model *m = a->rp.model;
+    size_t shown = 0;
+    if (j) {
+        mh__json_begin_object(j);
+        mh__json_kv_string(j, "file", a->rp.path);
+        mh__json_key(j, "devices");
+        mh__json_begin_array(j);
+    }
+    for (size_t d = 0; d < mh_model_device_count(m); d++) {
+        int dev = mh_model_device_at(m, d);
+        if (device >= 0 && dev != device)
+            continue;
+        if (one(user, a, dev, j) != 0)
+            return MH_EXIT_FAIL;
+        shown++;
+    }
+    if (j) {
+        mh__json_end_array(j);
+        mh__json_end_object(j);
+    }
+    if (!shown && device >= 0) {
+        mh__cli_missing_device(a->rp.path, m, device, 0);
+        return MH_EXIT_FAIL;
+    }
+    if (!shown && !j)
+        printf("\n%s: no allocations\n", a->rp.path);
+    return 0;
 }

@@ -1,0 +1,1 @@
+growth --device 3 example.memhist

@@ -1,0 +1,1 @@
+layers --device 3 example.memhist
