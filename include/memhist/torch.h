@@ -4,7 +4,7 @@
  * recorder (recorder.h) from inside a process that already runs libtorch:
  * every caching-allocator action through torch's allocator trace tracker,
  * out-of-memory reports, training steps and phases from record_function
- * ranges, and Python (optionally C++) stacks captured by memhist's own
+ * ranges or the caller's optimizer hooks, and Python (optionally C++) stacks captured by memhist's own
  * frame walker in the allocator hook (torch's history stays off), resolved
  * on the recorder's drain thread; where the walker does not know the
  * CPython version, torch's gathered context instead (meta "stack_capture"
@@ -47,6 +47,11 @@ struct mh_torch_opts {
     const char *torch_version; /* written as meta "torch_version"; NULL = the headers' */
     int max_frames;           /* frames kept per stack, innermost first: 1..MH_TORCH_FRAMES_MAX,
                                  0 = MH_TORCH_FRAMES_MAX */
+    int caller_steps;         /* non-zero: the caller reports optimizer steps
+                                 (mh_torch_optimizer_step) and, while a profiler
+                                 runs, asks for its ranges (mh_torch_watch_ranges);
+                                 the bridge then registers its record_function
+                                 callback only for those ranges or op_ranges */
 };
 
 /* Fills the resolver fields of recorder options (resolve_stack,
@@ -79,6 +84,15 @@ int mh_torch_stop(void);
 /* Explicit step marker: ends the current step. Once called, automatic step
  * markers from optimizer ranges stop (explicit markers win). */
 int mh_torch_step(void);
+/* Marks an optimizer step's begin (1) or end (0), as torch's
+ * Optimizer.step#... range does, for a caller that set caller_steps (the
+ * Python package calls it from global optimizer step hooks). */
+int mh_torch_optimizer_step(int begin);
+/* While the count of watch(1) calls over watch(0) calls is positive, the
+ * bridge watches record_function ranges (torch.profiler's ProfilerStep#N
+ * define the steps then). Without caller_steps the ranges are always
+ * watched. */
+int mh_torch_watch_ranges(int on);
 /* The Optimizer.step now running updates parameters on these devices (bit
  * d = device d; the Python package's optimizer pre-hook calls it): its end
  * closes a step on those devices only, each device numbering its own steps

@@ -209,7 +209,7 @@ int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
 
 static int run_record(int argc, char **argv)
 {
-    struct mh_cli_record_opts o = {"record.memhist", "python", 0, "record"};
+    struct mh_cli_record_opts o = {.output = "record.memhist", .stacks = "python", .who = "record"};
     int cmd_index = 0, rc = parse_args(argc, argv, &o, &cmd_index);
     if (rc)
         return rc;

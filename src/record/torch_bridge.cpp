@@ -12,8 +12,9 @@
  * CPython layout), torch's gathered contexts are parked in per-thread rings
  * instead and symbolized in batches with torch::symbolize (GIL taken there,
  * never in the tracker); with no Python frame, the autograd node names the
- * op (opname.c). RecordFunction USER_SCOPE ranges give step markers,
- * phases and op ranges.
+ * op (opname.c). Step markers and phases come from RecordFunction
+ * USER_SCOPE ranges or the caller's optimizer hooks; the recorder pointer
+ * passes through emit_gate.h.
  *
  * Owns: the bridge state (one per process, never destroyed: torch cannot
  * detach a tracker), the context rings, the clock calibration. Every
@@ -44,6 +45,7 @@
 #include "memhist/cupti.h"
 #include "memhist/error.h"
 #include "memhist/torch.h"
+#include "emit_gate.h"
 #include "pystack.h"
 #include "symtab.h"
 #include "torch_support.h"
@@ -105,10 +107,11 @@ struct ctx_ring {
 enum step_mode { STEPS_OPTIMIZER = 0, STEPS_PROFILER = 1, STEPS_EXPLICIT = 2 };
 
 struct bridge {
-    std::atomic<mh_recorder *> rec{nullptr};
-    std::atomic<int> inflight{0};
     int stacks = MH_TORCH_STACKS_PYTHON;
     int op_ranges = 0;
+    bool caller_steps = false;         /* optimizer steps come from mh_torch_optimizer_step */
+    int range_watchers = 0;            /* mh_torch_watch_ranges(1) calls not yet undone */
+    at::CallbackHandle range_hook = 0; /* the record_function callback while registered */
     uint32_t ctx_slots = 16384;
     bool history_ours = false;
     bool own_stacks = false; /* memhist's frame walker (pystack.h) instead of torch's gather */
@@ -319,11 +322,12 @@ void release_ctx(void *user, uint64_t token)
 
 /* ---- emitting ---------------------------------------------------------------- */
 
-/* Keeps `rec` alive across an emit: mh_torch_stop waits for inflight == 0. */
+/* Keeps `rec` open across an emit: mh_torch_stop waits until no thread is
+ * inside (emit_gate.h). */
 struct emit_guard {
-    mh_recorder *rec =
-        (g.inflight.fetch_add(1, std::memory_order_acq_rel), g.rec.load(std::memory_order_acquire));
-    ~emit_guard() { g.inflight.fetch_sub(1, std::memory_order_release); }
+    mh__gate_slot *slot;
+    mh_recorder *rec = mh__gate_enter(&slot);
+    ~emit_guard() { mh__gate_leave(slot); }
 };
 
 void emit_simple(mh_recorder *rec, uint8_t kind, uint64_t t, uint32_t aux, uint32_t str = 0)
@@ -511,6 +515,20 @@ void end_step(mh_recorder *rec, uint64_t t)
     g.begin_pending.store(mask ? 2 : 1, std::memory_order_release);
 }
 
+/* An optimizer step begins (optimizer phase) or ends (a step, in optimizer mode). */
+void on_optimizer_step(mh_recorder *rec, uint64_t t, bool begin)
+{
+    if (begin) {
+        g.main_thread.store(mh_thread_id(), std::memory_order_relaxed);
+        maybe_begin_step(rec, t);
+        g.phase.store(MH_PHASE_OPTIMIZER);
+        emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_OPTIMIZER);
+    } else if (g.mode.load() == STEPS_OPTIMIZER) {
+        end_step(rec, t);
+        mh__tick_clock_refine(ticks_now);
+    }
+}
+
 /* Handles one USER_SCOPE range boundary by name (shared with the tests). */
 void on_range(const char *name, bool begin)
 {
@@ -535,15 +553,7 @@ void on_range(const char *name, bool begin)
             }
         }
     } else if (kind == MH_RANGE_OPTIMIZER_STEP) {
-        if (begin) {
-            g.main_thread.store(mh_thread_id(), std::memory_order_relaxed);
-            maybe_begin_step(rec, t);
-            g.phase.store(MH_PHASE_OPTIMIZER);
-            emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_OPTIMIZER);
-        } else if (g.mode.load() == STEPS_OPTIMIZER) {
-            end_step(rec, t);
-            mh__tick_clock_refine(ticks_now);
-        }
+        on_optimizer_step(rec, t, begin);
     }
     if (g.op_ranges)
         emit_simple(rec, begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END, t, 0, range_name_id(rec, name));
@@ -673,8 +683,23 @@ void install_hooks()
         } catch (...) {
         }
     });
-    at::addGlobalCallback(at::RecordFunctionCallback(rf_start, rf_end).scopes({at::RecordScope::USER_SCOPE}));
     g.hooks_installed = true;
+}
+
+/* Registers the record_function callback only while it has something to see
+ * (optimizer steps the caller does not report, op ranges, ranges a caller
+ * watches): any global callback costs autograd a rebuild of torch's callback
+ * lists per node (docs/DESIGN.md, Steps). The api lock is held. */
+void update_range_hook()
+{
+    bool want = mh__gate_current() && (!g.caller_steps || g.op_ranges || g.range_watchers > 0);
+    if (want && !g.range_hook)
+        g.range_hook = at::addGlobalCallback(
+            at::RecordFunctionCallback(rf_start, rf_end).scopes({at::RecordScope::USER_SCOPE}));
+    else if (!want && g.range_hook) {
+        at::removeCallback(g.range_hook);
+        g.range_hook = 0;
+    }
 }
 
 void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
@@ -688,7 +713,9 @@ void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
         mh_recorder_set_meta(rec, "stack_frames",
                              std::to_string(g.max_frames ? g.max_frames : MH_TORCH_FRAMES_MAX).c_str());
     mh_recorder_set_meta(rec, "stack_capture", g.stack_source);
-    mh_recorder_set_meta(rec, "step_source", "record_function (Optimizer.step#, ProfilerStep#) or explicit");
+    mh_recorder_set_meta(rec, "step_source",
+                         g.caller_steps ? "optimizer hooks, ProfilerStep# ranges while a profiler runs, or explicit"
+                                        : "record_function (Optimizer.step#, ProfilerStep#) or explicit");
     mh__torch_record_devices(rec, devices);
 }
 
@@ -703,6 +730,8 @@ int apply_options(const mh_torch_opts *o)
     g.stacks = stacks == MH_TORCH_STACKS_DEFAULT ? MH_TORCH_STACKS_PYTHON : stacks;
     g.max_frames = o ? o->max_frames : 0;
     g.op_ranges = o ? o->op_ranges : 0;
+    g.caller_steps = o && o->caller_steps;
+    g.range_watchers = 0;
     if (!g.rings.load() && o && o->ctx_slots)
         g.ctx_slots = std::max<uint32_t>(o->ctx_slots, 64);
     return 0;
@@ -718,12 +747,12 @@ void reset_steps(mh_recorder *rec)
     g.phase.store(MH_PHASE_NONE);
     g.begin_pending.store(1);
     g.main_thread.store(mh_thread_id());
-    g.rec.store(rec, std::memory_order_release);
+    mh__gate_open(rec);
 }
 
 int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
 {
-    if (g.rec.load()) {
+    if (mh__gate_current()) {
         set_error("%s", "the torch bridge is already attached to a recorder (call mh_torch_stop first)");
         return MH_ESTATE;
     }
@@ -758,15 +787,8 @@ int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
     install_hooks();
     record_meta(rec, o, c10::cuda::device_count());
     reset_steps(rec);
+    update_range_hook();
     return 0;
-}
-
-/* Waits until no tracker or range callback still uses the old recorder. */
-void quiesce()
-{
-    g.rec.store(nullptr, std::memory_order_release);
-    while (g.inflight.load(std::memory_order_acquire) != 0) {
-    }
 }
 
 } // namespace
@@ -804,7 +826,7 @@ int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts)
     try {
         int rc = attach_locked(rec, opts);
         if (rc < 0)
-            quiesce();
+            mh__gate_close(); /* no tracker or range callback still uses rec */
         else
             mh_inject_set_recorder(rec); /* CUPTI, if injected, records here too */
         return rc;
@@ -813,7 +835,7 @@ int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts)
     } catch (...) {
         set_error("%s", "torch failed while attaching (unknown exception)");
     }
-    quiesce();
+    mh__gate_close();
     try {
         disable_history();
     } catch (...) {
@@ -824,11 +846,12 @@ int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts)
 int mh_torch_stop(void)
 {
     std::lock_guard<std::mutex> lock(g.api_lock);
-    mh_recorder *rec = g.rec.load();
+    mh_recorder *rec = mh__gate_current();
     if (rec)
         mh_inject_set_recorder(nullptr); /* flushes CUPTI into rec before it closes */
-    quiesce();
+    mh__gate_close();
     try {
+        update_range_hook();
         disable_history();
     } catch (const std::exception &ex) {
         set_error("turning torch's history off failed: %s", ex.what());
@@ -853,6 +876,31 @@ int mh_torch_step(void)
             return MH_ESTATE;
         g.mode.store(STEPS_EXPLICIT);
         end_step(guard.rec, mh_clock_ns());
+        return 0;
+    } catch (...) {
+        return MH_ESTATE;
+    }
+}
+
+int mh_torch_optimizer_step(int begin)
+{
+    try {
+        emit_guard guard;
+        if (!guard.rec)
+            return MH_ESTATE;
+        on_optimizer_step(guard.rec, mh_clock_ns(), begin != 0);
+        return 0;
+    } catch (...) {
+        return MH_ESTATE;
+    }
+}
+
+int mh_torch_watch_ranges(int on)
+{
+    try {
+        std::lock_guard<std::mutex> lock(g.api_lock);
+        g.range_watchers = std::max(0, g.range_watchers + (on ? 1 : -1));
+        update_range_hook();
         return 0;
     } catch (...) {
         return MH_ESTATE;
@@ -891,7 +939,7 @@ int mh_torch_metadata(const char *text)
         return MH_EINVAL;
     try {
         std::lock_guard<std::mutex> lock(g.api_lock);
-        mh_recorder *rec = g.rec.load();
+        mh_recorder *rec = mh__gate_current();
         if (!rec)
             return MH_ESTATE;
         return mh__torch_meta_add(rec, text);
@@ -907,7 +955,7 @@ const char *mh_torch_error(void)
 
 int mh_torch_active(void)
 {
-    return g.rec.load() != nullptr;
+    return mh__gate_current() != nullptr;
 }
 
 /* ---- test-only entry points (tests/torch): drive the handlers without CUDA ---- */

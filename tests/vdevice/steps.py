@@ -14,6 +14,13 @@ unchanged under `memhist simulate`:
   nogrowth  the same program without the leak: no growth line, no entry
             (both growth cases run the two-device program; the leak is on
             device 0, device 1 must show nothing)
+  rangehook the two-device program with MEMHIST_STEP_HOOK=record_function
+            (steps from torch's Optimizer.step ranges through a global
+            record_function callback): the same steps, tails and trends as
+            with the package's optimizer hooks (the default)
+  profiler  4 iterations under a torch.profiler schedule with an optimizer
+            step every 2nd: the profiler's 5 ProfilerStep ranges (the last
+            one open until stop) define the steps, not the 2 optimizer steps
 
     python tests/vdevice/steps.py CASE [WORKDIR]
 
@@ -47,14 +54,19 @@ def skip(why):
 
 
 def memhist(*args):
-    return subprocess.run([MEMHIST] + list(args), capture_output=True, text=True)
+    return memhist_env(None, *args)
 
 
-def record(work, name, args):
+def memhist_env(env, *args):
+    return subprocess.run([MEMHIST] + list(args), capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})))
+
+
+def record(work, name, args, env=None):
     """Records the program under `memhist simulate`; returns (file, truth)."""
     path = os.path.join(work, name + ".memhist")
     truth = os.path.join(work, name + ".truth.json")
-    p = memhist("simulate", "--no-report", "--devices", "2", "--device-memory", "4GiB",
+    p = memhist_env(env, "simulate", "--no-report", "--devices", "2", "--device-memory", "4GiB",
                 "--context-memory", "64MiB", "-o", path, "--", sys.executable, PROGRAM,
                 "--truth", truth, *args)
     if p.returncode != 0:
@@ -128,7 +140,39 @@ def case_nogrowth(work):
               "device %d: no growth entry over the last 2 steps: %s" % (d, dev["growth"]))
 
 
-CASES = {"devices": case_devices, "growth": case_growth, "nogrowth": case_nogrowth}
+def step_source(path):
+    p = memhist("info", "--json", path)
+    return json.loads(p.stdout)["meta"].get("step_source", "") if p.returncode == 0 else ""
+
+
+def case_rangehook(work):
+    hooks, _ = record(work, "hooks", ["--devices", "2"])
+    ranges, _ = record(work, "ranges", ["--devices", "2"], {"MEMHIST_STEP_HOOK": "record_function"})
+    check(step_source(hooks).startswith("optimizer hooks"), "default: %s" % step_source(hooks))
+    check(step_source(ranges).startswith("record_function"), "record_function: %s" % step_source(ranges))
+    a, b = report_json(hooks), report_json(ranges)
+    check(sorted(a) == sorted(b) == [0, 1], "both files have devices 0 and 1")
+    for d in sorted(set(a) & set(b)):
+        steps_a, steps_b = [untimed(x) for x in a[d]["steps"]], [untimed(x) for x in b[d]["steps"]]
+        check(len(steps_a) == 4 and steps_a == steps_b, "device %d: the same 4 steps (number, peaks, "
+              "segments, fragmentation) both ways" % d)
+        check(untimed(a[d].get("tail")) == untimed(b[d].get("tail")), "device %d: the same tail" % d)
+        check(a[d]["fragmentation_trend"] == b[d]["fragmentation_trend"], "device %d: the same trend" % d)
+
+
+def untimed(step):
+    """A step of report --json without its times (two runs differ there)."""
+    return {k: v for k, v in (step or {}).items() if not k.endswith("_ns")}
+
+
+def case_profiler(work):
+    path, _ = record(work, "prof", ["--devices", "1", "--steps", "4", "--accumulate", "2", "--profiler"])
+    steps = [s["step"] for s in report_json(path)[0]["steps"]]
+    check(steps == [0, 1, 2, 3, 4], "ProfilerStep#0..4 are the steps, not the 2 optimizer steps: %s" % steps)
+
+
+CASES = {"devices": case_devices, "growth": case_growth, "nogrowth": case_nogrowth,
+         "rangehook": case_rangehook, "profiler": case_profiler}
 
 
 def main():

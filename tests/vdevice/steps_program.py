@@ -3,6 +3,7 @@ GPT-style models (tests/vdevice/gpt_train.py's) trained for a few steps with
 AdamW, no memhist calls.
 
     python steps_program.py [--devices 1|2] [--steps N] [--leak] [--truth FILE]
+                            [--profiler] [--accumulate K]
 
 --devices 2: one process drives a model on cuda:0 and another on cuda:1,
 each with its own optimizer; every iteration runs both forwards and
@@ -12,6 +13,9 @@ the last optimizer step (the evaluation a script often ends with).
 --leak: a forward hook on transformer.h.0.mlp keeps that module's output of
 every step in a list (a leak across steps of batch x context x dim floats).
 --truth writes the leaked tensor's size and the steps as JSON.
+--profiler: the iterations run under a torch.profiler profile (CPU activity)
+with a schedule, profile.step() after each, so its ProfilerStep#N ranges
+define the steps. --accumulate K: an optimizer step every K iterations.
 """
 import argparse
 import json
@@ -33,6 +37,8 @@ def main():
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--leak", action="store_true")
     ap.add_argument("--truth")
+    ap.add_argument("--profiler", action="store_true")
+    ap.add_argument("--accumulate", type=int, default=1)
     a = ap.parse_args()
     torch.manual_seed(0)
     devs = ["cuda:%d" % i for i in range(a.devices)]
@@ -44,17 +50,27 @@ def main():
             kept.append(output.detach())
             leaked.append(output.numel() * output.element_size())
         models[0].transformer.h[0].mlp.register_forward_hook(keep)
-    for _ in range(a.steps):
+    prof = None
+    if a.profiler:
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                      schedule=torch.profiler.schedule(wait=0, warmup=0, active=a.steps))
+        prof.start()
+    for i in range(a.steps):
         for m, d in zip(models, devs):
             idx = torch.randint(0, VOCAB, (BATCH, CTX + 1)).to(d)
             logits = m(idx[:, :-1])
             F.cross_entropy(logits.reshape(-1, VOCAB), idx[:, 1:].reshape(-1)).backward()
-        for o in opts:
-            o.step()
-            o.zero_grad(set_to_none=True)
+        if (i + 1) % a.accumulate == 0:
+            for o in opts:
+                o.step()
+                o.zero_grad(set_to_none=True)
+        if prof is not None:
+            prof.step()
     with torch.no_grad():  # after the last step: not a step of its own
         for m, d in zip(models, devs):
             m(torch.randint(0, VOCAB, (BATCH, CTX)).to(d))
+    if prof is not None:
+        prof.stop()
     if a.truth:
         with open(a.truth, "w") as f:
             json.dump({"leaked_bytes_per_step": leaked[0] if leaked else 0,

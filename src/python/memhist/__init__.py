@@ -24,7 +24,7 @@ import sys
 import threading
 import warnings
 
-from . import _native, _scopes
+from . import _native, _scopes, _steps
 
 __all__ = ["start", "stop", "step", "mark", "status", "Session", "MemhistWarning"]
 
@@ -69,6 +69,7 @@ class Session:
         self.status = "waiting for CUDA initialization"
         self.counts = None
         self.scopes = None
+        self.steps = None
 
     def __enter__(self):
         return self
@@ -115,8 +116,9 @@ class Session:
                 if self.rec is None:
                     self.open()
                 lib = _native.bridge()
+                caller_steps = not _steps.from_record_function()
                 opts = _native.TorchOpts(_native.STACKS[self.stacks], int(bool(self.op_ranges)), 0,
-                                         torch.__version__.encode(), self.frames or 0)
+                                         torch.__version__.encode(), self.frames or 0, int(caller_steps))
                 rc = lib.mh_torch_attach(self.rec, ctypes.byref(opts))
                 if rc < 0:
                     _not_recording(self, lib.mh_torch_error().decode("utf-8", "replace"))
@@ -126,17 +128,33 @@ class Session:
                 if os.environ.get("MEMHIST_VDEVICE") == "1":  # under `memhist simulate`
                     _native.core().mh_recorder_set_meta(self.rec, b"virtual_device", _vdevice_meta())
                 _wrap_metadata(torch, lib)
+                if caller_steps:
+                    self.steps = _steps.StepHooks(lib, self._step_hooks_failed)
+                    self.steps.install_pre(torch)
                 if os.environ.get("MEMHIST_SCOPES", "1") != "0":
                     self.scopes = _scopes.Scopes(_native.core(), self.rec, self, lib, _scope_hooks())
                     self.scopes.install(torch)
+                if self.steps is not None:
+                    self.steps.install_post(torch)
                 atexit.register(stop)
             except Exception as e:  # never break the program
                 _not_recording(self, e)
+
+    def _step_hooks_failed(self, e):
+        """The bridge's record_function callback takes the steps over."""
+        if self.steps is not None:
+            self.steps.remove()
+            self.steps = None
+            self.status += "; optimizer step hooks off (%s): steps from record_function ranges" % e
+            _native.bridge().mh_torch_watch_ranges(1)
 
     def close(self):
         if self.scopes is not None:
             self.scopes.remove()
             self.scopes = None
+        if self.steps is not None:
+            self.steps.remove()
+            self.steps = None
         if self.attached:
             _native.bridge().mh_torch_stop()
             self.attached = False

@@ -26,7 +26,7 @@ class TorchOpts(ctypes.Structure):
     """struct mh_torch_opts (include/memhist/torch.h)."""
     _fields_ = [("stacks", ctypes.c_int), ("op_ranges", ctypes.c_int),
                 ("ctx_slots", ctypes.c_uint32), ("torch_version", ctypes.c_char_p),
-                ("max_frames", ctypes.c_int)]
+                ("max_frames", ctypes.c_int), ("caller_steps", ctypes.c_int)]
 
 
 FRAMES_MAX = 512  # MH_TORCH_FRAMES_MAX (include/memhist/torch.h)
@@ -123,6 +123,8 @@ def bridge():
         lib.mh_torch_attach.argtypes = [ctypes.c_void_p, ctypes.POINTER(TorchOpts)]
         lib.mh_torch_mark.argtypes = [ctypes.c_char_p]
         lib.mh_torch_step_devices.argtypes = [ctypes.c_uint64]
+        lib.mh_torch_optimizer_step.argtypes = [ctypes.c_int]
+        lib.mh_torch_watch_ranges.argtypes = [ctypes.c_int]
         lib.mh_torch_metadata.argtypes = [ctypes.c_char_p]
         lib.mh_torch_error.restype = ctypes.c_char_p
         _LIBS["torch"] = lib

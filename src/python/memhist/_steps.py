@@ -1,0 +1,103 @@
+"""memhist._steps - training steps from torch's global optimizer step hooks.
+
+The bridge can find steps itself through a global record_function callback
+(the Optimizer.step#... and ProfilerStep#N ranges), but any global callback
+makes torch rebuild its callback lists whenever a thread restores its
+thread-local state, which autograd does for every node of the backward pass:
+about 2 % of a step on a small model. So the package reports optimizer steps
+from two global optimizer hooks instead (one call into the bridge each) and
+lets the bridge watch record_function ranges only while a torch.profiler
+profile runs, whose ProfilerStep#N ranges then define the steps as before.
+
+MEMHIST_STEP_HOOK=record_function keeps the callback on for the whole run:
+needed where an optimizer step runs compiled (torch.compile(opt.step)), which
+the hooks do not see.
+"""
+import os
+
+
+def from_record_function():
+    """Whether the bridge's record_function callback finds the steps."""
+    return os.environ.get("MEMHIST_STEP_HOOK", "optimizer") == "record_function"
+
+
+def _is_compiling(torch):
+    compiler = getattr(torch, "compiler", None)
+    return getattr(compiler, "is_compiling", lambda: False)
+
+
+class StepHooks:
+    """Optimizer step begin/end and torch.profiler start/stop, reported to the
+    bridge. The pre-hook goes in before the module scopes' hooks and the
+    post-hook after theirs, so a step encloses what they record, as the
+    Optimizer.step range does."""
+
+    def __init__(self, bridge, on_error):
+        self.bridge = bridge
+        self.on_error = on_error
+        self.handles = []
+        self.profile_class = None
+        self.originals = {}
+
+    def install_pre(self, torch):
+        from torch.optim import optimizer as opt
+        self.handles.append(opt.register_optimizer_step_pre_hook(self._hook(torch, 1)))
+        self._wrap_profiler(torch)
+
+    def install_post(self, torch):
+        from torch.optim import optimizer as opt
+        self.handles.append(opt.register_optimizer_step_post_hook(self._hook(torch, 0)))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        for name, fn in self.originals.items():
+            if getattr(self.profile_class, name, None) is not None and getattr(
+                    getattr(self.profile_class, name), "_memhist", False):
+                setattr(self.profile_class, name, fn)
+        self.originals = {}
+
+    def _hook(self, torch, begin):
+        compiling = _is_compiling(torch)
+        mark = self.bridge.mh_torch_optimizer_step
+
+        def hook(optimizer, args, kwargs):
+            if compiling():  # under torch.compile tracing: stay out of the graph
+                return None
+            try:
+                mark(begin)
+            except Exception as e:  # never break the program
+                self.on_error(e)
+            return None
+        return hook
+
+    def _wrap_profiler(self, torch):
+        """Ranges are watched from a profile's start (before its first
+        ProfilerStep#0 opens) to its stop (after the last one closes)."""
+        cls = getattr(getattr(torch, "profiler", None), "profile", None)
+        if cls is None or getattr(getattr(cls, "start", None), "_memhist", False):
+            return
+        self.profile_class = cls
+        watch = self.bridge.mh_torch_watch_ranges
+        start, stop = cls.start, cls.stop
+
+        def wrapped_start(prof, *args, **kwargs):
+            watch(1)
+            try:
+                return start(prof, *args, **kwargs)
+            except BaseException:
+                watch(0)
+                raise
+
+        def wrapped_stop(prof, *args, **kwargs):
+            try:
+                return stop(prof, *args, **kwargs)
+            finally:
+                watch(0)
+
+        for name, fn, orig in (("start", wrapped_start, start), ("stop", wrapped_stop, stop)):
+            fn._memhist = True
+            fn.__doc__ = orig.__doc__
+            self.originals[name] = orig
+            setattr(cls, name, fn)
