@@ -38,6 +38,7 @@ static const char usage[] =
     "                         sync: at the next synchronizing call\n"
     "  --alloc-conf STR       PYTORCH_CUDA_ALLOC_CONF for the program\n"
     "  --stacks S             python (default), all, none (as memhist record)\n"
+    "  --op-ranges            also record record_function ranges (as memhist record)\n"
     "  --no-report            do not print the report afterwards\n"
     "  -o, --output FILE      output file (default sim.memhist)\n\n"
     "example: memhist simulate --gpu RTX4090 -- python train.py --batch 16\n\n"
@@ -71,7 +72,7 @@ struct sim_args {
     /* the virtual device (with a command) */
     const char *gpu, *events, *stacks;
     uint64_t devices, context;
-    int has_capacity, no_report, cmd_index;
+    int has_capacity, no_report, op_ranges, cmd_index;
     const char *builtin_only, *command_only; /* an option given for the other mode */
 };
 
@@ -91,7 +92,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
 {
     const struct mh_cli_command *cmd = &mh__cmd_simulate;
     const char *context = NULL;
-    int seen[10] = {0};
+    int seen[11] = {0};
     const struct mh_cli_opt opts[] = {
         /* the built-in workloads only */
         {"workload", 0, MH_OPT_TEXT, &a->workload, 0, 0, NULL, &seen[0]},
@@ -105,6 +106,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         {"events", 0, MH_OPT_TEXT, &a->events, 0, 0, NULL, &seen[7]},
         {"stacks", 0, MH_OPT_TEXT, &a->stacks, 0, 0, NULL, &seen[8]},
         {"no-report", 0, MH_OPT_FLAG, &a->no_report, 0, 0, NULL, &seen[9]},
+        {"op-ranges", 0, MH_OPT_FLAG, &a->op_ranges, 0, 0, NULL, &seen[10]},
         /* both */
         MH_CLI_OPT_DEVICE_MEMORY(&a->capacity, &a->has_capacity),
         {"alloc-conf", 0, MH_OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
@@ -114,7 +116,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
     int first, rc = mh__cli_options_in_order(cmd, argc, argv, opts, &first);
     if (rc)
         return rc;
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 11; i++)
         if (seen[i])
             *(i < 5 ? &a->builtin_only : &a->command_only) = opts[i].name;
     if (context && mh__cli_parse_size(context, &a->context))
@@ -149,7 +151,8 @@ static int simulate_command(const struct sim_args *a, char **cmd)
     const char *gpu = a->gpu ? a->gpu : "H100";
     struct mh_cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu), .devices = (int)a->devices,
                                  .context = a->context, .events = a->events, .alloc_conf = a->conf_text,
-                                 .output = a->out, .stacks = a->stacks, .report = !a->no_report};
+                                 .output = a->out, .stacks = a->stacks, .op_ranges = a->op_ranges,
+                                 .report = !a->no_report};
     if (!o.gpu)
         return mh__cli_usage_error(c, "--gpu: no preset named '%s' (try --gpu list)", gpu);
     o.capacity = a->has_capacity ? a->capacity : o.gpu->memory;

@@ -16,7 +16,8 @@ struct mh_cli_vdev_opts {
     const char *events;         /* immediate or sync */
     const char *alloc_conf;     /* PYTORCH_CUDA_ALLOC_CONF for the program, or NULL */
     const char *output, *stacks;
-    int report; /* print `memhist report` of the file afterwards */
+    int op_ranges; /* record record_function ranges too */
+    int report;    /* print `memhist report` of the file afterwards */
 };
 
 extern const struct mh_cli_command mh__cmd_report;

@@ -161,7 +161,8 @@ int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
         return MH_EXIT_FAIL;
     }
     say_what_runs(o);
-    struct mh_cli_record_opts ro = {o->output, o->stacks, 0, "simulate"};
+    struct mh_cli_record_opts ro = {.output = o->output, .stacks = o->stacks, .op_ranges = o->op_ranges,
+                                    .who = "simulate"};
     int code = mh__cli_record_command(&ro, cmd);
     if (o->report) {
         int rrc = report_files(o);

@@ -552,7 +552,7 @@ void on_range(const char *name, bool begin)
                 g.step.store(n + 1);
             }
         }
-    } else if (kind == MH_RANGE_OPTIMIZER_STEP) {
+    } else if (kind == MH_RANGE_OPTIMIZER_STEP && !g.caller_steps) { /* else the caller's hooks */
         on_optimizer_step(rec, t, begin);
     }
     if (g.op_ranges)

@@ -17,7 +17,8 @@ unchanged under `memhist simulate`:
   rangehook the two-device program with MEMHIST_STEP_HOOK=record_function
             (steps from torch's Optimizer.step ranges through a global
             record_function callback): the same steps, tails and trends as
-            with the package's optimizer hooks (the default)
+            with the package's optimizer hooks (the default); with op ranges
+            on (callback and hooks both running) the same steps too
   profiler  4 iterations under a torch.profiler schedule with an optimizer
             step every 2nd: the profiler's 5 ProfilerStep ranges (the last
             one open until stop) define the steps, not the 2 optimizer steps
@@ -62,12 +63,13 @@ def memhist_env(env, *args):
                           env=dict(os.environ, **(env or {})))
 
 
-def record(work, name, args, env=None):
+def record(work, name, args, env=None, op_ranges=False):
     """Records the program under `memhist simulate`; returns (file, truth)."""
     path = os.path.join(work, name + ".memhist")
     truth = os.path.join(work, name + ".truth.json")
     p = memhist_env(env, "simulate", "--no-report", "--devices", "2", "--device-memory", "4GiB",
-                "--context-memory", "64MiB", "-o", path, "--", sys.executable, PROGRAM,
+                "--context-memory", "64MiB", *(["--op-ranges"] if op_ranges else []), "-o", path,
+                "--", sys.executable, PROGRAM,
                 "--truth", truth, *args)
     if p.returncode != 0:
         print(p.stdout + p.stderr)
@@ -148,10 +150,16 @@ def step_source(path):
 def case_rangehook(work):
     hooks, _ = record(work, "hooks", ["--devices", "2"])
     ranges, _ = record(work, "ranges", ["--devices", "2"], {"MEMHIST_STEP_HOOK": "record_function"})
+    both, _ = record(work, "both", ["--devices", "2"], op_ranges=True)
     check(step_source(hooks).startswith("optimizer hooks"), "default: %s" % step_source(hooks))
     check(step_source(ranges).startswith("record_function"), "record_function: %s" % step_source(ranges))
-    a, b = report_json(hooks), report_json(ranges)
-    check(sorted(a) == sorted(b) == [0, 1], "both files have devices 0 and 1")
+    counts = json.loads(memhist("info", "--json", both).stdout or "{}").get("events_by_kind", {})
+    check(counts.get("range_begin", 0) > 0, "--op-ranges recorded ranges: %s" % counts.get("range_begin"))
+    a, b, c = report_json(hooks), report_json(ranges), report_json(both)
+    check(sorted(a) == sorted(b) == sorted(c) == [0, 1], "all files have devices 0 and 1")
+    for d in sorted(set(a) & set(c)):
+        check(c[d]["steps"] and [untimed(x) for x in a[d]["steps"]] == [untimed(x) for x in c[d]["steps"]],
+              "device %d: op ranges on (hooks and callback both running) end no extra step" % d)
     for d in sorted(set(a) & set(b)):
         steps_a, steps_b = [untimed(x) for x in a[d]["steps"]], [untimed(x) for x in b[d]["steps"]]
         check(len(steps_a) == 4 and steps_a == steps_b, "device %d: the same 4 steps (number, peaks, "
