@@ -4,11 +4,12 @@
  * recorder (recorder.h) from inside a process that already runs libtorch:
  * every caching-allocator action through torch's allocator trace tracker,
  * out-of-memory reports, training steps and phases from record_function
- * ranges or the caller's optimizer hooks, and Python (optionally C++) stacks captured by memhist's own
- * frame walker in the allocator hook (torch's history stays off), resolved
- * on the recorder's drain thread; where the walker does not know the
- * CPython version, torch's gathered context instead (meta "stack_capture"
- * says which). MEMHIST_STACK_CAPTURE=torch forces the latter.
+ * ranges or the caller's optimizer hooks, and Python (optionally C++)
+ * stacks captured by memhist's own frame walker in the allocator hook
+ * (torch's history stays off), resolved on the recorder's drain thread;
+ * where the walker does not know the CPython version, torch's gathered
+ * context instead (meta "stack_capture" says which).
+ * MEMHIST_STACK_CAPTURE=torch forces the latter.
  *
  * Lifetime: torch has no way to detach a tracker, so once attached the bridge
  * stays registered for the rest of the process; mh_torch_stop() turns it into
@@ -82,7 +83,7 @@ int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts);
 int mh_torch_stop(void);
 
 /* Explicit step marker: ends the current step. Once called, automatic step
- * markers from optimizer ranges stop (explicit markers win). */
+ * markers from optimizer steps stop (explicit markers win). */
 int mh_torch_step(void);
 /* Marks an optimizer step's begin (1) or end (0), as torch's
  * Optimizer.step#... range does, for a caller that set caller_steps (the

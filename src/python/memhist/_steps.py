@@ -4,7 +4,7 @@ The bridge can find steps itself through a global record_function callback
 (the Optimizer.step#... and ProfilerStep#N ranges), but any global callback
 makes torch rebuild its callback lists whenever a thread restores its
 thread-local state, which autograd does for every node of the backward pass:
-about 2 % of a step on a small model. So the package reports optimizer steps
+about 1 % of a step of a small model on the virtual device. So the package reports optimizer steps
 from two global optimizer hooks instead (one call into the bridge each) and
 lets the bridge watch record_function ranges only while a torch.profiler
 profile runs, whose ProfilerStep#N ranges then define the steps as before.
