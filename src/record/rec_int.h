@@ -24,6 +24,7 @@ struct mh__tbuf {
     _Atomic uint64_t dropped; /* written by the producer only */
     _Alignas(64) _Atomic uint64_t tail;
     uint64_t dropped_told;    /* drain thread: part of `dropped` given to the writer */
+    uint64_t populated;       /* drain thread: slots [0, populated) have their pages mapped */
     _Atomic int dead;         /* set by the thread-exit destructor */
     uint32_t tid;
     uint64_t mask;

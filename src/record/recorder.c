@@ -119,7 +119,7 @@ static int rec_init(struct mh_recorder *rec, const struct mh_recorder_opts *opts
     if (opts)
         rec->opts = *opts;
     if (!rec->opts.flush_interval_ms)
-        rec->opts.flush_interval_ms = 200;
+        rec->opts.flush_interval_ms = 20;
     if (rec->opts.flush_interval_ms > 1000)
         rec->opts.flush_interval_ms = 1000;
     rec->mask = pow2_at_least(rec->opts.thread_buffer_events ? rec->opts.thread_buffer_events
