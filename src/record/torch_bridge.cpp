@@ -46,6 +46,7 @@
 #include "memhist/error.h"
 #include "memhist/torch.h"
 #include "emit_gate.h"
+#include "torch_entry.h"
 #include "pystack.h"
 #include "symtab.h"
 #include "torch_support.h"
@@ -60,6 +61,8 @@ namespace {
 
 namespace cca = c10::cuda::CUDACachingAllocator;
 using Entry = cca::TraceEntry;
+using mh_torch_entry::copy_optional_fields;
+using mh_torch_entry::map_action;
 
 /* ---- clock: torch's approximate-clock ticks (tick_clock.c) ------------------ */
 
@@ -353,51 +356,6 @@ void maybe_begin_step(mh_recorder *rec, uint64_t t)
         g.phase.store(MH_PHASE_FORWARD, std::memory_order_relaxed);
         emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
     }
-}
-
-int map_action(int a)
-{
-    switch (a) {
-    case Entry::ALLOC: return MH_EV_ALLOC;
-    case Entry::FREE_REQUESTED: return MH_EV_FREE_REQUESTED;
-    case Entry::FREE_COMPLETED: return MH_EV_FREE_COMPLETED;
-    case Entry::SEGMENT_ALLOC: return MH_EV_SEGMENT_ALLOC;
-    case Entry::SEGMENT_FREE: return MH_EV_SEGMENT_FREE;
-    case Entry::SEGMENT_MAP: return MH_EV_SEGMENT_MAP;
-    case Entry::SEGMENT_UNMAP: return MH_EV_SEGMENT_UNMAP;
-    case Entry::SNAPSHOT: return MH_EV_SNAPSHOT;
-    case Entry::OOM: return MH_EV_OOM;
-    default: return -1; /* ANNOTATE (2.14+) and future actions are not recorded */
-    }
-}
-
-/* Lock-free lookup of a metadata string interned earlier (0 = unknown). */
-uint32_t meta_id(const std::string &s)
-{
-    return s.empty() || s == "N/A" ? 0 : mh__torch_meta_id(s.c_str());
-}
-
-/* TraceEntry fields that appeared over releases, detected by C++17 SFINAE
- * rather than by guessing the release that added them. */
-template <class T, class = void> struct has_mempool : std::false_type {};
-template <class T> struct has_mempool<T, std::void_t<decltype(std::declval<T>().mempool_)>> : std::true_type {};
-template <class T, class = void> struct has_compile_ctx : std::false_type {};
-template <class T>
-struct has_compile_ctx<T, std::void_t<decltype(std::declval<T>().compile_context_)>> : std::true_type {};
-template <class T, class = void> struct has_user_md : std::false_type {};
-template <class T>
-struct has_user_md<T, std::void_t<decltype(std::declval<T>().user_metadata_)>> : std::true_type {};
-
-template <class T> void copy_optional_fields(const T &e, mh_event *ev)
-{
-    if constexpr (has_mempool<T>::value) {
-        ev->pool[0] = (uint32_t)e.mempool_.first;
-        ev->pool[1] = (uint32_t)e.mempool_.second;
-    }
-    if constexpr (has_compile_ctx<T>::value)
-        ev->str2 = meta_id(e.compile_context_);
-    if constexpr (has_user_md<T>::value)
-        ev->str = meta_id(e.user_metadata_);
 }
 
 /* Backward is detected from allocations on a thread other than the training
