@@ -53,8 +53,7 @@ class StepHooks:
             h.remove()
         self.handles = []
         for name, fn in self.originals.items():
-            if getattr(self.profile_class, name, None) is not None and getattr(
-                    getattr(self.profile_class, name), "_memhist", False):
+            if getattr(getattr(self.profile_class, name, None), "_memhist", False):
                 setattr(self.profile_class, name, fn)
         self.originals = {}
 
