@@ -5,6 +5,16 @@
  * that keeps each thread's own order), resolves context tokens into stacks,
  * and writes the batch through the writer under the interning lock, so every
  * definition interned before an event was emitted is written before it.
+ *
+ * A periodic drain leaves the newest HOLD_BACK_NS of events in their rings:
+ * the rings are read one after another, and an event can be stamped before
+ * it is published, so an older event of one thread may appear only after a
+ * newer one of another thread was taken. Holding back the newest events
+ * keeps the file in time order across threads (two threads' allocations on
+ * one device: torch stamps each under the allocator's lock, so the older one
+ * is published before the newer one is stamped). Flushes, close, and rings
+ * filling up take everything.
+ *
  * Reclaims the rings of threads that exited once they are empty. Owns the
  * writer's output: every write and the final close happen on this thread. */
 #include <errno.h>
@@ -84,6 +94,8 @@ static int grow_active(struct mh_recorder *rec, size_t need)
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 #define POPULATE_AHEAD 16384   /* slots mapped ahead of a producer */
+#define HOLD_BACK_NS 5000000ull /* a periodic drain leaves events this recent */
+#define TAKE_ALL UINT64_MAX     /* a cutoff that holds nothing back */
 
 /* Maps the pages of a ring's next slots before its producer writes them, so
  * the allocating thread does not take a page fault every 46 events while the
@@ -103,16 +115,16 @@ static void populate_ahead(struct mh__tbuf *b, uint64_t head)
 }
 
 /* Snapshot of the buffers that hold events now; returns how many. Sets
- * *full when one of them was full (its thread is dropping events). */
-static size_t snapshot(struct mh_recorder *rec, int *full)
+ * *pressed when one of them is at least half full (holding its events back
+ * could make its thread drop some). */
+static size_t snapshot(struct mh_recorder *rec, int *pressed)
 {
     size_t k = 0;
-    *full = 0;
+    *pressed = 0;
     for (struct mh__tbuf *b = atomic_load_explicit(&rec->bufs, memory_order_acquire); b;
          b = b->next) {
         uint64_t h = atomic_load_explicit(&b->head, memory_order_acquire);
         uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
-        populate_ahead(b, h);
         if (h == t)
             continue;
         if (grow_active(rec, k + 1))
@@ -120,10 +132,18 @@ static size_t snapshot(struct mh_recorder *rec, int *full)
         rec->act[k] = b;
         rec->act_head[k] = h;
         rec->act_tail[k] = t;
-        *full |= h - t > b->mask;
+        *pressed |= h - t > b->mask / 2;
         k++;
     }
     return k;
+}
+
+/* After the snapshot, so the reads of the heads stay close together. */
+static void populate_all(struct mh_recorder *rec)
+{
+    for (struct mh__tbuf *b = atomic_load_explicit(&rec->bufs, memory_order_acquire); b;
+         b = b->next)
+        populate_ahead(b, atomic_load_explicit(&b->head, memory_order_relaxed));
 }
 
 static void publish_tails(struct mh_recorder *rec, size_t k)
@@ -132,8 +152,9 @@ static void publish_tails(struct mh_recorder *rec, size_t k)
         atomic_store_explicit(&rec->act[i]->tail, rec->act_tail[i], memory_order_release);
 }
 
-/* Index of the active buffer whose next event is earliest, or k if none. */
-static size_t earliest(const struct mh_recorder *rec, size_t k)
+/* Index of the active buffer whose next event is earliest, or k if none is
+ * older than `cutoff`. */
+static size_t earliest(const struct mh_recorder *rec, size_t k, uint64_t cutoff)
 {
     size_t best = k;
     uint64_t bt = 0;
@@ -147,17 +168,22 @@ static size_t earliest(const struct mh_recorder *rec, size_t k)
             bt = t;
         }
     }
-    return best;
+    return best < k && bt < cutoff ? best : k;
 }
 
-/* Returns 1 when a buffer was full. */
-static int drain_buffers(struct mh_recorder *rec)
+/* Writes the events older than `cutoff` (TAKE_ALL: every event), or every
+ * event when a ring is at least half full. Returns 1 in that case, so the
+ * next drain comes at once. */
+static int drain_buffers(struct mh_recorder *rec, uint64_t cutoff)
 {
-    int full;
-    size_t k = snapshot(rec, &full);
+    int pressed;
+    size_t k = snapshot(rec, &pressed);
+    populate_all(rec);
+    if (pressed)
+        cutoff = TAKE_ALL;
     uint32_t n = 0;
     for (;;) {
-        size_t i = earliest(rec, k);
+        size_t i = earliest(rec, k, cutoff);
         if (i < k) {
             const struct mh__tbuf *b = rec->act[i];
             rec->batch[n++] = b->slots[rec->act_tail[i]++ & b->mask];
@@ -170,7 +196,7 @@ static int drain_buffers(struct mh_recorder *rec)
         if (i == k)
             break;
     }
-    return full;
+    return pressed;
 }
 
 /* Gives the writer what each thread dropped since the last time (list_mu
@@ -233,10 +259,11 @@ static void reap(struct mh_recorder *rec)
     pthread_mutex_unlock(&rec->list_mu);
 }
 
-int mh__drain_once(struct mh_recorder *rec)
+int mh__drain_once(struct mh_recorder *rec, int take_all)
 {
     report_dropped(rec); /* drops so far go out with the first chunk written */
-    int full = drain_buffers(rec);
+    uint64_t now = mh_clock_ns();
+    int full = drain_buffers(rec, take_all || now < HOLD_BACK_NS ? TAKE_ALL : now - HOLD_BACK_NS);
     reap(rec);
     report_dropped(rec);
     if (atomic_load_explicit(&rec->failed, memory_order_acquire))
@@ -278,7 +305,7 @@ void *mh__drain_main(void *arg)
     struct mh_recorder *rec = arg;
     struct timespec due;
     clock_gettime(CLOCK_MONOTONIC, &due);
-    int busy = mh__drain_once(rec); /* the header at once: a process killed
+    int busy = mh__drain_once(rec, 1); /* the header at once: a process killed
                                         before the first interval leaves a
                                         valid, empty recording */
     pthread_mutex_lock(&rec->mu);
@@ -291,7 +318,7 @@ void *mh__drain_main(void *arg)
         uint64_t req = rec->flush_req;
         int stop = rec->stop;
         pthread_mutex_unlock(&rec->mu);
-        busy = mh__drain_once(rec);
+        busy = mh__drain_once(rec, stop || req != rec->flush_done);
         pthread_mutex_lock(&rec->mu);
         rec->flush_done = req;
         pthread_cond_broadcast(&rec->done);

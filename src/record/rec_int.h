@@ -71,9 +71,10 @@ struct mh_recorder {
 void mh__rec_fail(struct mh_recorder *rec, const char *what, int code, int errnum);
 /* The drain thread's body. */
 void *mh__drain_main(void *arg);
-/* Drains every buffer, writes, flushes, reaps dead buffers (drain thread).
- * Returns 1 when a buffer was full, so the next drain should not wait. */
-int mh__drain_once(struct mh_recorder *rec);
+/* Drains the buffers (all their events with `take_all`, else all but the
+ * newest few ms), writes, flushes, reaps dead buffers (drain thread).
+ * Returns 1 when a buffer was filling up, so the next drain should not wait. */
+int mh__drain_once(struct mh_recorder *rec, int take_all);
 /* Frees every buffer (at close, after the drain thread stopped). */
 void mh__free_buffers(struct mh_recorder *rec);
 

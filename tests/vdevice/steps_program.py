@@ -12,7 +12,10 @@ falls in the middle of the other device's iteration). An allocation follows
 the last optimizer step (the evaluation a script often ends with).
 --leak: a forward hook on transformer.h.0.mlp keeps that module's output of
 every step in a list (a leak across steps of batch x context x dim floats).
---truth writes the leaked tensor's size and the steps as JSON.
+--truth writes the leaked tensor's size, the steps, and torch's own peaks per
+device (memory_stats' allocated and reserved peaks, reset after each of that
+device's optimizer steps): one [allocated, reserved] pair per step and one
+for what follows the last step.
 --profiler: the iterations run under a torch.profiler profile (CPU activity)
 with a schedule, profile.step() after each, so its ProfilerStep#N ranges
 define the steps. --accumulate K: an optimizer step every K iterations.
@@ -45,6 +48,7 @@ def main():
     models = [GPT(VOCAB, CTX, DIM, HEADS, LAYERS).to(d) for d in devs]
     opts = [torch.optim.AdamW(m.parameters(), lr=1e-4) for m in models]
     kept, leaked = [], []
+    peaks = {i: [] for i in range(a.devices)}
     if a.leak:
         def keep(module, args, output):
             kept.append(output.detach())
@@ -61,8 +65,9 @@ def main():
             logits = m(idx[:, :-1])
             F.cross_entropy(logits.reshape(-1, VOCAB), idx[:, 1:].reshape(-1)).backward()
         if (i + 1) % a.accumulate == 0:
-            for o in opts:
+            for d, o in enumerate(opts):
                 o.step()
+                peaks[d].append(take_peak(d))
                 o.zero_grad(set_to_none=True)
         if prof is not None:
             prof.step()
@@ -71,10 +76,19 @@ def main():
             m(torch.randint(0, VOCAB, (BATCH, CTX)).to(d))
     if prof is not None:
         prof.stop()
+    tail = {d: take_peak(d) for d in peaks}
     if a.truth:
         with open(a.truth, "w") as f:
             json.dump({"leaked_bytes_per_step": leaked[0] if leaked else 0,
-                       "steps": a.steps, "devices": a.devices}, f)
+                       "steps": a.steps, "devices": a.devices,
+                       "step_peaks": peaks, "tail_peaks": tail}, f)
+
+
+def take_peak(device):
+    """torch's allocated and reserved peaks on device since the last call."""
+    peak = [torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)]
+    torch.cuda.reset_peak_memory_stats(device)
+    return peak
 
 
 if __name__ == "__main__":
