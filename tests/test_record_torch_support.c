@@ -32,6 +32,28 @@ Test(torch_support, fit_needs_enough_increasing_readings)
     cr_assert_eq(mh__tick_fit(same, same, 8, &f), MH_EINVAL);
 }
 
+Test(torch_support, refine_bends_the_fit_without_a_jump)
+{
+    /* A 3 GHz counter; the old fit's slope is 1e-5 too steep, so 10 s after
+     * its anchor it reads 100 us ahead of the real clock. */
+    const uint64_t ns0 = 1700000000000000000ull, ten_s = 10000000000ull;
+    struct mh_tick_fit old = {.scale = 1.0 / 3.0 * (1 + 1e-5), .ticks0 = 1000, .ns0 = ns0};
+    uint64_t t = 1000 + 3 * ten_s, n = ns0 + ten_s;
+    struct mh_tick_fit g;
+    cr_assert_eq(mh__tick_fit_refine(&old, 1.0 / 3.0, t, n, ten_s, &g), 0);
+    cr_assert_eq(mh__tick_to_ns(&g, t), mh__tick_to_ns(&old, t), "continuous where it takes over");
+    int64_t ahead = (int64_t)(mh__tick_to_ns(&old, t) - n);
+    cr_assert(ahead > 99000 && ahead < 101000, "the old fit was %lld ns ahead", (long long)ahead);
+    for (uint64_t dt = 1; dt < 3000000; dt = dt * 3 + 1) /* never reads back, in the first ms */
+        cr_assert_geq(mh__tick_to_ns(&g, t + dt), mh__tick_to_ns(&g, t + dt - 1));
+    int64_t after = (int64_t)(mh__tick_to_ns(&g, t + 3 * ten_s) - (n + ten_s));
+    cr_assert(after > -10 && after < 10, "on the real clock one horizon later: %lld ns off",
+              (long long)after);
+    cr_assert_eq(mh__tick_fit_refine(&old, 0.0, t, n, ten_s, &g), MH_EINVAL);
+    cr_assert_eq(mh__tick_fit_refine(&old, 1.0 / 3.0, t, n + ten_s, ten_s, &g), MH_EINVAL,
+                 "an offset of a whole horizon is refused");
+}
+
 Test(torch_support, range_names_that_mark_steps)
 {
     int64_t step = -1;

@@ -4,9 +4,10 @@
  *
  * Two copies of the fit, flipped by `cur`, so the allocating thread reads a
  * consistent one without locking while a refinement writes the other. The
- * calibration runs once when recording starts; refinements lengthen the
- * baseline from the calibration anchor to now, at most every 10 s, from
- * record_function callbacks (never from the allocator's trace hook). */
+ * calibration runs once when recording starts; refinements measure the slope
+ * over the baseline from the calibration anchor to now, at most every 10 s,
+ * from optimizer steps (never from the allocator's trace hook), and bend the
+ * fit without a jump (mh__tick_fit_refine) so the clock never reads back. */
 #include <stdatomic.h>
 #include <time.h>
 
@@ -19,6 +20,7 @@
 static struct mh_tick_fit fits[2];
 static atomic_int cur;
 static uint64_t last_refine_ns;
+static uint64_t anchor_ticks, anchor_ns; /* the calibration's fit at its first reading */
 
 static uint64_t realtime_ns(void)
 {
@@ -52,6 +54,8 @@ int mh__tick_clock_calibrate(uint64_t (*ticks)(void))
     if (rc < 0)
         return rc;
     publish(&f);
+    anchor_ticks = f.ticks0;
+    anchor_ns = f.ns0;
     last_refine_ns = ns[CALIBRATION_READINGS - 1];
     return 0;
 }
@@ -65,11 +69,12 @@ void mh__tick_clock_refine(uint64_t (*ticks)(void))
     const struct mh_tick_fit *f = &fits[atomic_load_explicit(&cur, memory_order_acquire)];
     uint64_t a = ticks(), n = realtime_ns(), b = ticks();
     uint64_t t = a + (b - a) / 2;
-    if (t <= f->ticks0 || n <= f->ns0)
+    if (t <= anchor_ticks || n <= anchor_ns)
         return;
-    struct mh_tick_fit g = *f;
-    g.scale = (double)(n - f->ns0) / (double)(t - f->ticks0);
-    publish(&g);
+    double slope = (double)(n - anchor_ns) / (double)(t - anchor_ticks);
+    struct mh_tick_fit g;
+    if (mh__tick_fit_refine(f, slope, t, n, REFINE_EVERY_NS, &g) == 0)
+        publish(&g);
 }
 
 uint64_t mh__tick_clock_ns(uint64_t ticks)

@@ -53,6 +53,21 @@ int mh__tick_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, struct mh_
     return 0;
 }
 
+int mh__tick_fit_refine(const struct mh_tick_fit *old, double scale, uint64_t t, uint64_t n,
+                        uint64_t horizon_ns, struct mh_tick_fit *out)
+{
+    if (!(scale > 0) || !horizon_ns)
+        return MH_EINVAL;
+    uint64_t at = mh__tick_to_ns(old, t);
+    double offset = (double)(int64_t)(n - at); /* how far the old fit reads behind */
+    if (offset >= (double)horizon_ns / 2 || -offset >= (double)horizon_ns / 2)
+        return MH_EINVAL;
+    out->ticks0 = t;
+    out->ns0 = at;
+    out->scale = scale * ((double)horizon_ns + offset) / (double)horizon_ns;
+    return 0;
+}
+
 enum mh_range_kind mh__range_kind(const char *name, int64_t *step)
 {
     static const char profiler[] = "ProfilerStep#", optimizer[] = "Optimizer.step#";

@@ -31,6 +31,15 @@ static inline uint64_t mh__tick_to_ns(const struct mh_tick_fit *f, uint64_t tick
     return f->ns0 + (uint64_t)(int64_t)((double)(int64_t)(ticks - f->ticks0) * f->scale);
 }
 
+/* A refinement that keeps the clock continuous (a jump back would put one
+ * thread's allocation before another's older one): the new fit starts where
+ * `old` reads at tick `t`, with the slope `scale` (ns per tick, measured over
+ * a long baseline) bent so that it reads CLOCK_REALTIME `n` plus `horizon_ns`
+ * one horizon later, so an offset fades instead of jumping. MH_EINVAL when
+ * the slope is not positive or the offset is not within half a horizon. */
+int mh__tick_fit_refine(const struct mh_tick_fit *old, double scale, uint64_t t, uint64_t n,
+                        uint64_t horizon_ns, struct mh_tick_fit *out);
+
 /* The bridge's clock (tick_clock.c), `ticks` reading torch's approximate
  * clock: calibrated once when recording starts (about 4 ms; 0 or a negative
  * MH_E*), refined at most every 10 s by a caller that is not the allocator's

@@ -3,6 +3,7 @@ torch's own _record_memory_history, on the tiny GPT (examples/python; 4
 layers of width 256, batch 8 x 128 tokens, AdamW).
 
     python tests/bench/torch_stacks.py [--rounds N] [--steps N] [--out DIR]
+                                       [--configs none,memhist_all,...]
 
 Every round runs each configuration once, in a fresh process, in an order
 that rotates from round to round: none, torch_python, torch_all,
@@ -21,6 +22,9 @@ last step (dump or close) and the runs with a step over twice their
 median; then the overhead ratio memhist/torch per stack mode and each
 target of issue 20 with its figure. Needs torch with a
 CUDA device (a real GPU or memhist's virtual device); exits 77 otherwise.
+--configs runs only the named configurations ("none" always among them; the
+ratios and targets that need a missing one are left out), for example
+50 rounds of none,memhist_all for the stall check of --stacks all.
 --capture-cost measures only the per-call cost of capturing a Python stack
 (memhist's walker against torch's gather), which needs no device.
 Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
@@ -153,9 +157,10 @@ def pct(v, q):
 
 def run_rounds(args, out):
     env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a crashing run says where
-    res = {c: {"steady": [], "cpu": [], "first": [], "bpe": [], "after": [], "stall_runs": 0} for c in CONFIGS}
+    configs = args.configs
+    res = {c: {"steady": [], "cpu": [], "first": [], "bpe": [], "after": [], "stall_runs": 0} for c in configs}
     for r in range(args.rounds):
-        order = CONFIGS[r % len(CONFIGS):] + CONFIGS[:r % len(CONFIGS)]
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
         for c in order:
             name, extra = config_run(c)
             e = dict(env, **extra)
@@ -179,8 +184,8 @@ def run_rounds(args, out):
 
 
 def report(res, args):
-    med = {c: statistics.median(res[c]["steady"]) for c in CONFIGS}
-    cpu = {c: statistics.median(res[c]["cpu"]) for c in CONFIGS}
+    med = {c: statistics.median(res[c]["steady"]) for c in res}
+    cpu = {c: statistics.median(res[c]["cpu"]) for c in res}
     base_first = statistics.median(res["none"]["first"])
     print("tiny GPT, %d rounds x %d steps; step times in ms over steps 3..%d of every run" %
           (args.rounds, args.steps, args.steps))
@@ -190,7 +195,7 @@ def report(res, args):
     print("machine disturbs far less; overheads against 'none')")
     print("%-24s %7s %7s %7s %6s %7s %6s %9s %7s %7s %6s" % (
         "config", "median", "p99", "max", "+wall", "CPU", "+CPU", "1st step+", "B/event", "after", "stalls"))
-    for c in CONFIGS:
+    for c in res:
         v = res[c]["steady"]
         bpe = "%.1f" % statistics.median(res[c]["bpe"]) if res[c]["bpe"] else "-"
         print("%-24s %7.2f %7.2f %7.2f %5.0f%% %7.2f %5.0f%% %9.2f %7s %7.1f %3d/%d" % (
@@ -198,6 +203,8 @@ def report(res, args):
             100 * (cpu[c] / cpu["none"] - 1), statistics.median(res[c]["first"]) - base_first, bpe,
             statistics.median(res[c]["after"]), res[c]["stall_runs"], args.rounds))
     for mode in ("python", "all"):
+        if "torch_" + mode not in res or "memhist_" + mode not in res:
+            continue
         for label, m in (("wall", med), ("CPU", cpu)):
             t = m["torch_" + mode] - m["none"]
             ratio = (m["memhist_" + mode] - m["none"]) / t if t > 0 else float("nan")
@@ -216,11 +223,13 @@ def targets(res, med, cpu, base_first, args):
 
     print("targets (process CPU time per step):")
     for suffix in ("", "_noscopes"):
+        if not {"torch_python", "memhist_python" + suffix, "memhist_none" + suffix} <= set(res):
+            continue
         r = over("memhist_python" + suffix) / over("torch_python") if over("torch_python") > 0 else float("nan")
         line(r <= 0.25, "memhist_python%s overhead <= 1/4 of torch_python's: %.2f" % (suffix, r))
         line(over("memhist_none" + suffix) < 0.03, "memhist_none%s overhead < 3 %%: %+.1f %%" %
              (suffix, 100 * over("memhist_none" + suffix)))
-    for c in CONFIGS:
+    for c in res:
         if not c.startswith("memhist_"):
             continue
         first = statistics.median(res[c]["first"]) - base_first
@@ -234,6 +243,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 4)))
     ap.add_argument("--steps", type=int, default=int(os.environ.get("STEPS", 30)))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of: " + ", ".join(CONFIGS))
     ap.add_argument("--one", default=None)
     ap.add_argument("--capture-cost", action="store_true", help="only the per-call capture cost (no GPU needed)")
     args = ap.parse_args()
@@ -241,6 +251,10 @@ def main():
         return one(args.one, args.steps, args.out)
     if args.capture_cost:
         return capture_cost()
+    args.configs = ["none"] + [c for c in args.configs.split(",") if c and c != "none"]
+    unknown = [c for c in args.configs if c not in CONFIGS]
+    if unknown:
+        ap.error("unknown configuration %s; known: %s" % (", ".join(unknown), ", ".join(CONFIGS)))
     try:
         import torch
         ok = torch.cuda.is_available()
