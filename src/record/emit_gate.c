@@ -136,8 +136,3 @@ void mh__gate_close(void)
         wait_outside(&slots[i]);
     wait_outside(&overflow);
 }
-
-int mh__gate_asymmetric(void)
-{
-    return atomic_load(&asymmetric);
-}

@@ -30,9 +30,6 @@ void mh__gate_open(struct mh_recorder *rec);
 struct mh_recorder *mh__gate_current(void);
 void mh__gate_close(void);
 
-/* 1 when the retiring side uses membarrier (the fast path has no fence). */
-int mh__gate_asymmetric(void);
-
 #ifdef __cplusplus
 }
 #endif
