@@ -96,7 +96,8 @@ endfunction()
 
 add_library(memhist_torch SHARED ${CMAKE_SOURCE_DIR}/src/record/torch_bridge.cpp)
 mh_torch_target(memhist_torch)
-target_link_libraries(memhist_torch PRIVATE memhist_shared ${MH_TORCH_LIBS} ${CMAKE_DL_LIBS})
+target_link_libraries(memhist_torch PRIVATE memhist_shared ${MH_TORCH_LIBS} ${CMAKE_DL_LIBS}
+                      -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/exports.map)
 set_target_properties(memhist_torch PROPERTIES OUTPUT_NAME memhist_torch
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 
@@ -108,10 +109,12 @@ execute_process(
   OUTPUT_VARIABLE MH_PYTHON_INCLUDE ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(MH_PYTHON_INCLUDE AND EXISTS ${MH_PYTHON_INCLUDE}/Python.h)
   add_library(memhist_pyhook SHARED ${CMAKE_SOURCE_DIR}/src/pyhook/scopehook.c
-                                    ${CMAKE_SOURCE_DIR}/src/pyhook/scopegrad.cpp)
+                                    ${CMAKE_SOURCE_DIR}/src/pyhook/scopegrad.cpp
+                                    ${CMAKE_SOURCE_DIR}/src/pyhook/tensortag.cpp)
   mh_torch_target(memhist_pyhook)
   target_include_directories(memhist_pyhook SYSTEM PRIVATE ${MH_PYTHON_INCLUDE} ${MH_TORCH_DIR}/include/torch/csrc/api/include)
-  target_link_libraries(memhist_pyhook PRIVATE memhist_shared ${MH_TORCH_LIBS})
+  target_link_libraries(memhist_pyhook PRIVATE memhist_shared ${MH_TORCH_LIBS}
+                        -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/exports.map)
   set_target_properties(memhist_pyhook PROPERTIES OUTPUT_NAME memhist_pyhook
                         LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 else()

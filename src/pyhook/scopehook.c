@@ -12,6 +12,7 @@
  * forward hook runs with the GIL held, which guards the tables here. */
 #include "scopehook.h"
 #include "scopegrad.h"
+#include "tensortag.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -307,6 +308,7 @@ void mh_scopehook_release(void)
 {
     mh_scopehook_off();
     release_all();
+    mh__tensortag_start(NULL);
     H.rec = NULL;
 }
 
@@ -323,6 +325,7 @@ PyObject *mh_scopehook_open(struct mh_recorder *rec, PyObject *name, PyObject *r
     if (grow() < 0)
         return NULL;
     H.tensor_type = Py_NewRef(tensor_type);
+    mh__tensortag_start(tensor_type);
     H.rec = rec;
     H.name = Py_NewRef(name);
     H.root_forward = Py_NewRef(root_forward);

@@ -3,11 +3,12 @@
 to the same module as the hooks in Python: records tests/vdevice/gpt_train.py
 (unchanged, on the virtual CUDA device) twice, with the default hooks and
 with MEMHIST_SCOPES_IMPL=python, and compares the module, step, phase and
-size of every allocation in file order (scope_attr prints them); once
-plainly and once with two blocks under non-reentrant checkpointing (their
-forward runs again inside backward). Also checks that the default run used
-the C hooks and that backward allocations are attributed to the
-transformer blocks at all.
+size of every allocation in file order (scope_attr prints them) and the
+categories at the peak (tensor roles tagged in C against those tagged in
+Python); once plainly and once with two blocks under non-reentrant
+checkpointing (their forward runs again inside backward) and gradients kept
+across steps. Also checks that the default run used the C hooks and that
+backward allocations are attributed to the transformer blocks at all.
 
     python tests/vdevice/check_scopes.py [WORKDIR]
 
@@ -16,6 +17,7 @@ scope_attr helper; default build/tests/scope_attr), MH_SOURCE_DIR.
 Exits 0 when every check holds, 1 otherwise, 77 (skipped, with the reason)
 without torch or the virtual device.
 """
+import json
 import os
 import subprocess
 import sys
@@ -69,13 +71,25 @@ def attribution(path):
     return [l.split(" ", 3) for l in p.stdout.splitlines()]
 
 
+def categories(path):
+    p = subprocess.run([MEMHIST, "report", "--json", path], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("memhist report failed: %s" % p.stderr.strip())
+    return json.loads(p.stdout)["files"][0]["devices"][0]["category_at_peak"]
+
+
 def compare(work, name, args):
-    native = attribution(simulate(work, name + "_c", [SCRIPT] + args)[0])
-    python = attribution(simulate(work, name + "_py", [SCRIPT] + args, "python")[0])
+    c_path = simulate(work, name + "_c", [SCRIPT] + args)[0]
+    py_path = simulate(work, name + "_py", [SCRIPT] + args, "python")[0]
+    native, python = attribution(c_path), attribution(py_path)
     check(len(native) == len(python) > 0, "%s: the same allocations (%d and %d)" % (name, len(native), len(python)))
     diff = [(i, a, b) for i, (a, b) in enumerate(zip(native, python)) if a != b]
     check(not diff, "%s: every allocation has the same step, phase, size and module (%d differ%s)"
           % (name, len(diff), ", first: #%d C %s, Python %s" % diff[0] if diff else ""))
+    cn, cp = categories(c_path), categories(py_path)
+    roles = ("parameter", "optimizer_state") + (("gradient",) if "--keep-grads" in args else ())
+    check(cn == cp and all(cn.get(r, 0) > 0 for r in roles),
+          "%s: the tensor roles tagged in C give the categories of the Python tags (C %s, Python %s)" % (name, cn, cp))
     bwd = {l[3] for l in native if int(l[1]) == BACKWARD and l[3].startswith("transformer.h.")}
     blocks = {m.split(".")[2] for m in bwd}
     check(len(blocks) == 2, "%s: backward allocations name the blocks (%s)" % (name, ", ".join(sorted(bwd)[:6])))
@@ -95,7 +109,7 @@ def main():
     _, out = simulate(work, "probe", [probe])
     check("hooks: memhist_scope_pre" in out, "memhist record installs the C hooks (%s)" % out.strip())
     compare(work, "plain", ["--layers", "2", "--steps", "3"])
-    compare(work, "ckpt", ["--layers", "2", "--steps", "3", "--ckpt", "0,1"])
+    compare(work, "ckpt", ["--layers", "2", "--steps", "3", "--ckpt", "0,1", "--keep-grads"])
     return 1 if failures else 0
 
 

@@ -132,13 +132,16 @@ def bridge():
 
 
 def pyhook():
-    """libmemhist_pyhook: the module scope hooks in C (PyDLL: the GIL stays
+    """libmemhist_pyhook: the module scope hooks and tensor tags in C (PyDLL: the GIL stays
     held in every call, they use Python's API)."""
     if "pyhook" not in _LIBS:
         core()
         lib = _load("libmemhist_pyhook.so", ctypes.PyDLL)
         lib.mh_scopehook_open.restype = ctypes.py_object
         lib.mh_scopehook_open.argtypes = [ctypes.c_void_p] + [ctypes.py_object] * 4
+        lib.mh_tensortag.restype = ctypes.py_object
+        lib.mh_tensortag.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_uint, ctypes.c_int,
+                                     ctypes.py_object]
         for f in (lib.mh_scopehook_close_backward, lib.mh_scopehook_off, lib.mh_scopehook_release):
             f.restype = None
             f.argtypes = []

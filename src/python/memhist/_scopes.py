@@ -27,9 +27,10 @@ module on first sight only), and the backward pre-hook is a C++ hook on the
 autograd node, so backward runs no Python for scopes at all. Without that
 library (or with MEMHIST_SCOPES_IMPL=python) the same rules run as Python
 closures here: a few dictionary look-ups and one ctypes call per hook.
-Tags go to the recorder in one call per device and role;
-a tensor object keeps its memory and role, so it is tagged once (a new
-gradient each step is a new tensor). A failure in a hook disables the hooks
+Tensor roles are tagged in C too where that library loads (tensortag.cpp:
+a table probe per tensor), else here with one recorder call per device and
+role; either way a tensor is tagged once while it keeps its memory and role
+(a new gradient each step is a new tensor). A failure in a hook disables the hooks
 and is kept in the session's status, never raised.
 """
 import ctypes
@@ -267,10 +268,10 @@ class Scopes:
     def _opt_pre(self, optimizer, args, kwargs):
         self._close_backward()
         params = [p for group in optimizer.param_groups for p in group["params"]]
-        self._tag_all(params, PARAMETER, id(optimizer))
-        self._tag_all([g for g in (p.grad for p in params) if g is not None], GRADIENT, id(optimizer))
+        devices = self._tag_all(params, PARAMETER, id(optimizer))
+        self._tag_all(params, GRADIENT, id(optimizer), grads=True)
         if self.bridge is not None:
-            self.bridge.mh_torch_step_devices(self._devices(optimizer, params))
+            self.bridge.mh_torch_step_devices(self._devices(optimizer, params) if devices is None else devices)
 
     def _devices(self, optimizer, params):
         """Bit d set for each CUDA device (0-63) holding one of `params`;
@@ -288,13 +289,22 @@ class Scopes:
         return mask
 
     def _opt_post(self, optimizer, args, kwargs):
-        self._tag_all([v for state in optimizer.state.values() for v in state.values()], OPTIMIZER_STATE,
-                      id(optimizer))
+        self._tag_all(list(optimizer.state.values()), OPTIMIZER_STATE, id(optimizer))
 
-    def _tag_all(self, tensors, role, site, names=None):
-        """Tags the CUDA tensors among `tensors` that were not given this role
-        yet: one recorder call per device. `site` names the caller, whose last
-        list is remembered: the same live tensors again cost no look-up."""
+    def _tag_all(self, tensors, role, site, names=None, grads=False):
+        """Tags the CUDA tensors among `tensors` (a list of tensors, or of
+        dicts of them: an optimizer's state per parameter; with `grads` their
+        gradients) that were not given this role yet. In C where the hook
+        library loads: a table probe per tensor; returns the CUDA devices
+        seen as bits. Else here, one recorder call per device, returning
+        None: `site` names the caller, whose last list is remembered, so the
+        same live tensors again cost no look-up."""
+        if self.native is not None:
+            sids = [self._sid(n) for n in names] if names else None
+            return self.native.mh_tensortag(self.rec, tensors, role, int(grads), sids)
+        if grads:
+            tensors = [g for g in (p.grad for p in tensors) if g is not None]
+        tensors = [v for t in tensors for v in (t.values() if isinstance(t, dict) else (t,))]
         ids = tuple(map(id, tensors))
         last = self.last.get((site, role))
         if last is not None and last[0] == ids and all(r() is not None for r in last[1]):
