@@ -20,10 +20,10 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "memhist/error.h"
+#include "prefault.h"
 #include "rec_int.h"
 
 int mh__writer_errno(const struct mh_writer *w);
@@ -90,9 +90,6 @@ static int grow_active(struct mh_recorder *rec, size_t need)
     return 0;
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
 #define POPULATE_AHEAD 16384   /* slots mapped ahead of a producer */
 #define HOLD_BACK_NS 5000000ull /* a periodic drain leaves events this recent */
 #define TAKE_ALL UINT64_MAX     /* a cutoff that holds nothing back */
@@ -107,10 +104,7 @@ static void populate_ahead(struct mh__tbuf *b, uint64_t head)
     uint64_t want = head + POPULATE_AHEAD < b->mask + 1 ? head + POPULATE_AHEAD : b->mask + 1;
     if (want <= b->populated)
         return;
-    uintptr_t from = ((uintptr_t)&b->slots[b->populated] + 4095) & ~(uintptr_t)4095;
-    uintptr_t to = (uintptr_t)&b->slots[want] & ~(uintptr_t)4095;
-    if (to > from)
-        madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+    mh__prefault(&b->slots[b->populated], (size_t)(want - b->populated) * sizeof b->slots[0], 0);
     b->populated = want;
 }
 

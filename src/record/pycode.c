@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prefault.h"
 #include "pystack.h"
 
 #define CODE_BITS 19
@@ -23,6 +24,11 @@ static struct mh__code *_Atomic codes[CODE_CAP + 1];
 static _Atomic uint32_t ncodes;
 
 #define FIELD(code, off) (*(const void *const *)((const char *)(code) + (off)))
+
+void mh__code_reserve(void)
+{
+    mh__prefault((void *)slots, sizeof slots, 1); /* probed at random; codes[] fills in order */
+}
 
 static uint32_t hash_ptr(const void *p)
 {

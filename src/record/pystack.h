@@ -120,6 +120,9 @@ struct mh__code {
 uint32_t mh__code_id(const struct mh__python *py, const void *code);
 /* The code behind an id (NULL for 0 or unknown). */
 const struct mh__code *mh__code_get(uint32_t id);
+/* Maps the table's pages now (capture is being readied), not on the
+ * allocation path. */
+void mh__code_reserve(void);
 
 /* ---- the stack trie (stacktrie.c) ---------------------------------------------- */
 
@@ -134,6 +137,9 @@ struct mh__fkey {
 /* The node for `parent` -> `key` (0 parent = root), creating it. 0 when the
  * trie is full. Any thread; lock-free, no allocation after the first call. */
 uint32_t mh__trie_child(uint32_t parent, const struct mh__fkey *key);
+/* Allocates the trie and maps its pages now (capture is being readied):
+ * 0, or -1 when memory ran out (captures then lose their stacks). */
+int mh__trie_reserve(void);
 /* A node's parent and key; returns 0, or -1 for an unknown node. */
 int mh__trie_node(uint32_t node, uint32_t *parent, struct mh__fkey *key);
 /* Nodes in use (for info and tests). */

@@ -111,6 +111,12 @@ static void init_once(void)
     } else {
         snprintf(init_why, sizeof init_why, "memhist frame walker (CPython 3.%d)", g_py.minor);
     }
+    if (mh__trie_reserve() < 0) {
+        snprintf(init_why, sizeof init_why, "no memory for the stack trie");
+        init_rc = MH_ENOMEM;
+        return;
+    }
+    mh__code_reserve();
     init_rc = 0;
     atomic_store(&g_ready, 1);
 }

@@ -7,10 +7,13 @@
  * at resolution. Lock-free: a new node is filled, then published by a
  * compare-and-swap into an open-addressing table keyed by (parent, frame);
  * a thread that loses the race uses the winner's node. Nodes are never
- * removed; the arrays are allocated once, on first use. */
+ * removed; the arrays are allocated once, when capture is readied, and
+ * the table's pages mapped then (8 MiB, probed at random), so that no
+ * allocating thread takes a page fault in it. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "prefault.h"
 #include "pystack.h"
 
 #define TRIE_BITS 21
@@ -41,6 +44,8 @@ static int ready(void)
         return 1;
     struct node *n = calloc(TRIE_CAP + 1, sizeof *n);
     _Atomic uint32_t *t = calloc(TRIE_SLOTS, sizeof *t);
+    if (t) /* probed at random: every page at once (nodes fill in order) */
+        mh__prefault((void *)t, TRIE_SLOTS * sizeof *t, 1);
     struct node *nexp = NULL;
     if (!n || !atomic_compare_exchange_strong(&nodes, &nexp, n))
         free(n);
@@ -48,6 +53,11 @@ static int ready(void)
     if (!t || !atomic_load(&nodes) || !atomic_compare_exchange_strong(&table, &texp, t))
         free(t);
     return atomic_load_explicit(&table, memory_order_acquire) != NULL;
+}
+
+int mh__trie_reserve(void)
+{
+    return ready() ? 0 : -1;
 }
 
 static int same(const struct node *n, uint32_t parent, const struct mh__fkey *k)

@@ -6,7 +6,6 @@
  * lookup and its function symbols (.symtab, which also names local and
  * anonymous-namespace functions; .dynsym when stripped) are sorted by
  * address once, so each later address costs a binary search. */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
