@@ -60,7 +60,8 @@ try {
         return;
     const c10::TensorImpl *impl = t.unsafeGetTensorImpl();
     auto it = table.find(impl);
-    if (it != table.end() && !it->second.ref.expired() && it->second.role == c.role && it->second.data == data)
+    if (it != table.end() && !it->second.ref.expired() && it->second.role == c.role &&
+        it->second.data == data)
         return;
     Tagged now{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), data, c.role};
     if (it != table.end())
@@ -71,34 +72,34 @@ try {
 } catch (const std::exception &) {
 }
 
-/* One item: a tensor, or a list, tuple or dict (its values) of items. */
-int walk(Call &c, PyObject *o, uint32_t sid, int depth)
+/* One item: a tensor, or a list, tuple or dict (its values) of items;
+ * anything else is left out. */
+void walk(Call &c, PyObject *o, uint32_t sid, int depth)
 {
     if (PyObject_TypeCheck(o, tensor_type)) {
         tag_one(c, THPVariable_Unpack(o), sid);
-        return 0;
+        return;
     }
     if (depth == 0)
-        return 0;
+        return;
     PyObject *values = PyDict_Check(o) ? PyDict_Values(o) : nullptr;
     PyObject *seq = values ? values : o;
-    int rc = 0;
-    if (PyList_Check(seq) || PyTuple_Check(seq)) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-        for (Py_ssize_t i = 0; i < n && rc == 0; i++)
-            rc = walk(c, PySequence_Fast_GET_ITEM(seq, i), 0, depth - 1);
-    }
+    if (PyList_Check(seq) || PyTuple_Check(seq))
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++)
+            walk(c, PySequence_Fast_GET_ITEM(seq, i), 0, depth - 1);
     Py_XDECREF(values);
-    return rc;
 }
 
 /* The list's items, the i-th named by sids[i] where `sids` is a list. */
 int walk_named(Call &c, PyObject *tensors, PyObject *sids)
 {
-    if (!PyList_Check(sids))
-        return walk(c, tensors, 0, 3);
+    if (!PyList_Check(sids)) {
+        walk(c, tensors, 0, 3);
+        return 0;
+    }
     if (!PyList_Check(tensors) || PyList_GET_SIZE(sids) != PyList_GET_SIZE(tensors)) {
-        PyErr_SetString(PyExc_TypeError, "mh_tensortag: names need a list of tensors of the same length");
+        PyErr_SetString(PyExc_TypeError,
+                        "mh_tensortag: names need a list of tensors of the same length");
         return -1;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tensors); i++) {
@@ -114,7 +115,8 @@ int walk_named(Call &c, PyObject *tensors, PyObject *sids)
 
 extern "C" {
 
-PyObject *mh_tensortag(struct mh_recorder *rec, PyObject *tensors, unsigned role, int grads, PyObject *sids)
+PyObject *mh_tensortag(struct mh_recorder *rec, PyObject *tensors, unsigned role, int grads,
+                       PyObject *sids)
 {
     if (!rec || role == MH_ROLE_NONE || role >= MH_ROLE_COUNT || !tensor_type) {
         PyErr_SetString(PyExc_ValueError, "mh_tensortag: a recorder, a tensor role and open hooks");

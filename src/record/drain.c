@@ -90,7 +90,7 @@ static int grow_active(struct mh_recorder *rec, size_t need)
     return 0;
 }
 
-#define POPULATE_AHEAD 16384   /* slots mapped ahead of a producer */
+#define POPULATE_AHEAD 16384    /* slots mapped ahead of a producer */
 #define HOLD_BACK_NS 5000000ull /* a periodic drain leaves events this recent */
 #define TAKE_ALL UINT64_MAX     /* a cutoff that holds nothing back */
 
