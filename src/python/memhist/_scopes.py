@@ -30,8 +30,8 @@ closures here: a few dictionary look-ups and one ctypes call per hook.
 Tensor roles are tagged in C too where that library loads (tensortag.cpp:
 a table probe per tensor), else here with one recorder call per device and
 role; either way a tensor is tagged once while it keeps its memory and role
-(a new gradient each step is a new tensor). A failure in a hook disables the hooks
-and is kept in the session's status, never raised.
+(a new gradient each step is a new tensor). A failure in a hook disables
+the hooks and is kept in the session's status, never raised.
 """
 import ctypes
 import threading
