@@ -11,11 +11,14 @@
  * forward closes them (mh__gscope_close_all). */
 #include "scopegrad.h"
 
+#include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "memhist/event.h"
@@ -103,8 +106,12 @@ struct Hook final : torch::autograd::FunctionPreHook {
     }
 };
 
+/* What grad_fn() hands out: a shared_ptr in torch 2.11, an intrusive_ptr in
+ * 2.15. */
+using NodePtr = std::decay_t<decltype(std::declval<const at::Tensor &>().grad_fn())>;
+
 /* The autograd node of a tensor, or null. */
-const c10::intrusive_ptr<torch::autograd::Node> *node_of(PyObject *o, PyTypeObject *tensor)
+const NodePtr *node_of(PyObject *o, PyTypeObject *tensor)
 {
     if (!PyObject_TypeCheck(o, tensor))
         return nullptr;
@@ -139,7 +146,7 @@ int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s
 {
     try {
         auto *type = reinterpret_cast<PyTypeObject *>(tensor_type);
-        const c10::intrusive_ptr<torch::autograd::Node> *fn = node_of(out, type);
+        const NodePtr *fn = node_of(out, type);
         if (!fn && (PyTuple_Check(out) || PyList_Check(out))) {
             Py_ssize_t n = PySequence_Fast_GET_SIZE(out);
             for (Py_ssize_t i = 0; i < n && !fn; i++)
