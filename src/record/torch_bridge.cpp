@@ -47,6 +47,7 @@
 #include "memhist/torch.h"
 #include "emit_gate.h"
 #include "torch_entry.h"
+#include "torch_state.h"
 #include "pystack.h"
 #include "symtab.h"
 #include "torch_support.h"
@@ -744,6 +745,9 @@ int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
     enable_history();
     install_hooks();
     record_meta(rec, o, c10::cuda::device_count());
+    /* what the allocator holds already; an event between this and the gate's
+     * opening (another thread allocating during the attach) is not seen */
+    mh_torch_state::emit_initial(rec, ticks_to_ns(ticks_now()), mh_thread_id());
     reset_steps(rec);
     update_range_hook();
     return 0;

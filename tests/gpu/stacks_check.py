@@ -7,7 +7,9 @@
 Records one workload twice at once: memhist.start() (its own frame walker,
 stacks="python", then stacks="all", then stacks="python" with frames=3)
 while the program also turns torch's own history on with stacks="python",
-so it also checks that both work together. Then every allocation in torch's trace is matched with memhist's
+so it also checks that both work together. A tensor allocated before the
+first recording and freed during the last must be known to each (the state
+at the start is recorded). Then every allocation in torch's trace is matched with memhist's
 (same order, address and size, through `memhist snapshot`) and their frames
 (file, function, line; innermost first) must be equal, except that where
 torch has no frame memhist names the op ("torch internal", op, 0). With stacks="all"
@@ -87,10 +89,13 @@ def record(workdir):
     import memhist
     os.makedirs(workdir, exist_ok=True)
     torch.cuda.init()
+    held = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")  # live before every recording
     for mode in MODES:
         torch.cuda.empty_cache()  # each recording sees its segments created
         s = memhist.start(os.path.join(workdir, "own_%s.memhist" % mode), stacks=mode.rstrip("3"),
                           frames=3 if mode.endswith("3") else None)
+        if mode == MODES[-1]:
+            del held  # freed while recorded: the recording must know the block
         torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
                                                  max_entries=10 ** 6)
         workload(torch)
@@ -122,6 +127,8 @@ def compare(memhist_bin, workdir):
         check(p.returncode == 0, "memhist snapshot %s: %s" % (mode, p.stderr.strip()))
         if p.returncode:
             continue
+        check("contradict" not in p.stderr, "%s: the recording agrees with the allocator's state (it knows "
+              "the memory live when it started)" % mode)
         info = subprocess.run([memhist_bin, "info", mh], capture_output=True, text=True, env=env).stdout
         check("memhist frame walker" in info, "info names the own frame walker (%s)" % mode)
         with open(out, "rb") as f:
