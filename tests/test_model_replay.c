@@ -259,6 +259,13 @@ Test(replay, driver_allocations_outside)
     e = tev(MH_EV_DRIVER_ALLOC, 0x1000, 4096);
     e.aux = MH_MEM_PINNED;        /* host memory: not tracked */
     mh_model_apply(m, &e, NULL);
+    e = tev(MH_EV_DRIVER_ALLOC, 0x2000, 4096);
+    e.aux = MH_MEM_PINNED;
+    e.device = -1; /* as the CUPTI source writes host memory: no device's, no anomaly */
+    mh_model_apply(m, &e, NULL);
+    e.kind = MH_EV_DRIVER_FREE;
+    mh_model_apply(m, &e, NULL);
+    cr_expect_eq(mh_model_anomaly_count(m, MH_ANOM_BAD_DEVICE), 0);
     mh_model_stats(m, 0, &st);
     cr_expect_eq(st.driver_outside, 84 * MH_MB);
     tapply(m, MH_EV_SEGMENT_ALLOC, BASE, 20 * MH_MB);

@@ -16,9 +16,9 @@ struct mh__driver_alloc {
     int outside; /* counted in driver_outside */
 };
 
-static int tracked_kind(uint32_t kind)
+int mh__driver_tracked(const struct mh_event *ev)
 {
-    return kind == MH_MEM_DEVICE || kind == MH_MEM_VMM;
+    return ev->aux == MH_MEM_DEVICE || ev->aux == MH_MEM_VMM;
 }
 
 static int inside_segment(const struct mh__device *d, uint64_t addr, uint64_t size)
@@ -29,8 +29,6 @@ static int inside_segment(const struct mh__device *d, uint64_t addr, uint64_t si
 
 int mh__apply_driver(struct mh_model *m, struct mh__device *d, const struct mh_event *ev)
 {
-    if (!tracked_kind(ev->aux))
-        return 0;
     if (ev->kind == MH_EV_DRIVER_FREE) {
         struct mh__driver_alloc *a = mh__addrmap_del(&d->drivers, ev->addr);
         if (a && a->outside)

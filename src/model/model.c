@@ -130,6 +130,8 @@ static int bad_range(const struct mh_event *ev)
 static int apply_device_event(struct mh_model *m, const struct mh_event *ev,
                               struct mh_apply_result *res, uint64_t idx)
 {
+    if (!is_allocator_kind(ev->kind) && !mh__driver_tracked(ev))
+        return 0; /* host memory (pinned, pageable): no device's */
     if (ev->device < 0 || ev->device >= MH__MAX_DEVICES) {
         mh__model_anomaly(m, res, MH_ANOM_BAD_DEVICE);
         return 0;

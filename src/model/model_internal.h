@@ -179,6 +179,9 @@ int mh__apply_allocator(struct mh_model *m, struct mh__device *d, const struct m
 
 /* ---- driver.c: driver-level allocations (CUPTI) ----------------------------- */
 int mh__apply_driver(struct mh_model *m, struct mh__device *d, const struct mh_event *ev);
+/* Whether a driver event is device memory the model tracks (host memory is
+ * not, and belongs to no device). */
+int mh__driver_tracked(const struct mh_event *ev);
 /* A caching-allocator segment now covers [addr, addr+size): driver allocations
  * starting there stop counting as outside. */
 void mh__driver_claim(struct mh__device *d, uint64_t addr, uint64_t size);

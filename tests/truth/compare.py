@@ -111,6 +111,7 @@ def check_segments(c, memhist, rec, truth, work):
     p = run([memhist, "snapshot", rec, "-o", pk])
     if not c.check(p.returncode == 0, "memhist snapshot writes a pickle"):
         return
+    c.check("contradict" not in p.stderr, "no recorded event contradicts the allocator state")
     with open(pk, "rb") as f:
         snap = pickle.load(f)
     for tdev in truth["devices"]:
