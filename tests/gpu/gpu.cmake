@@ -48,3 +48,14 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET mh_vdev_cuda)
     LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 900
     ENVIRONMENT "LD_PRELOAD=${_mh_vd}/libcuda.so.1:${_mh_vd}/libcudart.so.13:${_mh_vd}/libcublas.so.13:${_mh_vd}/libcublasLt.so.13:${_mh_vd}/libnvidia-ml.so.1;MEMHIST_VDEVICE=1;MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
 endif()
+# The virtual device against the real GPU it poses as: the same workloads,
+# torch's own peaks, segments and OOMs on both (issue 12's comparison).
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET mh_vdev_cuda)
+  add_test(NAME gpu_vdevice_fidelity
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/vdevice_vs_gpu.py
+                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/gpu_vdevice_fidelity
+                   --json ${CMAKE_BINARY_DIR}/gpu_vdevice_fidelity/figures.json)
+  set_tests_properties(gpu_vdevice_fidelity PROPERTIES
+    LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
+endif()
