@@ -1,7 +1,8 @@
 /* test_record_symtab.c - naming native return addresses from the loaded
  * modules' own symbol tables (src/record/symtab.c), as `--stacks all` does
  * on the drain thread: exported and file-local functions of this program,
- * a function of the C library, addresses no module holds. */
+ * a function of the C library, addresses no module holds, tables read ahead
+ * by file name (as the torch bridge does for torch's libraries). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -57,6 +58,18 @@ Test(symtab, a_library_function_is_named_and_names_are_kept_across_a_reset)
     struct named again = name_of((uintptr_t)&getpid + 2);
     cr_assert_str_eq(again.func, q.func);
     cr_assert_eq(again.line, q.line);
+}
+
+Test(symtab, tables_are_read_ahead_by_file_name_once)
+{
+    static const char *const libc[] = {"libc.so", "libc-", NULL};
+    static const char *const none[] = {"no-such-library", NULL};
+    cr_assert_eq(mh__symtab_preload(none), 0);
+    cr_assert_eq(mh__symtab_preload(libc), 1, "the C library's table is read");
+    cr_assert_eq(mh__symtab_preload(libc), 0, "and only once");
+    struct named q = name_of((uintptr_t)&getpid + 2);
+    cr_assert_eq(q.rc, 0);
+    cr_assert(strstr(q.func, "getpid"), "function %s", q.func);
 }
 
 Test(symtab, an_address_outside_every_module_is_refused)

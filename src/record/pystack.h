@@ -177,6 +177,10 @@ int mh__stack_describe(uint32_t node, char *out, size_t cap);
 typedef int (*mh__native_namer)(void *user, uintptr_t ip, char *file, size_t filecap, char *func,
                                 size_t funccap, uint32_t *line);
 
+/* Runs fn(arg) under the resolver's lock: resolution work done ahead, off the
+ * drain thread (the torch bridge reads torch's symbol tables at attach). */
+void mh__stack_with_resolver(void (*fn)(void *), void *arg);
+
 /* Interns the stack of trie node `node` into `rec` and returns its stack id
  * (0 on failure). Caches per node and recorder; drain thread only (a lock
  * orders drain threads of different recorders, never the hot path). */

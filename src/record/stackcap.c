@@ -279,6 +279,13 @@ void mh__stack_forget(void)
     pthread_mutex_unlock(&res_mu);
 }
 
+void mh__stack_with_resolver(void (*fn)(void *), void *arg)
+{
+    pthread_mutex_lock(&res_mu);
+    fn(arg);
+    pthread_mutex_unlock(&res_mu);
+}
+
 /* Grows the per-node caches to cover `node`; clears them for a new recorder. */
 static int cache_for(struct mh_recorder *rec, uint32_t node)
 {

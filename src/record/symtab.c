@@ -196,6 +196,22 @@ int mh__symtab_lookup(uintptr_t ip, const char **module, const char **name, uint
     return 0;
 }
 
+size_t mh__symtab_preload(const char *const *prefixes)
+{
+    size_t read = 0;
+    dl_iterate_phdr(add_module, NULL);
+    for (size_t i = 0; i < nmods; i++) {
+        const char *slash = strrchr(mods[i].path, '/');
+        const char *file = slash ? slash + 1 : mods[i].path;
+        for (const char *const *p = prefixes; *p && !mods[i].loaded; p++)
+            if (!strncmp(file, *p, strlen(*p))) {
+                load(&mods[i]);
+                read++;
+            }
+    }
+    return read;
+}
+
 /* ---- named addresses ------------------------------------------------------ */
 
 struct named {

@@ -23,6 +23,11 @@ extern "C" {
  * `ip`. The strings live until mh__symtab_reset. Not thread-safe: one
  * caller at a time (the resolver's lock). */
 int mh__symtab_lookup(uintptr_t ip, const char **module, const char **name, uintptr_t *offset);
+/* Reads ahead the symbols of every loaded module whose file name starts with
+ * one of `prefixes` (NULL-terminated) and that were not read yet, so that
+ * naming its first addresses costs no table read. Returns how many modules
+ * it read. Same thread rule. */
+size_t mh__symtab_preload(const char *const *prefixes);
 /* Names `ip` for a recorded frame (an mh__native_namer; `user` unused): file = the module's path,
  * func = the demangled symbol (C++ names through the process's __cxa_demangle when it has one) or
  * "??", line = the offset in the module. Returns 0 or -1 (no module holds it). Remembers every

@@ -580,8 +580,14 @@ void choose_stacks()
     if (!(want && !strcmp(want, "torch")) && mh__stack_init(why, sizeof why) == 0) {
         g.own_stacks = true;
         snprintf(g.stack_source, sizeof g.stack_source, "%s", why);
-        if (g.stacks == MH_TORCH_STACKS_ALL)
+        if (g.stacks == MH_TORCH_STACKS_ALL) {
             torch::unwind::unwind(); /* warm the unwinder's caches outside the lock */
+            /* torch's symbol tables (libtorch_cpu: ~400k functions, ~60 ms) are
+             * read here, not by the drain thread during the first steps */
+            static const char *const torch_libs[] = {"libtorch", "libc10", nullptr};
+            mh__stack_with_resolver([](void *p) { mh__symtab_preload((const char *const *)p); },
+                                    (void *)torch_libs);
+        }
         mh__stack_skip_module((const void *)&choose_stacks);
     } else {
         snprintf(g.stack_source, sizeof g.stack_source, "torch CapturedTraceback (own capture off: %s)",
