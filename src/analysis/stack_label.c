@@ -138,13 +138,18 @@ static void library_name(const char *file, char *out, size_t len)
 }
 
 /* Labels of frames that are not a file and a line: an op named by the
- * recorder (MH__FRAME_TORCH_INTERNAL) and native code without a symbol.
+ * recorder (MH__FRAME_TORCH_INTERNAL), the blocks live before recording
+ * (MH__FRAME_BEFORE_RECORDING) and native code without a symbol.
  * Returns 1 when it wrote buf. */
 static int special_frame(const struct mh_frame *f, char *buf, size_t len)
 {
     const char *file = f->file ? f->file : "", *func = f->func ? f->func : "";
     if (strcmp(file, MH__FRAME_TORCH_INTERNAL) == 0) {
         snprintf(buf, len, "torch internal: %s", func);
+        return 1;
+    }
+    if (strcmp(file, MH__FRAME_BEFORE_RECORDING) == 0) {
+        snprintf(buf, len, "%s", func);
         return 1;
     }
     if (f->line == 0 && (!*func || strcmp(func, "??") == 0) && *file) {

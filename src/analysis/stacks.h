@@ -16,6 +16,9 @@
  * Python frame by its torch op (function: the op); FORMAT.md, "Frames".
  * Labelled "torch internal: <op>". */
 #define MH__FRAME_TORCH_INTERNAL "torch internal"
+/* File name of the frame the recorder gives the blocks it found live when it
+ * started (FORMAT.md, "Frames"). Labelled by its function alone. */
+#define MH__FRAME_BEFORE_RECORDING "before recording"
 
 /* 1 if a frame belongs to framework or interpreter internals. */
 int mh__frame_is_internal(const char *file, const char *func);

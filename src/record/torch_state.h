@@ -15,6 +15,7 @@
 
 #include "memhist/event.h"
 #include "memhist/recorder.h"
+#include "torch_support.h"
 
 namespace mh_torch_state
 {
@@ -40,10 +41,21 @@ template <class Segment> uint8_t segment_flags(const Segment &s)
            (s.is_expandable ? MH_EVF_EXPANDABLE : 0);
 }
 
+/* The stack of the blocks found live: one frame saying so. */
+inline uint32_t before_recording_stack(mh_recorder *rec)
+{
+    static const char func[] = "allocated before the recording started";
+    int64_t frame = mh_intern_frame(rec, MH_BEFORE_RECORDING_FILE, func, 0);
+    uint32_t f = frame > 0 ? (uint32_t)frame : 0;
+    int64_t stack = f ? mh_intern_stack(rec, &f, 1) : 0;
+    return stack > 0 ? (uint32_t)stack : 0;
+}
+
 /* Emits the state at `t` on `thread`; returns the number of live blocks. */
 inline size_t emit_initial(mh_recorder *rec, uint64_t t, uint32_t thread)
 {
     size_t live = 0;
+    uint32_t stack = 0;
     for (const auto &s : segments_now(&cca::snapshot).segments) {
         mh_event ev{};
         ev.time_ns = t;
@@ -60,7 +72,10 @@ inline size_t emit_initial(mh_recorder *rec, uint64_t t, uint32_t thread)
         uint64_t addr = ev.addr;
         for (const auto &b : s.blocks) {
             if (b.allocated || b.active) {
+                if (!stack)
+                    stack = before_recording_stack(rec);
                 mh_event blk = ev;
+                blk.stack = stack;
                 blk.kind = MH_EV_ALLOC;
                 blk.flags = MH_EVF_PREEXISTING;
                 blk.addr = addr;

@@ -52,6 +52,9 @@ uint64_t mh__tick_clock_ns(uint64_t ticks);
  * by the torch op that made it (function: the op, e.g. "MmBackward0"); see
  * src/format/FORMAT.md, "Frames". */
 #define MH_TORCH_INTERNAL_FILE "torch internal"
+/* The file of the one frame of the blocks live when recording starts
+ * (torch_state.h); FORMAT.md, "Frames". */
+#define MH_BEFORE_RECORDING_FILE "before recording"
 /* The op's name from a demangled C++ type or function name, without
  * namespaces, template arguments or parameters
  * ("torch::autograd::generated::MmBackward0" -> "MmBackward0"). Returns out. */

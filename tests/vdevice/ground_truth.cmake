@@ -78,3 +78,21 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET memhist_pyhook 
     LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SCOPE_ATTR=$<TARGET_FILE:scope_attr>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
 endif()
+
+# A recording started in the middle of a program (tests/vdevice/check_midrun.py:
+# memhist.start() after the model trained): torch's peaks, no contradiction,
+# the blocks found live grouped and categorised. The program runs on the
+# virtual device directly (LD_PRELOAD), as memhist.start() finds it.
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
+  set(_mh_preload "")
+  foreach(lib libcuda.so.1 libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnvidia-ml.so.1)
+    list(APPEND _mh_preload ${MH_VDEV_DIR}/${lib})
+  endforeach()
+  string(REPLACE ";" ":" _mh_preload "${_mh_preload}")
+  add_test(NAME vdevice_midrun
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_midrun.py
+                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/vdevice_midrun)
+  set_tests_properties(vdevice_midrun PROPERTIES
+    LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "LD_PRELOAD=${_mh_preload};MEMHIST_VDEVICE=1;MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
+endif()
