@@ -20,6 +20,16 @@ if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
   exit 77
 fi
 
+# The C build needs msgpack-c, libpng, zlib and Criterion: scripts/setup.sh
+# installs them with apt where it can (torch is left as this machine has it).
+if ! pkg-config --exists msgpack libpng zlib criterion 2>/dev/null; then
+  MEMHIST_SKIP_PIP=1 scripts/setup.sh || {
+    echo "gpu_check: the build needs msgpack-c, libpng, zlib and Criterion (apt: libmsgpack-dev" \
+         "libpng-dev zlib1g-dev libcriterion-dev, pkg-config) and they could not be installed" >&2
+    exit 1
+  }
+fi
+
 # The python3 on PATH is the one with torch (a virtual environment, say).
 cmake -S . -B "$BUILD" -DMEMHIST_WITH_TORCH=ON -DMEMHIST_TESTS=ON -DCMAKE_BUILD_TYPE=Release \
   -DPython3_EXECUTABLE="$(command -v python3)" >/dev/null
