@@ -753,7 +753,8 @@ int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
     record_meta(rec, o, c10::cuda::device_count());
     /* what the allocator holds already; an event between this and the gate's
      * opening (another thread allocating during the attach) is not seen */
-    mh_torch_state::emit_initial(rec, ticks_to_ns(ticks_now()), mh_thread_id());
+    auto found = mh_torch_state::emit_initial(rec, ticks_to_ns(ticks_now()), mh_thread_id());
+    mh_torch_state::note_found(rec, found);
     reset_steps(rec);
     update_range_hook();
     return 0;

@@ -8,6 +8,7 @@
 #ifndef MH_TORCH_STATE_H
 #define MH_TORCH_STATE_H
 
+#include <cstdio>
 #include <type_traits>
 #include <utility>
 
@@ -51,10 +52,16 @@ inline uint32_t before_recording_stack(mh_recorder *rec)
     return stack > 0 ? (uint32_t)stack : 0;
 }
 
-/* Emits the state at `t` on `thread`; returns the number of live blocks. */
-inline size_t emit_initial(mh_recorder *rec, uint64_t t, uint32_t thread)
+/* What recording found: segments, live blocks and their bytes. */
+struct found {
+    size_t segments, blocks;
+    uint64_t bytes;
+};
+
+/* Emits the state at `t` on `thread`. */
+inline found emit_initial(mh_recorder *rec, uint64_t t, uint32_t thread)
 {
-    size_t live = 0;
+    found n{};
     uint32_t stack = 0;
     for (const auto &s : segments_now(&cca::snapshot).segments) {
         mh_event ev{};
@@ -69,6 +76,7 @@ inline size_t emit_initial(mh_recorder *rec, uint64_t t, uint32_t thread)
         ev.pool[0] = (uint32_t)s.owner_private_pool_id.first;
         ev.pool[1] = (uint32_t)s.owner_private_pool_id.second;
         mh_emit(rec, &ev);
+        n.segments++;
         uint64_t addr = ev.addr;
         for (const auto &b : s.blocks) {
             if (b.allocated || b.active) {
@@ -86,12 +94,25 @@ inline size_t emit_initial(mh_recorder *rec, uint64_t t, uint32_t thread)
                     blk.kind = MH_EV_FREE_REQUESTED;
                     mh_emit(rec, &blk);
                 }
-                live++;
+                n.blocks++;
+                n.bytes += b.size;
             }
             addr += b.size;
         }
     }
-    return live;
+    return n;
+}
+
+/* The recording's `found_at_start` metadata, "N blocks (B bytes) in S
+ * segments", where it found any. */
+inline void note_found(mh_recorder *rec, const found &n)
+{
+    if (!n.segments)
+        return;
+    char text[96];
+    snprintf(text, sizeof text, "%zu blocks (%llu bytes) in %zu segments", n.blocks,
+             (unsigned long long)n.bytes, n.segments);
+    mh_recorder_set_meta(rec, "found_at_start", text);
 }
 
 } // namespace mh_torch_state

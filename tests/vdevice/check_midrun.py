@@ -5,8 +5,9 @@ two training steps, with the parameters and an optimizer's state live) on the
 virtual CUDA device and checks the recording against torch's figures of the
 recorded part: the peaks allocated and reserved are torch's, `memhist
 snapshot` finds no event contradicting the allocator state, the blocks live
-at the start are grouped as "allocated before the recording started", and the
-parameters among them are categorised as parameters.
+at the start are grouped as "allocated before the recording started", the
+parameters among them are categorised as parameters, and `memhist info` says
+what was found (found_at_start).
 
     python tests/vdevice/check_midrun.py MEMHIST_BIN WORKDIR
 
@@ -17,6 +18,7 @@ a CUDA device.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -71,6 +73,10 @@ def main():
     check(dev["category_at_peak"]["parameter"] == truth["parameters"],
           "parameters at the peak %d == the model's %d (tagged though allocated before recording)" %
           (dev["category_at_peak"]["parameter"], truth["parameters"]))
+    found = re.search(r"^found_at_start\s+(\d+) blocks \((\d+) bytes\)", cli(memhist, "info", rec).stdout, re.M)
+    check(found and int(found.group(2)) == truth["live_at_start"],
+          "memhist info: found at the start %s bytes == torch's memory_allocated() then, %d" %
+          (found.group(2) if found else "nothing", truth["live_at_start"]))
     s = cli(memhist, "snapshot", rec, "-o", os.path.join(work, "midrun.pickle"))
     check(s.returncode == 0 and "contradict" not in s.stderr,
           "memhist snapshot: no event contradicts the allocator state (%s)" % s.stderr.strip())
