@@ -38,22 +38,16 @@ def cli(memhist, *args):
     return subprocess.run([memhist] + list(args), capture_output=True, text=True, env=env)
 
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: check_midrun.py MEMHIST_BIN WORKDIR")
-    memhist, work = sys.argv[1], sys.argv[2]
-    try:
-        import torch
-    except ImportError:
-        print("skipped: torch is not installed")
-        return 77
-    os.makedirs(work, exist_ok=True)
+def check_setting(memhist, work, conf):
+    """The checks for one allocator setting; 77 without a CUDA device."""
+    import torch
     rec, truth_path = os.path.join(work, "midrun.memhist"), os.path.join(work, "truth.json")
+    env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=conf)
     p = subprocess.run([sys.executable, os.path.join(HERE, "midrun_program.py"), truth_path, rec],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     if p.returncode != 0 and not torch.cuda.is_available():
-        print("skipped: no CUDA device")
         return 77
+    print("-- PYTORCH_CUDA_ALLOC_CONF=%s" % conf)
     check(p.returncode == 0, "the program runs (%s)" % p.stderr.strip()[-300:])
     if p.returncode != 0:
         return 1
@@ -80,6 +74,24 @@ def main():
     s = cli(memhist, "snapshot", rec, "-o", os.path.join(work, "midrun.pickle"))
     check(s.returncode == 0 and "contradict" not in s.stderr,
           "memhist snapshot: no event contradicts the allocator state (%s)" % s.stderr.strip())
+    return 0
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: check_midrun.py MEMHIST_BIN WORKDIR")
+    memhist, work = sys.argv[1], sys.argv[2]
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("skipped: torch is not installed")
+        return 77
+    for conf in ("", "expandable_segments:True"):
+        sub = os.path.join(work, conf.split(":")[0] or "default")
+        os.makedirs(sub, exist_ok=True)
+        if check_setting(memhist, sub, conf) == 77:
+            print("skipped: no CUDA device")
+            return 77
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1

@@ -81,7 +81,8 @@ endif()
 
 # A recording started in the middle of a program (tests/vdevice/check_midrun.py:
 # memhist.start() after the model trained): torch's peaks, no contradiction,
-# the blocks found live grouped and categorised. The program runs on the
+# the blocks found live grouped and categorised, with the default allocator
+# settings and with expandable segments. The program runs on the
 # virtual device directly (LD_PRELOAD), as memhist.start() finds it.
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
   set(_mh_preload "")
