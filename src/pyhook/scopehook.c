@@ -1,12 +1,15 @@
-/* scopehook.c - torch's module forward pre/post hooks in C: the per-call
- * path of module scopes
+/* scopehook.c - module scopes in C: the per-call path, driven by torch's
+ * module forward pre/post hooks or, on CPython 3.12 and later, by
+ * sys.monitoring's start and return of each module's forward (scopemon.c)
  * (src/python/memhist/_scopes.py installs them, scopehook.h).
  *
- * Data flow: torch calls the forward pre hook for every module call; it maps
+ * Data flow: a module call's start (the forward pre hook, or the monitored
+ * forward frame's start with the module read from its first argument) maps
  * the module object to its scope (path, string id) with one probe of an
  * address table (Python names a module on first sight only), pushes it on
  * the calling thread's stack and emits the scope event itself
- * (mh_recorder_scope, annotate.c). The post hook pops it, emits the exit
+ * (mh_recorder_scope, annotate.c). Its end (the post hook, or the frame's
+ * return, which also closes what frames that raised left open) pops it, emits the exit
  * and has scopegrad.cpp put the module's backward scope on the output's
  * autograd node, where it opens when autograd reaches that node. Every
  * forward hook runs with the GIL held, which guards the tables here. */
@@ -43,10 +46,14 @@ static struct {
     uint32_t gen; /* which set of hooks: stale thread stacks are told apart */
 } H;
 
+/* The calling thread's open forward scopes. */
 static _Thread_local struct {
     uint32_t gen, n, over;
-    uint32_t mod[DEPTH];
+    uint32_t mod[DEPTH];    /* mods index, | AGAIN where that module's scope was open already */
+    uintptr_t frame[DEPTH]; /* the frame that opened it (sys.monitoring); 0 from the hooks */
 } fw;
+
+#define AGAIN 0x80000000u /* a module's forward inside its own (a wrapper, super().forward) */
 
 /* ---- the module table ------------------------------------------------------ */
 
@@ -154,7 +161,7 @@ static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
 /* Names a module seen for the first time (Python's name callable). */
 static long name_module(PyObject *m)
 {
-    PyObject *parent = Py_NewRef(fw.n ? H.mods[fw.mod[fw.n - 1]].path : Py_None);
+    PyObject *parent = Py_NewRef(fw.n ? H.mods[fw.mod[fw.n - 1] & ~AGAIN].path : Py_None);
     PyObject *list = PyObject_CallFunctionObjArgs(H.name, m, parent, NULL);
     Py_DECREF(parent);
     if (!list)
@@ -240,50 +247,119 @@ static void thread_stack(void)
     }
 }
 
-static PyObject *pre(PyObject *self, PyObject *const *a, Py_ssize_t n)
+/* The root's forward begins: what a forward that raised left open closes,
+ * and Python tags the root's parameters (and opens step 0). */
+static int root_begins(PyObject *m)
 {
-    if (!H.on || n < 1)
+    while (fw.n) {
+        uint32_t e = fw.mod[--fw.n];
+        if (!(e & AGAIN))
+            emit(0, e, MH_PHASE_FORWARD, 0);
+    }
+    fw.over = 0;
+    PyObject *r = PyObject_CallFunctionObjArgs(H.root_forward, m, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+PyObject *mh__scope_enter(PyObject *m, uintptr_t frame)
+{
+    if (!H.on)
         Py_RETURN_NONE;
     thread_stack();
-    long i = lookup(a[0]);
-    if (i < 0 && (i = name_module(a[0])) < 0)
+    long i = lookup(m);
+    if (i < 0 && (i = name_module(m)) < 0)
         return fail();
-    if (H.mods[i].root) {
-        while (fw.n) /* a forward that raised left scopes open */
-            emit(0, fw.mod[--fw.n], MH_PHASE_FORWARD, 0);
-        fw.over = 0;
-        PyObject *r = PyObject_CallFunctionObjArgs(H.root_forward, a[0], NULL);
-        if (!r)
+    uint32_t again = fw.n && (fw.mod[fw.n - 1] & ~AGAIN) == (uint32_t)i && frame ? AGAIN : 0;
+    if (H.mods[i].root && !again) {
+        if (root_begins(m) < 0)
             return fail();
-        Py_DECREF(r);
         if (!H.on)
             Py_RETURN_NONE;
     }
     if (fw.n == DEPTH) {
-        fw.over++;
+        fw.over += !frame; /* the monitored frames are told apart by their frame */
         Py_RETURN_NONE;
     }
-    fw.mod[fw.n++] = (uint32_t)i;
-    emit(1, (uint32_t)i, MH_PHASE_FORWARD, 0);
+    fw.frame[fw.n] = frame;
+    fw.mod[fw.n++] = (uint32_t)i | again;
+    if (!again)
+        emit(1, (uint32_t)i, MH_PHASE_FORWARD, 0);
     Py_RETURN_NONE;
+}
+
+/* The stack entry `frame` opened + 1, or 0: none (its start was not a
+ * module's, or came before these hooks). */
+static uint32_t opened_by(uintptr_t frame)
+{
+    uint32_t k = fw.n;
+    while (k && fw.frame[k - 1] != frame)
+        k--;
+    return k;
+}
+
+/* Closes the open scopes above stack entry k - 1 (frames that ended by an
+ * exception unseen); true where entry k - 1 is a module's outermost. */
+static int close_down_to(uint32_t k)
+{
+    while (fw.n > k) {
+        uint32_t e = fw.mod[--fw.n];
+        if (!(e & AGAIN))
+            emit(0, e, MH_PHASE_FORWARD, 0);
+    }
+    uint32_t e = fw.mod[--fw.n];
+    if (!(e & AGAIN))
+        emit(0, e, MH_PHASE_FORWARD, 0);
+    return !(e & AGAIN);
+}
+
+PyObject *mh__scope_exit(PyObject *output, uintptr_t frame)
+{
+    if (!H.on)
+        Py_RETURN_NONE;
+    thread_stack();
+    if (!frame && fw.over) {
+        fw.over--;
+        Py_RETURN_NONE;
+    }
+    uint32_t k = frame ? opened_by(frame) : fw.n;
+    if (!k)
+        Py_RETURN_NONE;
+    uint32_t mod = fw.mod[k - 1] & ~AGAIN;
+    if (close_down_to(k) && output && mh__gscope_attach(output, H.tensor_type, H.mods[mod].bwd) < 0)
+        return fail();
+    Py_RETURN_NONE;
+}
+
+PyObject *mh__scope_unwind(uintptr_t frame)
+{
+    if (!H.on)
+        Py_RETURN_NONE;
+    thread_stack();
+    uint32_t k = opened_by(frame);
+    if (k)
+        close_down_to(k);
+    Py_RETURN_NONE;
+}
+
+int mh__scope_active(void)
+{
+    return H.on;
+}
+
+int mh__scope_any_open(void)
+{
+    return H.on && fw.gen == H.gen && fw.n > 0;
+}
+
+static PyObject *pre(PyObject *self, PyObject *const *a, Py_ssize_t n)
+{
+    return n < 1 ? Py_NewRef(Py_None) : mh__scope_enter(a[0], 0);
 }
 
 static PyObject *post(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
-    if (!H.on || n < 3)
-        Py_RETURN_NONE;
-    thread_stack();
-    if (fw.over) {
-        fw.over--;
-        Py_RETURN_NONE;
-    }
-    if (!fw.n)
-        Py_RETURN_NONE;
-    uint32_t i = fw.mod[--fw.n];
-    emit(0, i, MH_PHASE_FORWARD, 0);
-    if (mh__gscope_attach(a[2], H.tensor_type, H.mods[i].bwd) < 0)
-        return fail();
-    Py_RETURN_NONE;
+    return n < 3 ? Py_NewRef(Py_None) : mh__scope_exit(a[2], 0);
 }
 
 static PyMethodDef pre_def = {"memhist_scope_pre", (PyCFunction)(void (*)(void))pre, METH_FASTCALL,
@@ -308,6 +384,7 @@ void mh_scopehook_release(void)
 {
     mh_scopehook_off();
     release_all();
+    mh__scopemon_release();
     mh__tensortag_start(NULL);
     H.rec = NULL;
 }

@@ -13,7 +13,9 @@ memhist_python_noscopes (MEMHIST_SCOPES=0: the recorder alone),
 memhist_python_pyscopes (the module scope hooks in Python instead of C:
 MEMHIST_SCOPES_IMPL=python), and
 memhist_python_gather (memhist taking torch's gathered contexts, as before
-its own walker: MEMHIST_STACK_CAPTURE=torch). Recording starts before the
+its own walker: MEMHIST_STACK_CAPTURE=torch); on request also
+memhist_none_hooks and memhist_python_hooks (the scopes from torch's
+forward hooks where sys.monitoring would drive them: MEMHIST_SCOPES_IMPL=hooks). Recording starts before the
 first step. Prints the machine's load, then per configuration the median,
 p99 and max step over all rounds, the process CPU time per step (all
 threads), the first step against no recording, bytes per event of the file
@@ -42,8 +44,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
 CONFIGS = ["none", "torch_python", "torch_all", "memhist_none", "memhist_python", "memhist_all",
            "memhist_none_noscopes", "memhist_python_noscopes", "memhist_python_pyscopes", "memhist_python_gather"]
+ON_REQUEST = ["memhist_none_hooks", "memhist_python_hooks"]  # where sys.monitoring drives the scopes
 VARIANTS = {"_noscopes": {"MEMHIST_SCOPES": "0"}, "_pyscopes": {"MEMHIST_SCOPES_IMPL": "python"},
-            "_gather": {"MEMHIST_STACK_CAPTURE": "torch"}}
+            "_gather": {"MEMHIST_STACK_CAPTURE": "torch"}, "_hooks": {"MEMHIST_SCOPES_IMPL": "hooks"}}
 
 
 def config_run(c):
@@ -243,7 +246,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 4)))
     ap.add_argument("--steps", type=int, default=int(os.environ.get("STEPS", 30)))
     ap.add_argument("--out", default=None)
-    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of: " + ", ".join(CONFIGS))
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="comma-separated subset of: " + ", ".join(CONFIGS + ON_REQUEST))
     ap.add_argument("--one", default=None)
     ap.add_argument("--capture-cost", action="store_true", help="only the per-call capture cost (no GPU needed)")
     args = ap.parse_args()
@@ -252,9 +256,9 @@ def main():
     if args.capture_cost:
         return capture_cost()
     args.configs = ["none"] + [c for c in args.configs.split(",") if c and c != "none"]
-    unknown = [c for c in args.configs if c not in CONFIGS]
+    unknown = [c for c in args.configs if c not in CONFIGS + ON_REQUEST]
     if unknown:
-        ap.error("unknown configuration %s; known: %s" % (", ".join(unknown), ", ".join(CONFIGS)))
+        ap.error("unknown configuration %s; known: %s" % (", ".join(unknown), ", ".join(CONFIGS + ON_REQUEST)))
     try:
         import torch
         ok = torch.cuda.is_available()

@@ -1,12 +1,14 @@
 """The module scope hooks in C (libmemhist_pyhook) on CPU torch, recording
 into a real file, against the Python hooks on the same model.
 
-Checks: the installed hooks are the C callables; two training steps give
+Checks: the installed hooks are the C callables (on CPython 3.12 and later,
+sys.monitoring drives them and no forward hook is installed); two training steps give
 as many scope enter and exit events as the Python hooks (the modules every
 allocation is attributed to are compared on the virtual device,
 tests/vdevice/check_scopes.py); removing the hooks stops all events; a failure inside a hook (naming a module raises) is not raised into
 the program, turns the hooks off and is kept in the session's status;
-torch.compile traces the hooks away (no graph break).
+torch.compile traces the hooks away, or under sys.monitoring never sees
+them (no graph break).
 Skips (77) without torch or where the library is not built (a build without torch).
 """
 import ctypes
@@ -66,6 +68,7 @@ def record(path, native, broken=False):
     net = Net()
     opt = torch.optim.AdamW(net.parameters())
     s.install(torch)
+    session.impl = s.impl
     session.installed = [c.cell_contents.__name__ for h in torch.nn.modules.module._global_forward_pre_hooks.values()
                          for c in (getattr(h, "__closure__", None) or ()) if type(c.cell_contents).__name__ ==
                          "builtin_function_or_method"]
@@ -101,7 +104,11 @@ def main():
     c_path, py_path, bad_path = (os.path.join(work, n) for n in ("c.memhist", "py.memhist", "bad.memhist"))
     c = record(c_path, native)
     record(py_path, None)
-    check(c.installed == ["memhist_scope_pre"], "the C hooks are installed (%s)" % c.installed)
+    if hasattr(sys, "monitoring"):  # CPython 3.12+: sys.monitoring drives the C hooks, no forward hooks
+        check(c.installed == [] and c.impl.startswith("sys.monitoring"),
+              "sys.monitoring drives the C hooks (%s; forward hooks %s)" % (c.impl, c.installed))
+    else:
+        check(c.installed == ["memhist_scope_pre"], "the C hooks are installed (%s)" % c.installed)
     cc, pc = counts(c_path), counts(py_path)
     # 6 module calls per forward, 2 steps: 12 forward enters; backward: 4 scopes per step
     check(cc.get("scope_enter", 0) >= 12 + 8, "scope events were written (%s)" % cc)

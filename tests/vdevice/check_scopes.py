@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""check_scopes.py - the module scope hooks in C attribute every allocation
-to the same module as the hooks in Python: records tests/vdevice/gpt_train.py
-(unchanged, on the virtual CUDA device) twice, with the default hooks and
-with MEMHIST_SCOPES_IMPL=python, and compares the module, step, phase and
+"""check_scopes.py - the module scopes in C attribute every allocation to
+the same module as the hooks in Python: records tests/vdevice/gpt_train.py
+(unchanged, on the virtual CUDA device) with each implementation, the
+default (sys.monitoring of module forwards on CPython 3.12 and later, else
+torch's forward hooks in C), the forward hooks in C where sys.monitoring is
+the default (MEMHIST_SCOPES_IMPL=hooks) and the Python hooks
+(MEMHIST_SCOPES_IMPL=python), and compares the module, step, phase and
 size of every allocation in file order (scope_attr prints them) and the
 categories at the peak (tensor roles tagged in C against those tagged in
 Python); once plainly and once with two blocks under non-reentrant
 checkpointing (their forward runs again inside backward) and gradients kept
-across steps. Also checks that the default run used the C hooks and that
-backward allocations are attributed to the transformer blocks at all.
+across steps; and tests/vdevice/scope_patterns_program.py, whose forwards
+are built the ways libraries build them (decorated, replaced, patched).
+Also checks that no scope is left open at a step's end (a forward that
+raised, as a recomputation under checkpointing does to stop early), which
+implementation each run used, and that backward allocations are attributed
+to the transformer blocks (and to each block of the patterns) at all.
 
     python tests/vdevice/check_scopes.py [WORKDIR]
 
@@ -28,18 +35,16 @@ SRC = os.environ.get("MH_SOURCE_DIR", os.path.join(HERE, "..", ".."))
 MEMHIST = os.environ.get("MEMHIST", os.path.join(SRC, "build", "memhist"))
 ATTR = os.environ.get("MH_SCOPE_ATTR", os.path.join(SRC, "build", "tests", "scope_attr"))
 SCRIPT = os.path.join(SRC, "tests", "vdevice", "gpt_train.py")
+PATTERNS = os.path.join(SRC, "tests", "vdevice", "scope_patterns_program.py")
 BACKWARD = 2
 SKIP = 77
 failures = []
 
-PROBE = """
-from torch.nn.modules import module as M
-import torch
-torch.nn.Linear(2, 2).cuda()(torch.ones(1, 2, device="cuda"))
-print("hooks:", ",".join(c.cell_contents.__name__ for h in M._global_forward_pre_hooks.values()
-                         for c in (getattr(h, "__closure__", None) or ())
-                         if type(c.cell_contents).__name__ == "builtin_function_or_method"))
-"""
+MONITORED = hasattr(sys, "monitoring")  # CPython 3.12 and later
+DEFAULT_IMPL = "sys.monitoring of module forwards, in C" if MONITORED else "forward hooks in C"
+IMPLS = {None: DEFAULT_IMPL, "python": "forward hooks in Python"}
+if MONITORED:
+    IMPLS["hooks"] = "forward hooks in C"
 
 
 def check(cond, what):
@@ -64,11 +69,16 @@ def simulate(work, name, args, impl=None):
     return path, p.stdout
 
 
-def attribution(path):
+def attribution(path, label):
+    """Every allocation's [step, phase, size, module]; checks that no module
+    scope is left open at a step's end."""
     p = subprocess.run([ATTR, path], capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("scope_attr failed: %s" % p.stderr.strip())
-    return [l.split(" ", 3) for l in p.stdout.splitlines()]
+    lines = [l.split(" ", 3) for l in p.stdout.splitlines()]
+    left_open = ["step %s: %s" % (l[1], l[3]) for l in lines if l[0] == "open"]
+    check(not left_open, "%s: no module scope is open at a step's end (%s)" % (label, ", ".join(left_open[:4])))
+    return [l for l in lines if l[0] != "open"]
 
 
 def categories(path):
@@ -78,21 +88,50 @@ def categories(path):
     return json.loads(p.stdout)["files"][0]["devices"][0]["category_at_peak"]
 
 
-def compare(work, name, args):
-    c_path = simulate(work, name + "_c", [SCRIPT] + args)[0]
-    py_path = simulate(work, name + "_py", [SCRIPT] + args, "python")[0]
-    native, python = attribution(c_path), attribution(py_path)
-    check(len(native) == len(python) > 0, "%s: the same allocations (%d and %d)" % (name, len(native), len(python)))
-    diff = [(i, a, b) for i, (a, b) in enumerate(zip(native, python)) if a != b]
-    check(not diff, "%s: every allocation has the same step, phase, size and module (%d differ%s)"
-          % (name, len(diff), ", first: #%d C %s, Python %s" % diff[0] if diff else ""))
-    cn, cp = categories(c_path), categories(py_path)
-    roles = ("parameter", "optimizer_state") + (("gradient",) if "--keep-grads" in args else ())
-    check(cn == cp and all(cn.get(r, 0) > 0 for r in roles),
-          "%s: the tensor roles tagged in C give the categories of the Python tags (C %s, Python %s)" % (name, cn, cp))
-    bwd = {l[3] for l in native if int(l[1]) == BACKWARD and l[3].startswith("transformer.h.")}
+def meta(path, key):
+    p = subprocess.run([MEMHIST, "info", "--json", path], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("memhist info failed: %s" % p.stderr.strip())
+    return json.loads(p.stdout)["meta"].get(key)
+
+
+def compare(work, name, args, script=SCRIPT):
+    """Records `script` with each implementation; their attributions against
+    the Python hooks'. Returns the default run's attribution."""
+    runs = {}
+    for impl, used in IMPLS.items():
+        path = simulate(work, "%s_%s" % (name, impl or "default"), [script] + args, impl)[0]
+        check(meta(path, "module_scopes") == used, "%s, %s: the scopes came from %s (%s)"
+              % (name, impl or "default", used, meta(path, "module_scopes")))
+        runs[impl] = (path, attribution(path, "%s, %s" % (name, impl or "default")))
+    py_path, python = runs.pop("python")
+    for impl, (c_path, native) in runs.items():
+        label = "%s, %s" % (name, impl or "default")
+        check(len(native) == len(python) > 0, "%s: the same allocations (%d and %d)" % (label, len(native), len(python)))
+        diff = [(i, a, b) for i, (a, b) in enumerate(zip(native, python)) if a != b]
+        check(not diff, "%s: every allocation has the same step, phase, size and module as with the Python hooks"
+              " (%d differ%s)" % (label, len(diff), ", first: #%d C %s, Python %s" % diff[0] if diff else ""))
+        cn, cp = categories(c_path), categories(py_path)
+        roles = ("parameter", "optimizer_state") + (("gradient",) if "--keep-grads" in args else ())
+        check(cn == cp and all(cn.get(r, 0) > 0 for r in roles),
+              "%s: the tensor roles tagged in C give the categories of the Python tags (C %s, Python %s)"
+              % (label, cn, cp))
+    return runs[None][1]
+
+
+def gpt_blocks(name, attr):
+    bwd = {l[3] for l in attr if int(l[1]) == BACKWARD and l[3].startswith("transformer.h.")}
     blocks = {m.split(".")[2] for m in bwd}
     check(len(blocks) == 2, "%s: backward allocations name the blocks (%s)" % (name, ", ".join(sorted(bwd)[:6])))
+
+
+def pattern_blocks(attr):
+    """Each of the pattern program's eight blocks has allocations of its own,
+    forward and backward."""
+    for phase in (1, BACKWARD):
+        named = {l[3].split(".")[1] for l in attr if int(l[1]) == phase and l[3].startswith("blocks.")}
+        check(named == {str(i) for i in range(8)}, "patterns: %s allocations name all 8 blocks (%s)"
+              % ("backward" if phase == BACKWARD else "forward", ", ".join(sorted(named))))
 
 
 def main():
@@ -103,13 +142,9 @@ def main():
         return SKIP
     work = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="mh_scopes.")
     os.makedirs(work, exist_ok=True)
-    probe = os.path.join(work, "probe.py")
-    with open(probe, "w") as f:
-        f.write(PROBE)
-    _, out = simulate(work, "probe", [probe])
-    check("hooks: memhist_scope_pre" in out, "memhist record installs the C hooks (%s)" % out.strip())
-    compare(work, "plain", ["--layers", "2", "--steps", "3"])
-    compare(work, "ckpt", ["--layers", "2", "--steps", "3", "--ckpt", "0,1", "--keep-grads"])
+    gpt_blocks("plain", compare(work, "plain", ["--layers", "2", "--steps", "3"]))
+    gpt_blocks("ckpt", compare(work, "ckpt", ["--layers", "2", "--steps", "3", "--ckpt", "0,1", "--keep-grads"]))
+    pattern_blocks(compare(work, "patterns", ["--steps", "3"], PATTERNS))
     return 1 if failures else 0
 
 

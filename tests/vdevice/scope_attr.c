@@ -4,7 +4,13 @@
  *     STEP PHASE SIZE MODULE
  *
  * (MODULE: the innermost module scope open on the allocating thread as the
- * replay model sees it, "-" for none). A test helper of
+ * replay model sees it, "-" for none), and at each step's end, for every
+ * thread that allocated and still has a module scope open,
+ *
+ *     open STEP - MODULE
+ *
+ * (none is expected: a forward that raised must not leave its scope open).
+ * A test helper of
  * tests/vdevice/check_scopes.py, which compares two recordings of the same
  * program made with different module scope hooks.
  *
@@ -17,6 +23,29 @@
 
 #include "memhist/model.h"
 #include "memhist/reader.h"
+
+#define MAX_THREADS 64
+
+static size_t note_thread(uint32_t *threads, size_t n, uint32_t thread)
+{
+    for (size_t i = 0; i < n; i++)
+        if (threads[i] == thread)
+            return n;
+    if (n < MAX_THREADS)
+        threads[n++] = thread;
+    return n;
+}
+
+/* The threads with a module scope open at a step's end. */
+static void print_open(struct mh_reader *r, struct mh_model *m, const uint32_t *threads, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t scope = mh_model_scope(m, threads[i]);
+        const char *name = scope ? mh_reader_string(r, scope) : NULL;
+        if (name && name[0])
+            printf("open %" PRId64 " - %s\n", mh_model_current_step(m), name);
+    }
+}
 
 int main(int argc, char **argv)
 {
@@ -40,7 +69,13 @@ int main(int argc, char **argv)
     }
     struct mh_event ev;
     int rc;
+    uint32_t threads[MAX_THREADS];
+    size_t nthreads = 0;
     while ((rc = mh_reader_next(r, &ev)) > 0) {
+        if (ev.kind == MH_EV_STEP_END)
+            print_open(r, m, threads, nthreads);
+        if (ev.kind == MH_EV_ALLOC)
+            nthreads = note_thread(threads, nthreads, ev.thread);
         if (ev.kind == MH_EV_ALLOC) {
             uint32_t scope = mh_model_scope(m, ev.thread);
             const char *name = scope ? mh_reader_string(r, scope) : NULL;

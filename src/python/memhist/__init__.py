@@ -134,6 +134,7 @@ class Session:
                 if os.environ.get("MEMHIST_SCOPES", "1") != "0":
                     self.scopes = _scopes.Scopes(_native.core(), self.rec, self, lib, _scope_hooks())
                     self.scopes.install(torch)
+                    _native.core().mh_recorder_set_meta(self.rec, b"module_scopes", self.scopes.impl.encode())
                 if self.steps is not None:
                     self.steps.install_post(torch)
                 atexit.register(stop)

@@ -142,6 +142,10 @@ def pyhook():
         lib.mh_tensortag.restype = ctypes.py_object
         lib.mh_tensortag.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_uint, ctypes.c_int,
                                      ctypes.py_object]
+        lib.mh_scopehook_monitor.restype = ctypes.py_object
+        lib.mh_scopehook_monitor.argtypes = [ctypes.py_object]
+        lib.mh_scopehook_watch.restype = ctypes.c_int
+        lib.mh_scopehook_watch.argtypes = [ctypes.py_object]
         for f in (lib.mh_scopehook_close_backward, lib.mh_scopehook_off, lib.mh_scopehook_release):
             f.restype = None
             f.argtypes = []

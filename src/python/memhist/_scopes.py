@@ -21,6 +21,11 @@ Installed by a recording session once it attaches to the allocator (so for
   devices the parameters are on: the step ends on those devices only (one
   process driving models on two devices has each device's own steps).
 
+On CPython 3.12 and later the forward hooks are replaced by sys.monitoring
+events on the code of module forwards (memhist._scopemon): the same C code
+runs, and module calls keep torch's fast path. The forward post hook is
+called also when a forward raises, so its scope closes.
+
 The hooks run in C where libmemhist_pyhook loads (src/pyhook): a module
 call costs one address-table probe and the scope event (Python names a
 module on first sight only), and the backward pre-hook is a C++ hook on the
@@ -37,6 +42,8 @@ import ctypes
 import threading
 import weakref
 
+from . import _scopemon
+
 FORWARD, BACKWARD = 1, 2
 PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 1, 2, 3, 4
 
@@ -47,6 +54,9 @@ class Scopes:
         self.bridge = bridge  # libmemhist_torch (per-device steps), or None
         self.devmask = {}     # id(optimizer) -> (ids of its parameters, their devices as bits)
         self.native = native  # libmemhist_pyhook (the scope hooks in C), or None: the Python hooks
+        self.monitor = None   # _scopemon.Monitor where sys.monitoring drives the C hooks
+        self.impl = None      # what drives the scopes, in words (set by install)
+        self.rescanned = False
         self.rec = rec
         self.session = session
         self.names = {}      # id(module) -> (weak reference to the module, path, string id): never keeps a model alive
@@ -78,13 +88,30 @@ class Scopes:
         from torch.nn.modules import module as M
         from torch.optim import optimizer as opt
         pre, post = self._native_hooks() if self.native is not None else self._forward_hooks()
-        self.handles.append(M.register_module_forward_pre_hook(pre))
-        self.handles.append(M.register_module_forward_hook(post))
+        impl = "forward hooks in Python"
+        if self.native is not None:
+            impl = "forward hooks in C"
+            if _scopemon.wanted():
+                self.monitor = _scopemon.Monitor(self.native, torch.nn.Module)
+                if self.monitor.start():
+                    impl = "sys.monitoring of module forwards, in C"
+                else:
+                    self.monitor = None
+        if self.monitor is None:
+            self.handles.append(M.register_module_forward_pre_hook(pre))
+            try:  # called also when the forward raises: its scope closes
+                self.handles.append(M.register_module_forward_hook(post, always_call=True))
+            except TypeError:  # torch before 2.1
+                self.handles.append(M.register_module_forward_hook(post))
+        self.impl = impl
         self.handles.append(opt.register_optimizer_step_pre_hook(self._guard(self._opt_pre)))
         self.handles.append(opt.register_optimizer_step_post_hook(self._guard(self._opt_post)))
 
     def remove(self):
         self.on = False
+        if self.monitor is not None:
+            self.monitor.stop()
+            self.monitor = None
         if self.native is not None:
             self.native.mh_scopehook_release()
         for h in self.handles:
@@ -162,11 +189,16 @@ class Scopes:
         to name a module on first sight and at a root's forward."""
         def name(module, parent):
             if parent is None:
-                return [(m, path, sid, int(m is module)) for m, path, sid in self._name_root(module)]
-            path = parent + "." + type(module).__name__
-            sid = self._sid(path)
-            self.names[id(module)] = (weakref.ref(module), path, sid)
-            return [(module, path, sid, 0)]
+                named = [(m, path, sid, int(m is module)) for m, path, sid in self._name_root(module)]
+            else:
+                path = parent + "." + type(module).__name__
+                sid = self._sid(path)
+                self.names[id(module)] = (weakref.ref(module), path, sid)
+                named = [(module, path, sid, 0)]
+            if self.monitor is not None:
+                for m, _, _, _ in named:
+                    self.monitor.watch_module(m)
+            return named
         import torch
         c_pre, c_post = self.native.mh_scopehook_open(self.rec, name, self._root_forward, self._failed,
                                                       torch._C.TensorBase)
@@ -267,6 +299,9 @@ class Scopes:
     # -- optimizer -------------------------------------------------------
     def _opt_pre(self, optimizer, args, kwargs):
         self._close_backward()
+        if self.monitor is not None and not self.rescanned:  # forwards assigned to classes late
+            self.rescanned = True
+            self.monitor.rescan()
         params = [p for group in optimizer.param_groups for p in group["params"]]
         devices = self._tag_all(params, PARAMETER, id(optimizer))
         self._tag_all(params, GRADIENT, id(optimizer), grads=True)
