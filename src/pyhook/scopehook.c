@@ -14,6 +14,7 @@
  * autograd node, where it opens when autograd reaches that node. Every
  * forward hook runs with the GIL held, which guards the tables here. */
 #include "scopehook.h"
+#include "ptrmap.h"
 #include "scopegrad.h"
 #include "tensortag.h"
 
@@ -39,9 +40,7 @@ static struct {
     PyObject *name, *root_forward, *failed, *tensor_type;
     struct mod *mods;
     size_t nmods, capmods;
-    uintptr_t *keys; /* module address -> mods index + 1 (open addressing) */
-    uint32_t *vals;
-    size_t cap;
+    struct mh__ptrmap table; /* module address -> mods index + 1 */
     int on;
     uint32_t gen; /* which set of hooks: stale thread stacks are told apart */
 } H;
@@ -57,53 +56,27 @@ static _Thread_local struct {
 
 /* ---- the module table ------------------------------------------------------ */
 
-static size_t slot_of(uintptr_t key)
+/* Whether the weak reference `ref` still leads to `m`. */
+static int refers_to(PyObject *ref, PyObject *m)
 {
-    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 32) & (H.cap - 1);
-    while (H.keys[i] && H.keys[i] != key)
-        i = (i + 1) & (H.cap - 1);
-    return i;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *obj = NULL;
+    if (PyWeakref_GetRef(ref, &obj) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_XDECREF(obj); /* only its address is compared */
+    return obj == m;
+#else
+    return PyWeakref_GetObject(ref) == m;
+#endif
 }
 
 /* mods index of a live module seen before, or -1. */
 static long lookup(PyObject *m)
 {
-    if (!H.cap)
-        return -1;
-    size_t i = slot_of((uintptr_t)m);
-    if (!H.keys[i])
-        return -1;
-    long idx = (long)H.vals[i] - 1;
-    return PyWeakref_GetObject(H.mods[idx].ref) == m ? idx : -1;
-}
-
-static int grow(void)
-{
-    size_t cap = H.cap ? 2 * H.cap : 1024;
-    uintptr_t *keys = calloc(cap, sizeof *keys);
-    uint32_t *vals = calloc(cap, sizeof *vals);
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
-        PyErr_NoMemory();
-        return -1;
-    }
-    uintptr_t *ok = H.keys;
-    uint32_t *ov = H.vals;
-    size_t ocap = H.cap;
-    H.keys = keys;
-    H.vals = vals;
-    H.cap = cap;
-    for (size_t i = 0; i < ocap; i++)
-        if (ok[i]) {
-            size_t s = slot_of(ok[i]);
-            H.keys[s] = ok[i];
-            H.vals[s] = ov[i];
-        }
-    free(ok);
-    free(ov);
-    return 0;
+    long idx = (long)mh__ptrmap_get(&H.table, (uintptr_t)m) - 1;
+    return idx >= 0 && refers_to(H.mods[idx].ref, m) ? idx : -1;
 }
 
 static void mod_release(struct mod *md)
@@ -117,8 +90,6 @@ static void mod_release(struct mod *md)
 /* Adds (or renews: a new module at a dead one's address) one module. */
 static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
 {
-    if ((H.nmods + 1) * 2 > H.cap && grow() < 0)
-        return -1;
     Py_ssize_t len = 0;
     const char *s = PyUnicode_AsUTF8AndSize(path, &len);
     if (!s)
@@ -128,17 +99,15 @@ static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
     md.bwd = mh__gscope_new(s, (size_t)len, sid, root);
     md.path = Py_NewRef(path);
     if (!md.ref || !md.bwd) {
-        Py_DECREF(md.path);
-        Py_XDECREF(md.ref);
-        mh__gscope_free(md.bwd);
+        mod_release(&md);
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         return -1;
     }
-    size_t i = slot_of((uintptr_t)m);
-    if (H.keys[i]) { /* the same address: the module there before is gone */
-        mod_release(&H.mods[H.vals[i] - 1]);
-        H.mods[H.vals[i] - 1] = md;
+    uint32_t known = mh__ptrmap_get(&H.table, (uintptr_t)m);
+    if (known) { /* the same address: the module there before is gone */
+        mod_release(&H.mods[known - 1]);
+        H.mods[known - 1] = md;
         return 0;
     }
     if (H.nmods == H.capmods) {
@@ -152,9 +121,12 @@ static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
         H.mods = mods;
         H.capmods = cap;
     }
+    if (mh__ptrmap_put(&H.table, (uintptr_t)m, (uint32_t)H.nmods + 1) < 0) {
+        mod_release(&md);
+        PyErr_NoMemory();
+        return -1;
+    }
     H.mods[H.nmods++] = md;
-    H.keys[i] = (uintptr_t)m;
-    H.vals[i] = (uint32_t)H.nmods;
     return 0;
 }
 
@@ -194,12 +166,9 @@ static void release_all(void)
     for (size_t i = 0; i < H.nmods; i++)
         mod_release(&H.mods[i]);
     free(H.mods);
-    free(H.keys);
-    free(H.vals);
     H.mods = NULL;
-    H.keys = NULL;
-    H.vals = NULL;
-    H.nmods = H.capmods = H.cap = 0;
+    H.nmods = H.capmods = 0;
+    mh__ptrmap_free(&H.table);
     Py_CLEAR(H.name);
     Py_CLEAR(H.root_forward);
     Py_CLEAR(H.failed);
@@ -399,8 +368,6 @@ PyObject *mh_scopehook_open(struct mh_recorder *rec, PyObject *name, PyObject *r
                         "mh_scopehook_open: a recorder, three callables and a type");
         return NULL;
     }
-    if (grow() < 0)
-        return NULL;
     H.tensor_type = Py_NewRef(tensor_type);
     mh__tensortag_start(tensor_type);
     H.rec = rec;

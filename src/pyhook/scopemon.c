@@ -11,68 +11,45 @@
  * exactly what its start opened, and its end by an exception (PY_UNWIND,
  * global: a recomputation under activation checkpointing stops by raising)
  * closes it too. The code table maps a watched code object
- * to the name of that argument (held strongly until release). Every call
+ * to the name of that argument (both held until release). Every call
  * holds the GIL, which guards the table. */
 #include "scopehook.h"
 
 #include <stdlib.h>
 
+#include "ptrmap.h"
+
 #if PY_VERSION_HEX >= 0x030C0000
 
 static struct {
-    uintptr_t *keys;   /* code object address (0: empty slot) */
-    PyObject **names;  /* its first parameter's name */
-    PyObject **codes;  /* the code objects themselves (strong references) */
-    size_t cap, n;
+    struct mh__ptrmap table; /* code object address -> index + 1 below */
+    PyObject **codes;        /* the watched code objects (strong references) */
+    PyObject **names;        /* the name of each one's first parameter */
+    size_t n, cap;
     PyObject *module_type;
 } C;
 
-static size_t code_slot(uintptr_t key)
-{
-    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 32) & (C.cap - 1);
-    while (C.keys[i] && C.keys[i] != key)
-        i = (i + 1) & (C.cap - 1);
-    return i;
-}
-
 static PyObject *self_name(PyObject *code)
 {
-    if (!C.cap)
-        return NULL;
-    size_t i = code_slot((uintptr_t)code);
-    return C.keys[i] ? C.names[i] : NULL;
+    uint32_t v = mh__ptrmap_get(&C.table, (uintptr_t)code);
+    return v ? C.names[v - 1] : NULL;
 }
 
-static int code_grow(void)
+static int room_for_one(void)
 {
-    size_t cap = C.cap ? 2 * C.cap : 1024;
-    uintptr_t *keys = calloc(cap, sizeof *keys);
-    PyObject **names = calloc(cap, sizeof *names), **codes = calloc(cap, sizeof *codes);
-    if (!keys || !names || !codes) {
-        free(keys);
-        free(names);
-        free(codes);
+    if (C.n < C.cap)
+        return 0;
+    size_t cap = C.cap ? 2 * C.cap : 256;
+    PyObject **codes = realloc(C.codes, cap * sizeof *codes);
+    if (codes)
+        C.codes = codes;
+    PyObject **names = codes ? realloc(C.names, cap * sizeof *names) : NULL;
+    if (!names) {
         PyErr_NoMemory();
         return -1;
     }
-    uintptr_t *ok = C.keys;
-    PyObject **on = C.names, **oc = C.codes;
-    size_t ocap = C.cap;
-    C.keys = keys;
     C.names = names;
-    C.codes = codes;
     C.cap = cap;
-    for (size_t i = 0; i < ocap; i++)
-        if (ok[i]) {
-            size_t s = code_slot(ok[i]);
-            C.keys[s] = ok[i];
-            C.names[s] = on[i];
-            C.codes[s] = oc[i];
-        }
-    free(ok);
-    free(on);
-    free(oc);
     return 0;
 }
 
@@ -83,19 +60,21 @@ int mh_scopehook_watch(PyObject *code)
     PyCodeObject *co = (PyCodeObject *)code;
     if (co->co_argcount < 1 || self_name(code))
         return 0;
-    if ((C.n + 1) * 2 > C.cap && code_grow() < 0)
+    if (room_for_one() < 0)
         return -1;
     PyObject *vars = PyCode_GetVarnames(co);
     if (!vars)
         return -1;
     PyObject *name = PyTuple_Check(vars) && PyTuple_GET_SIZE(vars) ? PyTuple_GET_ITEM(vars, 0) : NULL;
     int added = name && PyUnicode_Check(name);
+    if (added && mh__ptrmap_put(&C.table, (uintptr_t)code, (uint32_t)C.n + 1) < 0) {
+        Py_DECREF(vars);
+        PyErr_NoMemory();
+        return -1;
+    }
     if (added) {
-        size_t i = code_slot((uintptr_t)code);
-        C.keys[i] = (uintptr_t)code;
-        C.names[i] = Py_NewRef(name);
-        C.codes[i] = Py_NewRef(code);
-        C.n++;
+        C.codes[C.n] = Py_NewRef(code);
+        C.names[C.n++] = Py_NewRef(name);
     }
     Py_DECREF(vars);
     return added;
@@ -164,17 +143,15 @@ PyObject *mh_scopehook_monitor(PyObject *module_type)
 
 void mh__scopemon_release(void)
 {
-    for (size_t i = 0; i < C.cap; i++)
-        if (C.keys[i]) {
-            Py_DECREF(C.names[i]);
-            Py_DECREF(C.codes[i]);
-        }
-    free(C.keys);
-    free(C.names);
+    for (size_t i = 0; i < C.n; i++) {
+        Py_DECREF(C.codes[i]);
+        Py_DECREF(C.names[i]);
+    }
     free(C.codes);
-    C.keys = NULL;
-    C.names = C.codes = NULL;
-    C.cap = C.n = 0;
+    free(C.names);
+    C.codes = C.names = NULL;
+    C.n = C.cap = 0;
+    mh__ptrmap_free(&C.table);
     Py_CLEAR(C.module_type);
 }
 
