@@ -82,12 +82,15 @@ void walk(Call &c, PyObject *o, uint32_t sid, int depth)
     }
     if (depth == 0)
         return;
-    PyObject *values = PyDict_Check(o) ? PyDict_Values(o) : nullptr;
-    PyObject *seq = values ? values : o;
-    if (PyList_Check(seq) || PyTuple_Check(seq))
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++)
-            walk(c, PySequence_Fast_GET_ITEM(seq, i), 0, depth - 1);
-    Py_XDECREF(values);
+    if (PyDict_Check(o)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(o, &pos, &key, &value))
+            walk(c, value, 0, depth - 1);
+    } else if (PyList_Check(o) || PyTuple_Check(o)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            walk(c, PySequence_Fast_GET_ITEM(o, i), 0, depth - 1);
+    }
 }
 
 /* The list's items, the i-th named by sids[i] where `sids` is a list. */

@@ -302,7 +302,10 @@ class Scopes:
         if self.monitor is not None and not self.rescanned:  # forwards assigned to classes late
             self.rescanned = True
             self.monitor.rescan()
-        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if self.native is not None:  # C walks each group's list
+            params = [group["params"] for group in optimizer.param_groups]
+        else:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
         devices = self._tag_all(params, PARAMETER, id(optimizer))
         self._tag_all(params, GRADIENT, id(optimizer), grads=True)
         if self.bridge is not None:
@@ -324,13 +327,15 @@ class Scopes:
         return mask
 
     def _opt_post(self, optimizer, args, kwargs):
-        self._tag_all(list(optimizer.state.values()), OPTIMIZER_STATE, id(optimizer))
+        state = optimizer.state if self.native is not None else list(optimizer.state.values())
+        self._tag_all(state, OPTIMIZER_STATE, id(optimizer))
 
     def _tag_all(self, tensors, role, site, names=None, grads=False):
         """Tags the CUDA tensors among `tensors` (a list of tensors, or of
         dicts of them: an optimizer's state per parameter; with `grads` their
         gradients) that were not given this role yet. In C where the hook
-        library loads: a table probe per tensor; returns the CUDA devices
+        library loads (which also takes a list of lists, and a dict of dicts:
+        the optimizer's state itself): a table probe per tensor; returns the CUDA devices
         seen as bits. Else here, one recorder call per device, returning
         None: `site` names the caller, whose last list is remembered, so the
         same live tensors again cost no look-up."""
