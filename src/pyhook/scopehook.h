@@ -51,8 +51,8 @@ void mh_scopehook_release(void);
 PyObject *mh_scopehook_monitor(PyObject *module_type);
 
 /* Makes the start callable know `code` (a function's code with at least
- * one positional parameter, the module): 1 added, 0 known already or not
- * such a code, -1 with an exception set. The code objects are kept until
+ * one positional parameter, the module; not a generator's): 1 added, 0
+ * known already or not such a code, -1 with an exception set. The code objects are kept until
  * mh_scopehook_release. */
 int mh_scopehook_watch(PyObject *code);
 

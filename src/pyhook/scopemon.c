@@ -58,8 +58,9 @@ int mh_scopehook_watch(PyObject *code)
     if (!code || !PyCode_Check(code))
         return 0;
     PyCodeObject *co = (PyCodeObject *)code;
-    if (co->co_argcount < 1 || self_name(code))
-        return 0;
+    if (co->co_argcount < 1 || (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) ||
+        self_name(code))
+        return 0; /* a generator's frame suspends: its start and return would not pair */
     if (room_for_one() < 0)
         return -1;
     PyObject *vars = PyCode_GetVarnames(co);

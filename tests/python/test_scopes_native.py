@@ -8,7 +8,8 @@ allocation is attributed to are compared on the virtual device,
 tests/vdevice/check_scopes.py); removing the hooks stops all events; a failure inside a hook (naming a module raises) is not raised into
 the program, turns the hooks off and is kept in the session's status;
 torch.compile traces the hooks away, or under sys.monitoring never sees
-them (no graph break).
+them (no graph break); under sys.monitoring, the code table takes the code
+of functions with a first parameter, once, and no generator's.
 Skips (77) without torch or where the library is not built (a build without torch).
 """
 import ctypes
@@ -118,7 +119,35 @@ def main():
           "a failing hook is kept in the status, not raised (%s)" % bad.status)
     check(not counts(bad_path), "a failing hook writes no scope events (%s)" % counts(bad_path))
     check_compile(native, os.path.join(work, "compile.memhist"))
+    if hasattr(sys, "monitoring"):
+        check_watch(native, os.path.join(work, "watch.memhist"))
     return 1 if failures else 0
+
+
+def check_watch(native, path):
+    """The code table takes a function's code with a first parameter once,
+    and no generator's, coroutine's or parameterless code (their starts and
+    returns could not be paired with a module)."""
+    rec = ctypes.c_void_p()
+    _native.bridge().mh_torch_open(path.encode(), None, ctypes.byref(rec))
+    native.mh_scopehook_open(rec, lambda *a: [], lambda *a: None, lambda *a: None, torch._C.TensorBase)
+
+    def forward(self, x):
+        return x
+
+    def generator(self):
+        yield self
+
+    async def coroutine(self):
+        return self
+    try:
+        got = [native.mh_scopehook_watch(c) for c in (forward.__code__, forward.__code__, generator.__code__,
+                                                       coroutine.__code__, (lambda: 0).__code__)]
+        got.append(native.mh_scopehook_watch(forward))  # not a code object
+    finally:
+        native.mh_scopehook_release()
+        _native.core().mh_recorder_close(rec)
+    check(got == [1, 0, 0, 0, 0, 0], "the code table takes forwards only, once (%s)" % got)
 
 
 def check_compile(native, path):
