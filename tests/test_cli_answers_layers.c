@@ -1,6 +1,7 @@
 /* test_cli_answers_layers.c - the answers on simulated GPT runs with known
  * shapes: categories (parameter, gradient, optimizer state and input bytes
- * equal the workload's tensor sizes), layer attribution at the peak (within
+ * equal the workload's tensor sizes; a block kept from backward is a
+ * gradient only where torch did not name the gradients), layer attribution at the peak (within
  * 1 % of what the shapes give), and the checkpointing estimate against the
  * simulator's own run with those layers checkpointed (within 10 %). */
 #include <criterion/criterion.h>
@@ -138,6 +139,56 @@ Test(answers_categories, no_steps_means_unknown)
     cr_expect_eq(recs[0].size, 4096);
     mh__lifetimes_free(lt);
     mh_model_free(m);
+}
+
+/* The categories of a hand-made step: a gradient from backward (tagged
+ * when `tag_grad`) and a block from backward that is never freed (a
+ * workspace the autograd thread's cuBLAS handle took). */
+static void backward_leftover(int tag_grad, int *grad_cat, int *leftover_cat)
+{
+    struct mh_model *m;
+    struct mh_lifetimes *lt;
+    struct mh_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    cr_assert_eq(mh_model_new(&mo, &m), 0);
+    cr_assert_eq(mh__lifetimes_new(&lt), 0);
+    struct mh_event ev[] = {
+        {.time_ns = 1, .kind = MH_EV_SEGMENT_ALLOC, .addr = 0x100000, .size = 2 << 20},
+        {.time_ns = 2, .kind = MH_EV_STEP_BEGIN, .aux = 0},
+        {.time_ns = 3, .kind = MH_EV_PHASE, .aux = MH_PHASE_FORWARD},
+        {.time_ns = 4, .kind = MH_EV_PHASE, .aux = MH_PHASE_BACKWARD},
+        {.time_ns = 5, .kind = MH_EV_ALLOC, .addr = 0x100000, .size = 4096},
+        {.time_ns = 6, .kind = MH_EV_ALLOC, .addr = 0x101000, .size = 8192},
+        {.time_ns = 7, .kind = MH_EV_PHASE, .aux = MH_PHASE_OPTIMIZER},
+        {.time_ns = 8, .kind = tag_grad ? MH_EV_TAG : MH_EV_PHASE, .addr = 0x100000,
+         .aux = tag_grad ? MH_ROLE_GRADIENT : MH_PHASE_OPTIMIZER},
+        {.time_ns = 9, .kind = MH_EV_STEP_END, .aux = 0},
+        {.time_ns = 10, .kind = MH_EV_FREE_REQUESTED, .addr = 0x100000, .size = 4096},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+        struct mh_apply_result ar;
+        cr_assert_eq(mh_model_apply(m, &ev[i], &ar), 0, "event %zu", i);
+        cr_assert_eq(mh__lifetimes_observe(lt, m, &ev[i], &ar), 0);
+    }
+    mh__lifetimes_finish(lt);
+    size_t n;
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(lt, &n);
+    cr_assert_eq(n, 2);
+    *grad_cat = recs[0].category;
+    *leftover_cat = recs[1].category;
+    mh__lifetimes_free(lt);
+    mh_model_free(m);
+}
+
+Test(answers_categories, backward_leftover_is_no_gradient_where_gradients_are_tagged)
+{
+    int grad, leftover;
+    backward_leftover(1, &grad, &leftover);
+    cr_expect_eq(grad, MH_CAT_GRADIENT);
+    cr_expect_eq(leftover, MH_CAT_UNKNOWN, "torch named the gradients: the block kept from backward is not one");
+    backward_leftover(0, &grad, &leftover);
+    cr_expect_eq(grad, MH_CAT_GRADIENT);
+    cr_expect_eq(leftover, MH_CAT_GRADIENT, "no gradient tags: by lifetime, a block kept from backward is one");
 }
 
 static const struct mh_layer_stats *find_layer(const struct mh_layers *ly, const char *name)

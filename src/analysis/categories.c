@@ -22,6 +22,7 @@ struct mh_lifetimes {
     int64_t last_step;
     int forward_seen;     /* the current step has entered its forward phase */
     int tagged;           /* the file carries tensor roles (MH_EV_TAG) */
+    int grads_tagged;     /* ... and gradients among them (the optimizer hooks ran) */
 };
 
 const char *mh__category_name(int category)
@@ -136,6 +137,7 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
         if (i && ev->str)
             lt->recs[i - 1].tag_str = ev->str;
         lt->tagged = 1;
+        lt->grads_tagged |= ev->aux == MH_ROLE_GRADIENT;
         return 0;
     }
     if (ev->kind == MH_EV_ALLOC && res)
@@ -146,7 +148,11 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
     return 0;
 }
 
-static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_steps, int tagged)
+/* `tagged`: the file carries tensor roles; `grads_tagged`: gradients among
+ * them, so an untagged block from backward that is never freed is not a
+ * gradient (a library workspace made on the autograd thread). */
+static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_steps, int tagged,
+                    int grads_tagged)
 {
     switch (r->role) {
     case MH_ROLE_PARAMETER:
@@ -167,7 +173,7 @@ static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_st
         return MH_CAT_TEMPORARY;
     switch (r->alloc_phase) {
     case MH_PHASE_FORWARD: return MH_CAT_ACTIVATION;
-    case MH_PHASE_BACKWARD: return MH_CAT_GRADIENT;
+    case MH_PHASE_BACKWARD: return grads_tagged && !freed ? MH_CAT_UNKNOWN : MH_CAT_GRADIENT;
     case MH_PHASE_OPTIMIZER: return tagged ? MH_CAT_UNKNOWN : MH_CAT_OPTIMIZER_STATE;
     default: return MH_CAT_UNKNOWN;
     }
@@ -181,7 +187,7 @@ void mh__lifetimes_finish(struct mh_lifetimes *lt)
             first = lt->steps[i].step;
     int has_steps = first != INT64_MAX;
     for (size_t i = 0; i < lt->n; i++)
-        lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps, lt->tagged);
+        lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps, lt->tagged, lt->grads_tagged);
 }
 
 const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n)
@@ -247,7 +253,7 @@ struct mh_livecat {
     uint64_t nevents;
     int64_t last_step, first_step; /* first_step: smallest step >= 0 seen, INT64_MAX if none */
     int forward_seen;
-    int tagged;
+    int tagged, grads_tagged;
     int step_ended; /* a STEP_END was seen */
 };
 
@@ -297,7 +303,7 @@ static void livecat_fill(const struct mh_livecat *lc, const struct livecat_slot 
     end->tag = sl->tag;
     end->size = sl->rec.size;
     end->device = sl->rec.device;
-    end->category = (uint8_t)classify(&sl->rec, lc->first_step, has_steps, lc->tagged);
+    end->category = (uint8_t)classify(&sl->rec, lc->first_step, has_steps, lc->tagged, lc->grads_tagged);
     end->ended = 0;
 }
 
@@ -382,6 +388,7 @@ int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const s
         if (i && ev->aux < MH_ROLE_COUNT)
             lc->slots[i - 1].rec.role = (uint8_t)ev->aux;
         lc->tagged = 1;
+        lc->grads_tagged |= ev->aux == MH_ROLE_GRADIENT;
         return 0;
     }
     if (ev->kind == MH_EV_ALLOC && res)
