@@ -114,31 +114,43 @@ Test(answers_categories, known_parameter_gradient_optimizer_input_bytes)
     run_free(&r);
 }
 
+/* Hand-made events replayed into a model and a lifetime collection
+ * (finished); `out` is the caller's to free (replay_free). */
+static void replay(const struct mh_event *ev, size_t n, struct run *out)
+{
+    struct mh_model_opts mo;
+    memset(out, 0, sizeof *out);
+    memset(&mo, 0, sizeof mo);
+    cr_assert_eq(mh_model_new(&mo, &out->m), 0);
+    cr_assert_eq(mh__lifetimes_new(&out->lt), 0);
+    for (size_t i = 0; i < n; i++) {
+        struct mh_apply_result ar;
+        cr_assert_eq(mh_model_apply(out->m, &ev[i], &ar), 0, "event %zu", i);
+        cr_assert_eq(mh__lifetimes_observe(out->lt, out->m, &ev[i], &ar), 0);
+    }
+    mh__lifetimes_finish(out->lt);
+}
+
+static void replay_free(struct run *r)
+{
+    mh__lifetimes_free(r->lt);
+    mh_model_free(r->m);
+}
+
 Test(answers_categories, no_steps_means_unknown)
 {
-    struct mh_model *m;
-    struct mh_lifetimes *lt;
-    struct mh_model_opts mo;
-    memset(&mo, 0, sizeof mo);
-    cr_assert_eq(mh_model_new(&mo, &m), 0);
-    cr_assert_eq(mh__lifetimes_new(&lt), 0);
     struct mh_event ev[] = {
         {.time_ns = 1, .kind = MH_EV_SEGMENT_ALLOC, .addr = 0x100000, .size = 2 << 20},
         {.time_ns = 2, .kind = MH_EV_ALLOC, .addr = 0x100000, .size = 4096},
     };
-    for (size_t i = 0; i < 2; i++) {
-        struct mh_apply_result ar;
-        cr_assert_eq(mh_model_apply(m, &ev[i], &ar), 0);
-        cr_assert_eq(mh__lifetimes_observe(lt, m, &ev[i], &ar), 0);
-    }
-    mh__lifetimes_finish(lt);
+    struct run r;
+    replay(ev, 2, &r);
     size_t n;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(lt, &n);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(r.lt, &n);
     cr_assert_eq(n, 1);
     cr_expect_eq(recs[0].category, MH_CAT_UNKNOWN);
     cr_expect_eq(recs[0].size, 4096);
-    mh__lifetimes_free(lt);
-    mh_model_free(m);
+    replay_free(&r);
 }
 
 /* The categories of a hand-made step: a gradient from backward (tagged
@@ -146,12 +158,6 @@ Test(answers_categories, no_steps_means_unknown)
  * workspace the autograd thread's cuBLAS handle took). */
 static void backward_leftover(int tag_grad, int *grad_cat, int *leftover_cat)
 {
-    struct mh_model *m;
-    struct mh_lifetimes *lt;
-    struct mh_model_opts mo;
-    memset(&mo, 0, sizeof mo);
-    cr_assert_eq(mh_model_new(&mo, &m), 0);
-    cr_assert_eq(mh__lifetimes_new(&lt), 0);
     struct mh_event ev[] = {
         {.time_ns = 1, .kind = MH_EV_SEGMENT_ALLOC, .addr = 0x100000, .size = 2 << 20},
         {.time_ns = 2, .kind = MH_EV_STEP_BEGIN, .aux = 0},
@@ -165,19 +171,14 @@ static void backward_leftover(int tag_grad, int *grad_cat, int *leftover_cat)
         {.time_ns = 9, .kind = MH_EV_STEP_END, .aux = 0},
         {.time_ns = 10, .kind = MH_EV_FREE_REQUESTED, .addr = 0x100000, .size = 4096},
     };
-    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
-        struct mh_apply_result ar;
-        cr_assert_eq(mh_model_apply(m, &ev[i], &ar), 0, "event %zu", i);
-        cr_assert_eq(mh__lifetimes_observe(lt, m, &ev[i], &ar), 0);
-    }
-    mh__lifetimes_finish(lt);
+    struct run r;
+    replay(ev, sizeof ev / sizeof ev[0], &r);
     size_t n;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(lt, &n);
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(r.lt, &n);
     cr_assert_eq(n, 2);
     *grad_cat = recs[0].category;
     *leftover_cat = recs[1].category;
-    mh__lifetimes_free(lt);
-    mh_model_free(m);
+    replay_free(&r);
 }
 
 Test(answers_categories, backward_leftover_is_no_gradient_where_gradients_are_tagged)

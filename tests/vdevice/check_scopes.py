@@ -36,7 +36,7 @@ MEMHIST = os.environ.get("MEMHIST", os.path.join(SRC, "build", "memhist"))
 ATTR = os.environ.get("MH_SCOPE_ATTR", os.path.join(SRC, "build", "tests", "scope_attr"))
 SCRIPT = os.path.join(SRC, "tests", "vdevice", "gpt_train.py")
 PATTERNS = os.path.join(SRC, "tests", "vdevice", "scope_patterns_program.py")
-BACKWARD = 2
+FORWARD, BACKWARD = 1, 2
 SKIP = 77
 failures = []
 
@@ -101,8 +101,8 @@ def compare(work, name, args, script=SCRIPT):
     runs = {}
     for impl, used in IMPLS.items():
         path = simulate(work, "%s_%s" % (name, impl or "default"), [script] + args, impl)[0]
-        check(meta(path, "module_scopes") == used, "%s, %s: the scopes came from %s (%s)"
-              % (name, impl or "default", used, meta(path, "module_scopes")))
+        got = meta(path, "module_scopes")
+        check(got == used, "%s, %s: the scopes came from %s (%s)" % (name, impl or "default", used, got))
         runs[impl] = (path, attribution(path, "%s, %s" % (name, impl or "default")))
     py_path, python = runs.pop("python")
     for impl, (c_path, native) in runs.items():
@@ -128,7 +128,7 @@ def gpt_blocks(name, attr):
 def pattern_blocks(attr):
     """Each of the pattern program's eight blocks has allocations of its own,
     forward and backward."""
-    for phase in (1, BACKWARD):
+    for phase in (FORWARD, BACKWARD):
         named = {l[3].split(".")[1] for l in attr if int(l[1]) == phase and l[3].startswith("blocks.")}
         check(named == {str(i) for i in range(8)}, "patterns: %s allocations name all 8 blocks (%s)"
               % ("backward" if phase == BACKWARD else "forward", ", ".join(sorted(named))))

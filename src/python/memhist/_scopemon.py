@@ -59,7 +59,6 @@ class Monitor:
         self.module_class = module_class
         self.tool = None
         self.codes = {}            # id -> watched code object (kept, so ids stay unique)
-        self.classes = set()       # ids of the classes whose forward was looked at
         self.init_subclass = None  # what Module.__init_subclass__ was before
 
     def start(self):
@@ -99,7 +98,6 @@ class Monitor:
             mon.register_callback(tool, event, None)
         mon.free_tool_id(tool)
         self.codes = {}
-        self.classes = set()
 
     # -- what is watched -------------------------------------------------
     def watch(self, fn):
@@ -112,19 +110,13 @@ class Monitor:
                 self.codes[id(code)] = code
 
     def watch_class(self, cls):
-        self.classes.add(id(cls))
         self.watch(cls.__dict__.get("forward"))
 
     def watch_module(self, module):
-        """A module being named: its own forward, and its class's where the
-        class is new to the watch or its forward was replaced."""
+        """A module being named: its own forward, and its class's as it is
+        now (a program may have assigned it after the class was made)."""
         self.watch(module.__dict__.get("forward"))
-        for cls in type(module).__mro__:
-            fwd = cls.__dict__.get("forward")
-            if fwd is not None:
-                if id(cls) not in self.classes or not all(id(c) in self.codes for c in codes_of(fwd)):
-                    self.watch_class(cls)
-                break
+        self.watch(getattr(type(module), "forward", None))
 
     def rescan(self):
         """Every nn.Module subclass's forward, as defined now."""
