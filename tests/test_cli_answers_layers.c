@@ -155,8 +155,9 @@ Test(answers_categories, no_steps_means_unknown)
 
 /* The categories of a hand-made step: a gradient from backward (tagged
  * when `tag_grad`) and a block from backward that is never freed (a
- * workspace the autograd thread's cuBLAS handle took). */
-static void backward_leftover(int tag_grad, int *grad_cat, int *leftover_cat)
+ * workspace the autograd thread's cuBLAS handle took); the step ends when
+ * `step_ends`, else the recording stops inside it (an OOM). */
+static void backward_leftover(int tag_grad, int step_ends, int *grad_cat, int *leftover_cat)
 {
     struct mh_event ev[] = {
         {.time_ns = 1, .kind = MH_EV_SEGMENT_ALLOC, .addr = 0x100000, .size = 2 << 20},
@@ -168,7 +169,8 @@ static void backward_leftover(int tag_grad, int *grad_cat, int *leftover_cat)
         {.time_ns = 7, .kind = MH_EV_PHASE, .aux = MH_PHASE_OPTIMIZER},
         {.time_ns = 8, .kind = tag_grad ? MH_EV_TAG : MH_EV_PHASE, .addr = 0x100000,
          .aux = tag_grad ? MH_ROLE_GRADIENT : MH_PHASE_OPTIMIZER},
-        {.time_ns = 9, .kind = MH_EV_STEP_END, .aux = 0},
+        {.time_ns = 9, .kind = step_ends ? MH_EV_STEP_END : MH_EV_PHASE,
+         .aux = step_ends ? 0 : MH_PHASE_OPTIMIZER},
         {.time_ns = 10, .kind = MH_EV_FREE_REQUESTED, .addr = 0x100000, .size = 4096},
     };
     struct run r;
@@ -184,12 +186,14 @@ static void backward_leftover(int tag_grad, int *grad_cat, int *leftover_cat)
 Test(answers_categories, backward_leftover_is_no_gradient_where_gradients_are_tagged)
 {
     int grad, leftover;
-    backward_leftover(1, &grad, &leftover);
+    backward_leftover(1, 1, &grad, &leftover);
     cr_expect_eq(grad, MH_CAT_GRADIENT);
     cr_expect_eq(leftover, MH_CAT_UNKNOWN, "torch named the gradients: the block kept from backward is not one");
-    backward_leftover(0, &grad, &leftover);
+    backward_leftover(0, 1, &grad, &leftover);
     cr_expect_eq(grad, MH_CAT_GRADIENT);
     cr_expect_eq(leftover, MH_CAT_GRADIENT, "no gradient tags: by lifetime, a block kept from backward is one");
+    backward_leftover(1, 0, &grad, &leftover);
+    cr_expect_eq(leftover, MH_CAT_GRADIENT, "a step still open at the end: its gradients are not tagged yet");
 }
 
 static const struct mh_layer_stats *find_layer(const struct mh_layers *ly, const char *name)

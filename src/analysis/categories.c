@@ -23,6 +23,7 @@ struct mh_lifetimes {
     int forward_seen;     /* the current step has entered its forward phase */
     int tagged;           /* the file carries tensor roles (MH_EV_TAG) */
     int grads_tagged;     /* ... and gradients among them (the optimizer hooks ran) */
+    uint64_t ended_before; /* index of the last STEP_END + 1, 0 = none yet */
 };
 
 const char *mh__category_name(int category)
@@ -114,6 +115,8 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
     uint64_t index = lt->nevents++;
     int64_t step = mh_model_current_step(m);
     int rc = 0;
+    if (ev->kind == MH_EV_STEP_END)
+        lt->ended_before = index + 1;
     if (ev->kind == MH_EV_STEP_BEGIN && lt->nsteps == 1 && lt->steps[0].step == step &&
         (int64_t)ev->aux == step) { /* the model made the first step so far set-up */
         for (size_t i = 0; i < lt->n; i++)
@@ -149,10 +152,13 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
 }
 
 /* `tagged`: the file carries tensor roles; `grads_tagged`: gradients among
- * them, so an untagged block from backward that is never freed is not a
- * gradient (a library workspace made on the autograd thread). */
+ * them, so an untagged block from the backward of a step that ended
+ * (allocated before event `ended_before`) and never freed is not a gradient
+ * (a library workspace made on the autograd thread). A step still open when
+ * the recording ends (an OOM in backward) keeps the lifetime rule: its
+ * gradients were not tagged yet. */
 static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_steps, int tagged,
-                    int grads_tagged)
+                    int grads_tagged, uint64_t ended_before)
 {
     switch (r->role) {
     case MH_ROLE_PARAMETER:
@@ -173,7 +179,8 @@ static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_st
         return MH_CAT_TEMPORARY;
     switch (r->alloc_phase) {
     case MH_PHASE_FORWARD: return MH_CAT_ACTIVATION;
-    case MH_PHASE_BACKWARD: return grads_tagged && !freed ? MH_CAT_UNKNOWN : MH_CAT_GRADIENT;
+    case MH_PHASE_BACKWARD:
+        return grads_tagged && !freed && r->alloc_index < ended_before ? MH_CAT_UNKNOWN : MH_CAT_GRADIENT;
     case MH_PHASE_OPTIMIZER: return tagged ? MH_CAT_UNKNOWN : MH_CAT_OPTIMIZER_STATE;
     default: return MH_CAT_UNKNOWN;
     }
@@ -187,7 +194,8 @@ void mh__lifetimes_finish(struct mh_lifetimes *lt)
             first = lt->steps[i].step;
     int has_steps = first != INT64_MAX;
     for (size_t i = 0; i < lt->n; i++)
-        lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps, lt->tagged, lt->grads_tagged);
+        lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps, lt->tagged, lt->grads_tagged,
+                                                 lt->ended_before);
 }
 
 const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n)
@@ -254,6 +262,7 @@ struct mh_livecat {
     int64_t last_step, first_step; /* first_step: smallest step >= 0 seen, INT64_MAX if none */
     int forward_seen;
     int tagged, grads_tagged;
+    uint64_t ended_before; /* index of the last STEP_END + 1, 0 = none yet */
     int step_ended; /* a STEP_END was seen */
 };
 
@@ -303,7 +312,8 @@ static void livecat_fill(const struct mh_livecat *lc, const struct livecat_slot 
     end->tag = sl->tag;
     end->size = sl->rec.size;
     end->device = sl->rec.device;
-    end->category = (uint8_t)classify(&sl->rec, lc->first_step, has_steps, lc->tagged, lc->grads_tagged);
+    end->category = (uint8_t)classify(&sl->rec, lc->first_step, has_steps, lc->tagged, lc->grads_tagged,
+                                      lc->ended_before);
     end->ended = 0;
 }
 
@@ -371,8 +381,10 @@ int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const s
         lc->last_step = -1;
         lc->first_step = INT64_MAX;
     }
-    if (ev->kind == MH_EV_STEP_END)
+    if (ev->kind == MH_EV_STEP_END) {
         lc->step_ended = 1;
+        lc->ended_before = lc->nevents;
+    }
     if (step != lc->last_step) {
         lc->last_step = step;
         lc->forward_seen = 0;

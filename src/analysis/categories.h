@@ -19,8 +19,9 @@
  * are then exactly the tagged tensors, and untagged allocations are never
  * parameter or optimizer_state by lifetime (long-lived setup allocations
  * such as library workspaces stay unknown); where gradients were tagged, an
- * untagged block from backward that is never freed is unknown too (a
- * library workspace made on the autograd thread, as cuBLAS's is).
+ * untagged block from the backward of a step that ended and never freed is
+ * unknown too (a library workspace made on the autograd thread, as
+ * cuBLAS's is).
  * An allocation without user metadata takes the module scope active on its
  * thread as `str` (mh_model_scope), so layers name modules.
  * "Alive" ends at free_requested: that is when torch stops counting a block
