@@ -1,11 +1,14 @@
 /* test_record_torch_support.c - the torch-independent parts of the torch
  * bridge: tick-clock calibration, step range names, refused settings,
- * attach options. */
+ * attach options, op stacks per recorder. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memhist/error.h"
+#include "memhist/recorder.h"
 #include "memhist/torch.h"
 #include "torch_support.h"
 
@@ -115,4 +118,52 @@ Test(torch_support, op_names_are_the_names_torch_shows)
     cr_expect_str_eq(mh__torch_op_short("", buf, sizeof buf), "unknown op");
     char tiny[5];
     cr_expect_str_eq(mh__torch_op_short("a::LongBackward0", tiny, sizeof tiny), "Long");
+}
+
+static int ops_named;
+static void name_mm(uint64_t token, char *buf, size_t cap)
+{
+    (void)token;
+    ops_named++;
+    snprintf(buf, cap, "torch::autograd::generated::MmBackward0");
+}
+
+static struct mh_recorder *open_recorder(char *path)
+{
+    strcpy(path, "/tmp/mh_test_ops_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    struct mh_recorder *rec;
+    struct mh_recorder_opts o = {.source = "recorded"};
+    cr_assert_eq(mh_recorder_open(path, &o, &rec), 0);
+    return rec;
+}
+
+/* A recorder opened after another was closed may get its address: the op
+ * stacks interned for the first must not be handed to the second. Opens
+ * recorders until one reuses an earlier one's address. */
+Test(torch_support, op_stacks_belong_to_their_recorder)
+{
+    enum { TRIES = 64 };
+    const void *seen[TRIES];
+    uint64_t last_serial = 0;
+    int reused = 0;
+    const uint64_t token = 2 | 8; /* an op token */
+    for (int i = 0; i < TRIES && !reused; i++) {
+        char path[64];
+        struct mh_recorder *rec = open_recorder(path);
+        for (int j = 0; j < i; j++)
+            reused |= seen[j] == (const void *)rec;
+        seen[i] = rec;
+        cr_expect_gt(mh_recorder_serial(rec), last_serial);
+        last_serial = mh_recorder_serial(rec);
+        ops_named = 0;
+        cr_assert_gt(mh__torch_op_stack(rec, token, name_mm), 0);
+        cr_assert_gt(mh__torch_op_stack(rec, token, name_mm), 0);
+        cr_expect_eq(ops_named, 1, "recorder %d: the op was named %d times", i, ops_named);
+        cr_assert_eq(mh_recorder_close(rec), 0);
+        unlink(path);
+    }
+    cr_assert(reused, "no recorder reused an address in %d openings: nothing checked", TRIES);
 }

@@ -107,6 +107,11 @@ struct mh_recorder_counts {
 };
 void mh_recorder_get_counts(const struct mh_recorder *rec, struct mh_recorder_counts *out);
 
+/* A number that names this recorder alone for the life of the process (a
+ * later recorder never gets it again, even at the same address): the key
+ * for caches of the ids it interned. 0 for NULL. */
+uint64_t mh_recorder_serial(const struct mh_recorder *rec);
+
 /* Why recording stopped (NULL while healthy). Borrowed; valid until close. */
 const char *mh_recorder_failure(const struct mh_recorder *rec);
 

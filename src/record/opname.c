@@ -41,7 +41,7 @@ const char *mh__torch_op_short(const char *demangled, char *out, size_t cap)
 }
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct mh_recorder *cache_rec;
+static uint64_t cache_rec; /* mh_recorder_serial of the recorder the ids belong to */
 static uint64_t cache_token[OP_CACHE];
 static uint32_t cache_stack[OP_CACHE];
 static size_t cache_n;
@@ -64,8 +64,8 @@ static uint32_t intern_op(struct mh_recorder *rec, uint64_t token, mh__torch_op_
 uint32_t mh__torch_op_stack(struct mh_recorder *rec, uint64_t token, mh__torch_op_namer name)
 {
     pthread_mutex_lock(&cache_mu);
-    if (cache_rec != rec) { /* a new recorder: ids of the old one mean nothing */
-        cache_rec = rec;
+    if (cache_rec != mh_recorder_serial(rec)) { /* a new recorder: ids of the old one mean nothing */
+        cache_rec = mh_recorder_serial(rec);
         cache_n = 0;
     }
     uint32_t id = 0;

@@ -33,6 +33,7 @@ struct mh__tbuf {
 };
 
 struct mh_recorder {
+    uint64_t serial; /* mh_recorder_serial */
     _Atomic int failed;
     uint64_t mask; /* buffer capacity - 1 */
     pthread_key_t key;

@@ -177,11 +177,13 @@ static void rec_free(struct mh_recorder *rec, int key_made)
 static int rec_open(struct mh_writer *w, const struct mh_recorder_opts *opts,
                     struct mh_recorder **out)
 {
+    static _Atomic uint64_t last_serial;
     struct mh_recorder *rec = calloc(1, sizeof *rec);
     if (!rec) {
         mh_writer_close(w);
         return MH_ENOMEM;
     }
+    rec->serial = atomic_fetch_add(&last_serial, 1) + 1;
     rec->w = w;
     int rc = rec_init(rec, opts);
     if (rc == 0 && (rc = rec_start(rec)) != 0)
@@ -315,6 +317,11 @@ void mh_recorder_get_counts(const struct mh_recorder *crec, struct mh_recorder_c
     pthread_mutex_unlock(&rec->list_mu);
     out->written = atomic_load(&rec->written);
     out->threads = atomic_load(&rec->threads);
+}
+
+uint64_t mh_recorder_serial(const struct mh_recorder *rec)
+{
+    return rec ? rec->serial : 0;
 }
 
 const char *mh_recorder_failure(const struct mh_recorder *rec)

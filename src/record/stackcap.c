@@ -267,7 +267,7 @@ uint32_t mh__stack_capture(const uintptr_t *ips, size_t nips, int max_frames)
 /* ---- resolution (drain thread) ----------------------------------------------- */
 
 static pthread_mutex_t res_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct mh_recorder *res_rec;
+static uint64_t res_rec; /* mh_recorder_serial of the recorder the cached ids belong to */
 static uint64_t res_gen, res_seen_gen;
 static uint32_t *res_frame, *res_stack;
 static uint32_t res_cap;
@@ -289,12 +289,12 @@ void mh__stack_with_resolver(void (*fn)(void *), void *arg)
 /* Grows the per-node caches to cover `node`; clears them for a new recorder. */
 static int cache_for(struct mh_recorder *rec, uint32_t node)
 {
-    if (rec != res_rec || res_gen != res_seen_gen) {
+    if (mh_recorder_serial(rec) != res_rec || res_gen != res_seen_gen) {
         if (res_frame) {
             memset(res_frame, 0, sizeof *res_frame * res_cap);
             memset(res_stack, 0, sizeof *res_stack * res_cap);
         }
-        res_rec = rec;
+        res_rec = mh_recorder_serial(rec);
         res_seen_gen = res_gen;
     }
     if (node < res_cap)

@@ -432,10 +432,10 @@ void on_trace(const Entry &e)
 uint32_t range_name_id(mh_recorder *rec, const char *name)
 {
     thread_local std::unordered_map<std::string, uint32_t> cache;
-    thread_local mh_recorder *cache_rec = nullptr;
-    if (cache_rec != rec) {
+    thread_local uint64_t cache_rec = 0; /* mh_recorder_serial: a new recorder may reuse the address */
+    if (cache_rec != mh_recorder_serial(rec)) {
         cache.clear();
-        cache_rec = rec;
+        cache_rec = mh_recorder_serial(rec);
     }
     auto it = cache.find(name);
     if (it != cache.end())
