@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh - installs what is missing, builds memhist and runs every test:
 #   1. the full suite (Criterion unit tests, CLI golden tests, Python
-#      cross-checks, torch bridge tests; GPU tests skip without a GPU);
+#      cross-checks, torch bridge tests; GPU tests skip without a GPU), the
+#      Python stack walker also on CPython 3.13 and 3.14 (scripts/extra-pythons.sh);
 #   2. the CLI analyses on every test input under Valgrind memcheck
 #      (scripts/memcheck.sh: uninitialised reads fail the build);
 #   3. the C tests again under ASan+UBSan;
@@ -19,6 +20,12 @@ run_ctest() { # DIR LABEL-ARGS...
     shift
     (cd "$root/$dir" && ctest --output-on-failure --timeout 900 "$@") || failed+=("$dir $*")
 }
+
+# CPython 3.13 and 3.14 beside the system's, for the Python stack walker's test
+# (tests/python/test_record_pystack.py reads MH_TEST_PYTHONS)
+extra_pythons="$(scripts/extra-pythons.sh)"
+export MH_TEST_PYTHONS="${MH_TEST_PYTHONS:+$MH_TEST_PYTHONS:}$extra_pythons"
+echo "== Python stack walker also checked on: ${extra_pythons:-no other interpreter}"
 
 echo "== build (RelWithDebInfo) and full suite"
 scripts/build.sh build -DMEMHIST_TESTS=ON -DMEMHIST_SANITIZE= -DMEMHIST_FUZZ=OFF

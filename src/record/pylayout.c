@@ -22,6 +22,7 @@ static const struct mh__pylayout layouts[] = {
     {11, 56, 8, 32, 48, 56, 69, 68, 112, 120, 136, 72, 168, 184, 48, 72},
     {12, 56, 0, 0, 8, 56, 70, 0, 112, 120, 136, 68, 176, 192, 40, 56},
     {13, 0, 72, 0, 8, 56, 70, 0, 112, 120, 136, 68, 184, 200, 40, 56},
+    {14, 0, 72, 0, 8, 56, 74, 0, 112, 120, 136, 68, 192, 208, 40, 56},
 };
 
 static void *sym(const char *name)
@@ -111,7 +112,7 @@ static size_t put_utf8(char *out, size_t cap, size_t n, uint32_t c)
 }
 
 /* PyASCIIObject: refcnt, type, length (16), hash (24), state (32): interned
- * 2 bits, kind 3, compact 1, ascii 1; the same in 3.10-3.13. */
+ * 2 bits, kind 3, compact 1, ascii 1; the same in 3.10-3.14. */
 int mh__pystr_copy(const struct mh__pylayout *l, const void *str, char *out, size_t cap)
 {
     out[0] = '\0';
@@ -140,7 +141,7 @@ int mh__pystr_copy(const struct mh__pylayout *l, const void *str, char *out, siz
     return (int)n;
 }
 
-/* PyBytesObject: ob_size at 16, ob_sval at 32 in 3.10-3.13. */
+/* PyBytesObject: ob_size at 16, ob_sval at 32 in 3.10-3.14. */
 const uint8_t *mh__pybytes(const void *bytes, size_t *len)
 {
     int64_t n;

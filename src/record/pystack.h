@@ -39,7 +39,7 @@ int mh__linetable_line(int minor, const uint8_t *table, size_t len, int first, i
 /* Field offsets of one CPython minor version (x86-64 and aarch64 release
  * builds; not free-threaded, not Py_DEBUG). */
 struct mh__pylayout {
-    int minor;          /* 10..13 */
+    int minor;          /* 10..14 */
     uint32_t ts_cframe; /* 3.11/3.12: tstate->cframe; 0 otherwise */
     uint32_t ts_frame;  /* tstate->frame (3.10), cframe->current_frame, tstate->current_frame */
     uint32_t fr_code, fr_back, fr_instr, fr_owner, fr_is_entry;

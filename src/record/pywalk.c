@@ -11,7 +11,17 @@
 
 #define LOADP(base, off) (*(const char *const *)((base) + (off)))
 
-enum { OWNED_BY_GENERATOR = 1, OWNED_BY_CSTACK = 3 };
+/* Frame owners: 3 marks the eval loop's entry shim on 3.12 and later (named
+ * CSTACK up to 3.13, INTERPRETER on 3.14, where 4 is never assigned). */
+enum { OWNED_BY_GENERATOR = 1, OWNED_BY_ENTRY_SHIM = 3 };
+
+/* The code object of a frame: from 3.14 f_executable is a stack reference
+ * whose low bits tag its reference kind; objects are 8-byte aligned, so
+ * clearing them is right on every version. */
+static const char *frame_code(const struct mh__pylayout *l, const char *f)
+{
+    return (const char *)((uintptr_t)LOADP(f, l->fr_code) & ~(uintptr_t)3);
+}
 
 static const char *innermost(const struct mh__pylayout *l, const char *ts)
 {
@@ -48,12 +58,12 @@ static int walk311(const struct mh__python *py, const char *f, struct mh__pyfram
     int n = 0;
     for (; f && n < max; f = LOADP(f, l->fr_back)) {
         uint8_t owner = *(const uint8_t *)(f + l->fr_owner);
-        if (l->minor >= 12 && owner == OWNED_BY_CSTACK) {
+        if (l->minor >= 12 && owner >= OWNED_BY_ENTRY_SHIM) {
             if (n)
                 out[n - 1].entry_end = 1;
             continue;
         }
-        const char *code = LOADP(f, l->fr_code);
+        const char *code = frame_code(l, f);
         if (!code || LOADP(code, 8) != (const char *)py->code_type)
             continue;
         const char *instr = LOADP(f, l->fr_instr);
