@@ -39,7 +39,7 @@ EOF
 index() {
     local idx="$dest/Packages.xz"
     if [ ! -s "$idx" ]; then
-        curl -fsS --max-time 120 -o "$idx.part" "$mirror/dists/$suite/main/binary-amd64/Packages.xz" &&
+        curl -fsS --connect-timeout 15 --max-time 120 -o "$idx.part" "$mirror/dists/$suite/main/binary-amd64/Packages.xz" &&
             mv "$idx.part" "$idx" || return 1
     fi
     xz -dc "$idx" | awk '/^Package: /{p=$2} /^Filename: /{print p, $2}'
@@ -53,7 +53,7 @@ fetch_minor() { # MINOR INDEX-FILE
         [ -n "$path" ] || { note "no $pkg in Debian $suite"; return 1; }
         local deb="$dest/debs/$(basename "$path")"
         if [ ! -s "$deb" ]; then
-            curl -fsS --max-time 300 -o "$deb.part" "$mirror/$path" && mv "$deb.part" "$deb" ||
+            curl -fsS --connect-timeout 15 --max-time 300 -o "$deb.part" "$mirror/$path" && mv "$deb.part" "$deb" ||
                 { note "could not fetch $pkg"; return 1; }
         fi
         dpkg-deb -x "$deb" "$dest/root" || return 1
