@@ -39,7 +39,7 @@ EOF
 index() {
     local idx="$dest/Packages.xz"
     if [ ! -s "$idx" ]; then
-        curl -fsS --connect-timeout 15 --max-time 120 -o "$idx.part" "$mirror/dists/$suite/main/binary-amd64/Packages.xz" &&
+        curl -fsSL --connect-timeout 15 --max-time 120 -o "$idx.part" "$mirror/dists/$suite/main/binary-amd64/Packages.xz" &&
             mv "$idx.part" "$idx" || return 1
     fi
     xz -dc "$idx" | awk '/^Package: /{p=$2} /^Filename: /{print p, $2}'
@@ -53,7 +53,7 @@ fetch_minor() { # MINOR INDEX-FILE
         [ -n "$path" ] || { note "no $pkg in Debian $suite"; return 1; }
         local deb="$dest/debs/$(basename "$path")"
         if [ ! -s "$deb" ]; then
-            curl -fsS --connect-timeout 15 --max-time 300 -o "$deb.part" "$mirror/$path" && mv "$deb.part" "$deb" ||
+            curl -fsSL --connect-timeout 15 --max-time 300 -o "$deb.part" "$mirror/$path" && mv "$deb.part" "$deb" ||
                 { note "could not fetch $pkg"; return 1; }
         fi
         dpkg-deb -x "$deb" "$dest/root" || return 1
@@ -66,19 +66,21 @@ main() {
     mkdir -p "$dest/debs" "$dest/root"
     local found=() list="$dest/packages.txt" m
     for m in "${minors[@]}"; do
+        local why="does not run here"
         if ! runs "$dest/python3.$m"; then
             # a cached index may name files the suite has since replaced: refetch it once
             local try
+            why="could not be fetched from $mirror"
             for try in cached fresh; do
                 [ "$try" = fresh ] && rm -f "$list" "$dest/Packages.xz"
                 [ -s "$list" ] || index >"$list" || { rm -f "$list"; continue; }
-                fetch_minor "$m" "$list" && write_launcher "$m" && break
+                fetch_minor "$m" "$list" && write_launcher "$m" && why="does not run here" && break
             done
         fi
         if runs "$dest/python3.$m"; then
             found+=("$dest/python3.$m")
         else
-            note "CPython 3.$m from Debian $suite does not run here"
+            note "CPython 3.$m from Debian $suite $why"
         fi
     done
     (IFS=:; echo "${found[*]}")
