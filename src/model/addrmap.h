@@ -1,6 +1,7 @@
 /* addrmap.h - the model's hash map from uint64 keys (addresses) to pointers
  * (hmap.c). The one model header other modules may use: the analyses in
- * src/analysis key their per-allocation tables by address with it. */
+ * src/analysis key their per-allocation tables by address with it, and the
+ * hook library (src/pyhook, through libmemhist) its module and code tables. */
 #ifndef MH_MODEL_ADDRMAP_H
 #define MH_MODEL_ADDRMAP_H
 

@@ -14,7 +14,7 @@
  * autograd node, where it opens when autograd reaches that node. Every
  * forward hook runs with the GIL held, which guards the tables here. */
 #include "scopehook.h"
-#include "ptrmap.h"
+#include "addrmap.h"
 #include "scopegrad.h"
 #include "tensortag.h"
 
@@ -40,7 +40,7 @@ static struct {
     PyObject *name, *root_forward, *failed, *tensor_type;
     struct mod *mods;
     size_t nmods, capmods;
-    struct mh__ptrmap table; /* module address -> mods index + 1 */
+    struct mh__hmap table; /* module address -> mods index + 1, as a pointer */
     int on;
     uint32_t gen; /* which set of hooks: stale thread stacks are told apart */
 } H;
@@ -75,7 +75,7 @@ static int refers_to(PyObject *ref, PyObject *m)
 /* mods index of a live module seen before, or -1. */
 static long lookup(PyObject *m)
 {
-    long idx = (long)mh__ptrmap_get(&H.table, (uintptr_t)m) - 1;
+    long idx = (long)(uintptr_t)mh__addrmap_get(&H.table, (uintptr_t)m) - 1;
     return idx >= 0 && refers_to(H.mods[idx].ref, m) ? idx : -1;
 }
 
@@ -104,7 +104,7 @@ static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
             PyErr_NoMemory();
         return -1;
     }
-    uint32_t known = mh__ptrmap_get(&H.table, (uintptr_t)m);
+    size_t known = (uintptr_t)mh__addrmap_get(&H.table, (uintptr_t)m);
     if (known) { /* the same address: the module there before is gone */
         mod_release(&H.mods[known - 1]);
         H.mods[known - 1] = md;
@@ -121,7 +121,7 @@ static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
         H.mods = mods;
         H.capmods = cap;
     }
-    if (mh__ptrmap_put(&H.table, (uintptr_t)m, (uint32_t)H.nmods + 1) < 0) {
+    if (mh__addrmap_put(&H.table, (uintptr_t)m, (void *)(uintptr_t)(H.nmods + 1)) != 0) {
         mod_release(&md);
         PyErr_NoMemory();
         return -1;
@@ -168,7 +168,7 @@ static void release_all(void)
     free(H.mods);
     H.mods = NULL;
     H.nmods = H.capmods = 0;
-    mh__ptrmap_free(&H.table);
+    mh__addrmap_destroy(&H.table);
     Py_CLEAR(H.name);
     Py_CLEAR(H.root_forward);
     Py_CLEAR(H.failed);

@@ -17,21 +17,21 @@
 
 #include <stdlib.h>
 
-#include "ptrmap.h"
+#include "addrmap.h"
 
 #if PY_VERSION_HEX >= 0x030C0000
 
 static struct {
-    struct mh__ptrmap table; /* code object address -> index + 1 below */
-    PyObject **codes;        /* the watched code objects (strong references) */
-    PyObject **names;        /* the name of each one's first parameter */
+    struct mh__hmap table; /* code object address -> index + 1 below, as a pointer */
+    PyObject **codes;      /* the watched code objects (strong references) */
+    PyObject **names;      /* the name of each one's first parameter */
     size_t n, cap;
     PyObject *module_type;
 } C;
 
 static PyObject *self_name(PyObject *code)
 {
-    uint32_t v = mh__ptrmap_get(&C.table, (uintptr_t)code);
+    size_t v = (uintptr_t)mh__addrmap_get(&C.table, (uintptr_t)code);
     return v ? C.names[v - 1] : NULL;
 }
 
@@ -58,17 +58,18 @@ int mh_scopehook_watch(PyObject *code)
     if (!code || !PyCode_Check(code))
         return 0;
     PyCodeObject *co = (PyCodeObject *)code;
-    if (co->co_argcount < 1 || (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) ||
-        self_name(code))
+    if (co->co_argcount < 1 ||
+        (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) || self_name(code))
         return 0; /* a generator's frame suspends: its start and return would not pair */
     if (room_for_one() < 0)
         return -1;
     PyObject *vars = PyCode_GetVarnames(co);
     if (!vars)
         return -1;
-    PyObject *name = PyTuple_Check(vars) && PyTuple_GET_SIZE(vars) ? PyTuple_GET_ITEM(vars, 0) : NULL;
+    PyObject *name =
+        PyTuple_Check(vars) && PyTuple_GET_SIZE(vars) ? PyTuple_GET_ITEM(vars, 0) : NULL;
     int added = name && PyUnicode_Check(name);
-    if (added && mh__ptrmap_put(&C.table, (uintptr_t)code, (uint32_t)C.n + 1) < 0) {
+    if (added && mh__addrmap_put(&C.table, (uintptr_t)code, (void *)(uintptr_t)(C.n + 1)) != 0) {
         Py_DECREF(vars);
         PyErr_NoMemory();
         return -1;
@@ -152,7 +153,7 @@ void mh__scopemon_release(void)
     free(C.names);
     C.codes = C.names = NULL;
     C.n = C.cap = 0;
-    mh__ptrmap_free(&C.table);
+    mh__addrmap_destroy(&C.table);
     Py_CLEAR(C.module_type);
 }
 
