@@ -170,6 +170,34 @@ Test(format_roundtrip, interning_dedup_and_definitions)
     mh_writer_free_mem(w);
 }
 
+/* An empty string interned before anything else leaves the string arena
+ * empty; comparing and copying into it must stay defined (the sanitizer
+ * builds abort on arithmetic on a null arena). */
+Test(format_roundtrip, empty_string_interned_first)
+{
+    struct mh_writer *w;
+    cr_assert_eq(mh_writer_open_mem(NULL, &w), 0);
+    int64_t empty = mh_writer_intern_string(w, "", 0);
+    cr_assert_eq(empty, 1);
+    cr_expect_eq(mh_writer_intern_string(w, NULL, 0), empty);
+    int64_t word = mh_writer_intern_string(w, "word", 4);
+    cr_expect_eq(word, 2);
+    struct mh_event ev = {.kind = MH_EV_ALLOC, .str = (uint32_t)empty};
+    cr_assert_eq(mh_writer_event(w, &ev), 0);
+    cr_assert_eq(mh_writer_close(w), 0);
+    const void *data;
+    size_t len;
+    mh_writer_mem(w, &data, &len);
+    struct mh_reader *r;
+    cr_assert_eq(mh_reader_open_mem(data, len, &r), 0);
+    struct mh_event e;
+    cr_assert_eq(mh_reader_next(r, &e), 1);
+    cr_expect_str_eq(mh_reader_string(r, e.str), "");
+    cr_expect_str_eq(mh_reader_string(r, (uint32_t)word), "word");
+    mh_reader_close(r);
+    mh_writer_free_mem(w);
+}
+
 Test(format_roundtrip, meta_devices_dropped_rewind_file)
 {
     char path[] = "/tmp/mh_test_rt_XXXXXX";

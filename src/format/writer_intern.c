@@ -68,7 +68,7 @@ static int itab_add(struct mh__itab *t, const void *key, size_t len, uint32_t sl
             return MH_ENOMEM;
         t->cap = cap;
     }
-    if (t->alen + len > t->acap) {
+    if (!t->arena || t->alen + len > t->acap) { /* never NULL, even for "" */
         size_t cap = t->acap ? t->acap * 2 : 4096;
         while (cap < t->alen + len)
             cap *= 2;
