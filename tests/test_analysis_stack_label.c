@@ -96,3 +96,40 @@ Test(analysis_stack_label, names_allocations_without_a_python_frame)
     mh_reader_close(b.r);
     mh_writer_free_mem(b.w);
 }
+
+/* An installed library's model code (a transformers forward) names the
+ * allocation; torch, whether installed or a source tree, the standard
+ * library and memhist's own package never do. */
+Test(analysis_stack_label, installed_libraries_name_their_allocations)
+{
+    struct book b;
+    memset(&b, 0, sizeof b);
+    cr_assert_eq(mh_writer_open_mem(NULL, &b.w), 0);
+    static const char *const hf[][2] = {
+        {"/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py", "forward"},
+        {"/venv/lib/python3.12/site-packages/torch/nn/modules/module.py", "_call_impl"},
+        {"/venv/lib/python3.12/site-packages/transformers/models/gpt2/modeling_gpt2.py", "forward"},
+        {"/usr/lib/python3.12/contextlib.py", "inner"},
+        {"/home/me/train.py", "<module>"}};
+    static const char *const deb[][2] = {
+        {"/usr/lib/python3/dist-packages/torch/functional.py", "einsum"},
+        {"/usr/lib/python3/dist-packages/timm/models/resnet.py", "forward"},
+        {"/home/me/train.py", "<module>"}};
+    static const char *const source_tree[][2] = {
+        {"/src/pytorch/torch/nn/modules/conv.py", "_conv_forward"},
+        {"/src/pytorch/torch/_tensor.py", "backward"},
+        {"/opt/lib/python3.11/site-packages/memhist/_scopes.py", "_enter"},
+        {"/opt/lib/python3.11/functools.py", "wrapper"},
+        {"/home/me/model.py", "forward"}};
+    static const uint32_t lines[5] = {125, 1775, 242, 81, 9};
+    uint32_t s_hf = stack_of(&b, hf, lines, 5), s_deb = stack_of(&b, deb, lines, 3);
+    uint32_t s_src = stack_of(&b, source_tree, lines, 5);
+    const uint32_t all[] = {s_hf, s_deb, s_src};
+    book_read(&b, all, 3);
+    char buf[256];
+    cr_expect_str_eq(mh__stack_label(b.r, s_hf, buf, sizeof buf), "gpt2/modeling_gpt2.py:242 forward");
+    cr_expect_str_eq(mh__stack_label(b.r, s_deb, buf, sizeof buf), "models/resnet.py:1775 forward");
+    cr_expect_str_eq(mh__stack_label(b.r, s_src, buf, sizeof buf), "me/model.py:9 forward");
+    mh_reader_close(b.r);
+    mh_writer_free_mem(b.w);
+}

@@ -7,19 +7,19 @@
 #include <string.h>
 
 static const char *const internal_files[] = {
-    "torch/nn/modules/module.py", "torch/_tensor.py", "torch/autograd/", "torch/optim/",
-    "torch/utils/", "torch/_dynamo/", "torch/_inductor/", "torch/cuda/", "torch/amp/",
-    "torch/_ops.py", "torch/overrides.py", "torch/functional.py", "torch/nn/functional.py",
-    "torch/utils/checkpoint.py", "<frozen ", "/lib/python3", "??", "c10/", "aten/src/",
-    "torch/csrc/", "libtorch", "libc10", "libc.so", "libpython", "<built-in>",
+    /* torch installed, and the parts of a torch source tree that are plumbing */
+    "-packages/torch/", "torch/nn/", "torch/_", "torch/autograd/", "torch/optim/", "torch/utils/",
+    "torch/cuda/", "torch/amp/", "torch/distributed/", "torch/fx/", "torch/overrides.py",
+    "torch/functional.py", "<frozen ", "??", "c10/", "aten/src/", "torch/csrc/", "libtorch",
+    "libc10", "libc.so", "libpython", "<built-in>",
     /* CPython's own C sources, as C++ stacks name them */
     "/Objects/", "/Python/", "/Modules/", "/Programs/", "/Parser/",
     /* the C library's process and thread start-up */
     "/csu/", "sysdeps/",
     /* the C++ runtime and the loader */
     "libstdc++", "libgcc_s", "ld-linux",
-    /* memhist's own capture */
-    "libmemhist",
+    /* memhist's own capture and Python package */
+    "libmemhist", "/memhist/_",
 };
 
 /* Function names that start with these belong to framework namespaces. */
@@ -46,10 +46,22 @@ static const char *qualified_name(const char *func)
     return name;
 }
 
+/* A module of the interpreter's standard library (".../lib/python3.11/
+ * functools.py"); installed packages (site-packages, dist-packages) other
+ * than torch are code that says who wanted the memory (a transformers or
+ * timm model's forward), so they are not. */
+static int python_stdlib(const char *file)
+{
+    const char *lib = strstr(file, "/lib/python3");
+    return lib && !strstr(lib, "site-packages/") && !strstr(lib, "dist-packages/");
+}
+
 int mh__frame_is_internal(const char *file, const char *func)
 {
     file = file ? file : "";
     func = func ? func : "";
+    if (python_stdlib(file))
+        return 1;
     for (size_t i = 0; i < sizeof internal_files / sizeof internal_files[0]; i++)
         if (strstr(file, internal_files[i]))
             return 1;

@@ -2,8 +2,9 @@
  *
  * Outputs (report, plot legend, layer attribution) label a group of
  * allocations by its most informative frame: the innermost frame of user
- * code, skipping PyTorch internals, the Python interpreter and unresolved
- * C++ frames. Definitions come from the reader that read the file. */
+ * code or of an installed library other than torch (a transformers model's
+ * forward), skipping PyTorch internals, the Python interpreter and its
+ * standard library, and unresolved C++ frames. Definitions come from the reader that read the file. */
 #ifndef MH_ANALYSIS_STACKS_H
 #define MH_ANALYSIS_STACKS_H
 

@@ -196,8 +196,9 @@ int mh__record_summary(const char *status_path, const char *out_abs);
 
 /* Formats a stack as "file:line func" lines joined by `sep`, innermost first:
  * at most `max_frames` frames of user code (framework and interpreter frames
- * are skipped when the stack has user frames), then "(+N more frames)"
- * for what was left out. Returns `buf`. */
+ * are skipped when the stack has user frames) and, when installed libraries
+ * filled those, the program's own innermost frame past them; then
+ * "(+N more frames)" for what was left out. Returns `buf`. */
 const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
                                size_t max_frames, char *buf, size_t len);
 

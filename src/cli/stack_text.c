@@ -1,6 +1,7 @@
 /* stack_text.c - a recorded stack as lines of text for the printers (see
  * cli.h, mh__cli_stack_text). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "stacks.h"
@@ -16,6 +17,14 @@ static int has_user_frame(const struct mh_reader *r, const uint32_t *frames, siz
     return 0;
 }
 
+/* A frame of the program's own code: neither internal nor of an installed package. */
+static int program_frame(const struct mh_frame *f)
+{
+    const char *file = f->file ? f->file : "";
+    return !mh__frame_is_internal(f->file, f->func) && !strstr(file, "site-packages/") &&
+           !strstr(file, "dist-packages/");
+}
+
 const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
                                size_t max_frames, char *buf, size_t len)
 {
@@ -27,15 +36,20 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
     int skip_internal = has_user_frame(r, frames, n);
     /* framework frames only: from the innermost operation (mh__stack_best_index) */
     int best = skip_internal ? 0 : mh__stack_best_index(r, stack);
+    int program_shown = 0;
     hidden = best > 0 ? (size_t)best : 0;
     for (size_t i = hidden; i < n && used + 1 < len; i++) {
         struct mh_frame f;
-        int internal =
-            mh_reader_frame(r, frames[i], &f) != 0 || mh__frame_is_internal(f.file, f.func);
-        if ((skip_internal && internal) || shown >= max_frames) {
+        int known = mh_reader_frame(r, frames[i], &f) == 0;
+        int internal = !known || mh__frame_is_internal(f.file, f.func);
+        /* past the limit, the program's innermost frame still shows when
+         * library frames (a transformers model) filled the lines */
+        int own = known && !program_shown && program_frame(&f);
+        if ((skip_internal && internal) || (shown >= max_frames && !own)) {
             hidden++;
             continue;
         }
+        program_shown |= known && program_frame(&f);
         char frame[512];
         mh__frame_text(r, frames[i], frame, sizeof frame);
         int w = snprintf(buf + used, len - used, "%s%s", shown ? sep : "", frame);

@@ -1,0 +1,73 @@
+"""Stacks through an installed model library, as a transformers or diffusers
+program makes them, and how report and oom name them.
+
+Every allocation of such a program passes through the same line of the
+script (`out = model(x)`), so naming a group by the script's frame would
+give every row the same name. The groups must be named by the library's
+innermost frame instead (the attention against the MLP), never by torch's
+own modules or the standard library, and the report's frame lists must
+still reach the script's own line past the library frames.
+"""
+import json
+import os
+import pickle
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import snapshot_check as sc  # noqa: E402
+
+MiB = 1 << 20
+SITE = "/venv/lib/python3.12/site-packages/"
+TORCH_LINEAR = sc.frame("forward", SITE + "torch/nn/modules/linear.py", 125)
+CALL_IMPL = sc.frame("_call_impl", SITE + "torch/nn/modules/module.py", 1775)
+WRAPPER = sc.frame("inner", "/usr/lib/python3.12/contextlib.py", 81)
+
+
+def library_stack(leaf, line):
+    """A stack through seven library frames down to the script's line 9."""
+    frames = [TORCH_LINEAR, CALL_IMPL, sc.frame("forward", SITE + "mylib/models/" + leaf, line)]
+    for depth in range(6):
+        frames += [CALL_IMPL, sc.frame("forward", SITE + "mylib/models/block%d.py" % depth,
+                                       100 + depth)]
+    return frames + [WRAPPER, sc.frame("<module>", "/home/me/train.py", 9)]
+
+
+def snapshot():
+    g = sc.Gen(metadata=False)
+    g.stacks = [library_stack("attention.py", 42), library_stack("mlp.py", 77)]
+    for _ in range(3):
+        g.alloc(0, 24 * MiB, stack=0)
+    g.alloc(0, 12 * MiB, stack=1)
+    return g.snapshot()
+
+
+def main():
+    d = sc.workdir("library_frames")
+    src = os.path.join(d, "lib.pickle")
+    with open(src, "wb") as f:
+        pickle.dump(snapshot(), f, protocol=4)
+    mh = os.path.join(d, "lib.memhist")
+    sc.run("import", src, "-o", mh)
+
+    report = sc.run("report", mh).stdout
+    for want in ("attention.py:42 forward", "mlp.py:77 forward", "/home/me/train.py:9 <module>"):
+        if want not in report:
+            sc.fail("report does not show %r:\n%s" % (want, report))
+    if "linear.py" in report or "contextlib.py" in report:
+        sc.fail("report shows torch's or the standard library's frames:\n%s" % report)
+
+    oom = sc.run("oom", "--at", "peak", mh).stdout
+    rows = [line.strip() for line in oom.splitlines() if line.strip().endswith(" forward")]
+    if not any("models/attention.py:42" in r for r in rows) or \
+            not any("models/mlp.py:77" in r for r in rows):
+        sc.fail("oom's groups by stack are not named by the library's frames:\n%s" % oom)
+
+    js = json.loads(sc.run("report", "--json", mh).stdout)
+    sites = json.dumps(js)
+    if "attention.py" not in sites:
+        sc.fail("report --json names no library frame: %s" % sites[:2000])
+    print("groups named by the library's frames, the script's line still listed: ok")
+
+
+if __name__ == "__main__":
+    main()
