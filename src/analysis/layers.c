@@ -111,13 +111,17 @@ static int32_t layer_id(struct mh_layers *ly, struct mh__hmap *cache, const stru
         i++;
     if (i == ly->nlayers) {
         char **p = realloc(ly->names, (ly->nlayers + 1) * sizeof *p);
-        if (!p)
+        if (p)
+            ly->names = p;
+        uint8_t *c = realloc(ly->compiled, ly->nlayers + 1);
+        if (c)
+            ly->compiled = c;
+        if (!p || !c || !(p[i] = strdup(name)))
             return -1;
-        ly->names = p;
-        if (!(p[i] = strdup(name)))
-            return -1;
+        c[i] = 0;
         ly->nlayers++;
     }
+    ly->compiled[i] |= (uint8_t)mh__stack_is_compiled(r, rec->stack);
     if (mh__addrmap_put(cache, key, (void *)(uintptr_t)(i + 1)) < 0)
         return -1;
     return (int32_t)i;
@@ -223,6 +227,7 @@ static void attribute(struct mh_layers *ly)
         ly->stats[l].name = ly->names[l];
         ly->stats[l].transient = g->transient;
         ly->stats[l].candidate = g->bwd_start != MH_NEVER && g->moved > 0;
+        ly->stats[l].compiled = ly->compiled[l];
     }
 }
 
@@ -262,6 +267,7 @@ void mh__layers_free(struct mh_layers *ly)
     for (size_t i = 0; i < ly->nlayers; i++)
         free(ly->names[i]);
     free(ly->names);
+    free(ly->compiled);
     free(ly->stats);
     free(ly->layer_of);
     free(ly->span_of);

@@ -47,6 +47,8 @@ struct mh_layer_stats {
     uint64_t forward_volume;       /* bytes allocated in the peak step's forward */
     uint64_t reduction;            /* peak reduction if only this layer were checkpointed */
     int candidate;                 /* has saved activations and a backward in the peak step */
+    int compiled;                  /* some of its allocations were made in code torch.compile
+                                    * generated (mh__stack_is_compiled) */
 };
 
 struct mh_step_peak {

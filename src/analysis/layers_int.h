@@ -19,6 +19,7 @@ struct mh_layers {
     size_t nlayers, nspans;
     struct mh_layer_stats *stats; /* by layer index */
     char **names;                 /* by layer index */
+    uint8_t *compiled;            /* by layer index: see mh_layer_stats.compiled */
     int32_t *layer_of;            /* per record, -1 = other device */
     uint32_t *span_of;            /* per record: step span of the allocation */
     struct mh__lgroup *groups;    /* [layer * nspans + span] */

@@ -99,6 +99,21 @@ static int cpp_meaningful(const char *file, const char *func)
     return 1;
 }
 
+int mh__stack_is_compiled(const struct mh_reader *r, uint32_t stack)
+{
+    const uint32_t *frames;
+    size_t n;
+    if (stack == 0 || mh_reader_stack(r, stack, &frames, &n) != 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        struct mh_frame f;
+        if (mh_reader_frame(r, frames[i], &f) == 0 && f.file &&
+            (strncmp(f.file, "<eval_with_key>", 15) == 0 || strstr(f.file, "torchinductor_")))
+            return 1;
+    }
+    return 0;
+}
+
 int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
 {
     const uint32_t *frames;

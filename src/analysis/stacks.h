@@ -23,6 +23,10 @@
 
 /* 1 if a frame belongs to framework or interpreter internals. */
 int mh__frame_is_internal(const char *file, const char *func);
+/* 1 if a frame of the stack is code torch.compile generated: an FX graph
+ * module's ("<eval_with_key>.N") or Inductor's output code (its cache
+ * directory, "torchinductor_<user>"). Module scopes do not see inside it. */
+int mh__stack_is_compiled(const struct mh_reader *r, uint32_t stack);
 /* Index (innermost = 0) of the most informative frame of a stack, or -1 if
  * the stack is empty or unknown. */
 int mh__stack_best_index(const struct mh_reader *r, uint32_t stack);

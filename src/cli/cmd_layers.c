@@ -28,7 +28,9 @@ static const char usage[] =
     "the stack's most informative frame. The estimate moves each saved activation\n"
     "of a checkpointed layer to the start of that layer's backward and adds the\n"
     "recompute transient there; recompute cost is the layers' share of the peak\n"
-    "step's forward allocation volume (a proxy for forward FLOPs).\n\n"
+    "step's forward allocation volume (a proxy for forward FLOPs). A layer marked\n"
+    "* made allocations in code torch.compile generated, inside which no module\n"
+    "is seen.\n\n"
     "options:\n"
     "  --device N  only device N (default: every device)\n"
     "  --top N     layers listed (default 12)\n"
@@ -163,7 +165,7 @@ static void print_table(const struct dev_view *v, uint64_t top)
            "saved@peak", "recompute", "ckpt saves");
     for (size_t i = 0; i < n && i < top; i++) {
         const struct mh_layer_stats *s = &st[v->by_live[i]];
-        printf("  %-28.28s %11s %11s %11s %11s %11s\n", s->name,
+        printf("%c %-28.28s %11s %11s %11s %11s %11s\n", s->compiled ? '*' : ' ', s->name,
                mh__bytes_text(s->live_at_peak, b[0]),
                mh__bytes_text(s->by_category[MH_CAT_ACTIVATION], b[1]),
                mh__bytes_text(s->saved_at_peak, b[2]),
@@ -174,6 +176,43 @@ static void print_table(const struct dev_view *v, uint64_t top)
         printf("  ... %zu more layers (--top)\n", n - top);
 }
 
+/* Activation bytes live at the peak in layers made by compiled code, but
+ * for the plan's first `planned` layers. */
+static uint64_t compiled_activations(const struct dev_view *v, size_t planned)
+{
+    size_t n;
+    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < planned && v->order[k] != i)
+            k++;
+        if (k == planned && st[i].compiled)
+            bytes += st[i].by_category[MH_CAT_ACTIVATION];
+    }
+    return bytes;
+}
+
+/* No candidate: either nothing to gain, or the activations at the peak were
+ * made inside compiled code, whose modules the scopes cannot see. */
+static void print_no_plan(const struct dev_view *v)
+{
+    uint64_t compiled = compiled_activations(v, 0);
+    if (compiled == 0) {
+        printf("\n  plan: no layer has saved activations live at the peak; checkpointing would "
+               "not lower it\n");
+        return;
+    }
+    char b[32];
+    printf("\n  plan: none from this recording: %s of the activations live at the peak were\n"
+           "  made in code torch.compile generated, where memhist sees no modules (layers marked\n"
+           "  *). Checkpoint inside the compiled model (torch.utils.checkpoint around its\n"
+           "  blocks), let the compiler trade memory for recompute\n"
+           "  (torch._functorch.config.activation_memory_budget), or record a run without\n"
+           "  torch.compile to see them by layer.\n",
+           mh__bytes_text(compiled, b));
+}
+
 static void print_plan(const struct dev_view *v)
 {
     size_t n;
@@ -181,8 +220,7 @@ static void print_plan(const struct dev_view *v)
     uint64_t peak = mh__layers_peak(v->ly, NULL, NULL);
     char b[3][32];
     if (v->best == 0) {
-        printf("\n  plan: no layer has saved activations live at the peak; checkpointing would "
-               "not lower it\n");
+        print_no_plan(v);
         return;
     }
     double share;
@@ -194,6 +232,10 @@ static void print_plan(const struct dev_view *v)
            mh__bytes_text(peak, b[1]), mh__bytes_text(after, b[2]), 100.0 * share);
     for (size_t i = 0; i < v->best; i++)
         printf("%s%s", i ? ", " : "", st[v->order[i]].name);
+    uint64_t compiled = compiled_activations(v, v->best);
+    if (compiled)
+        printf("\n  not in the plan: %s of activations made in code torch.compile generated "
+               "(layers marked *)", mh__bytes_text(compiled, b[0]));
     printf("\n  estimated peak after checkpointing the first K of the ranking:");
     for (size_t k = 0; k < v->nplan; k++)
         printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1, mh__bytes_text(v->peak_after[k], b[0]));
@@ -256,6 +298,7 @@ static void json_layer(struct mh_json *j, const struct mh_layer_stats *s)
     mh__json_kv_uint(j, "forward_volume", s->forward_volume);
     mh__json_kv_bool(j, "checkpoint_candidate", s->candidate);
     mh__json_kv_uint(j, "checkpoint_reduction", s->reduction);
+    mh__json_kv_bool(j, "compiled", s->compiled);
     mh__json_end_object(j);
 }
 

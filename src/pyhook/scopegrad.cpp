@@ -11,7 +11,9 @@
  * forward closes them (mh__gscope_close_all). */
 #include "scopegrad.h"
 
+#include <ATen/SequenceNumber.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/graph_task.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <memory>
@@ -110,13 +112,16 @@ struct Hook final : torch::autograd::FunctionPreHook {
  * 2.15. */
 using NodePtr = std::decay_t<decltype(std::declval<const at::Tensor &>().grad_fn())>;
 
-/* The autograd node of a tensor, or null. */
-const NodePtr *node_of(PyObject *o, PyTypeObject *tensor)
+/* The autograd node of a tensor if this thread made it at or after
+ * sequence number `since`, or null: a module that returns a tensor it was
+ * given (or one made under no_grad, as a graph module torch.compile runs
+ * returns its inputs) hands out another module's node. */
+const NodePtr *node_of(PyObject *o, PyTypeObject *tensor, uint64_t since)
 {
     if (!PyObject_TypeCheck(o, tensor))
         return nullptr;
     const auto &fn = THPVariable_Unpack(o).grad_fn();
-    return fn ? &fn : nullptr;
+    return fn && fn->sequence_nr() >= since ? &fn : nullptr;
 }
 
 } // namespace
@@ -142,15 +147,25 @@ void mh__gscope_free(struct mh__gscope *s)
     delete s;
 }
 
-int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s)
+uint64_t mh__gscope_seq_now(void)
+{
+    return at::sequence_number::peek();
+}
+
+int mh__gscope_in_backward(void)
+{
+    return torch::autograd::get_current_graph_task_id() != -1;
+}
+
+int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s, uint64_t since)
 {
     try {
         auto *type = reinterpret_cast<PyTypeObject *>(tensor_type);
-        const NodePtr *fn = node_of(out, type);
+        const NodePtr *fn = node_of(out, type, since);
         if (!fn && (PyTuple_Check(out) || PyList_Check(out))) {
             Py_ssize_t n = PySequence_Fast_GET_SIZE(out);
             for (Py_ssize_t i = 0; i < n && !fn; i++)
-                fn = node_of(PySequence_Fast_GET_ITEM(out, i), type);
+                fn = node_of(PySequence_Fast_GET_ITEM(out, i), type, since);
         }
         if (!fn)
             return 0;

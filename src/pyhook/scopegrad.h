@@ -20,10 +20,17 @@ struct mh__gscope; /* one module's backward scope: path, string id, root or not 
 struct mh__gscope *mh__gscope_new(const char *path, size_t len, uint32_t sid, int root);
 void mh__gscope_free(struct mh__gscope *s);
 
+/* Whether this thread is running a backward pass (an autograd graph task). */
+int mh__gscope_in_backward(void);
+/* This thread's next autograd sequence number: nodes made from now on
+ * have this number or a higher one. */
+uint64_t mh__gscope_seq_now(void);
 /* Puts the scope's pre-hook on the autograd node of `out` (a tensor, or
  * the first tensor with one in a tuple or list; `tensor_type` is
- * torch._C.TensorBase). 1: done, 0: no node, -1: failed (Python error set). */
-int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s);
+ * torch._C.TensorBase) made at or after sequence number `since` (the
+ * module's forward began there). 1: done, 0: no such node, -1: failed
+ * (Python error set). */
+int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s, uint64_t since);
 
 /* A session starts emitting into `rec`; hooks of earlier sessions do nothing. */
 void mh__gscope_start(struct mh_recorder *rec);

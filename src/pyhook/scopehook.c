@@ -11,7 +11,8 @@
  * (mh_recorder_scope, annotate.c). Its end (the post hook, or the frame's
  * return, which also closes what frames that raised left open) pops it, emits the exit
  * and has scopegrad.cpp put the module's backward scope on the output's
- * autograd node, where it opens when autograd reaches that node. Every
+ * autograd node, if the forward made that node, where it opens when autograd
+ * reaches it. Every
  * forward hook runs with the GIL held, which guards the tables here. */
 #include "scopehook.h"
 #include "addrmap.h"
@@ -33,6 +34,7 @@ struct mod {                /* a module seen by the hooks */
     struct mh__gscope *bwd; /* its backward scope */
     uint32_t sid;           /* the string id of its path in the recording */
     int root;
+    long parent; /* outside every root's tree: mods index of the scope that named it, else -1 */
 };
 
 static struct {
@@ -50,6 +52,7 @@ static _Thread_local struct {
     uint32_t gen, n, over;
     uint32_t mod[DEPTH];    /* mods index, | AGAIN where that module's scope was open already */
     uintptr_t frame[DEPTH]; /* the frame that opened it (sys.monitoring); 0 from the hooks */
+    uint64_t seq[DEPTH];    /* the thread's autograd sequence number when it opened */
 } fw;
 
 #define AGAIN 0x80000000u /* a module's forward inside its own (a wrapper, super().forward) */
@@ -94,7 +97,7 @@ static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
     const char *s = PyUnicode_AsUTF8AndSize(path, &len);
     if (!s)
         return -1;
-    struct mod md = {.sid = sid, .root = root};
+    struct mod md = {.sid = sid, .root = root, .parent = -1};
     md.ref = PyWeakref_NewRef(m, NULL);
     md.bwd = mh__gscope_new(s, (size_t)len, sid, root);
     md.path = Py_NewRef(path);
@@ -130,10 +133,12 @@ static int add(PyObject *m, PyObject *path, uint32_t sid, int root)
     return 0;
 }
 
-/* Names a module seen for the first time (Python's name callable). */
+/* Names a module seen for the first time, or named again (Python's name
+ * callable): under the open scope when it is outside every root's tree. */
 static long name_module(PyObject *m)
 {
-    PyObject *parent = Py_NewRef(fw.n ? H.mods[fw.mod[fw.n - 1] & ~AGAIN].path : Py_None);
+    long top = fw.n ? (long)(fw.mod[fw.n - 1] & ~AGAIN) : -1;
+    PyObject *parent = Py_NewRef(top >= 0 ? H.mods[top].path : Py_None);
     PyObject *list = PyObject_CallFunctionObjArgs(H.name, m, parent, NULL);
     Py_DECREF(parent);
     if (!list)
@@ -158,7 +163,20 @@ static long name_module(PyObject *m)
     long idx = lookup(m);
     if (idx < 0)
         PyErr_SetString(PyExc_RuntimeError, "a module was not named");
+    else if (top >= 0)
+        H.mods[idx].parent = top;
     return idx;
+}
+
+/* Whether module i, outside every root's tree, is called in another scope
+ * than the one that named it (a graph module torch.compile shares between
+ * blocks): its name follows the scope it is called in. */
+static int named_elsewhere(long i)
+{
+    if (H.mods[i].parent < 0 || !fw.n)
+        return 0;
+    long top = (long)(fw.mod[fw.n - 1] & ~AGAIN);
+    return top != i && top != H.mods[i].parent;
 }
 
 static void release_all(void)
@@ -237,7 +255,13 @@ PyObject *mh__scope_enter(PyObject *m, uintptr_t frame)
         Py_RETURN_NONE;
     thread_stack();
     long i = lookup(m);
-    if (i < 0 && (i = name_module(m)) < 0)
+    if (i < 0 && !fw.n && mh__gscope_in_backward()) {
+        /* a module backward runs that no forward called (the graph module
+         * of a compiled backward): not a root, and no scope of its own */
+        fw.over += !frame;
+        Py_RETURN_NONE;
+    }
+    if ((i < 0 || named_elsewhere(i)) && (i = name_module(m)) < 0)
         return fail();
     uint32_t again = fw.n && (fw.mod[fw.n - 1] & ~AGAIN) == (uint32_t)i && frame ? AGAIN : 0;
     if (H.mods[i].root && !again) {
@@ -251,6 +275,7 @@ PyObject *mh__scope_enter(PyObject *m, uintptr_t frame)
         Py_RETURN_NONE;
     }
     fw.frame[fw.n] = frame;
+    fw.seq[fw.n] = mh__gscope_seq_now();
     fw.mod[fw.n++] = (uint32_t)i | again;
     if (!again)
         emit(1, (uint32_t)i, MH_PHASE_FORWARD, 0);
@@ -295,7 +320,9 @@ PyObject *mh__scope_exit(PyObject *output, uintptr_t frame)
     if (!k)
         Py_RETURN_NONE;
     uint32_t mod = fw.mod[k - 1] & ~AGAIN;
-    if (close_down_to(k) && output && mh__gscope_attach(output, H.tensor_type, H.mods[mod].bwd) < 0)
+    uint64_t since = fw.seq[k - 1];
+    if (close_down_to(k) && output &&
+        mh__gscope_attach(output, H.tensor_type, H.mods[mod].bwd, since) < 0)
         return fail();
     Py_RETURN_NONE;
 }

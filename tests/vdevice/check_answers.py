@@ -18,6 +18,12 @@ runs, and checks memhist's answers against what torch says of the same run:
   names       allocations with no Python frame (autograd's thread in
               backward, its cuBLAS workspace) are named "torch internal:
               <op>" in report, layers and the snapshot, never "<no stack>"
+  compiled    with torch.compile (aot_eager) on half the blocks (one graph
+              module runs them all), those blocks are still named, marked
+              compiled (the others not), and their backward found: they
+              save activations and the plan ranks every block; on the
+              whole model, no plan is proposed, the compiled activations
+              are marked and `layers` says why
 
     python tests/vdevice/check_answers.py CASE [WORKDIR]
     python tests/vdevice/check_answers.py --list
@@ -197,8 +203,34 @@ def case_names(work):
           "the cuBLAS workspace autograd's thread keeps is named by its op (%s)" % names)
 
 
+def case_compiled(work):
+    half = list(range(LAYERS // 2, LAYERS))
+    path, _ = record(work, "blocks", ["--compile", ",".join(map(str, half))])
+    dev, plan = plan_of(path)
+    marked = {l["layer"]: l["compiled"] for l in dev["layers"]}
+    blocks = {"transformer.h.%d" % i: i in half for i in range(LAYERS)}
+    check(all(marked.get(b) == c for b, c in blocks.items()),
+          "compiled blocks marked, the others not: %s" % {b: marked.get(b) for b in blocks})
+    saved = {l["layer"]: l["saved_activations_at_peak"] for l in dev["layers"]}
+    check(all(saved.get(b, 0) > 0 for b in blocks),
+          "every block's backward found: saved activations %s" % {b: saved.get(b) for b in blocks})
+    ranked = {r["layer"] for r in plan.get("ranking", [])}
+    check(set(blocks) <= ranked, "the plan ranks every block (%s)" % sorted(ranked))
+
+    path, _ = record(work, "all", ["--compile", "all"])
+    dev, plan = plan_of(path)
+    compiled = sum(l["by_category"]["activation"] for l in dev["layers"] if l["compiled"])
+    check(compiled > 0.5 * dev["by_category"]["activation"],
+          "most activations at the peak are marked compiled (%d of %d B)"
+          % (compiled, dev["by_category"]["activation"]))
+    check(not plan.get("layers"), "no plan from layers memhist cannot see: %s" % plan.get("layers"))
+    p = subprocess.run([MEMHIST, "layers", path], capture_output=True, text=True)
+    check(p.returncode == 0 and "torch.compile" in p.stdout,
+          "memhist layers says the activations were made in compiled code")
+
+
 CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers,
-         "plan": case_plan, "names": case_names}
+         "plan": case_plan, "names": case_names, "compiled": case_compiled}
 
 
 def main():

@@ -2,11 +2,15 @@
 program the module-scope and category tests record unchanged
 (tests/vdevice/check_answers.py).
 
-    python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--keep-grads] [--truth FILE]
+    python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
+                        [--keep-grads] [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
 --ckpt wraps those blocks in non-reentrant torch.utils.checkpoint;
+--compile compiles those blocks, or with "all" the whole model, with
+torch.compile (the aot_eager backend: FX graphs and AOT autograd, no
+kernels generated, so it runs on the virtual device);
 --keep-grads zeroes gradients instead of dropping them (so they are live
 at every later peak). --truth
 writes what torch itself says as JSON at the end: parameter and
@@ -85,6 +89,7 @@ def main():
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--ckpt", default="")
+    ap.add_argument("--compile", default="")
     ap.add_argument("--keep-grads", action="store_true")
     ap.add_argument("--truth")
     a = ap.parse_args()
@@ -93,10 +98,15 @@ def main():
     torch.manual_seed(0)
     model = GPT(vocab, ctx, 384, 6, a.layers, ckpt).to("cuda")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    run = model
+    if a.compile == "all":
+        run = torch.compile(model, backend="aot_eager")
+    for i in (int(i) for i in a.compile.split(",") if i and a.compile != "all"):
+        model.transformer.h[i] = torch.compile(model.transformer.h[i], backend="aot_eager")
     torch.cuda.reset_peak_memory_stats()
     for _ in range(a.steps):
         idx = torch.randint(0, vocab, (batch, ctx + 1)).to("cuda")
-        logits = model(idx[:, :-1])
+        logits = run(idx[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, vocab), idx[:, 1:].reshape(-1))
         loss.backward()
         opt.step()

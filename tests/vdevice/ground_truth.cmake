@@ -38,9 +38,9 @@ endif()
 # Answers on an unchanged GPT-style script (tests/vdevice/check_answers.py):
 # categories against torch's tensors, set-up apart from step 0, layers named
 # by module scopes, the checkpointing plan against measured peaks, and names
-# for allocations with no Python frame.
+# for allocations with no Python frame; models under torch.compile.
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
-  foreach(case categories setup layers plan names)
+  foreach(case categories setup layers plan names compiled)
     add_test(NAME vdevice_answers_${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_answers.py ${case}
                      ${CMAKE_BINARY_DIR}/vdevice_answers/${case})

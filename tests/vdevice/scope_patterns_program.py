@@ -13,8 +13,11 @@ starts (under `memhist simulate`), and their forwards are:
 - in a class whose base defines __init_subclass__ without calling super();
 - running a submodule under non-reentrant activation checkpointing, whose
   recomputation inside backward stops by raising once it has what backward
-  needs (the last block: every later backward allocation would be
-  attributed to a scope the exception left open).
+  needs (every later backward allocation would be attributed to a scope
+  the exception left open);
+- compiled with torch.compile (the last two blocks, alike: the aot_eager
+  backend, which runs on the virtual device): both run one graph module,
+  called with gradients off and returning its inputs among its outputs.
 
     python tests/vdevice/scope_patterns_program.py [--steps N]
 """
@@ -145,12 +148,23 @@ class Checkpointed(nn.Module):
         return checkpoint(self.inner, x, use_reentrant=False)
 
 
+class Twin(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+
+    def forward(self, x):
+        return torch.tanh(self.lin(x)) * x
+
+
 class Model(nn.Module):
     def __init__(self, d=256, vocab=1024):
         super().__init__()
         self.emb = nn.Embedding(vocab, d)
         self.blocks = nn.ModuleList([Decorated(d), ArgsDecorated(d), Derived(d), Closure(d), Hooked(d),
-                                     Patched(d), QuietChild(d), Checkpointed(d)])
+                                     Patched(d), QuietChild(d), Checkpointed(d),
+                                     torch.compile(Twin(d), backend="aot_eager"),
+                                     torch.compile(Twin(d), backend="aot_eager")])
         add_hook(self.blocks[4])
         self.head = nn.Linear(d, vocab)
 

@@ -45,6 +45,8 @@ import weakref
 from . import _scopemon
 
 FORWARD, BACKWARD = 1, 2
+# attributes by which torch's wrappers hold the module they wrap
+_WRAPPED = ("_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module")
 PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 1, 2, 3, 4
 
 
@@ -59,7 +61,10 @@ class Scopes:
         self.rescanned = False
         self.rec = rec
         self.session = session
-        self.names = {}      # id(module) -> (weak reference to the module, path, string id): never keeps a model alive
+        # id(module) -> (weak reference to the module, path, string id, parent path): never keeps
+        # a model alive; parent: the enclosing scope's path that named a module outside every
+        # root's tree (None for a tree's), whose name follows the scope it is called in
+        self.names = {}
         self.sids = {}       # path -> interned string id
         self.local = threading.local()
         self.bwd = {}        # autograd thread id -> [path, ...] open backward scopes
@@ -141,6 +146,7 @@ class Scopes:
         """The module forward pre/post hooks: called for every module call,
         so they keep their state in closure variables."""
         compiling = _is_compiling()
+        seq_now = _sequence_number()
         scope, rec, names, roots, local = self.core.mh_recorder_scope, self.rec, self.names, self.roots, self.local
         bwd_enter = self._bwd_enter
 
@@ -157,11 +163,12 @@ class Scopes:
                     while stack:  # a forward that raised left scopes open
                         scope(rec, 0, stack.pop()[1], FORWARD, 0)
                 known = names.get(key)
-                if known is None or known[0]() is not module:
+                if known is None or known[0]() is not module or \
+                        (known[3] is not None and stack and known[3] != stack[-1][0]):
                     known = self._name(module, stack)
                 if not stack and key in roots:
                     self._root_forward(module)
-                stack.append((known[1], known[2]))
+                stack.append((known[1], known[2], seq_now()))
                 scope(rec, 1, known[2], FORWARD, 0)
             except Exception as e:  # never break the program
                 self._failed(e)
@@ -174,9 +181,9 @@ class Scopes:
                 stack = getattr(local, "stack", None)
                 if not stack:
                     return None
-                path, sid = stack.pop()
+                path, sid, since = stack.pop()
                 scope(rec, 0, sid, FORWARD, 0)
-                fn = _grad_fn(output)
+                fn = _grad_fn(output, since)
                 if fn is not None:
                     fn.register_prehook(lambda grad_outputs, p=path, s=sid: bwd_enter(p, s))
             except Exception as e:
@@ -193,7 +200,7 @@ class Scopes:
             else:
                 path = parent + "." + type(module).__name__
                 sid = self._sid(path)
-                self.names[id(module)] = (weakref.ref(module), path, sid)
+                self.names[id(module)] = (weakref.ref(module), path, sid, parent)
                 named = [(module, path, sid, 0)]
             if self.monitor is not None:
                 for m, _, _, _ in named:
@@ -226,27 +233,35 @@ class Scopes:
         return sid
 
     def _name_root(self, root):
-        """Names a root and its submodules not named yet: [(module, path, string id)]."""
-        base = type(root).__name__
+        """Names a root and its submodules not named yet: [(module, path, string
+        id)]. Paths leave out the attributes by which torch's wrappers hold
+        the module they wrap, as state_dict keys do (torch.compile's
+        OptimizedModule, FSDP, checkpoint_wrapper): a block compiled alone is
+        "transformer.h.3", not "transformer.h.3._orig_mod"."""
+        base = type(getattr(root, "_orig_mod", root)).__name__
         self.roots.add(id(root))
         self.root_names.add(base)
-        self.names[id(root)] = (weakref.ref(root), base, self._sid(base))
+        self.names[id(root)] = (weakref.ref(root), base, self._sid(base), None)
         named = [(root, base, self.names[id(root)][2])]
         for name, sub in root.named_modules():
             known = self.names.get(id(sub))
             if name and (known is None or known[0]() is not sub):
-                self.names[id(sub)] = (weakref.ref(sub), name, self._sid(name))
-                named.append((sub, name, self.names[id(sub)][2]))
+                path = ".".join(p for p in name.split(".") if p not in _WRAPPED) or base
+                self.names[id(sub)] = (weakref.ref(sub), path, self._sid(path), None)
+                named.append((sub, path, self.names[id(sub)][2]))
         return named
 
     def _name(self, module, stack):
-        """(weak reference, path, string id) of a module seen for the first
-        time: a root (no open scope) names its whole tree."""
+        """(weak reference, path, string id, parent) of a module seen for the
+        first time, or outside its tree called in another scope than the one
+        that named it (a graph module torch.compile shares between blocks):
+        a root (no open scope) names its whole tree."""
         if not stack:
             self._name_root(module)
             return self.names[id(module)]
-        path = stack[-1][0] + "." + type(module).__name__
-        known = self.names[id(module)] = (weakref.ref(module), path, self._sid(path))
+        parent = stack[-1][0]
+        path = parent + "." + type(module).__name__
+        known = self.names[id(module)] = (weakref.ref(module), path, self._sid(path), parent)
         return known
 
     # -- forward (the hooks are in _forward_hooks) -----------------------
@@ -376,16 +391,31 @@ class Scopes:
             self.prune_at = max(4096, 2 * len(self.tagged))
 
 
-def _grad_fn(output):
-    """grad_fn of the first tensor in a module's output that has one."""
+def _grad_fn(output, since):
+    """grad_fn of the first tensor in a module's output that has one made
+    at or after autograd sequence number `since` (when the module's forward
+    began): a tensor it was given, or one made under no_grad (a graph module
+    torch.compile runs returns its inputs), carries another module's node."""
+    def made(fn):
+        return fn is not None and (since is None or fn._sequence_nr() >= since)
     fn = getattr(output, "grad_fn", None)
-    if fn is not None or not isinstance(output, (tuple, list)):
-        return fn
+    if made(fn) or not isinstance(output, (tuple, list)):
+        return fn if made(fn) else None
     for o in output:
         fn = getattr(o, "grad_fn", None)
-        if fn is not None:
+        if made(fn):
             return fn
     return None
+
+
+def _sequence_number():
+    """This thread's next autograd sequence number, where torch says it;
+    else a function returning None (every node counts)."""
+    try:
+        import torch
+        return torch._C._autograd._get_sequence_nr
+    except (ImportError, AttributeError):
+        return lambda: None
 
 
 def _is_compiling():
