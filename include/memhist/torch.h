@@ -100,6 +100,10 @@ int mh_torch_watch_ranges(int on);
  * (STEP_END events that name the device). 0, or never calling it: the step
  * ends on every device. */
 int mh_torch_step_devices(uint64_t devices);
+/* A model's forward begins (the Python package's root-module hook calls
+ * it): after a backward in the same step (gradient accumulation, one
+ * forward and backward per micro-batch) the forward phase opens again. */
+int mh_torch_forward_begins(void);
 /* A named mark at the current time on the calling thread. */
 int mh_torch_mark(const char *name);
 

@@ -17,6 +17,9 @@ struct mh_lifetimes {
     size_t n, cap;
     struct mh_step_span *steps;
     size_t nsteps, capsteps;
+    struct mh_step_span *passes; /* steps cut again where a forward follows a backward */
+    size_t npasses, cappasses;
+    int pass_backward;           /* the current pass has entered its backward phase */
     struct mh__hmap live; /* device-tagged block address -> record index + 1 */
     uint64_t nevents;
     int64_t last_step;
@@ -49,6 +52,7 @@ void mh__lifetimes_free(struct mh_lifetimes *lt)
     mh__addrmap_destroy(&lt->live);
     free(lt->recs);
     free(lt->steps);
+    free(lt->passes);
     free(lt);
 }
 
@@ -58,12 +62,21 @@ static uint64_t live_key(int device, uint64_t addr)
     return addr ^ ((uint64_t)(uint16_t)device << 48);
 }
 
+static int add_pass(struct mh_lifetimes *lt, int64_t step, uint64_t index)
+{
+    if (MH__GROW(lt->passes, lt->npasses, lt->cappasses, 64) < 0)
+        return MH_ENOMEM;
+    lt->passes[lt->npasses++] = (struct mh_step_span){step, index};
+    lt->pass_backward = 0;
+    return 0;
+}
+
 static int add_step(struct mh_lifetimes *lt, int64_t step, uint64_t index)
 {
     if (MH__GROW(lt->steps, lt->nsteps, lt->capsteps, 64) < 0)
         return MH_ENOMEM;
     lt->steps[lt->nsteps++] = (struct mh_step_span){step, index};
-    return 0;
+    return add_pass(lt, step, index);
 }
 
 /* A record of the allocation `ev` (event number `index`) as the model
@@ -122,6 +135,8 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
         for (size_t i = 0; i < lt->n; i++)
             lt->recs[i].alloc_step = lt->recs[i].alloc_step == step ? -1 : lt->recs[i].alloc_step;
         lt->steps[0].step = -1;
+        for (size_t i = 0; i < lt->npasses; i++)
+            lt->passes[i].step = -1;
         lt->last_step = -1;
     }
     if (step != lt->last_step) {
@@ -129,8 +144,13 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
         lt->forward_seen = 0;
         rc = add_step(lt, step, index);
     }
-    if (ev->kind == MH_EV_PHASE && ev->aux == MH_PHASE_FORWARD)
+    if (ev->kind == MH_EV_PHASE && ev->aux == MH_PHASE_FORWARD) {
         lt->forward_seen = 1;
+        if (lt->pass_backward && rc == 0) /* the next micro-batch of gradient accumulation */
+            rc = add_pass(lt, step, index);
+    }
+    if (ev->kind == MH_EV_PHASE && ev->aux == MH_PHASE_BACKWARD)
+        lt->pass_backward = 1;
     if (rc < 0 || (res && res->anomaly))
         return rc;
     if (ev->kind == MH_EV_TAG) {
@@ -208,6 +228,12 @@ const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, si
 {
     *n = lt->nsteps;
     return lt->steps;
+}
+
+const struct mh_step_span *mh__lifetimes_passes(const struct mh_lifetimes *lt, size_t *n)
+{
+    *n = lt->npasses;
+    return lt->passes;
 }
 
 uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt)

@@ -85,6 +85,10 @@ void mh__lifetimes_finish(struct mh_lifetimes *lt);
 /* Records in allocation order (borrowed; valid until the next observe). */
 const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n);
 const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, size_t *n);
+/* The steps cut again at each forward phase that follows a backward phase
+ * in the same step: one span per forward and backward pass (a micro-batch
+ * under gradient accumulation), each naming its step. */
+const struct mh_step_span *mh__lifetimes_passes(const struct mh_lifetimes *lt, size_t *n);
 uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt);
 /* Step that event `index` belongs to (-1 before the first step). */
 int64_t mh__lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index);

@@ -131,7 +131,7 @@ static int assign_layers(struct mh_layers *ly, const struct mh_reader *r)
 {
     size_t n;
     const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
-    const struct mh_step_span *spans = mh__lifetimes_steps(ly->lt, &ly->nspans);
+    const struct mh_step_span *spans = mh__lifetimes_passes(ly->lt, &ly->nspans);
     struct mh__hmap cache = {0};
     if (ly->nspans == 0)
         ly->nspans = 1; /* no step markers: the whole recording is one span */
@@ -158,7 +158,7 @@ static int build_curve(struct mh_layers *ly)
 {
     size_t n, nspans;
     const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
-    const struct mh_step_span *spans = mh__lifetimes_steps(ly->lt, &nspans);
+    const struct mh_step_span *spans = mh__lifetimes_passes(ly->lt, &nspans);
     ly->nevents = mh__lifetimes_event_count(ly->lt);
     ly->delta = calloc(ly->nevents + 1, sizeof *ly->delta);
     ly->step_peaks = calloc(nspans ? nspans : 1, sizeof *ly->step_peaks);
@@ -191,9 +191,18 @@ static int build_curve(struct mh_layers *ly)
             ly->step_peaks[span].bytes = v;
         }
     }
-    for (size_t s = 0; s < nspans; s++)
-        if (spans[s].step >= 0)
+    /* one peak per step: the highest of its passes */
+    for (size_t s = 0; s < nspans; s++) {
+        struct mh_step_peak *last = ly->nstep_peaks ? &ly->step_peaks[ly->nstep_peaks - 1] : NULL;
+        if (spans[s].step < 0)
+            continue;
+        if (last && last->step == spans[s].step) {
+            if (ly->step_peaks[s].bytes > last->bytes)
+                *last = ly->step_peaks[s];
+        } else {
             ly->step_peaks[ly->nstep_peaks++] = ly->step_peaks[s];
+        }
+    }
     return 0;
 }
 

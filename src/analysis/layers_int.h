@@ -5,7 +5,8 @@
 
 #include "layers.h"
 
-/* One layer in one step span of the lifetimes. */
+/* One layer in one pass of the lifetimes (a step, or under gradient
+ * accumulation one micro-batch's forward and backward: mh__lifetimes_passes). */
 struct mh__lgroup {
     uint64_t bwd_start; /* first backward allocation of the layer; MH_NEVER if none */
     uint64_t fwd_first; /* first forward allocation of the layer; MH_NEVER if none */
@@ -21,14 +22,14 @@ struct mh_layers {
     char **names;                 /* by layer index */
     uint8_t *compiled;            /* by layer index: see mh_layer_stats.compiled */
     int32_t *layer_of;            /* per record, -1 = other device */
-    uint32_t *span_of;            /* per record: step span of the allocation */
+    uint32_t *span_of;            /* per record: pass of the allocation */
     struct mh__lgroup *groups;    /* [layer * nspans + span] */
     int64_t *delta;               /* allocated-bytes change at each event index */
     uint64_t nevents;
     uint64_t peak, peak_index;
     int64_t peak_step;
     size_t peak_span;
-    uint64_t forward_total;       /* forward allocation volume of the peak step */
+    uint64_t forward_total;       /* forward allocation volume of the peak pass */
     struct mh_step_peak *step_peaks;
     size_t nstep_peaks;
 };

@@ -882,6 +882,19 @@ int mh_torch_step_devices(uint64_t devices)
     return 0;
 }
 
+int mh_torch_forward_begins(void)
+{
+    emit_guard guard;
+    if (!guard.rec)
+        return MH_ESTATE;
+    uint64_t t = mh_clock_ns();
+    maybe_begin_step(guard.rec, t);
+    int bwd = MH_PHASE_BACKWARD;
+    if (g.phase.compare_exchange_strong(bwd, MH_PHASE_FORWARD))
+        emit_simple(guard.rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
+    return 0;
+}
+
 int mh_torch_mark(const char *name)
 {
     if (!name)

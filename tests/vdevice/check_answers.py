@@ -24,6 +24,10 @@ runs, and checks memhist's answers against what torch says of the same run:
               save activations and the plan ranks every block; on the
               whole model, no plan is proposed, the compiled activations
               are marked and `layers` says why
+  accumulate  with two micro-batches per optimizer step, the activations at
+              the peak and the plan's saving match the run without
+              accumulation (within 5 %), and checkpointing the plan's
+              blocks gives a measured peak within 10 % of the estimate
 
     python tests/vdevice/check_answers.py CASE [WORKDIR]
     python tests/vdevice/check_answers.py --list
@@ -229,8 +233,33 @@ def case_compiled(work):
           "memhist layers says the activations were made in compiled code")
 
 
+def case_accumulate(work):
+    base, _ = record(work, "single", [])
+    path, truth = record(work, "accum", ["--accumulate", "2"])
+    one, one_plan = plan_of(base)
+    two, two_plan = plan_of(path)
+    act1, act2 = one["by_category"]["activation"], two["by_category"]["activation"]
+    check(act2 > 0 and abs(act2 - act1) <= 0.05 * act1,
+          "activations at the peak with 2 micro-batches %d B, without %d B" % (act2, act1))
+    save1 = one_plan.get("estimated_saving", 0)
+    save2 = two_plan.get("estimated_saving", 0)
+    check(save2 > 0 and abs(save2 - save1) <= 0.05 * save1,
+          "the plan saves %d B with 2 micro-batches, %d B without" % (save2, save1))
+    blocks = [l for l in two_plan.get("layers", []) if re.fullmatch(r"transformer\.h\.\d+", l)]
+    check(len(blocks) == LAYERS, "the plan checkpoints the %d blocks: %s" % (LAYERS, two_plan.get("layers")))
+    if len(blocks) != LAYERS:
+        return
+    _, t = record(work, "accum_ckpt", ["--accumulate", "2", "--ckpt", "all"])
+    est = two_plan["ranking"][LAYERS - 1]["estimated_peak_with_first_k"]
+    err = (est - t["peak_allocated"]) / t["peak_allocated"]
+    check(abs(err) <= 0.10, "checkpointing every block with 2 micro-batches: estimate %.1f MiB, measured %.1f MiB"
+          % (est / 2**20, t["peak_allocated"] / 2**20))
+    check(t["peak_allocated"] < truth["peak_allocated"], "checkpointing lowers the measured peak")
+
+
 CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers,
-         "plan": case_plan, "names": case_names, "compiled": case_compiled}
+         "plan": case_plan, "names": case_names, "compiled": case_compiled,
+         "accumulate": case_accumulate}
 
 
 def main():

@@ -3,7 +3,7 @@ program the module-scope and category tests record unchanged
 (tests/vdevice/check_answers.py).
 
     python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
-                        [--keep-grads] [--truth FILE]
+                        [--accumulate K] [--keep-grads] [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
@@ -11,6 +11,8 @@ AdamW, set-up (model built and moved to the GPU) before the first step.
 --compile compiles those blocks, or with "all" the whole model, with
 torch.compile (the aot_eager backend: FX graphs and AOT autograd, no
 kernels generated, so it runs on the virtual device);
+--accumulate K runs K micro-batches (forward and backward each) per
+optimizer step (gradient accumulation);
 --keep-grads zeroes gradients instead of dropping them (so they are live
 at every later peak). --truth
 writes what torch itself says as JSON at the end: parameter and
@@ -90,6 +92,7 @@ def main():
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--ckpt", default="")
     ap.add_argument("--compile", default="")
+    ap.add_argument("--accumulate", type=int, default=1)
     ap.add_argument("--keep-grads", action="store_true")
     ap.add_argument("--truth")
     a = ap.parse_args()
@@ -105,10 +108,11 @@ def main():
         model.transformer.h[i] = torch.compile(model.transformer.h[i], backend="aot_eager")
     torch.cuda.reset_peak_memory_stats()
     for _ in range(a.steps):
-        idx = torch.randint(0, vocab, (batch, ctx + 1)).to("cuda")
-        logits = run(idx[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, vocab), idx[:, 1:].reshape(-1))
-        loss.backward()
+        for _ in range(a.accumulate):
+            idx = torch.randint(0, vocab, (batch, ctx + 1)).to("cuda")
+            logits = run(idx[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, vocab), idx[:, 1:].reshape(-1))
+            (loss / a.accumulate).backward()
         opt.step()
         opt.zero_grad(set_to_none=not a.keep_grads)
     if a.truth:

@@ -267,6 +267,8 @@ class Scopes:
     # -- forward (the hooks are in _forward_hooks) -----------------------
     def _root_forward(self, root):
         self._close_backward()
+        if self.bridge is not None:  # a micro-batch's forward after the last one's backward
+            self.bridge.mh_torch_forward_begins()
         if not self.step_opened:
             self.step_opened = True
             self.core.mh_recorder_step_begin(self.rec, 0)
