@@ -330,7 +330,7 @@ int mh__imp_keep(struct mh__imp *im, const struct mh_pv *v, struct mh_pv *h)
         if (mh__ptrmap_get(im->frame_ids, v, &id) != 0)
             return 1;
         h->n = MH__H_FRAME;
-        h->u.i = (int64_t)(id | (mh__imp_frame_backward(v) ? MH__H_BACKWARD : 0));
+        h->u.i = (int64_t)(id | mh__imp_frame_flags(v));
         return 0;
     }
     if (!mh__pv_is_seq(v) || !frames_like(v))
@@ -346,7 +346,7 @@ int mh__imp_keep(struct mh__imp *im, const struct mh_pv *v, struct mh_pv *h)
             return 1;
     }
     h->n = MH__H_STACK;
-    h->u.i = (int64_t)(id | (mh__imp_in_backward(v) ? MH__H_BACKWARD : 0));
+    h->u.i = (int64_t)(id | mh__imp_flags(v));
     return 0;
 }
 

@@ -41,6 +41,7 @@ struct mh__ient {
     uint32_t pool[2];
     uint8_t kind, flags, has_pool;
     uint8_t backward; /* an alloc whose stack runs inside autograd's backward */
+    uint8_t program;  /* an alloc whose stack reaches a script's top level (mh__imp_flags) */
     int8_t phase_hint; /* -1 = none */
     int64_t step_hint; /* INT64_MIN = none */
 };
@@ -86,6 +87,7 @@ void mh__istore_free(struct mh__istore *s);
 #define MH__H_FRAME 1u
 #define MH__H_STACK 2u
 #define MH__H_BACKWARD (1ull << 32)
+#define MH__H_PROGRAM (1ull << 33) /* see mh__imp_flags */
 
 struct mh__imp {
     struct mh_writer *w;
@@ -166,10 +168,13 @@ int mh__imp_range_kind(const char *name, size_t n, int64_t *step);
 int mh__isteps_entry(struct mh__imp *im, struct mh__isteps *st, const struct mh__ient *e);
 int mh__isteps_before_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n);
 int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__inote *n);
-/* Whether an alloc's frames (a pickle list or stack handle) run inside
- * autograd's backward, and whether one frame (dict or handle) does. */
-int mh__imp_in_backward(const struct mh_pv *frames);
-int mh__imp_frame_backward(const struct mh_pv *f);
+/* What an alloc's frames (a pickle list or stack handle) say, as
+ * MH__H_BACKWARD (they run inside autograd's backward) and MH__H_PROGRAM
+ * (they reach a script's top level, "<module>": the program's own thread,
+ * never a hook autograd's thread runs); mh__imp_frame_flags: one frame
+ * (dict or handle). */
+uint64_t mh__imp_flags(const struct mh_pv *frames);
+uint64_t mh__imp_frame_flags(const struct mh_pv *f);
 /* The allocator_settings dict as the text of meta "torch_allocator_settings"
  * (snapshot_isettings.c) in *out (malloc'd; NULL if `dict` is not a dict).
  * Returns 0 or MH_ENOMEM / MH_ELIMIT. */

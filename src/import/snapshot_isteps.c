@@ -48,34 +48,37 @@ static int contains(const struct mh_pv *s, const char *needle)
     return 0;
 }
 
-/* Python frames of Tensor.backward / torch.autograd.backward, the C++
- * autograd engine (stacks="all"), or an empty stack: with Python stacks an
- * allocation on autograd's worker thread has no Python frame, which is the
- * live recording's rule (an allocation off the training thread). */
-int mh__imp_frame_backward(const struct mh_pv *f)
+/* Backward: Python frames of Tensor.backward / torch.autograd.backward, the
+ * C++ autograd engine (stacks="all"), or an empty stack: with Python stacks
+ * an allocation on autograd's worker thread has no Python frame, which is
+ * the live recording's rule (an allocation off the training thread).
+ * Program: a "<module>" frame, the top level of the script the main thread
+ * runs, which a hook on autograd's thread never has. */
+uint64_t mh__imp_frame_flags(const struct mh_pv *f)
 {
     if (f->type == MH_PV_HANDLE)
-        return f->n == MH__H_FRAME && (f->u.i & (int64_t)MH__H_BACKWARD);
+        return f->n == MH__H_FRAME ? (uint64_t)f->u.i & (MH__H_BACKWARD | MH__H_PROGRAM) : 0;
     if (f->type != MH_PV_DICT)
         return 0;
     const struct mh_pv *name = mh__pv_get(f, "name"), *file = mh__pv_get(f, "filename");
-    return contains(name, "_engine_run_backward") || contains(name, "torch::autograd::Engine::") ||
-           (contains(name, "backward") &&
-            (contains(file, "torch/autograd/") || contains(file, "torch/_tensor.py")));
+    int backward = contains(name, "_engine_run_backward") || contains(name, "torch::autograd::Engine::") ||
+                   (contains(name, "backward") &&
+                    (contains(file, "torch/autograd/") || contains(file, "torch/_tensor.py")));
+    return (backward ? MH__H_BACKWARD : 0) | (contains(name, "<module>") ? MH__H_PROGRAM : 0);
 }
 
-int mh__imp_in_backward(const struct mh_pv *frames)
+uint64_t mh__imp_flags(const struct mh_pv *frames)
 {
     if (frames && frames->type == MH_PV_HANDLE)
-        return frames->n == MH__H_STACK && (frames->u.i & (int64_t)MH__H_BACKWARD);
+        return frames->n == MH__H_STACK ? (uint64_t)frames->u.i & (MH__H_BACKWARD | MH__H_PROGRAM) : 0;
     if (!frames || !mh__pv_is_seq(frames))
         return 0;
     if (frames->n == 0)
-        return 1;
+        return MH__H_BACKWARD; /* autograd's threads run no Python */
+    uint64_t flags = 0;
     for (uint32_t i = 0; i < frames->n; i++)
-        if (mh__imp_frame_backward(mh__pv_at(frames, i)))
-            return 1;
-    return 0;
+        flags |= mh__imp_frame_flags(mh__pv_at(frames, i));
+    return flags;
 }
 
 /* Host-side events (device -1), as the torch bridge writes them. */
@@ -115,6 +118,11 @@ int mh__isteps_entry(struct mh__imp *im, struct mh__isteps *st, const struct mh_
     int rc = maybe_begin(im, st, e->time_ns, 0);
     if (!rc && e->kind == MH_EV_ALLOC && e->backward && st->phase == MH_PHASE_FORWARD)
         rc = set_phase(im, st, e->time_ns, 0, MH_PHASE_BACKWARD);
+    /* the program's own thread allocating after a backward in the same step:
+     * the next micro-batch's forward (gradient accumulation) */
+    else if (!rc && e->kind == MH_EV_ALLOC && !e->backward && e->program &&
+             st->phase == MH_PHASE_BACKWARD)
+        rc = set_phase(im, st, e->time_ns, 0, MH_PHASE_FORWARD);
     return rc;
 }
 

@@ -230,8 +230,11 @@ static int conv_entry(struct mh__imp *im, const struct mh_pv *d, const char *pat
         rc = mh__imp_opt_u64(im, d, "time_us", path, 0, &us);
     if (!rc)
         rc = mh__imp_frames(im, mh__pv_get(d, "frames"), path, &e->stack);
-    if (!rc && kind == MH_EV_ALLOC)
-        e->backward = (uint8_t)mh__imp_in_backward(mh__pv_get(d, "frames"));
+    if (!rc && kind == MH_EV_ALLOC) {
+        uint64_t flags = mh__imp_flags(mh__pv_get(d, "frames"));
+        e->backward = (flags & MH__H_BACKWARD) != 0;
+        e->program = (flags & MH__H_PROGRAM) != 0;
+    }
     im->entry_keys &= (cc ? MH__IK_COMPILE : 0) | (mh__pv_get(d, "user_metadata") ? MH__IK_USER : 0) |
                       (mh__pv_get(d, "pool_id") ? MH__IK_POOL : 0) |
                       (mh__pv_get(d, "frames") ? MH__IK_FRAMES : 0);

@@ -17,7 +17,9 @@ of a bare segment list (all its events at one moment) draws without saying
 there is nothing to plot. A trace that starts mid-run says so in `report`,
 and `oom` does not call its what-if suggestions checked (one that starts
 empty replays 100% of its events the same way and is checked); `info` of a
-snapshot without time_us does not show a first-event time.
+snapshot without time_us does not show a first-event time. Under gradient
+accumulation (two forwards and backwards per step) the second micro-batch's
+allocations by the program's own thread open the forward phase again.
 """
 import json
 import os
@@ -168,9 +170,40 @@ def check_answers(d, mh):
     print("oom capacity and settings in effect, segment plot of a bare list: ok")
 
 
+def accumulation_snapshot():
+    """Three steps of two micro-batches each (gradient accumulation): the
+    second micro-batch's activations are larger, so the peak is in its
+    backward; returns (snapshot, its activation bytes)."""
+    g = sc.Gen(metadata=False)
+    g.stacks.append(BACKWARD)
+    for _ in range(3):
+        for micro in range(2):
+            acts = [g.alloc(0, (3 + micro) * MiB, stack=1) for _ in range(4)]
+            tmp = g.alloc(0, 2 * MiB, stack=6)  # backward
+            g.free(0, tmp)
+            for a in acts:
+                g.free(0, a)
+        g.notes.append({"stage": "START", "name": "Optimizer.step#SGD.step", "device": 0,
+                        "time_us": g.tick()})
+        g.notes.append({"stage": "END", "name": "Optimizer.step#SGD.step", "device": 0,
+                        "time_us": g.tick()})
+    return g.snapshot(), 4 * 4 * MiB
+
+
+def check_accumulation(d):
+    snap, acts = accumulation_snapshot()
+    _, _, dev = import_report(d, "accumulate", snap)
+    got = dev["category_at_peak"].get("activation", 0)
+    if got != acts:
+        sc.fail("the second micro-batch's activations at the peak: %d B as activation, expected %d B"
+                " (categories %s)" % (got, acts, dev["category_at_peak"]))
+    print("gradient accumulation: the next micro-batch's forward is a forward again: ok")
+
+
 def main():
     d = sc.workdir("snapshot_steps")
     mh = check_steps(d)
+    check_accumulation(d)
     check_no_annotations(d)
     check_refusals(mh)
     check_answers(d, mh)
