@@ -18,8 +18,9 @@ runs, and checks memhist's answers against what torch says of the same run:
   names       allocations with no Python frame (autograd's thread in
               backward, its cuBLAS workspace) are named "torch internal:
               <op>" in report, layers and the snapshot, never "<no stack>"
-  compiled    with torch.compile (aot_eager) on half the blocks (one graph
-              module runs them all), those blocks are still named, marked
+  compiled    with torch.compile (aot_eager) on half the blocks, wrapped
+              and in place (one graph module runs them all), those blocks
+              are still named, marked
               compiled (the others not), and their backward found: they
               save activations and the plan ranks every block; on the
               whole model, no plan is proposed, the compiled activations
@@ -207,19 +208,24 @@ def case_names(work):
           "the cuBLAS workspace autograd's thread keeps is named by its op (%s)" % names)
 
 
-def case_compiled(work):
-    half = list(range(LAYERS // 2, LAYERS))
-    path, _ = record(work, "blocks", ["--compile", ",".join(map(str, half))])
-    dev, plan = plan_of(path)
+def compiled_blocks(how, half, dev, plan):
     marked = {l["layer"]: l["compiled"] for l in dev["layers"]}
     blocks = {"transformer.h.%d" % i: i in half for i in range(LAYERS)}
     check(all(marked.get(b) == c for b, c in blocks.items()),
-          "compiled blocks marked, the others not: %s" % {b: marked.get(b) for b in blocks})
+          "%s: compiled blocks marked, the others not: %s" % (how, {b: marked.get(b) for b in blocks}))
     saved = {l["layer"]: l["saved_activations_at_peak"] for l in dev["layers"]}
     check(all(saved.get(b, 0) > 0 for b in blocks),
-          "every block's backward found: saved activations %s" % {b: saved.get(b) for b in blocks})
+          "%s: every block's backward found: saved activations %s" % (how, {b: saved.get(b) for b in blocks}))
     ranked = {r["layer"] for r in plan.get("ranking", [])}
-    check(set(blocks) <= ranked, "the plan ranks every block (%s)" % sorted(ranked))
+    check(set(blocks) <= ranked, "%s: the plan ranks every block (%s)" % (how, sorted(ranked)))
+
+
+def case_compiled(work):
+    half = list(range(LAYERS // 2, LAYERS))
+    for how in ("wrapped", "in place"):
+        path, _ = record(work, "blocks_" + how.replace(" ", "_"), ["--compile", ",".join(map(str, half))]
+                         + (["--in-place"] if how == "in place" else []))
+        compiled_blocks(how, half, *plan_of(path))
 
     path, _ = record(work, "all", ["--compile", "all"])
     dev, plan = plan_of(path)

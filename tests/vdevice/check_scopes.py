@@ -125,13 +125,13 @@ def gpt_blocks(name, attr):
     check(len(blocks) == 2, "%s: backward allocations name the blocks (%s)" % (name, ", ".join(sorted(bwd)[:6])))
 
 
-PATTERN_BLOCKS = 10
+PATTERN_BLOCKS = 11
 
 
 def pattern_blocks(attr):
     """Each of the pattern program's blocks has allocations of its own,
-    forward and backward (the two compiled ones too, which share one graph
-    module)."""
+    forward and backward (the three compiled ones too, which share one
+    graph module, one of them compiled in place)."""
     for phase in (FORWARD, BACKWARD):
         named = {l[3].split(".")[1] for l in attr if int(l[1]) == phase and l[3].startswith("blocks.")}
         check(named == {str(i) for i in range(PATTERN_BLOCKS)}, "patterns: %s allocations name all %d blocks (%s)"

@@ -3,14 +3,15 @@ program the module-scope and category tests record unchanged
 (tests/vdevice/check_answers.py).
 
     python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
-                        [--accumulate K] [--keep-grads] [--truth FILE]
+                        [--in-place] [--accumulate K] [--keep-grads] [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
 --ckpt wraps those blocks in non-reentrant torch.utils.checkpoint;
 --compile compiles those blocks, or with "all" the whole model, with
 torch.compile (the aot_eager backend: FX graphs and AOT autograd, no
-kernels generated, so it runs on the virtual device);
+kernels generated, so it runs on the virtual device), each wrapped in an
+OptimizedModule, or with --in-place by module.compile();
 --accumulate K runs K micro-batches (forward and backward each) per
 optimizer step (gradient accumulation);
 --keep-grads zeroes gradients instead of dropping them (so they are live
@@ -92,6 +93,7 @@ def main():
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--ckpt", default="")
     ap.add_argument("--compile", default="")
+    ap.add_argument("--in-place", action="store_true")
     ap.add_argument("--accumulate", type=int, default=1)
     ap.add_argument("--keep-grads", action="store_true")
     ap.add_argument("--truth")
@@ -105,7 +107,10 @@ def main():
     if a.compile == "all":
         run = torch.compile(model, backend="aot_eager")
     for i in (int(i) for i in a.compile.split(",") if i and a.compile != "all"):
-        model.transformer.h[i] = torch.compile(model.transformer.h[i], backend="aot_eager")
+        if a.in_place:
+            model.transformer.h[i].compile(backend="aot_eager")
+        else:
+            model.transformer.h[i] = torch.compile(model.transformer.h[i], backend="aot_eager")
     torch.cuda.reset_peak_memory_stats()
     for _ in range(a.steps):
         for _ in range(a.accumulate):

@@ -15,9 +15,11 @@ starts (under `memhist simulate`), and their forwards are:
   recomputation inside backward stops by raising once it has what backward
   needs (every later backward allocation would be attributed to a scope
   the exception left open);
-- compiled with torch.compile (the last two blocks, alike: the aot_eager
-  backend, which runs on the virtual device): both run one graph module,
-  called with gradients off and returning its inputs among its outputs.
+- compiled with torch.compile (the last three blocks, alike: the aot_eager
+  backend, which runs on the virtual device), two wrapped in an
+  OptimizedModule and one compiled in place (module.compile(), whose hooks
+  run inside the compiled code): they run one graph module, called with
+  gradients off and returning its inputs among its outputs.
 
     python tests/vdevice/scope_patterns_program.py [--steps N]
 """
@@ -164,7 +166,8 @@ class Model(nn.Module):
         self.blocks = nn.ModuleList([Decorated(d), ArgsDecorated(d), Derived(d), Closure(d), Hooked(d),
                                      Patched(d), QuietChild(d), Checkpointed(d),
                                      torch.compile(Twin(d), backend="aot_eager"),
-                                     torch.compile(Twin(d), backend="aot_eager")])
+                                     torch.compile(Twin(d), backend="aot_eager"), Twin(d)])
+        self.blocks[-1].compile(backend="aot_eager")
         add_hook(self.blocks[4])
         self.head = nn.Linear(d, vocab)
 

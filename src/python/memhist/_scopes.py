@@ -74,6 +74,8 @@ class Scopes:
         self.root_names = set()  # their paths (class names)
         self.tagged_roots = set()
         self.handles = []
+        self.scope_calls = None  # (pre, post) of the forward scopes, set by install
+        self.compiled = []       # (weak reference, original, wrapper): modules compiled in place
         self.tagged = {}         # id(tensor) -> (weak reference to it, role): tagged (or not CUDA)
         self.prune_at = 4096
         self.last = {}           # (caller, role) -> (ids, weak references) of the last tagged list
@@ -93,6 +95,7 @@ class Scopes:
         from torch.nn.modules import module as M
         from torch.optim import optimizer as opt
         pre, post = self._native_hooks() if self.native is not None else self._forward_hooks()
+        self.scope_calls = (pre, post)
         impl = "forward hooks in Python"
         if self.native is not None:
             impl = "forward hooks in C"
@@ -122,6 +125,11 @@ class Scopes:
         for h in self.handles:
             h.remove()
         self.handles = []
+        for ref, call, scoped in self.compiled:  # the program's modules as they were
+            module = ref()
+            if module is not None and getattr(module, "_compiled_call_impl", None) is scoped:
+                module._compiled_call_impl = call
+        self.compiled = []
 
     def _failed(self, e):
         self.on = False
@@ -244,12 +252,35 @@ class Scopes:
         self.names[id(root)] = (weakref.ref(root), base, self._sid(base), None)
         named = [(root, base, self.names[id(root)][2])]
         for name, sub in root.named_modules():
+            self._scope_compiled(sub)
             known = self.names.get(id(sub))
             if name and (known is None or known[0]() is not sub):
                 path = ".".join(p for p in name.split(".") if p not in _WRAPPED) or base
                 self.names[id(sub)] = (weakref.ref(sub), path, self._sid(path), None)
                 named.append((sub, path, self.names[id(sub)][2]))
         return named
+
+    def _scope_compiled(self, module):
+        """A module compiled in place (module.compile()) runs its forward
+        hooks inside the compiled code, where they are traced away, and its
+        forward never runs as Python: its scope opens and closes around the
+        compiled call instead (restored when recording stops)."""
+        call = getattr(module, "_compiled_call_impl", None)
+        if call is None or self.scope_calls is None or getattr(call, "_memhist_scoped", False):
+            return
+        pre, post = self.scope_calls
+
+        def scoped(*args, **kwargs):
+            pre(module, args)
+            out = None
+            try:
+                out = call(*args, **kwargs)
+                return out
+            finally:
+                post(module, args, out)
+        scoped._memhist_scoped = True
+        module._compiled_call_impl = scoped
+        self.compiled.append((weakref.ref(module), call, scoped))
 
     def _name(self, module, stack):
         """(weak reference, path, string id, parent) of a module seen for the
