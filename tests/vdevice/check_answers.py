@@ -20,7 +20,8 @@ runs, and checks memhist's answers against what torch says of the same run:
               <op>" in report, layers and the snapshot, never "<no stack>"
   compiled    with torch.compile (aot_eager) on half the blocks, wrapped
               and in place (one graph module runs them all), those blocks
-              are still named, marked
+              are still named (module paths without the wrapper's
+              _orig_mod), marked
               compiled (the others not), and their backward found: they
               save activations and the plan ranks every block; on the
               whole model, no plan is proposed, the compiled activations
@@ -226,6 +227,9 @@ def case_compiled(work):
         path, _ = record(work, "blocks_" + how.replace(" ", "_"), ["--compile", ",".join(map(str, half))]
                          + (["--in-place"] if how == "in place" else []))
         compiled_blocks(how, half, *plan_of(path))
+        p = subprocess.run([MEMHIST, "flame", path, "-o", "-", "--folded"], capture_output=True, text=True)
+        check(p.returncode == 0 and "transformer;h;3;" in p.stdout and "_orig_mod" not in p.stdout,
+              "%s: module paths are the model's own (no torch.compile wrapper in them)" % how)
 
     path, _ = record(work, "all", ["--compile", "all"])
     dev, plan = plan_of(path)

@@ -255,7 +255,7 @@ class Scopes:
             self._scope_compiled(sub)
             known = self.names.get(id(sub))
             if name and (known is None or known[0]() is not sub):
-                path = ".".join(p for p in name.split(".") if p not in _WRAPPED) or base
+                path = _unwrapped(name) or base
                 self.names[id(sub)] = (weakref.ref(sub), path, self._sid(path), None)
                 named.append((sub, path, self.names[id(sub)][2]))
         return named
@@ -307,7 +307,7 @@ class Scopes:
             self.tagged_roots.add(id(root))
             for named, role in ((root.named_parameters(), PARAMETER), (root.named_buffers(), BUFFER)):
                 pairs = list(named)
-                self._tag_all([t for _, t in pairs], role, "root", [name for name, _ in pairs])
+                self._tag_all([t for _, t in pairs], role, "root", [_unwrapped(name) for name, _ in pairs])
 
     # -- backward --------------------------------------------------------
     def _bwd_enter(self, path, sid):
@@ -422,6 +422,12 @@ class Scopes:
         if len(cache) > self.prune_at:  # drop entries of dead tensors (old gradients)
             self.tagged = {k: v for k, v in cache.items() if v[0]() is not None}
             self.prune_at = max(4096, 2 * len(self.tagged))
+
+
+def _unwrapped(name):
+    """A module or parameter path without the attributes by which torch's
+    wrappers hold what they wrap ("h.3._orig_mod.mlp" -> "h.3.mlp")."""
+    return ".".join(p for p in name.split(".") if p not in _WRAPPED)
 
 
 def _grad_fn(output, since):
