@@ -22,6 +22,18 @@ static struct mh_event *random_events(uint64_t seed, size_t n, uint32_t nstr, ui
     return evs;
 }
 
+/* Closes a memory writer and opens a reader on what it wrote. */
+static struct mh_reader *close_and_read(struct mh_writer *w)
+{
+    const void *data;
+    size_t len;
+    struct mh_reader *r;
+    cr_assert_eq(mh_writer_close(w), 0);
+    cr_assert_eq(mh_writer_mem(w, &data, &len), 0);
+    cr_assert_eq(mh_reader_open_mem(data, len, &r), 0);
+    return r;
+}
+
 static void check_all(struct mh_reader *r, const struct mh_event *evs, size_t n)
 {
     struct mh_event ev;
@@ -77,12 +89,7 @@ Test(format_roundtrip, events_before_any_definition_and_empty_file)
 {
     struct mh_writer *w;
     cr_assert_eq(mh_writer_open_mem(NULL, &w), 0);
-    cr_assert_eq(mh_writer_close(w), 0);
-    const void *data;
-    size_t len;
-    mh_writer_mem(w, &data, &len);
-    struct mh_reader *r;
-    cr_assert_eq(mh_reader_open_mem(data, len, &r), 0);
+    struct mh_reader *r = close_and_read(w);
     struct mh_event ev;
     cr_expect_eq(mh_reader_next(r, &ev), 0);
     struct mh_file_summary s;
@@ -133,13 +140,7 @@ Test(format_roundtrip, interning_dedup_and_definitions)
     ev.str = (uint32_t)late;
     ev.stack = (uint32_t)s3;
     cr_assert_eq(mh_writer_event(w, &ev), 0);
-    cr_assert_eq(mh_writer_close(w), 0);
-    const void *data;
-    size_t len;
-    mh_writer_mem(w, &data, &len);
-
-    struct mh_reader *r;
-    cr_assert_eq(mh_reader_open_mem(data, len, &r), 0);
+    struct mh_reader *r = close_and_read(w);
     struct mh_event e;
     cr_assert_eq(mh_reader_next(r, &e), 1);
     cr_expect_str_eq(mh_reader_string(r, e.str), "alpha");
@@ -184,12 +185,7 @@ Test(format_roundtrip, empty_string_interned_first)
     cr_expect_eq(word, 2);
     struct mh_event ev = {.kind = MH_EV_ALLOC, .str = (uint32_t)empty};
     cr_assert_eq(mh_writer_event(w, &ev), 0);
-    cr_assert_eq(mh_writer_close(w), 0);
-    const void *data;
-    size_t len;
-    mh_writer_mem(w, &data, &len);
-    struct mh_reader *r;
-    cr_assert_eq(mh_reader_open_mem(data, len, &r), 0);
+    struct mh_reader *r = close_and_read(w);
     struct mh_event e;
     cr_assert_eq(mh_reader_next(r, &e), 1);
     cr_expect_str_eq(mh_reader_string(r, e.str), "");
@@ -304,12 +300,7 @@ Test(format_roundtrip, deep_and_shared_stacks)
         ids[d - 1] = mh_writer_intern_stack(w, frames + 300 - d, (size_t)d);
     struct mh_event ev = {.kind = MH_EV_ALLOC, .stack = (uint32_t)ids[299]};
     mh_writer_event(w, &ev);
-    cr_assert_eq(mh_writer_close(w), 0);
-    const void *data;
-    size_t len;
-    mh_writer_mem(w, &data, &len);
-    struct mh_reader *r;
-    cr_assert_eq(mh_reader_open_mem(data, len, &r), 0);
+    struct mh_reader *r = close_and_read(w);
     int last;
     cr_expect_eq(tu_read_all(r, &last), 1);
     for (int d = 1; d <= 300; d++) {

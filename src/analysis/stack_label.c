@@ -46,14 +46,20 @@ static const char *qualified_name(const char *func)
     return name;
 }
 
+/* A file of an installed package (site-packages, dist-packages). */
+static int installed_package(const char *file)
+{
+    return strstr(file, "site-packages/") || strstr(file, "dist-packages/");
+}
+
 /* A module of the interpreter's standard library (".../lib/python3.11/
- * functools.py"); installed packages (site-packages, dist-packages) other
- * than torch are code that says who wanted the memory (a transformers or
- * timm model's forward), so they are not. */
+ * functools.py"); installed packages other than torch are code that says
+ * who wanted the memory (a transformers or timm model's forward), so they
+ * are not. */
 static int python_stdlib(const char *file)
 {
     const char *lib = strstr(file, "/lib/python3");
-    return lib && !strstr(lib, "site-packages/") && !strstr(lib, "dist-packages/");
+    return lib && !installed_package(lib);
 }
 
 int mh__frame_is_internal(const char *file, const char *func)
@@ -76,6 +82,11 @@ int mh__frame_is_internal(const char *file, const char *func)
     if (strcmp(func, "??") == 0 || strncmp(func, "0x", 2) == 0 || (!*func && strstr(file, ".so")))
         return 1; /* native code with no symbol */
     return *file == '\0' && *func == '\0';
+}
+
+int mh__frame_is_program(const char *file, const char *func)
+{
+    return !mh__frame_is_internal(file, func) && !installed_package(file ? file : "");
 }
 
 /* Frames that say nothing about who wanted the memory. */

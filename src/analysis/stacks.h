@@ -23,6 +23,9 @@
 
 /* 1 if a frame belongs to framework or interpreter internals. */
 int mh__frame_is_internal(const char *file, const char *func);
+/* 1 if a frame is the program's own code: not internal and not of an
+ * installed package. */
+int mh__frame_is_program(const char *file, const char *func);
 /* 1 if a frame of the stack is code torch.compile generated: an FX graph
  * module's ("<eval_with_key>.N") or Inductor's output code (its cache
  * directory, "torchinductor_<user>"). Module scopes do not see inside it. */

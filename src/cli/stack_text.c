@@ -1,7 +1,6 @@
 /* stack_text.c - a recorded stack as lines of text for the printers (see
  * cli.h, mh__cli_stack_text). */
 #include <stdio.h>
-#include <string.h>
 
 #include "cli.h"
 #include "stacks.h"
@@ -15,14 +14,6 @@ static int has_user_frame(const struct mh_reader *r, const uint32_t *frames, siz
             return 1;
     }
     return 0;
-}
-
-/* A frame of the program's own code: neither internal nor of an installed package. */
-static int program_frame(const struct mh_frame *f)
-{
-    const char *file = f->file ? f->file : "";
-    return !mh__frame_is_internal(f->file, f->func) && !strstr(file, "site-packages/") &&
-           !strstr(file, "dist-packages/");
 }
 
 const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
@@ -44,12 +35,12 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
         int internal = !known || mh__frame_is_internal(f.file, f.func);
         /* past the limit, the program's innermost frame still shows when
          * library frames (a transformers model) filled the lines */
-        int own = known && !program_shown && program_frame(&f);
-        if ((skip_internal && internal) || (shown >= max_frames && !own)) {
+        int program = known && mh__frame_is_program(f.file, f.func);
+        if ((skip_internal && internal) || (shown >= max_frames && (program_shown || !program))) {
             hidden++;
             continue;
         }
-        program_shown |= known && program_frame(&f);
+        program_shown |= program;
         char frame[512];
         mh__frame_text(r, frames[i], frame, sizeof frame);
         int w = snprintf(buf + used, len - used, "%s%s", shown ? sep : "", frame);
