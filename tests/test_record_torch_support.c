@@ -1,6 +1,7 @@
 /* test_record_torch_support.c - the torch-independent parts of the torch
  * bridge: tick-clock calibration, step range names, refused settings,
- * attach options, op stacks per recorder. */
+ * attach options, op stacks per recorder, which optimizer steps end
+ * training steps. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "memhist/error.h"
+#include "memhist/optsteps.h"
 #include "memhist/recorder.h"
 #include "memhist/torch.h"
 #include "torch_support.h"
@@ -167,4 +169,68 @@ Test(torch_support, op_stacks_belong_to_their_recorder)
     }
     if (!reused) /* ASan's quarantine, for one, never hands an address back this soon */
         cr_skip_test("no recorder reused an address in %d openings", TRIES);
+}
+
+/* The steps of two optimizers per iteration: does each end a training step? */
+static int ends(struct mh_opt_steps *st, uint64_t optimizer, uint64_t *devices)
+{
+    return mh_opt_steps_end(st, optimizer, devices);
+}
+
+Test(torch_support, only_the_first_optimizer_ends_steps_on_its_devices)
+{
+    struct mh_opt_steps st;
+    mh_opt_steps_reset(&st);
+    for (int iteration = 0; iteration < 3; iteration++) {
+        uint64_t a = 1, b = 1;
+        cr_assert_eq(ends(&st, 0xA, &a), 1, "iteration %d", iteration);
+        cr_assert_eq(a, 1);
+        cr_assert_eq(ends(&st, 0xB, &b), 0, "iteration %d", iteration);
+        cr_assert_eq(b, 0);
+    }
+    uint64_t both = 3; /* A on devices 0 and 1: key on 0 already, first on 1 */
+    cr_assert_eq(ends(&st, 0xA, &both), 1);
+    cr_assert_eq(both, 3);
+    uint64_t other = 2;
+    cr_assert_eq(ends(&st, 0xB, &other), 0);
+}
+
+Test(torch_support, an_optimizer_stepping_twice_between_key_steps_becomes_the_key)
+{
+    struct mh_opt_steps st;
+    mh_opt_steps_reset(&st);
+    uint64_t d = 0; /* devices unknown */
+    cr_assert_eq(ends(&st, 0xA, &d), 1);
+    cr_assert_eq(ends(&st, 0xB, &d), 0);
+    cr_assert_eq(ends(&st, 0xB, &d), 1, "A stopped stepping: B's second step ends the step");
+    cr_assert_eq(ends(&st, 0xB, &d), 1, "and B is the key now");
+    cr_assert_eq(ends(&st, 0xA, &d), 0);
+    cr_assert_eq(d, 0);
+}
+
+Test(torch_support, unidentified_optimizers_end_every_step)
+{
+    struct mh_opt_steps st;
+    mh_opt_steps_reset(&st);
+    uint64_t d = 1;
+    cr_assert_eq(ends(&st, 0xA, &d), 1);
+    for (int i = 0; i < 3; i++) {
+        d = 1;
+        cr_assert_eq(ends(&st, 0, &d), 1);
+        cr_assert_eq(d, 1);
+    }
+}
+
+Test(torch_support, many_optimizers_per_iteration_still_end_steps)
+{
+    struct mh_opt_steps st;
+    mh_opt_steps_reset(&st);
+    uint64_t d = 4;
+    cr_assert_eq(ends(&st, 1, &d), 1);
+    int ended = 0;
+    for (uint64_t o = 2; o < 2 + 2 * MH_OPT_SEEN; o++) {
+        d = 4;
+        ended += ends(&st, o, &d);
+    }
+    cr_assert_geq(ended, 1, "more optimizers than the slot keeps: a step ends");
 }

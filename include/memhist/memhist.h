@@ -6,6 +6,7 @@
 #include "error.h"
 #include "event.h"
 #include "model.h"
+#include "optsteps.h"
 #include "reader.h"
 #include "recorder.h"
 #include "version.h"

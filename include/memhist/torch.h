@@ -89,6 +89,12 @@ int mh_torch_step(void);
  * Optimizer.step#... range does, for a caller that set caller_steps (the
  * Python package calls it from global optimizer step hooks). */
 int mh_torch_optimizer_step(int begin);
+/* The same for an identified optimizer (any non-zero value that stays the
+ * same for one optimizer, e.g. its address): when several optimizers step
+ * in an iteration, only the steps of the first one to step on a device end
+ * a training step there. mh_torch_optimizer_step is this with 0 (every
+ * optimizer step ends a training step). */
+int mh_torch_optimizer_step_of(int begin, uint64_t optimizer);
 /* While the count of watch(1) calls over watch(0) calls is positive, the
  * bridge watches record_function ranges (torch.profiler's ProfilerStep#N
  * define the steps then). Without caller_steps the ranges are always

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "memhist/model.h"
+#include "memhist/optsteps.h"
 #include "memhist/writer.h"
 #include "pickle_stream.h"
 #include "pickle_value.h"
@@ -162,6 +163,7 @@ struct mh__isteps {
     int begin_pending;
     int phase;
     int64_t step;
+    struct mh_opt_steps opt; /* which Optimizer.step annotations end steps */
 };
 /* Kind of an annotation name; *step gets N of ProfilerStep#N. */
 int mh__imp_range_kind(const char *name, size_t n, int64_t *step);

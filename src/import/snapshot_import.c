@@ -182,7 +182,7 @@ int mh__imp_forward(struct mh__imp *im)
     size_t ni = 0;
     int phase = -1, seen_step = 0;
     int64_t synth = INT64_MIN; /* step opened for a window's first entries */
-    struct mh__isteps st = {steps_from_ranges(im), 0, 1, MH_PHASE_NONE, 0};
+    struct mh__isteps st = {steps_from_ranges(im), 0, 1, MH_PHASE_NONE, 0, {{{0}}}};
     while (!rc && (h.n || ni < im->nnotes)) {
         int best = h.n ? h.dev[0] : -1;
         const struct mh__ient *e = best >= 0 ? &cur[best].buf[cur[best].at] : NULL;

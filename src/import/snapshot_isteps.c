@@ -7,7 +7,9 @@
  * markers are for every device (an annotation names the current device, not
  * the devices of the optimizer's parameters), so a device's steps are the
  * periods it did something in, and what follows the last step is a tail,
- * not a step (src/model/steps.c). A live
+ * not a step (src/model/steps.c). Of several optimizers stepping in an
+ * iteration, only the key one's steps end steps (memhist/optsteps.h), the
+ * optimizer known by its annotation's name (so by its class). A live
  * recording sees backward from the thread autograd allocates on; a snapshot
  * has no threads, so an allocation whose stack runs through autograd's
  * backward entry points, or has no frame at all (autograd's worker thread
@@ -157,7 +159,10 @@ int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__
             if (!rc)
                 rc = set_phase(im, st, n->time_ns, n->device, MH_PHASE_OPTIMIZER);
         } else if (!st->profiler_mode) {
+            uint64_t devices = 0; /* an annotation's device is the current one, not the optimizer's */
             rc = maybe_begin(im, st, n->time_ns, n->device);
+            if (!rc && !mh_opt_steps_end(&st->opt, (uint64_t)n->str + 1, &devices))
+                return set_phase(im, st, n->time_ns, n->device, MH_PHASE_FORWARD);
             if (!rc)
                 rc = derived(im, n->time_ns, n->device, MH_EV_STEP_END, (uint32_t)st->step++);
             if (!rc)

@@ -44,6 +44,7 @@
 
 #include "memhist/cupti.h"
 #include "memhist/error.h"
+#include "memhist/optsteps.h"
 #include "memhist/torch.h"
 #include "emit_gate.h"
 #include "torch_entry.h"
@@ -127,6 +128,8 @@ struct bridge {
     std::atomic<int> begin_pending{0}; /* 1: a step begin and the forward phase, 2: the phase only */
     std::atomic<uint64_t> step_devices{0}; /* devices of the running Optimizer.step (bit d = device d) */
     std::atomic<int64_t> dev_step[64];     /* steps ended per device by their own markers */
+    mh_opt_steps opt_steps{};             /* each device's key optimizer (optimizer_steps.c) */
+    std::mutex opt_lock;                   /* opt_steps, from any thread stepping an optimizer */
     std::atomic<int> phase{MH_PHASE_NONE};
     std::atomic<uint32_t> main_thread{0};
     std::atomic<uint64_t> ctx_lost{0};
@@ -446,14 +449,13 @@ uint32_t range_name_id(mh_recorder *rec, const char *name)
     return v;
 }
 
-/* An Optimizer.step whose parameters' devices are known ends a step on
- * those devices only (a STEP_END per device, numbered per device); the
- * next step then opens per device too, so no step begin for every device
- * follows. Otherwise the step ends for every device. */
-void end_step(mh_recorder *rec, uint64_t t)
+/* An Optimizer.step whose parameters' devices are known (`mask`) ends a
+ * step on those devices only (a STEP_END per device, numbered per device);
+ * the next step then opens per device too, so no step begin for every
+ * device follows. Otherwise the step ends for every device. */
+void end_step(mh_recorder *rec, uint64_t t, uint64_t mask)
 {
     maybe_begin_step(rec, t);
-    uint64_t mask = g.step_devices.exchange(0);
     if (mask && g.mode.load() == STEPS_OPTIMIZER) {
         for (int d = 0; d < 64; d++) {
             if (!(mask >> d & 1))
@@ -474,18 +476,44 @@ void end_step(mh_recorder *rec, uint64_t t)
     g.begin_pending.store(mask ? 2 : 1, std::memory_order_release);
 }
 
-/* An optimizer step begins (optimizer phase) or ends (a step, in optimizer mode). */
-void on_optimizer_step(mh_recorder *rec, uint64_t t, bool begin)
+/* An optimizer step begins (optimizer phase) or ends: in optimizer mode
+ * that ends a step where `optimizer` (an identity; 0: unknown) is the
+ * device's key optimizer (optimizer_steps.c); where it is not, the step goes
+ * on and the phase returns to forward, as after a step's end. */
+void on_optimizer_step(mh_recorder *rec, uint64_t t, bool begin, uint64_t optimizer)
 {
     if (begin) {
         g.main_thread.store(mh_thread_id(), std::memory_order_relaxed);
         maybe_begin_step(rec, t);
         g.phase.store(MH_PHASE_OPTIMIZER);
         emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_OPTIMIZER);
-    } else if (g.mode.load() == STEPS_OPTIMIZER) {
-        end_step(rec, t);
-        mh__tick_clock_refine(ticks_now);
+        return;
     }
+    if (g.mode.load() != STEPS_OPTIMIZER)
+        return;
+    uint64_t mask = g.step_devices.exchange(0);
+    int ends;
+    {
+        std::lock_guard<std::mutex> lock(g.opt_lock);
+        ends = mh_opt_steps_end(&g.opt_steps, optimizer, &mask);
+    }
+    if (ends) {
+        end_step(rec, t, mask);
+        mh__tick_clock_refine(ticks_now);
+    } else {
+        g.phase.store(MH_PHASE_FORWARD);
+        emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
+    }
+}
+
+/* An identity for an optimizer known only by its Optimizer.step range
+ * ("Optimizer.step#AdamW.step"): its class, never 0. */
+uint64_t range_optimizer_id(const char *name)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *name; name++)
+        h = (h ^ (unsigned char)*name) * 1099511628211ull;
+    return h ? h : 1;
 }
 
 /* Handles one USER_SCOPE range boundary by name (shared with the tests). */
@@ -512,7 +540,7 @@ void on_range(const char *name, bool begin)
             }
         }
     } else if (kind == MH_RANGE_OPTIMIZER_STEP && !g.caller_steps) { /* else the caller's hooks */
-        on_optimizer_step(rec, t, begin);
+        on_optimizer_step(rec, t, begin, range_optimizer_id(name));
     }
     if (g.op_ranges)
         emit_simple(rec, begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END, t, 0, range_name_id(rec, name));
@@ -708,6 +736,10 @@ void reset_steps(mh_recorder *rec)
     g.step_devices.store(0);
     for (auto &n : g.dev_step)
         n.store(0);
+    {
+        std::lock_guard<std::mutex> lock(g.opt_lock);
+        mh_opt_steps_reset(&g.opt_steps);
+    }
     g.mode.store(STEPS_OPTIMIZER);
     g.phase.store(MH_PHASE_NONE);
     g.begin_pending.store(1);
@@ -844,7 +876,7 @@ int mh_torch_step(void)
         if (!guard.rec)
             return MH_ESTATE;
         g.mode.store(STEPS_EXPLICIT);
-        end_step(guard.rec, mh_clock_ns());
+        end_step(guard.rec, mh_clock_ns(), g.step_devices.exchange(0));
         return 0;
     } catch (...) {
         return MH_ESTATE;
@@ -853,11 +885,16 @@ int mh_torch_step(void)
 
 int mh_torch_optimizer_step(int begin)
 {
+    return mh_torch_optimizer_step_of(begin, 0);
+}
+
+int mh_torch_optimizer_step_of(int begin, uint64_t optimizer)
+{
     try {
         emit_guard guard;
         if (!guard.rec)
             return MH_ESTATE;
-        on_optimizer_step(guard.rec, mh_clock_ns(), begin != 0);
+        on_optimizer_step(guard.rec, mh_clock_ns(), begin != 0, optimizer);
         return 0;
     } catch (...) {
         return MH_ESTATE;

@@ -20,6 +20,8 @@ empty replays 100% of its events the same way and is checked); `info` of a
 snapshot without time_us does not show a first-event time. Under gradient
 accumulation (two forwards and backwards per step) the second micro-batch's
 allocations by the program's own thread open the forward phase again.
+Two optimizers stepped one after the other each iteration make one step per
+iteration, not two.
 """
 import json
 import os
@@ -42,8 +44,10 @@ def allocated(g):
                if b["state"] == "active_allocated")
 
 
-def training_snapshot(annotate=True):
-    """Three steps; returns (snapshot, expected peak allocated per step)."""
+def training_snapshot(annotate=True, also=None):
+    """Three steps; returns (snapshot, expected peak allocated per step).
+    `also`: the name of a second optimizer class, stepped right after the
+    first each iteration (a small temporary inside its range)."""
     g = sc.Gen(metadata=False)
     g.stacks.append(BACKWARD)
     peaks = [0, 0, 0]
@@ -75,6 +79,11 @@ def training_snapshot(annotate=True):
         if annotate:
             g.notes.append({"stage": "END", "name": "Optimizer.step#AdamW.step", "device": 0,
                             "time_us": g.tick()})
+        if also:
+            name = "Optimizer.step#%s.step" % also
+            g.notes.append({"stage": "START", "name": name, "device": 0, "time_us": g.tick()})
+            g.free(0, g.alloc(0, 512 * 1024, stack=3))
+            g.notes.append({"stage": "END", "name": name, "device": 0, "time_us": g.tick()})
         step = min(step + 1, 2)
     return g.snapshot(), peaks
 
@@ -111,6 +120,15 @@ def check_steps(d):
         sc.fail("annotations changed on export: %s" % exp["external_annotations"][:4])
     print("steps, per-step peaks %s and categories from annotations: ok" % peaks)
     return mh
+
+
+def check_two_optimizers(d):
+    snap, _ = training_snapshot(also="SGD")
+    _, note, dev = import_report(d, "twoopt", snap)
+    steps = [s["step"] for s in dev["steps"]]
+    if steps != [0, 1, 2] or "3 steps from the snapshot's Optimizer.step" not in note:
+        sc.fail("two optimizers per iteration: steps %s, note %r" % (steps, note))
+    print("two optimizers per iteration: one step each: ok")
 
 
 def check_no_annotations(d):
@@ -204,6 +222,7 @@ def main():
     d = sc.workdir("snapshot_steps")
     mh = check_steps(d)
     check_accumulation(d)
+    check_two_optimizers(d)
     check_no_annotations(d)
     check_refusals(mh)
     check_answers(d, mh)

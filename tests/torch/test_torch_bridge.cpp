@@ -114,7 +114,9 @@ static void drive_ranges()
     mh__torch_test_range("my_block", 1);
     mh__torch_test_range("my_block", 0);
     mh__torch_test_range("Optimizer.step#SGD.step", 1);
-    mh__torch_test_range("Optimizer.step#SGD.step", 0); /* step 1 ends */
+    mh__torch_test_range("Optimizer.step#SGD.step", 0); /* another optimizer: step 1 goes on */
+    mh__torch_test_range("Optimizer.step#AdamW.step", 1);
+    mh__torch_test_range("Optimizer.step#AdamW.step", 0); /* step 1 ends */
     mh__torch_test_range("Optimizer.step#SGD.zero_grad", 0); /* not a step */
     T_CHECK(mh_torch_step_devices(0x5) == 0, "step devices");
     mh__torch_test_range("Optimizer.step#AdamW.step", 1);

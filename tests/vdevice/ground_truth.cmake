@@ -53,10 +53,10 @@ endif()
 
 # Steps per device and the growth report (tests/vdevice/steps.py): two models
 # on two devices in one process, a leak across steps and the same without it;
-# steps from the record_function callback against the optimizer hooks; steps
-# from torch.profiler ranges.
+# steps from the record_function callback against the optimizer hooks; two
+# optimizers per iteration; steps from torch.profiler ranges.
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
-  foreach(case devices growth nogrowth rangehook profiler)
+  foreach(case devices growth nogrowth rangehook optimizers profiler)
     add_test(NAME vdevice_steps_${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/steps.py ${case}
                      ${CMAKE_BINARY_DIR}/vdevice_steps/${case})

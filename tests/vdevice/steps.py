@@ -21,6 +21,12 @@ unchanged under `memhist simulate`:
             package's optimizer hooks (the default), and with op ranges on
             (callback and hooks both running) too; in every run each step's
             and the tail's peaks equal torch's own memory_stats peaks
+  optimizers  two optimizers per iteration on one device, stepped one after
+            the other (split) or each after its own model's forward and
+            backward (halves, as a GAN trains): one step per iteration, 4
+            steps, each step's and the tail's peaks equal to torch's own
+            taken at the first optimizer's steps; split again with
+            MEMHIST_STEP_HOOK=record_function
   profiler  4 iterations under a torch.profiler schedule with an optimizer
             step every 2nd: the profiler's 5 ProfilerStep ranges (the last
             one open until stop) define the steps, not the 2 optimizer steps
@@ -185,6 +191,17 @@ def check_torch_peaks(what, dev, truth, d):
           % (what, got, truth["tail_peaks"][str(d)]))
 
 
+def case_optimizers(work):
+    runs = [("split", "split", None), ("halves", "halves", None),
+            ("split_ranges", "split", {"MEMHIST_STEP_HOOK": "record_function"})]
+    for name, kind, env in runs:
+        path, truth = record(work, name, ["--devices", "1", "--optimizers", kind], env)
+        dev = report_json(path)[0]
+        steps = [s["step"] for s in dev["steps"]]
+        check(steps == [0, 1, 2, 3], "%s: one step per iteration: %s" % (name, steps))
+        check_torch_peaks(name, dev, truth, 0)
+
+
 def case_profiler(work):
     path, _ = record(work, "prof", ["--devices", "1", "--steps", "4", "--accumulate", "2", "--profiler"])
     steps = [s["step"] for s in report_json(path)[0]["steps"]]
@@ -192,7 +209,7 @@ def case_profiler(work):
 
 
 CASES = {"devices": case_devices, "growth": case_growth, "nogrowth": case_nogrowth,
-         "rangehook": case_rangehook, "profiler": case_profiler}
+         "rangehook": case_rangehook, "optimizers": case_optimizers, "profiler": case_profiler}
 
 
 def main():

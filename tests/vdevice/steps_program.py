@@ -4,6 +4,7 @@ AdamW, no memhist calls.
 
     python steps_program.py [--devices 1|2] [--steps N] [--leak] [--truth FILE]
                             [--profiler] [--accumulate K]
+                            [--optimizers one|split|halves]
 
 --devices 2: one process drives a model on cuda:0 and another on cuda:1,
 each with its own optimizer; every iteration runs both forwards and
@@ -19,6 +20,12 @@ for what follows the last step.
 --profiler: the iterations run under a torch.profiler profile (CPU activity)
 with a schedule, profile.step() after each, so its ProfilerStep#N ranges
 define the steps. --accumulate K: an optimizer step every K iterations.
+--optimizers (one device): split - the model's matrices go to AdamW and its
+other parameters to SGD, stepped one after the other; halves - two models
+(a GAN's discriminator and generator, say), each with its own AdamW, every
+iteration training one and then the other. One step per iteration either
+way, ended by the optimizer that steps first, after which the truth's peaks
+are taken.
 """
 import argparse
 import json
@@ -42,8 +49,11 @@ def main():
     ap.add_argument("--truth")
     ap.add_argument("--profiler", action="store_true")
     ap.add_argument("--accumulate", type=int, default=1)
+    ap.add_argument("--optimizers", choices=("one", "split", "halves"), default="one")
     a = ap.parse_args()
     torch.manual_seed(0)
+    if a.optimizers != "one":
+        return several_optimizers(a)
     devs = ["cuda:%d" % i for i in range(a.devices)]
     models = [GPT(VOCAB, CTX, DIM, HEADS, LAYERS).to(d) for d in devs]
     opts = [torch.optim.AdamW(m.parameters(), lr=1e-4) for m in models]
@@ -82,6 +92,36 @@ def main():
             json.dump({"leaked_bytes_per_step": leaked[0] if leaked else 0,
                        "steps": a.steps, "devices": a.devices,
                        "step_peaks": peaks, "tail_peaks": tail}, f)
+
+
+def several_optimizers(a):
+    """Two optimizers per iteration on cuda:0; writes the truth as main does."""
+    models = [GPT(VOCAB, CTX, DIM, HEADS, LAYERS).cuda() for _ in range(2 if a.optimizers == "halves" else 1)]
+    if a.optimizers == "split":
+        params = list(models[0].parameters())
+        opts = [torch.optim.AdamW([p for p in params if p.ndim == 2], lr=1e-4),
+                torch.optim.SGD([p for p in params if p.ndim != 2], lr=1e-2, momentum=0.9)]
+    else:
+        opts = [torch.optim.AdamW(m.parameters(), lr=1e-4) for m in models]
+    peaks = []
+    for _ in range(a.steps):
+        for i, o in enumerate(opts):
+            m = models[min(i, len(models) - 1)]
+            if i < len(models):
+                idx = torch.randint(0, VOCAB, (BATCH, CTX + 1)).cuda()
+                logits = m(idx[:, :-1])
+                F.cross_entropy(logits.reshape(-1, VOCAB), idx[:, 1:].reshape(-1)).backward()
+            o.step()
+            if i == 0:
+                peaks.append(take_peak(0))
+        for m in models:
+            m.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        models[0](torch.randint(0, VOCAB, (BATCH, CTX)).cuda())
+    if a.truth:
+        with open(a.truth, "w") as f:
+            json.dump({"steps": a.steps, "devices": 1, "step_peaks": {"0": peaks},
+                       "tail_peaks": {"0": take_peak(0)}}, f)
 
 
 def take_peak(device):

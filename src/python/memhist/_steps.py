@@ -8,6 +8,9 @@ about 1 % of a step of a small model on the virtual device. So the package repor
 from two global optimizer hooks instead (one call into the bridge each) and
 lets the bridge watch record_function ranges only while a torch.profiler
 profile runs, whose ProfilerStep#N ranges then define the steps as before.
+Each hook names its optimizer, so a loop that steps several optimizers per
+iteration gets one training step per iteration (the bridge ends steps at the
+steps of the first optimizer only).
 
 MEMHIST_STEP_HOOK=record_function keeps the callback on for the whole run:
 needed where an optimizer step runs compiled (torch.compile(opt.step)), which
@@ -59,13 +62,13 @@ class StepHooks:
 
     def _hook(self, torch, begin):
         compiling = _is_compiling(torch)
-        mark = self.bridge.mh_torch_optimizer_step
+        mark = self.bridge.mh_torch_optimizer_step_of
 
         def hook(optimizer, args, kwargs):
             if compiling():  # under torch.compile tracing: stay out of the graph
                 return None
             try:
-                mark(begin)
+                mark(begin, id(optimizer))
             except Exception as e:  # never break the program
                 self.on_error(e)
             return None
