@@ -26,6 +26,11 @@ runs, and checks memhist's answers against what torch says of the same run:
               save activations and the plan ranks every block; on the
               whole model, no plan is proposed, the compiled activations
               are marked and `layers` says why
+  teacher     distillation from a teacher of the same class run first each
+              step without gradients: the model's blocks and the teacher's
+              get distinct names (the model's under its class name, as
+              the second model with those paths), the plan ranks the
+              model's blocks only, and the teacher's blocks save nothing
   accumulate  with two micro-batches per optimizer step, the activations at
               the peak and the plan's saving match the run without
               accumulation (within 5 %), and checkpointing the plan's
@@ -133,8 +138,8 @@ def case_setup(work):
     check(len(numbered) >= truth["steps"], "%d steps listed for %d training steps" % (len(numbered), truth["steps"]))
 
 
-def plan_of(path):
-    dev = run_json("layers", "--json", path)["files"][0]["devices"][0]
+def plan_of(path, *args):
+    dev = run_json("layers", "--json", *args, path)["files"][0]["devices"][0]
     return dev, dev.get("plan") or {}
 
 
@@ -243,6 +248,20 @@ def case_compiled(work):
           "memhist layers says the activations were made in compiled code")
 
 
+def case_teacher(work):
+    path, _ = record(work, "teacher", ["--teacher", "2"])
+    dev, plan = plan_of(path, "--top", "100")
+    layers = {ly["layer"]: ly for ly in dev["layers"]}
+    student = ["GPT_2.transformer.h.%d" % i for i in range(LAYERS)]
+    teacher = ["transformer.h.%d" % i for i in range(2)]
+    check(all(n in layers for n in student + teacher),
+          "the model's and the teacher's blocks are named apart: %s" % sorted(layers)[:12])
+    ranked = [r["layer"] for r in plan.get("ranking", []) if ".h." in r["layer"]]
+    check(sorted(ranked) == sorted(student), "the plan ranks the model's %d blocks: %s" % (LAYERS, ranked))
+    saved = {n: layers[n]["saved_activations_at_peak"] for n in teacher if n in layers}
+    check(saved and not any(saved.values()), "the teacher's blocks save nothing: %s" % saved)
+
+
 def case_accumulate(work):
     base, _ = record(work, "single", [])
     path, truth = record(work, "accum", ["--accumulate", "2"])
@@ -269,7 +288,7 @@ def case_accumulate(work):
 
 CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers,
          "plan": case_plan, "names": case_names, "compiled": case_compiled,
-         "accumulate": case_accumulate}
+         "teacher": case_teacher, "accumulate": case_accumulate}
 
 
 def main():

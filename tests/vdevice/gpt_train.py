@@ -3,7 +3,8 @@ program the module-scope and category tests record unchanged
 (tests/vdevice/check_answers.py).
 
     python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
-                        [--in-place] [--accumulate K] [--keep-grads] [--truth FILE]
+                        [--in-place] [--accumulate K] [--keep-grads] [--teacher L]
+                        [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
@@ -15,7 +16,10 @@ OptimizedModule, or with --in-place by module.compile();
 --accumulate K runs K micro-batches (forward and backward each) per
 optimizer step (gradient accumulation);
 --keep-grads zeroes gradients instead of dropping them (so they are live
-at every later peak). --truth
+at every later peak). --teacher L distils: a second GPT of L layers (the
+same class, so the same module paths) runs first each step, without
+gradients, and the loss also pulls the model's logits to the teacher's.
+--truth
 writes what torch itself says as JSON at the end: parameter and
 optimizer-state bytes from the tensors and from the allocator blocks that
 hold them (torch's memory_snapshot), the allocator's peak, the steps.
@@ -96,6 +100,7 @@ def main():
     ap.add_argument("--in-place", action="store_true")
     ap.add_argument("--accumulate", type=int, default=1)
     ap.add_argument("--keep-grads", action="store_true")
+    ap.add_argument("--teacher", type=int, default=0)
     ap.add_argument("--truth")
     a = ap.parse_args()
     ckpt = range(a.layers) if a.ckpt == "all" else [int(i) for i in a.ckpt.split(",") if i]
@@ -103,6 +108,7 @@ def main():
     torch.manual_seed(0)
     model = GPT(vocab, ctx, 384, 6, a.layers, ckpt).to("cuda")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    teacher = GPT(vocab, ctx, 384, 6, a.teacher, []).to("cuda").eval() if a.teacher else None
     run = model
     if a.compile == "all":
         run = torch.compile(model, backend="aot_eager")
@@ -115,8 +121,13 @@ def main():
     for _ in range(a.steps):
         for _ in range(a.accumulate):
             idx = torch.randint(0, vocab, (batch, ctx + 1)).to("cuda")
+            if teacher is not None:
+                with torch.no_grad():
+                    target = F.softmax(teacher(idx[:, :-1]), dim=-1)
             logits = run(idx[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, vocab), idx[:, 1:].reshape(-1))
+            if teacher is not None:
+                loss = loss + F.kl_div(F.log_softmax(logits, dim=-1), target, reduction="batchmean")
             (loss / a.accumulate).backward()
         opt.step()
         opt.zero_grad(set_to_none=not a.keep_grads)

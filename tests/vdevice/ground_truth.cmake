@@ -38,10 +38,10 @@ endif()
 # Answers on an unchanged GPT-style script (tests/vdevice/check_answers.py):
 # categories against torch's tensors, set-up apart from step 0, layers named
 # by module scopes, the checkpointing plan against measured peaks, and names
-# for allocations with no Python frame; models under torch.compile; gradient
-# accumulation.
+# for allocations with no Python frame; models under torch.compile; a teacher
+# model of the same class beside the trained one; gradient accumulation.
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
-  foreach(case categories setup layers plan names compiled accumulate)
+  foreach(case categories setup layers plan names compiled teacher accumulate)
     add_test(NAME vdevice_answers_${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_answers.py ${case}
                      ${CMAKE_BINARY_DIR}/vdevice_answers/${case})

@@ -66,6 +66,8 @@ class Scopes:
         # root's tree (None for a tree's), whose name follows the scope it is called in
         self.names = {}
         self.sids = {}       # path -> interned string id
+        self.owners = {}     # path -> weak reference to the module of a root's tree named by it
+        self.prefixes = {}   # id(root) -> what its submodules' paths start with ("" but beside another model)
         self.local = threading.local()
         self.bwd = {}        # autograd thread id -> [path, ...] open backward scopes
         self.bwd_lock = threading.Lock()
@@ -246,19 +248,50 @@ class Scopes:
         the module they wrap, as state_dict keys do (torch.compile's
         OptimizedModule, FSDP, checkpoint_wrapper): a block compiled alone is
         "transformer.h.3", not "transformer.h.3._orig_mod"."""
-        base = type(getattr(root, "_orig_mod", root)).__name__
+        subs = [(_unwrapped(name), sub) for name, sub in root.named_modules() if name]
+        known = self.names.get(id(root))
+        if known is not None and known[0]() is root:
+            label, prefix = known[1], self.prefixes.get(id(root), "")
+        else:
+            label, prefix = self._root_label(root, subs)
         self.roots.add(id(root))
-        self.root_names.add(base)
-        self.names[id(root)] = (weakref.ref(root), base, self._sid(base), None)
-        named = [(root, base, self.names[id(root)][2])]
-        for name, sub in root.named_modules():
+        self.root_names.add(label)
+        self.prefixes[id(root)] = prefix
+        named = [self._name_one(root, label)]
+        self._scope_compiled(root)
+        for path, sub in subs:
             self._scope_compiled(sub)
             known = self.names.get(id(sub))
-            if name and (known is None or known[0]() is not sub):
-                path = _unwrapped(name) or base
-                self.names[id(sub)] = (weakref.ref(sub), path, self._sid(path), None)
-                named.append((sub, path, self.names[id(sub)][2]))
+            if known is None or known[0]() is not sub:
+                named.append(self._name_one(sub, prefix + path if path else label))
         return named
+
+    def _name_one(self, module, path):
+        ref = weakref.ref(module)
+        self.owners[path] = ref
+        self.names[id(module)] = (ref, path, self._sid(path), None)
+        return module, path, self.names[id(module)][2]
+
+    def _root_label(self, root, subs):
+        """(path, submodule prefix) of a new root: its class name and no
+        prefix, unless a live module of another model already has one of
+        its paths (a GAN's generator and discriminator, a teacher beside its
+        student): then its paths start with its class name, numbered when
+        another model has that too ("Sequential_2.0"). A root without
+        submodules (a loss) keeps its class name."""
+        base = type(getattr(root, "_orig_mod", root)).__name__
+
+        def taken(path):
+            ref = self.owners.get(path)
+            other = ref() if ref is not None else None
+            return other is not None and other is not root and all(other is not m for _, m in subs)
+        if not subs or not (taken(base) or any(taken(path) for path, _ in subs if path)):
+            return base, ""
+        label, n = base, 1
+        while taken(label):
+            n += 1
+            label = "%s_%d" % (base, n)
+        return label, label + "."
 
     def _scope_compiled(self, module):
         """A module compiled in place (module.compile()) runs its forward
