@@ -195,8 +195,14 @@ static void release_all(void)
 
 /* ---- failures: the hooks turn off, Python keeps the message ------------------ */
 
+/* An error of the hooks' own Python (naming, tagging) turns them off and is
+ * never raised into the program; KeyboardInterrupt and SystemExit (a Ctrl-C
+ * or an exit that arrived while that Python ran) are the program's and go on
+ * to it, the hooks staying on. */
 static PyObject *fail(void)
 {
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return NULL;
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyObject *msg = value ? PyObject_Str(value) : NULL;

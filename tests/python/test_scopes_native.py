@@ -6,7 +6,9 @@ sys.monitoring drives them and no forward hook is installed); two training steps
 as many scope enter and exit events as the Python hooks (the modules every
 allocation is attributed to are compared on the virtual device,
 tests/vdevice/check_scopes.py); removing the hooks stops all events; a failure inside a hook (naming a module raises) is not raised into
-the program, turns the hooks off and is kept in the session's status;
+the program, turns the hooks off and is kept in the session's status,
+but a KeyboardInterrupt arriving while the hooks' Python runs (Ctrl-C) is
+the program's: it reaches the program and the hooks stay on;
 torch.compile traces the hooks away, or under sys.monitoring never sees
 them (no graph break); under sys.monitoring, the code table takes the code
 of functions with a first parameter, once, and no generator's.
@@ -54,8 +56,9 @@ class Session:
     status = "recording"
 
 
-def record(path, native, broken=False):
-    """Two training steps with the hooks installed; returns the session."""
+def record(path, native, broken=False, raises=RuntimeError("naming failed")):
+    """Two training steps with the hooks installed; returns the session.
+    broken: naming a module raises `raises`."""
     rec = ctypes.c_void_p()
     rc = _native.bridge().mh_torch_open(path.encode(), None, ctypes.byref(rec))
     assert rc >= 0, "cannot open %s" % path
@@ -63,7 +66,7 @@ def record(path, native, broken=False):
     s = _scopes.Scopes(_native.core(), rec, session, None, native)
     if broken:
         def fail(module):
-            raise RuntimeError("naming failed")
+            raise raises
         s._name_root = fail
     torch.manual_seed(0)
     net = Net()
@@ -74,14 +77,16 @@ def record(path, native, broken=False):
                          for c in (getattr(h, "__closure__", None) or ()) if type(c.cell_contents).__name__ ==
                          "builtin_function_or_method"]
     try:
-        for _ in range(2):
-            net(torch.randn(3, 4)).sum().backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+        try:
+            for _ in range(2):
+                net(torch.randn(3, 4)).sum().backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+        finally:
+            s.remove()
+        net(torch.randn(3, 4)).sum().backward()  # after removal: no events
     finally:
-        s.remove()
-    net(torch.randn(3, 4)).sum().backward()  # after removal: no events
-    _native.core().mh_recorder_close(rec)
+        _native.core().mh_recorder_close(rec)
     return session
 
 
@@ -118,10 +123,21 @@ def main():
     check("module scopes off" in bad.status and "naming failed" in bad.status,
           "a failing hook is kept in the status, not raised (%s)" % bad.status)
     check(not counts(bad_path), "a failing hook writes no scope events (%s)" % counts(bad_path))
+    check_interrupt(native, os.path.join(work, "interrupt.memhist"))
     check_compile(native, os.path.join(work, "compile.memhist"))
     if hasattr(sys, "monitoring"):
         check_watch(native, os.path.join(work, "watch.memhist"))
     return 1 if failures else 0
+
+
+def check_interrupt(native, path):
+    try:
+        session = record(path, native, broken=True, raises=KeyboardInterrupt())
+        interrupted = False
+    except KeyboardInterrupt:
+        interrupted, session = True, None
+    check(interrupted, "a KeyboardInterrupt in the hooks' Python reaches the program")
+    check(session is None, "the hooks did not swallow it (%s)" % (session and session.status))
 
 
 def check_watch(native, path):

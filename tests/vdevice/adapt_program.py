@@ -1,7 +1,7 @@
 """adapt_program.py - what `memhist simulate` adapts in a PyTorch program on
 the virtual device (tests/vdevice/smoke.py): cuDNN stays off even when turned
-on, NCCL (the default backend) becomes gloo, and data-dependent operations and
-CUDA graphs are flagged. Prints torch's view as JSON on its last line."""
+on, NCCL (the default backend) becomes gloo, and data-dependent operations,
+decisions on tensor values (once, however many) and CUDA graphs are flagged. Prints torch's view as JSON on its last line."""
 import json
 import os
 import socket
@@ -15,6 +15,10 @@ torch.backends.cudnn.enabled = True
 conv = torch.nn.Conv2d(3, 4, 3).cuda()
 conv(torch.randn(1, 3, 8, 8, device="cuda")).sum().backward()  # native path, no cuDNN error
 torch.nonzero(x)
+for _ in range(3):
+    if x.sum() > 0:  # a decision on a value the device does not compute
+        pass
+x.sum().item()
 graph_refused = False
 try:
     with torch.cuda.graph(torch.cuda.CUDAGraph()):

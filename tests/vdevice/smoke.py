@@ -77,10 +77,12 @@ def check_adaptations():
         assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
         seen = json.loads(r.stdout.strip().splitlines()[-1])
         assert seen == {"cudnn_enabled": False, "backend": "gloo", "graph_refused": True}, seen
-        for what in ("cuDNN stays off", "NCCL needs real GPUs", "torch.nonzero", "CUDA graph capture"):
+        for what in ("cuDNN stays off", "NCCL needs real GPUs", "torch.nonzero", "CUDA graph capture",
+                     "testing a tensor (if/while on it) reads a CUDA tensor's value"):
             # one warning line per process, naming it: "memhist: warning: process P: ..."
             assert re.search(r"(?m)^memhist: warning: process \d+: " + re.escape(what), r.stderr), \
                 (what, r.stderr[-2000:])
+        assert r.stderr.count("reads a CUDA tensor's value") == 1, r.stderr[-2000:]
 
 
 def main():

@@ -12,8 +12,11 @@ computed, so this module:
 - warns once, on stderr, where results would mislead: torch.compile with the
   Inductor backend (needs the real driver; use backend="aot_eager"), CUDA
   graph capture (refused by the device), torch.linalg calls that need
-  cuSOLVER, and operations whose output size depends on tensor values
-  (nonzero, masked_select, unique, boolean-mask indexing...).
+  cuSOLVER, operations whose output size depends on tensor values
+  (nonzero, masked_select, unique, boolean-mask indexing...), and the first
+  CUDA tensor value the program reads to decide something (bool() of a
+  tensor, Tensor.item()): a loop that waits for a value, such as
+  generate() waiting for its end of sequence, may never stop here.
 It never imports torch itself: it is handed the torch.cuda module.
 """
 import functools
@@ -95,6 +98,12 @@ def _install_warnings():
         _wrap(torch, name, "data:" + name, data_text % ("torch." + name), _on_cuda)
         _wrap(torch.Tensor, name, "data:" + name, data_text % ("Tensor." + name),
               lambda a, k: getattr(a[0], "is_cuda", False))
+    value_text = ("%s reads a CUDA tensor's value, which the virtual device does not compute: a "
+                  "decision on it can take another path than on a GPU, and a loop that waits for a "
+                  "value (generate() waiting for its end of sequence, training until the loss is "
+                  "low) may never stop; interrupt it (Ctrl-C): the recording keeps what ran")
+    for name, what in (("__bool__", "testing a tensor (if/while on it)"), ("item", "Tensor.item()")):
+        _wrap(torch.Tensor, name, "values", value_text % what, lambda a, k: getattr(a[0], "is_cuda", False))
     solver_text = ("torch.linalg.%s needs cuSOLVER, which the virtual device does not provide")
     for name in ("inv", "solve", "eigh", "eig", "svd", "qr", "cholesky", "lstsq", "det", "slogdet"):
         _wrap(torch.linalg, name, "linalg:" + name, solver_text % name, _on_cuda)
