@@ -110,6 +110,10 @@ int mh_torch_step_devices(uint64_t devices);
  * it): after a backward in the same step (gradient accumulation, one
  * forward and backward per micro-batch) the forward phase opens again. */
 int mh_torch_forward_begins(void);
+/* The closure an optimizer step was given (its forward and backward, as
+ * Lightning and LBFGS run them inside Optimizer.step) begins (1): the
+ * forward phase opens; or returns (0): the optimizer phase opens again. */
+int mh_torch_closure(int begin);
 /* A named mark at the current time on the calling thread. */
 int mh_torch_mark(const char *name);
 

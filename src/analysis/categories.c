@@ -27,6 +27,8 @@ struct mh_lifetimes {
     int tagged;           /* the file carries tensor roles (MH_EV_TAG) */
     int grads_tagged;     /* ... and gradients among them (the optimizer hooks ran) */
     uint64_t ended_before; /* index of the last STEP_END + 1, 0 = none yet */
+    uint32_t first_thread; /* the thread of the first allocator event */
+    int threaded;          /* an allocator event came from another thread */
 };
 
 const char *mh__category_name(int category)
@@ -95,6 +97,7 @@ static void fill_rec(struct mh_alloc_rec *r, const struct mh_model *m, const str
     r->stack = ev->stack;
     r->str = ev->str ? ev->str : mh_model_scope(m, ev->thread);
     r->device = ev->device;
+    r->thread = ev->thread;
     r->alloc_phase = (uint8_t)mh_model_current_phase(m);
     r->before_forward = r->alloc_step >= 0 && !forward_seen;
     r->category = MH_CAT_UNKNOWN;
@@ -120,6 +123,14 @@ static void on_free(struct mh_lifetimes *lt, const struct mh_model *m, const str
     r->free_index = index;
     r->free_step = mh_model_device_step(m, ev->device);
     r->free_phase = (uint8_t)mh_model_current_phase(m);
+    r->freed_elsewhere = ev->thread != r->thread;
+}
+
+static void note_thread(struct mh_lifetimes *lt, uint32_t thread)
+{
+    if (!lt->n && !lt->first_thread)
+        lt->first_thread = thread;
+    lt->threaded |= thread != lt->first_thread;
 }
 
 int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
@@ -163,11 +174,15 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
         lt->grads_tagged |= ev->aux == MH_ROLE_GRADIENT;
         return 0;
     }
-    if (ev->kind == MH_EV_ALLOC && res)
+    if (ev->kind == MH_EV_ALLOC && res) {
+        note_thread(lt, ev->thread);
         return on_alloc(lt, m, ev, res, index);
+    }
     if (ev->kind == MH_EV_FREE_REQUESTED ||
-        (ev->kind == MH_EV_FREE_COMPLETED && res && res->allocated_delta < 0))
+        (ev->kind == MH_EV_FREE_COMPLETED && res && res->allocated_delta < 0)) {
+        note_thread(lt, ev->thread);
         on_free(lt, m, ev, index);
+    }
     return 0;
 }
 
@@ -239,6 +254,11 @@ const struct mh_step_span *mh__lifetimes_passes(const struct mh_lifetimes *lt, s
 uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt)
 {
     return lt->nevents;
+}
+
+int mh__lifetimes_threaded(const struct mh_lifetimes *lt)
+{
+    return lt->threaded;
 }
 
 int64_t mh__lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index)

@@ -64,6 +64,8 @@ struct mh_alloc_rec {
     uint8_t before_forward;           /* allocated in a step before its forward phase */
     uint8_t role;                     /* enum mh_tensor_role from MH_EV_TAG, 0 = none */
     uint8_t category;                 /* enum mh_category, set by mh__lifetimes_finish */
+    uint8_t freed_elsewhere;          /* freed by another thread than the one that allocated it */
+    uint32_t thread;                  /* the allocating thread */
 };
 
 /* Where each step starts in the event sequence. */
@@ -90,6 +92,10 @@ const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, si
  * under gradient accumulation), each naming its step. */
 const struct mh_step_span *mh__lifetimes_passes(const struct mh_lifetimes *lt, size_t *n);
 uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt);
+/* Whether the events came from more than one thread (a live recording of a
+ * backward pass: autograd's device threads; an imported snapshot has one),
+ * so that freed_elsewhere tells who freed a block. */
+int mh__lifetimes_threaded(const struct mh_lifetimes *lt);
 /* Step that event `index` belongs to (-1 before the first step). */
 int64_t mh__lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index);
 

@@ -14,13 +14,19 @@ static struct mh__lgroup *group_of(const struct mh_layers *ly, size_t rec)
     return &ly->groups[(size_t)ly->layer_of[rec] * ly->nspans + ly->span_of[rec]];
 }
 
+/* Saved for backward: a forward activation freed in its step's backward,
+ * after its layer's backward began, and, where threads are known, by
+ * autograd's thread: a tensor the program's own thread frees after
+ * backward (a local variable of a training-step function) is held by the
+ * program, which checkpointing would not change. */
 int mh__layers_is_saved(const struct mh_layers *ly, size_t i)
 {
     size_t n;
     const struct mh_alloc_rec *r = &mh__lifetimes_records(ly->lt, &n)[i];
     if (ly->layer_of[i] < 0 || r->alloc_phase != MH_PHASE_FORWARD || r->before_forward ||
         r->category != MH_CAT_ACTIVATION || r->free_index == MH_NEVER ||
-        r->free_step != r->alloc_step || r->free_phase != MH_PHASE_BACKWARD)
+        r->free_step != r->alloc_step || r->free_phase != MH_PHASE_BACKWARD ||
+        (mh__lifetimes_threaded(ly->lt) && !r->freed_elsewhere))
         return 0;
     const struct mh__lgroup *g = group_of(ly, i);
     return g->bwd_start != MH_NEVER && r->free_index >= g->bwd_start;

@@ -932,6 +932,17 @@ int mh_torch_forward_begins(void)
     return 0;
 }
 
+int mh_torch_closure(int begin)
+{
+    emit_guard guard;
+    if (!guard.rec)
+        return MH_ESTATE;
+    int phase = begin ? MH_PHASE_FORWARD : MH_PHASE_OPTIMIZER;
+    g.phase.store(phase);
+    emit_simple(guard.rec, MH_EV_PHASE, mh_clock_ns(), (uint32_t)phase);
+    return 0;
+}
+
 int mh_torch_mark(const char *name)
 {
     if (!name)

@@ -15,6 +15,9 @@ runs, and checks memhist's answers against what torch says of the same run:
   plan        checkpointing the first 1, 3 and all blocks of the plan's
               ranking (non-reentrant) gives a measured peak within 10 % of
               the estimate for that many
+  plan_function  the same when forward and backward are a function's (the
+              logits, freed by the program after backward, are not
+              counted as saved, so no layer but the blocks is ranked)
   names       allocations with no Python frame (autograd's thread in
               backward, its cuBLAS workspace) are named "torch internal:
               <op>" in report, layers and the snapshot, never "<no stack>"
@@ -31,6 +34,10 @@ runs, and checks memhist's answers against what torch says of the same run:
               get distinct names (the model's under its class name, as
               the second model with those paths), the plan ranks the
               model's blocks only, and the teacher's blocks save nothing
+  closure     the forward and backward run in a closure given to
+              opt.step(closure) (Lightning, LBFGS): the same categories at
+              the peak as without one (activations within 2 %, gradients
+              and optimizer state alike), the same steps and the same plan
   accumulate  with two micro-batches per optimizer step, the activations at
               the peak and the plan's saving match the run without
               accumulation (within 5 %), and checkpointing the plan's
@@ -153,8 +160,8 @@ def case_layers(work):
           "the plan checkpoints the %d blocks: %s" % (LAYERS, plan.get("layers")))
 
 
-def case_plan(work):
-    path, truth = record(work, "base", [])
+def case_plan(work, args=()):
+    path, truth = record(work, "base", list(args))
     _, plan = plan_of(path)
     ranking = [r for r in plan.get("ranking", []) if re.fullmatch(r"transformer\.h\.\d+", r["layer"])]
     check(len(ranking) == LAYERS, "the ranking holds the %d blocks" % LAYERS)
@@ -164,7 +171,7 @@ def case_plan(work):
     for k in (1, 3, LAYERS):
         chosen = [int(r["layer"].rsplit(".", 1)[1]) for r in ranking[:k]]
         est = ranking[k - 1]["estimated_peak_with_first_k"]
-        _, t = record(work, "ckpt%d" % k, ["--ckpt", ",".join(map(str, chosen))])
+        _, t = record(work, "ckpt%d" % k, list(args) + ["--ckpt", ",".join(map(str, chosen))])
         err = (est - t["peak_allocated"]) / t["peak_allocated"]
         print("%6d  %12.1f  %12.1f  %+.1f%%" % (k, est / 2**20, t["peak_allocated"] / 2**20, 100 * err))
         check(abs(err) <= 0.10, "checkpointing %s: estimate within 10%% of the measured peak" % chosen)
@@ -262,6 +269,31 @@ def case_teacher(work):
     check(saved and not any(saved.values()), "the teacher's blocks save nothing: %s" % saved)
 
 
+def case_plan_function(work):
+    """The plan when the training step is a function whose locals (the
+    logits) the program's own thread frees after backward: they are not
+    saved activations, checkpointing would not free them."""
+    case_plan(work, ["--step-function"])
+
+
+def case_closure(work):
+    runs = {}
+    for name, args in (("plain", []), ("closure", ["--closure"])):
+        path, _ = record(work, name, args)
+        rep = run_json("report", "--json", path)["files"][0]["devices"][0]
+        runs[name] = (rep, plan_of(path)[1])
+    (plain, plain_plan), (closed, closed_plan) = runs["plain"], runs["closure"]
+    a, b = plain["category_at_peak"], closed["category_at_peak"]
+    check(b["activation"] > 0 and abs(b["activation"] - a["activation"]) <= 0.02 * a["activation"],
+          "activations at the peak %d, %d without a closure" % (b["activation"], a["activation"]))
+    for cat in ("parameter", "optimizer_state"):
+        check(a[cat] == b[cat], "%s bytes %d, %d without a closure" % (cat, b[cat], a[cat]))
+    check([s["step"] for s in closed["steps"]] == [s["step"] for s in plain["steps"]],
+          "the same steps: %s" % [s["step"] for s in closed["steps"]])
+    check(sorted(closed_plan.get("layers", [])) == sorted(plain_plan.get("layers", [])) != [],
+          "the same plan: %s" % closed_plan.get("layers"))
+
+
 def case_accumulate(work):
     base, _ = record(work, "single", [])
     path, truth = record(work, "accum", ["--accumulate", "2"])
@@ -287,8 +319,8 @@ def case_accumulate(work):
 
 
 CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers,
-         "plan": case_plan, "names": case_names, "compiled": case_compiled,
-         "teacher": case_teacher, "accumulate": case_accumulate}
+         "plan": case_plan, "plan_function": case_plan_function, "names": case_names, "compiled": case_compiled,
+         "teacher": case_teacher, "closure": case_closure, "accumulate": case_accumulate}
 
 
 def main():

@@ -4,7 +4,7 @@ program the module-scope and category tests record unchanged
 
     python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
                         [--in-place] [--accumulate K] [--keep-grads] [--teacher L]
-                        [--truth FILE]
+                        [--closure] [--step-function] [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
@@ -19,7 +19,11 @@ optimizer step (gradient accumulation);
 at every later peak). --teacher L distils: a second GPT of L layers (the
 same class, so the same module paths) runs first each step, without
 gradients, and the loss also pulls the model's logits to the teacher's.
---truth
+--closure runs each step's forward and backward in a closure given to
+opt.step(closure), as Lightning's training loop and LBFGS do.
+--step-function keeps nothing of the forward once its backward is done (the
+logits and loss are a function's locals, as in HF Trainer's training_step);
+otherwise they live until the next step's forward replaces them. --truth
 writes what torch itself says as JSON at the end: parameter and
 optimizer-state bytes from the tensors and from the allocator blocks that
 hold them (torch's memory_snapshot), the allocator's peak, the steps.
@@ -101,6 +105,8 @@ def main():
     ap.add_argument("--accumulate", type=int, default=1)
     ap.add_argument("--keep-grads", action="store_true")
     ap.add_argument("--teacher", type=int, default=0)
+    ap.add_argument("--closure", action="store_true")
+    ap.add_argument("--step-function", action="store_true")
     ap.add_argument("--truth")
     a = ap.parse_args()
     ckpt = range(a.layers) if a.ckpt == "all" else [int(i) for i in a.ckpt.split(",") if i]
@@ -118,7 +124,7 @@ def main():
         else:
             model.transformer.h[i] = torch.compile(model.transformer.h[i], backend="aot_eager")
     torch.cuda.reset_peak_memory_stats()
-    for _ in range(a.steps):
+    def forward_backward():
         for _ in range(a.accumulate):
             idx = torch.randint(0, vocab, (batch, ctx + 1)).to("cuda")
             if teacher is not None:
@@ -129,7 +135,23 @@ def main():
             if teacher is not None:
                 loss = loss + F.kl_div(F.log_softmax(logits, dim=-1), target, reduction="batchmean")
             (loss / a.accumulate).backward()
-        opt.step()
+        return logits, loss
+
+    held = {}
+
+    def closure():  # logits and loss live until the next step's, as below
+        held["out"] = forward_backward()
+        return held["out"][1]
+
+    for _ in range(a.steps):
+        if a.closure:
+            opt.step(closure)
+        elif a.step_function:
+            forward_backward()
+            opt.step()
+        else:
+            logits, loss = forward_backward()
+            opt.step()
         opt.zero_grad(set_to_none=not a.keep_grads)
     if a.truth:
         def nbytes(t):

@@ -70,6 +70,7 @@ class Session:
         self.counts = None
         self.scopes = None
         self.steps = None
+        self.closures = None
 
     def __enter__(self):
         return self
@@ -137,6 +138,9 @@ class Session:
                     _native.core().mh_recorder_set_meta(self.rec, b"module_scopes", self.scopes.impl.encode())
                 if self.steps is not None:
                     self.steps.install_post(torch)
+                self.closures = _steps.ClosurePhases(lib, self.scopes and self.scopes.closure_done,
+                                                     self._closure_hook_failed)
+                self.closures.install(torch)
                 atexit.register(stop)
             except Exception as e:  # never break the program
                 _not_recording(self, e)
@@ -149,7 +153,16 @@ class Session:
             self.status += "; optimizer step hooks off (%s): steps from record_function ranges" % e
             _native.bridge().mh_torch_watch_ranges(1)
 
+    def _closure_hook_failed(self, e):
+        if self.closures is not None:
+            self.closures.remove()
+            self.closures = None
+            self.status += "; optimizer closure phases off: %s" % e
+
     def close(self):
+        if self.closures is not None:
+            self.closures.remove()
+            self.closures = None
         if self.scopes is not None:
             self.scopes.remove()
             self.scopes = None

@@ -383,14 +383,25 @@ class Scopes:
         if self.monitor is not None and not self.rescanned:  # forwards assigned to classes late
             self.rescanned = True
             self.monitor.rescan()
-        if self.native is not None:  # C walks each group's list
-            params = [group["params"] for group in optimizer.param_groups]
-        else:
-            params = [p for group in optimizer.param_groups for p in group["params"]]
+        params = self._params(optimizer)
         devices = self._tag_all(params, PARAMETER, id(optimizer))
         self._tag_all(params, GRADIENT, id(optimizer), grads=True)
         if self.bridge is not None:
             self.bridge.mh_torch_step_devices(self._devices(optimizer, params) if devices is None else devices)
+
+    def closure_done(self, optimizer):
+        """The closure an optimizer step called (its forward and backward:
+        Lightning, LBFGS) returned: backward is over and the gradients it
+        made are tagged before the update runs."""
+        if not self.on:
+            return
+        self._close_backward()
+        self._tag_all(self._params(optimizer), GRADIENT, id(optimizer), grads=True)
+
+    def _params(self, optimizer):
+        if self.native is not None:  # C walks each group's list
+            return [group["params"] for group in optimizer.param_groups]
+        return [p for group in optimizer.param_groups for p in group["params"]]
 
     def _devices(self, optimizer, params):
         """Bit d set for each CUDA device (0-63) holding one of `params`;

@@ -103,3 +103,62 @@ class StepHooks:
             fn.__doc__ = orig.__doc__
             self.originals[name] = orig
             setattr(cls, name, fn)
+
+
+class ClosurePhases:
+    """An optimizer step given a closure (Lightning's training loop, LBFGS)
+    runs the forward and backward inside Optimizer.step: the closure is
+    wrapped so that the bridge marks the forward phase when it starts and
+    the optimizer phase again when it returns, and `done(optimizer)` (the
+    module scopes' closure_done) runs then."""
+
+    def __init__(self, bridge, done, on_error):
+        self.mark = bridge.mh_torch_closure
+        self.done = done
+        self.on_error = on_error
+        self.handle = None
+
+    def install(self, torch):
+        from torch.optim import optimizer as opt
+        compiling = _is_compiling(torch)
+
+        def hook(optimizer, args, kwargs):
+            if compiling():
+                return None
+            try:
+                return self._wrapped(optimizer, args, kwargs)
+            except Exception as e:  # never break the program
+                self.on_error(e)
+            return None
+        self.handle = opt.register_optimizer_step_pre_hook(hook)
+
+    def remove(self):
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
+
+    def _wrapped(self, optimizer, args, kwargs):
+        """(args, kwargs) with the closure wrapped, or None without one
+        (args start with the optimizer itself, then step's own)."""
+        if callable(kwargs.get("closure")):
+            return args, dict(kwargs, closure=self._phased(optimizer, kwargs["closure"]))
+        if len(args) > 1 and callable(args[1]):
+            return (args[0], self._phased(optimizer, args[1])) + tuple(args[2:]), kwargs
+        return None
+
+    def _phased(self, optimizer, closure):
+        mark, done, on_error = self.mark, self.done, self.on_error
+
+        def phased(*a, **k):
+            mark(1)
+            try:
+                return closure(*a, **k)
+            finally:
+                try:
+                    if done is not None:
+                        done(optimizer)
+                    mark(0)
+                except Exception as e:  # never break the program
+                    on_error(e)
+        return phased
+
