@@ -208,6 +208,21 @@ Test(torch_support, an_optimizer_stepping_twice_between_key_steps_becomes_the_ke
     cr_assert_eq(d, 0);
 }
 
+Test(torch_support, a_new_optimizer_ends_steps_once_the_key_is_gone)
+{
+    struct mh_opt_steps st;
+    mh_opt_steps_reset(&st);
+    for (uint64_t o = 1; o <= 4; o++) { /* a new optimizer each iteration */
+        uint64_t d = 1;
+        cr_assert_eq(ends(&st, o, &d), 1, "optimizer %llu", (unsigned long long)o);
+        mh_opt_steps_forget(&st, o);
+    }
+    uint64_t d = 1;
+    cr_assert_eq(ends(&st, 9, &d), 1);
+    mh_opt_steps_forget(&st, 7); /* another one gone: the key stays */
+    cr_assert_eq(ends(&st, 8, &d), 0);
+}
+
 Test(torch_support, unidentified_optimizers_end_every_step)
 {
     struct mh_opt_steps st;

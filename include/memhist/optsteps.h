@@ -33,6 +33,10 @@ struct mh_opt_steps {
  * a training step, and leaves in *devices the devices whose step it ends
  * (0 when the devices are unknown). Not thread-safe. */
 int mh_opt_steps_end(struct mh_opt_steps *st, uint64_t optimizer, uint64_t *devices);
+/* `optimizer` is gone (its identity may be reused): forgotten; where it was
+ * the key, the next optimizer to step becomes the key and ends the step (a
+ * loop that makes a new optimizer each iteration). */
+void mh_opt_steps_forget(struct mh_opt_steps *st, uint64_t optimizer);
 void mh_opt_steps_reset(struct mh_opt_steps *st);
 
 #ifdef __cplusplus

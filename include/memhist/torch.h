@@ -95,6 +95,9 @@ int mh_torch_optimizer_step(int begin);
  * a training step there. mh_torch_optimizer_step is this with 0 (every
  * optimizer step ends a training step). */
 int mh_torch_optimizer_step_of(int begin, uint64_t optimizer);
+/* The optimizer named so is gone (garbage collected): its identity may be
+ * reused, and if it ended the steps, the next optimizer to step does. */
+int mh_torch_optimizer_gone(uint64_t optimizer);
 /* While the count of watch(1) calls over watch(0) calls is positive, the
  * bridge watches record_function ranges (torch.profiler's ProfilerStep#N
  * define the steps then). Without caller_steps the ranges are always

@@ -40,6 +40,20 @@ int mh_opt_steps_end(struct mh_opt_steps *st, uint64_t optimizer, uint64_t *devi
     return ends != 0;
 }
 
+void mh_opt_steps_forget(struct mh_opt_steps *st, uint64_t optimizer)
+{
+    for (int d = 0; d <= MH_OPT_DEVICES_UNKNOWN; d++) {
+        struct mh_opt_slot *s = &st->slot[d];
+        if (s->key == optimizer) {
+            s->key = 0;
+            s->nseen = 0;
+        }
+        for (unsigned i = 0; i < s->nseen; i++)
+            if (s->seen[i] == optimizer)
+                s->seen[i--] = s->seen[--s->nseen];
+    }
+}
+
 void mh_opt_steps_reset(struct mh_opt_steps *st)
 {
     memset(st, 0, sizeof *st);

@@ -901,6 +901,13 @@ int mh_torch_optimizer_step_of(int begin, uint64_t optimizer)
     }
 }
 
+int mh_torch_optimizer_gone(uint64_t optimizer)
+{
+    std::lock_guard<std::mutex> lock(g.opt_lock);
+    mh_opt_steps_forget(&g.opt_steps, optimizer);
+    return 0;
+}
+
 int mh_torch_watch_ranges(int on)
 {
     try {

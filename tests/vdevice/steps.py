@@ -23,8 +23,8 @@ unchanged under `memhist simulate`:
             and the tail's peaks equal torch's own memory_stats peaks
   optimizers  two optimizers per iteration on one device, stepped one after
             the other (split) or each after its own model's forward and
-            backward (halves, as a GAN trains): one step per iteration, 4
-            steps, each step's and the tail's peaks equal to torch's own
+            backward (halves, as a GAN trains), or a new optimizer every
+            iteration (fresh): one step per iteration, 4 steps, each step's and the tail's peaks equal to torch's own
             taken at the first optimizer's steps; split again with
             MEMHIST_STEP_HOOK=record_function
   profiler  4 iterations under a torch.profiler schedule with an optimizer
@@ -192,7 +192,7 @@ def check_torch_peaks(what, dev, truth, d):
 
 
 def case_optimizers(work):
-    runs = [("split", "split", None), ("halves", "halves", None),
+    runs = [("split", "split", None), ("halves", "halves", None), ("fresh", "fresh", None),
             ("split_ranges", "split", {"MEMHIST_STEP_HOOK": "record_function"})]
     for name, kind, env in runs:
         path, truth = record(work, name, ["--devices", "1", "--optimizers", kind], env)

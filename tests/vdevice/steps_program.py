@@ -4,7 +4,7 @@ AdamW, no memhist calls.
 
     python steps_program.py [--devices 1|2] [--steps N] [--leak] [--truth FILE]
                             [--profiler] [--accumulate K]
-                            [--optimizers one|split|halves]
+                            [--optimizers one|split|halves|fresh]
 
 --devices 2: one process drives a model on cuda:0 and another on cuda:1,
 each with its own optimizer; every iteration runs both forwards and
@@ -23,9 +23,9 @@ define the steps. --accumulate K: an optimizer step every K iterations.
 --optimizers (one device): split - the model's matrices go to AdamW and its
 other parameters to SGD, stepped one after the other; halves - two models
 (a GAN's discriminator and generator, say), each with its own AdamW, every
-iteration training one and then the other. One step per iteration either
-way, ended by the optimizer that steps first, after which the truth's peaks
-are taken.
+iteration training one and then the other; fresh - a new AdamW every
+iteration, the last one dropped. One step per iteration every way, ended by
+the optimizer that steps first, after which the truth's peaks are taken.
 """
 import argparse
 import json
@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--truth")
     ap.add_argument("--profiler", action="store_true")
     ap.add_argument("--accumulate", type=int, default=1)
-    ap.add_argument("--optimizers", choices=("one", "split", "halves"), default="one")
+    ap.add_argument("--optimizers", choices=("one", "split", "halves", "fresh"), default="one")
     a = ap.parse_args()
     torch.manual_seed(0)
     if a.optimizers != "one":
@@ -105,6 +105,8 @@ def several_optimizers(a):
         opts = [torch.optim.AdamW(m.parameters(), lr=1e-4) for m in models]
     peaks = []
     for _ in range(a.steps):
+        if a.optimizers == "fresh":
+            opts = [torch.optim.AdamW(models[0].parameters(), lr=1e-4)]
         for i, o in enumerate(opts):
             m = models[min(i, len(models) - 1)]
             if i < len(models):

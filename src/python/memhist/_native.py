@@ -125,6 +125,7 @@ def bridge():
         lib.mh_torch_step_devices.argtypes = [ctypes.c_uint64]
         lib.mh_torch_optimizer_step_of.argtypes = [ctypes.c_int, ctypes.c_uint64]
         lib.mh_torch_closure.argtypes = [ctypes.c_int]
+        lib.mh_torch_optimizer_gone.argtypes = [ctypes.c_uint64]
         lib.mh_torch_watch_ranges.argtypes = [ctypes.c_int]
         lib.mh_torch_metadata.argtypes = [ctypes.c_char_p]
         lib.mh_torch_error.restype = ctypes.c_char_p

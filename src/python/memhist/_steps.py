@@ -10,13 +10,15 @@ lets the bridge watch record_function ranges only while a torch.profiler
 profile runs, whose ProfilerStep#N ranges then define the steps as before.
 Each hook names its optimizer, so a loop that steps several optimizers per
 iteration gets one training step per iteration (the bridge ends steps at the
-steps of the first optimizer only).
+steps of the first optimizer only), and tells the bridge when an optimizer
+is garbage collected (a loop making a new optimizer each iteration).
 
 MEMHIST_STEP_HOOK=record_function keeps the callback on for the whole run:
 needed where an optimizer step runs compiled (torch.compile(opt.step)), which
 the hooks do not see.
 """
 import os
+import weakref
 
 
 def from_record_function():
@@ -41,6 +43,7 @@ class StepHooks:
         self.handles = []
         self.profile_class = None
         self.originals = {}
+        self.known = {}  # id(optimizer) -> weakref.finalize telling the bridge it is gone
 
     def install_pre(self, torch):
         from torch.optim import optimizer as opt
@@ -55,6 +58,9 @@ class StepHooks:
         for h in self.handles:
             h.remove()
         self.handles = []
+        for fin in list(self.known.values()):
+            fin.detach()
+        self.known = {}
         for name, fn in self.originals.items():
             if getattr(getattr(self.profile_class, name, None), "_memhist", False):
                 setattr(self.profile_class, name, fn)
@@ -63,16 +69,26 @@ class StepHooks:
     def _hook(self, torch, begin):
         compiling = _is_compiling(torch)
         mark = self.bridge.mh_torch_optimizer_step_of
+        known, gone = self.known, self._gone
 
         def hook(optimizer, args, kwargs):
             if compiling():  # under torch.compile tracing: stay out of the graph
                 return None
             try:
+                if begin and id(optimizer) not in known:
+                    known[id(optimizer)] = weakref.finalize(optimizer, gone, id(optimizer))
                 mark(begin, id(optimizer))
             except Exception as e:  # never break the program
                 self.on_error(e)
             return None
         return hook
+
+    def _gone(self, key):
+        self.known.pop(key, None)
+        try:
+            self.bridge.mh_torch_optimizer_gone(key)
+        except Exception as e:  # never break the program
+            self.on_error(e)
 
     def _wrap_profiler(self, torch):
         """Ranges are watched from a profile's start (before its first
