@@ -94,7 +94,8 @@ function(mh_torch_target t)
                         BUILD_RPATH "${MH_TORCH_DIR}/lib;${CMAKE_BINARY_DIR}")
 endfunction()
 
-add_library(memhist_torch SHARED ${CMAKE_SOURCE_DIR}/src/record/torch_bridge.cpp)
+add_library(memhist_torch SHARED ${CMAKE_SOURCE_DIR}/src/record/torch_bridge.cpp
+                                 ${CMAKE_SOURCE_DIR}/src/record/torch_steps.cpp)
 mh_torch_target(memhist_torch)
 target_link_libraries(memhist_torch PRIVATE memhist_shared ${MH_TORCH_LIBS} ${CMAKE_DL_LIBS}
                       -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/exports.map)

@@ -171,28 +171,23 @@ Test(torch_support, op_stacks_belong_to_their_recorder)
         cr_skip_test("no recorder reused an address in %d openings", TRIES);
 }
 
-/* The steps of two optimizers per iteration: does each end a training step? */
-static int ends(struct mh_opt_steps *st, uint64_t optimizer, uint64_t *devices)
-{
-    return mh_opt_steps_end(st, optimizer, devices);
-}
-
+/* Which optimizer steps end a training step (memhist/optsteps.h). */
 Test(torch_support, only_the_first_optimizer_ends_steps_on_its_devices)
 {
     struct mh_opt_steps st;
     mh_opt_steps_reset(&st);
     for (int iteration = 0; iteration < 3; iteration++) {
         uint64_t a = 1, b = 1;
-        cr_assert_eq(ends(&st, 0xA, &a), 1, "iteration %d", iteration);
+        cr_assert_eq(mh_opt_steps_end(&st, 0xA, &a), 1, "iteration %d", iteration);
         cr_assert_eq(a, 1);
-        cr_assert_eq(ends(&st, 0xB, &b), 0, "iteration %d", iteration);
+        cr_assert_eq(mh_opt_steps_end(&st, 0xB, &b), 0, "iteration %d", iteration);
         cr_assert_eq(b, 0);
     }
     uint64_t both = 3; /* A on devices 0 and 1: key on 0 already, first on 1 */
-    cr_assert_eq(ends(&st, 0xA, &both), 1);
+    cr_assert_eq(mh_opt_steps_end(&st, 0xA, &both), 1);
     cr_assert_eq(both, 3);
     uint64_t other = 2;
-    cr_assert_eq(ends(&st, 0xB, &other), 0);
+    cr_assert_eq(mh_opt_steps_end(&st, 0xB, &other), 0);
 }
 
 Test(torch_support, an_optimizer_stepping_twice_between_key_steps_becomes_the_key)
@@ -200,11 +195,11 @@ Test(torch_support, an_optimizer_stepping_twice_between_key_steps_becomes_the_ke
     struct mh_opt_steps st;
     mh_opt_steps_reset(&st);
     uint64_t d = 0; /* devices unknown */
-    cr_assert_eq(ends(&st, 0xA, &d), 1);
-    cr_assert_eq(ends(&st, 0xB, &d), 0);
-    cr_assert_eq(ends(&st, 0xB, &d), 1, "A stopped stepping: B's second step ends the step");
-    cr_assert_eq(ends(&st, 0xB, &d), 1, "and B is the key now");
-    cr_assert_eq(ends(&st, 0xA, &d), 0);
+    cr_assert_eq(mh_opt_steps_end(&st, 0xA, &d), 1);
+    cr_assert_eq(mh_opt_steps_end(&st, 0xB, &d), 0);
+    cr_assert_eq(mh_opt_steps_end(&st, 0xB, &d), 1, "A stopped stepping: B's second step ends the step");
+    cr_assert_eq(mh_opt_steps_end(&st, 0xB, &d), 1, "and B is the key now");
+    cr_assert_eq(mh_opt_steps_end(&st, 0xA, &d), 0);
     cr_assert_eq(d, 0);
 }
 
@@ -214,13 +209,13 @@ Test(torch_support, a_new_optimizer_ends_steps_once_the_key_is_gone)
     mh_opt_steps_reset(&st);
     for (uint64_t o = 1; o <= 4; o++) { /* a new optimizer each iteration */
         uint64_t d = 1;
-        cr_assert_eq(ends(&st, o, &d), 1, "optimizer %llu", (unsigned long long)o);
+        cr_assert_eq(mh_opt_steps_end(&st, o, &d), 1, "optimizer %llu", (unsigned long long)o);
         mh_opt_steps_forget(&st, o);
     }
     uint64_t d = 1;
-    cr_assert_eq(ends(&st, 9, &d), 1);
+    cr_assert_eq(mh_opt_steps_end(&st, 9, &d), 1);
     mh_opt_steps_forget(&st, 7); /* another one gone: the key stays */
-    cr_assert_eq(ends(&st, 8, &d), 0);
+    cr_assert_eq(mh_opt_steps_end(&st, 8, &d), 0);
 }
 
 Test(torch_support, unidentified_optimizers_end_every_step)
@@ -228,10 +223,10 @@ Test(torch_support, unidentified_optimizers_end_every_step)
     struct mh_opt_steps st;
     mh_opt_steps_reset(&st);
     uint64_t d = 1;
-    cr_assert_eq(ends(&st, 0xA, &d), 1);
+    cr_assert_eq(mh_opt_steps_end(&st, 0xA, &d), 1);
     for (int i = 0; i < 3; i++) {
         d = 1;
-        cr_assert_eq(ends(&st, 0, &d), 1);
+        cr_assert_eq(mh_opt_steps_end(&st, 0, &d), 1);
         cr_assert_eq(d, 1);
     }
 }
@@ -241,11 +236,11 @@ Test(torch_support, many_optimizers_per_iteration_still_end_steps)
     struct mh_opt_steps st;
     mh_opt_steps_reset(&st);
     uint64_t d = 4;
-    cr_assert_eq(ends(&st, 1, &d), 1);
+    cr_assert_eq(mh_opt_steps_end(&st, 1, &d), 1);
     int ended = 0;
     for (uint64_t o = 2; o < 2 + 2 * MH_OPT_SEEN; o++) {
         d = 4;
-        ended += ends(&st, o, &d);
+        ended += mh_opt_steps_end(&st, o, &d);
     }
     cr_assert_geq(ended, 1, "more optimizers than the slot keeps: a step ends");
 }

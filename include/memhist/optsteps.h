@@ -14,8 +14,8 @@
 extern "C" {
 #endif
 
-#define MH_OPT_SEEN 8              /* optimizers kept per slot between step ends */
-#define MH_OPT_DEVICES_UNKNOWN 64  /* the slot of steps over unknown devices */
+#define MH_OPT_SEEN 8             /* optimizers kept per slot between step ends */
+#define MH_OPT_DEVICES_UNKNOWN 64 /* the slot of steps over unknown devices */
 
 struct mh_opt_slot {
     uint64_t key;               /* the optimizer whose steps end this slot's steps; 0: none yet */

@@ -28,6 +28,7 @@ struct mh_lifetimes {
     int grads_tagged;     /* ... and gradients among them (the optimizer hooks ran) */
     uint64_t ended_before; /* index of the last STEP_END + 1, 0 = none yet */
     uint32_t first_thread; /* the thread of the first allocator event */
+    int thread_known;      /* first_thread is set */
     int threaded;          /* an allocator event came from another thread */
 };
 
@@ -128,8 +129,10 @@ static void on_free(struct mh_lifetimes *lt, const struct mh_model *m, const str
 
 static void note_thread(struct mh_lifetimes *lt, uint32_t thread)
 {
-    if (!lt->n && !lt->first_thread)
+    if (!lt->thread_known) {
+        lt->thread_known = 1;
         lt->first_thread = thread;
+    }
     lt->threaded |= thread != lt->first_thread;
 }
 

@@ -12,9 +12,9 @@
  * CPython layout), torch's gathered contexts are parked in per-thread rings
  * instead and symbolized in batches with torch::symbolize (GIL taken there,
  * never in the tracker); with no Python frame, the autograd node names the
- * op (opname.c). Step markers and phases come from RecordFunction
- * USER_SCOPE ranges or the caller's optimizer hooks; the recorder pointer
- * passes through emit_gate.h.
+ * op (opname.c). Step markers and phases (torch_steps.cpp) come from
+ * RecordFunction USER_SCOPE ranges or the caller's optimizer hooks; the
+ * recorder pointer passes through emit_gate.h.
  *
  * Owns: the bridge state (one per process, never destroyed: torch cannot
  * detach a tracker), the context rings, the clock calibration. Every
@@ -44,13 +44,14 @@
 
 #include "memhist/cupti.h"
 #include "memhist/error.h"
-#include "memhist/optsteps.h"
 #include "memhist/torch.h"
 #include "emit_gate.h"
+#include "torch_emit.h"
 #include "torch_entry.h"
 #include "torch_state.h"
 #include "pystack.h"
 #include "symtab.h"
+#include "torch_steps.h"
 #include "torch_support.h"
 
 #define MH_TORCH_AT_LEAST(maj, min)                                                        \
@@ -65,13 +66,12 @@ namespace cca = c10::cuda::CUDACachingAllocator;
 using Entry = cca::TraceEntry;
 using mh_torch_entry::copy_optional_fields;
 using mh_torch_entry::map_action;
+using mh_torch_emit::emit_guard;
+using mh_torch_emit::emit_simple;
+using mh_torch_emit::ticks_now;
+namespace steps = mh_torch_steps;
 
 /* ---- clock: torch's approximate-clock ticks (tick_clock.c) ------------------ */
-
-uint64_t ticks_now()
-{
-    return (uint64_t)c10::getApproximateTime();
-}
 
 int calibrate_clock()
 {
@@ -109,8 +109,6 @@ struct ctx_ring {
 
 /* ---- bridge state -------------------------------------------------------------- */
 
-enum step_mode { STEPS_OPTIMIZER = 0, STEPS_PROFILER = 1, STEPS_EXPLICIT = 2 };
-
 struct bridge {
     int stacks = MH_TORCH_STACKS_PYTHON;
     int op_ranges = 0;
@@ -123,15 +121,6 @@ struct bridge {
     int max_frames = 0;      /* frames kept per stack, innermost first; 0: MH_TORCH_FRAMES_MAX */
     char stack_source[256] = "";
     bool hooks_installed = false;
-    std::atomic<int64_t> step{0};
-    std::atomic<int> mode{STEPS_OPTIMIZER};
-    std::atomic<int> begin_pending{0}; /* 1: a step begin and the forward phase, 2: the phase only */
-    std::atomic<uint64_t> step_devices{0}; /* devices of the running Optimizer.step (bit d = device d) */
-    std::atomic<int64_t> dev_step[64];     /* steps ended per device by their own markers */
-    mh_opt_steps opt_steps{};             /* each device's key optimizer (optimizer_steps.c) */
-    std::mutex opt_lock;                   /* opt_steps, from any thread stepping an optimizer */
-    std::atomic<int> phase{MH_PHASE_NONE};
-    std::atomic<uint32_t> main_thread{0};
     std::atomic<uint64_t> ctx_lost{0};
     std::atomic<ctx_ring *> rings{nullptr};
     std::mutex api_lock; /* attach/stop/metadata table writers; never in the tracker */
@@ -327,52 +316,7 @@ void release_ctx(void *user, uint64_t token)
     }
 }
 
-/* ---- emitting ---------------------------------------------------------------- */
-
-/* Keeps `rec` open across an emit: mh_torch_stop waits until no thread is
- * inside (emit_gate.h). */
-struct emit_guard {
-    mh__gate_slot *slot;
-    mh_recorder *rec = mh__gate_enter(&slot);
-    ~emit_guard() { mh__gate_leave(slot); }
-};
-
-void emit_simple(mh_recorder *rec, uint8_t kind, uint64_t t, uint32_t aux, uint32_t str = 0)
-{
-    mh_event ev{};
-    ev.time_ns = t;
-    ev.kind = kind;
-    ev.aux = aux;
-    ev.str = str;
-    ev.device = -1;
-    ev.thread = mh_thread_id();
-    mh_emit(rec, &ev);
-}
-
-/* The step that opens after a step end is emitted lazily, at the next event,
- * so the file never ends with an empty step. */
-void maybe_begin_step(mh_recorder *rec, uint64_t t)
-{
-    int pending = g.begin_pending.load(std::memory_order_relaxed) ? g.begin_pending.exchange(0) : 0;
-    if (pending) {
-        if (pending == 1)
-            emit_simple(rec, MH_EV_STEP_BEGIN, t, (uint32_t)g.step.load());
-        g.phase.store(MH_PHASE_FORWARD, std::memory_order_relaxed);
-        emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
-    }
-}
-
-/* Backward is detected from allocations on a thread other than the training
- * thread (the one that runs the optimizer): autograd runs CUDA backward ops
- * on its per-device worker threads, and no USER_SCOPE range marks it. */
-void note_phase_from_alloc(mh_recorder *rec, uint64_t t, uint32_t tid)
-{
-    uint32_t main = g.main_thread.load(std::memory_order_relaxed);
-    int fwd = MH_PHASE_FORWARD;
-    if (main && tid != main && g.phase.load(std::memory_order_relaxed) == MH_PHASE_FORWARD &&
-        g.phase.compare_exchange_strong(fwd, MH_PHASE_BACKWARD))
-        emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_BACKWARD);
-}
+/* ---- the tracker ---------------------------------------------------------------- */
 
 /* The calling thread's stack as a trie node (pystack.h); with C++ frames
  * for `--stacks all`, unwound here and named later on the drain thread. */
@@ -405,9 +349,9 @@ void on_trace(const Entry &e)
     ev.device = (int16_t)e.device_;
     ev.thread = mh_thread_id();
     copy_optional_fields(e, &ev);
-    maybe_begin_step(rec, ev.time_ns);
+    steps::maybe_begin(rec, ev.time_ns);
     if (kind == MH_EV_ALLOC)
-        note_phase_from_alloc(rec, ev.time_ns, ev.thread);
+        steps::note_phase_from_alloc(rec, ev.time_ns, ev.thread);
     /* Stacks ride on the events that create memory; frees refer to the block's
      * allocation, whose stack the model already knows. */
     ctx_slot *slot = nullptr;
@@ -449,73 +393,6 @@ uint32_t range_name_id(mh_recorder *rec, const char *name)
     return v;
 }
 
-/* An Optimizer.step whose parameters' devices are known (`mask`) ends a
- * step on those devices only (a STEP_END per device, numbered per device);
- * the next step then opens per device too, so no step begin for every
- * device follows. Otherwise the step ends for every device. */
-void end_step(mh_recorder *rec, uint64_t t, uint64_t mask)
-{
-    maybe_begin_step(rec, t);
-    if (mask && g.mode.load() == STEPS_OPTIMIZER) {
-        for (int d = 0; d < 64; d++) {
-            if (!(mask >> d & 1))
-                continue;
-            mh_event ev{};
-            ev.time_ns = t;
-            ev.kind = MH_EV_STEP_END;
-            ev.aux = (uint32_t)g.dev_step[d].fetch_add(1);
-            ev.device = (int16_t)d;
-            ev.flags = MH_EVF_DEVICE_STEP;
-            ev.thread = mh_thread_id();
-            mh_emit(rec, &ev);
-        }
-    } else {
-        emit_simple(rec, MH_EV_STEP_END, t, (uint32_t)g.step.fetch_add(1));
-    }
-    g.phase.store(MH_PHASE_NONE, std::memory_order_relaxed);
-    g.begin_pending.store(mask ? 2 : 1, std::memory_order_release);
-}
-
-/* An optimizer step begins (optimizer phase) or ends: in optimizer mode
- * that ends a step where `optimizer` (an identity; 0: unknown) is the
- * device's key optimizer (optimizer_steps.c); where it is not, the step goes
- * on and the phase returns to forward, as after a step's end. */
-void on_optimizer_step(mh_recorder *rec, uint64_t t, bool begin, uint64_t optimizer)
-{
-    if (begin) {
-        g.main_thread.store(mh_thread_id(), std::memory_order_relaxed);
-        maybe_begin_step(rec, t);
-        g.phase.store(MH_PHASE_OPTIMIZER);
-        emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_OPTIMIZER);
-        return;
-    }
-    if (g.mode.load() != STEPS_OPTIMIZER)
-        return;
-    uint64_t mask = g.step_devices.exchange(0);
-    int ends;
-    {
-        std::lock_guard<std::mutex> lock(g.opt_lock);
-        ends = mh_opt_steps_end(&g.opt_steps, optimizer, &mask);
-    }
-    if (ends) {
-        end_step(rec, t, mask);
-        mh__tick_clock_refine(ticks_now);
-    } else {
-        g.phase.store(MH_PHASE_FORWARD);
-        emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
-    }
-}
-
-/* An identity for an optimizer known only by its Optimizer.step range
- * ("Optimizer.step#AdamW.step"): its class, never 0. */
-uint64_t range_optimizer_id(const char *name)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *name; name++)
-        h = (h ^ (unsigned char)*name) * 1099511628211ull;
-    return h ? h : 1;
-}
-
 /* Handles one USER_SCOPE range boundary by name (shared with the tests). */
 void on_range(const char *name, bool begin)
 {
@@ -526,22 +403,10 @@ void on_range(const char *name, bool begin)
     uint64_t t = mh_clock_ns();
     int64_t n = 0;
     mh_range_kind kind = mh__range_kind(name, &n);
-    if (kind == MH_RANGE_PROFILER_STEP) {
-        g.mode.store(std::max(g.mode.load(), (int)STEPS_PROFILER));
-        if (g.mode.load() == STEPS_PROFILER) {
-            g.begin_pending.store(0);
-            g.step.store(n);
-            emit_simple(rec, begin ? MH_EV_STEP_BEGIN : MH_EV_STEP_END, t, (uint32_t)n);
-            if (begin) {
-                g.phase.store(MH_PHASE_FORWARD);
-                emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
-            } else {
-                g.step.store(n + 1);
-            }
-        }
-    } else if (kind == MH_RANGE_OPTIMIZER_STEP && !g.caller_steps) { /* else the caller's hooks */
-        on_optimizer_step(rec, t, begin, range_optimizer_id(name));
-    }
+    if (kind == MH_RANGE_PROFILER_STEP)
+        steps::on_profiler_step(rec, t, n, begin);
+    else if (kind == MH_RANGE_OPTIMIZER_STEP && !g.caller_steps) /* else the caller's hooks */
+        steps::on_optimizer(rec, t, begin, steps::range_optimizer_id(name));
     if (g.op_ranges)
         emit_simple(rec, begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END, t, 0, range_name_id(rec, name));
 }
@@ -732,18 +597,7 @@ int apply_options(const mh_torch_opts *o)
 
 void reset_steps(mh_recorder *rec)
 {
-    g.step.store(0);
-    g.step_devices.store(0);
-    for (auto &n : g.dev_step)
-        n.store(0);
-    {
-        std::lock_guard<std::mutex> lock(g.opt_lock);
-        mh_opt_steps_reset(&g.opt_steps);
-    }
-    g.mode.store(STEPS_OPTIMIZER);
-    g.phase.store(MH_PHASE_NONE);
-    g.begin_pending.store(1);
-    g.main_thread.store(mh_thread_id());
+    steps::reset(mh_thread_id());
     mh__gate_open(rec);
 }
 
@@ -869,45 +723,6 @@ int mh_torch_stop(void)
     return 0;
 }
 
-int mh_torch_step(void)
-{
-    try {
-        emit_guard guard;
-        if (!guard.rec)
-            return MH_ESTATE;
-        g.mode.store(STEPS_EXPLICIT);
-        end_step(guard.rec, mh_clock_ns(), g.step_devices.exchange(0));
-        return 0;
-    } catch (...) {
-        return MH_ESTATE;
-    }
-}
-
-int mh_torch_optimizer_step(int begin)
-{
-    return mh_torch_optimizer_step_of(begin, 0);
-}
-
-int mh_torch_optimizer_step_of(int begin, uint64_t optimizer)
-{
-    try {
-        emit_guard guard;
-        if (!guard.rec)
-            return MH_ESTATE;
-        on_optimizer_step(guard.rec, mh_clock_ns(), begin != 0, optimizer);
-        return 0;
-    } catch (...) {
-        return MH_ESTATE;
-    }
-}
-
-int mh_torch_optimizer_gone(uint64_t optimizer)
-{
-    std::lock_guard<std::mutex> lock(g.opt_lock);
-    mh_opt_steps_forget(&g.opt_steps, optimizer);
-    return 0;
-}
-
 int mh_torch_watch_ranges(int on)
 {
     try {
@@ -918,36 +733,6 @@ int mh_torch_watch_ranges(int on)
     } catch (...) {
         return MH_ESTATE;
     }
-}
-
-int mh_torch_step_devices(uint64_t devices)
-{
-    g.step_devices.store(devices, std::memory_order_relaxed);
-    return 0;
-}
-
-int mh_torch_forward_begins(void)
-{
-    emit_guard guard;
-    if (!guard.rec)
-        return MH_ESTATE;
-    uint64_t t = mh_clock_ns();
-    maybe_begin_step(guard.rec, t);
-    int bwd = MH_PHASE_BACKWARD;
-    if (g.phase.compare_exchange_strong(bwd, MH_PHASE_FORWARD))
-        emit_simple(guard.rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
-    return 0;
-}
-
-int mh_torch_closure(int begin)
-{
-    emit_guard guard;
-    if (!guard.rec)
-        return MH_ESTATE;
-    int phase = begin ? MH_PHASE_FORWARD : MH_PHASE_OPTIMIZER;
-    g.phase.store(phase);
-    emit_simple(guard.rec, MH_EV_PHASE, mh_clock_ns(), (uint32_t)phase);
-    return 0;
 }
 
 int mh_torch_mark(const char *name)
@@ -962,7 +747,7 @@ int mh_torch_mark(const char *name)
         if (id < 0)
             return (int)id;
         uint64_t t = mh_clock_ns();
-        maybe_begin_step(guard.rec, t);
+        steps::maybe_begin(guard.rec, t);
         emit_simple(guard.rec, MH_EV_MARK, t, 0, (uint32_t)id);
         return 0;
     } catch (...) {

@@ -280,11 +280,12 @@ class Scopes:
         another model has that too ("Sequential_2.0"). A root without
         submodules (a loss) keeps its class name."""
         base = type(getattr(root, "_orig_mod", root)).__name__
+        mine = {id(root)} | {id(m) for _, m in subs}
 
         def taken(path):
             ref = self.owners.get(path)
             other = ref() if ref is not None else None
-            return other is not None and other is not root and all(other is not m for _, m in subs)
+            return other is not None and id(other) not in mine
         if not subs or not (taken(base) or any(taken(path) for path, _ in subs if path)):
             return base, ""
         label, n = base, 1
