@@ -208,9 +208,7 @@ class Scopes:
             if parent is None:
                 named = [(m, path, sid, int(m is module)) for m, path, sid in self._name_root(module)]
             else:
-                path = parent + "." + type(module).__name__
-                sid = self._sid(path)
-                self.names[id(module)] = (weakref.ref(module), path, sid, parent)
+                _, path, sid, _ = self._name_under(module, parent)
                 named = [(module, path, sid, 0)]
             if self.monitor is not None:
                 for m, _, _, _ in named:
@@ -324,7 +322,11 @@ class Scopes:
         if not stack:
             self._name_root(module)
             return self.names[id(module)]
-        parent = stack[-1][0]
+        return self._name_under(module, stack[-1][0])
+
+    def _name_under(self, module, parent):
+        """Names a module outside every root's tree by the scope `parent` it
+        is called in and its class."""
         path = parent + "." + type(module).__name__
         known = self.names[id(module)] = (weakref.ref(module), path, self._sid(path), parent)
         return known
