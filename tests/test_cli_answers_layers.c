@@ -11,6 +11,7 @@
 
 #include "memhist/memhist.h"
 #include "layers.h"
+#include "layer_names.h"
 #include "categories.h"
 #include "sim.h"
 #include "workload.h"
@@ -305,6 +306,8 @@ Test(answers_layers, layer_names)
         }
     }
     cr_assert_neq(id, 0);
-    cr_expect_str_eq(mh__layer_name(r.r, id, 0, buf, sizeof buf), "transformer.h.1");
+    struct mh__layer_namer nm;
+    mh__layer_namer_init(&nm, r.r);
+    cr_expect_str_eq(mh__layer_name(&nm, id, 0, buf, sizeof buf), "transformer.h.1");
     run_free(&r);
 }

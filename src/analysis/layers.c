@@ -4,7 +4,6 @@
  * step's allocated peak and sums what each layer holds at the peak. Owns the
  * names, per-record tables and the curve; checkpointing lives in
  * checkpoint.c. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,100 +11,19 @@
 #include "memhist/error.h"
 #include "layers_int.h"
 #include "addrmap.h"
+#include "layer_names.h"
 #include "stacks.h"
-#include "utf8.h"
-
-static int is_module_path(const char *s)
-{
-    if (!s || !*s)
-        return 0;
-    for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.')
-            return 0;
-    return 1;
-}
-
-/* Module path up to and including its first all-digit component. */
-static void layer_from_path(const char *path, char *buf, size_t len)
-{
-    const char *p = path;
-    while (*p) {
-        const char *end = strchr(p, '.');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        int digits = n > 0;
-        for (size_t i = 0; i < n; i++)
-            digits &= isdigit((unsigned char)p[i]) != 0;
-        if (digits) {
-            snprintf(buf, len, "%.*s", (int)(p + n - path), path);
-            return;
-        }
-        if (!end)
-            break;
-        p = end + 1;
-    }
-    snprintf(buf, len, "%s", path);
-}
-
-/* Class of a user-code "Class.forward" frame, or 0. */
-static int forward_class(const struct mh_reader *r, uint32_t frame, char *cls, size_t len)
-{
-    struct mh_frame f;
-    if (mh_reader_frame(r, frame, &f) != 0 || !f.func || !f.file)
-        return 0;
-    if (mh__frame_is_internal(f.file, f.func))
-        return 0;
-    size_t n = strlen(f.func);
-    if (n <= 8 || strcmp(f.func + n - 8, ".forward") != 0)
-        return 0;
-    snprintf(cls, len, "%.*s", (int)(n - 8), f.func);
-    return 1;
-}
-
-static int layer_from_stack(const struct mh_reader *r, uint32_t stack, char *buf, size_t len)
-{
-    const uint32_t *frames;
-    size_t n;
-    char outer[128] = "", child[128] = "", cls[128];
-    if (!stack || mh_reader_stack(r, stack, &frames, &n) != 0)
-        return 0;
-    for (size_t i = n; i-- > 0;) { /* outermost first */
-        if (!forward_class(r, frames[i], cls, sizeof cls))
-            continue;
-        if (!outer[0])
-            snprintf(outer, sizeof outer, "%s", cls);
-        else if (!child[0])
-            snprintf(child, sizeof child, "%s", cls);
-    }
-    if (!outer[0])
-        return 0;
-    if (child[0])
-        snprintf(buf, len, "%s.%s", outer, child);
-    else
-        snprintf(buf, len, "%s", outer);
-    return 1;
-}
-
-const char *mh__layer_name(const struct mh_reader *r, uint32_t str, uint32_t stack, char *buf,
-                           size_t len)
-{
-    const char *meta = str ? mh_reader_string(r, str) : NULL;
-    if (is_module_path(meta))
-        layer_from_path(meta, buf, len);
-    else if (!layer_from_stack(r, stack, buf, len))
-        mh__stack_label(r, stack, buf, len);
-    return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
-}
 
 /* Interns layer names per (metadata, stack) pair. */
-static int32_t layer_id(struct mh_layers *ly, struct mh__hmap *cache, const struct mh_reader *r,
-                        const struct mh_alloc_rec *rec)
+static int32_t layer_id(struct mh_layers *ly, struct mh__hmap *cache,
+                        const struct mh__layer_namer *nm, const struct mh_alloc_rec *rec)
 {
     uint64_t key = ((uint64_t)rec->str << 32 | rec->stack) + 1;
     uintptr_t v = (uintptr_t)mh__addrmap_get(cache, key);
     if (v)
         return (int32_t)(v - 1);
     char name[256];
-    mh__layer_name(r, rec->str, rec->stack, name, sizeof name);
+    mh__layer_name(nm, rec->str, rec->stack, name, sizeof name);
     size_t i = 0;
     while (i < ly->nlayers && strcmp(ly->names[i], name) != 0)
         i++;
@@ -121,7 +39,7 @@ static int32_t layer_id(struct mh_layers *ly, struct mh__hmap *cache, const stru
         c[i] = 0;
         ly->nlayers++;
     }
-    ly->compiled[i] |= (uint8_t)mh__stack_is_compiled(r, rec->stack);
+    ly->compiled[i] |= (uint8_t)mh__stack_is_compiled(nm->r, rec->stack);
     if (mh__addrmap_put(cache, key, (void *)(uintptr_t)(i + 1)) < 0)
         return -1;
     return (int32_t)i;
@@ -133,23 +51,29 @@ static int assign_layers(struct mh_layers *ly, const struct mh_reader *r)
     const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
     const struct mh_step_span *spans = mh__lifetimes_passes(ly->lt, &ly->nspans);
     struct mh__hmap cache = {0};
+    struct mh__layer_namer nm;
     if (ly->nspans == 0)
         ly->nspans = 1; /* no step markers: the whole recording is one span */
     ly->layer_of = malloc((n ? n : 1) * sizeof *ly->layer_of);
     ly->span_of = malloc((n ? n : 1) * sizeof *ly->span_of);
     if (!ly->layer_of || !ly->span_of)
         return MH_ENOMEM;
-    size_t span = 0;
     int rc = 0;
+    mh__layer_namer_init(&nm, r);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = mh__layer_namer_add(&nm, recs[i].str);
+    mh__layer_namer_ready(&nm);
+    size_t span = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         while (span + 1 < ly->nspans && spans[span + 1].first_index <= recs[i].alloc_index)
             span++;
         ly->span_of[i] = (uint32_t)span;
         ly->layer_of[i] = -1;
-        if (recs[i].device == ly->device && (ly->layer_of[i] = layer_id(ly, &cache, r, &recs[i])) < 0)
+        if (recs[i].device == ly->device && (ly->layer_of[i] = layer_id(ly, &cache, &nm, &recs[i])) < 0)
             rc = MH_ENOMEM;
     }
     mh__addrmap_destroy(&cache);
+    mh__layer_namer_free(&nm);
     return rc;
 }
 

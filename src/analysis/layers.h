@@ -1,11 +1,14 @@
 /* layers.h - peak attribution to layers and activation-checkpointing
  * estimates, over the allocation lifetimes of categories.h.
  *
- * Layer of an allocation (mh__layer_name):
+ * Layer of an allocation (mh__layer_name, layer_names.h):
  *   1. its user metadata, when that is a module path ("transformer.h.11.mlp.
  *      c_fc"): the path up to and including its first all-digit component
  *      (the index in a ModuleList/Sequential), so "transformer.h.11"; a path
- *      without an index is kept whole ("lm_head", "transformer.ln_f");
+ *      without an index is cut after its first component that ends in a
+ *      digit and holds other modules (blocks kept as attributes: "block2" of
+ *      "block2.mlp.c_fc", "features.denseblock1"), else kept whole
+ *      ("lm_head", "transformer.ln_f", a leaf module such as "conv1");
  *   2. else its stack: the `Class.forward` frames of user code (not torch or
  *      the interpreter), outermost first; the root module's child names the
  *      layer ("GPT.Block"), or the only such class; identical blocks cannot be
@@ -33,10 +36,6 @@
 
 #include "memhist/reader.h"
 #include "categories.h"
-
-/* Writes the layer name of an allocation (rule above) into buf; returns buf. */
-const char *mh__layer_name(const struct mh_reader *r, uint32_t str, uint32_t stack, char *buf,
-                           size_t len);
 
 struct mh_layer_stats {
     const char *name;              /* owned by the analysis */

@@ -18,6 +18,9 @@ runs, and checks memhist's answers against what torch says of the same run:
   plan_function  the same when forward and backward are a function's (the
               logits, freed by the program after backward, are not
               counted as saved, so no layer but the blocks is ranked)
+  plan_named  the same with the blocks kept as numbered attributes
+              (transformer.block1, ...; no ModuleList): each block is a
+              layer, not each of its modules
   names       allocations with no Python frame (autograd's thread in
               backward, its cuBLAS workspace) are named "torch internal:
               <op>" in report, layers and the snapshot, never "<no stack>"
@@ -160,16 +163,20 @@ def case_layers(work):
           "the plan checkpoints the %d blocks: %s" % (LAYERS, plan.get("layers")))
 
 
-def case_plan(work, args=()):
+def case_plan(work, args=(), block=r"transformer\.h\.(\d+)", first=0):
+    """The plan ranks the blocks (layers matching `block`, whose group is
+    the block's number, `first` for the first block), and checkpointing the
+    first 1, 3 and all of them gives the estimated peaks within 10 %."""
     path, truth = record(work, "base", list(args))
     _, plan = plan_of(path)
-    ranking = [r for r in plan.get("ranking", []) if re.fullmatch(r"transformer\.h\.\d+", r["layer"])]
-    check(len(ranking) == LAYERS, "the ranking holds the %d blocks" % LAYERS)
+    ranking = [r for r in plan.get("ranking", []) if re.fullmatch(block, r["layer"])]
+    check(len(ranking) == LAYERS, "the ranking holds the %d blocks: %s"
+          % (LAYERS, [r["layer"] for r in plan.get("ranking", [])]))
     if len(ranking) != LAYERS:
         return
     print("blocks  estimate MiB  measured MiB  error")
     for k in (1, 3, LAYERS):
-        chosen = [int(r["layer"].rsplit(".", 1)[1]) for r in ranking[:k]]
+        chosen = [int(re.fullmatch(block, r["layer"]).group(1)) - first for r in ranking[:k]]
         est = ranking[k - 1]["estimated_peak_with_first_k"]
         _, t = record(work, "ckpt%d" % k, list(args) + ["--ckpt", ",".join(map(str, chosen))])
         err = (est - t["peak_allocated"]) / t["peak_allocated"]
@@ -276,6 +283,13 @@ def case_plan_function(work):
     case_plan(work, ["--step-function"])
 
 
+def case_plan_named(work):
+    """The plan when the blocks are attributes named with their number
+    (transformer.block1, ...) instead of a ModuleList's entries: each block
+    is a layer, not each of its modules."""
+    case_plan(work, ["--named-blocks"], r"transformer\.block(\d+)", 1)
+
+
 def case_closure(work):
     runs = {}
     for name, args in (("plain", []), ("closure", ["--closure"])):
@@ -319,7 +333,8 @@ def case_accumulate(work):
 
 
 CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers,
-         "plan": case_plan, "plan_function": case_plan_function, "names": case_names, "compiled": case_compiled,
+         "plan": case_plan, "plan_function": case_plan_function,
+         "plan_named": case_plan_named, "names": case_names, "compiled": case_compiled,
          "teacher": case_teacher, "closure": case_closure, "accumulate": case_accumulate}
 
 

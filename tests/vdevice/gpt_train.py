@@ -4,10 +4,12 @@ program the module-scope and category tests record unchanged
 
     python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
                         [--in-place] [--accumulate K] [--keep-grads] [--teacher L]
-                        [--closure] [--step-function] [--truth FILE]
+                        [--closure] [--step-function] [--named-blocks] [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
+--named-blocks keeps the blocks as attributes transformer.block1,
+transformer.block2, ... instead of a ModuleList, as hand-written models do.
 --ckpt wraps those blocks in non-reentrant torch.utils.checkpoint;
 --compile compiles those blocks, or with "all" the whole model, with
 torch.compile (the aot_eager backend: FX graphs and AOT autograd, no
@@ -79,18 +81,31 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, ctx, dim, heads, layers, ckpt=()):
+    def __init__(self, vocab, ctx, dim, heads, layers, ckpt=(), named=False):
         super().__init__()
+        blocks = [Block(dim, heads) for _ in range(layers)]
+        self.names = ["block%d" % (i + 1) for i in range(layers)] if named else None
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(vocab, dim), wpe=nn.Embedding(ctx, dim),
-            h=nn.ModuleList(Block(dim, heads) for _ in range(layers)), ln_f=nn.LayerNorm(dim)))
+            **(dict(zip(self.names, blocks)) if named else dict(h=nn.ModuleList(blocks))),
+            ln_f=nn.LayerNorm(dim)))
         self.lm_head = nn.Linear(dim, vocab, bias=False)
         self.ckpt = set(ckpt)
+
+    def block(self, i):
+        return self.transformer[self.names[i]] if self.names else self.transformer.h[i]
+
+    def set_block(self, i, block):
+        if self.names:
+            self.transformer[self.names[i]] = block
+        else:
+            self.transformer.h[i] = block
 
     def forward(self, idx):
         t = idx.shape[1]
         x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device))
-        for i, block in enumerate(self.transformer.h):
+        for i in range(len(self.names or self.transformer.h)):
+            block = self.block(i)
             x = checkpoint(block, x, use_reentrant=False) if i in self.ckpt else block(x)
         return self.lm_head(self.transformer.ln_f(x))
 
@@ -107,12 +122,13 @@ def main():
     ap.add_argument("--teacher", type=int, default=0)
     ap.add_argument("--closure", action="store_true")
     ap.add_argument("--step-function", action="store_true")
+    ap.add_argument("--named-blocks", action="store_true")
     ap.add_argument("--truth")
     a = ap.parse_args()
     ckpt = range(a.layers) if a.ckpt == "all" else [int(i) for i in a.ckpt.split(",") if i]
     vocab, ctx, batch = 8192, 256, 8
     torch.manual_seed(0)
-    model = GPT(vocab, ctx, 384, 6, a.layers, ckpt).to("cuda")
+    model = GPT(vocab, ctx, 384, 6, a.layers, ckpt, a.named_blocks).to("cuda")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     teacher = GPT(vocab, ctx, 384, 6, a.teacher, []).to("cuda").eval() if a.teacher else None
     run = model
@@ -120,9 +136,9 @@ def main():
         run = torch.compile(model, backend="aot_eager")
     for i in (int(i) for i in a.compile.split(",") if i and a.compile != "all"):
         if a.in_place:
-            model.transformer.h[i].compile(backend="aot_eager")
+            model.block(i).compile(backend="aot_eager")
         else:
-            model.transformer.h[i] = torch.compile(model.transformer.h[i], backend="aot_eager")
+            model.set_block(i, torch.compile(model.block(i), backend="aot_eager"))
     torch.cuda.reset_peak_memory_stats()
     def forward_backward():
         for _ in range(a.accumulate):

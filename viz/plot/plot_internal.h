@@ -23,6 +23,7 @@
 #include "addrmap.h"
 #include "categories.h"
 #include "canvas.h"
+#include "layer_names.h"
 #include "plot.h"
 
 #define MH__PLOT_LABEL 160
@@ -102,9 +103,13 @@ int mh__plot_site_of(struct mh__plot_sites *ps, struct mh__hmap *live, const str
 uint32_t mh__plot_site_find(const struct mh__plot_sites *ps, struct mh__hmap *live,
                             const struct mh_model *m, const struct mh_event *ev,
                             const struct mh_apply_result *res);
-/* The site's name: its layer (module path up to the block index) when the
- * recording has module scopes, else its stack's label. Returns buf. */
-const char *mh__plot_site_label(const struct mh_reader *r, const struct mh__plot_sites *ps,
+/* A layer namer (layer_names.h) that knows the module paths of every site. */
+int mh__plot_sites_namer(const struct mh__plot_sites *ps, const struct mh_reader *r,
+                         struct mh__layer_namer *nm);
+/* The site's name: its layer (as `memhist layers` names it, `nm` from
+ * mh__plot_sites_namer) when the recording has module scopes, else its
+ * stack's label. Returns buf. */
+const char *mh__plot_site_label(const struct mh__layer_namer *nm, const struct mh__plot_sites *ps,
                                 uint32_t site, char *buf, size_t len);
 void mh__plot_sites_free(struct mh__plot_sites *ps);
 

@@ -65,7 +65,9 @@ int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned t
         n += s->stacks[i].seen;
     struct site *sites = calloc(n ? n : 1, sizeof *sites);
     unsigned char *taken = calloc(n ? n : 1, 1);
-    if (!sites || !taken) {
+    struct mh__layer_namer nm;
+    if (mh__plot_sites_namer(&s->sites, mh__session_reader(r), &nm) < 0 || !sites || !taken) {
+        mh__layer_namer_free(&nm);
         free(sites);
         free(taken);
         return MH_ENOMEM;
@@ -75,7 +77,7 @@ int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned t
         if (s->stacks[i].seen) {
             sites[k].stack = (uint32_t)i;
             sites[k].bytes = at_peak(s, &s->stacks[i]);
-            mh__plot_site_label(mh__session_reader(r), &s->sites, (uint32_t)i, sites[k].label,
+            mh__plot_site_label(&nm, &s->sites, (uint32_t)i, sites[k].label,
                                 sizeof sites[k].label);
             k++;
         }
@@ -104,10 +106,11 @@ int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned t
         if (!st->seen)
             continue;
         char label[MH__PLOT_LABEL];
-        mh__plot_site_label(mh__session_reader(r), &s->sites, (uint32_t)i, label, sizeof label);
+        mh__plot_site_label(&nm, &s->sites, (uint32_t)i, label, sizeof label);
         for (unsigned g = 0; g < s->ngroups; g++)
             if (strcmp(label, s->labels[g]) == 0)
                 st->group = (int16_t)g;
     }
+    mh__layer_namer_free(&nm);
     return 0;
 }

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "layers.h"
 #include "stacks.h"
 #include "plot_internal.h"
 
@@ -87,14 +86,25 @@ uint32_t mh__plot_site_find(const struct mh__plot_sites *ps, struct mh__hmap *li
     return (uint32_t)(v - 1);
 }
 
-const char *mh__plot_site_label(const struct mh_reader *r, const struct mh__plot_sites *ps,
+int mh__plot_sites_namer(const struct mh__plot_sites *ps, const struct mh_reader *r,
+                         struct mh__layer_namer *nm)
+{
+    int rc = 0;
+    mh__layer_namer_init(nm, r);
+    for (size_t i = 0; i < ps->n && rc == 0; i++)
+        rc = mh__layer_namer_add(nm, ps->str[i]);
+    mh__layer_namer_ready(nm);
+    return rc;
+}
+
+const char *mh__plot_site_label(const struct mh__layer_namer *nm, const struct mh__plot_sites *ps,
                                 uint32_t site, char *buf, size_t len)
 {
     if (site >= ps->n)
-        return mh__stack_label(r, 0, buf, len);
+        return mh__stack_label(nm->r, 0, buf, len);
     if (ps->scopes)
-        return mh__layer_name(r, ps->str[site], ps->stack[site], buf, len);
-    return mh__stack_label(r, ps->stack[site], buf, len);
+        return mh__layer_name(nm, ps->str[site], ps->stack[site], buf, len);
+    return mh__stack_label(nm->r, ps->stack[site], buf, len);
 }
 
 void mh__plot_sites_free(struct mh__plot_sites *ps)

@@ -1,0 +1,163 @@
+/* layer_names.c - layer names (rules in layers.h): a module path cut at
+ * its first index, or at the first module named with a number that holds
+ * others; else the user-code `Class.forward` frames of the stack; else the
+ * stack's most informative frame. The namer keeps the sorted module paths
+ * of the allocations to tell a module that holds others from a leaf. */
+#include "layer_names.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memhist/error.h"
+#include "addrmap.h"
+#include "stacks.h"
+#include "utf8.h"
+
+static int is_module_path(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.')
+            return 0;
+    return 1;
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void mh__layer_namer_init(struct mh__layer_namer *nm, const struct mh_reader *r)
+{
+    *nm = (struct mh__layer_namer){.r = r};
+}
+
+int mh__layer_namer_add(struct mh__layer_namer *nm, uint32_t str)
+{
+    if (!str || mh__addrmap_get(&nm->seen, str))
+        return 0;
+    if (mh__addrmap_put(&nm->seen, str, (void *)1) < 0)
+        return MH_ENOMEM;
+    const char *path = mh_reader_string(nm->r, str);
+    if (!is_module_path(path))
+        return 0;
+    if (nm->npaths == nm->cap) {
+        size_t cap = nm->cap ? 2 * nm->cap : 64;
+        const char **p = realloc(nm->paths, cap * sizeof *p);
+        if (!p)
+            return MH_ENOMEM;
+        nm->paths = p;
+        nm->cap = cap;
+    }
+    nm->paths[nm->npaths++] = path;
+    return 0;
+}
+
+void mh__layer_namer_ready(struct mh__layer_namer *nm)
+{
+    mh__addrmap_destroy(&nm->seen);
+    if (nm->npaths)
+        qsort(nm->paths, nm->npaths, sizeof *nm->paths, by_string);
+}
+
+void mh__layer_namer_free(struct mh__layer_namer *nm)
+{
+    mh__addrmap_destroy(&nm->seen);
+    free(nm->paths);
+    *nm = (struct mh__layer_namer){.r = nm->r};
+}
+
+/* Whether some module path starts with path[0..n) followed by a dot. */
+static int holds_modules(const struct mh__layer_namer *nm, const char *path, size_t n)
+{
+    size_t lo = 0, hi = nm->npaths;
+    while (lo < hi) { /* the first path not below path[0..n) + "." */
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strncmp(nm->paths[mid], path, n);
+        if (c == 0)
+            c = (unsigned char)nm->paths[mid][n] - (unsigned char)'.';
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nm->npaths && strncmp(nm->paths[lo], path, n) == 0 && nm->paths[lo][n] == '.';
+}
+
+/* Length of the layer's part of a module path: up to its first all-digit
+ * component (the index in a ModuleList or Sequential), else up to its first
+ * component that ends in a digit and holds other modules (blocks kept as
+ * attributes: "block2" of "block2.mlp.fc"), else the whole path. */
+static size_t layer_length(const struct mh__layer_namer *nm, const char *path)
+{
+    size_t numbered = 0;
+    const char *p = path;
+    for (;;) {
+        const char *end = strchr(p, '.');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        size_t digits = 0;
+        while (digits < n && isdigit((unsigned char)p[n - 1 - digits]))
+            digits++;
+        if (n > 0 && digits == n)
+            return (size_t)(p + n - path);
+        if (!numbered && digits > 0 && end && holds_modules(nm, path, (size_t)(end - path)))
+            numbered = (size_t)(end - path);
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return numbered ? numbered : strlen(path);
+}
+
+/* Class of a user-code "Class.forward" frame, or 0. */
+static int forward_class(const struct mh_reader *r, uint32_t frame, char *cls, size_t len)
+{
+    struct mh_frame f;
+    if (mh_reader_frame(r, frame, &f) != 0 || !f.func || !f.file)
+        return 0;
+    if (mh__frame_is_internal(f.file, f.func))
+        return 0;
+    size_t n = strlen(f.func);
+    if (n <= 8 || strcmp(f.func + n - 8, ".forward") != 0)
+        return 0;
+    snprintf(cls, len, "%.*s", (int)(n - 8), f.func);
+    return 1;
+}
+
+static int layer_from_stack(const struct mh_reader *r, uint32_t stack, char *buf, size_t len)
+{
+    const uint32_t *frames;
+    size_t n;
+    char outer[128] = "", child[128] = "", cls[128];
+    if (!stack || mh_reader_stack(r, stack, &frames, &n) != 0)
+        return 0;
+    for (size_t i = n; i-- > 0;) { /* outermost first */
+        if (!forward_class(r, frames[i], cls, sizeof cls))
+            continue;
+        if (!outer[0])
+            snprintf(outer, sizeof outer, "%s", cls);
+        else if (!child[0])
+            snprintf(child, sizeof child, "%s", cls);
+    }
+    if (!outer[0])
+        return 0;
+    if (child[0])
+        snprintf(buf, len, "%s.%s", outer, child);
+    else
+        snprintf(buf, len, "%s", outer);
+    return 1;
+}
+
+const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint32_t stack,
+                           char *buf, size_t len)
+{
+    const char *meta = str ? mh_reader_string(nm->r, str) : NULL;
+    if (is_module_path(meta))
+        snprintf(buf, len, "%.*s", (int)layer_length(nm, meta), meta);
+    else if (!layer_from_stack(nm->r, stack, buf, len))
+        mh__stack_label(nm->r, stack, buf, len);
+    return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
+}

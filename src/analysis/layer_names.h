@@ -1,0 +1,36 @@
+/* layer_names.h - the layer an allocation belongs to, by name (the rules
+ * are in layers.h). A namer is made once per analysis from the module
+ * paths of its allocations, so that a path can be cut at a module that
+ * holds others ("block2" of "block2.mlp.fc"). */
+#ifndef MH_ANALYSIS_LAYER_NAMES_H
+#define MH_ANALYSIS_LAYER_NAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memhist/reader.h"
+#include "addrmap.h"
+
+struct mh__layer_namer {
+    const struct mh_reader *r; /* borrowed */
+    const char **paths;        /* distinct module paths of the allocations, sorted when ready */
+    size_t npaths, cap;
+    struct mh__hmap seen;      /* string ids added */
+};
+
+/* A namer with no paths yet: it names as if no module held others (a path is
+ * then cut at an index only) until its paths are added and readied. */
+void mh__layer_namer_init(struct mh__layer_namer *nm, const struct mh_reader *r);
+/* Adds the metadata string of an allocation (any string id; 0 and strings
+ * that are not module paths are left out); MH_ENOMEM. */
+int mh__layer_namer_add(struct mh__layer_namer *nm, uint32_t str);
+/* Sorts the paths added: call once after the last add, before naming. */
+void mh__layer_namer_ready(struct mh__layer_namer *nm);
+void mh__layer_namer_free(struct mh__layer_namer *nm);
+
+/* Writes the layer name of an allocation (metadata `str`, `stack`) into buf;
+ * returns buf. */
+const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint32_t stack,
+                           char *buf, size_t len);
+
+#endif

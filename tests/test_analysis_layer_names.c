@@ -1,0 +1,92 @@
+/* test_analysis_layer_names.c - layer names from module paths
+ * (src/analysis/layer_names.c): a path is cut at its first index; without
+ * one, at its first module named with a number that holds other modules
+ * (blocks kept as attributes), else kept whole; a leaf named with a number
+ * ("conv1") stays a layer of its own. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "memhist/memhist.h"
+#include "layer_names.h"
+
+static const char *const PATHS[] = {
+    "transformer.h.3.mlp.c_fc", /* an index: cut there */
+    "transformer.ln_f",
+    "block2.mlp.c_fc", /* block2 holds modules: cut after it */
+    "block2.ln_1",
+    "block2",          /* the block's own allocations */
+    "conv1",           /* a leaf named with a number */
+    "features.denseblock1.denselayer2.conv1",
+    "stage1.blocks.0.attn", /* an index wins over an earlier numbered module */
+    "enc.fc1",              /* fc1 holds nothing: kept whole */
+    "lm_head",
+};
+static const char *const LAYERS[] = {
+    "transformer.h.3", "transformer.ln_f", "block2", "block2", "block2", "conv1",
+    "features.denseblock1", "stage1.blocks.0", "enc.fc1", "lm_head",
+};
+#define NPATHS (sizeof PATHS / sizeof *PATHS)
+
+/* Interns the paths, one allocation each, and reads them back from the
+ * writer's memory (*w, freed after the reader closes). */
+static struct mh_reader *book(uint32_t *ids, struct mh_writer **wp)
+{
+    struct mh_writer *w;
+    const void *data;
+    size_t len;
+    struct mh_reader *r;
+    cr_assert_eq(mh_writer_open_mem(NULL, &w), 0);
+    for (size_t i = 0; i < NPATHS; i++) {
+        struct mh_event e;
+        memset(&e, 0, sizeof e);
+        e.time_ns = 1000 + i;
+        e.kind = MH_EV_ALLOC;
+        e.addr = 0x1000 * (i + 1);
+        e.size = 512;
+        e.str = ids[i] = (uint32_t)mh_writer_intern_string(w, PATHS[i], strlen(PATHS[i]));
+        cr_assert_eq(mh_writer_event(w, &e), 0);
+    }
+    cr_assert_eq(mh_writer_close(w), 0);
+    cr_assert_eq(mh_writer_mem(w, &data, &len), 0);
+    cr_assert_eq(mh_reader_open_mem(data, len, &r), 0);
+    struct mh_event e;
+    while (mh_reader_next(r, &e) > 0)
+        ;
+    *wp = w;
+    return r;
+}
+
+Test(analysis_layer_names, cuts_paths_at_indices_and_numbered_blocks)
+{
+    uint32_t ids[NPATHS];
+    struct mh_writer *w;
+    struct mh_reader *r = book(ids, &w);
+    struct mh__layer_namer nm;
+    mh__layer_namer_init(&nm, r);
+    for (size_t i = 0; i < NPATHS; i++)
+        cr_assert_eq(mh__layer_namer_add(&nm, ids[i]), 0);
+    cr_assert_eq(mh__layer_namer_add(&nm, ids[0]), 0); /* again: kept once */
+    mh__layer_namer_ready(&nm);
+    cr_expect_eq(nm.npaths, NPATHS);
+    char buf[128];
+    for (size_t i = 0; i < NPATHS; i++)
+        cr_expect_str_eq(mh__layer_name(&nm, ids[i], 0, buf, sizeof buf), LAYERS[i], "%s",
+                         PATHS[i]);
+    mh__layer_namer_free(&nm);
+    mh_reader_close(r);
+    mh_writer_free_mem(w);
+}
+
+Test(analysis_layer_names, without_the_paths_cuts_at_indices_only)
+{
+    uint32_t ids[NPATHS];
+    struct mh_writer *w;
+    struct mh_reader *r = book(ids, &w);
+    struct mh__layer_namer nm;
+    mh__layer_namer_init(&nm, r);
+    char buf[128];
+    cr_expect_str_eq(mh__layer_name(&nm, ids[0], 0, buf, sizeof buf), "transformer.h.3");
+    cr_expect_str_eq(mh__layer_name(&nm, ids[2], 0, buf, sizeof buf), "block2.mlp.c_fc");
+    mh_reader_close(r);
+    mh_writer_free_mem(w);
+}
