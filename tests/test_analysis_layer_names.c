@@ -1,8 +1,8 @@
 /* test_analysis_layer_names.c - layer names from module paths
- * (src/analysis/layer_names.c): a path is cut at its first index; without
- * one, at its first module named with a number that holds other modules
- * (blocks kept as attributes), else kept whole; a leaf named with a number
- * ("conv1") stays a layer of its own. */
+ * (src/analysis/layer_names.c): a path is cut at its first index or numbered
+ * block kept as an attribute (a name with a digit that holds modules beside
+ * a sibling of the same stem), whichever comes first; a leaf named with a
+ * number ("conv1") and a second model's prefix ("GPT_2") are not blocks. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -12,18 +12,28 @@
 static const char *const PATHS[] = {
     "transformer.h.3.mlp.c_fc", /* an index: cut there */
     "transformer.ln_f",
-    "block2.mlp.c_fc", /* block2 holds modules: cut after it */
+    "block2.mlp.c_fc", /* block2 holds modules, beside block1: cut after it */
     "block2.ln_1",
-    "block2",          /* the block's own allocations */
-    "conv1",           /* a leaf named with a number */
+    "block2", /* the block's own allocations */
+    "block1.mlp.c_fc",
+    "conv1", /* a leaf named with a number */
     "features.denseblock1.denselayer2.conv1",
-    "stage1.blocks.0.attn", /* an index wins over an earlier numbered module */
+    "features.denseblock2.denselayer1.conv1",
+    "inception3b.branch2.0.conv", /* the block comes before the index */
+    "inception4a.branch1.conv",
+    "layer1.0.conv1", /* a Sequential of blocks: its index follows */
+    "layer2.1.conv1",
+    "stage1.blocks.0.attn", /* no other stage: cut at the index */
     "enc.fc1",              /* fc1 holds nothing: kept whole */
-    "lm_head",
+    "GPT_2.transformer.h.0.mlp", /* a second model's prefix has no sibling */
+    "GPT_2.lm_head",
 };
 static const char *const LAYERS[] = {
-    "transformer.h.3", "transformer.ln_f", "block2", "block2", "block2", "conv1",
-    "features.denseblock1", "stage1.blocks.0", "enc.fc1", "lm_head",
+    "transformer.h.3",      "transformer.ln_f",     "block2",      "block2",
+    "block2",               "block1",               "conv1",       "features.denseblock1",
+    "features.denseblock2", "inception3b",          "inception4a", "layer1.0",
+    "layer2.1",             "stage1.blocks.0",      "enc.fc1",     "GPT_2.transformer.h.0",
+    "GPT_2.lm_head",
 };
 #define NPATHS (sizeof PATHS / sizeof *PATHS)
 
@@ -87,6 +97,7 @@ Test(analysis_layer_names, without_the_paths_cuts_at_indices_only)
     char buf[128];
     cr_expect_str_eq(mh__layer_name(&nm, ids[0], 0, buf, sizeof buf), "transformer.h.3");
     cr_expect_str_eq(mh__layer_name(&nm, ids[2], 0, buf, sizeof buf), "block2.mlp.c_fc");
+    cr_expect_str_eq(mh__layer_name(&nm, ids[9], 0, buf, sizeof buf), "inception3b.branch2.0");
     mh_reader_close(r);
     mh_writer_free_mem(w);
 }

@@ -1,8 +1,8 @@
 /* layer_names.c - layer names (rules in layers.h): a module path cut at
- * its first index, or at the first module named with a number that holds
- * others; else the user-code `Class.forward` frames of the stack; else the
- * stack's most informative frame. The namer keeps the sorted module paths
- * of the allocations to tell a module that holds others from a leaf. */
+ * its first index or numbered block kept as an attribute; else the
+ * user-code `Class.forward` frames of the stack; else the stack's most
+ * informative frame. The namer keeps the sorted module paths of the
+ * allocations to find a block's numbered siblings. */
 #include "layer_names.h"
 
 #include <ctype.h>
@@ -70,46 +70,70 @@ void mh__layer_namer_free(struct mh__layer_namer *nm)
     *nm = (struct mh__layer_namer){.r = nm->r};
 }
 
-/* Whether some module path starts with path[0..n) followed by a dot. */
-static int holds_modules(const struct mh__layer_namer *nm, const char *path, size_t n)
+/* Index of the first module path not below s[0..n) followed by `after`
+ * (0: s[0..n) alone) in sorted order. */
+static size_t lower_bound(const struct mh__layer_namer *nm, const char *s, size_t n, char after)
 {
     size_t lo = 0, hi = nm->npaths;
-    while (lo < hi) { /* the first path not below path[0..n) + "." */
+    while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strncmp(nm->paths[mid], path, n);
-        if (c == 0)
-            c = (unsigned char)nm->paths[mid][n] - (unsigned char)'.';
+        int c = strncmp(nm->paths[mid], s, n);
+        if (c == 0 && after)
+            c = (unsigned char)nm->paths[mid][n] - (unsigned char)after;
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < nm->npaths && strncmp(nm->paths[lo], path, n) == 0 && nm->paths[lo][n] == '.';
+    return lo;
 }
 
-/* Length of the layer's part of a module path: up to its first all-digit
- * component (the index in a ModuleList or Sequential), else up to its first
- * component that ends in a digit and holds other modules (blocks kept as
- * attributes: "block2" of "block2.mlp.fc"), else the whole path. */
+/* Whether the component path[at..at+n), whose name has its first digit at
+ * at+stem, has a sibling of the same stem that holds modules ("block1" and
+ * "block2", "inception3a" and "inception4b"). */
+static int has_numbered_sibling(const struct mh__layer_namer *nm, const char *path, size_t at,
+                                size_t n, size_t stem)
+{
+    for (size_t i = lower_bound(nm, path, at + stem, 0); i < nm->npaths; i++) {
+        const char *other = nm->paths[i];
+        if (strncmp(other, path, at + stem) != 0)
+            break;
+        size_t len = strcspn(other + at, ".");
+        if (isdigit((unsigned char)other[at + stem]) && other[at + len] == '.' &&
+            (len != n || strncmp(other + at, path + at, n) != 0))
+            return 1;
+    }
+    return 0;
+}
+
+/* Length of the layer's part of a module path: up to its first component
+ * that is an index (all digits: the entry of a ModuleList or Sequential) or
+ * a numbered block kept as an attribute (a name with a digit that holds
+ * modules and has a sibling of the same stem, "block2" of "block2.mlp.fc",
+ * "inception3a"; not a Sequential of blocks such as ResNet's "layer1",
+ * whose index follows); else the whole path. */
 static size_t layer_length(const struct mh__layer_namer *nm, const char *path)
 {
-    size_t numbered = 0;
-    const char *p = path;
-    for (;;) {
-        const char *end = strchr(p, '.');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
+    for (size_t at = 0;;) {
+        size_t n = strcspn(path + at, ".");
+        size_t stem = 0;
+        while (stem < n && !isdigit((unsigned char)path[at + stem]))
+            stem++;
         size_t digits = 0;
-        while (digits < n && isdigit((unsigned char)p[n - 1 - digits]))
+        while (digits < n && isdigit((unsigned char)path[at + digits]))
             digits++;
         if (n > 0 && digits == n)
-            return (size_t)(p + n - path);
-        if (!numbered && digits > 0 && end && holds_modules(nm, path, (size_t)(end - path)))
-            numbered = (size_t)(end - path);
-        if (!end)
-            break;
-        p = end + 1;
+            return at + n;
+        const char *next = path + at + n + (path[at + n] == '.');
+        size_t next_n = strcspn(next, ".");
+        int index_next = next_n > 0 && strspn(next, "0123456789") >= next_n;
+        if (stem > 0 && stem < n && path[at + n] == '.' && !index_next &&
+            has_numbered_sibling(nm, path, at, n, stem))
+            return at + n;
+        if (!path[at + n])
+            return at + n;
+        at += n + 1;
     }
-    return numbered ? numbered : strlen(path);
 }
 
 /* Class of a user-code "Class.forward" frame, or 0. */

@@ -1,7 +1,7 @@
 /* layer_names.h - the layer an allocation belongs to, by name (the rules
  * are in layers.h). A namer is made once per analysis from the module
- * paths of its allocations, so that a path can be cut at a module that
- * holds others ("block2" of "block2.mlp.fc"). */
+ * paths of its allocations, so that a path can be cut at a block kept as a
+ * numbered attribute ("block2" of "block2.mlp.fc", beside "block1"). */
 #ifndef MH_ANALYSIS_LAYER_NAMES_H
 #define MH_ANALYSIS_LAYER_NAMES_H
 
@@ -18,8 +18,8 @@ struct mh__layer_namer {
     struct mh__hmap seen;      /* string ids added */
 };
 
-/* A namer with no paths yet: it names as if no module held others (a path is
- * then cut at an index only) until its paths are added and readied. */
+/* A namer with no paths yet: it cuts paths at an index only until its
+ * paths are added and readied. */
 void mh__layer_namer_init(struct mh__layer_namer *nm, const struct mh_reader *r);
 /* Adds the metadata string of an allocation (any string id; 0 and strings
  * that are not module paths are left out); MH_ENOMEM. */

@@ -3,12 +3,14 @@
  *
  * Layer of an allocation (mh__layer_name, layer_names.h):
  *   1. its user metadata, when that is a module path ("transformer.h.11.mlp.
- *      c_fc"): the path up to and including its first all-digit component
- *      (the index in a ModuleList/Sequential), so "transformer.h.11"; a path
- *      without an index is cut after its first component that ends in a
- *      digit and holds other modules (blocks kept as attributes: "block2" of
- *      "block2.mlp.c_fc", "features.denseblock1"), else kept whole
- *      ("lm_head", "transformer.ln_f", a leaf module such as "conv1");
+ *      c_fc"): the path up to and including its first component that is an
+ *      index (all digits: the entry of a ModuleList/Sequential), so
+ *      "transformer.h.11", or a numbered block kept as an attribute (a name
+ *      with a digit that holds modules and has a sibling of the same stem:
+ *      "block2" of "block2.mlp.c_fc", "features.denseblock1", "inception3a";
+ *      not ResNet's "layer1", a Sequential whose index follows), whichever
+ *      comes first; a path with neither is kept whole ("lm_head",
+ *      "transformer.ln_f", a leaf such as "conv1");
  *   2. else its stack: the `Class.forward` frames of user code (not torch or
  *      the interpreter), outermost first; the root module's child names the
  *      layer ("GPT.Block"), or the only such class; identical blocks cannot be
