@@ -84,6 +84,9 @@ enum mh_tensor_role {
     MH_ROLE_BUFFER = 2,
     MH_ROLE_GRADIENT = 3,
     MH_ROLE_OPTIMIZER_STATE = 4,
+    /* returned by a module's forward (the tag's name: the module's path);
+     * not a category: the block stays an activation */
+    MH_ROLE_OUTPUT = 5,
     MH_ROLE_COUNT
 };
 

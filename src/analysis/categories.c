@@ -169,6 +169,11 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
         return rc;
     if (ev->kind == MH_EV_TAG) {
         uintptr_t i = (uintptr_t)mh__addrmap_get(&lt->live, live_key(ev->device, ev->addr));
+        if (ev->aux == MH_ROLE_OUTPUT) { /* not a role: the module that returned it last */
+            if (i)
+                lt->recs[i - 1].out_str = ev->str;
+            return 0;
+        }
         if (i && ev->aux < MH_ROLE_COUNT)
             lt->recs[i - 1].role = (uint8_t)ev->aux;
         if (i && ev->str)
@@ -444,6 +449,8 @@ int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const s
         lc->forward_seen = 1;
     if (res && res->anomaly)
         return 0;
+    if (ev->kind == MH_EV_TAG && ev->aux == MH_ROLE_OUTPUT)
+        return 0; /* not a role */
     if (ev->kind == MH_EV_TAG) {
         uintptr_t i = (uintptr_t)mh__addrmap_get(&lc->live, live_key(ev->device, ev->addr));
         if (i && ev->aux < MH_ROLE_COUNT)

@@ -59,6 +59,8 @@ struct mh_alloc_rec {
     uint32_t stack, str;              /* allocation stack and user metadata */
     uint32_t tag_str;                 /* the name MH_EV_TAG gave it (a parameter's
                                        * "transformer.h.0.mlp.c_fc.weight"), 0 = none */
+    uint32_t out_str;                 /* the last module that returned it (MH_ROLE_OUTPUT:
+                                       * "transformer.h.0"), 0 = none */
     int16_t device;
     uint8_t alloc_phase, free_phase;  /* enum mh_phase */
     uint8_t before_forward;           /* allocated in a step before its forward phase */

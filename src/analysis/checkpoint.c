@@ -14,12 +14,12 @@ static struct mh__lgroup *group_of(const struct mh_layers *ly, size_t rec)
     return &ly->groups[(size_t)ly->layer_of[rec] * ly->nspans + ly->span_of[rec]];
 }
 
-/* Saved for backward: a forward activation freed in its step's backward,
- * after its layer's backward began, and, where threads are known, by
- * autograd's thread: a tensor the program's own thread frees after
- * backward (a local variable of a training-step function) is held by the
- * program, which checkpointing would not change. */
-int mh__layers_is_saved(const struct mh_layers *ly, size_t i)
+/* A forward activation freed in its step's backward, after its layer's
+ * backward began, and, where threads are known, by autograd's thread: a
+ * tensor the program's own thread frees after backward (a local variable of
+ * a training-step function) is held by the program, which checkpointing
+ * would not change. */
+static int freed_in_layer_backward(const struct mh_layers *ly, size_t i)
 {
     size_t n;
     const struct mh_alloc_rec *r = &mh__lifetimes_records(ly->lt, &n)[i];
@@ -30,6 +30,23 @@ int mh__layers_is_saved(const struct mh_layers *ly, size_t i)
         return 0;
     const struct mh__lgroup *g = group_of(ly, i);
     return g->bwd_start != MH_NEVER && r->free_index >= g->bwd_start;
+}
+
+/* Saved for backward: such an activation that is not the layer's output
+ * (where the recording tags module outputs), which the next layer keeps
+ * even where the layer's own backward used it too (an in-place ReLU ending
+ * a ResNet block). */
+int mh__layers_is_saved(const struct mh_layers *ly, size_t i)
+{
+    return !ly->output[i] && freed_in_layer_backward(ly, i);
+}
+
+/* Such a layer output: checkpointed, the layer's backward no longer keeps
+ * it, so it is freed once the next layer's backward is done, before the
+ * layer's own begins. */
+static int is_output_kept(const struct mh_layers *ly, size_t i)
+{
+    return ly->output[i] && freed_in_layer_backward(ly, i);
 }
 
 /* Forward allocation of a layer, for the working-set sweep. */
@@ -201,10 +218,16 @@ int mh__layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t
         }
     memcpy(d, ly->delta, (ly->nevents + 1) * sizeof *d);
     for (size_t i = 0; i < nrec; i++) {
-        if (ly->layer_of[i] < 0 || !in[ly->layer_of[i]] || !mh__layers_is_saved(ly, i))
+        if (ly->layer_of[i] < 0 || !in[ly->layer_of[i]])
             continue;
-        d[recs[i].alloc_index] -= (int64_t)recs[i].size;
-        d[group_of(ly, i)->bwd_start] += (int64_t)recs[i].size;
+        int64_t size = (int64_t)recs[i].size;
+        if (mh__layers_is_saved(ly, i)) { /* recomputed at the layer's backward */
+            d[recs[i].alloc_index] -= size;
+            d[group_of(ly, i)->bwd_start] += size;
+        } else if (is_output_kept(ly, i)) { /* freed before the layer's recompute */
+            d[recs[i].free_index] += size;
+            d[group_of(ly, i)->bwd_start - 1] -= size;
+        }
     }
     size_t nsp = make_spikes(ly, in, sp);
     *peak = curve_peak(ly, d, sp, nsp);

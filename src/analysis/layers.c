@@ -45,6 +45,14 @@ static int32_t layer_id(struct mh_layers *ly, struct mh__hmap *cache,
     return (int32_t)i;
 }
 
+/* Whether module `path` is the layer `name` or one of its ancestors: what
+ * it returned left the layer. */
+static int leaves_layer(const char *path, const char *name)
+{
+    size_t n = path ? strlen(path) : 0;
+    return n && strncmp(name, path, n) == 0 && (name[n] == '\0' || name[n] == '.');
+}
+
 static int assign_layers(struct mh_layers *ly, const struct mh_reader *r)
 {
     size_t n;
@@ -56,7 +64,8 @@ static int assign_layers(struct mh_layers *ly, const struct mh_reader *r)
         ly->nspans = 1; /* no step markers: the whole recording is one span */
     ly->layer_of = malloc((n ? n : 1) * sizeof *ly->layer_of);
     ly->span_of = malloc((n ? n : 1) * sizeof *ly->span_of);
-    if (!ly->layer_of || !ly->span_of)
+    ly->output = calloc(n ? n : 1, 1);
+    if (!ly->layer_of || !ly->span_of || !ly->output)
         return MH_ENOMEM;
     int rc = 0;
     mh__layer_namer_init(&nm, r);
@@ -71,6 +80,9 @@ static int assign_layers(struct mh_layers *ly, const struct mh_reader *r)
         ly->layer_of[i] = -1;
         if (recs[i].device == ly->device && (ly->layer_of[i] = layer_id(ly, &cache, &nm, &recs[i])) < 0)
             rc = MH_ENOMEM;
+        else if (ly->layer_of[i] >= 0 && recs[i].out_str)
+            ly->output[i] = (uint8_t)leaves_layer(mh_reader_string(r, recs[i].out_str),
+                                                  ly->names[ly->layer_of[i]]);
     }
     mh__addrmap_destroy(&cache);
     mh__layer_namer_free(&nm);
@@ -204,6 +216,7 @@ void mh__layers_free(struct mh_layers *ly)
     free(ly->stats);
     free(ly->layer_of);
     free(ly->span_of);
+    free(ly->output);
     free(ly->groups);
     free(ly->delta);
     free(ly->step_peaks);

@@ -23,6 +23,8 @@ struct mh_layers {
     uint8_t *compiled;            /* by layer index: see mh_layer_stats.compiled */
     int32_t *layer_of;            /* per record, -1 = other device */
     uint32_t *span_of;            /* per record: pass of the allocation */
+    uint8_t *output;              /* per record: returned by its layer's module or an
+                                   * ancestor (MH_ROLE_OUTPUT tags): it leaves the layer */
     struct mh__lgroup *groups;    /* [layer * nspans + span] */
     int64_t *delta;               /* allocated-bytes change at each event index */
     uint64_t nevents;

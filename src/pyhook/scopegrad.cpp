@@ -3,7 +3,8 @@
  *
  * Data flow: the forward post hook (scopehook.c) hands the module's output
  * here; the output's autograd node (grad_fn) gets a C++ pre-hook carrying
- * the module's scope. When the engine reaches that node, on its own thread
+ * the module's scope, and the output tensors the call made are tagged as
+ * the module's outputs (MH_ROLE_OUTPUT; not a root model's). When the engine reaches that node, on its own thread
  * and without the GIL, the hook opens the module's backward scope on that
  * thread and closes the open scopes that are not its ancestors, emitting
  * the scope events directly (mh_recorder_scope). The open scopes of every
@@ -124,6 +125,21 @@ const NodePtr *node_of(PyObject *o, PyTypeObject *tensor, uint64_t since)
     return fn && fn->sequence_nr() >= since ? &fn : nullptr;
 }
 
+/* Tags the block of a module's output tensor `o` (a CUDA tensor made by
+ * the module's call) with the module's path, so the analysis can tell what
+ * leaves a layer from what its backward keeps inside it. */
+void tag_output(struct mh_recorder *rec, PyObject *o, uint32_t sid)
+{
+    if (!rec)
+        return;
+    const at::Tensor &t = THPVariable_Unpack(o);
+    if (!t.is_cuda() || !t.has_storage())
+        return;
+    const void *data = t.storage().data();
+    if (data)
+        mh_recorder_tag(rec, t.get_device(), (uint64_t)(uintptr_t)data, MH_ROLE_OUTPUT, sid);
+}
+
 } // namespace
 
 struct mh__gscope {
@@ -161,19 +177,29 @@ int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s
 {
     try {
         auto *type = reinterpret_cast<PyTypeObject *>(tensor_type);
-        const NodePtr *fn = node_of(out, type, since);
-        if (!fn && (PyTuple_Check(out) || PyList_Check(out))) {
-            Py_ssize_t n = PySequence_Fast_GET_SIZE(out);
-            for (Py_ssize_t i = 0; i < n && !fn; i++)
-                fn = node_of(PySequence_Fast_GET_ITEM(out, i), type, since);
-        }
-        if (!fn)
-            return 0;
+        struct mh_recorder *rec;
         uint64_t gen;
         {
             std::lock_guard<std::mutex> lock(mu);
             gen = gen_now;
+            rec = s->ref->root ? nullptr : rec_now; /* a model's own outputs are not tagged */
         }
+        const NodePtr *fn = node_of(out, type, since);
+        if (fn)
+            tag_output(rec, out, s->ref->sid);
+        else if (PyTuple_Check(out) || PyList_Check(out)) {
+            Py_ssize_t n = PySequence_Fast_GET_SIZE(out);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *item = PySequence_Fast_GET_ITEM(out, i);
+                const NodePtr *f = node_of(item, type, since);
+                if (f && !fn)
+                    fn = f;
+                if (f)
+                    tag_output(rec, item, s->ref->sid);
+            }
+        }
+        if (!fn)
+            return 0;
         (*fn)->add_pre_hook(std::make_unique<Hook>(s->ref, gen));
         return 1;
     } catch (const std::exception &e) {

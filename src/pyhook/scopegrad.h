@@ -28,8 +28,10 @@ uint64_t mh__gscope_seq_now(void);
 /* Puts the scope's pre-hook on the autograd node of `out` (a tensor, or
  * the first tensor with one in a tuple or list; `tensor_type` is
  * torch._C.TensorBase) made at or after sequence number `since` (the
- * module's forward began there). 1: done, 0: no such node, -1: failed
- * (Python error set). */
+ * module's forward began there), and tags the CUDA tensors of `out` with
+ * such a node (the output's, or each item's) as the module's outputs
+ * (MH_ROLE_OUTPUT, unless the module is a root). 1: done, 0: no such node,
+ * -1: failed (Python error set). */
 int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s, uint64_t since);
 
 /* A session starts emitting into `rec`; hooks of earlier sessions do nothing. */

@@ -12,7 +12,7 @@
  * return, which also closes what frames that raised left open) pops it, emits the exit
  * and has scopegrad.cpp put the module's backward scope on the output's
  * autograd node, if the forward made that node, where it opens when autograd
- * reaches it. Every
+ * reaches it, and tag the output tensors the forward made as its outputs. Every
  * forward hook runs with the GIL held, which guards the tables here. */
 #include "scopehook.h"
 #include "addrmap.h"

@@ -13,6 +13,9 @@ Installed by a recording session once it attaches to the allocator (so for
   Torch's full backward module hooks are not used: they wrap every module's
   inputs and outputs and make in-place modules (ReLU(inplace=True)) fail.
   Backward scopes close when the optimizer step or the next forward begins.
+  The output tensors a module's forward made are tagged as its outputs
+  (OUTPUT, with the module's path; not a root's), so the checkpointing
+  estimate can tell what leaves a layer.
 - The first forward of a root module opens step 0: what came before is the
   set-up, not part of a step. Its parameters and buffers are tagged.
 - Optimizer.step (global pre/post hooks): gradients are tagged before it,
@@ -47,7 +50,7 @@ from . import _scopemon
 FORWARD, BACKWARD = 1, 2
 # attributes by which torch's wrappers hold the module they wrap
 _WRAPPED = ("_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module")
-PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 1, 2, 3, 4
+PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE, OUTPUT = 1, 2, 3, 4, 5
 
 
 class Scopes:
@@ -89,6 +92,8 @@ class Scopes:
                                            ctypes.c_uint, ctypes.c_uint32]
         core.mh_recorder_tags.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p,
                                           ctypes.c_void_p, ctypes.c_size_t]
+        core.mh_recorder_tag.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint,
+                                         ctypes.c_uint32]
         core.mh_recorder_step_begin.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
         core.mh_thread_id.restype = ctypes.c_uint32
 
@@ -158,7 +163,7 @@ class Scopes:
         compiling = _is_compiling()
         seq_now = _sequence_number()
         scope, rec, names, roots, local = self.core.mh_recorder_scope, self.rec, self.names, self.roots, self.local
-        bwd_enter = self._bwd_enter
+        tag, bwd_enter = self.core.mh_recorder_tag, self._bwd_enter
 
         def pre(module, args):
             if not self.on or compiling():  # under torch.compile tracing: stay out of the graph
@@ -193,9 +198,13 @@ class Scopes:
                     return None
                 path, sid, since = stack.pop()
                 scope(rec, 0, sid, FORWARD, 0)
-                fn = _grad_fn(output, since)
-                if fn is not None:
-                    fn.register_prehook(lambda grad_outputs, p=path, s=sid: bwd_enter(p, s))
+                made = _made_outputs(output, since)
+                if made:
+                    made[0].grad_fn.register_prehook(lambda grad_outputs, p=path, s=sid: bwd_enter(p, s))
+                if id(module) not in roots:
+                    for t in made:  # what leaves the module (its output tags)
+                        if t.is_cuda and t.untyped_storage().data_ptr():
+                            tag(rec, t.get_device(), t.untyped_storage().data_ptr(), OUTPUT, sid)
             except Exception as e:
                 self._failed(e)
             return None
@@ -477,21 +486,20 @@ def _unwrapped(name):
     return ".".join(p for p in name.split(".") if p not in _WRAPPED)
 
 
-def _grad_fn(output, since):
-    """grad_fn of the first tensor in a module's output that has one made
-    at or after autograd sequence number `since` (when the module's forward
-    began): a tensor it was given, or one made under no_grad (a graph module
-    torch.compile runs returns its inputs), carries another module's node."""
-    def made(fn):
-        return fn is not None and (since is None or fn._sequence_nr() >= since)
-    fn = getattr(output, "grad_fn", None)
-    if made(fn) or not isinstance(output, (tuple, list)):
-        return fn if made(fn) else None
-    for o in output:
+def _made_outputs(output, since):
+    """The tensors of a module's output (the output, or the items of a tuple
+    or list) whose grad_fn was made at or after autograd sequence number
+    `since` (when the module's forward began): a tensor it was given, or one
+    made under no_grad (a graph module torch.compile runs returns its
+    inputs), carries another module's node."""
+    def made(o):
         fn = getattr(o, "grad_fn", None)
-        if made(fn):
-            return fn
-    return None
+        return fn is not None and (since is None or fn._sequence_nr() >= since)
+    if made(output):
+        return [output]
+    if isinstance(output, (tuple, list)):
+        return [o for o in output if made(o)]
+    return []
 
 
 def _sequence_number():
