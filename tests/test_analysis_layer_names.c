@@ -101,3 +101,18 @@ Test(analysis_layer_names, without_the_paths_cuts_at_indices_only)
     mh_reader_close(r);
     mh_writer_free_mem(w);
 }
+
+Test(analysis_layer_names, module_paths)
+{
+    cr_expect(mh__is_module_path("transformer.h.11.mlp"));
+    cr_expect(mh__is_module_path("trunk_output.block1.block1-0.f")); /* RegNet's names */
+    cr_expect(!mh__is_module_path("a..b"));
+    cr_expect(!mh__is_module_path("a.b."));
+    cr_expect(!mh__is_module_path(".a"));
+    cr_expect(!mh__is_module_path("train.py:12 f"));
+    cr_expect(!mh__is_module_path("torch internal: MmBackward0"));
+    cr_expect(!mh__is_module_path("<no stack>"));
+    cr_expect(!mh__is_module_path("loading data"));
+    cr_expect(!mh__is_module_path(""));
+    cr_expect(!mh__is_module_path(NULL));
+}

@@ -87,10 +87,6 @@ enum mh_flame_by { MH_FLAME_BY_AUTO, MH_FLAME_BY_MODULE, MH_FLAME_BY_STACK };
 int mh__flame_live(const struct mh_lifetimes *lt, const struct mh_reader *r, int device,
                    uint64_t index, int by, struct mh_flame **out, int *used);
 
-/* 1 if `s` is a module path ("transformer.h.11.mlp": letters, digits, '_'
- * and '.', no empty component). */
-int mh__flame_is_module_path(const char *s);
-
 /* ---- the moment ------------------------------------------------------------- */
 enum mh_flame_at { MH_FLAME_AT_PEAK, MH_FLAME_AT_OOM, MH_FLAME_AT_TIME };
 

@@ -10,22 +10,10 @@
 #include "memhist/error.h"
 #include "addrmap.h"
 #include "flame.h"
+#include "layer_names.h"
 #include "stacks.h"
 
 #define MAX_PARTS 512
-
-int mh__flame_is_module_path(const char *s)
-{
-    if (!s || !*s || *s == '.')
-        return 0;
-    for (const char *p = s; *p; p++) {
-        if (*p == '.' && (p[1] == '.' || p[1] == '\0'))
-            return 0;
-        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.')
-            return 0;
-    }
-    return 1;
-}
 
 /* One path being built: names and details point into `text`. */
 struct parts {
@@ -97,10 +85,10 @@ static void stack_parts(struct parts *p, const struct mh_reader *r, uint32_t sta
 static const char *module_of(const struct mh_reader *r, const struct mh_alloc_rec *rec)
 {
     const char *tag = rec->tag_str ? mh_reader_string(r, rec->tag_str) : NULL;
-    if (mh__flame_is_module_path(tag))
+    if (mh__is_module_path(tag))
         return tag;
     const char *meta = rec->str ? mh_reader_string(r, rec->str) : NULL;
-    return mh__flame_is_module_path(meta) ? meta : NULL;
+    return mh__is_module_path(meta) ? meta : NULL;
 }
 
 /* The leaf of a record's path, made if new. */
@@ -156,7 +144,7 @@ int mh__flame_live(const struct mh_lifetimes *lt, const struct mh_reader *r, int
          * tagged module path alone */
         uint64_t key = ((uint64_t)rec->str << 32 | rec->stack) + 1;
         if (by == MH_FLAME_BY_MODULE && rec->tag_str &&
-            mh__flame_is_module_path(mh_reader_string(r, rec->tag_str)))
+            mh__is_module_path(mh_reader_string(r, rec->tag_str)))
             key = 1ull << 63 | rec->tag_str;
         uint32_t leaf = (uint32_t)(uintptr_t)mh__addrmap_get(&cache, key);
         if (leaf == 0) { /* 0 is the root, never a leaf: not cached yet */

@@ -15,13 +15,17 @@
 #include "stacks.h"
 #include "utf8.h"
 
-static int is_module_path(const char *s)
+int mh__is_module_path(const char *s)
 {
-    if (!s || !*s)
+    if (!s || !*s || *s == '.')
         return 0;
-    for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.')
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (*p == '.' && (p[1] == '.' || p[1] == '\0'))
             return 0;
+        if (c <= ' ' || c == 0x7f || strchr(":/\\<>()[]{}\"'", c))
+            return 0;
+    }
     return 1;
 }
 
@@ -42,7 +46,7 @@ int mh__layer_namer_add(struct mh__layer_namer *nm, uint32_t str)
     if (mh__addrmap_put(&nm->seen, str, (void *)1) < 0)
         return MH_ENOMEM;
     const char *path = mh_reader_string(nm->r, str);
-    if (!is_module_path(path))
+    if (!mh__is_module_path(path))
         return 0;
     if (nm->npaths == nm->cap) {
         size_t cap = nm->cap ? 2 * nm->cap : 64;
@@ -179,7 +183,7 @@ const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint3
                            char *buf, size_t len)
 {
     const char *meta = str ? mh_reader_string(nm->r, str) : NULL;
-    if (is_module_path(meta))
+    if (mh__is_module_path(meta))
         snprintf(buf, len, "%.*s", (int)layer_length(nm, meta), meta);
     else if (!layer_from_stack(nm->r, stack, buf, len))
         mh__stack_label(nm->r, stack, buf, len);

@@ -11,6 +11,12 @@
 #include "memhist/reader.h"
 #include "addrmap.h"
 
+/* Whether metadata `s` is a module path ("transformer.h.11.mlp",
+ * "trunk_output.block1.block1-0"): dot-separated non-empty names without
+ * spaces, control characters or any of :/\<>()[]{}"' (so not a file:line
+ * label or a sentence). */
+int mh__is_module_path(const char *s);
+
 struct mh__layer_namer {
     const struct mh_reader *r; /* borrowed */
     const char **paths;        /* distinct module paths of the allocations, sorted when ready */
