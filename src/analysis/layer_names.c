@@ -110,6 +110,12 @@ static int has_numbered_sibling(const struct mh__layer_namer *nm, const char *pa
     return 0;
 }
 
+/* Whether s[0..n) is a non-empty run of digits. */
+static int is_index(const char *s, size_t n)
+{
+    return n > 0 && strspn(s, "0123456789") >= n;
+}
+
 /* Length of the layer's part of a module path: up to its first component
  * that is an index (all digits: the entry of a ModuleList or Sequential) or
  * a numbered block kept as an attribute (a name with a digit that holds
@@ -119,22 +125,16 @@ static int has_numbered_sibling(const struct mh__layer_namer *nm, const char *pa
 static size_t layer_length(const struct mh__layer_namer *nm, const char *path)
 {
     for (size_t at = 0;;) {
-        size_t n = strcspn(path + at, ".");
-        size_t stem = 0;
+        size_t n = strcspn(path + at, "."), stem = 0;
         while (stem < n && !isdigit((unsigned char)path[at + stem]))
             stem++;
-        size_t digits = 0;
-        while (digits < n && isdigit((unsigned char)path[at + digits]))
-            digits++;
-        if (n > 0 && digits == n)
-            return at + n;
-        const char *next = path + at + n + (path[at + n] == '.');
-        size_t next_n = strcspn(next, ".");
-        int index_next = next_n > 0 && strspn(next, "0123456789") >= next_n;
-        if (stem > 0 && stem < n && path[at + n] == '.' && !index_next &&
-            has_numbered_sibling(nm, path, at, n, stem))
+        if (is_index(path + at, n))
             return at + n;
         if (!path[at + n])
+            return at + n;
+        const char *next = path + at + n + 1;
+        if (stem > 0 && stem < n && !is_index(next, strcspn(next, ".")) &&
+            has_numbered_sibling(nm, path, at, n, stem))
             return at + n;
         at += n + 1;
     }
