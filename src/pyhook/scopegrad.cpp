@@ -4,10 +4,11 @@
  * Data flow: the forward post hook (scopehook.c) hands the module's output
  * here; the output's autograd node (grad_fn) gets a C++ pre-hook carrying
  * the module's scope, and the output tensors the call made are tagged as
- * the module's outputs (MH_ROLE_OUTPUT; not a root model's). When the engine reaches that node, on its own thread
- * and without the GIL, the hook opens the module's backward scope on that
- * thread and closes the open scopes that are not its ancestors, emitting
- * the scope events directly (mh_recorder_scope). The open scopes of every
+ * the module's outputs (MH_ROLE_OUTPUT; not a root model's). When the
+ * engine reaches that node, on its own thread and without the GIL, the
+ * hook opens the module's backward scope on that thread and closes the open
+ * scopes that are not its ancestors, emitting the scope events directly
+ * (mh_recorder_scope). The open scopes of every
  * autograd thread sit behind one mutex; the optimizer step or the next root
  * forward closes them (mh__gscope_close_all). */
 #include "scopegrad.h"
@@ -127,9 +128,10 @@ const NodePtr *node_of(PyObject *o, PyTypeObject *tensor, uint64_t since)
 
 /* Tags the block of a module's output tensor `o` (a CUDA tensor made by
  * the module's call) with the module's path, so the analysis can tell what
- * leaves a layer from what its backward keeps inside it. */
+ * leaves a layer from what its backward keeps inside it. A tensor torch
+ * cannot give a storage address for (a wrapper subclass) is left out. */
 void tag_output(struct mh_recorder *rec, PyObject *o, uint32_t sid)
-{
+try {
     if (!rec)
         return;
     const at::Tensor &t = THPVariable_Unpack(o);
@@ -138,6 +140,7 @@ void tag_output(struct mh_recorder *rec, PyObject *o, uint32_t sid)
     const void *data = t.storage().data();
     if (data)
         mh_recorder_tag(rec, t.get_device(), (uint64_t)(uintptr_t)data, MH_ROLE_OUTPUT, sid);
+} catch (const std::exception &) {
 }
 
 } // namespace

@@ -203,8 +203,7 @@ class Scopes:
                     made[0].grad_fn.register_prehook(lambda grad_outputs, p=path, s=sid: bwd_enter(p, s))
                 if id(module) not in roots:
                     for t in made:  # what leaves the module (its output tags)
-                        if t.is_cuda and t.untyped_storage().data_ptr():
-                            tag(rec, t.get_device(), t.untyped_storage().data_ptr(), OUTPUT, sid)
+                        _tag_output(tag, rec, t, sid)
             except Exception as e:
                 self._failed(e)
             return None
@@ -484,6 +483,17 @@ def _unwrapped(name):
     """A module or parameter path without the attributes by which torch's
     wrappers hold what they wrap ("h.3._orig_mod.mlp" -> "h.3.mlp")."""
     return ".".join(p for p in name.split(".") if p not in _WRAPPED)
+
+
+def _tag_output(tag, rec, t, sid):
+    """Tags the block of CUDA tensor `t` as module `sid`'s output; a tensor
+    with no storage address (a wrapper subclass) is left out."""
+    try:
+        ptr = t.untyped_storage().data_ptr() if t.is_cuda else 0
+    except Exception:
+        return
+    if ptr:
+        tag(rec, t.get_device(), ptr, OUTPUT, sid)
 
 
 def _made_outputs(output, since):
