@@ -24,7 +24,9 @@ static const char *const PATHS[] = {
     "layer1.0.conv1", /* a Sequential of blocks: its index follows */
     "layer2.1.conv1",
     "stage1.blocks.0.attn", /* no other stage: cut at the index */
-    "enc.fc1",              /* fc1 holds nothing: kept whole */
+    "enc.fc1",              /* no block: cut at the module holding others */
+    "bert.embeddings.word_embeddings",
+    "bert.encoder.layer.0.attention.self.query",
     "GPT_2.transformer.h.0.mlp", /* a second model's prefix has no sibling */
     "GPT_2.lm_head",
 };
@@ -32,28 +34,29 @@ static const char *const LAYERS[] = {
     "transformer.h.3",      "transformer.ln_f",     "block2",      "block2",
     "block2",               "block1",               "conv1",       "features.denseblock1",
     "features.denseblock2", "inception3b",          "inception4a", "layer1.0",
-    "layer2.1",             "stage1.blocks.0",      "enc.fc1",     "GPT_2.transformer.h.0",
-    "GPT_2.lm_head",
+    "layer2.1",             "stage1.blocks.0",      "enc",         "bert.embeddings",
+    "bert.encoder.layer.0", "GPT_2.transformer.h.0", "GPT_2.lm_head",
 };
 #define NPATHS (sizeof PATHS / sizeof *PATHS)
 
 /* Interns the paths, one allocation each, and reads them back from the
  * writer's memory (*w, freed after the reader closes). */
-static struct mh_reader *book(uint32_t *ids, struct mh_writer **wp)
+static struct mh_reader *book_of(const char *const *paths, size_t npaths, uint32_t *ids,
+                                 struct mh_writer **wp)
 {
     struct mh_writer *w;
     const void *data;
     size_t len;
     struct mh_reader *r;
     cr_assert_eq(mh_writer_open_mem(NULL, &w), 0);
-    for (size_t i = 0; i < NPATHS; i++) {
+    for (size_t i = 0; i < npaths; i++) {
         struct mh_event e;
         memset(&e, 0, sizeof e);
         e.time_ns = 1000 + i;
         e.kind = MH_EV_ALLOC;
         e.addr = 0x1000 * (i + 1);
         e.size = 512;
-        e.str = ids[i] = (uint32_t)mh_writer_intern_string(w, PATHS[i], strlen(PATHS[i]));
+        e.str = ids[i] = (uint32_t)mh_writer_intern_string(w, paths[i], strlen(paths[i]));
         cr_assert_eq(mh_writer_event(w, &e), 0);
     }
     cr_assert_eq(mh_writer_close(w), 0);
@@ -66,25 +69,47 @@ static struct mh_reader *book(uint32_t *ids, struct mh_writer **wp)
     return r;
 }
 
-Test(analysis_layer_names, cuts_paths_at_indices_and_numbered_blocks)
+static struct mh_reader *book(uint32_t *ids, struct mh_writer **wp)
 {
-    uint32_t ids[NPATHS];
+    return book_of(PATHS, NPATHS, ids, wp);
+}
+
+/* Names every path of a recording of `paths` (all added to the namer). */
+static void expect_layers(const char *const *paths, const char *const *layers, size_t n)
+{
+    uint32_t ids[32];
     struct mh_writer *w;
-    struct mh_reader *r = book(ids, &w);
+    cr_assert_leq(n, 32);
+    struct mh_reader *r = book_of(paths, n, ids, &w);
     struct mh__layer_namer nm;
     mh__layer_namer_init(&nm, r);
-    for (size_t i = 0; i < NPATHS; i++)
+    for (size_t i = 0; i < n; i++)
         cr_assert_eq(mh__layer_namer_add(&nm, ids[i]), 0);
     cr_assert_eq(mh__layer_namer_add(&nm, ids[0]), 0); /* again: kept once */
-    mh__layer_namer_ready(&nm);
-    cr_expect_eq(nm.npaths, NPATHS);
+    cr_assert_eq(mh__layer_namer_ready(&nm), 0);
+    cr_expect_eq(nm.npaths, n);
     char buf[128];
-    for (size_t i = 0; i < NPATHS; i++)
-        cr_expect_str_eq(mh__layer_name(&nm, ids[i], 0, buf, sizeof buf), LAYERS[i], "%s",
-                         PATHS[i]);
+    for (size_t i = 0; i < n; i++)
+        cr_expect_str_eq(mh__layer_name(&nm, ids[i], 0, buf, sizeof buf), layers[i], "%s",
+                         paths[i]);
     mh__layer_namer_free(&nm);
     mh_reader_close(r);
     mh_writer_free_mem(w);
+}
+
+Test(analysis_layer_names, cuts_paths_at_indices_and_numbered_blocks)
+{
+    expect_layers(PATHS, LAYERS, NPATHS);
+}
+
+Test(analysis_layer_names, a_wrapper_alone_is_not_a_layer)
+{
+    /* a whole model compiled: its graph module named under the root */
+    static const char *const compiled[] = {"GPT", "GPT.GraphModule", "GPT.GraphModule.sub"};
+    expect_layers(compiled, compiled, 3);
+    static const char *const wrapped[] = {"model.enc.fc", "model.dec.fc", "model.dec.norm"};
+    static const char *const layers[] = {"model.enc", "model.dec", "model.dec"};
+    expect_layers(wrapped, layers, 3);
 }
 
 Test(analysis_layer_names, without_the_paths_cuts_at_indices_only)

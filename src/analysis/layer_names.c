@@ -1,8 +1,9 @@
 /* layer_names.c - layer names (rules in layers.h): a module path cut at
- * its first index or numbered block kept as an attribute; else the
- * user-code `Class.forward` frames of the stack; else the stack's most
- * informative frame. The namer keeps the sorted module paths of the
- * allocations to find a block's numbered siblings. */
+ * its first index or numbered block kept as an attribute, else at its first
+ * module that holds others beside a sibling; else the user-code
+ * `Class.forward` frames of the stack; else the stack's most informative
+ * frame. The namer keeps the sorted module paths of the allocations (and
+ * the block of each) to find siblings and what lies below a module. */
 #include "layer_names.h"
 
 #include <ctype.h>
@@ -60,17 +61,26 @@ int mh__layer_namer_add(struct mh__layer_namer *nm, uint32_t str)
     return 0;
 }
 
-void mh__layer_namer_ready(struct mh__layer_namer *nm)
+static size_t block_length(const struct mh__layer_namer *nm, const char *path);
+
+int mh__layer_namer_ready(struct mh__layer_namer *nm)
 {
     mh__addrmap_destroy(&nm->seen);
     if (nm->npaths)
         qsort(nm->paths, nm->npaths, sizeof *nm->paths, by_string);
+    nm->block = malloc((nm->npaths ? nm->npaths : 1) * sizeof *nm->block);
+    if (!nm->block)
+        return MH_ENOMEM;
+    for (size_t i = 0; i < nm->npaths; i++)
+        nm->block[i] = block_length(nm, nm->paths[i]);
+    return 0;
 }
 
 void mh__layer_namer_free(struct mh__layer_namer *nm)
 {
     mh__addrmap_destroy(&nm->seen);
     free(nm->paths);
+    free(nm->block);
     *nm = (struct mh__layer_namer){.r = nm->r};
 }
 
@@ -116,13 +126,13 @@ static int is_index(const char *s, size_t n)
     return n > 0 && strspn(s, "0123456789") >= n;
 }
 
-/* Length of the layer's part of a module path: up to its first component
- * that is an index (all digits: the entry of a ModuleList or Sequential) or
- * a numbered block kept as an attribute (a name with a digit that holds
- * modules and has a sibling of the same stem, "block2" of "block2.mlp.fc",
- * "inception3a"; not a Sequential of blocks such as ResNet's "layer1",
- * whose index follows); else the whole path. */
-static size_t layer_length(const struct mh__layer_namer *nm, const char *path)
+/* Length of a module path up to its first component that is an index (all
+ * digits: the entry of a ModuleList or Sequential) or a numbered block kept
+ * as an attribute (a name with a digit that holds modules and has a
+ * sibling of the same stem, "block2" of "block2.mlp.fc", "inception3a"; not
+ * a Sequential of blocks such as ResNet's "layer1", whose index follows);
+ * 0 if it has neither. */
+static size_t block_length(const struct mh__layer_namer *nm, const char *path)
 {
     for (size_t at = 0;;) {
         size_t n = strcspn(path + at, "."), stem = 0;
@@ -131,13 +141,60 @@ static size_t layer_length(const struct mh__layer_namer *nm, const char *path)
         if (is_index(path + at, n))
             return at + n;
         if (!path[at + n])
-            return at + n;
+            return 0;
         const char *next = path + at + n + 1;
         if (stem > 0 && stem < n && !is_index(next, strcspn(next, ".")) &&
             has_numbered_sibling(nm, path, at, n, stem))
             return at + n;
         at += n + 1;
     }
+}
+
+/* Whether a block (block_length) lies below module path[0..n). */
+static int above_a_block(const struct mh__layer_namer *nm, const char *path, size_t n)
+{
+    for (size_t i = lower_bound(nm, path, n, '.'); i < nm->npaths; i++) {
+        if (strncmp(nm->paths[i], path, n) != 0 || nm->paths[i][n] != '.')
+            break;
+        if (nm->block[i] > n)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the module path[0..n), whose name starts at path[at], has a
+ * sibling: another module path under the same parent. */
+static int has_sibling(const struct mh__layer_namer *nm, const char *path, size_t at, size_t n)
+{
+    for (size_t i = lower_bound(nm, path, at, 0); i < nm->npaths; i++) {
+        const char *other = nm->paths[i];
+        if (strncmp(other, path, at) != 0)
+            break;
+        if (strcspn(other + at, ".") != n - at || strncmp(other + at, path + at, n - at) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Length of the layer's part of a module path: up to its block; else up to
+ * its first module that holds others, has a sibling and no block below it
+ * (BERT's "bert.embeddings", a module called several times as "shared";
+ * not a model's wrapper with nothing beside it); else the whole path (a
+ * leaf beside blocks: "transformer.ln_f", "lm_head"). Without the
+ * recording's paths, blocks that are indices only. */
+static size_t layer_length(const struct mh__layer_namer *nm, const char *path)
+{
+    size_t cut = block_length(nm, path);
+    if (cut || !nm->block)
+        return cut ? cut : strlen(path);
+    size_t at = 0;
+    for (const char *dot = strchr(path, '.'); dot; dot = strchr(dot + 1, '.')) {
+        size_t n = (size_t)(dot - path);
+        if (!above_a_block(nm, path, n) && has_sibling(nm, path, at, n))
+            return n;
+        at = n + 1;
+    }
+    return strlen(path);
 }
 
 /* Class of a user-code "Class.forward" frame, or 0. */

@@ -20,6 +20,7 @@ int mh__is_module_path(const char *s);
 struct mh__layer_namer {
     const struct mh_reader *r; /* borrowed */
     const char **paths;        /* distinct module paths of the allocations, sorted when ready */
+    size_t *block;             /* per path, when ready: the length of its block, 0 if none */
     size_t npaths, cap;
     struct mh__hmap seen;      /* string ids added */
 };
@@ -30,8 +31,9 @@ void mh__layer_namer_init(struct mh__layer_namer *nm, const struct mh_reader *r)
 /* Adds the metadata string of an allocation (any string id; 0 and strings
  * that are not module paths are left out); MH_ENOMEM. */
 int mh__layer_namer_add(struct mh__layer_namer *nm, uint32_t str);
-/* Sorts the paths added: call once after the last add, before naming. */
-void mh__layer_namer_ready(struct mh__layer_namer *nm);
+/* Sorts the paths added and finds their blocks: call once after the last
+ * add, before naming; MH_ENOMEM. */
+int mh__layer_namer_ready(struct mh__layer_namer *nm);
 void mh__layer_namer_free(struct mh__layer_namer *nm);
 
 /* Writes the layer name of an allocation (metadata `str`, `stack`) into buf;

@@ -71,7 +71,8 @@ static int assign_layers(struct mh_layers *ly, const struct mh_reader *r)
     mh__layer_namer_init(&nm, r);
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = mh__layer_namer_add(&nm, recs[i].str);
-    mh__layer_namer_ready(&nm);
+    if (rc == 0)
+        rc = mh__layer_namer_ready(&nm);
     size_t span = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         while (span + 1 < ly->nspans && spans[span + 1].first_index <= recs[i].alloc_index)

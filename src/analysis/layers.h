@@ -9,8 +9,11 @@
  *      with a digit that holds modules and has a sibling of the same stem:
  *      "block2" of "block2.mlp.c_fc", "features.denseblock1", "inception3a";
  *      not ResNet's "layer1", a Sequential whose index follows), whichever
- *      comes first; a path with neither is kept whole ("lm_head",
- *      "transformer.ln_f", a leaf such as "conv1");
+ *      comes first; a path with neither is cut at its first module that
+ *      holds others, has a sibling and no block below it ("bert.embeddings",
+ *      a module called several times as "shared"; not a lone wrapper such as
+ *      a compiled model's graph module under its root), else kept whole
+ *      ("lm_head", "transformer.ln_f", a leaf such as "conv1");
  *   2. else its stack: the `Class.forward` frames of user code (not torch or
  *      the interpreter), outermost first; the root module's child names the
  *      layer ("GPT.Block"), or the only such class; identical blocks cannot be

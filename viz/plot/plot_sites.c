@@ -93,8 +93,7 @@ int mh__plot_sites_namer(const struct mh__plot_sites *ps, const struct mh_reader
     mh__layer_namer_init(nm, r);
     for (size_t i = 0; i < ps->n && rc == 0; i++)
         rc = mh__layer_namer_add(nm, ps->str[i]);
-    mh__layer_namer_ready(nm);
-    return rc;
+    return rc < 0 ? rc : mh__layer_namer_ready(nm);
 }
 
 const char *mh__plot_site_label(const struct mh__layer_namer *nm, const struct mh__plot_sites *ps,
