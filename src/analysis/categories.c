@@ -19,6 +19,8 @@ struct mh_lifetimes {
     size_t nsteps, capsteps;
     struct mh_step_span *passes; /* steps cut again where a forward follows a backward */
     size_t npasses, cappasses;
+    struct mh_scope_mark *marks;
+    size_t nmarks, capmarks;
     int pass_backward;           /* the current pass has entered its backward phase */
     struct mh__hmap live; /* device-tagged block address -> record index + 1 */
     uint64_t nevents;
@@ -56,6 +58,7 @@ void mh__lifetimes_free(struct mh_lifetimes *lt)
     free(lt->recs);
     free(lt->steps);
     free(lt->passes);
+    free(lt->marks);
     free(lt);
 }
 
@@ -165,6 +168,12 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
     }
     if (ev->kind == MH_EV_PHASE && ev->aux == MH_PHASE_BACKWARD)
         lt->pass_backward = 1;
+    if (rc == 0 && ev->kind == MH_EV_SCOPE_ENTER && ev->str &&
+        (ev->aux == MH_PHASE_FORWARD || ev->aux == MH_PHASE_BACKWARD)) {
+        if (MH__GROW(lt->marks, lt->nmarks, lt->capmarks, 256) < 0)
+            return MH_ENOMEM;
+        lt->marks[lt->nmarks++] = (struct mh_scope_mark){index, ev->str, (uint8_t)ev->aux};
+    }
     if (rc < 0 || (res && res->anomaly))
         return rc;
     if (ev->kind == MH_EV_TAG) {
@@ -262,6 +271,12 @@ const struct mh_step_span *mh__lifetimes_passes(const struct mh_lifetimes *lt, s
 uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt)
 {
     return lt->nevents;
+}
+
+const struct mh_scope_mark *mh__lifetimes_scope_marks(const struct mh_lifetimes *lt, size_t *n)
+{
+    *n = lt->nmarks;
+    return lt->marks;
 }
 
 int mh__lifetimes_threaded(const struct mh_lifetimes *lt)

@@ -76,6 +76,14 @@ struct mh_step_span {
     uint64_t first_index; /* index of the first event of the step */
 };
 
+/* A module's forward or backward scope opening (MH_EV_SCOPE_ENTER): where a
+ * call of that module begins. */
+struct mh_scope_mark {
+    uint64_t index; /* event index */
+    uint32_t str;   /* the module path */
+    uint8_t phase;  /* MH_PHASE_FORWARD or MH_PHASE_BACKWARD */
+};
+
 struct mh_lifetimes;
 
 int mh__lifetimes_new(struct mh_lifetimes **out);
@@ -94,6 +102,8 @@ const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, si
  * under gradient accumulation), each naming its step. */
 const struct mh_step_span *mh__lifetimes_passes(const struct mh_lifetimes *lt, size_t *n);
 uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt);
+/* The forward and backward scope openings, in event order (borrowed). */
+const struct mh_scope_mark *mh__lifetimes_scope_marks(const struct mh_lifetimes *lt, size_t *n);
 /* Whether the events came from more than one thread (a live recording of a
  * backward pass: autograd's device threads; an imported snapshot has one),
  * so that freed_elsewhere tells who freed a block. */

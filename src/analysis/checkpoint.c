@@ -1,5 +1,5 @@
 /* checkpoint.c - activation-checkpointing estimates (model described in
- * layers.h): per layer and step the backward start, the saved
+ * layers.h): per layer, pass and call (layer_calls.c) the backward start, the saved
  * activations that recomputation drops and the recompute transient; the
  * allocated curve re-evaluated with a set of layers checkpointed; the ranked
  * plan. Works on the tables of layers.c and owns only scratch. */
@@ -11,7 +11,7 @@
 
 static struct mh__lgroup *group_of(const struct mh_layers *ly, size_t rec)
 {
-    return &ly->groups[(size_t)ly->layer_of[rec] * ly->nspans + ly->span_of[rec]];
+    return &ly->groups[ly->group_of[rec]];
 }
 
 /* A forward activation freed in its step's backward, after its layer's
@@ -49,20 +49,17 @@ static int is_output_kept(const struct mh_layers *ly, size_t i)
     return ly->output[i] && freed_in_layer_backward(ly, i);
 }
 
-/* Forward allocation of a layer, for the working-set sweep. */
+/* Forward allocation of a layer's call, for the working-set sweep. */
 struct fwd_item {
-    int32_t layer;
-    uint32_t span;
+    uint32_t group;
     uint64_t rec;
 };
 
 static int by_group(const void *a, const void *b)
 {
     const struct fwd_item *x = a, *y = b;
-    if (x->layer != y->layer)
-        return x->layer < y->layer ? -1 : 1;
-    if (x->span != y->span)
-        return x->span < y->span ? -1 : 1;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
     return (x->rec > y->rec) - (x->rec < y->rec);
 }
 
@@ -111,10 +108,10 @@ static int transients(struct mh_layers *ly, const struct mh_alloc_rec *recs, siz
     }
     for (size_t i = 0; i < n; i++)
         if (ly->layer_of[i] >= 0 && recs[i].alloc_phase == MH_PHASE_FORWARD && !recs[i].before_forward)
-            it[m++] = (struct fwd_item){ly->layer_of[i], ly->span_of[i], i};
+            it[m++] = (struct fwd_item){ly->group_of[i], i};
     qsort(it, m, sizeof *it, by_group);
     for (size_t a = 0, b; a < m; a = b) {
-        for (b = a + 1; b < m && it[b].layer == it[a].layer && it[b].span == it[a].span; b++)
+        for (b = a + 1; b < m && it[b].group == it[a].group; b++)
             ;
         struct mh__lgroup *g = group_of(ly, it[a].rec);
         uint64_t live = group_max_live(recs, it + a, b - a, ev);
@@ -128,13 +125,8 @@ static int transients(struct mh_layers *ly, const struct mh_alloc_rec *recs, siz
 
 int mh__layers_groups(struct mh_layers *ly)
 {
-    size_t n, ng = ly->nlayers * ly->nspans;
+    size_t n;
     const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
-    ly->groups = malloc((ng ? ng : 1) * sizeof *ly->groups);
-    if (!ly->groups)
-        return MH_ENOMEM;
-    for (size_t i = 0; i < ng; i++)
-        ly->groups[i] = (struct mh__lgroup){MH_NEVER, MH_NEVER, 0, 0};
     for (size_t i = 0; i < n; i++) {
         if (ly->layer_of[i] < 0 || recs[i].alloc_phase != MH_PHASE_BACKWARD || recs[i].alloc_step < 0)
             continue;
@@ -167,8 +159,8 @@ static size_t make_spikes(const struct mh_layers *ly, const uint8_t *in, struct 
     for (size_t l = 0; l < ly->nlayers; l++) {
         if (!in[l])
             continue;
-        for (size_t s = 0; s < ly->nspans; s++) {
-            const struct mh__lgroup *g = &ly->groups[l * ly->nspans + s];
+        for (size_t k = ly->first_group[l]; k < ly->first_group[l + 1]; k++) {
+            const struct mh__lgroup *g = &ly->groups[k];
             if (g->bwd_start == MH_NEVER || g->moved == 0)
                 continue;
             sp[m++] = (struct spike){g->bwd_start, g->moved + g->transient};
@@ -203,7 +195,7 @@ int mh__layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t
     const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &nrec);
     uint8_t *in = calloc(ly->nlayers ? ly->nlayers : 1, 1);
     int64_t *d = malloc((ly->nevents + 1) * sizeof *d);
-    struct spike *sp = malloc((2 * ly->nlayers * ly->nspans + 1) * sizeof *sp);
+    struct spike *sp = malloc((2 * ly->ngroups + 1) * sizeof *sp);
     if (!in || !d || !sp) {
         free(in);
         free(d);

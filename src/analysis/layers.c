@@ -169,11 +169,17 @@ static void attribute(struct mh_layers *ly)
         }
     }
     for (size_t l = 0; l < ly->nlayers; l++) {
-        const struct mh__lgroup *g = &ly->groups[l * ly->nspans + ly->peak_span];
-        ly->stats[l].name = ly->names[l];
-        ly->stats[l].transient = g->transient;
-        ly->stats[l].candidate = g->bwd_start != MH_NEVER && g->moved > 0;
-        ly->stats[l].compiled = ly->compiled[l];
+        struct mh_layer_stats *st = &ly->stats[l];
+        st->name = ly->names[l];
+        st->compiled = ly->compiled[l];
+        for (size_t k = ly->first_group[l]; k < ly->first_group[l + 1]; k++) {
+            const struct mh__lgroup *g = &ly->groups[k];
+            if (g->span != ly->peak_span)
+                continue;
+            if (g->transient > st->transient)
+                st->transient = g->transient;
+            st->candidate |= g->bwd_start != MH_NEVER && g->moved > 0;
+        }
     }
 }
 
@@ -192,6 +198,8 @@ int mh__layers_analyze(const struct mh_lifetimes *lt, const struct mh_reader *r,
         rc = build_curve(ly);
     if (rc == 0 && !(ly->stats = calloc(ly->nlayers ? ly->nlayers : 1, sizeof *ly->stats)))
         rc = MH_ENOMEM;
+    if (rc == 0)
+        rc = mh__layers_calls(ly, r);
     if (rc == 0)
         rc = mh__layers_groups(ly);
     if (rc == 0) {
@@ -219,6 +227,8 @@ void mh__layers_free(struct mh_layers *ly)
     free(ly->span_of);
     free(ly->output);
     free(ly->groups);
+    free(ly->first_group);
+    free(ly->group_of);
     free(ly->delta);
     free(ly->step_peaks);
     free(ly);

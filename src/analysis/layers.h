@@ -20,10 +20,11 @@
  *      told apart this way and share one entry;
  *   3. else the stack's most informative frame ("train.py:61 get_batch").
  *
- * Checkpointing model, per layer L and pass (a step, or under gradient
- * accumulation each micro-batch's forward and backward): L's backward
- * starts at the first allocation of the pass's backward phase attributed to
- * L. L's saved activations are the allocations it made in that pass's
+ * Checkpointing model, per layer L, pass (a step, or under gradient
+ * accumulation each micro-batch's forward and backward) and call of L's
+ * module (layer_calls.c: a module called several times per pass has each
+ * call recomputed at its own backward): L's backward starts at the first
+ * allocation of the call's backward attributed to L. L's saved activations are the allocations it made in that pass's
  * forward (category activation) that are freed in that step's backward at
  * or after L's backward start; tensors freed before it (L's output, kept by the next
  * layer) or after the step (held by the program) are not dropped.

@@ -5,13 +5,16 @@
 
 #include "layers.h"
 
-/* One layer in one pass of the lifetimes (a step, or under gradient
- * accumulation one micro-batch's forward and backward: mh__lifetimes_passes). */
+/* One call of a layer's module in one pass of the lifetimes (a step, or
+ * under gradient accumulation one micro-batch's forward and backward:
+ * mh__lifetimes_passes); a layer whose calls are not told apart has one
+ * group per pass (layer_calls.c). */
 struct mh__lgroup {
-    uint64_t bwd_start; /* first backward allocation of the layer; MH_NEVER if none */
-    uint64_t fwd_first; /* first forward allocation of the layer; MH_NEVER if none */
+    uint64_t bwd_start; /* first backward allocation of the call; MH_NEVER if none */
+    uint64_t fwd_first; /* first forward allocation of the call; MH_NEVER if none */
     uint64_t moved;     /* saved activation bytes that checkpointing recomputes */
     uint64_t transient; /* recompute working set beyond them */
+    uint32_t span;      /* its pass */
 };
 
 struct mh_layers {
@@ -25,7 +28,10 @@ struct mh_layers {
     uint32_t *span_of;            /* per record: pass of the allocation */
     uint8_t *output;              /* per record: returned by its layer's module or an
                                    * ancestor (MH_ROLE_OUTPUT tags): it leaves the layer */
-    struct mh__lgroup *groups;    /* [layer * nspans + span] */
+    struct mh__lgroup *groups;    /* layer l's are [first_group[l], first_group[l + 1]) */
+    size_t *first_group;          /* [nlayers + 1] */
+    size_t ngroups;
+    uint32_t *group_of;           /* per record of the device: its group */
     int64_t *delta;               /* allocated-bytes change at each event index */
     uint64_t nevents;
     uint64_t peak, peak_index;
@@ -38,7 +44,9 @@ struct mh_layers {
 
 /* 1 if record i is a saved activation that checkpointing its layer drops. */
 int mh__layers_is_saved(const struct mh_layers *ly, size_t i);
-/* Fills groups (bwd_start, moved, transient). */
+/* Makes the groups of every layer's calls and each record's group. */
+int mh__layers_calls(struct mh_layers *ly, const struct mh_reader *r);
+/* Fills the groups (bwd_start, moved, transient). */
 int mh__layers_groups(struct mh_layers *ly);
 /* Single-layer reductions of every candidate. */
 int mh__layers_reductions(struct mh_layers *ly);

@@ -38,9 +38,14 @@ struct Scope {
 };
 using ScopeRef = std::shared_ptr<const Scope>;
 
+struct Opened {
+    ScopeRef scope;
+    const void *node; /* the autograd node whose hook opened it */
+};
+
 struct Open {
     uint32_t tid;
-    std::vector<ScopeRef> scopes; /* outermost first */
+    std::vector<Opened> scopes; /* outermost first */
 };
 
 std::mutex mu;               /* guards everything below */
@@ -62,8 +67,8 @@ void emit(int enter, const Scope &s, uint32_t tid)
     mh_recorder_scope(rec_now, enter, s.sid, MH_PHASE_BACKWARD, tid);
 }
 
-/* Autograd reached the node of a module's output on this thread. */
-void enter(const ScopeRef &s, uint64_t gen)
+/* Autograd reached `node`, the node of a module's output, on this thread. */
+void enter(const ScopeRef &s, uint64_t gen, const void *node)
 {
     std::lock_guard<std::mutex> lock(mu);
     if (!rec_now || gen != gen_now)
@@ -78,16 +83,18 @@ void enter(const ScopeRef &s, uint64_t gen)
         o = &open_now.back();
     }
     auto &v = o->scopes;
-    std::vector<ScopeRef> inner; /* a submodule sharing this output's node opened first */
-    while (!v.empty() && within(*v.back(), *s)) {
+    /* a submodule sharing this output's node opened first (not one of an
+     * earlier call of the same module, opened at another node) */
+    std::vector<Opened> inner;
+    while (!v.empty() && v.back().node == node && within(*v.back().scope, *s)) {
         inner.push_back(v.back());
         v.pop_back();
     }
-    while (!v.empty() && !within(*s, *v.back())) {
-        emit(0, *v.back(), tid);
+    while (!v.empty() && !within(*s, *v.back().scope)) {
+        emit(0, *v.back().scope, tid);
         v.pop_back();
     }
-    v.push_back(s);
+    v.push_back(Opened{s, node});
     v.insert(v.end(), inner.rbegin(), inner.rend());
     if (inner.empty())
         emit(1, *s, tid);
@@ -96,12 +103,13 @@ void enter(const ScopeRef &s, uint64_t gen)
 struct Hook final : torch::autograd::FunctionPreHook {
     ScopeRef scope;
     uint64_t gen;
-    Hook(ScopeRef s, uint64_t g) : scope(std::move(s)), gen(g)
+    const void *node; /* the node it is on: compared only, never followed */
+    Hook(ScopeRef s, uint64_t g, const void *n) : scope(std::move(s)), gen(g), node(n)
     {
     }
     torch::autograd::variable_list operator()(const torch::autograd::variable_list &grads) override
     {
-        enter(scope, gen);
+        enter(scope, gen, node);
         return grads;
     }
     /* under compiled autograd the hook is left out (the graph has no scopes) */
@@ -203,7 +211,7 @@ int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s
         }
         if (!fn)
             return 0;
-        (*fn)->add_pre_hook(std::make_unique<Hook>(s->ref, gen));
+        (*fn)->add_pre_hook(std::make_unique<Hook>(s->ref, gen, fn->get()));
         return 1;
     } catch (const std::exception &e) {
         PyErr_SetString(PyExc_RuntimeError, e.what());
@@ -235,7 +243,7 @@ void mh__gscope_close_all(void)
         return;
     for (auto &o : open_now)
         while (!o.scopes.empty()) {
-            emit(0, *o.scopes.back(), o.tid);
+            emit(0, *o.scopes.back().scope, o.tid);
             o.scopes.pop_back();
         }
 }

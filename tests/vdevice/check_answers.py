@@ -21,6 +21,9 @@ runs, and checks memhist's answers against what torch says of the same run:
   plan_named  the same with the blocks kept as numbered attributes
               (transformer.block1, ...; no ModuleList): each block is a
               layer, not each of its modules
+  plan_shared one block applied 6 times (shared weights): the estimate for
+              checkpointing it (each call recomputed at its own backward)
+              within 3 % of the measured peak
   plan_cnn    a ResNet-style network (resnet_train.py, bottleneck blocks
               ending in an in-place ReLU): the first 1, 3 and all layers of
               the plan give measured peaks within 3 % of the estimates
@@ -294,6 +297,26 @@ def case_plan_named(work):
     case_plan(work, ["--named-blocks"], r"transformer\.block(\d+)", 1)
 
 
+def case_plan_shared(work):
+    """One block applied LAYERS times (weights shared, as in ALBERT): it is
+    one layer, each of its calls is recomputed at its own backward, so the
+    estimate for checkpointing it is within 3 % of the measured peak (all
+    calls at once would put it near the recorded peak)."""
+    path, truth = record(work, "shared", ["--shared"])
+    _, plan = plan_of(path)
+    ranking = plan.get("ranking", [])
+    check(ranking and ranking[0]["layer"] == "transformer.h.0",
+          "the plan ranks the shared block first: %s" % [r["layer"] for r in ranking])
+    if not ranking or ranking[0]["layer"] != "transformer.h.0":
+        return
+    est = ranking[0]["estimated_peak_with_first_k"]
+    _, t = record(work, "shared_ckpt", ["--shared", "--ckpt", "all"])
+    err = (est - t["peak_allocated"]) / t["peak_allocated"]
+    print("recorded %.1f MiB, estimate %.1f MiB, measured %.1f MiB, error %+.1f%%"
+          % (truth["peak_allocated"] / 2**20, est / 2**20, t["peak_allocated"] / 2**20, 100 * err))
+    check(abs(err) <= 0.03, "checkpointing the shared block: estimate within 3 % of the measured peak")
+
+
 def case_plan_cnn(work):
     """A ResNet-style network (resnet_train.py): each block ends with an
     in-place ReLU that keeps the block's output for its own backward while
@@ -364,7 +387,8 @@ def case_accumulate(work):
 
 CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers,
          "plan": case_plan, "plan_function": case_plan_function,
-         "plan_named": case_plan_named, "plan_cnn": case_plan_cnn, "names": case_names, "compiled": case_compiled,
+         "plan_named": case_plan_named, "plan_cnn": case_plan_cnn,
+         "plan_shared": case_plan_shared, "names": case_names, "compiled": case_compiled,
          "teacher": case_teacher, "closure": case_closure, "accumulate": case_accumulate}
 
 

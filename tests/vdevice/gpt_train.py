@@ -4,12 +4,15 @@ program the module-scope and category tests record unchanged
 
     python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
                         [--in-place] [--accumulate K] [--keep-grads] [--teacher L]
-                        [--closure] [--step-function] [--named-blocks] [--truth FILE]
+                        [--closure] [--step-function] [--named-blocks] [--shared]
+                        [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
 --named-blocks keeps the blocks as attributes transformer.block1,
 transformer.block2, ... instead of a ModuleList, as hand-written models do.
+--shared has one block (transformer.h.0) applied L times, its weights shared
+as in ALBERT; --ckpt all then checkpoints each of its calls.
 --ckpt wraps those blocks in non-reentrant torch.utils.checkpoint;
 --compile compiles those blocks, or with "all" the whole model, with
 torch.compile (the aot_eager backend: FX graphs and AOT autograd, no
@@ -81,9 +84,10 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, ctx, dim, heads, layers, ckpt=(), named=False):
+    def __init__(self, vocab, ctx, dim, heads, layers, ckpt=(), named=False, shared=False):
         super().__init__()
-        blocks = [Block(dim, heads) for _ in range(layers)]
+        self.calls = layers
+        blocks = [Block(dim, heads) for _ in range(1 if shared else layers)]
         self.names = ["block%d" % (i + 1) for i in range(layers)] if named else None
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(vocab, dim), wpe=nn.Embedding(ctx, dim),
@@ -93,7 +97,9 @@ class GPT(nn.Module):
         self.ckpt = set(ckpt)
 
     def block(self, i):
-        return self.transformer[self.names[i]] if self.names else self.transformer.h[i]
+        if self.names:
+            return self.transformer[self.names[i]]
+        return self.transformer.h[i % len(self.transformer.h)]
 
     def set_block(self, i, block):
         if self.names:
@@ -104,7 +110,7 @@ class GPT(nn.Module):
     def forward(self, idx):
         t = idx.shape[1]
         x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device))
-        for i in range(len(self.names or self.transformer.h)):
+        for i in range(self.calls):
             block = self.block(i)
             x = checkpoint(block, x, use_reentrant=False) if i in self.ckpt else block(x)
         return self.lm_head(self.transformer.ln_f(x))
@@ -123,12 +129,13 @@ def main():
     ap.add_argument("--closure", action="store_true")
     ap.add_argument("--step-function", action="store_true")
     ap.add_argument("--named-blocks", action="store_true")
+    ap.add_argument("--shared", action="store_true")
     ap.add_argument("--truth")
     a = ap.parse_args()
     ckpt = range(a.layers) if a.ckpt == "all" else [int(i) for i in a.ckpt.split(",") if i]
     vocab, ctx, batch = 8192, 256, 8
     torch.manual_seed(0)
-    model = GPT(vocab, ctx, 384, 6, a.layers, ckpt, a.named_blocks).to("cuda")
+    model = GPT(vocab, ctx, 384, 6, a.layers, ckpt, a.named_blocks, a.shared).to("cuda")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     teacher = GPT(vocab, ctx, 384, 6, a.teacher, []).to("cuda").eval() if a.teacher else None
     run = model

@@ -72,7 +72,7 @@ class Scopes:
         self.owners = {}     # path -> weak reference to the module of a root's tree named by it
         self.prefixes = {}   # id(root) -> what its submodules' paths start with ("" but beside another model)
         self.local = threading.local()
-        self.bwd = {}        # autograd thread id -> [path, ...] open backward scopes
+        self.bwd = {}        # autograd thread id -> [(path, id of the node that opened it), ...]
         self.bwd_lock = threading.Lock()
         self.step_opened = False
         self.roots = set()       # id() of root modules
@@ -200,7 +200,8 @@ class Scopes:
                 scope(rec, 0, sid, FORWARD, 0)
                 made = _made_outputs(output, since)
                 if made:
-                    made[0].grad_fn.register_prehook(lambda grad_outputs, p=path, s=sid: bwd_enter(p, s))
+                    fn = made[0].grad_fn
+                    fn.register_prehook(lambda grad_outputs, p=path, s=sid, n=id(fn): bwd_enter(p, s, n))
                 if id(module) not in roots:
                     for t in made:  # what leaves the module (its output tags)
                         _tag_output(tag, rec, t, sid)
@@ -354,7 +355,7 @@ class Scopes:
                 self._tag_all([t for _, t in pairs], role, "root", [_unwrapped(name) for name, _ in pairs])
 
     # -- backward --------------------------------------------------------
-    def _bwd_enter(self, path, sid):
+    def _bwd_enter(self, path, sid, node):
         if not self.on:
             return None
         try:
@@ -363,13 +364,15 @@ class Scopes:
             tid = self.tids[threading.get_ident()] = self.core.mh_thread_id()
         with self.bwd_lock:
             open_ = self.bwd.setdefault(tid, [])
-            inner = []  # a submodule that shares this output's grad_fn opened first
-            while open_ and self._within(open_[-1], path):
+            # a submodule that shares this output's grad_fn opened first (not one
+            # of an earlier call of the same module, opened at another node)
+            inner = []
+            while open_ and open_[-1][1] == node and self._within(open_[-1][0], path):
                 inner.insert(0, open_.pop())
-            while open_ and not self._within(path, open_[-1]):
-                done = open_.pop()
+            while open_ and not self._within(path, open_[-1][0]):
+                done = open_.pop()[0]
                 self.core.mh_recorder_scope(self.rec, 0, self._sid(done), BACKWARD, tid)
-            open_.append(path)
+            open_.append((path, node))
             open_.extend(inner)
             if not inner:
                 self.core.mh_recorder_scope(self.rec, 1, sid, BACKWARD, tid)
@@ -386,7 +389,7 @@ class Scopes:
         with self.bwd_lock:
             for tid, open_ in self.bwd.items():
                 while open_:
-                    self.core.mh_recorder_scope(self.rec, 0, self._sid(open_.pop()), BACKWARD, tid)
+                    self.core.mh_recorder_scope(self.rec, 0, self._sid(open_.pop()[0]), BACKWARD, tid)
 
     # -- optimizer -------------------------------------------------------
     def _opt_pre(self, optimizer, args, kwargs):
