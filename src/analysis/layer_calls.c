@@ -160,6 +160,7 @@ static int make_groups(struct mh_layers *ly, const struct mark *m, const struct 
                 (struct mh__lgroup){MH_NEVER, MH_NEVER, 0, 0, (uint32_t)(i % ly->nspans)};
     for (size_t i = 0; i < n; i++) {
         int32_t l = ly->layer_of[i];
+        ly->group_of[i] = 0; /* another device's: never read */
         if (l < 0)
             continue;
         size_t ls = (size_t)l * ly->nspans + ly->span_of[i];
