@@ -41,14 +41,6 @@ int mh__layers_is_saved(const struct mh_layers *ly, size_t i)
     return !ly->output[i] && freed_in_layer_backward(ly, i);
 }
 
-/* Such a layer output: checkpointed, the layer's backward no longer keeps
- * it, so it is freed once the next layer's backward is done, before the
- * layer's own begins. */
-static int is_output_kept(const struct mh_layers *ly, size_t i)
-{
-    return ly->output[i] && freed_in_layer_backward(ly, i);
-}
-
 /* Forward allocation of a layer's call, for the working-set sweep. */
 struct fwd_item {
     uint32_t group;
@@ -210,15 +202,17 @@ int mh__layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t
         }
     memcpy(d, ly->delta, (ly->nevents + 1) * sizeof *d);
     for (size_t i = 0; i < nrec; i++) {
-        if (ly->layer_of[i] < 0 || !in[ly->layer_of[i]])
+        if (ly->layer_of[i] < 0 || !in[ly->layer_of[i]] || !freed_in_layer_backward(ly, i))
             continue;
         int64_t size = (int64_t)recs[i].size;
-        if (mh__layers_is_saved(ly, i)) { /* recomputed at the layer's backward */
+        uint64_t bwd_start = group_of(ly, i)->bwd_start;
+        if (!ly->output[i]) { /* saved: recomputed at the layer's backward */
             d[recs[i].alloc_index] -= size;
-            d[group_of(ly, i)->bwd_start] += size;
-        } else if (is_output_kept(ly, i)) { /* freed before the layer's recompute */
+            d[bwd_start] += size;
+        } else { /* the layer's output: the layer's backward no longer keeps it, so it is
+                  * freed once the next layer's backward is done, before the recompute */
             d[recs[i].free_index] += size;
-            d[group_of(ly, i)->bwd_start - 1] -= size;
+            d[bwd_start - 1] -= size;
         }
     }
     size_t nsp = make_spikes(ly, in, sp);

@@ -203,10 +203,11 @@ int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s
             for (Py_ssize_t i = 0; i < n; i++) {
                 PyObject *item = PySequence_Fast_GET_ITEM(out, i);
                 const NodePtr *f = node_of(item, type, since);
-                if (f && !fn)
+                if (!f)
+                    continue;
+                if (!fn)
                     fn = f;
-                if (f)
-                    tag_output(rec, item, s->ref->sid);
+                tag_output(rec, item, s->ref->sid);
             }
         }
         if (!fn)
