@@ -111,6 +111,7 @@ execute_process(
 if(MH_PYTHON_INCLUDE AND EXISTS ${MH_PYTHON_INCLUDE}/Python.h)
   add_library(memhist_pyhook SHARED ${CMAKE_SOURCE_DIR}/src/pyhook/scopehook.c
                                     ${CMAKE_SOURCE_DIR}/src/pyhook/scopemon.c
+                                    ${CMAKE_SOURCE_DIR}/src/pyhook/scopecall.c
                                     ${CMAKE_SOURCE_DIR}/src/pyhook/scopegrad.cpp
                                     ${CMAKE_SOURCE_DIR}/src/pyhook/tensortag.cpp)
   mh_torch_target(memhist_pyhook)

@@ -385,6 +385,7 @@ void mh_scopehook_off(void)
 void mh_scopehook_release(void)
 {
     mh_scopehook_off();
+    mh_scopehook_call_stop();
     release_all();
     mh__scopemon_release();
     mh__tensortag_start(NULL);

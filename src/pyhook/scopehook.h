@@ -4,7 +4,8 @@
  * GIL is held in every call) and registers the two callables that
  * mh_scopehook_open returns as torch's global module forward pre/post
  * hooks, or, on CPython 3.12 and later, those of mh_scopehook_monitor as
- * sys.monitoring callbacks (memhist/_scopemon.py). */
+ * sys.monitoring callbacks (memhist/_scopemon.py), or, before 3.12, sets
+ * mh_scopehook_call's descriptor as Module.__call__ (memhist/_scopecall.py). */
 #ifndef MEMHIST_SCOPEHOOK_H
 #define MEMHIST_SCOPEHOOK_H
 
@@ -55,6 +56,19 @@ PyObject *mh_scopehook_monitor(PyObject *module_type);
  * known already or not such a code, -1 with an exception set. The code objects are kept until
  * mh_scopehook_release. */
 int mh_scopehook_watch(PyObject *code);
+
+/* ---- Module.__call__ (scopecall.c; where sys.monitoring is missing) ---------- */
+
+/* A new method descriptor to set as torch.nn.Module.__call__ in place of
+ * `wrapped` (torch's own): it opens the module's scope as the forward pre
+ * hook would, calls `wrapped` and closes the scope as the post hook would,
+ * also when the call raises; while the hooks are off it only calls
+ * `wrapped`. Use after mh_scopehook_open; NULL with an exception set. */
+PyObject *mh_scopehook_call(PyObject *wrapped);
+
+/* Every such descriptor only calls the function it wraps from now on
+ * (wherever a method bound to it is kept); mh_scopehook_release too. */
+void mh_scopehook_call_stop(void);
 
 /* ---- internal to the library ------------------------------------------------- */
 

@@ -146,9 +146,12 @@ def pyhook():
                                      ctypes.py_object]
         lib.mh_scopehook_monitor.restype = ctypes.py_object
         lib.mh_scopehook_monitor.argtypes = [ctypes.py_object]
+        lib.mh_scopehook_call.restype = ctypes.py_object
+        lib.mh_scopehook_call.argtypes = [ctypes.py_object]
         lib.mh_scopehook_watch.restype = ctypes.c_int
         lib.mh_scopehook_watch.argtypes = [ctypes.py_object]
-        for f in (lib.mh_scopehook_close_backward, lib.mh_scopehook_off, lib.mh_scopehook_release):
+        for f in (lib.mh_scopehook_close_backward, lib.mh_scopehook_off, lib.mh_scopehook_release,
+                  lib.mh_scopehook_call_stop):
             f.restype = None
             f.argtypes = []
         _LIBS["pyhook"] = lib

@@ -25,9 +25,11 @@ Installed by a recording session once it attaches to the allocator (so for
   process driving models on two devices has each device's own steps).
 
 On CPython 3.12 and later the forward hooks are replaced by sys.monitoring
-events on the code of module forwards (memhist._scopemon): the same C code
-runs, and module calls keep torch's fast path. The forward post hook is
-called also when a forward raises, so its scope closes.
+events on the code of module forwards (memhist._scopemon), and before 3.12
+by a C wrapper of Module.__call__ (memhist._scopecall, which hands over to
+the hooks once torch.compile begins): the same C code runs, and module calls
+keep torch's fast path. The forward post hook is called also when a forward
+raises, so its scope closes.
 
 The hooks run in C where libmemhist_pyhook loads (src/pyhook): a module
 call costs one address-table probe and the scope event (Python names a
@@ -45,12 +47,13 @@ import ctypes
 import threading
 import weakref
 
-from . import _scopemon
+from . import _scopecall, _scopemon
 
 FORWARD, BACKWARD = 1, 2
 # attributes by which torch's wrappers hold the module they wrap
 _WRAPPED = ("_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module")
 PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE, OUTPUT = 1, 2, 3, 4, 5
+HANDED_OVER = "forward hooks in C (Module.__call__ wrapped until torch.compile began)"
 
 
 class Scopes:
@@ -60,6 +63,7 @@ class Scopes:
         self.devmask = {}     # id(optimizer) -> (ids of its parameters, their devices as bits)
         self.native = native  # libmemhist_pyhook (the scope hooks in C), or None: the Python hooks
         self.monitor = None   # _scopemon.Monitor where sys.monitoring drives the C hooks
+        self.callpatch = None  # _scopecall.CallPatch where Module.__call__ is wrapped in C
         self.impl = None      # what drives the scopes, in words (set by install)
         self.rescanned = False
         self.rec = rec
@@ -99,7 +103,6 @@ class Scopes:
 
     # -- installation ----------------------------------------------------
     def install(self, torch):
-        from torch.nn.modules import module as M
         from torch.optim import optimizer as opt
         pre, post = self._native_hooks() if self.native is not None else self._forward_hooks()
         self.scope_calls = (pre, post)
@@ -112,21 +115,40 @@ class Scopes:
                     impl = "sys.monitoring of module forwards, in C"
                 else:
                     self.monitor = None
-        if self.monitor is None:
-            self.handles.append(M.register_module_forward_pre_hook(pre))
-            try:  # called also when the forward raises: its scope closes
-                self.handles.append(M.register_module_forward_hook(post, always_call=True))
-            except TypeError:  # torch before 2.1
-                self.handles.append(M.register_module_forward_hook(post))
+            elif _scopecall.wanted():
+                self.callpatch = _scopecall.CallPatch(self.native, torch.nn.Module, self._forward_hooks_on)
+                if self.callpatch.start():
+                    impl = "Module.__call__ wrapped in C"
+                else:
+                    self.callpatch = None
         self.impl = impl
+        if self.monitor is None and self.callpatch is None:
+            self._forward_hooks_on()
         self.handles.append(opt.register_optimizer_step_pre_hook(self._guard(self._opt_pre)))
         self.handles.append(opt.register_optimizer_step_post_hook(self._guard(self._opt_post)))
+
+    def _forward_hooks_on(self):
+        """torch's global module forward hooks call the scope hooks (also
+        once torch.compile begins, where Module.__call__ was wrapped)."""
+        from torch.nn.modules import module as M
+        pre, post = self.scope_calls
+        if self.callpatch is not None:  # Dynamo compiles: the recording says so
+            self.impl = HANDED_OVER
+            self.core.mh_recorder_set_meta(self.rec, b"module_scopes", self.impl.encode())
+        self.handles.append(M.register_module_forward_pre_hook(pre))
+        try:  # called also when the forward raises: its scope closes
+            self.handles.append(M.register_module_forward_hook(post, always_call=True))
+        except TypeError:  # torch before 2.1
+            self.handles.append(M.register_module_forward_hook(post))
 
     def remove(self):
         self.on = False
         if self.monitor is not None:
             self.monitor.stop()
             self.monitor = None
+        if self.callpatch is not None:
+            self.callpatch.stop()
+            self.callpatch = None
         if self.native is not None:
             self.native.mh_scopehook_release()
         for h in self.handles:
@@ -310,8 +332,11 @@ class Scopes:
         if call is None or self.scope_calls is None or getattr(call, "_memhist_scoped", False):
             return
         pre, post = self.scope_calls
+        patch = self.callpatch
 
         def scoped(*args, **kwargs):
+            if patch is not None and patch.active:  # the wrapped Module.__call__ scopes the call
+                return call(*args, **kwargs)
             pre(module, args)
             out = None
             try:
@@ -343,6 +368,8 @@ class Scopes:
     # -- forward (the hooks are in _forward_hooks) -----------------------
     def _root_forward(self, root):
         self._close_backward()
+        if self.callpatch is not None:
+            self.callpatch.root_forward()
         if self.bridge is not None:  # a micro-batch's forward after the last one's backward
             self.bridge.mh_torch_forward_begins()
         if not self.step_opened:
