@@ -15,7 +15,8 @@ MEMHIST_SCOPES_IMPL=python), and
 memhist_python_gather (memhist taking torch's gathered contexts, as before
 its own walker: MEMHIST_STACK_CAPTURE=torch); on request also
 memhist_none_hooks and memhist_python_hooks (the scopes from torch's
-forward hooks where sys.monitoring would drive them: MEMHIST_SCOPES_IMPL=hooks). Recording starts before the
+forward hooks instead of sys.monitoring or the wrapped Module.__call__:
+MEMHIST_SCOPES_IMPL=hooks). Recording starts before the
 first step. Prints the machine's load, then per configuration the median,
 p99 and max step over all rounds, the process CPU time per step (all
 threads), the first step against no recording, bytes per event of the file
@@ -44,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
 CONFIGS = ["none", "torch_python", "torch_all", "memhist_none", "memhist_python", "memhist_all",
            "memhist_none_noscopes", "memhist_python_noscopes", "memhist_python_pyscopes", "memhist_python_gather"]
-ON_REQUEST = ["memhist_none_hooks", "memhist_python_hooks"]  # where sys.monitoring drives the scopes
+ON_REQUEST = ["memhist_none_hooks", "memhist_python_hooks"]  # torch's forward hooks drive the scopes
 VARIANTS = {"_noscopes": {"MEMHIST_SCOPES": "0"}, "_pyscopes": {"MEMHIST_SCOPES_IMPL": "python"},
             "_gather": {"MEMHIST_STACK_CAPTURE": "torch"}, "_hooks": {"MEMHIST_SCOPES_IMPL": "hooks"}}
 

@@ -2,8 +2,9 @@
 into a real file, against the Python hooks on the same model.
 
 Checks: the installed hooks are the C callables (on CPython 3.12 and later,
-sys.monitoring drives them and no forward hook is installed); two training steps give
-as many scope enter and exit events as the Python hooks (the modules every
+sys.monitoring drives them and no forward hook is installed); two training
+steps and a forward that raises (its exception reaches the program) give as
+many scope enter and exit events as the Python hooks (the modules every
 allocation is attributed to are compared on the virtual device,
 tests/vdevice/check_scopes.py); removing the hooks stops all events; a failure inside a hook (naming a module raises) is not raised into
 the program, turns the hooks off and is kept in the session's status,
@@ -59,8 +60,14 @@ class Net(nn.Module):
         return self.head(self.body(x))
 
 
+class Raises(nn.Module):
+    def forward(self, x):
+        raise ValueError("forward raised")
+
+
 class Session:
     status = "recording"
+    raised = None
 
 
 def record(path, native, broken=False, raises=RuntimeError("naming failed")):
@@ -90,6 +97,10 @@ def record(path, native, broken=False, raises=RuntimeError("naming failed")):
                 net(torch.randn(3, 4)).sum().backward()
                 opt.step()
                 opt.zero_grad(set_to_none=True)
+            try:  # a forward that raises: the program gets its exception, the scopes close
+                nn.Sequential(Raises())(torch.randn(3, 4))
+            except ValueError as e:
+                session.raised = str(e)
         finally:
             s.remove()
         net(torch.randn(3, 4)).sum().backward()  # after removal: no events
@@ -140,6 +151,7 @@ def main():
     # 6 module calls per forward, 2 steps: 12 forward enters; backward: 4 scopes per step
     check(cc.get("scope_enter", 0) >= 12 + 8, "scope events were written (%s)" % cc)
     check(cc == pc, "the same scope events as the Python hooks (C %s, Python %s)" % (cc, pc))
+    check(c.raised == "forward raised", "a forward's exception reaches the program unchanged (%s)" % c.raised)
     check(counts(h_path) == pc, "the C forward hooks: the same scope events (%s)" % counts(h_path))
     bad = record(bad_path, native, broken=True)
     check("module scopes off" in bad.status and "naming failed" in bad.status,
