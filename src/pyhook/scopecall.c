@@ -16,13 +16,14 @@
 
 #include <stddef.h>
 
-static int serving; /* the wrapper's scopes are on (references to it outlive its place) */
-
 struct module_call {
     PyObject_HEAD
     PyObject *wrapped; /* torch's Module.__call__ */
     vectorcallfunc vectorcall;
+    int serving; /* its scopes are on (methods bound to it outlive its place) */
 };
+
+static struct module_call *current; /* the latest one made, while it lives */
 
 /* Closes the scope the call opened with the exception it raised kept. */
 static void close_after_error(void)
@@ -44,7 +45,8 @@ static PyObject *module_call_vectorcall(PyObject *self, PyObject *const *args, s
                                         PyObject *kwnames)
 {
     PyObject *wrapped = ((struct module_call *)self)->wrapped;
-    if (PyVectorcall_NARGS(nargsf) < 1 || !serving || !mh__scope_active())
+    if (PyVectorcall_NARGS(nargsf) < 1 || !((struct module_call *)self)->serving ||
+        !mh__scope_active())
         return PyObject_Vectorcall(wrapped, args, nargsf, kwnames);
     PyObject *r = mh__scope_enter(args[0], 0);
     if (!r)
@@ -74,6 +76,8 @@ static PyObject *module_call_get(PyObject *self, PyObject *obj, PyObject *type)
 
 static void module_call_dealloc(PyObject *self)
 {
+    if (current == (struct module_call *)self)
+        current = NULL;
     Py_XDECREF(((struct module_call *)self)->wrapped);
     Py_TYPE(self)->tp_free(self);
 }
@@ -119,11 +123,14 @@ PyObject *mh_scopehook_call(PyObject *wrapped)
         return NULL;
     mc->wrapped = Py_NewRef(wrapped);
     mc->vectorcall = module_call_vectorcall;
-    serving = 1;
+    mh_scopehook_call_stop(); /* one serves at a time */
+    mc->serving = 1;
+    current = mc;
     return (PyObject *)mc;
 }
 
 void mh_scopehook_call_stop(void)
 {
-    serving = 0;
+    if (current)
+        current->serving = 0;
 }

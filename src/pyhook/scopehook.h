@@ -66,8 +66,9 @@ int mh_scopehook_watch(PyObject *code);
  * `wrapped`. Use after mh_scopehook_open; NULL with an exception set. */
 PyObject *mh_scopehook_call(PyObject *wrapped);
 
-/* Every such descriptor only calls the function it wraps from now on
- * (wherever a method bound to it is kept); mh_scopehook_release too. */
+/* The latest such descriptor only calls the function it wraps from now on
+ * (wherever a method bound to it is kept; an earlier one stopped when the
+ * next was made); mh_scopehook_release too. */
 void mh_scopehook_call_stop(void);
 
 /* ---- internal to the library ------------------------------------------------- */
