@@ -116,7 +116,8 @@ if(MH_PYTHON_INCLUDE AND EXISTS ${MH_PYTHON_INCLUDE}/Python.h)
                                     ${CMAKE_SOURCE_DIR}/src/pyhook/tensortag.cpp)
   mh_torch_target(memhist_pyhook)
   target_include_directories(memhist_pyhook SYSTEM PRIVATE ${MH_PYTHON_INCLUDE} ${MH_TORCH_DIR}/include/torch/csrc/api/include)
-  target_include_directories(memhist_pyhook PRIVATE ${CMAKE_SOURCE_DIR}/src/model) # addrmap.h, in libmemhist
+  target_include_directories(memhist_pyhook PRIVATE ${CMAKE_SOURCE_DIR}/src/model  # addrmap.h, in libmemhist
+                                                    ${CMAKE_SOURCE_DIR}/src/record) # pystack.h, in libmemhist
   target_link_libraries(memhist_pyhook PRIVATE memhist_shared ${MH_TORCH_LIBS}
                         -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/exports.map)
   set_target_properties(memhist_pyhook PROPERTIES OUTPUT_NAME memhist_pyhook

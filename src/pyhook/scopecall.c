@@ -16,6 +16,8 @@
 
 #include <stddef.h>
 
+#include "pystack.h"
+
 struct module_call {
     PyObject_HEAD
     PyObject *wrapped; /* torch's Module.__call__ */
@@ -124,6 +126,7 @@ PyObject *mh_scopehook_call(PyObject *wrapped)
     mc->wrapped = Py_NewRef(wrapped);
     mc->vectorcall = module_call_vectorcall;
     mh_scopehook_call_stop(); /* one serves at a time */
+    mh__stack_hide_module((const void *)module_call_vectorcall); /* not the program's frames */
     mc->serving = 1;
     current = mc;
     return (PyObject *)mc;

@@ -164,6 +164,10 @@ void mh__stack_forget(void);
 /* Leaves the frames of the module holding `code` (the caller's library) and
  * the unwinder's first frame out of the innermost end of native stacks. */
 void mh__stack_skip_module(const void *code);
+/* Leaves the frames of the module holding `code` out of native stacks
+ * wherever they are (memhist's module scope wrapper, called around the
+ * program's module calls). One such module; set before capturing. */
+void mh__stack_hide_module(const void *code);
 /* Stacks lost because the trie or code table was full. */
 uint64_t mh__stack_lost(void);
 

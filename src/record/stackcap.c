@@ -33,7 +33,13 @@
 #define EDGE_BITS 12
 
 static struct mh__python g_py;
-static uintptr_t skip_lo, skip_hi; /* the capturing module's code: left out of native stacks */
+struct code_range {
+    uintptr_t lo, hi;
+};
+static struct code_range skip; /* the capturing module's code: left out of native stacks */
+/* a module of memhist's around the program's calls, left out anywhere; set
+ * while other threads may capture, hence atomic */
+static _Atomic uintptr_t hide_lo, hide_hi;
 static _Atomic int g_ready;
 static _Atomic uint64_t g_lost;
 
@@ -160,6 +166,8 @@ static int is_eval_loop(uintptr_t ip)
 static int merge(struct memo *m, int np, const uintptr_t *ips, size_t nips)
 {
     int n = 0, pi = 0;
+    uintptr_t lo = atomic_load_explicit(&hide_lo, memory_order_relaxed);
+    uintptr_t hi = atomic_load_explicit(&hide_hi, memory_order_relaxed);
     for (size_t i = 0; i < nips && n < MAX_FRAMES; i++) {
         if (pi < np && is_eval_loop(ips[i])) {
             while (pi < np && n < MAX_FRAMES) {
@@ -168,7 +176,7 @@ static int merge(struct memo *m, int np, const uintptr_t *ips, size_t nips)
                 if (f->entry_end)
                     break;
             }
-        } else {
+        } else if (ips[i] < lo || ips[i] >= hi) {
             m->items[n++] = (struct item){NULL, ips[i]};
         }
     }
@@ -218,25 +226,43 @@ static uint32_t intern_items(struct memo *m, int n)
     return node;
 }
 
+struct module_search {
+    uintptr_t addr;
+    struct code_range found;
+};
+
 static int find_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    uintptr_t addr = *(uintptr_t *)arg;
+    struct module_search *q = arg;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr >= lo && addr < hi) {
-            skip_lo = lo;
-            skip_hi = hi;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && q->addr >= lo && q->addr < hi) {
+            q->found = (struct code_range){lo, hi};
             return 1;
         }
     }
     return 0;
 }
 
+static struct code_range module_of(const void *code)
+{
+    struct module_search q = {(uintptr_t)code, {0, 0}};
+    dl_iterate_phdr(find_module, &q);
+    return q.found;
+}
+
 void mh__stack_skip_module(const void *code)
 {
-    uintptr_t addr = (uintptr_t)code;
-    dl_iterate_phdr(find_module, &addr);
+    skip = module_of(code);
+}
+
+void mh__stack_hide_module(const void *code)
+{
+    struct code_range r = module_of(code);
+    atomic_store_explicit(&hide_hi, 0, memory_order_relaxed); /* empty while it changes */
+    atomic_store_explicit(&hide_lo, r.lo, memory_order_relaxed);
+    atomic_store_explicit(&hide_hi, r.hi, memory_order_relaxed);
 }
 
 uint32_t mh__stack_capture(const uintptr_t *ips, size_t nips, int max_frames)
@@ -249,11 +275,11 @@ uint32_t mh__stack_capture(const uintptr_t *ips, size_t nips, int max_frames)
     if (max_frames <= 0 || max_frames > MAX_FRAMES)
         max_frames = MAX_FRAMES;
     /* the unwinder's own frame and the capturing module's are not the program's */
-    size_t skip = nips ? 1 : 0;
-    while (skip < nips && ips[skip] >= skip_lo && ips[skip] < skip_hi)
-        skip++;
-    ips += skip;
-    nips -= skip;
+    size_t inner = nips ? 1 : 0;
+    while (inner < nips && ips[inner] >= skip.lo && ips[inner] < skip.hi)
+        inner++;
+    ips += inner;
+    nips -= inner;
     int np = mh__pywalk(&g_py, m->py, max_frames);
     int n = nips ? merge(m, np, ips, nips) : np;
     if (!nips)
