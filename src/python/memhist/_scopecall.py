@@ -93,16 +93,18 @@ class CallPatch:
     def _watch_compiles(self):
         try:
             from torch._dynamo.callback import callback_handler
+            if not isinstance(callback_handler.start_callbacks, list):
+                return False
             callback_handler.register_start_callback(self._compile_starts)
-        except Exception:  # a torch without Dynamo's callbacks: the hooks serve
+        except Exception:  # a torch without Dynamo's callbacks as known here: the hooks serve
             return False
         self.handler = callback_handler
         return True
 
     def _compile_starts(self, *args):
-        self._hand_over()
+        self.hand_over()
 
-    def _hand_over(self):
+    def hand_over(self):
         """The forward hooks from now on."""
         if self.active:
             self.active = False
@@ -121,7 +123,7 @@ class CallPatch:
         if self._watch_compiles():
             self._patch()
         else:
-            self._hand_over()
+            self.hand_over()
 
 
 class _DynamoImport:
@@ -145,7 +147,7 @@ class _DynamoImport:
         loader = getattr(spec, "loader", None)
         run = getattr(loader, "exec_module", None)
         if run is None:  # an import this finder cannot follow: the hooks serve
-            self.patch._hand_over()
+            self.patch.hand_over()
             return spec
         patch = self.patch
 
