@@ -98,7 +98,10 @@ static inline uint64_t mh__unzigzag(uint64_t z)
     return (z >> 1) ^ (0 - (z & 1));
 }
 
+/* CRC-32C of `data` continuing `crc` (0 to start); the _tables variant never
+ * uses the CPU's crc32 instruction (the tests compare the two). */
 uint32_t mh__crc32c(uint32_t crc, const void *data, size_t len);
+uint32_t mh__crc32c_tables(uint32_t crc, const void *data, size_t len);
 
 static inline void mh__put_u32(uint8_t *p, uint32_t v)
 {

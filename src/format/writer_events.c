@@ -5,6 +5,7 @@
  * as back-references into the address ring or zigzag deltas, sizes relative
  * to the ring entry's size. A column whose values are all equal is written as
  * that one integer (nil when it is zero). Layout: FORMAT.md "Events chunk". */
+#include <stddef.h>
 #include <string.h>
 
 #include "writer_int.h"
@@ -47,36 +48,83 @@ static void encode_addr_size(struct mh_writer *w, uint64_t *av, uint8_t *an, uin
     }
 }
 
-#define EXTRACT(expr)                                                                              \
-    for (uint32_t i = 0; i < n; i++) {                                                             \
-        const struct mh_event *e = &w->evs[i];                                                     \
-        v[i] = (uint64_t)(expr);                                                                   \
-    }
+/* Where each column stored as it is lies in an event (the time, address and
+ * size columns are transformed, below). The one 2-byte field, the device, is
+ * the one signed field. */
+struct plain_field {
+    uint8_t off, size;
+};
+#define FIELD(col, f) [col] = {offsetof(struct mh_event, f), sizeof(((struct mh_event *)0)->f)}
+static const struct plain_field plain_fields[MH__NCOLS] = {
+    FIELD(MH__COL_KIND, kind),     FIELD(MH__COL_FLAGS, flags),
+    FIELD(MH__COL_STACK, stack),   FIELD(MH__COL_STREAM, stream),
+    FIELD(MH__COL_DEVICE, device), FIELD(MH__COL_THREAD, thread),
+    FIELD(MH__COL_DUR, dur_ns),    FIELD(MH__COL_STR, str),
+    FIELD(MH__COL_STR2, str2),     FIELD(MH__COL_AUX, aux),
+    FIELD(MH__COL_CORRELATION, correlation),
+    FIELD(MH__COL_POOL0, pool[0]), FIELD(MH__COL_POOL1, pool[1]),
+    FIELD(MH__COL_CTX, ctx),
+};
+#undef FIELD
 
-/* Columns stored as they are; only the device can be negative. */
-static void encode_plain(const struct mh_writer *w, int col, uint64_t *v, uint8_t *neg)
+#define EV_WORDS (sizeof(struct mh_event) / sizeof(uint64_t))
+
+/* Bit `col` set for each plain column whose value is not the same in every
+ * event of the chunk: one pass XORs every event against the first, word by
+ * word, then each column looks only at its own bytes (never at padding). */
+static uint32_t varying_columns(const struct mh_writer *w)
 {
-    uint32_t n = w->nev;
+    _Static_assert(sizeof(struct mh_event) % sizeof(uint64_t) == 0, "events are whole words");
+    uint64_t first[EV_WORDS], diff[EV_WORDS] = {0};
+    memcpy(first, &w->evs[0], sizeof first);
+    for (uint32_t i = 1; i < w->nev; i++) {
+        uint64_t cur[EV_WORDS];
+        memcpy(cur, &w->evs[i], sizeof cur);
+        for (size_t k = 0; k < EV_WORDS; k++)
+            diff[k] |= cur[k] ^ first[k];
+    }
+    const uint8_t *bytes = (const uint8_t *)diff;
+    uint32_t varying = 0;
+    for (int col = 0; col < MH__NCOLS; col++) {
+        const struct plain_field *f = &plain_fields[col];
+        for (unsigned b = 0; b < f->size; b++)
+            if (bytes[f->off + b]) {
+                varying |= 1u << col;
+                break;
+            }
+    }
+    return varying;
+}
+
+/* A plain column of the first n events. */
+static void encode_plain(const struct mh_writer *w, int col, uint32_t n, uint64_t *v, uint8_t *neg)
+{
+    const size_t stride = sizeof(struct mh_event);
+    const uint8_t *p = (const uint8_t *)w->evs + plain_fields[col].off;
     memset(neg, 0, n);
-    switch (col) {
-    case MH__COL_KIND: EXTRACT(e->kind); break;
-    case MH__COL_FLAGS: EXTRACT(e->flags); break;
-    case MH__COL_STACK: EXTRACT(e->stack); break;
-    case MH__COL_STREAM: EXTRACT(e->stream); break;
-    case MH__COL_THREAD: EXTRACT(e->thread); break;
-    case MH__COL_DUR: EXTRACT(e->dur_ns); break;
-    case MH__COL_STR: EXTRACT(e->str); break;
-    case MH__COL_STR2: EXTRACT(e->str2); break;
-    case MH__COL_AUX: EXTRACT(e->aux); break;
-    case MH__COL_CORRELATION: EXTRACT(e->correlation); break;
-    case MH__COL_POOL0: EXTRACT(e->pool[0]); break;
-    case MH__COL_POOL1: EXTRACT(e->pool[1]); break;
-    case MH__COL_CTX: EXTRACT(e->ctx); break;
-    case MH__COL_DEVICE:
-        EXTRACT((int64_t)e->device);
+    switch (plain_fields[col].size) {
+    case 1:
         for (uint32_t i = 0; i < n; i++)
-            neg[i] = w->evs[i].device < 0;
+            v[i] = p[i * stride];
         break;
+    case 2:
+        for (uint32_t i = 0; i < n; i++) {
+            int16_t x;
+            memcpy(&x, p + i * stride, sizeof x);
+            v[i] = (uint64_t)(int64_t)x;
+            neg[i] = x < 0;
+        }
+        break;
+    case 4:
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t x;
+            memcpy(&x, p + i * stride, sizeof x);
+            v[i] = x;
+        }
+        break;
+    default:
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(&v[i], p + i * stride, sizeof v[i]);
     }
 }
 
@@ -133,10 +181,11 @@ static int reserve(struct mh_writer *w, size_t extra)
     return 0;
 }
 
-/* A column: nil if all zero, one integer if all equal, else an array. */
-static void pack_column(struct mh_writer *w, const uint64_t *v, const uint8_t *neg)
+/* A column of n values: nil if all zero, one integer if all equal, else an
+ * array. */
+static void pack_column(struct mh_writer *w, const uint64_t *v, const uint8_t *neg, uint32_t n)
 {
-    uint32_t n = w->nev, i = 1;
+    uint32_t i = 1;
     while (i < n && v[i] == v[0] && neg[i] == neg[0])
         i++;
     if (reserve(w, 5 + 9 * (size_t)(i == n ? 1 : n)))
@@ -169,21 +218,25 @@ int mh__w_write_events(struct mh_writer *w)
     uint8_t *neg = w->coln;
     uint64_t *sv = w->colv2; /* size codes, computed with the addresses */
     uint8_t *sn = w->coln2;
+    uint32_t varying = varying_columns(w);
     size_t start = mh__w_begin(w);
     msgpack_pack_array(&w->pk, 2 + MH__NCOLS);
     msgpack_pack_uint32(&w->pk, n);
     msgpack_pack_uint64(&w->pk, w->evs[0].time_ns);
     for (int col = 0; col < MH__NCOLS; col++) {
-        if (col == MH__COL_TIME)
+        uint32_t rows = n;
+        if (col == MH__COL_TIME) {
             encode_time(w, v, neg);
-        else if (col == MH__COL_ADDR)
+        } else if (col == MH__COL_ADDR) {
             encode_addr_size(w, v, neg, sv, sn);
-        else if (col == MH__COL_SIZE) {
+        } else if (col == MH__COL_SIZE) {
             memcpy(v, sv, sizeof *v * n);
             memcpy(neg, sn, n);
-        } else
-            encode_plain(w, col, v, neg);
-        pack_column(w, v, neg);
+        } else {
+            rows = varying >> col & 1 ? n : 1; /* the same in every event: that value */
+            encode_plain(w, col, rows, v, neg);
+        }
+        pack_column(w, v, neg, rows);
     }
     w->nev = 0;
     return mh__w_end(w, start, MH__CH_EVENTS);
