@@ -146,28 +146,61 @@ static void publish_tails(struct mh_recorder *rec, size_t k)
         atomic_store_explicit(&rec->act[i]->tail, rec->act_tail[i], memory_order_release);
 }
 
+/* How far the earliest buffer's events may be taken without looking at the
+ * others again: those before `limit`, and those at `limit` where `ties`
+ * (ties go to the buffer listed first, as one event at a time would). */
+struct run {
+    uint64_t limit;
+    int ties;
+};
+
 /* Index of the active buffer whose next event is earliest, or k if none is
- * older than `cutoff`. */
-static size_t earliest(const struct mh_recorder *rec, size_t k, uint64_t cutoff)
+ * older than `cutoff`; *r: how far its run goes. */
+static size_t earliest(const struct mh_recorder *rec, size_t k, uint64_t cutoff, struct run *r)
 {
-    size_t best = k;
-    uint64_t bt = 0;
+    size_t best = k, next = k;
+    uint64_t bt = 0, nt = 0;
     for (size_t i = 0; i < k; i++) {
         if (rec->act_tail[i] == rec->act_head[i])
             continue;
         const struct mh__tbuf *b = rec->act[i];
         uint64_t t = b->slots[rec->act_tail[i] & b->mask].time_ns;
         if (best == k || t < bt) {
+            next = best;
+            nt = bt;
             best = i;
             bt = t;
+        } else if (next == k || t < nt) {
+            next = i;
+            nt = t;
         }
     }
-    return best < k && bt < cutoff ? best : k;
+    if (best == k || bt >= cutoff)
+        return k;
+    *r = next < k && nt < cutoff ? (struct run){nt, best < next} : (struct run){cutoff, 0};
+    return best;
+}
+
+/* Moves buffer i's events of the run into the batch, which holds n; returns
+ * how many it holds then. */
+static uint32_t take_run(struct mh_recorder *rec, size_t i, const struct run *r, uint32_t n)
+{
+    const struct mh__tbuf *b = rec->act[i];
+    uint64_t t = rec->act_tail[i], h = rec->act_head[i];
+    for (; t < h && n < MH__BATCH; t++) {
+        const struct mh_event *ev = &b->slots[t & b->mask];
+        if (ev->time_ns > r->limit || (ev->time_ns == r->limit && !r->ties))
+            break;
+        rec->batch[n++] = *ev;
+    }
+    rec->act_tail[i] = t;
+    return n;
 }
 
 /* Writes the events older than `cutoff` (TAKE_ALL: every event), or every
- * event when a ring is at least half full. Returns 1 in that case, so the
- * next drain comes at once. */
+ * event when a ring is at least half full, in time order: runs of one
+ * thread's events at a time. Returns 1 in that case, so the next drain
+ * comes at once. */
 static int drain_buffers(struct mh_recorder *rec, uint64_t cutoff)
 {
     int pressed;
@@ -176,19 +209,19 @@ static int drain_buffers(struct mh_recorder *rec, uint64_t cutoff)
     if (pressed)
         cutoff = TAKE_ALL;
     uint32_t n = 0;
-    for (;;) {
-        size_t i = earliest(rec, k, cutoff);
-        if (i < k) {
-            const struct mh__tbuf *b = rec->act[i];
-            rec->batch[n++] = b->slots[rec->act_tail[i]++ & b->mask];
-        }
-        if (n == MH__BATCH || (i == k && n)) {
+    size_t i;
+    struct run r;
+    while ((i = earliest(rec, k, cutoff, &r)) < k) {
+        n = take_run(rec, i, &r, n);
+        if (n == MH__BATCH) {
             publish_tails(rec, k);
             write_batch(rec, n);
             n = 0;
         }
-        if (i == k)
-            break;
+    }
+    if (n) {
+        publish_tails(rec, k);
+        write_batch(rec, n);
     }
     return pressed;
 }
