@@ -90,6 +90,7 @@ function(mh_torch_target t)
   target_include_directories(${t} PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src/record)
   target_compile_definitions(${t} PRIVATE _GLIBCXX_USE_CXX11_ABI=${MH_TORCH_CXX11_ABI})
   target_compile_options(${t} PRIVATE -Wno-unused-parameter)
+  mh_tls_descriptors(${t})
   set_target_properties(${t} PROPERTIES CXX_STANDARD ${MH_TORCH_CXX_STANDARD} CXX_STANDARD_REQUIRED ON
                         BUILD_RPATH "${MH_TORCH_DIR}/lib;${CMAKE_BINARY_DIR}")
 endfunction()

@@ -34,10 +34,14 @@ inline int map_action(int a)
     }
 }
 
-/* Lock-free lookup of a metadata string interned earlier (0 = unknown). */
+/* Lock-free lookup of a metadata string interned earlier (0 = unknown);
+ * torch's "N/A" (no compile context, on nearly every entry) is told apart
+ * without a string comparison. */
 inline uint32_t meta_id(const std::string &s)
 {
-    return s.empty() || s == "N/A" ? 0 : mh__torch_meta_id(s.c_str());
+    if (s.empty() || (s.size() == 3 && s[0] == 'N' && s[1] == '/' && s[2] == 'A'))
+        return 0;
+    return mh__torch_meta_id(s.c_str());
 }
 
 /* TraceEntry fields that appeared over releases, detected by C++17 SFINAE
