@@ -10,7 +10,9 @@
 # device when it is built, else it says why not.
 # Each benchmark prints "name: value" lines; the README's table quotes them.
 # A Python benchmark that exits 77 was skipped (it says why).
-# TORCH_BENCH=0 leaves the torch stacks benchmark out; ROUNDS and STEPS size it.
+# TORCH_BENCH=0 leaves the torch stacks benchmark out; ROUNDS and STEPS size it;
+# INSTRUCTIONS=1 adds its instruction counts per step on the virtual device
+# (valgrind; about ten minutes).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh" >/dev/null
@@ -46,8 +48,15 @@ torch_bench() {
     elif [ -e "$dir/vdevice/libcuda.so.1" ]; then
         vd="$dir/vdevice"
         echo "on the virtual device (kernels do nothing: the step is host work only)"
-        LD_PRELOAD="$vd/libcuda.so.1:$vd/libcudart.so.13:$vd/libcublas.so.13:$vd/libcublasLt.so.13:$vd/libnvidia-ml.so.1" \
-            MEMHIST_VDEVICE=1 python3 "$root/tests/bench/torch_stacks.py"
+        (   # the virtual device for these runs only
+            export MEMHIST_VDEVICE=1
+            export LD_PRELOAD="$vd/libcuda.so.1:$vd/libcudart.so.13:$vd/libcublas.so.13:$vd/libcublasLt.so.13:$vd/libnvidia-ml.so.1"
+            python3 "$root/tests/bench/torch_stacks.py"
+            if [ "${INSTRUCTIONS:-0}" = 1 ]; then
+                python3 "$root/tests/bench/torch_stacks.py" --instructions \
+                    --configs none,memhist_none,memhist_python,memhist_none_noscopes
+            fi
+        )
     else
         echo "torch_stacks: skipped: no GPU and no virtual device built"
     fi

@@ -30,6 +30,12 @@ ratios and targets that need a missing one are left out), for example
 50 rounds of none,memhist_all for the stall check of --stacks all.
 --capture-cost measures only the per-call cost of capturing a Python stack
 (memhist's walker against torch's gather), which needs no device.
+--instructions counts instructions instead of timing (valgrind's callgrind,
+exact, so a busy machine does not disturb them; virtual device only): each
+configuration runs for 5 and for 25 steps, and the difference over 20 steps
+is one step's instructions, all threads, and those of memhist's drain thread
+alone (callgrind --separate-threads); minutes per configuration. torch's
+configurations count their snapshot dump after the last step too.
 Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
 """
 import argparse
@@ -154,6 +160,56 @@ def capture_cost(depth=30, fresh=10, n=4000, reps=15):
         print("  %-32s %8.0f" % (k, min(cost[k]) - base))
 
 
+def thread_totals(prefix):
+    """(all threads, the drain thread) instructions of a callgrind run written
+    with --separate-threads to files prefix-01, prefix-02, ..."""
+    import glob
+    total = drain = 0
+    for path in glob.glob(prefix + "-*"):
+        n, is_drain = 0, False
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith("totals:"):
+                    n = int(line.split()[1])
+                elif not is_drain and "mh__drain_main" in line:
+                    is_drain = True
+        total += n
+        drain += n if is_drain else 0
+    return total, drain
+
+
+def instructions(args, out):
+    """Instructions per step of each configuration and against none."""
+    import shutil
+    if not shutil.which("valgrind") or os.environ.get("MEMHIST_VDEVICE") != "1":
+        print("instructions: skipped: needs valgrind and memhist's virtual device (MEMHIST_VDEVICE=1)")
+        return
+    # valgrind cannot map the virtual device's default 80 GB; BLAS threads that
+    # spin while waiting would add instructions that vary from run to run
+    env = dict(os.environ, MEMHIST_VDEVICE_MEMORY="4GiB", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    short, long_ = 5, 25
+    per_step = {}
+    for c in args.configs:
+        name, extra = config_run(c)
+        counts = []
+        for steps in (short, long_):
+            prefix = os.path.join(out, "callgrind.%s.%d" % (c, steps))
+            cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--callgrind-out-file=" + prefix,
+                   sys.executable, __file__, "--one", name, "--steps", str(steps), "--out", out]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **extra), timeout=3600)
+            if p.returncode != 0:
+                print("%s under valgrind failed (rc %d): %s" % (c, p.returncode, p.stderr[-2000:]))
+                sys.exit(1)
+            counts.append(thread_totals(prefix))
+        per_step[c] = [(b - a) / (long_ - short) for a, b in zip(*counts)]
+        print("instructions: %s done" % c, file=sys.stderr, flush=True)
+    base = per_step["none"][0]
+    print("instructions per step (callgrind, steps %d..%d):" % (short + 1, long_))
+    print("%-24s %12s %12s %8s %12s" % ("config", "all threads", "+ vs none", "+%", "drain thread"))
+    for c, (total, drain) in per_step.items():
+        print("%-24s %12.0f %12.0f %7.1f%% %12.0f" % (c, total, total - base, 100 * (total / base - 1), drain))
+
+
 def pct(v, q):
     v = sorted(v)
     return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
@@ -251,6 +307,8 @@ def main():
                     help="comma-separated subset of: " + ", ".join(CONFIGS + ON_REQUEST))
     ap.add_argument("--one", default=None)
     ap.add_argument("--capture-cost", action="store_true", help="only the per-call capture cost (no GPU needed)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="instructions per step under callgrind instead of timing (virtual device)")
     args = ap.parse_args()
     if args.one:
         return one(args.one, args.steps, args.out)
@@ -268,10 +326,12 @@ def main():
     if not ok:
         print("torch_stacks: skipped: torch sees no CUDA device")
         sys.exit(77)
-    capture_cost()
-    args.load_before = os.getloadavg()[0]
     out = args.out or tempfile.mkdtemp(prefix="mh_torch_stacks.")
     os.makedirs(out, exist_ok=True)
+    if args.instructions:
+        return instructions(args, out)
+    capture_cost()
+    args.load_before = os.getloadavg()[0]
     report(run_rounds(args, out), args)
 
 
