@@ -4,15 +4,19 @@
  * Data flow: the package's hooks hand over the tensors of a role (a model's
  * parameters, the optimizer's parameters, their gradients, its state); each
  * CUDA tensor not tagged with that role at its present address is tagged
- * (mh_recorder_tag), one event each. A table keyed by the tensor's
- * TensorImpl remembers what was tagged; it holds weak references, so it
- * never keeps a tensor's memory alive, and a dead entry is dropped when the
- * table grows. Every call holds the GIL, which guards the table. */
+ * (mh_recorder_tag), one event each. An open-addressing table remembers
+ * what was tagged, one slot per tensor, and one per parameter for its
+ * gradient: a parameter's new gradient (every step, where the program sets
+ * them to None) takes the slot of the one before, so the table does not
+ * grow step by step. A slot holds a weak reference to the tagged tensor, so
+ * it never keeps a tensor's memory alive and a tensor seen again is known
+ * by address while the reference lives. Every call holds the GIL, which
+ * guards the table. */
 #include "tensortag.h"
 
 #include <torch/csrc/autograd/python_variable.h>
 
-#include <unordered_map>
+#include <vector>
 
 #include "memhist/event.h"
 #include "memhist/recorder.h"
@@ -20,22 +24,51 @@
 namespace
 {
 
-struct Tagged {
-    c10::weak_intrusive_ptr<c10::TensorImpl> ref; /* keeps the address from being reused */
-    const void *data;                             /* where it was when tagged */
-    unsigned role;
+struct Slot {
+    uintptr_t key = 0;                            /* TensorImpl address | 1 for its gradient; 0: empty */
+    /* what was tagged (null: nothing); keeps its address from being reused */
+    c10::weak_intrusive_ptr<c10::TensorImpl> ref{c10::intrusive_ptr<c10::TensorImpl>()};
+    const void *data = nullptr;                   /* where it was when tagged */
+    unsigned role = 0;
 };
 
-std::unordered_map<const c10::TensorImpl *, Tagged> table;
-size_t prune_at = 4096;
+constexpr size_t MIN_SLOTS = 1024;
+std::vector<Slot> table(MIN_SLOTS); /* a power of two, at most half full */
+size_t used = 0;
 PyTypeObject *tensor_type; /* torch._C.TensorBase */
 
-/* Drops the entries of tensors that are gone (old gradients). */
-void prune()
+size_t home(uintptr_t key, size_t mask)
 {
-    for (auto it = table.begin(); it != table.end();)
-        it = it->second.ref.expired() ? table.erase(it) : std::next(it);
-    prune_at = std::max<size_t>(4096, 2 * table.size());
+    return (size_t)((key * 0x9E3779B97F4A7C15u) >> 32) & mask;
+}
+
+/* The slot of `key`, or the empty slot where it goes. */
+Slot &probe(uintptr_t key)
+{
+    size_t mask = table.size() - 1;
+    for (size_t i = home(key, mask);; i = (i + 1) & mask)
+        if (table[i].key == key || table[i].key == 0)
+            return table[i];
+}
+
+/* Rebuilds the table without the slots of tensors that are gone (a
+ * replaced optimizer state, a model let go), at most a quarter full. */
+void rebuild()
+{
+    std::vector<Slot> old(std::move(table));
+    size_t live = 0;
+    for (const Slot &s : old)
+        live += s.key && !s.ref.expired();
+    size_t n = MIN_SLOTS;
+    while (n < 4 * live)
+        n *= 2;
+    table = std::vector<Slot>(n);
+    used = 0;
+    for (Slot &s : old)
+        if (s.key && !s.ref.expired()) {
+            probe(s.key) = std::move(s);
+            used++;
+        }
 }
 
 struct Call {
@@ -59,15 +92,20 @@ try {
     if (!data)
         return;
     const c10::TensorImpl *impl = t.unsafeGetTensorImpl();
-    auto it = table.find(impl);
-    if (it != table.end() && !it->second.ref.expired() && it->second.role == c.role &&
-        it->second.data == data)
+    uintptr_t key = (uintptr_t)given.unsafeGetTensorImpl() | (c.grads ? 1 : 0);
+    Slot *s = &probe(key);
+    if (s->key && s->ref._unsafe_get_target() == impl && !s->ref.expired() && s->role == c.role &&
+        s->data == data)
         return;
-    Tagged now{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), data, c.role};
-    if (it != table.end())
-        it->second = std::move(now);
-    else
-        table.emplace(impl, std::move(now));
+    if (!s->key && 2 * (used + 1) > table.size()) {
+        rebuild();
+        s = &probe(key);
+    }
+    used += !s->key;
+    s->key = key;
+    s->ref = c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr());
+    s->data = data;
+    s->role = c.role;
     mh_recorder_tag(c.rec, device, (uint64_t)(uintptr_t)data, c.role, sid);
 } catch (const std::exception &) {
 }
@@ -129,8 +167,6 @@ PyObject *mh_tensortag(struct mh_recorder *rec, PyObject *tensors, unsigned role
     try {
         if (walk_named(c, tensors, sids) < 0)
             return nullptr;
-        if (table.size() > prune_at)
-            prune();
     } catch (const std::exception &e) {
         PyErr_SetString(PyExc_RuntimeError, e.what());
         return nullptr;
@@ -143,11 +179,16 @@ PyObject *mh_tensortag(struct mh_recorder *rec, PyObject *tensors, unsigned role
 
 void mh__tensortag_start(PyObject *type)
 {
-    table.clear();
-    prune_at = 4096;
+    table = std::vector<Slot>(MIN_SLOTS);
+    used = 0;
     Py_XINCREF(type);
     Py_XDECREF(reinterpret_cast<PyObject *>(tensor_type));
     tensor_type = reinterpret_cast<PyTypeObject *>(type);
+}
+
+size_t mh__tensortag_used(void)
+{
+    return used;
 }
 
 } // extern "C"

@@ -28,6 +28,10 @@ PyObject *mh_tensortag(struct mh_recorder *rec, PyObject *tensors, unsigned role
  * every tensor, or closes (NULL): what was tagged is forgotten. */
 void mh__tensortag_start(PyObject *tensor_type);
 
+/* Slots of the table in use: tensors (and parameters' gradients) known
+ * (tests/vdevice/check_tags.py). */
+size_t mh__tensortag_used(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -185,8 +185,11 @@ def instructions(args, out):
         print("instructions: skipped: needs valgrind and memhist's virtual device (MEMHIST_VDEVICE=1)")
         return
     # valgrind cannot map the virtual device's default 80 GB; BLAS threads that
-    # spin while waiting would add instructions that vary from run to run
-    env = dict(os.environ, MEMHIST_VDEVICE_MEMORY="4GiB", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    # spin while waiting, and string hashes seeded anew in every process (the
+    # collisions of Python's dict look-ups), would add instructions that vary
+    # from run to run
+    env = dict(os.environ, MEMHIST_VDEVICE_MEMORY="4GiB", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONHASHSEED="0")
     short, long_ = 5, 25
     per_step = {}
     for c in args.configs:

@@ -101,3 +101,15 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
     LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "LD_PRELOAD=${_mh_preload};MEMHIST_VDEVICE=1;MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
 endif()
+
+# The tensor role tags made in C (tests/vdevice/check_tags.py): once per role
+# while a tensor keeps its memory, a parameter's new gradients in one slot,
+# the slots of tensors that are gone dropped; the recording holds each tag.
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET memhist_pyhook AND TARGET vdevice)
+  add_test(NAME vdevice_tags
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_tags.py
+                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/vdevice_tags)
+  set_tests_properties(vdevice_tags PROPERTIES
+    LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "LD_PRELOAD=${_mh_preload};MEMHIST_VDEVICE=1;MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
+endif()
