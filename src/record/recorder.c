@@ -77,14 +77,34 @@ static inline void prefetch_for_write(const void *p)
     prefetch_line_for_write((const char *)p + 64);
 }
 
+/* The calling thread's ring in the recorder it emitted into last, known by
+ * the recorder's serial (a later recorder at the same address has another):
+ * the usual emit finds its ring without pthread_getspecific. */
+static _Thread_local struct {
+    uint64_t serial;
+    struct mh__tbuf *ring;
+} last_ring;
+
+static inline struct mh__tbuf *thread_ring(struct mh_recorder *rec)
+{
+    if (last_ring.serial == rec->serial)
+        return last_ring.ring;
+    struct mh__tbuf *b = pthread_getspecific(rec->key);
+    if (!b && !(b = tbuf_register(rec)))
+        return NULL;
+    last_ring.serial = rec->serial;
+    last_ring.ring = b;
+    return b;
+}
+
 int mh_emit(struct mh_recorder *rec, const struct mh_event *ev)
 {
     if (!rec || !ev)
         return MH_EINVAL;
     if (atomic_load_explicit(&rec->failed, memory_order_relaxed))
         return MH_ESTATE;
-    struct mh__tbuf *b = pthread_getspecific(rec->key);
-    if (!b && !(b = tbuf_register(rec))) {
+    struct mh__tbuf *b = thread_ring(rec);
+    if (!b) {
         atomic_fetch_add_explicit(&rec->reg_dropped, 1, memory_order_relaxed);
         return MH_EFULL;
     }
