@@ -252,6 +252,53 @@ Test(format_roundtrip, meta_devices_dropped_rewind_file)
     free(evs);
 }
 
+/* A batch spanning several chunks, with events naming unknown ids among
+ * them: those alone are left out, counted as their thread's losses, and the
+ * others read back in order, as one event at a time would write them. */
+Test(format_roundtrip, batch_leaves_out_unknown_ids)
+{
+    struct mh_writer_opts o = {.chunk_events = 1000};
+    struct mh_writer *w;
+    cr_assert_eq(mh_writer_open_mem(&o, &w), 0);
+    int64_t a = mh_writer_intern_string(w, "alpha", 5);
+    cr_assert_gt(a, 0);
+    struct mh_event *evs = random_events(11, 5000, 0, 0);
+    struct mh_event *kept = malloc(sizeof *kept * 5000);
+    size_t nkept = 0, bad = 0, bad_first = 0;
+    for (size_t i = 0; i < 5000; i++) {
+        evs[i].str = i % 7 == 0 ? (uint32_t)a : 0;
+        if (i % 997 == 3) { /* an unknown string or stack id */
+            if (i % 2)
+                evs[i].str = 999;
+            else
+                evs[i].stack = 999;
+            evs[i].thread = 42;
+            bad++;
+            bad_first += i < 2500;
+        } else {
+            kept[nkept++] = evs[i];
+        }
+    }
+    size_t refused = 0;
+    cr_assert_eq(mh_writer_events(w, evs, 2500, &refused), 0);
+    cr_expect_eq(refused, bad_first);
+    cr_assert_eq(mh_writer_events(w, evs + 2500, 2500, NULL), 0);
+    cr_assert_eq(mh_writer_events(w, evs, 0, &refused), 0);
+    cr_expect_eq(refused, 0);
+    cr_expect_eq(mh_writer_events(NULL, evs, 1, &refused), MH_EINVAL);
+    cr_expect_eq(mh_writer_events(w, NULL, 1, &refused), MH_EINVAL);
+    struct mh_reader *r = close_and_read(w);
+    check_all(r, kept, nkept);
+    struct mh_file_summary s;
+    mh_reader_summary(r, &s);
+    cr_expect_eq(s.events, 5000 - bad);
+    cr_expect_eq(s.dropped, bad);
+    mh_reader_close(r);
+    mh_writer_free_mem(w);
+    free(kept);
+    free(evs);
+}
+
 Test(format_roundtrip, memory_writer_and_errors)
 {
     struct mh_writer *w;

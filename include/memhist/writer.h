@@ -48,6 +48,11 @@ int mh_writer_set_device(struct mh_writer *w, int device, const char *name, uint
 
 /* Appends one event. Ids it uses must have been interned by this writer. */
 int mh_writer_event(struct mh_writer *w, const struct mh_event *ev);
+/* Appends n events in order, as mh_writer_event each, except that an event
+ * naming a stack or string this writer has not interned is left out and
+ * counted as lost by its thread (mh_writer_add_thread_dropped); *refused
+ * (may be NULL) says how many. Returns 0 or the writer's error. */
+int mh_writer_events(struct mh_writer *w, const struct mh_event *evs, size_t n, size_t *refused);
 /* Adds to the count of events lost by `thread` (dropped or refused). The
  * cumulative counts per thread are written with every following flush and
  * their total in the trailer, so a file cut before its trailer still has

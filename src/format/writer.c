@@ -330,20 +330,50 @@ static int seal(struct mh_writer *w)
     return w->err;
 }
 
+static int ids_known(const struct mh_writer *w, const struct mh_event *ev)
+{
+    return ev->stack <= w->stacks.count && ev->str <= w->strings.count &&
+           ev->str2 <= w->strings.count;
+}
+
+/* Stages one event whose ids are known; seals the chunk when it is full. */
+static int stage(struct mh_writer *w, const struct mh_event *ev)
+{
+    w->evs[w->nev++] = *ev;
+    w->by_kind[ev->kind]++;
+    w->events++;
+    return w->nev == w->chunk_events ? seal(w) : 0;
+}
+
 int mh_writer_event(struct mh_writer *w, const struct mh_event *ev)
 {
     if (!w || !ev || w->closed)
         return MH_EINVAL;
     if (w->err)
         return w->err;
-    if (ev->stack > w->stacks.count || ev->str > w->strings.count || ev->str2 > w->strings.count)
+    if (!ids_known(w, ev))
         return MH_EINVAL;
-    w->evs[w->nev++] = *ev;
-    w->by_kind[ev->kind]++;
-    w->events++;
-    if (w->nev == w->chunk_events)
-        return seal(w);
-    return 0;
+    return stage(w, ev);
+}
+
+int mh_writer_events(struct mh_writer *w, const struct mh_event *evs, size_t n, size_t *refused)
+{
+    size_t bad = 0;
+    if (refused)
+        *refused = 0;
+    if (!w || (!evs && n) || w->closed)
+        return MH_EINVAL;
+    for (size_t i = 0; i < n && !w->err; i++) {
+        if (ids_known(w, &evs[i]))
+            stage(w, &evs[i]);
+        else {
+            mh_writer_add_thread_dropped(w, evs[i].thread, 1);
+            bad++;
+        }
+    }
+    if (refused)
+        *refused = bad;
+    return w->err;
 }
 
 int mh_writer_flush(struct mh_writer *w)

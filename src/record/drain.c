@@ -50,17 +50,11 @@ static void write_batch(struct mh_recorder *rec, uint32_t n)
         ev->ctx = 0;
     }
     if (!failed) {
-        int rc = 0;
+        size_t refused; /* named an unknown id: left out, counted */
         pthread_mutex_lock(&rec->intern_mu);
-        for (uint32_t i = 0; i < n && rc == 0; i++) {
-            rc = mh_writer_event(rec->w, &rec->batch[i]);
-            if (rc == MH_EINVAL) { /* names an unknown id: skip it, count it */
-                atomic_fetch_add_explicit(&rec->invalid, 1, memory_order_relaxed);
-                mh_writer_add_thread_dropped(rec->w, rec->batch[i].thread, 1);
-                rc = 0;
-            }
-        }
+        int rc = mh_writer_events(rec->w, rec->batch, n, &refused);
         pthread_mutex_unlock(&rec->intern_mu);
+        atomic_fetch_add_explicit(&rec->invalid, refused, memory_order_relaxed);
         if (rc)
             fail_from_writer(rec, rc);
     }

@@ -68,6 +68,7 @@ using mh_torch_entry::copy_optional_fields;
 using mh_torch_entry::map_action;
 using mh_torch_emit::emit_guard;
 using mh_torch_emit::emit_simple;
+using mh_torch_emit::thread_id;
 using mh_torch_emit::ticks_now;
 namespace steps = mh_torch_steps;
 
@@ -347,7 +348,7 @@ void on_trace(const Entry &e)
     ev.size = (uint64_t)e.size_;
     ev.stream = (uint64_t)(uintptr_t)e.stream_;
     ev.device = (int16_t)e.device_;
-    ev.thread = mh_thread_id();
+    ev.thread = thread_id();
     copy_optional_fields(e, &ev);
     steps::maybe_begin(rec, ev.time_ns);
     if (kind == MH_EV_ALLOC)

@@ -1,8 +1,8 @@
 /* torch_emit.h - what the torch bridge's files share to write events: the
  * guard that keeps the recorder open across an emit (emit_gate.h), the
- * event with no memory fields (steps, phases, ranges, marks) and torch's
- * approximate clock, whose ticks tick_clock.c turns into ns. C++, for
- * torch_bridge.cpp and torch_steps.cpp. */
+ * event with no memory fields (steps, phases, ranges, marks), the thread's
+ * id and torch's approximate clock, whose ticks tick_clock.c turns into ns.
+ * C++, for torch_bridge.cpp and torch_steps.cpp. */
 #ifndef MH_TORCH_EMIT_H
 #define MH_TORCH_EMIT_H
 
@@ -28,6 +28,16 @@ struct emit_guard {
     }
 };
 
+/* The calling thread's id (mh_thread_id), kept by this library too, so an
+ * event costs no call into libmemhist for it. */
+inline uint32_t thread_id()
+{
+    thread_local uint32_t tid = 0;
+    if (!tid)
+        tid = mh_thread_id();
+    return tid;
+}
+
 inline uint64_t ticks_now()
 {
     return (uint64_t)c10::getApproximateTime();
@@ -41,7 +51,7 @@ inline void emit_simple(mh_recorder *rec, uint8_t kind, uint64_t t, uint32_t aux
     ev.aux = aux;
     ev.str = str;
     ev.device = -1;
-    ev.thread = mh_thread_id();
+    ev.thread = thread_id();
     mh_emit(rec, &ev);
 }
 
