@@ -33,8 +33,9 @@ ratios and targets that need a missing one are left out), for example
 --instructions counts instructions instead of timing (valgrind's callgrind,
 exact, so a busy machine does not disturb them; virtual device only): each
 configuration runs for 5 and for 25 steps, and the difference over 20 steps
-is one step's instructions, all threads, and those of memhist's drain thread
-alone (callgrind --separate-threads); minutes per configuration. torch's
+is one step's instructions, all threads, those of memhist's drain thread
+alone (callgrind --separate-threads) and those of the program's threads (all
+but the drain thread) against no recording; minutes per configuration. torch's
 configurations count their snapshot dump after the last step too.
 Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
 """
@@ -207,10 +208,14 @@ def instructions(args, out):
         per_step[c] = [(b - a) / (long_ - short) for a, b in zip(*counts)]
         print("instructions: %s done" % c, file=sys.stderr, flush=True)
     base = per_step["none"][0]
-    print("instructions per step (callgrind, steps %d..%d):" % (short + 1, long_))
-    print("%-24s %12s %12s %8s %12s" % ("config", "all threads", "+ vs none", "+%", "drain thread"))
+    print("instructions per step (callgrind, steps %d..%d); the program's threads: all but memhist's drain"
+          " thread, whose work a step does not wait for where it has a core of its own:" % (short + 1, long_))
+    print("%-24s %12s %12s %8s %12s %12s %8s" % ("config", "all threads", "+ vs none", "+%", "drain thread",
+                                                "program +", "+%"))
     for c, (total, drain) in per_step.items():
-        print("%-24s %12.0f %12.0f %7.1f%% %12.0f" % (c, total, total - base, 100 * (total / base - 1), drain))
+        print("%-24s %12.0f %12.0f %7.1f%% %12.0f %12.0f %7.1f%%" % (
+            c, total, total - base, 100 * (total / base - 1), drain, total - drain - base,
+            100 * ((total - drain) / base - 1)))
 
 
 def pct(v, q):
