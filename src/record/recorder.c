@@ -85,16 +85,28 @@ static _Thread_local struct {
     struct mh__tbuf *ring;
 } last_ring;
 
-static inline struct mh__tbuf *thread_ring(struct mh_recorder *rec)
+/* The thread's ring on its first event in `rec` (made then), or NULL. Out of
+ * line, as is every call the usual emit does not make, so that mh_emit
+ * saves no registers. */
+static __attribute__((noinline, cold)) struct mh__tbuf *ring_lookup(struct mh_recorder *rec)
 {
-    if (last_ring.serial == rec->serial)
-        return last_ring.ring;
     struct mh__tbuf *b = pthread_getspecific(rec->key);
-    if (!b && !(b = tbuf_register(rec)))
+    if (!b && !(b = tbuf_register(rec))) {
+        atomic_fetch_add_explicit(&rec->reg_dropped, 1, memory_order_relaxed);
         return NULL;
+    }
     last_ring.serial = rec->serial;
     last_ring.ring = b;
     return b;
+}
+
+/* An event without a time: stamped now, then emitted. */
+static __attribute__((noinline, cold)) int emit_stamped(struct mh_recorder *rec,
+                                                        const struct mh_event *ev)
+{
+    struct mh_event stamped = *ev;
+    stamped.time_ns = mh_clock_ns();
+    return stamped.time_ns ? mh_emit(rec, &stamped) : MH_EINVAL;
 }
 
 int mh_emit(struct mh_recorder *rec, const struct mh_event *ev)
@@ -103,11 +115,11 @@ int mh_emit(struct mh_recorder *rec, const struct mh_event *ev)
         return MH_EINVAL;
     if (atomic_load_explicit(&rec->failed, memory_order_relaxed))
         return MH_ESTATE;
-    struct mh__tbuf *b = thread_ring(rec);
-    if (!b) {
-        atomic_fetch_add_explicit(&rec->reg_dropped, 1, memory_order_relaxed);
+    if (__builtin_expect(!ev->time_ns, 0))
+        return emit_stamped(rec, ev);
+    struct mh__tbuf *b = last_ring.serial == rec->serial ? last_ring.ring : ring_lookup(rec);
+    if (!b)
         return MH_EFULL;
-    }
     uint64_t h = atomic_load_explicit(&b->head, memory_order_relaxed);
     if (h - b->cached_tail > b->mask) {
         b->cached_tail = atomic_load_explicit(&b->tail, memory_order_acquire);
@@ -117,10 +129,7 @@ int mh_emit(struct mh_recorder *rec, const struct mh_event *ev)
             return MH_EFULL;
         }
     }
-    struct mh_event *slot = &b->slots[h & b->mask];
-    *slot = *ev;
-    if (!slot->time_ns)
-        slot->time_ns = mh_clock_ns();
+    b->slots[h & b->mask] = *ev;
     atomic_store_explicit(&b->head, h + 1, memory_order_release);
     prefetch_for_write(&b->slots[(h + PREFETCH_AHEAD) & b->mask]);
     return 0;
