@@ -32,11 +32,12 @@ ratios and targets that need a missing one are left out), for example
 (memhist's walker against torch's gather), which needs no device.
 --instructions counts instructions instead of timing (valgrind's callgrind,
 exact, so a busy machine does not disturb them; virtual device only): each
-configuration runs for 5 and for 25 steps, and the difference over 20 steps
-is one step's instructions, all threads, those of memhist's drain thread
+configuration runs 25 steps, callgrind dumps its counts at the start of every
+step (the loop calls getppid there), and the median of steps 6..25 is one
+step's instructions (a one-off event, such as a lazy import or a full garbage
+collection, stays in its step), all threads, those of memhist's drain thread
 alone (callgrind --separate-threads) and those of the program's threads (all
-but the drain thread) against no recording; minutes per configuration. torch's
-configurations count their snapshot dump after the last step too.
+but the drain thread) against no recording; minutes per configuration.
 Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
 """
 import argparse
@@ -86,7 +87,9 @@ def one(config, steps, out):
         mode = config.split("_")[1]
         session = memhist.start(path, stacks=None if mode == "none" else mode)
     times, cpu = [], []
+    mark = os.getppid if os.environ.get("MH_BENCH_STEP_MARKS") == "1" else (lambda: None)
     for _ in range(steps):
+        mark()  # under --instructions, callgrind dumps its counts here (STEP_MARK)
         torch.cuda.synchronize()
         t, c = time.perf_counter(), time.process_time()
         idx = torch.randint(0, 8192, (8, 129), device="cuda")
@@ -97,6 +100,7 @@ def one(config, steps, out):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t) * 1e3)
         cpu.append((time.process_time() - c) * 1e3)
+    mark()
     t = time.perf_counter()
     size = events = 0
     if config.startswith("torch_"):
@@ -161,22 +165,31 @@ def capture_cost(depth=30, fresh=10, n=4000, reps=15):
         print("  %-32s %8.0f" % (k, min(cost[k]) - base))
 
 
-def thread_totals(prefix):
-    """(all threads, the drain thread) instructions of a callgrind run written
-    with --separate-threads to files prefix-01, prefix-02, ..."""
+STEP_MARK = "getppid"  # the libc call at each step's start (MH_BENCH_STEP_MARKS=1) where callgrind dumps
+
+
+def step_counts(prefix):
+    """[(all threads, memhist's drain thread)] instructions of each step, from
+    the counts callgrind dumped at every STEP_MARK (--separate-threads: file
+    PREFIX.PART-THREAD; part 1 runs up to the first step, part k + 1 is step
+    k)."""
     import glob
-    total = drain = 0
-    for path in glob.glob(prefix + "-*"):
-        n, is_drain = 0, False
+    import re
+    parts, drain_threads = {}, set()
+    for path in glob.glob(prefix + ".*-*"):
+        m = re.search(r"\.(\d+)-(\d+)$", path)
+        if not m:
+            continue
+        part, thread, n = int(m.group(1)), int(m.group(2)), 0
         with open(path, errors="replace") as f:
             for line in f:
                 if line.startswith("totals:"):
                     n = int(line.split()[1])
-                elif not is_drain and "mh__drain_main" in line:
-                    is_drain = True
-        total += n
-        drain += n if is_drain else 0
-    return total, drain
+                elif "mh__drain_main" in line:
+                    drain_threads.add(thread)
+        parts.setdefault(part, {})[thread] = n
+    return [(sum(parts[p].values()), sum(n for t, n in parts[p].items() if t in drain_threads))
+            for p in sorted(parts) if p >= 2]
 
 
 def instructions(args, out):
@@ -191,31 +204,33 @@ def instructions(args, out):
     # from run to run
     env = dict(os.environ, MEMHIST_VDEVICE_MEMORY="4GiB", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONHASHSEED="0")
-    short, long_ = 5, 25
+    steps, skip = 25, 5
+    env["MH_BENCH_STEP_MARKS"] = "1"
     per_step = {}
     for c in args.configs:
         name, extra = config_run(c)
-        counts = []
-        for steps in (short, long_):
-            prefix = os.path.join(out, "callgrind.%s.%d" % (c, steps))
-            cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--callgrind-out-file=" + prefix,
-                   sys.executable, __file__, "--one", name, "--steps", str(steps), "--out", out]
-            p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **extra), timeout=3600)
-            if p.returncode != 0:
-                print("%s under valgrind failed (rc %d): %s" % (c, p.returncode, p.stderr[-2000:]))
-                sys.exit(1)
-            counts.append(thread_totals(prefix))
-        per_step[c] = [(b - a) / (long_ - short) for a, b in zip(*counts)]
+        prefix = os.path.join(out, "callgrind.%s" % c)
+        cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--dump-before=" + STEP_MARK,
+               "--callgrind-out-file=" + prefix, sys.executable, __file__, "--one", name, "--steps", str(steps),
+               "--out", out]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **extra), timeout=3600)
+        counts = step_counts(prefix)[skip:]
+        if p.returncode != 0 or len(counts) != steps - skip:
+            print("%s under valgrind failed (rc %d, %d steps counted): %s" % (c, p.returncode, len(counts),
+                                                                          p.stderr[-2000:]))
+            sys.exit(1)
+        per_step[c] = (statistics.median(t for t, _ in counts), statistics.median(d for _, d in counts),
+                       statistics.median(t - d for t, d in counts))
         print("instructions: %s done" % c, file=sys.stderr, flush=True)
     base = per_step["none"][0]
-    print("instructions per step (callgrind, steps %d..%d); the program's threads: all but memhist's drain"
-          " thread, whose work a step does not wait for where it has a core of its own:" % (short + 1, long_))
+    print("instructions per step (callgrind; median of steps %d..%d, each counted alone); the program's"
+          " threads: all but memhist's drain thread, whose work a step does not wait for where it has a"
+          " core of its own:" % (skip + 1, steps))
     print("%-24s %12s %12s %8s %12s %12s %8s" % ("config", "all threads", "+ vs none", "+%", "drain thread",
                                                 "program +", "+%"))
-    for c, (total, drain) in per_step.items():
+    for c, (total, drain, program) in per_step.items():
         print("%-24s %12.0f %12.0f %7.1f%% %12.0f %12.0f %7.1f%%" % (
-            c, total, total - base, 100 * (total / base - 1), drain, total - drain - base,
-            100 * ((total - drain) / base - 1)))
+            c, total, total - base, 100 * (total / base - 1), drain, program - base, 100 * (program / base - 1)))
 
 
 def pct(v, q):
