@@ -32,12 +32,15 @@ ratios and targets that need a missing one are left out), for example
 (memhist's walker against torch's gather), which needs no device.
 --instructions counts instructions instead of timing (valgrind's callgrind,
 exact, so a busy machine does not disturb them; virtual device only): each
-configuration runs 25 steps, callgrind dumps its counts at the start of every
-step (the loop calls getppid there), and the median of steps 6..25 is one
-step's instructions (a one-off event, such as a lazy import or a full garbage
-collection, stays in its step), all threads, those of memhist's drain thread
-alone (callgrind --separate-threads) and those of the program's threads (all
-but the drain thread) against no recording; minutes per configuration.
+configuration runs for 5 and for 25 steps; callgrind counts the training
+thread's steps one by one (it dumps its counts where the loop calls getppid,
+at each step's start) and its median of steps 6..25 is its step, so a one-off
+event there (a lazy import, a full garbage collection) stays in its own step;
+the other threads' step is their difference between the two runs over 20
+steps. It prints one step's instructions, all threads, those of memhist's
+drain thread alone (callgrind --separate-threads) and those of the program's
+threads (all but the drain thread) against no recording; minutes per
+configuration.
 Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
 """
 import argparse
@@ -168,28 +171,33 @@ def capture_cost(depth=30, fresh=10, n=4000, reps=15):
 STEP_MARK = "getppid"  # the libc call at each step's start (MH_BENCH_STEP_MARKS=1) where callgrind dumps
 
 
-def step_counts(prefix):
-    """[(all threads, memhist's drain thread)] instructions of each step, from
-    the counts callgrind dumped at every STEP_MARK (--separate-threads: file
-    PREFIX.PART-THREAD; part 1 runs up to the first step, part k + 1 is step
-    k)."""
+def thread_counts(prefix):
+    """Instructions of a callgrind run with --separate-threads and a dump at
+    every STEP_MARK, which dumps only the thread that calls it, the training
+    thread: (that thread's steps, one count each, the other threads' total,
+    the part of it on memhist's drain thread). Files PREFIX.PART-THREAD:
+    part 1 runs up to the first step, part k + 1 is step k; PREFIX-THREAD:
+    the rest of the run."""
     import glob
     import re
-    parts, drain_threads = {}, set()
-    for path in glob.glob(prefix + ".*-*"):
-        m = re.search(r"\.(\d+)-(\d+)$", path)
+    steps, others, drain = {}, 0, 0
+    for path in glob.glob(prefix + "-*") + glob.glob(prefix + ".*-*"):
+        m = re.search(r"(?:\.(\d+))?-(\d+)$", path[len(prefix):])
         if not m:
             continue
-        part, thread, n = int(m.group(1)), int(m.group(2)), 0
+        n, is_drain = 0, False
         with open(path, errors="replace") as f:
             for line in f:
                 if line.startswith("totals:"):
                     n = int(line.split()[1])
-                elif "mh__drain_main" in line:
-                    drain_threads.add(thread)
-        parts.setdefault(part, {})[thread] = n
-    return [(sum(parts[p].values()), sum(n for t, n in parts[p].items() if t in drain_threads))
-            for p in sorted(parts) if p >= 2]
+                elif not is_drain and "mh__drain_main" in line:
+                    is_drain = True
+        if m.group(1) is not None:
+            steps[int(m.group(1))] = n
+        elif int(m.group(2)) != 1:
+            others += n
+            drain += n if is_drain else 0
+    return [steps[p] for p in sorted(steps) if p >= 2], others, drain
 
 
 def instructions(args, out):
@@ -204,28 +212,32 @@ def instructions(args, out):
     # from run to run
     env = dict(os.environ, MEMHIST_VDEVICE_MEMORY="4GiB", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONHASHSEED="0")
-    steps, skip = 25, 5
+    short, long_, skip = 5, 25, 5
     env["MH_BENCH_STEP_MARKS"] = "1"
     per_step = {}
     for c in args.configs:
         name, extra = config_run(c)
-        prefix = os.path.join(out, "callgrind.%s" % c)
-        cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--dump-before=" + STEP_MARK,
-               "--callgrind-out-file=" + prefix, sys.executable, __file__, "--one", name, "--steps", str(steps),
-               "--out", out]
-        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **extra), timeout=3600)
-        counts = step_counts(prefix)[skip:]
-        if p.returncode != 0 or len(counts) != steps - skip:
-            print("%s under valgrind failed (rc %d, %d steps counted): %s" % (c, p.returncode, len(counts),
-                                                                          p.stderr[-2000:]))
-            sys.exit(1)
-        per_step[c] = (statistics.median(t for t, _ in counts), statistics.median(d for _, d in counts),
-                       statistics.median(t - d for t, d in counts))
+        runs = []
+        for steps in (short, long_):
+            prefix = os.path.join(out, "callgrind.%s.%d" % (c, steps))
+            cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--dump-before=" + STEP_MARK,
+                   "--callgrind-out-file=" + prefix, sys.executable, __file__, "--one", name, "--steps",
+                   str(steps), "--out", out]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **extra), timeout=3600)
+            runs.append(thread_counts(prefix))
+            if p.returncode != 0 or len(runs[-1][0]) != steps:
+                print("%s under valgrind failed (rc %d, %d steps counted): %s" % (
+                    c, p.returncode, len(runs[-1][0]), p.stderr[-2000:]))
+                sys.exit(1)
+        main = statistics.median(runs[1][0][skip:])
+        others, drain = ((b - a) / (long_ - short) for a, b in zip(runs[0][1:], runs[1][1:]))
+        per_step[c] = (main + others, drain, main + others - drain)
         print("instructions: %s done" % c, file=sys.stderr, flush=True)
     base = per_step["none"][0]
-    print("instructions per step (callgrind; median of steps %d..%d, each counted alone); the program's"
-          " threads: all but memhist's drain thread, whose work a step does not wait for where it has a"
-          " core of its own:" % (skip + 1, steps))
+    print("instructions per step (callgrind: the training thread's median step of steps %d..%d, each"
+          " counted alone, and the other threads' difference between a %d- and a %d-step run); the"
+          " program's threads: all but memhist's drain thread, whose work a step does not wait for where"
+          " it has a core of its own:" % (skip + 1, long_, short, long_))
     print("%-24s %12s %12s %8s %12s %12s %8s" % ("config", "all threads", "+ vs none", "+%", "drain thread",
                                                 "program +", "+%"))
     for c, (total, drain, program) in per_step.items():
