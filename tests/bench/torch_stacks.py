@@ -39,8 +39,9 @@ event there (a lazy import, a full garbage collection) stays in its own step;
 the other threads' step is their difference between the two runs over 20
 steps. It prints one step's instructions, all threads, those of memhist's
 drain thread alone (callgrind --separate-threads) and those of the program's
-threads (all but the drain thread) against no recording; minutes per
-configuration.
+threads (all but the drain thread) against no recording, and the ratio
+memhist/torch of the instructions added per stack mode where both ran;
+minutes per configuration.
 Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
 """
 import argparse
@@ -243,6 +244,12 @@ def instructions(args, out):
     for c, (total, drain, program) in per_step.items():
         print("%-24s %12.0f %12.0f %7.1f%% %12.0f %12.0f %7.1f%%" % (
             c, total, total - base, 100 * (total / base - 1), drain, program - base, 100 * (program / base - 1)))
+    for mode in ("python", "all"):
+        torch_c, memhist_c = "torch_" + mode, "memhist_" + mode
+        if torch_c in per_step and memhist_c in per_step:
+            added = per_step[torch_c][0] - base
+            print("instructions added, memhist/torch, stacks=%s: all threads %.2f, program's threads %.2f" % (
+                mode, (per_step[memhist_c][0] - base) / added, (per_step[memhist_c][2] - base) / added))
 
 
 def pct(v, q):

@@ -83,33 +83,34 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET memhist_pyhook 
     ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SCOPE_ATTR=$<TARGET_FILE:scope_attr>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
 endif()
 
-# A recording started in the middle of a program (tests/vdevice/check_midrun.py:
+# Tests whose program runs on the virtual device directly (LD_PRELOAD of its
+# libraries), as memhist.start() in a user's script finds it: SCRIPT gets the
+# CLI and a work folder.
+function(mh_add_preloaded_vdevice_test name script)
+  set(preload "")
+  foreach(lib libcuda.so.1 libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnvidia-ml.so.1)
+    list(APPEND preload ${MH_VDEV_DIR}/${lib})
+  endforeach()
+  string(REPLACE ";" ":" preload "${preload}")
+  add_test(NAME ${name}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/${script}
+                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/${name})
+  set_tests_properties(${name} PROPERTIES
+    LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "LD_PRELOAD=${preload};MEMHIST_VDEVICE=1;MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
+endfunction()
+
+# A recording started in the middle of a program (check_midrun.py:
 # memhist.start() after the model trained): torch's peaks, no contradiction,
 # the blocks found live grouped and categorised, with the default allocator
-# settings and with expandable segments. The program runs on the
-# virtual device directly (LD_PRELOAD), as memhist.start() finds it.
+# settings and with expandable segments.
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
-  set(_mh_preload "")
-  foreach(lib libcuda.so.1 libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnvidia-ml.so.1)
-    list(APPEND _mh_preload ${MH_VDEV_DIR}/${lib})
-  endforeach()
-  string(REPLACE ";" ":" _mh_preload "${_mh_preload}")
-  add_test(NAME vdevice_midrun
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_midrun.py
-                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/vdevice_midrun)
-  set_tests_properties(vdevice_midrun PROPERTIES
-    LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
-    ENVIRONMENT "LD_PRELOAD=${_mh_preload};MEMHIST_VDEVICE=1;MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
+  mh_add_preloaded_vdevice_test(vdevice_midrun check_midrun.py)
 endif()
 
-# The tensor role tags made in C (tests/vdevice/check_tags.py): once per role
-# while a tensor keeps its memory, a parameter's new gradients in one slot,
-# the slots of tensors that are gone dropped; the recording holds each tag.
+# The tensor role tags made in C (check_tags.py): once per role while a tensor
+# keeps its memory, a parameter's new gradients in one slot, the slots of
+# tensors that are gone dropped; the recording holds each tag.
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET memhist_pyhook AND TARGET vdevice)
-  add_test(NAME vdevice_tags
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_tags.py
-                   $<TARGET_FILE:memhist_cli> ${CMAKE_BINARY_DIR}/vdevice_tags)
-  set_tests_properties(vdevice_tags PROPERTIES
-    LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
-    ENVIRONMENT "LD_PRELOAD=${_mh_preload};MEMHIST_VDEVICE=1;MEMHIST_LIB_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${CMAKE_SOURCE_DIR}/src/python;PYTHONDONTWRITEBYTECODE=1")
+  mh_add_preloaded_vdevice_test(vdevice_tags check_tags.py)
 endif()
