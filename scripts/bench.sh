@@ -11,8 +11,9 @@
 # Each benchmark prints "name: value" lines; the README's table quotes them.
 # A Python benchmark that exits 77 was skipped (it says why).
 # TORCH_BENCH=0 leaves the torch stacks benchmark out; ROUNDS and STEPS size it;
-# INSTRUCTIONS=1 adds its instruction counts per step on the virtual device
-# (valgrind; about ten minutes).
+# INSTRUCTIONS=1 adds its instruction counts per step on the virtual device,
+# torch's recorder among them for the ratio memhist/torch (valgrind; about
+# five minutes per configuration on 2 cores).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh" >/dev/null
@@ -54,7 +55,7 @@ torch_bench() {
             python3 "$root/tests/bench/torch_stacks.py"
             if [ "${INSTRUCTIONS:-0}" = 1 ]; then
                 python3 "$root/tests/bench/torch_stacks.py" --instructions \
-                    --configs none,memhist_none,memhist_python,memhist_none_noscopes
+                    --configs none,torch_python,memhist_none,memhist_python,memhist_none_noscopes
             fi
         )
     else
