@@ -197,6 +197,73 @@ Test(answers_categories, backward_leftover_is_no_gradient_where_gradients_are_ta
     cr_expect_eq(leftover, MH_CAT_GRADIENT, "a step still open at the end: its gradients are not tagged yet");
 }
 
+/* Forward blocks of three steps: A is kept to the end (a DDP bucket rebuilt
+ * in forward), B lives until the next step's forward (an output the loop
+ * holds), C is freed in its backward, D is the last step's, alive when the
+ * recording stops. */
+static const struct mh_event forward_kept[] = {
+    {.time_ns = 1, .kind = MH_EV_SEGMENT_ALLOC, .addr = 0x100000, .size = 2 << 20},
+    {.time_ns = 2, .kind = MH_EV_STEP_BEGIN, .aux = 0},
+    {.time_ns = 3, .kind = MH_EV_PHASE, .aux = MH_PHASE_FORWARD},
+    {.time_ns = 4, .kind = MH_EV_ALLOC, .addr = 0x100000, .size = 4096},
+    {.time_ns = 5, .kind = MH_EV_ALLOC, .addr = 0x101000, .size = 4096},
+    {.time_ns = 6, .kind = MH_EV_PHASE, .aux = MH_PHASE_BACKWARD},
+    {.time_ns = 7, .kind = MH_EV_STEP_END, .aux = 0},
+    {.time_ns = 8, .kind = MH_EV_STEP_BEGIN, .aux = 1},
+    {.time_ns = 9, .kind = MH_EV_PHASE, .aux = MH_PHASE_FORWARD},
+    {.time_ns = 10, .kind = MH_EV_FREE_REQUESTED, .addr = 0x101000, .size = 4096},
+    {.time_ns = 11, .kind = MH_EV_ALLOC, .addr = 0x102000, .size = 4096},
+    {.time_ns = 12, .kind = MH_EV_PHASE, .aux = MH_PHASE_BACKWARD},
+    {.time_ns = 13, .kind = MH_EV_FREE_REQUESTED, .addr = 0x102000, .size = 4096},
+    {.time_ns = 14, .kind = MH_EV_STEP_END, .aux = 1},
+    {.time_ns = 15, .kind = MH_EV_STEP_BEGIN, .aux = 2},
+    {.time_ns = 16, .kind = MH_EV_PHASE, .aux = MH_PHASE_FORWARD},
+    {.time_ns = 17, .kind = MH_EV_ALLOC, .addr = 0x103000, .size = 4096},
+};
+#define FORWARD_KEPT_N (sizeof forward_kept / sizeof forward_kept[0])
+
+static int note_livecat_end(void *user, const struct mh_livecat_end *end)
+{
+    ((int *)user)[end->tag] = end->category;
+    return 0;
+}
+
+Test(answers_categories, forward_block_kept_through_the_next_step_is_no_activation)
+{
+    struct run r;
+    replay(forward_kept, FORWARD_KEPT_N, &r);
+    size_t n;
+    const struct mh_alloc_rec *recs = mh__lifetimes_records(r.lt, &n);
+    cr_assert_eq(n, 4);
+    int want[4] = {MH_CAT_UNKNOWN, MH_CAT_ACTIVATION, MH_CAT_ACTIVATION, MH_CAT_ACTIVATION};
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(recs[i].category, want[i], "block %c: category %d, want %d", (int)('A' + i),
+                     recs[i].category, want[i]);
+    replay_free(&r);
+    /* the streaming classifier agrees, at each block's free and at the end */
+    struct mh_model_opts mo;
+    struct mh_model *m;
+    struct mh_livecat *lc;
+    memset(&mo, 0, sizeof mo);
+    cr_assert_eq(mh_model_new(&mo, &m), 0);
+    cr_assert_eq(mh__livecat_new(&lc), 0);
+    int got[4] = {-1, -1, -1, -1};
+    uint64_t allocs = 0;
+    for (size_t i = 0; i < FORWARD_KEPT_N; i++) {
+        struct mh_apply_result ar;
+        struct mh_livecat_end end;
+        cr_assert_eq(mh_model_apply(m, &forward_kept[i], &ar), 0);
+        uint64_t tag = forward_kept[i].kind == MH_EV_ALLOC ? allocs++ : 0;
+        if (mh__livecat_observe(lc, m, &forward_kept[i], &ar, tag, &end) == 1 && end.ended)
+            got[end.tag] = end.category;
+    }
+    cr_assert_eq(mh__livecat_finish(lc, note_livecat_end, got), 0);
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(got[i], want[i], "streaming: block %c: category %d, want %d", 'A' + i, got[i], want[i]);
+    mh__livecat_free(lc);
+    mh_model_free(m);
+}
+
 static const struct mh_layer_stats *find_layer(const struct mh_layers *ly, const char *name)
 {
     size_t n;

@@ -203,14 +203,33 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
     return 0;
 }
 
+/* The newest step each device reached, from the steps its blocks were
+ * allocated and freed in (devices 0 .. NEWEST_DEVICES - 1). */
+#define NEWEST_DEVICES 256
+
+static void note_step(int64_t *newest, int device, int64_t step)
+{
+    if (device >= 0 && device < NEWEST_DEVICES && step > newest[device])
+        newest[device] = step;
+}
+
+static int64_t newest_on(const int64_t *newest, int device)
+{
+    return device >= 0 && device < NEWEST_DEVICES ? newest[device] : -1;
+}
+
 /* `tagged`: the file carries tensor roles; `grads_tagged`: gradients among
  * them, so an untagged block from the backward of a step that ended
  * (allocated before event `ended_before`) and never freed is not a gradient
  * (a library workspace made on the autograd thread). A step still open when
  * the recording ends (an OOM in backward) keeps the lifetime rule: its
- * gradients were not tagged yet. */
+ * gradients were not tagged yet. `newest`: the newest step of the block's
+ * device; a block from a forward that lives through the whole next step
+ * (freed, or still alive, two steps later) is state that forward made (a
+ * DDP gradient bucket rebuilt in forward, a cache a module keeps), not an
+ * activation: unknown. */
 static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_steps, int tagged,
-                    int grads_tagged, uint64_t ended_before)
+                    int grads_tagged, uint64_t ended_before, int64_t newest)
 {
     switch (r->role) {
     case MH_ROLE_PARAMETER:
@@ -230,7 +249,8 @@ static int classify(const struct mh_alloc_rec *r, int64_t first_step, int has_st
     if (same_phase)
         return MH_CAT_TEMPORARY;
     switch (r->alloc_phase) {
-    case MH_PHASE_FORWARD: return MH_CAT_ACTIVATION;
+    case MH_PHASE_FORWARD:
+        return (freed ? r->free_step : newest) >= r->alloc_step + 2 ? MH_CAT_UNKNOWN : MH_CAT_ACTIVATION;
     case MH_PHASE_BACKWARD:
         return grads_tagged && !freed && r->alloc_index < ended_before ? MH_CAT_UNKNOWN : MH_CAT_GRADIENT;
     case MH_PHASE_OPTIMIZER: return tagged ? MH_CAT_UNKNOWN : MH_CAT_OPTIMIZER_STATE;
@@ -245,9 +265,18 @@ void mh__lifetimes_finish(struct mh_lifetimes *lt)
         if (lt->steps[i].step >= 0 && lt->steps[i].step < first)
             first = lt->steps[i].step;
     int has_steps = first != INT64_MAX;
-    for (size_t i = 0; i < lt->n; i++)
-        lt->recs[i].category = (uint8_t)classify(&lt->recs[i], first, has_steps, lt->tagged, lt->grads_tagged,
-                                                 lt->ended_before);
+    int64_t newest[NEWEST_DEVICES];
+    for (size_t d = 0; d < NEWEST_DEVICES; d++)
+        newest[d] = -1;
+    for (size_t i = 0; i < lt->n; i++) {
+        note_step(newest, lt->recs[i].device, lt->recs[i].alloc_step);
+        note_step(newest, lt->recs[i].device, lt->recs[i].free_step);
+    }
+    for (size_t i = 0; i < lt->n; i++) {
+        struct mh_alloc_rec *r = &lt->recs[i];
+        r->category = (uint8_t)classify(r, first, has_steps, lt->tagged, lt->grads_tagged, lt->ended_before,
+                                        newest_on(newest, r->device));
+    }
 }
 
 const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n)
@@ -333,6 +362,7 @@ struct mh_livecat {
     int tagged, grads_tagged;
     uint64_t ended_before; /* index of the last STEP_END + 1, 0 = none yet */
     int step_ended; /* a STEP_END was seen */
+    int64_t newest[NEWEST_DEVICES]; /* per device, the newest step of a block's allocation or free */
 };
 
 int mh__livecat_new(struct mh_livecat **out)
@@ -342,6 +372,8 @@ int mh__livecat_new(struct mh_livecat **out)
         return MH_ENOMEM;
     (*out)->last_step = -1;
     (*out)->first_step = INT64_MAX;
+    for (size_t d = 0; d < NEWEST_DEVICES; d++)
+        (*out)->newest[d] = -1;
     return 0;
 }
 
@@ -382,7 +414,7 @@ static void livecat_fill(const struct mh_livecat *lc, const struct livecat_slot 
     end->size = sl->rec.size;
     end->device = sl->rec.device;
     end->category = (uint8_t)classify(&sl->rec, lc->first_step, has_steps, lc->tagged, lc->grads_tagged,
-                                      lc->ended_before);
+                                      lc->ended_before, newest_on(lc->newest, sl->rec.device));
     end->ended = 0;
 }
 
@@ -399,6 +431,7 @@ static int livecat_alloc(struct mh_livecat *lc, const struct mh_model *m, const 
     struct livecat_slot *sl = &lc->slots[idx];
     memset(sl, 0, sizeof *sl);
     fill_rec(&sl->rec, m, ev, res, lc->nevents - 1, lc->forward_seen);
+    note_step(lc->newest, sl->rec.device, sl->rec.alloc_step);
     sl->tag = tag;
     sl->used = 1;
     int rc = mh__addrmap_put(&lc->live, key, (void *)(uintptr_t)(idx + 1));
@@ -427,6 +460,7 @@ static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
         sl->rec.free_step = mh_model_device_step(m, ev->device);
         sl->rec.free_phase = (uint8_t)mh_model_current_phase(m);
         sl->ended = 1;
+        note_step(lc->newest, sl->rec.device, sl->rec.free_step);
     }
     livecat_fill(lc, sl, end);
     end->ended = (uint8_t)ends;

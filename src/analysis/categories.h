@@ -7,7 +7,10 @@
  * phases:
  *   parameter        allocated before the first step, alive to the end
  *   input            allocated in a step before its forward phase began
- *   activation       allocated in forward, not freed in that forward
+ *   activation       allocated in forward, not freed in that forward and
+ *                    freed before the end of the next step (a block a
+ *                    forward made that outlives the next step, such as a DDP
+ *                    gradient bucket rebuilt in forward, is unknown)
  *   gradient         allocated in backward, alive past that backward
  *                    (until the optimizer step, zero_grad or later)
  *   optimizer_state  allocated in an optimizer phase, alive past it

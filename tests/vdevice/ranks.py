@@ -86,6 +86,20 @@ def check_rank_table(out, tmp):
     return rep, worst
 
 
+def check_ddp_buckets(out):
+    """The gradient buckets DDP rebuilds in its second forward and keeps are
+    no activations: the wrapper's own row holds none at the peak (in the
+    last step, after the rebuild), and they count as unknown."""
+    r = run(["layers", "--json", out + ".rank0"])
+    assert r.returncode == 0, r.stderr
+    dev = json.loads(r.stdout)["files"][0]["devices"][0]
+    assert dev["peak_step"] == 2, dev["peak_step"]
+    root = [row for row in dev["layers"] if row["layer"] == "DistributedDataParallel"]
+    assert not root or root[0]["by_category"]["activation"] == 0, root
+    params = 4 * (256 * 1024 + 1024 + 1024 * 256 + 256)
+    assert dev["by_category"]["unknown"] >= params, dev["by_category"]
+
+
 def check_fsdp2(tmp):
     """FSDP2 (fully_shard) on 2 ranks: one file per process, the rank table."""
     out, stderr = record(tmp, "fsdp2", "fsdp2.memhist")
@@ -148,6 +162,7 @@ def main():
         out, stderr = record(tmp)
         check_files(out, stderr)
         check_report(out, tmp)
+        check_ddp_buckets(out)
         again_out, again = record(tmp)  # a second run replaces the first run's files
         assert len(glob.glob(again_out + ".*")) == 3, sorted(glob.glob(again_out + ".*"))
         check_restart(tmp)

@@ -1,7 +1,8 @@
 """ranks_program.py - the workload of tests/vdevice/ranks.py, run by torchrun
 with 2 ranks under `memhist simulate`: `ranks_program.py TRUTH_DIR [ddp]`:
-DDP (gloo) trains a small model on the rank's own device and rank 0 starts a
-helper process ("spawn") that uses CUDA too; `... fsdp2`: FSDP2
+DDP (gloo) trains a small model on the rank's own device for three steps (the
+last with the largest batch) and rank 0 starts a helper process ("spawn")
+that uses CUDA too; `... fsdp2`: FSDP2
 (`fully_shard` on each linear layer and the model) trains it with AdamW. In
 both, rank 1 holds an extra buffer so the ranks' peaks differ. Each rank
 writes torch's own figures to TRUTH_DIR/truth.rank<R>.json."""
@@ -39,8 +40,8 @@ def main():
         model = torch.nn.parallel.DistributedDataParallel(model)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
     extra = torch.empty(64 << 20, dtype=torch.uint8, device="cuda") if rank == 1 else None
-    for _ in range(2):
-        model(torch.randn(32, 256, device="cuda")).square().mean().backward()
+    for batch in (32, 32, 512):  # the last step's larger batch sets the peak, after DDP rebuilt its buckets
+        model(torch.randn(batch, 256, device="cuda")).square().mean().backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
     if rank == 0 and not fsdp2:
