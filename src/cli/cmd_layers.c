@@ -230,9 +230,13 @@ static void print_plan(const struct dev_view *v)
     double share;
     uint64_t after;
     mh__layers_estimate(v->ly, v->order, v->best, &after, &share);
-    printf("\n  plan: checkpoint these %zu layer%s to save about %s (peak %s -> %s); recompute "
+    if (v->best == 1)
+        printf("\n  plan: checkpoint this layer");
+    else
+        printf("\n  plan: checkpoint these %zu layers", v->best);
+    printf(" to save about %s (peak %s -> %s); recompute "
            "~%.0f%% of the forward pass (by allocation volume):\n    ",
-           v->best, v->best == 1 ? "" : "s", mh__bytes_text(peak - after, b[0]),
+           mh__bytes_text(peak - after, b[0]),
            mh__bytes_text(peak, b[1]), mh__bytes_text(after, b[2]), 100.0 * share);
     for (size_t i = 0; i < v->best; i++)
         printf("%s%s", i ? ", " : "", st[v->order[i]].name);
