@@ -122,6 +122,10 @@ struct bridge {
     int max_frames = 0;      /* frames kept per stack, innermost first; 0: MH_TORCH_FRAMES_MAX */
     char stack_source[256] = "";
     bool hooks_installed = false;
+    /* set while a recorder may be open (from before the gate opens until
+     * after it closed): torch cannot detach the tracker, so between
+     * recordings it returns on this flag without entering the gate */
+    std::atomic<bool> gate_may_be_open{false};
     std::atomic<uint64_t> ctx_lost{0};
     std::atomic<ctx_ring *> rings{nullptr};
     std::mutex api_lock; /* attach/stop/metadata table writers; never in the tracker */
@@ -531,6 +535,8 @@ void install_hooks()
     if (g.hooks_installed)
         return;
     cca::attachAllocatorTraceTracker([](const Entry &e) {
+        if (!g.gate_may_be_open.load(std::memory_order_relaxed))
+            return;
         try {
             on_trace(e);
         } catch (...) {
@@ -596,10 +602,23 @@ int apply_options(const mh_torch_opts *o)
     return 0;
 }
 
+void open_gate(mh_recorder *rec)
+{
+    g.gate_may_be_open.store(true);
+    mh__gate_open(rec);
+}
+
+/* Returns once no thread emits into the recorder any more. */
+void close_gate()
+{
+    mh__gate_close();
+    g.gate_may_be_open.store(false);
+}
+
 void reset_steps(mh_recorder *rec)
 {
     steps::reset(mh_thread_id());
-    mh__gate_open(rec);
+    open_gate(rec);
 }
 
 int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
@@ -679,19 +698,23 @@ int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts)
         return MH_EINVAL;
     std::lock_guard<std::mutex> lock(g.api_lock);
     g.error[0] = '\0';
+    /* a failed attach closes the gate only where it opened it: a recording
+     * attached before it goes on */
+    bool attached_before = mh__gate_current() != nullptr;
     try {
         int rc = attach_locked(rec, opts);
-        if (rc < 0)
-            mh__gate_close(); /* no tracker or range callback still uses rec */
-        else
+        if (rc >= 0)
             mh_inject_set_recorder(rec); /* CUPTI, if injected, records here too */
+        else if (!attached_before)
+            close_gate(); /* no tracker or range callback still uses rec */
         return rc;
     } catch (const std::exception &ex) {
         set_error("torch failed while attaching: %s", ex.what());
     } catch (...) {
         set_error("%s", "torch failed while attaching (unknown exception)");
     }
-    mh__gate_close();
+    if (!attached_before)
+        close_gate();
     try {
         disable_history();
     } catch (...) {
@@ -705,7 +728,7 @@ int mh_torch_stop(void)
     mh_recorder *rec = mh__gate_current();
     if (rec)
         mh_inject_set_recorder(nullptr); /* flushes CUPTI into rec before it closes */
-    mh__gate_close();
+    close_gate();
     try {
         update_range_hook();
         disable_history();

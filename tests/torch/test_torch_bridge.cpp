@@ -244,6 +244,9 @@ int main()
     if (rc != 0)
         return 1;
     T_CHECK(mh__torch_test_attach(rec, MH_TORCH_STACKS_ALL, 1) == 0, "test attach");
+    mh_torch_opts again{};
+    T_CHECK(mh_torch_attach(rec, &again) == MH_ESTATE, "a second attach accepted");
+    T_CHECK(mh_torch_active() == 1, "a refused second attach stopped the recording");
     uint64_t tick = mh__torch_test_ticks_now(), real = now_ns();
     uint64_t conv = mh__torch_test_ticks_to_ns(tick);
     T_CHECK((conv > real ? conv - real : real - conv) < 2000000, "calibrated clock off by %lld ns",
