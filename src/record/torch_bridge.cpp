@@ -122,10 +122,6 @@ struct bridge {
     int max_frames = 0;      /* frames kept per stack, innermost first; 0: MH_TORCH_FRAMES_MAX */
     char stack_source[256] = "";
     bool hooks_installed = false;
-    /* set while a recorder may be open (from before the gate opens until
-     * after it closed): torch cannot detach the tracker, so between
-     * recordings it returns on this flag without entering the gate */
-    std::atomic<bool> gate_may_be_open{false};
     std::atomic<uint64_t> ctx_lost{0};
     std::atomic<ctx_ring *> rings{nullptr};
     std::mutex api_lock; /* attach/stop/metadata table writers; never in the tracker */
@@ -535,8 +531,6 @@ void install_hooks()
     if (g.hooks_installed)
         return;
     cca::attachAllocatorTraceTracker([](const Entry &e) {
-        if (!g.gate_may_be_open.load(std::memory_order_relaxed))
-            return;
         try {
             on_trace(e);
         } catch (...) {
@@ -602,23 +596,10 @@ int apply_options(const mh_torch_opts *o)
     return 0;
 }
 
-void open_gate(mh_recorder *rec)
-{
-    g.gate_may_be_open.store(true);
-    mh__gate_open(rec);
-}
-
-/* Returns once no thread emits into the recorder any more. */
-void close_gate()
-{
-    mh__gate_close();
-    g.gate_may_be_open.store(false);
-}
-
 void reset_steps(mh_recorder *rec)
 {
     steps::reset(mh_thread_id());
-    open_gate(rec);
+    mh__gate_open(rec);
 }
 
 int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
@@ -706,7 +687,7 @@ int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts)
         if (rc >= 0)
             mh_inject_set_recorder(rec); /* CUPTI, if injected, records here too */
         else if (!attached_before)
-            close_gate(); /* no tracker or range callback still uses rec */
+            mh__gate_close(); /* no tracker or range callback still uses rec */
         return rc;
     } catch (const std::exception &ex) {
         set_error("torch failed while attaching: %s", ex.what());
@@ -714,7 +695,7 @@ int mh_torch_attach(struct mh_recorder *rec, const struct mh_torch_opts *opts)
         set_error("%s", "torch failed while attaching (unknown exception)");
     }
     if (!attached_before)
-        close_gate();
+        mh__gate_close();
     try {
         disable_history();
     } catch (...) {
@@ -728,7 +709,7 @@ int mh_torch_stop(void)
     mh_recorder *rec = mh__gate_current();
     if (rec)
         mh_inject_set_recorder(nullptr); /* flushes CUPTI into rec before it closes */
-    close_gate();
+    mh__gate_close();
     try {
         update_range_hook();
         disable_history();

@@ -254,7 +254,8 @@ def start(path="record.memhist", stacks="python", op_ranges=False, frames=None, 
 def stop():
     """Stops recording and finishes the file. Returns the session (or None).
     The module hooks come off; torch's allocator keeps calling memhist's
-    trace hook (torch cannot detach one), which returns at once."""
+    trace hook (torch cannot detach one), which finds no recording and
+    returns."""
     global _session, _last
     with _lock:
         s = _session
