@@ -6,6 +6,7 @@
  * give no answer; growth is per device with per-device step markers; and
  * what follows the last step (the tail) is not counted. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,37 @@ Test(growth, per_device_steps_and_the_tail)
     cr_expect_eq(e[0].bytes_per_step, 1 * MB);
     cr_expect_eq(e[0].live_bytes, 4 * MB);
     cr_expect_eq(e[0].steps, 4);
+    free(e);
+    mh__growth_free(g);
+}
+
+/* Each step the allocator serves the site's 1.69 MiB tensor whole from a
+ * free block 184 KiB larger than the step before (a large block is split only
+ * when more than 1 MiB would be left): the block grows, the tensor does not,
+ * so the site is no growth. */
+Test(growth, a_tensor_served_from_a_larger_block_each_step_is_no_growth)
+{
+    const uint64_t tensor = 1769472, slack = 188416, hole = SEG + 256 * MB;
+    struct rec r;
+    rec_open(&r);
+    put(&r, -1, MH_EV_STEP_BEGIN, 0, 0, 0, 0, 0);
+    for (int s = 0; s < 5; s++) {
+        uint64_t block = tensor + (uint64_t)s * slack;
+        put(&r, 0, MH_EV_ALLOC, hole, block, r.stack[2], 0, 0);
+        put(&r, 0, MH_EV_ALLOC, hole + block, 512 * 1024, r.stack[3], 0, 0); /* keeps the hole apart */
+        put(&r, 0, MH_EV_FREE_COMPLETED, hole, block, 0, 0, 0);
+        put(&r, 0, MH_EV_ALLOC, hole, tensor, r.stack[1], 0, 0);
+        put(&r, -1, MH_EV_STEP_END, 0, 0, 0, (uint32_t)s, 0);
+        put(&r, 0, MH_EV_FREE_COMPLETED, hole, tensor, 0, 0, 0);
+        put(&r, 0, MH_EV_FREE_COMPLETED, hole + block, 512 * 1024, 0, 0, 0);
+    }
+    struct mh_growth *g = replay(&r);
+    struct mh_growth_entry *e;
+    size_t n;
+    uint32_t k;
+    cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);
+    cr_expect_eq(k, 2);
+    cr_expect_eq(n, 0, "the block grew %" PRIu64 " bytes a step, the tensor did not", n ? e[0].bytes_per_step : 0);
     free(e);
     mh__growth_free(g);
 }

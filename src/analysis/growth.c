@@ -73,8 +73,11 @@ static uint32_t group_of(struct mh_growth *g, int device, uint32_t stack, uint32
     return (uint32_t)++g->ng;
 }
 
-static int on_alloc(struct mh_growth *g, const struct mh_model *m, const struct mh_event *ev,
-                    const struct mh_apply_result *res)
+/* Live bytes are the requested sizes: a block the allocator served whole from
+ * a larger free block (it splits a large block only when more than 1 MiB
+ * would be left) holds the same tensor in a bigger block, which is rounding
+ * that moves from step to step, not growth. */
+static int on_alloc(struct mh_growth *g, const struct mh_model *m, const struct mh_event *ev)
 {
     uint32_t module = ev->str ? ev->str : mh_model_scope(m, ev->thread);
     uint32_t gi = group_of(g, ev->device, ev->stack, module);
@@ -88,8 +91,8 @@ static int on_alloc(struct mh_growth *g, const struct mh_model *m, const struct 
             return MH_ENOMEM;
         slot = g->nblk++;
     }
-    g->blk[slot] = (struct live_block){gi, res->block_size};
-    g->g[gi - 1].live += res->block_size;
+    g->blk[slot] = (struct live_block){gi, ev->size};
+    g->g[gi - 1].live += ev->size;
     return mh__addrmap_put(&g->live, live_key(ev->device, ev->addr), (void *)(uintptr_t)(slot + 1));
 }
 
@@ -153,7 +156,7 @@ static int observe(void *user, struct mh_session *s, const struct mh_event *ev,
     if (ev->device < 0 || ev->device >= NDEV || !res || res->anomaly)
         return 0;
     if (ev->kind == MH_EV_ALLOC && res->block_size)
-        return on_alloc(g, m, ev, res);
+        return on_alloc(g, m, ev);
     if (ev->kind == MH_EV_FREE_REQUESTED ||
         (ev->kind == MH_EV_FREE_COMPLETED && res->allocated_delta < 0))
         return on_free(g, ev);

@@ -5,7 +5,8 @@
  *
  * A replay-session observer (session.h) groups every allocation by device,
  * stack and module (its user metadata or module scope) and notes each
- * group's live bytes at the end of every complete step of its device (steps
+ * group's live bytes (requested sizes, not the allocator's blocks) at the
+ * end of every complete step of its device (steps
  * per device, the tail after the last step left out). A group *grows* when
  * its live bytes at the end of each of the last K complete steps are higher
  * than at the end of the step before. K is half the steps after the first,
