@@ -294,6 +294,8 @@ int mh__layers_plan(const struct mh_layers *ly, size_t **order, uint64_t **peak_
     }
     *n = m;
     uint64_t most = ly->peak - lowest;
+    if ((double)most < MH__PLAN_MIN_SHARE * (double)ly->peak)
+        most = 0; /* not worth a recompute */
     for (size_t k = 0; k < m && most > 0; k++)
         if ((double)(ly->peak - (*peak_after)[k]) >= 0.95 * (double)most) {
             *best = k + 1;

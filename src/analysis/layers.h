@@ -86,11 +86,15 @@ const struct mh_step_peak *mh__layers_step_peaks(const struct mh_layers *ly, siz
 int mh__layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t n, uint64_t *peak,
                         double *recompute_share);
 
+/* A plan saving less than this share of the peak is no plan: the recompute
+ * costs more than the memory is worth (a model already checkpointed). */
+#define MH__PLAN_MIN_SHARE 0.01
+
 /* Ranked plan: candidates by their single-layer reduction (largest first)
  * in order[0..*n); peak_after[i] = estimated peak with order[0..i]
  * checkpointed; *best = the smallest prefix length reaching 95 % of the
- * largest saving (0 if no candidate saves anything). Caller frees the two
- * arrays. */
+ * largest saving (0 if no candidate saves MH__PLAN_MIN_SHARE of the peak).
+ * Caller frees the two arrays. */
 int mh__layers_plan(const struct mh_layers *ly, size_t **order, uint64_t **peak_after, size_t *n,
                     size_t *best);
 

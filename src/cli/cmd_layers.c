@@ -160,16 +160,45 @@ static void print_categories(const struct dev_view *v, uint64_t index)
     printf("\n");
 }
 
+#define NAME_MIN 28
+#define NAME_MAX 60
+
+/* `name` in `width` bytes: padded, or its head and tail around "..." (cut
+ * at UTF-8 character boundaries) when longer. */
+static void print_name(const char *name, int width)
+{
+    size_t len = strlen(name);
+    if (len <= (size_t)width) {
+        printf("%-*s", width, name);
+        return;
+    }
+    size_t head = (size_t)(width - 3) / 2, tail = len - ((size_t)width - 3 - head);
+    while (head > 0 && ((unsigned char)name[head] & 0xC0) == 0x80)
+        head--;
+    while (tail < len && ((unsigned char)name[tail] & 0xC0) == 0x80)
+        tail++;
+    int shown = (int)(head + 3 + (len - tail));
+    printf("%.*s...%s%*s", (int)head, name, name + tail, width - shown, "");
+}
+
 static void print_table(const struct dev_view *v, uint64_t top)
 {
     size_t n;
     const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
     char b[5][32];
-    printf("\n  %-28s %11s %11s %11s %11s %11s\n", "layer", "live@peak", "activations",
+    int width = NAME_MIN; /* the longest name listed, up to NAME_MAX */
+    for (size_t i = 0; i < n && i < top; i++) {
+        size_t len = strlen(st[v->by_live[i]].name);
+        if (len > (size_t)width)
+            width = len > NAME_MAX ? NAME_MAX : (int)len;
+    }
+    printf("\n  %-*s %11s %11s %11s %11s %11s\n", width, "layer", "live@peak", "activations",
            "saved@peak", "recompute", "ckpt saves");
     for (size_t i = 0; i < n && i < top; i++) {
         const struct mh_layer_stats *s = &st[v->by_live[i]];
-        printf("%c %-28.28s %11s %11s %11s %11s %11s\n", s->compiled ? '*' : ' ', s->name,
+        printf("%c ", s->compiled ? '*' : ' ');
+        print_name(s->name, width);
+        printf(" %11s %11s %11s %11s %11s\n",
                mh__bytes_text(s->live_at_peak, b[0]),
                mh__bytes_text(s->by_category[MH_CAT_ACTIVATION], b[1]),
                mh__bytes_text(s->saved_at_peak, b[2]),
@@ -202,12 +231,22 @@ static uint64_t compiled_activations(const struct dev_view *v, size_t planned)
 static void print_no_plan(const struct dev_view *v)
 {
     uint64_t compiled = compiled_activations(v, 0);
+    char b[32];
+    uint64_t peak = mh__layers_peak(v->ly, NULL, NULL), lowest = peak;
+    for (size_t k = 0; k < v->nplan; k++)
+        if (v->peak_after[k] < lowest)
+            lowest = v->peak_after[k];
+    if (compiled == 0 && lowest < peak) {
+        printf("\n  plan: none worth its recompute: checkpointing would lower the peak by at most\n"
+               "  %s (%.2g%% of it)\n",
+               mh__bytes_text(peak - lowest, b), 100.0 * (double)(peak - lowest) / (double)peak);
+        return;
+    }
     if (compiled == 0) {
         printf("\n  plan: no layer has saved activations live at the peak; checkpointing would "
                "not lower it\n");
         return;
     }
-    char b[32];
     printf("\n  plan: none from this recording: %s of the activations live at the peak were\n"
            "  made in code torch.compile generated, where memhist sees no modules (layers marked\n"
            "  *). Checkpoint inside the compiled model (torch.utils.checkpoint around its\n"

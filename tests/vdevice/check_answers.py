@@ -11,7 +11,9 @@ runs, and checks memhist's answers against what torch says of the same run:
   setup       the model's set-up before the first forward is its own period
               in the report, not step 0
   layers      `memhist layers` names the transformer blocks (module paths
-              from module scopes) and proposes a checkpointing plan
+              from module scopes) and proposes a checkpointing plan; with
+              every block checkpointed already, it proposes none (what is
+              left saves under 1 % of the peak)
   plan        checkpointing the first 1, 3 and all blocks of the plan's
               ranking (non-reentrant) gives a measured peak within 10 % of
               the estimate for that many
@@ -168,6 +170,17 @@ def case_layers(work):
     check(all(b in names for b in blocks), "layers names every block (%s)" % ", ".join(sorted(names)[:10]))
     check(sorted(plan.get("layers", [])) == sorted(blocks),
           "the plan checkpoints the %d blocks: %s" % (LAYERS, plan.get("layers")))
+    # every block checkpointed already: what is left to rank saves under 1 % of the peak
+    path, truth = record(work, "layers_ckpt", ["--ckpt", ",".join(map(str, range(LAYERS)))])
+    dev, plan = plan_of(path)
+    best = min([r["estimated_peak_with_first_k"] for r in plan.get("ranking", [])] + [dev["peak_allocated"]])
+    check(dev["peak_allocated"] - best < 0.01 * dev["peak_allocated"],
+          "with every block checkpointed, no layer saves 1%% of the peak (%d bytes at most)"
+          % (dev["peak_allocated"] - best))
+    check(plan.get("layers") == [], "and no plan is proposed: %s" % plan.get("layers"))
+    text = subprocess.run([MEMHIST, "layers", path], capture_output=True, text=True).stdout
+    check("plan: none worth its recompute" in text or "plan: no layer" in text,
+          "the text says there is no plan: %s" % text[text.find("plan:"):][:120])
 
 
 def case_plan(work, args=(), block=r"transformer\.h\.(\d+)", first=0):
