@@ -228,6 +228,17 @@ static uint64_t compiled_activations(const struct dev_view *v, size_t planned)
 
 /* No candidate: either nothing to gain, or the activations at the peak were
  * made inside compiled code, whose modules the scopes cannot see. */
+/* Activation bytes live at the peak. */
+static uint64_t peak_activations(const struct dev_view *v)
+{
+    size_t n;
+    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += st[i].by_category[MH_CAT_ACTIVATION];
+    return bytes;
+}
+
 static void print_no_plan(const struct dev_view *v)
 {
     uint64_t compiled = compiled_activations(v, 0);
@@ -240,6 +251,15 @@ static void print_no_plan(const struct dev_view *v)
         printf("\n  plan: none worth its recompute: checkpointing would lower the peak by at most\n"
                "  %s (%.2g%% of it)\n",
                mh__bytes_text(peak - lowest, b), 100.0 * (double)(peak - lowest) / (double)peak);
+        return;
+    }
+    uint64_t activations = peak_activations(v);
+    if (compiled == 0 && activations > 0 && !v->a->rp.summary.events_by_kind[MH_EV_SCOPE_ENTER]) {
+        printf("\n  plan: none from this recording: %s of activations are live at the peak, but it\n"
+               "  has no module scopes (a torch snapshot, or recorded with MEMHIST_SCOPES=0), so no\n"
+               "  layer's backward pass is seen and what checkpointing a layer saves cannot be\n"
+               "  estimated. Record the program with memhist to get a plan.\n",
+               mh__bytes_text(activations, b));
         return;
     }
     if (compiled == 0) {

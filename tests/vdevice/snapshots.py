@@ -11,7 +11,9 @@ must equal torch's max_memory_allocated since the trace began, the steps it
 builds from the Optimizer.step annotations must have the per-step peaks of
 the live recording's steps of the same iterations, and `memhist snapshot`
 must write every field back (tests/python/test_snapshot_lossless.py). The
-live recording of a finished run says record_status complete.
+live recording of a finished run says record_status complete. `memhist
+layers` of a snapshot with activations at its peak says it has no plan
+because a snapshot has no module scopes.
 Environment: MEMHIST, MH_SOURCE_DIR, MH_BINARY_DIR. Exits 77 (skip) without
 torch or without the virtual device libraries."""
 import json
@@ -83,6 +85,10 @@ def check(d, name, steps, max_entries):
                  % (name, imp, rec))
     elif "wrapped" not in note and "before the trace" not in note:
         fail("%s: a wrapped ring is not reported: %r" % (name, note))
+    layers = run(["layers", mh]).stdout
+    if dev["category_at_peak"].get("activation", 0) > 0 and "plan: none from this recording" not in layers:
+        fail("%s: activations at the peak but no module scopes; `layers` should say why it has no "
+             "plan: %s" % (name, layers[layers.find("plan:"):][:200]))
     out = mh + ".out.pickle"
     run(["snapshot", mh, "-o", out])
     with open(snap, "rb") as f:
