@@ -188,6 +188,11 @@ struct mh_cli_record_opts {
     uint64_t frames; /* frames kept per stack; 0: the default */
 };
 int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
+/* cmd_record.c: whether `path` may be a recording's output, which the run
+ * replaces: absent, or a regular file (or a link to one). A directory,
+ * device or pipe is refused, saying so, before anything is removed (the
+ * run deletes FILE and what an earlier run left beside it). */
+int mh__record_output_ok(const char *who, const char *path);
 /* record_summary.c: removes an earlier run's FILE.rank<R>..., FILE.pid<P>;
  * prints the closing block (files, events, peaks, next command); returns
  * the number of files written. */

@@ -177,6 +177,17 @@ static int run_child(const char *who, char **cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+int mh__record_output_ok(const char *who, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return 1;
+    mh__cli_error("%s: %s is %s, not a file: a recording is written to FILE (FILE.rankN per "
+                  "process); give a file path such as run.memhist",
+                  who, path, S_ISDIR(st.st_mode) ? "a directory" : "a device or a pipe");
+    return 0;
+}
+
 int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
 {
     char cwd[PATH_MAX], out_abs[2 * PATH_MAX + 2], status_path[2 * PATH_MAX + 40];
@@ -186,6 +197,8 @@ int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
         snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, o->output);
     else
         snprintf(out_abs, sizeof out_abs, "%s", o->output);
+    if (!mh__record_output_ok(o->who, o->output))
+        return MH_EXIT_FAIL;
     snprintf(status_path, sizeof status_path, "%s.status.%d", out_abs, (int)getpid());
     int fd = open(status_path, O_WRONLY | O_CREAT | O_TRUNC, 0644); /* also: can we write there? */
     if (fd < 0) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -52,8 +53,10 @@ void mh__record_clear_previous(const char *out_abs)
     while (d && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, base, bl) == 0 && run_suffix(e->d_name + bl)) {
             char p[2 * PATH_MAX + 2];
+            struct stat st;
             snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
+            if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) /* a file an earlier run wrote */
+                unlink(p);
         }
     }
     if (d)

@@ -149,6 +149,8 @@ int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
         mh__cli_error("simulate: cannot run '%s': command not found", cmd[0]);
         return MH_EXIT_FAIL;
     }
+    if (!mh__record_output_ok("simulate", o->output))
+        return MH_EXIT_FAIL;
     if (find_vdevice_dir(dir, sizeof dir) < 0) {
         mh__cli_error(
             "simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_output_safety.py - every command that writes a file, as a user meets
 its failures: an output that is also the input is refused and the input kept;
-a character device or a symbolic link stays what it was; a full device, a
+a character device or a symbolic link stays what it was; record and
+simulate refuse a pipe or directory as their output and keep it; a full device, a
 file-size limit, a missing directory or a directory as output fail with the
 system's reason, exit 1 and leave no partial or temporary file behind; bad
 inputs (a directory, an endless device, a zip archive) get a clear one-line
@@ -110,6 +111,20 @@ def special_targets(tmp, rec):
     check(stat.S_IMODE(os.stat(real).st_mode) == 0o640, "a replaced file keeps its permissions")
 
 
+def recording_targets(tmp):
+    """record and simulate remove FILE before the run: a pipe (as /dev/null
+    would be, a device) or a directory given as FILE is refused and kept."""
+    fifo = os.path.join(tmp, "pipe")
+    os.mkfifo(fifo)
+    d = os.path.join(tmp, "outdir")
+    os.mkdir(d)
+    for cmd in ("record", "simulate"):
+        expect([cmd, "-o", fifo, "--", "true"], 1, "is a device or a pipe, not a file")
+        check(stat.S_ISFIFO(os.stat(fifo).st_mode), f"{cmd} -o PIPE: the pipe is still there")
+        expect([cmd, "-o", d, "--", "true"], 1, "is a directory, not a file")
+        check(os.path.isdir(d), f"{cmd} -o DIR: the directory is still there")
+
+
 def bad_inputs(tmp):
     d = os.path.join(tmp, "adir")
     os.mkdir(d)
@@ -171,6 +186,7 @@ def main():
         same_file_refused(tmp, rec, pickle)
         full_device_and_limits(tmp, rec, pickle)
         special_targets(tmp, rec)
+        recording_targets(tmp)
         bad_inputs(tmp)
         interrupted(tmp)
         option_errors()
