@@ -93,7 +93,7 @@ size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_
 const char *mh__step_text(int64_t step, char buf[24])
 {
     if (step < 0)
-        snprintf(buf, 24, "before step 1");
+        snprintf(buf, 24, "before the first step");
     else
         snprintf(buf, 24, "step %lld", (long long)(step % 1000000000000LL));
     return buf;

@@ -46,7 +46,7 @@ int mh__analysis_state_at(const struct mh_analysis *a, uint64_t n, struct mh_mod
 /* Index of the rank with the largest peak reserved over its devices. */
 size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved);
 
-/* "step 5" or "before step 1". */
+/* "step 5", or "before the first step" for a negative step (the set-up). */
 const char *mh__step_text(int64_t step, char buf[24]);
 
 #endif

@@ -7,15 +7,6 @@
 #include "stacks.h"
 #include "whatif_check.h"
 
-static const char *step_text(int64_t step, char buf[24])
-{
-    if (step < 0)
-        snprintf(buf, 24, "before step 1");
-    else
-        snprintf(buf, 24, "step %lld", (long long)(step % 1000000000000LL));
-    return buf;
-}
-
 static void print_header(const struct mh_replay *rp)
 {
     char b1[256], b2[256];
@@ -52,7 +43,7 @@ static uint64_t since(uint64_t t, uint64_t t0)
     return t > t0 ? t - t0 : 0;
 }
 
-/* step_text, or "after step N" for a step in the device's tail. */
+/* mh__step_text, or "after step N" for a step in the device's tail. */
 static const char *device_step_text(const struct mh_replay *rp, int device, int64_t step,
                                     char buf[24])
 {
@@ -61,7 +52,7 @@ static const char *device_step_text(const struct mh_replay *rp, int device, int6
         snprintf(buf, 24, "after step %lld", (long long)((step - 1) % 1000000000000LL));
         return buf;
     }
-    return step_text(step, buf);
+    return mh__step_text(step, buf);
 }
 
 static void print_peaks(const struct mh_replay *rp, const struct mh_device_report *d)
