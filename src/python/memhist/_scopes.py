@@ -512,6 +512,8 @@ class Scopes:
 def _unwrapped(name):
     """A module or parameter path without the attributes by which torch's
     wrappers hold what they wrap ("h.3._orig_mod.mlp" -> "h.3.mlp")."""
+    if "_orig_mod" not in name and "_wrapped_module" not in name:  # the usual path, as it is
+        return name
     return ".".join(p for p in name.split(".") if p not in _WRAPPED)
 
 
