@@ -2,7 +2,9 @@
 "vdevice"): torchrun with 2 ranks (DDP on gloo) on virtual devices, rank 0
 starting a CUDA-using helper process, an elastic restart after a failing
 rank (restart_program.py), and FSDP2 (`fully_shard`, one file per rank, each
-rank's peaks torch's, the rank table's worst rank). Asserts one file per process (the
+rank's peaks torch's, the rank table's worst rank), and DDP ranks that
+torch.multiprocessing.spawn starts without torchrun (their headers name
+the rank init_process_group gives). Asserts one file per process (the
 helper's FILE.rank0.pid<P> beside FILE.rank0 and FILE.rank1), no file
 truncated (each complete, not damaged), the failed attempt's files kept
 beside FILE.rank<R>.attempt1, headers naming rank, world size,
@@ -131,6 +133,24 @@ def check_report(out, tmp):
     assert good.returncode == 0 and os.path.getsize(pickle) > 0, good.stderr
 
 
+def check_spawn(tmp):
+    """Ranks torch.multiprocessing.spawn starts (no torchrun environment):
+    one FILE.pid<P> each, whose header gets the rank and world size from
+    torch.distributed, so the rank table names ranks 0 and 1."""
+    out = os.path.join(tmp, "sp.memhist")
+    r = run(["simulate", "--no-report", "--devices", "2", "--device-memory", "2GiB", "--context-memory",
+             "64MiB", "-o", out, "--", sys.executable, os.path.join(HERE, "ranks_program.py"), tmp, "spawn"],
+            cwd=tmp)
+    assert r.returncode == 0, (r.returncode, r.stderr[-3000:])
+    files = sorted(glob.glob(out + ".pid*"))
+    assert len(files) == 2, files
+    rep = json.loads(run(["report", "--json"] + files).stdout)
+    assert sorted(row["rank"] for row in rep["ranks"]) == [0, 1], rep["ranks"]
+    for f in files:
+        meta = json.loads(run(["info", "--json", f]).stdout)["meta"]
+        assert meta.get("world_size") == "2", (f, meta)
+
+
 def check_restart(tmp):
     """--max-restarts 1 after a failing rank: the failed attempt's files stay."""
     out = os.path.join(tmp, "rs.memhist")
@@ -167,6 +187,7 @@ def main():
         assert len(glob.glob(again_out + ".*")) == 3, sorted(glob.glob(again_out + ".*"))
         check_restart(tmp)
         check_fsdp2(tmp)
+        check_spawn(tmp)
     print("ok: 2 ranks and a helper, one file each; rank peaks equal torch's (DDP and FSDP2)")
 
 

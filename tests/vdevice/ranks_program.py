@@ -4,11 +4,14 @@ DDP (gloo) trains a small model on the rank's own device for three steps (the
 last with the largest batch) and rank 0 starts a helper process ("spawn")
 that uses CUDA too; `... fsdp2`: FSDP2
 (`fully_shard` on each linear layer and the model) trains it with AdamW. In
-both, rank 1 holds an extra buffer so the ranks' peaks differ. Each rank
-writes torch's own figures to TRUTH_DIR/truth.rank<R>.json."""
+both, rank 1 holds an extra buffer so the ranks' peaks differ; `... spawn`:
+the DDP workload in 2 processes torch.multiprocessing.spawn starts (no
+torchrun, no RANK in the environment; init_process_group names the rank).
+Each rank writes torch's own figures to TRUTH_DIR/truth.rank<R>.json."""
 import json
 import multiprocessing as mp
 import os
+import socket
 import sys
 
 import torch
@@ -22,14 +25,14 @@ def helper(device):
     del x
 
 
-def main():
-    truth_dir = sys.argv[1]
-    rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+def train(rank, local, truth_dir, mode, init_method=None):
     torch.cuda.set_device(local)
-    fsdp2 = len(sys.argv) > 2 and sys.argv[2] == "fsdp2"
-    dist.init_process_group("gloo")
+    if init_method:
+        dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=2)
+    else:
+        dist.init_process_group("gloo")
     model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256)).cuda()
-    if fsdp2:
+    if mode == "fsdp2":
         from torch.distributed.fsdp import fully_shard
         for layer in model:
             if isinstance(layer, torch.nn.Linear):
@@ -44,7 +47,7 @@ def main():
         model(torch.randn(batch, 256, device="cuda")).square().mean().backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-    if rank == 0 and not fsdp2:
+    if rank == 0 and mode == "ddp":
         p = mp.get_context("spawn").Process(target=helper, args=(local,))
         p.start()
         p.join()
@@ -54,6 +57,22 @@ def main():
         json.dump({"rank": rank, "device": local, "max_allocated": torch.cuda.max_memory_allocated(),
                    "max_reserved": torch.cuda.max_memory_reserved()}, f)
     dist.destroy_process_group()
+
+
+def spawned(rank, truth_dir, init_method):
+    train(rank, rank, truth_dir, "spawn", init_method)
+
+
+def main():
+    truth_dir = sys.argv[1]
+    mode = sys.argv[2] if len(sys.argv) > 2 else "ddp"
+    if mode == "spawn":  # no torchrun: the ranks know their rank from init_process_group only
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        torch.multiprocessing.spawn(spawned, args=(truth_dir, "tcp://127.0.0.1:%d" % port), nprocs=2)
+        return
+    train(int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]), truth_dir, mode)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ def _env_int(name):
     return int(value) if value.isdigit() else None
 
 
-def _rank():
+def env_rank():
+    """The rank torchrun's environment gives (RANK, else LOCAL_RANK), or None."""
     rank = _env_int("RANK")
     return rank if rank is not None else _env_int("LOCAL_RANK")
 
@@ -44,7 +45,7 @@ def _is_rank_main():
 
 def who():
     """How the status lines name this process."""
-    rank = _rank()
+    rank = env_rank()
     if rank is None:
         return "process %d" % os.getpid()
     if not _is_rank_main():
@@ -58,7 +59,7 @@ def output_path():
     FILE.rank<R>[.attempt<N>].pid<P> for processes the rank started;
     FILE.pid<P> for any other process that initializes CUDA."""
     path = os.environ["MEMHIST_RECORD_PATH"]
-    rank = _rank()
+    rank = env_rank()
     if rank is not None:
         path = "%s.rank%d" % (path, rank)
         attempt = _env_int("TORCHELASTIC_RESTART_COUNT")
@@ -82,7 +83,7 @@ def header_meta():
     for key, env in keys:
         if _env_int(env) is not None:
             meta[key] = _env_int(env)
-    if _rank() is not None:
+    if env_rank() is not None:
         meta["rank_process"] = "main" if _is_rank_main() else "helper"
     return {k: str(v) for k, v in meta.items()}
 
@@ -182,7 +183,7 @@ def install():
     # CUPTI (loaded by the CUDA driver through CUDA_INJECTION64_PATH) records
     # into this process's torch recorder instead of a file of its own.
     os.environ["MEMHIST_INJECT_SHARED"] = "1"
-    if _rank() is not None and "MEMHIST_RANK_PID" not in os.environ:
+    if env_rank() is not None and "MEMHIST_RANK_PID" not in os.environ:
         os.environ["MEMHIST_RANK_PID"] = str(os.getpid())  # children inherit it
     if "torch.cuda" in sys.modules:
         _on_torch_cuda(sys.modules["torch.cuda"])

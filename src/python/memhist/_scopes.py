@@ -89,6 +89,7 @@ class Scopes:
         self.prune_at = 4096
         self.last = {}           # (caller, role) -> (ids, weak references) of the last tagged list
         self.tids = {}           # threading.get_ident() -> memhist thread id
+        self.dist = None         # torch.distributed while the rank is not known (set by install)
         self.on = True
         core.mh_intern_string.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
         core.mh_intern_string.restype = ctypes.c_int64
@@ -104,6 +105,9 @@ class Scopes:
     # -- installation ----------------------------------------------------
     def install(self, torch):
         from torch.optim import optimizer as opt
+        from . import _record
+        if _record.env_rank() is None and torch.distributed.is_available():
+            self.dist = torch.distributed
         pre, post = self._native_hooks() if self.native is not None else self._forward_hooks()
         self.scope_calls = (pre, post)
         impl = "forward hooks in Python"
@@ -421,6 +425,8 @@ class Scopes:
     # -- optimizer -------------------------------------------------------
     def _opt_pre(self, optimizer, args, kwargs):
         self._close_backward()
+        if self.dist is not None and self.dist.is_initialized():
+            self._note_rank()
         if self.monitor is not None and not self.rescanned:  # forwards assigned to classes late
             self.rescanned = True
             self.monitor.rescan()
@@ -429,6 +435,15 @@ class Scopes:
         self._tag_all(params, GRADIENT, id(optimizer), grads=True)
         if self.bridge is not None:
             self.bridge.mh_torch_step_devices(self._devices(optimizer, params) if devices is None else devices)
+
+    def _note_rank(self):
+        """The rank of a process started without torchrun's environment
+        (torch.multiprocessing.spawn), from torch.distributed once it is
+        initialized: the header says it, as torchrun's RANK would."""
+        for key, value in (("rank", self.dist.get_rank()), ("world_size", self.dist.get_world_size())):
+            self.core.mh_recorder_set_meta(self.rec, key.encode(), str(value).encode())
+        self.core.mh_recorder_set_meta(self.rec, b"rank_process", b"main")
+        self.dist = None
 
     def closure_done(self, optimizer):
         """The closure an optimizer step called (its forward and backward:
