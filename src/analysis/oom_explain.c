@@ -147,7 +147,12 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
 {
     struct mh_alloc_conf conf[3];
     candidates(a, in, c, conf);
-    uint64_t capacity = c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE ? 0 : c->capacity;
+    /* replays get what the recorded allocator could use (the whole run's, as
+     * `whatif` does), not the device's total, part of which the CUDA context holds */
+    struct mh_whatif_outcome recorded;
+    uint64_t capacity = 0;
+    if (!(c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE))
+        capacity = mh__whatif_recorded(in, &recorded) == 0 ? mh__whatif_capacity(in, &recorded) : c->capacity;
     c->replay_match = mh__whatif_baseline(in, capacity, &c->baseline) == 0 ? c->baseline.match : -1;
     c->estimates = !mh__whatif_checked(c->replay_match < 0 ? NULL : &c->baseline);
     for (int i = 0; i < 3; i++) {

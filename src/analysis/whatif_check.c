@@ -260,6 +260,14 @@ int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
     return mh__whatif_run(in, &ro, out, NULL);
 }
 
+uint64_t mh__whatif_capacity(const struct mh_whatif_input *in, const struct mh_whatif_outcome *recorded)
+{
+    uint64_t capacity = in->total_bytes;
+    if (recorded->oom_available && (!capacity || recorded->oom_available < capacity))
+        capacity = recorded->oom_available;
+    return capacity;
+}
+
 int mh__whatif_checked(const struct mh_whatif_outcome *base)
 {
     return base && base->events > 0 && base->match >= MH_WHATIF_CHECKED_MATCH;

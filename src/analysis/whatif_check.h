@@ -64,6 +64,11 @@ int mh__whatif_checked(const struct mh_whatif_outcome *base);
 
 /* The recorded run: the input replayed through the model as it is. */
 int mh__whatif_recorded(const struct mh_whatif_input *in, struct mh_whatif_outcome *out);
+/* The memory the recorded run's allocator could use, for replays: the
+ * device's total, less what was not the allocator's to take when it ran out
+ * (the CUDA context, other processes): the least reserved + driver-free
+ * memory at its OOMs. 0 = unknown (unlimited). */
+uint64_t mh__whatif_capacity(const struct mh_whatif_input *in, const struct mh_whatif_outcome *recorded);
 /* The what-if run under ro->conf with ro->capacity bytes (0 = unlimited)
  * and ro->use_oracle (ro->emit is the runner's own). `res` may be NULL. */
 int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,

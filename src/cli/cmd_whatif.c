@@ -265,9 +265,7 @@ static int whatif_main(int argc, char **argv)
         /* by default the memory the recorded run could use: the device's, less
          * what was not the allocator's to take when it ran out (the CUDA
          * context, other processes), as the driver reported at its OOM */
-        ro.capacity = a.capacity ? a.capacity : L.total_bytes;
-        if (!a.capacity && rs.oom_available && (!ro.capacity || rs.oom_available < ro.capacity))
-            ro.capacity = rs.oom_available;
+        ro.capacity = a.capacity ? a.capacity : mh__whatif_capacity(&L, &rs);
         if (rc == 0)
             rc = mh__whatif_run(&L, &ro, &ss, &res);
         if (rc < 0)

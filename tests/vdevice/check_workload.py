@@ -4,7 +4,9 @@ workload with memhist on memhist's virtual CUDA device, where PyTorch's real
 caching allocator runs without a GPU, and compares the recording with
 torch's own figures of the same run (tests/truth/compare.py); then replays
 the recording through memhist's simulator under the recorded settings and
-reports how faithfully it reproduces the real allocator.
+reports how faithfully it reproduces the real allocator. Where a case asks,
+the settings `memhist oom` suggests for its OOM are run for real and must
+OOM or not as the suggestion says.
 
     python tests/vdevice/check_workload.py CASE [WORKDIR]
     python tests/vdevice/check_workload.py --list
@@ -28,13 +30,14 @@ WL = os.path.join(SRC, "tests", "vdevice", "workloads.py")
 EX = os.path.join(SRC, "examples", "python")
 
 
-def case(argv, conf="", vdev=(), whatif=(), exact=True, phases=True):
+def case(argv, conf="", vdev=(), whatif=(), exact=True, phases=True, suggestions=False):
     """argv: script and arguments; conf: PYTORCH_CUDA_ALLOC_CONF; vdev: virtual
     device options; whatif: what the replay needs beyond the recording (the
     memory fraction the program set is not in it); exact: the simulator must
     reproduce the run (every placement, the reserved peak); phases: the run
     has forward, backward and optimizer phases."""
     return {"argv": argv, "conf": conf, "vdev": list(vdev), "whatif": list(whatif), "exact": exact,
+            "suggestions": suggestions,
             "phases": phases}
 
 
@@ -51,7 +54,8 @@ CASES = {
     "max_split": case([WL, "big_logits"], "max_split_size_mb:32"),
     "gc_threshold": case([WL, "gc", "--steps", "6"], "garbage_collection_threshold:0.6",
                          ["--device-memory", "1GiB"], ["--memory-fraction", "0.5"]),
-    "oom": case([WL, "oom", "--steps", "12"], vdev=["--device-memory", "2GiB"]),
+    # the program goes on after its OOM; `memhist oom`'s suggestions are rerun for real
+    "oom": case([WL, "oom", "--steps", "12"], vdev=["--device-memory", "2GiB"], suggestions=True),
     "two_devices": case([WL, "two_devices"], vdev=["--devices", "2"]),
     "example_train_gpt": case([os.path.join(EX, "train_gpt.py"), "--steps", "3", "--layers", "2",
                                "--ctx", "128"]),
@@ -83,10 +87,11 @@ def skip_unless_ready(memhist):
         sys.exit(SKIP)
 
 
-def record_case(memhist, name, work, truth=True):
-    """Runs case `name` on the virtual device under memhist; with truth, through
+def record_case(memhist, name, work, truth=True, conf=None):
+    """Runs case `name` on the virtual device under memhist (under `conf`
+    instead of its own settings where given); with truth, through
     tests/truth/truth_run.py. Returns (exit status, recording, truth, dump)."""
-    cs = CASES[name]
+    cs = dict(CASES[name], conf=CASES[name]["conf"] if conf is None else conf)
     argv = cs["argv"]
     rec, truth_path, dump = (os.path.join(work, f) for f in ("run.memhist", "truth.json", "torch.pickle"))
     if truth:
@@ -95,6 +100,28 @@ def record_case(memhist, name, work, truth=True):
     env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=cs["conf"], PYTHONDONTWRITEBYTECODE="1")
     p = compare.run(device_cmd(memhist, rec, cs["vdev"], [sys.executable] + argv), env=env)
     return p.returncode, rec, truth_path, dump
+
+
+def check_suggestions(c, memhist, name, rec, work):
+    """`memhist oom`'s settings for the first OOM are checked by replay (the
+    replay gets what the allocator could use, not the device's total, part of
+    which the CUDA context holds), and each one's OOM or not is what the
+    program does when rerun under it."""
+    o = compare.run_json([memhist, "oom", "--json", rec])
+    cases = (o or {"files": [{}]})["files"][0].get("cases") or [{}]
+    first = cases[0]
+    c.check(first.get("replay_checked") is True, "oom: suggestions checked by replay (%s %% reproduced)"
+            % first.get("replay_match_percent"))
+    for sug in first.get("suggestions", []):
+        if sug["in_effect"] or "+" in sug["setting"]:  # a memory fraction is not an allocator setting
+            continue
+        rerun = os.path.join(work, "rerun")
+        os.makedirs(rerun, exist_ok=True)
+        rc, _, truth_path, _ = record_case(memhist, name, rerun, conf=sug["setting"])
+        with open(truth_path) as f:
+            ooms = sum(d["num_ooms"] for d in json.load(f)["devices"])
+        c.check(rc == 0 and sug["oom"] == (ooms > 0), "oom: %s predicted %s, the rerun has %d OOM(s)"
+                % (sug["setting"], "an OOM" if sug["oom"] else "no OOM", ooms))
 
 
 def print_fidelity(name, fid):
@@ -117,6 +144,8 @@ def run_case(memhist, name, work):
     if not c.check(fid is not None, "memhist whatif replays the recording"):
         return c
     print_fidelity(name, fid)
+    if CASES[name]["suggestions"]:
+        check_suggestions(c, memhist, name, rec, work)
     if CASES[name]["exact"]:
         c.check(not fid["stopped_on_oom"], "the replay runs to the end")
         c.check(fid["placed"] == fid["allocs"], "simulator places all %d allocations where torch did (%d)"
