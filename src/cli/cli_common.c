@@ -188,3 +188,27 @@ int mh__cli_is_file(const char *dir, const char *name)
     snprintf(p, sizeof p, "%s/%s", dir, name);
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
+
+int mh__cli_fit_width(int width, const char *name)
+{
+    size_t len = strlen(name);
+    if (len > MH_CLI_NAME_MAX)
+        len = MH_CLI_NAME_MAX;
+    return (int)len > width ? (int)len : width;
+}
+
+void mh__cli_print_fitted(const char *name, int width)
+{
+    size_t len = strlen(name);
+    if (len <= (size_t)width || width < 5) {
+        printf("%-*s", width, name);
+        return;
+    }
+    size_t head = (size_t)(width - 3) / 2, tail = len - ((size_t)width - 3 - head);
+    while (head > 0 && ((unsigned char)name[head] & 0xC0) == 0x80)
+        head--;
+    while (tail < len && ((unsigned char)name[tail] & 0xC0) == 0x80)
+        tail++;
+    int shown = (int)(head + 3 + (len - tail));
+    printf("%.*s...%s%*s", (int)head, name, name + tail, width - shown, "");
+}

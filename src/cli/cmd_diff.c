@@ -115,11 +115,24 @@ static const char *signed_bytes(int64_t v, char buf[32])
     return buf;
 }
 
-static void text_row(const char *name, uint64_t a, uint64_t b)
+static void text_row(const char *name, int width, uint64_t a, uint64_t b)
 {
     char x[3][32];
-    printf("  %-34.34s %12s %12s %13s\n", name, mh__bytes_text(a, x[0]), mh__bytes_text(b, x[1]),
+    printf("  ");
+    mh__cli_print_fitted(name, width);
+    printf(" %12s %12s %13s\n", mh__bytes_text(a, x[0]), mh__bytes_text(b, x[1]),
            signed_bytes((int64_t)b - (int64_t)a, x[2]));
+}
+
+/* The name column: the longest layer or stack listed. */
+static int name_width(const struct delta_list *layers, const struct delta_list *stacks, uint64_t top)
+{
+    int width = 34;
+    for (size_t i = 0; i < layers->n && i < top; i++)
+        width = mh__cli_fit_width(width, layers->items[i].name);
+    for (size_t i = 0; i < stacks->n && i < top; i++)
+        width = mh__cli_fit_width(width, stacks->items[i].name);
+    return width;
 }
 
 static int step_of(const struct run_view *v, int64_t step, struct mh_step_stats *out)
@@ -136,9 +149,10 @@ static void print_text(struct run_view *v, const struct delta_list *layers,
 {
     printf("A: %s (device %d)\nB: %s (device %d)\n\n", v[0].an.rp.path, v[0].device,
            v[1].an.rp.path, v[1].device);
-    printf("  %-34s %12s %12s %13s\n", "", "A", "B", "B - A");
-    text_row("peak allocated", v[0].pa.value, v[1].pa.value);
-    text_row("peak reserved", v[0].pr.value, v[1].pr.value);
+    int w = name_width(layers, stacks, top);
+    printf("  %-*s %12s %12s %13s\n", w, "", "A", "B", "B - A");
+    text_row("peak allocated", w, v[0].pa.value, v[1].pa.value);
+    text_row("peak reserved", w, v[0].pr.value, v[1].pr.value);
     const struct mh_model *m = v[0].an.rp.model;
     size_t n = mh_model_step_count(m, v[0].device);
     if (n)
@@ -149,16 +163,16 @@ static void print_text(struct run_view *v, const struct delta_list *layers,
         if (mh_model_step(m, v[0].device, i, &a) != 0 || !step_of(&v[1], a.step, &b))
             continue;
         snprintf(name, sizeof name, "step %lld allocated", (long long)a.step);
-        text_row(name, a.peak_allocated, b.peak_allocated);
+        text_row(name, w, a.peak_allocated, b.peak_allocated);
         snprintf(name, sizeof name, "step %lld reserved", (long long)a.step);
-        text_row(name, a.peak_reserved, b.peak_reserved);
+        text_row(name, w, a.peak_reserved, b.peak_reserved);
     }
     printf("\n  layers at the allocated peak, largest change first:\n");
     for (size_t i = 0; i < layers->n && i < top; i++)
-        text_row(layers->items[i].name, layers->items[i].a, layers->items[i].b);
+        text_row(layers->items[i].name, w, layers->items[i].a, layers->items[i].b);
     printf("\n  stacks at the allocated peak, largest change first:\n");
     for (size_t i = 0; i < stacks->n && i < top; i++)
-        text_row(stacks->items[i].name, stacks->items[i].a, stacks->items[i].b);
+        text_row(stacks->items[i].name, w, stacks->items[i].a, stacks->items[i].b);
 }
 
 static void json_list(struct mh_json *j, const char *key, const char *field,

@@ -160,44 +160,20 @@ static void print_categories(const struct dev_view *v, uint64_t index)
     printf("\n");
 }
 
-#define NAME_MIN 28
-#define NAME_MAX 60
-
-/* `name` in `width` bytes: padded, or its head and tail around "..." (cut
- * at UTF-8 character boundaries) when longer. */
-static void print_name(const char *name, int width)
-{
-    size_t len = strlen(name);
-    if (len <= (size_t)width) {
-        printf("%-*s", width, name);
-        return;
-    }
-    size_t head = (size_t)(width - 3) / 2, tail = len - ((size_t)width - 3 - head);
-    while (head > 0 && ((unsigned char)name[head] & 0xC0) == 0x80)
-        head--;
-    while (tail < len && ((unsigned char)name[tail] & 0xC0) == 0x80)
-        tail++;
-    int shown = (int)(head + 3 + (len - tail));
-    printf("%.*s...%s%*s", (int)head, name, name + tail, width - shown, "");
-}
-
 static void print_table(const struct dev_view *v, uint64_t top)
 {
     size_t n;
     const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
     char b[5][32];
-    int width = NAME_MIN; /* the longest name listed, up to NAME_MAX */
-    for (size_t i = 0; i < n && i < top; i++) {
-        size_t len = strlen(st[v->by_live[i]].name);
-        if (len > (size_t)width)
-            width = len > NAME_MAX ? NAME_MAX : (int)len;
-    }
+    int width = 28;
+    for (size_t i = 0; i < n && i < top; i++)
+        width = mh__cli_fit_width(width, st[v->by_live[i]].name);
     printf("\n  %-*s %11s %11s %11s %11s %11s\n", width, "layer", "live@peak", "activations",
            "saved@peak", "recompute", "ckpt saves");
     for (size_t i = 0; i < n && i < top; i++) {
         const struct mh_layer_stats *s = &st[v->by_live[i]];
         printf("%c ", s->compiled ? '*' : ' ');
-        print_name(s->name, width);
+        mh__cli_print_fitted(s->name, width);
         printf(" %11s %11s %11s %11s %11s\n",
                mh__bytes_text(s->live_at_peak, b[0]),
                mh__bytes_text(s->by_category[MH_CAT_ACTIVATION], b[1]),
