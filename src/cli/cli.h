@@ -216,13 +216,14 @@ struct mh_sink;
  * object and finishes the sink. */
 void mh__cli_json_begin(struct mh_json *j, struct mh_sink *sink, const char *command);
 
-/* Name columns of text tables: a width fits the names it is given, up to
- * MH_CLI_NAME_MAX bytes; a longer name keeps its head and tail around "...". */
+/* Name columns of text tables, in characters (UTF-8 code points): a width
+ * fits the names it is given, up to MH_CLI_NAME_MAX; a longer name keeps its
+ * head and tail around "...". */
 #define MH_CLI_NAME_MAX 60
 /* `width` widened to fit `name` (at most MH_CLI_NAME_MAX). */
 int mh__cli_fit_width(int width, const char *name);
-/* `name` in `width` bytes: padded, or cut in the middle at UTF-8 character
- * boundaries. */
+/* `name` in `width` characters: padded, or cut in the middle between
+ * characters. */
 void mh__cli_print_fitted(const char *name, int width);
 
 /* A string from a recording made safe for text output: control characters

@@ -189,26 +189,40 @@ int mh__cli_is_file(const char *dir, const char *name)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Characters (UTF-8 code points) in the first `len` bytes of s. */
+static size_t utf8_chars(const char *s, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return n;
+}
+
+/* Byte offset of the k-th character of s (len bytes; len past the last). */
+static size_t utf8_offset(const char *s, size_t len, size_t k)
+{
+    for (size_t i = 0; i < len; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80 && k-- == 0)
+            return i;
+    return len;
+}
+
 int mh__cli_fit_width(int width, const char *name)
 {
-    size_t len = strlen(name);
-    if (len > MH_CLI_NAME_MAX)
-        len = MH_CLI_NAME_MAX;
-    return (int)len > width ? (int)len : width;
+    size_t n = utf8_chars(name, strlen(name));
+    if (n > MH_CLI_NAME_MAX)
+        n = MH_CLI_NAME_MAX;
+    return (int)n > width ? (int)n : width;
 }
 
 void mh__cli_print_fitted(const char *name, int width)
 {
-    size_t len = strlen(name);
-    if (len <= (size_t)width || width < 5) {
-        printf("%-*s", width, name);
+    size_t len = strlen(name), n = utf8_chars(name, len);
+    if (n <= (size_t)width || width < 5) {
+        printf("%s%*s", name, n < (size_t)width ? width - (int)n : 0, "");
         return;
     }
-    size_t head = (size_t)(width - 3) / 2, tail = len - ((size_t)width - 3 - head);
-    while (head > 0 && ((unsigned char)name[head] & 0xC0) == 0x80)
-        head--;
-    while (tail < len && ((unsigned char)name[tail] & 0xC0) == 0x80)
-        tail++;
-    int shown = (int)(head + 3 + (len - tail));
-    printf("%.*s...%s%*s", (int)head, name, name + tail, width - shown, "");
+    size_t head = (size_t)(width - 3) / 2, tail = (size_t)width - 3 - head;
+    size_t head_end = utf8_offset(name, len, head), tail_start = utf8_offset(name, len, n - tail);
+    printf("%.*s...%s", (int)head_end, name, name + tail_start);
 }
