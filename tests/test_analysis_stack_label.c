@@ -70,7 +70,9 @@ Test(analysis_stack_label, names_allocations_without_a_python_frame)
     static const char *const user[][2] = {{"/x/libtorch_cuda.so", "at::native::mm()"},
                                           {"/home/me/train.py", "forward"}};
     static const uint32_t zero[4] = {0, 0, 0, 0}, user_lines[2] = {0, 12};
-    uint32_t s_op = stack_of(&b, op, zero, 1), s_aten = stack_of(&b, aten, zero, 4);
+    /* as torch's snapshots give native frames: the offset in the library as the line */
+    static const uint32_t offsets[4] = {319562, 68989582, 68158710, 68158999};
+    uint32_t s_op = stack_of(&b, op, zero, 1), s_aten = stack_of(&b, aten, offsets, 4);
     uint32_t s_plain = stack_of(&b, plain, zero, 4), s_bare = stack_of(&b, bare, zero, 2);
     uint32_t s_user = stack_of(&b, user, user_lines, 2);
     const uint32_t all[] = {s_op, s_aten, s_plain, s_bare, s_user};
@@ -79,6 +81,7 @@ Test(analysis_stack_label, names_allocations_without_a_python_frame)
     cr_expect_str_eq(mh__stack_label(b.r, s_op, buf, sizeof buf), "torch internal: MmBackward0");
     mh__stack_label(b.r, s_aten, buf, sizeof buf);
     cr_expect(strstr(buf, "at::cuda::allocateCUDABlasWorkspace") != NULL, "got '%s'", buf);
+    cr_expect(strstr(buf, "68158710") == NULL, "a library's offset is no line: '%s'", buf);
     mh__stack_label(b.r, s_plain, buf, sizeof buf);
     cr_expect(strstr(buf, "ncclCommInitRank") != NULL, "got '%s'", buf);
     mh__stack_label(b.r, s_bare, buf, sizeof buf);
@@ -93,6 +96,9 @@ Test(analysis_stack_label, names_allocations_without_a_python_frame)
     cr_assert_eq(mh_reader_stack(b.r, s_op, &frames, &n), 0);
     cr_expect_str_eq(mh__frame_text(b.r, frames[0], buf, sizeof buf),
                      "torch internal: MmBackward0");
+    cr_assert_eq(mh_reader_stack(b.r, s_aten, &frames, &n), 0);
+    cr_expect_str_eq(mh__frame_text(b.r, frames[2], buf, sizeof buf),
+                     "/x/libtorch_cuda.so+0x41004f6 at::cuda::allocateCUDABlasWorkspace(unsigned long)");
     mh_reader_close(b.r);
     mh_writer_free_mem(b.w);
 }

@@ -199,6 +199,20 @@ static int special_frame(const struct mh_frame *f, char *buf, size_t len)
     return 0;
 }
 
+/* A frame in a shared library, whose "line" is the offset of the address in
+ * the library (torch's snapshots and memhist's native frames alike). */
+static int in_library(const struct mh_frame *f)
+{
+    const char *slash = f->file ? strrchr(f->file, '/') : NULL;
+    const char *so = strstr(slash ? slash : f->file ? f->file : "", ".so");
+    if (!so || (so[3] && so[3] != '.'))
+        return 0;
+    for (so += 3; *so; so++)
+        if (*so != '.' && (*so < '0' || *so > '9'))
+            return 0;
+    return 1;
+}
+
 const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len)
 {
     struct mh_frame f;
@@ -206,6 +220,8 @@ const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf,
         snprintf(buf, len, "<frame %u>", frame);
     else if (special_frame(&f, buf, len))
         ;
+    else if (f.line && in_library(&f))
+        snprintf(buf, len, "%s+0x%x %s", f.file, f.line, f.func);
     else if (f.line)
         snprintf(buf, len, "%s:%u %s", f.file, f.line, f.func);
     else
@@ -226,7 +242,7 @@ const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf
     }
     if (special_frame(&f, buf, len))
         ;
-    else if (f.line)
+    else if (f.line && !in_library(&f)) /* a library's offset is no line to show */
         snprintf(buf, len, "%s:%u %s", mh__short_path(f.file), f.line, f.func);
     else
         snprintf(buf, len, "%s %s", mh__short_path(f.file), f.func);
