@@ -202,8 +202,6 @@ static uint64_t compiled_activations(const struct dev_view *v, size_t planned)
     return bytes;
 }
 
-/* No candidate: either nothing to gain, or the activations at the peak were
- * made inside compiled code, whose modules the scopes cannot see. */
 /* Activation bytes live at the peak. */
 static uint64_t peak_activations(const struct dev_view *v)
 {
@@ -215,41 +213,63 @@ static uint64_t peak_activations(const struct dev_view *v)
     return bytes;
 }
 
-static void print_no_plan(const struct dev_view *v)
+/* Why there is no plan (the JSON names, in the order they are told apart). */
+enum no_plan {
+    NO_PLAN_SMALL,      /* the most any prefix saves is under MH__PLAN_MIN_SHARE */
+    NO_PLAN_COMPILED,   /* the activations were made in code torch.compile generated */
+    NO_PLAN_NO_SCOPES,  /* no module scopes: no layer's backward is seen */
+    NO_PLAN_NOTHING,    /* no saved activation live at the peak */
+};
+static const char *const no_plan_names[] = {"saving_under_1_percent", "compiled_code",
+                                            "no_module_scopes", "no_saved_activations"};
+
+/* The reason, and the bytes it is about: the largest saving, the compiled
+ * activations, or the activations at the peak. */
+static enum no_plan no_plan_reason(const struct dev_view *v, uint64_t *bytes)
 {
-    uint64_t compiled = compiled_activations(v, 0);
-    char b[32];
     uint64_t peak = mh__layers_peak(v->ly, NULL, NULL), lowest = peak;
     for (size_t k = 0; k < v->nplan; k++)
         if (v->peak_after[k] < lowest)
             lowest = v->peak_after[k];
-    if (compiled == 0 && lowest < peak) {
+    if ((*bytes = compiled_activations(v, 0)) > 0)
+        return NO_PLAN_COMPILED;
+    if ((*bytes = peak - lowest) > 0)
+        return NO_PLAN_SMALL;
+    if ((*bytes = peak_activations(v)) > 0 && !v->a->rp.summary.events_by_kind[MH_EV_SCOPE_ENTER])
+        return NO_PLAN_NO_SCOPES;
+    return NO_PLAN_NOTHING;
+}
+
+static void print_no_plan(const struct dev_view *v)
+{
+    char b[32];
+    uint64_t bytes, peak = mh__layers_peak(v->ly, NULL, NULL);
+    switch (no_plan_reason(v, &bytes)) {
+    case NO_PLAN_SMALL:
         printf("\n  plan: none worth its recompute: checkpointing would lower the peak by at most\n"
-               "  %s (%.2g%% of it)\n",
-               mh__bytes_text(peak - lowest, b), 100.0 * (double)(peak - lowest) / (double)peak);
-        return;
-    }
-    uint64_t activations = peak_activations(v);
-    if (compiled == 0 && activations > 0 && !v->a->rp.summary.events_by_kind[MH_EV_SCOPE_ENTER]) {
+               "  %s (%.2g%% of it)\n", mh__bytes_text(bytes, b), 100.0 * (double)bytes / (double)peak);
+        break;
+    case NO_PLAN_NO_SCOPES:
         printf("\n  plan: none from this recording: %s of activations are live at the peak, but it\n"
                "  has no module scopes (a torch snapshot, or recorded with MEMHIST_SCOPES=0), so no\n"
                "  layer's backward pass is seen and what checkpointing a layer saves cannot be\n"
                "  estimated. Record the program with memhist to get a plan.\n",
-               mh__bytes_text(activations, b));
-        return;
-    }
-    if (compiled == 0) {
+               mh__bytes_text(bytes, b));
+        break;
+    case NO_PLAN_NOTHING:
         printf("\n  plan: no layer has saved activations live at the peak; checkpointing would "
                "not lower it\n");
-        return;
+        break;
+    case NO_PLAN_COMPILED:
+        printf("\n  plan: none from this recording: %s of the activations live at the peak were\n"
+               "  made in code torch.compile generated, where memhist sees no modules (layers marked\n"
+               "  *). Checkpoint inside the compiled model (torch.utils.checkpoint around its\n"
+               "  blocks), let the compiler trade memory for recompute\n"
+               "  (torch._functorch.config.activation_memory_budget), or record a run without\n"
+               "  torch.compile to see them by layer.\n",
+               mh__bytes_text(bytes, b));
+        break;
     }
-    printf("\n  plan: none from this recording: %s of the activations live at the peak were\n"
-           "  made in code torch.compile generated, where memhist sees no modules (layers marked\n"
-           "  *). Checkpoint inside the compiled model (torch.utils.checkpoint around its\n"
-           "  blocks), let the compiler trade memory for recompute\n"
-           "  (torch._functorch.config.activation_memory_budget), or record a run without\n"
-           "  torch.compile to see them by layer.\n",
-           mh__bytes_text(compiled, b));
 }
 
 static void print_plan(const struct dev_view *v)
@@ -363,6 +383,8 @@ static void json_plan(struct mh_json *j, const struct dev_view *v)
     mh__json_kv_uint(j, "estimated_peak", after);
     mh__json_kv_uint(j, "estimated_saving", peak - after);
     mh__json_kv_double(j, "recompute_share", share, 4);
+    uint64_t bytes;
+    mh__json_kv_string(j, "none_because", v->best ? NULL : no_plan_names[no_plan_reason(v, &bytes)]);
     mh__json_key(j, "ranking");
     mh__json_begin_array(j);
     for (size_t k = 0; k < v->nplan; k++) {
