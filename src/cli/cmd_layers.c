@@ -213,14 +213,15 @@ static uint64_t peak_activations(const struct dev_view *v)
     return bytes;
 }
 
-/* Why there is no plan (the JSON names, in the order they are told apart). */
+/* Why there is no plan, in the order no_plan_reason tells them apart. */
 enum no_plan {
+    NO_PLAN_COMPILED,   /* activations made in code torch.compile generated */
     NO_PLAN_SMALL,      /* the most any prefix saves is under MH__PLAN_MIN_SHARE */
-    NO_PLAN_COMPILED,   /* the activations were made in code torch.compile generated */
     NO_PLAN_NO_SCOPES,  /* no module scopes: no layer's backward is seen */
     NO_PLAN_NOTHING,    /* no saved activation live at the peak */
 };
-static const char *const no_plan_names[] = {"saving_under_1_percent", "compiled_code",
+/* Their names in `layers --json` (plan.none_because). */
+static const char *const no_plan_names[] = {"compiled_code", "saving_under_1_percent",
                                             "no_module_scopes", "no_saved_activations"};
 
 /* The reason, and the bytes it is about: the largest saving, the compiled
