@@ -109,6 +109,12 @@ int mh_torch_watch_ranges(int on);
  * (STEP_END events that name the device). 0, or never calling it: the step
  * ends on every device. */
 int mh_torch_step_devices(uint64_t devices);
+/* The devices (bit d: device d) holding a model's parameters (the Python
+ * package reports them at a model's first forward): each steps with its own
+ * optimizer. A device in use that neither an optimizer's nor a model's
+ * parameters are on (DataParallel's copies of the model, activations placed
+ * on a device of their own) ends its steps with the optimizer that steps. */
+int mh_torch_param_devices(uint64_t devices);
 /* A model's forward begins (the Python package's root-module hook calls
  * it): after a backward in the same step (gradient accumulation, one
  * forward and backward per micro-batch) the forward phase opens again. */

@@ -596,9 +596,23 @@ int apply_options(const mh_torch_opts *o)
     return 0;
 }
 
+/* The devices whose caching allocator holds memory: the devices in use. */
+uint64_t devices_in_use()
+{
+    uint64_t mask = 0;
+    int n = std::min<int>(c10::cuda::device_count(), 64);
+    for (int d = 0; d < n; d++)
+        if (cca::getDeviceStats((c10::DeviceIndex)d)
+                .reserved_bytes[(size_t)c10::CachingAllocator::StatType::AGGREGATE]
+                .current > 0)
+            mask |= (uint64_t)1 << d;
+    return mask;
+}
+
 void reset_steps(mh_recorder *rec)
 {
     steps::reset(mh_thread_id());
+    steps::S.in_use = devices_in_use;
     mh__gate_open(rec);
 }
 

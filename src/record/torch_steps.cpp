@@ -24,6 +24,7 @@ void reset(uint32_t main)
 {
     S.step.store(0);
     S.step_devices.store(0);
+    S.owned.store(0);
     for (auto &n : S.dev_step)
         n.store(0);
     {
@@ -74,8 +75,17 @@ void set_phase(mh_recorder *rec, uint64_t t, int phase)
 
 } // namespace
 
+/* Devices in use that neither an optimizer's nor a model's parameters are
+ * on: the steps of the optimizer that steps end there too (DataParallel's
+ * copies of the model on the other devices). */
+static uint64_t unowned_in_use()
+{
+    return S.in_use ? S.in_use() & ~S.owned.load(std::memory_order_relaxed) : 0;
+}
+
 /* In optimizer mode an optimizer step's end ends a step where `optimizer`
- * is the device's key optimizer (memhist/optsteps.h); where it is not, the
+ * is the device's key optimizer (memhist/optsteps.h), and on the devices in
+ * use that no optimizer's parameters are on; where it is not the key, the
  * step goes on and the phase returns to forward, as after a step's end.
  * The clock's fit is refined there, off the allocator's path. */
 void on_optimizer(mh_recorder *rec, uint64_t t, bool begin, uint64_t optimizer)
@@ -89,13 +99,14 @@ void on_optimizer(mh_recorder *rec, uint64_t t, bool begin, uint64_t optimizer)
     if (S.mode.load() != OPTIMIZER)
         return;
     uint64_t mask = S.step_devices.exchange(0);
+    S.owned.fetch_or(mask, std::memory_order_relaxed);
     int ends;
     {
         std::lock_guard<std::mutex> lock(S.opt_lock);
         ends = mh_opt_steps_end(&S.opt_steps, optimizer, &mask);
     }
     if (ends) {
-        end_step(rec, t, mask);
+        end_step(rec, t, mask ? mask | unowned_in_use() : 0);
         mh__tick_clock_refine(ticks_now);
     } else {
         set_phase(rec, t, MH_PHASE_FORWARD);
@@ -172,6 +183,12 @@ int mh_torch_optimizer_gone(uint64_t optimizer)
 int mh_torch_step_devices(uint64_t devices)
 {
     S.step_devices.store(devices, std::memory_order_relaxed);
+    return 0;
+}
+
+int mh_torch_param_devices(uint64_t devices)
+{
+    S.owned.fetch_or(devices, std::memory_order_relaxed);
     return 0;
 }
 

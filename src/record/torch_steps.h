@@ -29,6 +29,9 @@ struct state {
     /* the devices of the running Optimizer.step (bit d = device d) */
     std::atomic<uint64_t> step_devices{0};
     std::atomic<int64_t> dev_step[64]; /* steps ended per device by their own markers */
+    std::atomic<uint64_t> owned{0};    /* devices an optimizer's or a model's parameters are on */
+    /* devices the allocator holds memory on (bit d), or null; set by the bridge */
+    uint64_t (*in_use)(void) = nullptr;
     mh_opt_steps opt_steps{};          /* each device's key optimizer */
     std::mutex opt_lock;               /* opt_steps, from any thread stepping an optimizer */
     std::atomic<int> phase{MH_PHASE_NONE};

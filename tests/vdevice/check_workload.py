@@ -57,6 +57,7 @@ CASES = {
     # the program goes on after its OOM; `memhist oom`'s suggestions are rerun for real
     "oom": case([WL, "oom", "--steps", "12"], vdev=["--device-memory", "2GiB"], suggestions=True),
     "two_devices": case([WL, "two_devices"], vdev=["--devices", "2"]),
+    "data_parallel": case([WL, "data_parallel"], vdev=["--devices", "2"]),
     "example_train_gpt": case([os.path.join(EX, "train_gpt.py"), "--steps", "3", "--layers", "2",
                                "--ctx", "128"]),
     "example_checkpoint": case([os.path.join(EX, "train_gpt_checkpoint.py"), "--steps", "3", "--layers", "3",

@@ -10,7 +10,7 @@ GradScaler), streams (batches prepared on a side stream, handed over with
 record_stream), big_logits (a wide vocabulary, for max_split_size_mb), gc
 (a memory fraction, for garbage_collection_threshold), oom (grows the batch
 until the device runs out, then trains on), two_devices (a model split over
-cuda:0 and cuda:1). Allocator settings come from PYTORCH_CUDA_ALLOC_CONF and
+cuda:0 and cuda:1), data_parallel (nn.DataParallel over cuda:0 and cuda:1). Allocator settings come from PYTORCH_CUDA_ALLOC_CONF and
 the device size from the device itself, so one workload serves several
 tests. Each runs in seconds on the virtual device (kernels do nothing).
 """
@@ -188,6 +188,23 @@ def two_devices(steps):
     return model, opt
 
 
+def data_parallel(steps):
+    """nn.DataParallel over two devices: every forward copies the model to
+    cuda:1 (a broadcast DataParallel makes with NCCL on GPUs) and the
+    backward reduces the gradients onto cuda:0."""
+    if torch.cuda.device_count() < 2:
+        raise SystemExit("data_parallel needs two CUDA devices")
+    model = nn.DataParallel(TinyGPT(vocab=VOCAB, dim=256, heads=4, layers=2, ctx=128).cuda(), device_ids=[0, 1])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for s in range(steps):
+        idx = batch(16, seq_len(s))
+        loss = F.cross_entropy(model(idx[:, :-1]).reshape(-1, VOCAB), idx[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return model, opt
+
+
 WORKLOADS = {
     "gpt": gpt,
     "gpt_ckpt": lambda steps: gpt(steps, ckpt=(0, 2)),
@@ -198,6 +215,7 @@ WORKLOADS = {
     "gc": gc,
     "oom": oom,
     "two_devices": two_devices,
+    "data_parallel": data_parallel,
 }
 
 

@@ -123,6 +123,7 @@ def bridge():
         lib.mh_torch_attach.argtypes = [ctypes.c_void_p, ctypes.POINTER(TorchOpts)]
         lib.mh_torch_mark.argtypes = [ctypes.c_char_p]
         lib.mh_torch_step_devices.argtypes = [ctypes.c_uint64]
+        lib.mh_torch_param_devices.argtypes = [ctypes.c_uint64]
         lib.mh_torch_optimizer_step_of.argtypes = [ctypes.c_int, ctypes.c_uint64]
         lib.mh_torch_closure.argtypes = [ctypes.c_int]
         lib.mh_torch_optimizer_gone.argtypes = [ctypes.c_uint64]

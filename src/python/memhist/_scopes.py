@@ -311,8 +311,11 @@ class Scopes:
         its paths (a GAN's generator and discriminator, a teacher beside its
         student): then its paths start with its class name, numbered when
         another model has that too ("Sequential_2.0"). A root without
-        submodules (a loss) keeps its class name."""
+        submodules (a loss) keeps its class name, and so does a copy of a
+        model DataParallel made for a device, which has the model's paths."""
         base = type(getattr(root, "_orig_mod", root)).__name__
+        if getattr(root, "_is_replica", False):  # DataParallel's copy for a device: the model's paths
+            return base, ""
         mine = {id(root)} | {id(m) for _, m in subs}
 
         def taken(path):
@@ -383,7 +386,9 @@ class Scopes:
             self.tagged_roots.add(id(root))
             for named, role in ((root.named_parameters(), PARAMETER), (root.named_buffers(), BUFFER)):
                 pairs = list(named)
-                self._tag_all([t for _, t in pairs], role, "root", [_unwrapped(name) for name, _ in pairs])
+                devices = self._tag_all([t for _, t in pairs], role, "root", [_unwrapped(name) for name, _ in pairs])
+                if devices and role == PARAMETER and self.bridge is not None:  # these devices step with their own optimizer
+                    self.bridge.mh_torch_param_devices(devices)
 
     # -- backward --------------------------------------------------------
     def _bwd_enter(self, path, sid, node):

@@ -8,7 +8,8 @@ computed, so this module:
   virtual device has no cuDNN;
 - runs torch.distributed on gloo when the program asks for NCCL (or for the
   default backend), since NCCL needs real GPUs; DDP and FSDP accept CUDA
-  tensors on gloo;
+  tensors on gloo; DataParallel's broadcasts and reductions, which call
+  NCCL directly, become copies between the virtual devices;
 - warns once, on stderr, where results would mislead: torch.compile with the
   Inductor backend (needs the real driver; use backend="aot_eager"), CUDA
   graph capture (refused by the device), torch.linalg calls that need
@@ -109,6 +110,39 @@ def _install_warnings():
         _wrap(torch.linalg, name, "linalg:" + name, solver_text % name, _on_cuda)
 
 
+def _copies_instead_of_nccl():
+    """DataParallel (torch.nn.parallel.comm) calls NCCL directly to broadcast
+    parameters and to reduce gradients. Here its broadcast copies each bucket
+    of flattened tensors to every device and hands back views of the copies,
+    the buffers torch's own path without NCCL allocates, and reductions take
+    torch's copy-and-add path."""
+    import torch
+    import torch.nn.parallel.comm as comm
+    from torch import _utils
+    if getattr(comm.broadcast_coalesced, "_memhist_wrapped", False):
+        return
+
+    def broadcast_coalesced(tensors, devices, buffer_size=10485760):
+        warn("nccl-dp", "DataParallel's NCCL broadcast runs as copies between virtual devices (the "
+             "same buffers; the memory of NCCL's own buffers is not simulated)")
+        devices = [_utils._get_device_index(d) for d in devices]
+        tensors = list(tensors)
+        copies = [[] for _ in devices[1:]]
+        for bucket in _utils._take_tensors(tensors, buffer_size):
+            flat = None if bucket[0].is_sparse else _utils._flatten_dense_tensors(bucket)
+            for out, device in zip(copies, devices[1:]):
+                target = torch.device("cuda", device)
+                if flat is None:
+                    out.extend(t.to(target, non_blocking=True) for t in bucket)
+                else:
+                    out.extend(_utils._unflatten_dense_tensors(flat.to(target, non_blocking=True), bucket))
+        return [tensors] + [_utils._reorder_tensors_as(out, tensors) for out in copies]
+
+    broadcast_coalesced._memhist_wrapped = True
+    comm.broadcast_coalesced = broadcast_coalesced
+    torch.cuda.nccl.is_available = lambda tensors: False
+
+
 def _gloo_instead_of_nccl(c10d):
     init = c10d.init_process_group
     if getattr(init, "_memhist_wrapped", False):
@@ -157,6 +191,7 @@ def install(cuda_module):
     """Called with torch.cuda as soon as it is imported."""
     cuda_module._lazy_call(_disable_cudnn)
     cuda_module._lazy_call(_install_warnings)
+    cuda_module._lazy_call(_copies_instead_of_nccl)
     c10d = "torch.distributed.distributed_c10d"
     if c10d in sys.modules:
         _gloo_instead_of_nccl(sys.modules[c10d])
