@@ -6,12 +6,23 @@
 #include "memhist/event.h"
 #include "memhist/error.h"
 #include "memhist/recorder.h"
+#include "torch_support.h"
+
+/* Forward module scopes open on this thread (its own, thread 0). */
+static __thread int forward_scopes;
+
+int mh__thread_forward_scopes(void)
+{
+    return forward_scopes;
+}
 
 int mh_recorder_scope(struct mh_recorder *rec, int enter, uint32_t name, unsigned phase,
                       uint32_t thread)
 {
     if (!rec || !name || phase >= MH_PHASE_COUNT)
         return MH_EINVAL;
+    if (!thread && phase == MH_PHASE_FORWARD)
+        forward_scopes += enter ? 1 : forward_scopes > 0 ? -1 : 0;
     struct mh_event ev = {0};
     ev.time_ns = mh_clock_ns();
     ev.kind = enter ? MH_EV_SCOPE_ENTER : MH_EV_SCOPE_EXIT;

@@ -15,6 +15,7 @@
 
 #include "memhist/optsteps.h"
 #include "torch_emit.h"
+#include "torch_support.h"
 
 namespace mh_torch_steps
 {
@@ -56,14 +57,16 @@ inline void maybe_begin(mh_recorder *rec, uint64_t t)
 }
 
 /* Backward is detected from allocations on a thread other than the training
- * thread (the one that runs the optimizer): autograd runs CUDA backward ops
- * on its per-device worker threads, and no USER_SCOPE range marks it. */
+ * thread (the one that runs the optimizer) outside any module's forward:
+ * autograd runs CUDA backward ops on its per-device worker threads, and no
+ * USER_SCOPE range marks it; DataParallel runs the forward of its copies on
+ * threads of their own, inside their forward scopes. */
 inline void note_phase_from_alloc(mh_recorder *rec, uint64_t t, uint32_t tid)
 {
     uint32_t main = S.main_thread.load(std::memory_order_relaxed);
     int fwd = MH_PHASE_FORWARD;
     if (main && tid != main && S.phase.load(std::memory_order_relaxed) == MH_PHASE_FORWARD &&
-        S.phase.compare_exchange_strong(fwd, MH_PHASE_BACKWARD))
+        !mh__thread_forward_scopes() && S.phase.compare_exchange_strong(fwd, MH_PHASE_BACKWARD))
         mh_torch_emit::emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_BACKWARD);
 }
 

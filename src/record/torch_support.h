@@ -109,6 +109,12 @@ uint32_t mh__torch_meta_id(const char *s);
  * caller at a time. Returns 0 or MH_ELIMIT, MH_ENOMEM, an interning error. */
 int mh__torch_meta_add(struct mh_recorder *rec, const char *text);
 
+/* Forward module scopes open on the calling thread (annotate.c counts those
+ * mh_recorder_scope opens and closes for the thread itself): a thread that
+ * runs a model's forward (DataParallel's per-device threads) is not
+ * autograd's, whatever it allocates. */
+int mh__thread_forward_scopes(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,14 +30,14 @@ WL = os.path.join(SRC, "tests", "vdevice", "workloads.py")
 EX = os.path.join(SRC, "examples", "python")
 
 
-def case(argv, conf="", vdev=(), whatif=(), exact=True, phases=True, suggestions=False):
+def case(argv, conf="", vdev=(), whatif=(), exact=True, phases=True, suggestions=False, activations=False):
     """argv: script and arguments; conf: PYTORCH_CUDA_ALLOC_CONF; vdev: virtual
     device options; whatif: what the replay needs beyond the recording (the
     memory fraction the program set is not in it); exact: the simulator must
     reproduce the run (every placement, the reserved peak); phases: the run
     has forward, backward and optimizer phases."""
     return {"argv": argv, "conf": conf, "vdev": list(vdev), "whatif": list(whatif), "exact": exact,
-            "suggestions": suggestions,
+            "suggestions": suggestions, "activations": activations,
             "phases": phases}
 
 
@@ -57,7 +57,8 @@ CASES = {
     # the program goes on after its OOM; `memhist oom`'s suggestions are rerun for real
     "oom": case([WL, "oom", "--steps", "12"], vdev=["--device-memory", "2GiB"], suggestions=True),
     "two_devices": case([WL, "two_devices"], vdev=["--devices", "2"]),
-    "data_parallel": case([WL, "data_parallel"], vdev=["--devices", "2"]),
+    # the copies' forward runs on threads of DataParallel's own, which are not autograd's
+    "data_parallel": case([WL, "data_parallel"], vdev=["--devices", "2"], activations=True),
     "example_train_gpt": case([os.path.join(EX, "train_gpt.py"), "--steps", "3", "--layers", "2",
                                "--ctx", "128"]),
     "example_checkpoint": case([os.path.join(EX, "train_gpt_checkpoint.py"), "--steps", "3", "--layers", "3",
@@ -147,6 +148,11 @@ def run_case(memhist, name, work):
     print_fidelity(name, fid)
     if CASES[name]["suggestions"]:
         check_suggestions(c, memhist, name, rec, work)
+    if CASES[name]["activations"]:
+        for dev in compare.device_reports(compare.run_json([memhist, "report", "--json", rec]) or {"files": []}):
+            act = dev["category_at_peak"].get("activation", 0)
+            c.check(act > dev["peak_allocated"] // 10, "cuda:%d activations at the peak %d: over a tenth of %d"
+                    % (dev["device"], act, dev["peak_allocated"]))
     if CASES[name]["exact"]:
         c.check(not fid["stopped_on_oom"], "the replay runs to the end")
         c.check(fid["placed"] == fid["allocs"], "simulator places all %d allocations where torch did (%d)"
