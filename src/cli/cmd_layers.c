@@ -218,11 +218,12 @@ enum no_plan {
     NO_PLAN_COMPILED,   /* activations made in code torch.compile generated */
     NO_PLAN_SMALL,      /* the most any prefix saves is under MH__PLAN_MIN_SHARE */
     NO_PLAN_NO_SCOPES,  /* no module scopes: no layer's backward is seen */
+    NO_PLAN_NO_GAIN,    /* saved activations live at the peak, but no layer's recompute lowers it */
     NO_PLAN_NOTHING,    /* no saved activation live at the peak */
 };
 /* Their names in `layers --json` (plan.none_because). */
 static const char *const no_plan_names[] = {"compiled_code", "saving_under_1_percent",
-                                            "no_module_scopes", "no_saved_activations"};
+                                            "no_module_scopes", "no_gain", "no_saved_activations"};
 
 /* The reason, and the bytes it is about: the largest saving, the compiled
  * activations, or the activations at the peak. */
@@ -238,6 +239,11 @@ static enum no_plan no_plan_reason(const struct dev_view *v, uint64_t *bytes)
         return NO_PLAN_SMALL;
     if ((*bytes = peak_activations(v)) > 0 && !v->a->rp.summary.events_by_kind[MH_EV_SCOPE_ENTER])
         return NO_PLAN_NO_SCOPES;
+    size_t n;
+    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
+    for (size_t i = 0; i < n; i++)
+        if (st[i].saved_at_peak)
+            return NO_PLAN_NO_GAIN;
     return NO_PLAN_NOTHING;
 }
 
@@ -256,6 +262,10 @@ static void print_no_plan(const struct dev_view *v)
                "  layer's backward pass is seen and what checkpointing a layer saves cannot be\n"
                "  estimated. Record the program with memhist to get a plan.\n",
                mh__bytes_text(bytes, b));
+        break;
+    case NO_PLAN_NO_GAIN:
+        printf("\n  plan: none: layers saved activations that are live at the peak, but checkpointing\n"
+               "  any one of them leaves the estimated peak where it is\n");
         break;
     case NO_PLAN_NOTHING:
         printf("\n  plan: no layer has saved activations live at the peak; checkpointing would "
