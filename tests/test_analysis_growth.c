@@ -104,6 +104,20 @@ static void training(struct rec *r, int dev, int steps, uint64_t leak, uint64_t 
     }
 }
 
+/* Replays the recording: a window of k steps on device 0, and no site grows. */
+static void expect_no_growth(struct rec *r, uint32_t k_wanted)
+{
+    struct mh_growth *g = replay(r);
+    struct mh_growth_entry *e;
+    size_t n;
+    uint32_t k;
+    cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);
+    cr_expect_eq(k, k_wanted);
+    cr_expect_eq(n, 0, "%zu site(s) grow, the first by %" PRIu64 " bytes a step", n, n ? e[0].bytes_per_step : 0);
+    free(e);
+    mh__growth_free(g);
+}
+
 Test(growth, a_leak_is_found_with_its_site_rate_and_first_step)
 {
     struct rec r;
@@ -132,15 +146,7 @@ Test(growth, steady_state_is_not_growth)
     struct rec r;
     rec_open(&r);
     training(&r, 0, 6, 0, 2 * MB, 0);
-    struct mh_growth *g = replay(&r);
-    struct mh_growth_entry *e;
-    size_t n;
-    uint32_t k;
-    cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);
-    cr_expect_eq(k, 3);
-    cr_expect_eq(n, 0);
-    free(e);
-    mh__growth_free(g);
+    expect_no_growth(&r, 3);
 }
 
 Test(growth, too_few_steps_give_no_answer)
@@ -212,13 +218,5 @@ Test(growth, a_tensor_served_from_a_larger_block_each_step_is_no_growth)
         put(&r, 0, MH_EV_FREE_COMPLETED, hole, tensor, 0, 0, 0);
         put(&r, 0, MH_EV_FREE_COMPLETED, hole + block, 512 * 1024, 0, 0, 0);
     }
-    struct mh_growth *g = replay(&r);
-    struct mh_growth_entry *e;
-    size_t n;
-    uint32_t k;
-    cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);
-    cr_expect_eq(k, 2);
-    cr_expect_eq(n, 0, "the block grew %" PRIu64 " bytes a step, the tensor did not", n ? e[0].bytes_per_step : 0);
-    free(e);
-    mh__growth_free(g);
+    expect_no_growth(&r, 2); /* the block grew 184 KiB a step, the tensor did not */
 }

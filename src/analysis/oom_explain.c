@@ -149,10 +149,9 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
     candidates(a, in, c, conf);
     /* replays get what the recorded allocator could use (the whole run's, as
      * `whatif` does), not the device's total, part of which the CUDA context holds */
-    struct mh_whatif_outcome recorded;
     uint64_t capacity = 0;
     if (!(c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE))
-        capacity = mh__whatif_recorded(in, &recorded) == 0 ? mh__whatif_capacity(in, &recorded) : c->capacity;
+        capacity = c->usable ? c->usable : c->capacity;
     c->replay_match = mh__whatif_baseline(in, capacity, &c->baseline) == 0 ? c->baseline.match : -1;
     c->estimates = !mh__whatif_checked(c->replay_match < 0 ? NULL : &c->baseline);
     for (int i = 0; i < 3; i++) {

@@ -45,6 +45,8 @@ struct mh_oom_case {
     struct mh_oom_info oom;       /* at peak: time, step, allocated, reserved, event_index */
     struct mh_device_info info;
     uint64_t capacity;            /* recorded total, else reserved + CUDA free (estimate) */
+    uint64_t usable;              /* set by the caller: what the recorded allocator could use
+                                   * (mh__whatif_capacity), which replays get; 0 = capacity */
     int capacity_estimated;
     int mid_run;                  /* an imported trace that starts mid-run (meta trace_start) */
     double replay_match;          /* percent of the run's allocator events the replay under

@@ -24,10 +24,13 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
         mh__whatif_input_free(&in);
         return rc;
     }
+    struct mh_whatif_outcome recorded;
+    uint64_t usable = mh__whatif_recorded(&in, &recorded) == 0 ? mh__whatif_capacity(&in, &recorded) : 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct mh_oom_case c;
         memset(&c, 0, sizeof c);
         c.device = device;
+        c.usable = usable;
         c.oom = ooms[i];
         c.verdict = o->at_peak ? MH_OOM_VERDICT_NONE : MH_OOM_VERDICT_EXHAUSTION;
         rc = mh__oom_gather(a, &in, ly, o, &c);

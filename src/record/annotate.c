@@ -21,8 +21,10 @@ int mh_recorder_scope(struct mh_recorder *rec, int enter, uint32_t name, unsigne
 {
     if (!rec || !name || phase >= MH_PHASE_COUNT)
         return MH_EINVAL;
-    if (!thread && phase == MH_PHASE_FORWARD)
-        forward_scopes += enter ? 1 : forward_scopes > 0 ? -1 : 0;
+    if (!thread && phase == MH_PHASE_FORWARD && enter)
+        forward_scopes++;
+    else if (!thread && phase == MH_PHASE_FORWARD && forward_scopes > 0)
+        forward_scopes--;
     struct mh_event ev = {0};
     ev.time_ns = mh_clock_ns();
     ev.kind = enter ? MH_EV_SCOPE_ENTER : MH_EV_SCOPE_EXIT;
