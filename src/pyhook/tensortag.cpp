@@ -10,8 +10,9 @@
  * them to None) takes the slot of the one before, so the table does not
  * grow step by step. A slot holds a weak reference to the tagged tensor, so
  * it never keeps a tensor's memory alive and a tensor seen again is known
- * by address while the reference lives. Every call holds the GIL, which
- * guards the table. */
+ * by address while the reference lives. A tensor subclass with no storage
+ * (DTensor) passes the role to its inner tensors. Every call holds the GIL,
+ * which guards the table. */
 #include "tensortag.h"
 
 #include <torch/csrc/autograd/python_variable.h>
@@ -78,25 +79,18 @@ struct Call {
     uint64_t devices = 0; /* bit d: a CUDA tensor on device d was seen */
 };
 
-/* Tags one tensor (its .grad with `grads`) unless it has this role already;
- * a tensor torch cannot give an address for is left out. */
-void tag_one(Call &c, const at::Tensor &given, uint32_t sid)
-try {
-    const at::Tensor &t = c.grads ? given.grad() : given;
-    if (!t.defined() || !t.is_cuda() || !t.has_storage())
-        return;
-    int device = t.get_device();
-    if (device >= 0 && device < 64)
-        c.devices |= 1ull << device;
-    const void *data = t.const_data_ptr();
-    if (!data)
-        return;
-    const c10::TensorImpl *impl = t.unsafeGetTensorImpl();
-    uintptr_t key = (uintptr_t)given.unsafeGetTensorImpl() | (c.grads ? 1 : 0);
+/* Whether the slot of `key` already tags `impl` at `data` with this role. */
+bool tagged_already(const Slot &s, uintptr_t key, const c10::TensorImpl *impl, const void *data,
+                    unsigned role)
+{
+    return s.key == key && s.ref._unsafe_get_target() == impl && !s.ref.expired() &&
+           s.role == role && s.data == data;
+}
+
+/* Remembers `t` (at `data`, with the call's role) in the slot of `key`. */
+void remember(Call &c, uintptr_t key, const at::Tensor &t, const void *data)
+{
     Slot *s = &probe(key);
-    if (s->key && s->ref._unsafe_get_target() == impl && !s->ref.expired() && s->role == c.role &&
-        s->data == data)
-        return;
     if (!s->key && 2 * (used + 1) > table.size()) {
         rebuild();
         s = &probe(key);
@@ -106,7 +100,90 @@ try {
     s->ref = c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr());
     s->data = data;
     s->role = c.role;
+}
+
+void tag_tensor(Call &c, PyObject *obj, const at::Tensor &t, uintptr_t key, uint32_t sid,
+                int depth);
+
+/* A tensor subclass with no storage of its own (a wrapper whose storage
+ * has no memory: DTensor, which FSDP2 and tensor parallelism make of
+ * parameters, gradients and optimizer state) holds its memory in inner
+ * tensors, named by `__tensor_flatten__`: those get the role. The wrapper
+ * (`obj`, `t`) is remembered by its own address, so it is unwrapped once
+ * while it lives. */
+void tag_wrapper(Call &c, PyObject *obj, const at::Tensor &t, uintptr_t key, uint32_t sid,
+                 int depth)
+{
+    const c10::TensorImpl *impl = t.unsafeGetTensorImpl();
+    if (depth == 0 || tagged_already(probe(key), key, impl, impl, c.role))
+        return;
+    PyObject *flat = PyObject_CallMethod(obj, "__tensor_flatten__", nullptr);
+    PyObject *names = flat && PyTuple_Check(flat) && PyTuple_GET_SIZE(flat) > 0
+                          ? PyTuple_GET_ITEM(flat, 0) : nullptr;
+    for (Py_ssize_t i = 0; names && PyList_Check(names) && i < PyList_GET_SIZE(names); i++) {
+        PyObject *inner = PyObject_GetAttr(obj, PyList_GET_ITEM(names, i));
+        if (inner && PyObject_TypeCheck(inner, tensor_type)) {
+            const at::Tensor &it = THPVariable_Unpack(inner);
+            tag_tensor(c, inner, it, (uintptr_t)it.unsafeGetTensorImpl(), sid, depth - 1);
+        }
+        Py_XDECREF(inner);
+    }
+    PyErr_Clear();
+    Py_XDECREF(flat);
+    remember(c, key, t, impl);
+}
+
+/* Whether `t` keeps its memory in inner tensors (see tag_wrapper). */
+bool is_wrapper(const at::Tensor &t)
+{
+    const c10::TensorImpl *impl = t.unsafeGetTensorImpl();
+    return !t.has_storage() ||
+           (impl->is_python_dispatch() && !impl->unsafe_storage().unsafeGetStorageImpl()->data());
+}
+
+/* Tags `t` (Python object `obj`; null where none is at hand, which leaves a
+ * wrapper out) under `key` unless it has this role already at its present
+ * address; a tensor torch cannot give an address for is left out. */
+void tag_tensor(Call &c, PyObject *obj, const at::Tensor &t, uintptr_t key, uint32_t sid,
+                int depth)
+{
+    if (!t.defined() || !t.is_cuda())
+        return;
+    int device = t.get_device();
+    if (device >= 0 && device < 64)
+        c.devices |= 1ull << device;
+    if (is_wrapper(t)) {
+        if (obj)
+            tag_wrapper(c, obj, t, key, sid, depth);
+        return;
+    }
+    const void *data = t.const_data_ptr();
+    if (!data || tagged_already(probe(key), key, t.unsafeGetTensorImpl(), data, c.role))
+        return;
+    remember(c, key, t, data);
     mh_recorder_tag(c.rec, device, (uint64_t)(uintptr_t)data, c.role, sid);
+}
+
+/* Tags tensor `o` (its .grad with `grads`); a parameter's gradient is
+ * remembered under the parameter's address | 1. */
+void tag_one(Call &c, PyObject *o, uint32_t sid)
+try {
+    const at::Tensor &given = THPVariable_Unpack(o);
+    uintptr_t key = (uintptr_t)given.unsafeGetTensorImpl() | (c.grads ? 1 : 0);
+    if (!c.grads) {
+        tag_tensor(c, o, given, key, sid, 2);
+        return;
+    }
+    const at::Tensor &grad = given.grad();
+    if (!grad.defined() || !grad.is_cuda() || !is_wrapper(grad)) {
+        tag_tensor(c, nullptr, grad, key, sid, 2);
+        return;
+    }
+    PyObject *g = PyObject_GetAttrString(o, "grad");
+    if (g && PyObject_TypeCheck(g, tensor_type))
+        tag_tensor(c, g, grad, key, sid, 2);
+    PyErr_Clear();
+    Py_XDECREF(g);
 } catch (const std::exception &) {
 }
 
@@ -115,7 +192,7 @@ try {
 void walk(Call &c, PyObject *o, uint32_t sid, int depth)
 {
     if (PyObject_TypeCheck(o, tensor_type)) {
-        tag_one(c, THPVariable_Unpack(o), sid);
+        tag_one(c, o, sid);
         return;
     }
     if (depth == 0)

@@ -7,6 +7,11 @@ give every row the same name. The groups must be named by the library's
 innermost frame instead (the attention against the MLP), never by torch's
 own modules or the standard library, and the report's frame lists must
 still reach the script's own line past the library frames.
+
+When the script calls torch directly (`opt.step()`), the script's line is
+the same for every buffer the call allocates (Adam's two moments); the
+report then shows torch's allocating frame above it, so the groups read
+differently.
 """
 import json
 import os
@@ -41,6 +46,33 @@ def snapshot():
     return g.snapshot()
 
 
+def adam_stack(line):
+    """Adam's state allocated under the script's `opt.step()` on line 15."""
+    return [sc.frame("_init_group", SITE + "torch/optim/adam.py", line),
+            sc.frame("step", SITE + "torch/optim/adam.py", 239),
+            sc.frame("wrapper", SITE + "torch/optim/optimizer.py", 567),
+            sc.frame("<module>", "/home/me/train.py", 15)]
+
+
+def check_direct_torch_calls(d):
+    g = sc.Gen(metadata=False)
+    g.stacks = [adam_stack(179), adam_stack(183)]
+    g.alloc(0, 8 * MiB, stack=0)
+    g.alloc(0, 6 * MiB, stack=1)
+    src = os.path.join(d, "adam.pickle")
+    with open(src, "wb") as f:
+        pickle.dump(g.snapshot(), f, protocol=4)
+    mh = os.path.join(d, "adam.memhist")
+    sc.run("import", src, "-o", mh)
+    report = sc.run("report", mh).stdout
+    for want in ("optim/adam.py:179 _init_group", "optim/adam.py:183 _init_group",
+                 "/home/me/train.py:15 <module>"):
+        if want not in report:
+            sc.fail("report does not show %r:\n%s" % (want, report))
+    if "optimizer.py" in report:
+        sc.fail("report shows torch's frames between the allocation and the script:\n%s" % report)
+
+
 def main():
     d = sc.workdir("library_frames")
     src = os.path.join(d, "lib.pickle")
@@ -66,7 +98,9 @@ def main():
     sites = json.dumps(js)
     if "attention.py" not in sites:
         sc.fail("report --json names no library frame: %s" % sites[:2000])
-    print("groups named by the library's frames, the script's line still listed: ok")
+    check_direct_torch_calls(d)
+    print("groups named by the library's frames, the script's line still listed, "
+          "torch's allocating frame above the script's direct call: ok")
 
 
 if __name__ == "__main__":

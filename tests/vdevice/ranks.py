@@ -2,7 +2,8 @@
 "vdevice"): torchrun with 2 ranks (DDP on gloo) on virtual devices, rank 0
 starting a CUDA-using helper process, an elastic restart after a failing
 rank (restart_program.py), and FSDP2 (`fully_shard`, one file per rank, each
-rank's peaks torch's, the rank table's worst rank), and DDP ranks that
+rank's peaks torch's, the rank table's worst rank, its DTensor shards
+counted as parameters and optimizer state), and DDP ranks that
 torch.multiprocessing.spawn starts without torchrun (their headers name
 the rank init_process_group gives). Asserts one file per process (the
 helper's FILE.rank0.pid<P> beside FILE.rank0 and FILE.rank1), no file
@@ -112,6 +113,19 @@ def check_fsdp2(tmp):
         info = json.loads(run(["info", "--json", f]).stdout)
         assert info["complete"] and not info["damaged"], (f, info)
     check_rank_table(out, tmp)
+    check_fsdp2_categories(out)
+
+
+def check_fsdp2_categories(out):
+    """FSDP2's parameters, gradients and AdamW state are DTensors, wrappers
+    with no memory of their own: their local shards (half of each tensor per
+    rank) are what must count as parameter and optimizer state at the peak."""
+    params = 4 * (256 * 1024 + 1024 + 1024 * 256 + 256)
+    for rank in (0, 1):
+        rep = json.loads(run(["report", "--json", "%s.rank%d" % (out, rank)]).stdout)
+        cats = rep["files"][0]["devices"][0]["category_at_peak"]
+        assert cats["parameter"] >= params // 2, (rank, cats)
+        assert cats["optimizer_state"] >= params, (rank, cats)
 
 
 def check_report(out, tmp):

@@ -515,9 +515,11 @@ class Scopes:
                 continue
             cache[id(t)] = (ref, role)
             refs.append(ref)
-            if getattr(t, "is_cuda", False) and t.data_ptr():
-                ptrs, sids = todo.setdefault(t.get_device(), ([], []))
-                ptrs.append(t.data_ptr())
+            if not getattr(t, "is_cuda", False):
+                continue
+            for m in _memory_tensors(t):
+                ptrs, sids = todo.setdefault(m.get_device(), ([], []))
+                ptrs.append(m.data_ptr())
                 sids.append(self._sid(names[i]) if names else 0)
         for device, (ptrs, sids) in todo.items():
             n = len(ptrs)
@@ -527,6 +529,22 @@ class Scopes:
         if len(cache) > self.prune_at:  # drop entries of dead tensors (old gradients)
             self.tagged = {k: v for k, v in cache.items() if v[0]() is not None}
             self.prune_at = max(4096, 2 * len(self.tagged))
+
+
+def _memory_tensors(t, depth=2):
+    """The tensors that hold CUDA tensor `t`'s memory: `t`, or where it is a
+    wrapper with no memory of its own (DTensor: FSDP2's parameters, their
+    gradients and optimizer state) its inner tensors."""
+    if t.data_ptr():
+        return [t]
+    flatten = getattr(t, "__tensor_flatten__", None)
+    if flatten is None or depth == 0:
+        return []
+    try:
+        inner = [getattr(t, name) for name in flatten()[0]]
+    except Exception:
+        return []
+    return [m for i in inner if getattr(i, "is_cuda", False) for m in _memory_tensors(i, depth - 1)]
 
 
 def _unwrapped(name):
