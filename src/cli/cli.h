@@ -203,9 +203,12 @@ int mh__record_summary(const char *status_path, const char *out_abs);
  * at most `max_frames` frames of user code (framework and interpreter frames
  * are skipped when the stack has user frames) and, when installed libraries
  * filled those, the program's own innermost frame past them; then
- * "(+N more frames)" for what was left out. Returns `buf`. */
+ * "(+N more frames)" for what was left out. Above the program's direct call
+ * into torch (`opt.step()`), or with `what_allocated` above any user frame,
+ * the framework frame that allocated: its Python frame, else its ATen
+ * operation ("aten op silu"). Returns `buf`. */
 const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
-                               size_t max_frames, char *buf, size_t len);
+                               size_t max_frames, int what_allocated, char *buf, size_t len);
 
 /* Every --json output is one object that starts with "schema" (this number,
  * raised when a shape changes incompatibly; docs/json.md) and "command". */

@@ -121,7 +121,7 @@ static void print_device(const struct mh_analysis *a, const struct mh_device_rep
                mh__bytes_text(e->live_bytes, b[1]), since, grew,
                mh__growth_label(a->rp.reader, e, label, sizeof label));
         mh__cli_stack_text(a->rp.reader, e->stack, "\n                                           ",
-                           (size_t)o->frames, text, sizeof text);
+                           (size_t)o->frames, 0, text, sizeof text);
         if (text[0])
             printf("                                           %s\n", text);
     }

@@ -78,12 +78,38 @@ static void print_peaks(const struct mh_replay *rp, const struct mh_device_repor
                mh__bytes_text(d->final.driver_outside, b));
 }
 
+/* Length of a stack text without its "(+N more frames)" line. */
+static size_t shown_frames_length(const char *text)
+{
+    const char *more = strstr(text, "(+");
+    for (const char *p = more; p; p = strstr(p + 1, "(+"))
+        more = p;
+    return more ? (size_t)(more - text) : strlen(text);
+}
+
+/* Whether group i's stack text shows the same frames as another listed group's. */
+static int looks_like_another(char (*texts)[4096], size_t n, size_t i)
+{
+    size_t len = shown_frames_length(texts[i]);
+    for (size_t k = 0; k < n; k++)
+        if (k != i && shown_frames_length(texts[k]) == len && memcmp(texts[k], texts[i], len) == 0)
+            return 1;
+    return 0;
+}
+
 static void print_top(const struct mh_replay *rp, const struct mh_device_report *d,
                       size_t max_frames)
 {
     char b[32];
     if (d->ntop == 0)
         return;
+    char (*texts)[4096] = calloc(d->ntop, sizeof *texts);
+    if (!texts)
+        return;
+    const char *sep = "\n                                    ";
+    for (size_t i = 0; i < d->ntop; i++)
+        mh__cli_stack_text(rp->reader, d->top[i].stack, sep, max_frames, 0, texts[i],
+                           sizeof texts[i]);
     printf("\n  live at the allocated peak: %s in %" PRIu64 " blocks; largest groups by stack:\n",
            mh__bytes_text(d->live_at_peak_bytes, b), d->live_at_peak_count);
     for (size_t i = 0; i < d->ntop; i++) {
@@ -92,10 +118,13 @@ static void print_top(const struct mh_replay *rp, const struct mh_device_report 
         printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh__bytes_text(g->bytes, b), share, g->count,
                g->count == 1 ? " " : "s");
         char text[4096];
-        mh__cli_stack_text(rp->reader, g->stack, "\n                                    ",
-                           max_frames, text, sizeof text);
+        if (texts[i][0] && looks_like_another(texts, d->ntop, i))
+            mh__cli_stack_text(rp->reader, g->stack, sep, max_frames, 1, text, sizeof text);
+        else
+            memcpy(text, texts[i], sizeof text);
         printf("%s\n", text[0] ? text : "<no stack recorded>");
     }
+    free(texts);
 }
 
 static void print_categories(const struct mh_device_report *d)

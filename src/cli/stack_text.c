@@ -6,26 +6,59 @@
 #include "cli.h"
 #include "stacks.h"
 
-/* Index of the innermost framework Python frame (torch/optim/adam.py) when
- * the next frame out that is not the framework's is the program's own (its
- * `opt.step()`): the program's line alone would print the same for Adam's
- * two moment buffers. A library's frame (a transformers model) names the
- * allocation well enough. -1 if there is none. */
-static int allocating_framework_frame(const struct mh_reader *r, const uint32_t *frames,
-                                      size_t n)
+/* The ATen operation a C++ frame runs ("at::_ops::silu::call(...)" ->
+ * "silu"), copied into `op`; 0 if the frame is not an operation's entry. */
+static int aten_op(const char *func, char *op, size_t len)
 {
-    int found = -1;
+    const char *p = func ? strstr(func, "at::_ops::") : NULL;
+    if (!p)
+        return 0;
+    p += strlen("at::_ops::");
+    const char *end = strstr(p, "::");
+    if (!end || end == p)
+        return 0;
+    snprintf(op, len, "%.*s", (int)(end - p), p);
+    return 1;
+}
+
+/* Index of the frame that allocated, inside the stack's innermost frame
+ * that is not the framework's (-1 if there is none): the innermost
+ * framework Python frame (torch/optim/adam.py), else with `any_owner` the
+ * innermost ATen operation of C++ frames. Without `any_owner` it is shown
+ * only when that outer frame is the program's own (its `opt.step()`, the
+ * same line for Adam's two moment buffers): a library's frame (a
+ * transformers model) names the allocation well enough. */
+static int allocating_frame(const struct mh_reader *r, const uint32_t *frames, size_t n,
+                            int any_owner)
+{
+    int python = -1, op = -1;
     for (size_t i = 0; i < n; i++) {
         struct mh_frame f;
+        char name[128];
         if (mh_reader_frame(r, frames[i], &f) != 0)
             continue;
-        if (!mh__frame_is_internal(f.file, f.func))
-            return mh__frame_is_program(f.file, f.func) ? found : -1;
+        if (!mh__frame_is_internal(f.file, f.func)) {
+            if (any_owner)
+                return python >= 0 ? python : op;
+            return mh__frame_is_program(f.file, f.func) ? python : -1;
+        }
         size_t len = strlen(f.file);
-        if (found < 0 && len > 3 && strcmp(f.file + len - 3, ".py") == 0)
-            found = (int)i;
+        if (python < 0 && len > 3 && strcmp(f.file + len - 3, ".py") == 0)
+            python = (int)i;
+        if (op < 0 && aten_op(f.func, name, sizeof name))
+            op = (int)i;
     }
     return -1;
+}
+
+/* The allocating frame as one short line. */
+static void allocating_text(const struct mh_frame *f, char *buf, size_t len)
+{
+    char op[128];
+    if (aten_op(f->func, op, sizeof op))
+        snprintf(buf, len, "aten op %s", op);
+    else
+        snprintf(buf, len, "%s:%u %s", mh__short_path(f->file), f->line, f->func);
 }
 
 /* Whether the stack has a frame of user code (not framework internals). */
@@ -40,7 +73,7 @@ static int has_user_frame(const struct mh_reader *r, const uint32_t *frames, siz
 }
 
 const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const char *sep,
-                               size_t max_frames, char *buf, size_t len)
+                               size_t max_frames, int what_allocated, char *buf, size_t len)
 {
     const uint32_t *frames;
     size_t n, used = 0, shown = 0, hidden = 0;
@@ -52,7 +85,7 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
     int best = skip_internal ? 0 : mh__stack_best_index(r, stack);
     int program_shown = 0;
     hidden = best > 0 ? (size_t)best : 0;
-    int allocating = skip_internal ? allocating_framework_frame(r, frames, n) : -1;
+    int allocating = skip_internal ? allocating_frame(r, frames, n, what_allocated) : -1;
     for (size_t i = hidden; i < n && used + 1 < len; i++) {
         struct mh_frame f;
         int known = mh_reader_frame(r, frames[i], &f) == 0;
@@ -67,7 +100,7 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
         program_shown |= program;
         char frame[512];
         if ((int)i == allocating)
-            snprintf(frame, sizeof frame, "%s:%u %s", mh__short_path(f.file), f.line, f.func);
+            allocating_text(&f, frame, sizeof frame);
         else
             mh__frame_text(r, frames[i], frame, sizeof frame);
         int w = snprintf(buf + used, len - used, "%s%s", shown ? sep : "", frame);

@@ -145,6 +145,7 @@ static int conv_frames(struct mh__imp *im, const struct mh_pv *list, const char 
     }
     int64_t got = rc ? rc : mh_writer_intern_stack(im->w, ids, list->n);
     free(ids);
+    im->saw_frames |= got > 0;
     if (got < 0)
         return rc ? rc : mh__imp_fail(im, (int)got, "%s: %s", path, mh_strerror((int)got));
     *stack = (uint32_t)got;
@@ -380,6 +381,18 @@ int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root)
 }
 
 /* Shared with snapshot_itrace.c. */
+uint32_t mh__imp_before_trace_stack(struct mh__imp *im)
+{
+    if (!im->saw_frames || im->before_stack)
+        return im->before_stack;
+    int64_t frame = mh_writer_intern_frame(im->w, "before recording",
+                                           "allocated before torch's history recording started", 0);
+    uint32_t f = frame > 0 ? (uint32_t)frame : 0;
+    int64_t stack = f ? mh_writer_intern_stack(im->w, &f, 1) : 0;
+    im->before_stack = stack > 0 ? (uint32_t)stack : 0;
+    return im->before_stack;
+}
+
 int mh__imp_frames(struct mh__imp *im, const struct mh_pv *list, const char *path, uint32_t *stack)
 {
     return conv_frames(im, list, path, stack);

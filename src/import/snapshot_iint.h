@@ -114,6 +114,8 @@ struct mh__imp {
     uint64_t units, units_total, units_told;
     /* caches: tree node pointer -> interned id */
     struct mh__ptrmap *frame_ids, *stack_ids;
+    int saw_frames;          /* some block or entry has a stack */
+    uint32_t before_stack;   /* mh__imp_before_trace_stack's, once made */
 };
 
 /* Counts `n` units of the replay's progress and reports every so often. */
@@ -121,6 +123,12 @@ void mh__imp_progress(struct mh__imp *im, uint64_t n);
 /* Sets the error message (printf style) and returns `code`. */
 int mh__imp_fail(struct mh__imp *im, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The stack of a block live before the trace's first entry that the
+ * snapshot gives no frames while it gives others some (the block was made
+ * before torch's history recording started): one frame whose file is
+ * "before recording" (src/format/FORMAT.md, "Frames"). 0 where the
+ * snapshot has no frames at all or on error. */
+uint32_t mh__imp_before_trace_stack(struct mh__imp *im);
 /* Converts the snapshot dict (or a legacy list of segments). */
 int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root);
 /* Schema helpers of snapshot_iconv.c used by snapshot_itrace.c. */

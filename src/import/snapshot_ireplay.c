@@ -304,7 +304,7 @@ static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
             ev.addr = k->addr;
             ev.size = k->requested;
             ev.block_size = k->size;
-            ev.stack = k->stack;
+            ev.stack = k->stack ? k->stack : mh__imp_before_trace_stack(im);
             ev.stream = k->stream;
             memcpy(ev.pool, k->pool, sizeof ev.pool);
             im->info->unknown_initial += k->size == 0;

@@ -11,7 +11,10 @@ still reach the script's own line past the library frames.
 When the script calls torch directly (`opt.step()`), the script's line is
 the same for every buffer the call allocates (Adam's two moments); the
 report then shows torch's allocating frame above it, so the groups read
-differently.
+differently. Two groups that would print the same frames all the same (a
+library line `down(act(gate(x)) * up(x))`: SiLU against the product) show
+what allocated above them: torch's Python frame, else the ATen operation of
+the C++ frames.
 """
 import json
 import os
@@ -73,6 +76,33 @@ def check_direct_torch_calls(d):
         sc.fail("report shows torch's frames between the allocation and the script:\n%s" % report)
 
 
+def mlp_stack(inner):
+    """A stack through a library's MLP line, `inner` the framework frames below it."""
+    return inner + [sc.frame("forward", SITE + "mylib/models/mlp.py", 216), CALL_IMPL,
+                    sc.frame("<module>", "/home/me/train.py", 9)]
+
+
+def check_same_looking_groups(d):
+    mul = [sc.frame("at::_ops::mul_Tensor::call(at::Tensor const&, at::Tensor const&)", "??", 0),
+           sc.frame("torch::autograd::THPVariable_mul(_object*, _object*, _object*)",
+                    "python_variable_methods.cpp", 0)]
+    silu = [sc.frame("at::_ops::silu::call(at::Tensor const&)", "??", 0),
+            sc.frame("silu", SITE + "torch/nn/functional.py", 2072)]
+    g = sc.Gen(metadata=False)
+    g.stacks = [mlp_stack(mul), mlp_stack(silu)]
+    g.alloc(0, 8 * MiB, stack=0)
+    g.alloc(0, 6 * MiB, stack=1)
+    src = os.path.join(d, "mlp.pickle")
+    with open(src, "wb") as f:
+        pickle.dump(g.snapshot(), f, protocol=4)
+    mh = os.path.join(d, "mlp.memhist")
+    sc.run("import", src, "-o", mh)
+    report = sc.run("report", mh).stdout
+    for want in ("aten op mul_Tensor", "nn/functional.py:2072 silu", "mylib/models/mlp.py:216 forward"):
+        if want not in report:
+            sc.fail("report does not show %r:\n%s" % (want, report))
+
+
 def main():
     d = sc.workdir("library_frames")
     src = os.path.join(d, "lib.pickle")
@@ -99,6 +129,7 @@ def main():
     if "attention.py" not in sites:
         sc.fail("report --json names no library frame: %s" % sites[:2000])
     check_direct_torch_calls(d)
+    check_same_looking_groups(d)
     print("groups named by the library's frames, the script's line still listed, "
           "torch's allocating frame above the script's direct call: ok")
 

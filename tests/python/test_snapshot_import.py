@@ -8,7 +8,9 @@ trace whose ring buffer wrapped (blocks live before the first entry), and the
 oldest form (a bare list of segments). Each must import, and exporting the
 imported file must give back exactly the snapshot's segments and its trace.
 The real snapshot in ../shared/data/torch-snapshots (if present) must replay
-to exactly its segments.
+to exactly its segments. A block live before the trace whose snapshot gives
+it no frames, while other blocks have some, was made before torch's history
+recording started, and the report says so; exported, it has no frames again.
 """
 import copy
 import os
@@ -225,10 +227,42 @@ def check_real(d):
     print("adam-stacks-all.pickle: replays to its %d segments: ok" % len(snap["segments"]))
 
 
+def check_before_history(d):
+    """The wrapped variant with its first block's frames taken away: the
+    report names that block as made before recording; with no frames
+    anywhere, nothing is claimed."""
+    label = "allocated before torch's history recording started"
+    for with_frames in (True, False):
+        snap, segs = variant_wrapped()
+        segs[0]["blocks"][0]["frames"] = []
+        if not with_frames:
+            for b in (b for g in segs for b in g["blocks"]):
+                b["frames"] = []
+            for e in snap["device_traces"][0]:
+                e.pop("frames", None)
+        src = os.path.join(d, "before-%d.pickle" % with_frames)
+        with open(src, "wb") as f:
+            pickle.dump(snap, f, protocol=4)
+        mh = os.path.join(d, "before-%d.memhist" % with_frames)
+        sc.run("import", src, "-o", mh)
+        report = sc.run("report", mh).stdout
+        if (label in report) != with_frames:
+            sc.fail("frames elsewhere %s, yet the report %s %r:\n%s" % (
+                with_frames, "lacks" if with_frames else "shows", label, report))
+        out_pk = os.path.join(d, "before-%d.out.pickle" % with_frames)
+        sc.run("snapshot", mh, "-o", out_pk)
+        with open(out_pk, "rb") as f:
+            out = pickle.load(f)
+        diff = sc.diff_first(sc.norm_segments(snap), sc.norm_segments(out), "segments")
+        if diff:
+            sc.fail("a block made before recording changes on export: %s" % diff)
+
+
 def main():
     d = sc.workdir("snapshot_import")
     for fn in VARIANTS:
         check_variant(d, fn)
+    check_before_history(d)
     check_real(d)
 
 

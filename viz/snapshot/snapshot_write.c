@@ -125,12 +125,23 @@ static void write_frame(struct wctx *c, uint32_t id)
         *slot = idx + 1;
 }
 
+/* Whether a stack is memhist's note on a block live before recording (one
+ * "before recording" frame, FORMAT.md "Frames"): torch gives such a block
+ * no frames. */
+static int before_recording(const struct wctx *c, const uint32_t *frames, size_t n)
+{
+    struct mh_frame f = {NULL, NULL, 0};
+    return n == 1 && mh_reader_frame(c->s->reader, frames[0], &f) == 0 && f.file &&
+           strcmp(f.file, "before recording") == 0;
+}
+
 /* The frames list of a stack, innermost first, shared per stack. */
 static void write_frames(struct wctx *c, uint32_t stack)
 {
     const uint32_t *frames;
     size_t n;
-    if (stack == 0 || mh_reader_stack(c->s->reader, stack, &frames, &n) != 0 || n == 0) {
+    if (stack == 0 || mh_reader_stack(c->s->reader, stack, &frames, &n) != 0 || n == 0 ||
+        before_recording(c, frames, n)) {
         mh__pw_empty_list(c->w);
         return;
     }
