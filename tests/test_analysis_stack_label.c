@@ -1,7 +1,8 @@
 /* test_analysis_stack_label.c - names of allocation stacks for people
  * (src/analysis/stack_label.c): user code first; an allocation made with
  * no Python frame is named by the torch op the recorder gave it ("torch
- * internal: MmBackward0"); a C++-only stack by its ATen op, else by the
+ * internal: MmBackward0"); a C++-only stack by its ATen operation and the
+ * autograd node that ran it ("aten op bmm in BmmBackward0"), else by the
  * nearest named function that is not the allocator, memhist or the C/C++
  * runtime; never by a bare library offset. */
 #include <criterion/criterion.h>
@@ -99,6 +100,37 @@ Test(analysis_stack_label, names_allocations_without_a_python_frame)
     cr_assert_eq(mh_reader_stack(b.r, s_aten, &frames, &n), 0);
     cr_expect_str_eq(mh__frame_text(b.r, frames[2], buf, sizeof buf),
                      "/x/libtorch_cuda.so+0x41004f6 at::cuda::allocateCUDABlasWorkspace(unsigned long)");
+    mh_reader_close(b.r);
+    mh_writer_free_mem(b.w);
+}
+
+/* As torch's snapshots with stacks="all" give autograd's allocations: the
+ * operation, not the helper making its output or the empty tensor it asks
+ * for, with the node that ran it. */
+Test(analysis_stack_label, names_cpp_stacks_by_operation_and_autograd_node)
+{
+    struct book b;
+    memset(&b, 0, sizeof b);
+    cr_assert_eq(mh_writer_open_mem(NULL, &b.w), 0);
+    static const char *const bmm[][2] = {
+        {"CUDACachingAllocator.cpp", "c10::cuda::CUDACachingAllocator::Native::malloc(int)"},
+        {"??", "at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)"},
+        {"RegisterCUDA.cpp", "at::(anonymous namespace)::create_out(c10::ArrayRef<long>)"},
+        {"??", "at::_ops::bmm::redispatch(c10::DispatchKeySet, at::Tensor const&)"},
+        {"??", "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)"},
+        {"??", "torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)"},
+        {"??", "torch::autograd::Engine::thread_main()"}};
+    static const char *const zeros[][2] = {
+        {"??", "at::_ops::empty_memory_format::call(c10::ArrayRef<c10::SymInt>)"},
+        {"??", "at::_ops::new_zeros::call(at::Tensor const&, c10::ArrayRef<c10::SymInt>)"},
+        {"??", "at::native::foo()"}};
+    static const uint32_t zero[7] = {0};
+    uint32_t s_bmm = stack_of(&b, bmm, zero, 7), s_zeros = stack_of(&b, zeros, zero, 3);
+    const uint32_t all[] = {s_bmm, s_zeros};
+    book_read(&b, all, 2);
+    char buf[256];
+    cr_expect_str_eq(mh__stack_label(b.r, s_bmm, buf, sizeof buf), "aten op bmm in BmmBackward0");
+    cr_expect_str_eq(mh__stack_label(b.r, s_zeros, buf, sizeof buf), "aten op new_zeros");
     mh_reader_close(b.r);
     mh_writer_free_mem(b.w);
 }

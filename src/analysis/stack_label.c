@@ -137,7 +137,16 @@ int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
             return (int)i;
     }
     /* only framework frames (a C++ stack of autograd's threads): the
-     * innermost ATen operation, past the stack capture and the allocator */
+     * innermost ATen operation that is not an empty tensor's (bmm, not the
+     * empty_memory_format it calls for its output) */
+    for (size_t i = 0; i < n; i++) {
+        struct mh_frame f;
+        char op[128];
+        if (mh_reader_frame(r, frames[i], &f) == 0 && mh__frame_aten_op(f.func, op, sizeof op) &&
+            !strstr(op, "empty"))
+            return (int)i;
+    }
+    /* else the innermost ATen function, past the stack capture and the allocator */
     for (size_t i = 0; i < n; i++) {
         struct mh_frame f;
         const char *q = mh_reader_frame(r, frames[i], &f) == 0 && f.func ? qualified_name(f.func)
@@ -229,6 +238,39 @@ const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf,
     return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
 }
 
+int mh__frame_aten_op(const char *func, char *op, size_t len)
+{
+    const char *p = func ? strstr(func, "at::_ops::") : NULL;
+    if (!p)
+        return 0;
+    p += strlen("at::_ops::");
+    const char *end = strstr(p, "::");
+    if (!end || end == p)
+        return 0;
+    snprintf(op, len, "%.*s", (int)(end - p), p);
+    return 1;
+}
+
+/* The autograd node ("BmmBackward0") of the frames outside `from` that run
+ * one, into `node`; 0 if none does. */
+static int autograd_node(const struct mh_reader *r, const uint32_t *frames, size_t n, size_t from,
+                         char *node, size_t len)
+{
+    static const char prefix[] = "torch::autograd::generated::";
+    for (size_t i = from; i < n; i++) {
+        struct mh_frame f;
+        const char *p = mh_reader_frame(r, frames[i], &f) == 0 && f.func ? strstr(f.func, prefix)
+                                                                        : NULL;
+        const char *end = p ? strstr(p + strlen(prefix), "::apply") : NULL;
+        if (end) {
+            p += strlen(prefix);
+            snprintf(node, len, "%.*s", (int)(end - p), p);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len)
 {
     int best = mh__stack_best_index(r, stack);
@@ -240,9 +282,13 @@ const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf
         snprintf(buf, len, "<no stack>");
         return buf;
     }
+    char op[128], node[128];
     if (special_frame(&f, buf, len))
         ;
-    else if (f.line && !in_library(&f)) /* a library's offset is no line to show */
+    else if (mh__frame_aten_op(f.func, op, sizeof op) && mh__frame_is_internal(f.file, f.func)) {
+        int in_node = autograd_node(r, frames, n, (size_t)best, node, sizeof node);
+        snprintf(buf, len, "aten op %s%s%s", op, in_node ? " in " : "", in_node ? node : "");
+    } else if (f.line && !in_library(&f)) /* a library's offset is no line to show */
         snprintf(buf, len, "%s:%u %s", mh__short_path(f.file), f.line, f.func);
     else
         snprintf(buf, len, "%s %s", mh__short_path(f.file), f.func);

@@ -33,11 +33,16 @@ int mh__stack_is_compiled(const struct mh_reader *r, uint32_t stack);
 /* Index (innermost = 0) of the most informative frame of a stack, or -1 if
  * the stack is empty or unknown. */
 int mh__stack_best_index(const struct mh_reader *r, uint32_t stack);
+/* The ATen operation a C++ frame runs ("at::_ops::silu::call(...)" ->
+ * "silu") into `op`; 0 if the frame is not in an operation's entry. */
+int mh__frame_aten_op(const char *func, char *op, size_t len);
 /* "file:line func" of the most informative frame ("<no stack>" if none),
  * with the file name shortened to its last two path components; "torch
  * internal: <op>" for an op frame, "native code in <library> (no symbol)"
  * for an unresolved address. Among C++ frames only, the most informative is
- * the innermost ATen op, else the innermost named function that is not the
+ * the innermost ATen operation that is not an empty tensor's ("aten op bmm",
+ * "in BmmBackward0" where autograd's node ran it), else the innermost other
+ * ATen function, else the innermost named function that is not the
  * allocator, memhist or the C/C++ runtime. Returns buf. */
 const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf, size_t len);
 /* The last two components of a path ("pkg/mod.py" of "/a/b/pkg/mod.py"). */

@@ -6,19 +6,11 @@
 #include "cli.h"
 #include "stacks.h"
 
-/* The ATen operation a C++ frame runs ("at::_ops::silu::call(...)" ->
- * "silu"), copied into `op`; 0 if the frame is not an operation's entry. */
-static int aten_op(const char *func, char *op, size_t len)
+/* Whether a frame's file is Python source. */
+static int python_file(const char *file)
 {
-    const char *p = func ? strstr(func, "at::_ops::") : NULL;
-    if (!p)
-        return 0;
-    p += strlen("at::_ops::");
-    const char *end = strstr(p, "::");
-    if (!end || end == p)
-        return 0;
-    snprintf(op, len, "%.*s", (int)(end - p), p);
-    return 1;
+    size_t len = file ? strlen(file) : 0;
+    return len > 3 && strcmp(file + len - 3, ".py") == 0;
 }
 
 /* Index of the frame that allocated, inside the stack's innermost frame
@@ -42,10 +34,9 @@ static int allocating_frame(const struct mh_reader *r, const uint32_t *frames, s
                 return python >= 0 ? python : op;
             return mh__frame_is_program(f.file, f.func) ? python : -1;
         }
-        size_t len = strlen(f.file);
-        if (python < 0 && len > 3 && strcmp(f.file + len - 3, ".py") == 0)
+        if (python < 0 && python_file(f.file))
             python = (int)i;
-        if (op < 0 && aten_op(f.func, name, sizeof name))
+        if (op < 0 && mh__frame_aten_op(f.func, name, sizeof name))
             op = (int)i;
     }
     return -1;
@@ -55,7 +46,7 @@ static int allocating_frame(const struct mh_reader *r, const uint32_t *frames, s
 static void allocating_text(const struct mh_frame *f, char *buf, size_t len)
 {
     char op[128];
-    if (aten_op(f->func, op, sizeof op))
+    if (mh__frame_aten_op(f->func, op, sizeof op))
         snprintf(buf, len, "aten op %s", op);
     else
         snprintf(buf, len, "%s:%u %s", mh__short_path(f->file), f->line, f->func);
@@ -81,7 +72,8 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
     if (stack == 0 || mh_reader_stack(r, stack, &frames, &n) != 0)
         return buf;
     int skip_internal = has_user_frame(r, frames, n);
-    /* framework frames only: from the innermost operation (mh__stack_best_index) */
+    /* framework frames only: from the innermost operation (mh__stack_best_index),
+     * named by its label */
     int best = skip_internal ? 0 : mh__stack_best_index(r, stack);
     int program_shown = 0;
     hidden = best > 0 ? (size_t)best : 0;
@@ -93,7 +85,10 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
         /* past the limit, the program's innermost frame still shows when
          * library frames (a transformers model) filled the lines */
         int program = known && mh__frame_is_program(f.file, f.func);
-        if ((skip_internal && internal && (int)i != allocating) || (shown >= max_frames && (program_shown || !program))) {
+        /* framework frames only: past the operation's line, the Python ones */
+        int skip = skip_internal ? internal && (int)i != allocating
+                                 : (int)i != best && !(known && python_file(f.file));
+        if (skip || (shown >= max_frames && (program_shown || !program))) {
             hidden++;
             continue;
         }
@@ -101,6 +96,8 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
         char frame[512];
         if ((int)i == allocating)
             allocating_text(&f, frame, sizeof frame);
+        else if (!skip_internal && (int)i == best)
+            mh__stack_label(r, stack, frame, sizeof frame); /* "aten op bmm in BmmBackward0" */
         else
             mh__frame_text(r, frames[i], frame, sizeof frame);
         int w = snprintf(buf + used, len - used, "%s%s", shown ? sep : "", frame);
