@@ -119,18 +119,31 @@ Test(analysis_stack_label, names_cpp_stacks_by_operation_and_autograd_node)
         {"??", "at::_ops::bmm::redispatch(c10::DispatchKeySet, at::Tensor const&)"},
         {"??", "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)"},
         {"??", "torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)"},
-        {"??", "torch::autograd::Engine::thread_main()"}};
+        {"??", "torch::autograd::Engine::thread_main()"},
+        {"", "__clone3"}}; /* glibc's thread start, as torch's snapshots name it */
     static const char *const zeros[][2] = {
         {"??", "at::_ops::empty_memory_format::call(c10::ArrayRef<c10::SymInt>)"},
         {"??", "at::_ops::new_zeros::call(at::Tensor const&, c10::ArrayRef<c10::SymInt>)"},
         {"??", "at::native::foo()"}};
-    static const uint32_t zero[7] = {0};
-    uint32_t s_bmm = stack_of(&b, bmm, zero, 7), s_zeros = stack_of(&b, zeros, zero, 3);
-    const uint32_t all[] = {s_bmm, s_zeros};
-    book_read(&b, all, 2);
+    /* only empty tensors' operations: the one autograd asked for */
+    static const char *const copy[][2] = {
+        {"??", "torch::unwind::unwind()"},
+        {"??", "torch::CapturedTraceback::gather(bool, bool, bool)"},
+        {"??", "at::_ops::empty_strided::call(c10::ArrayRef<c10::SymInt>)"},
+        {"??", "at::native::new_empty_strided_symint(at::Tensor const&)"},
+        {"??", "at::_ops::new_empty_strided::call(at::Tensor const&)"},
+        {"tensor.cpp", "std::vector<at::Tensor> torch::autograd::CopySlices::apply_impl<F>(F)"},
+        {"??", "torch::autograd::CopySlices::apply(std::vector<at::Tensor>&&)"}};
+    static const uint32_t zero[8] = {0};
+    uint32_t s_bmm = stack_of(&b, bmm, zero, 8), s_zeros = stack_of(&b, zeros, zero, 3);
+    uint32_t s_copy = stack_of(&b, copy, zero, 7);
+    const uint32_t all[] = {s_bmm, s_zeros, s_copy};
+    book_read(&b, all, 3);
     char buf[256];
     cr_expect_str_eq(mh__stack_label(b.r, s_bmm, buf, sizeof buf), "aten op bmm in BmmBackward0");
     cr_expect_str_eq(mh__stack_label(b.r, s_zeros, buf, sizeof buf), "aten op new_zeros");
+    cr_expect_str_eq(mh__stack_label(b.r, s_copy, buf, sizeof buf),
+                     "aten op new_empty_strided in CopySlices");
     mh_reader_close(b.r);
     mh_writer_free_mem(b.w);
 }

@@ -81,7 +81,7 @@ int mh__frame_is_internal(const char *file, const char *func)
             return 1;
     if (strcmp(func, "??") == 0 || strncmp(func, "0x", 2) == 0 || (!*func && strstr(file, ".so")))
         return 1; /* native code with no symbol */
-    return *file == '\0' && *func == '\0';
+    return *file == '\0'; /* native code with no source file (glibc's __clone3) */
 }
 
 int mh__frame_is_program(const char *file, const char *func)
@@ -94,6 +94,8 @@ static const char *const plumbing[] = {
     "CachingAllocator", "c10::cuda::", "c10::Allocator", "c10::StorageImpl", "c10::TensorImpl",
     "c10::intrusive_ptr", "memhist", "mh_", "mh__", "operator new", "malloc", "__libc", "std::",
     "libc.so", "libstdc++", "libgcc", "ld-linux", "libmemhist",
+    /* torch's own stack capture */
+    "torch::unwind::", "torch::CapturedTraceback", "torch::cuda::(anonymous namespace)::gather",
 };
 
 static int cpp_meaningful(const char *file, const char *func)
@@ -138,14 +140,20 @@ int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
     }
     /* only framework frames (a C++ stack of autograd's threads): the
      * innermost ATen operation that is not an empty tensor's (bmm, not the
-     * empty_memory_format it calls for its output) */
+     * empty_memory_format it calls for its output), else the outermost one
+     * (new_empty_strided, which autograd asked for) */
+    int outermost_op = -1;
     for (size_t i = 0; i < n; i++) {
         struct mh_frame f;
         char op[128];
-        if (mh_reader_frame(r, frames[i], &f) == 0 && mh__frame_aten_op(f.func, op, sizeof op) &&
-            !strstr(op, "empty"))
+        if (mh_reader_frame(r, frames[i], &f) != 0 || !mh__frame_aten_op(f.func, op, sizeof op))
+            continue;
+        if (!strstr(op, "empty"))
             return (int)i;
+        outermost_op = (int)i;
     }
+    if (outermost_op >= 0)
+        return outermost_op;
     /* else the innermost ATen function, past the stack capture and the allocator */
     for (size_t i = 0; i < n; i++) {
         struct mh_frame f;
@@ -251,22 +259,24 @@ int mh__frame_aten_op(const char *func, char *op, size_t len)
     return 1;
 }
 
-/* The autograd node ("BmmBackward0") of the frames outside `from` that run
- * one, into `node`; 0 if none does. */
+/* The autograd node ("BmmBackward0", "CopySlices") of the innermost frame
+ * outside `from` that runs one's apply, into `node`; 0 if none does. */
 static int autograd_node(const struct mh_reader *r, const uint32_t *frames, size_t n, size_t from,
                          char *node, size_t len)
 {
-    static const char prefix[] = "torch::autograd::generated::";
     for (size_t i = from; i < n; i++) {
         struct mh_frame f;
-        const char *p = mh_reader_frame(r, frames[i], &f) == 0 && f.func ? strstr(f.func, prefix)
-                                                                        : NULL;
-        const char *end = p ? strstr(p + strlen(prefix), "::apply") : NULL;
-        if (end) {
-            p += strlen(prefix);
-            snprintf(node, len, "%.*s", (int)(end - p), p);
-            return 1;
-        }
+        const char *q = mh_reader_frame(r, frames[i], &f) == 0 && f.func ? qualified_name(f.func)
+                                                                        : "";
+        const char *end = strncmp(q, "torch::autograd::", 17) == 0 ? strstr(q, "::apply(") : NULL;
+        if (!end)
+            continue;
+        const char *name = q;
+        for (const char *p = q; p < end; p++)
+            if (p[0] == ':' && p[1] == ':')
+                name = p + 2;
+        snprintf(node, len, "%.*s", (int)(end - name), name);
+        return 1;
     }
     return 0;
 }
