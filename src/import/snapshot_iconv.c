@@ -386,7 +386,7 @@ uint32_t mh__imp_before_trace_stack(struct mh__imp *im)
     if (!im->saw_frames || im->before_stack)
         return im->before_stack;
     int64_t frame = mh_writer_intern_frame(im->w, "before recording",
-                                           "allocated before torch's history recording started", 0);
+                                           "allocated before recording started", 0);
     uint32_t f = frame > 0 ? (uint32_t)frame : 0;
     int64_t stack = f ? mh_writer_intern_stack(im->w, &f, 1) : 0;
     im->before_stack = stack > 0 ? (uint32_t)stack : 0;

@@ -231,7 +231,7 @@ def check_before_history(d):
     """The wrapped variant with its first block's frames taken away: the
     report names that block as made before recording; with no frames
     anywhere, nothing is claimed."""
-    label = "allocated before torch's history recording started"
+    label = "allocated before recording started"
     for with_frames in (True, False):
         snap, segs = variant_wrapped()
         segs[0]["blocks"][0]["frames"] = []
