@@ -535,8 +535,11 @@ def _memory_tensors(t, depth=2):
     """The tensors that hold CUDA tensor `t`'s memory: `t`, or where it is a
     wrapper with no memory of its own (DTensor: FSDP2's parameters, their
     gradients and optimizer state) its inner tensors."""
-    if t.data_ptr():
-        return [t]
+    try:
+        if t.data_ptr():
+            return [t]
+    except RuntimeError:  # no storage at all (a sparse or nested tensor)
+        return []
     flatten = getattr(t, "__tensor_flatten__", None)
     if flatten is None or depth == 0:
         return []
