@@ -250,13 +250,17 @@ static void text_ranks(const struct mh_rank_row *r, size_t n, const struct sprea
     char ratio[32] = "-";
     if (mn)
         snprintf(ratio, sizeof ratio, "%.2f", (double)mx / (double)mn);
-    printf("spread of peak reserved: max %s (%s), min %s (%s), max/min %s; median %s, ",
-           mh__bytes_text(mx, b3), r[s->max].path, mh__bytes_text(mn, b4), r[s->min].path, ratio,
-           mh__bytes_text(s->median, b5));
-    if (s->far_tied == 1)
-        printf("farthest from it: %s\n", r[s->far].path);
-    else
-        printf("%zu files equally far from it\n", s->far_tied);
+    if (mx == mn) {
+        printf("spread of peak reserved: none (every rank %s)\n", mh__bytes_text(mx, b3));
+    } else {
+        printf("spread of peak reserved: max %s (%s), min %s (%s), max/min %s; median %s, ",
+               mh__bytes_text(mx, b3), r[s->max].path, mh__bytes_text(mn, b4), r[s->min].path,
+               ratio, mh__bytes_text(s->median, b5));
+        if (s->far_tied == 1)
+            printf("farthest from it: %s\n", r[s->far].path);
+        else
+            printf("%zu files equally far from it\n", s->far_tied);
+    }
     printf("worst rank by peak reserved: %s (%s", r[s->max].path, mh__bytes_text(mx, b3));
     if (r[s->max].rank >= 0)
         printf(", rank %lld", (long long)r[s->max].rank);

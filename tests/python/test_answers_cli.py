@@ -81,6 +81,9 @@ def test_layers_and_diff(tmp):
     expect("worst rank by peak reserved: " + a in text, "report names the worst rank")
     expect("trend:" in text and "by category at the allocated peak" in text,
            "report shows categories and the fragmentation trend")
+    same = run("report", a, a).stdout
+    expect("spread of peak reserved: none (every rank " in same and "max/min" not in same,
+           "ranks with equal peaks have no spread, got %s" % same[-600:])
 
 
 def test_errors(tmp):
