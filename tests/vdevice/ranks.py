@@ -92,13 +92,18 @@ def check_rank_table(out, tmp):
 def check_ddp_buckets(out):
     """The gradient buckets DDP rebuilds in its second forward and keeps are
     no activations: the wrapper's own row holds none at the peak (in the
-    last step, after the rebuild), and they count as unknown."""
+    last step, after the rebuild), and they count as unknown. The model's
+    layers have the paths they have without DDP."""
     r = run(["layers", "--json", out + ".rank0"])
     assert r.returncode == 0, r.stderr
     dev = json.loads(r.stdout)["files"][0]["devices"][0]
     assert dev["peak_step"] == 2, dev["peak_step"]
     root = [row for row in dev["layers"] if row["layer"] == "DistributedDataParallel"]
     assert not root or root[0]["by_category"]["activation"] == 0, root
+    # the model's own paths, as without DDP: "0", not "module.0"
+    names = [row["layer"] for row in dev["layers"]]
+    assert "0" in names and "Sequential" in names, names
+    assert not any(n == "module" or n.startswith("module.") for n in names), names
     params = 4 * (256 * 1024 + 1024 + 1024 * 256 + 256)
     assert dev["by_category"]["unknown"] >= params, dev["by_category"]
 

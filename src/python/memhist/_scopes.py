@@ -52,6 +52,8 @@ from . import _scopecall, _scopemon
 FORWARD, BACKWARD = 1, 2
 # attributes by which torch's wrappers hold the module they wrap
 _WRAPPED = ("_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module")
+# root wrappers that hold the model as their attribute `module`
+_DATA_PARALLEL = ("DistributedDataParallel", "DataParallel")
 PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE, OUTPUT = 1, 2, 3, 4, 5
 HANDED_OVER = "forward hooks in C (Module.__call__ wrapped until torch.compile began)"
 
@@ -281,7 +283,9 @@ class Scopes:
         the module they wrap, as state_dict keys do (torch.compile's
         OptimizedModule, FSDP, checkpoint_wrapper): a block compiled alone is
         "transformer.h.3", not "transformer.h.3._orig_mod"."""
-        subs = [(_unwrapped(name), sub) for name, sub in root.named_modules() if name]
+        dp = _is_data_parallel(root)  # its model is named as a root would be, by its class
+        subs = [(_unwrapped(name, dp) or type(sub).__name__, sub)
+                for name, sub in root.named_modules() if name]
         known = self.names.get(id(root))
         if known is not None and known[0]() is root:
             label, prefix = known[1], self.prefixes.get(id(root), "")
@@ -386,7 +390,8 @@ class Scopes:
             self.tagged_roots.add(id(root))
             for named, role in ((root.named_parameters(), PARAMETER), (root.named_buffers(), BUFFER)):
                 pairs = list(named)
-                devices = self._tag_all([t for _, t in pairs], role, "root", [_unwrapped(name) for name, _ in pairs])
+                names = [_unwrapped(name, _is_data_parallel(root)) for name, _ in pairs]
+                devices = self._tag_all([t for _, t in pairs], role, "root", names)
                 if devices and role == PARAMETER and self.bridge is not None:  # these devices step with their own optimizer
                     self.bridge.mh_torch_param_devices(devices)
 
@@ -550,9 +555,18 @@ def _memory_tensors(t, depth=2):
     return [m for i in inner if getattr(i, "is_cuda", False) for m in _memory_tensors(i, depth - 1)]
 
 
-def _unwrapped(name):
+def _is_data_parallel(root):
+    """Whether `root` is DDP or DataParallel: they hold the model as `module`."""
+    return type(root).__name__ in _DATA_PARALLEL and hasattr(root, "module")
+
+
+def _unwrapped(name, data_parallel=False):
     """A module or parameter path without the attributes by which torch's
-    wrappers hold what they wrap ("h.3._orig_mod.mlp" -> "h.3.mlp")."""
+    wrappers hold what they wrap ("h.3._orig_mod.mlp" -> "h.3.mlp"; under
+    DDP or DataParallel, with `data_parallel`, "module.h.3" -> "h.3": the
+    paths of the model a checkpointing plan is applied to)."""
+    if data_parallel and (name == "module" or name.startswith("module.")):
+        name = name[len("module."):]
     if "_orig_mod" not in name and "_wrapped_module" not in name:  # the usual path, as it is
         return name
     return ".".join(p for p in name.split(".") if p not in _WRAPPED)
