@@ -23,6 +23,8 @@ runs, and checks memhist's answers against what torch says of the same run:
   plan_named  the same with the blocks kept as numbered attributes
               (transformer.block1, ...; no ModuleList): each block is a
               layer, not each of its modules
+  plan_method the same when a method of the model, never its forward, runs
+              the blocks (as a LightningModule's training_step)
   plan_shared one block applied 6 times (shared weights): the estimate for
               checkpointing it (each call recomputed at its own backward)
               within 3 % of the measured peak
@@ -311,6 +313,14 @@ def case_plan_named(work):
     case_plan(work, ["--named-blocks"], r"transformer\.block(\d+)", 1)
 
 
+def case_plan_method(work):
+    """The plan when a method of the model other than forward runs its
+    blocks (a LightningModule's training_step): each block is called with
+    no forward open, yet keeps its path in the model (transformer.h.N, not
+    its class name numbered as a model of its own)."""
+    case_plan(work, ["--method-step"])
+
+
 def case_plan_shared(work):
     """One block applied LAYERS times (weights shared, as in ALBERT): it is
     one layer, each of its calls is recomputed at its own backward, so the
@@ -401,7 +411,7 @@ def case_accumulate(work):
 
 CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers,
          "plan": case_plan, "plan_function": case_plan_function,
-         "plan_named": case_plan_named, "plan_cnn": case_plan_cnn,
+         "plan_named": case_plan_named, "plan_method": case_plan_method, "plan_cnn": case_plan_cnn,
          "plan_shared": case_plan_shared, "names": case_names, "compiled": case_compiled,
          "teacher": case_teacher, "closure": case_closure, "accumulate": case_accumulate}
 

@@ -5,7 +5,7 @@ program the module-scope and category tests record unchanged
     python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
                         [--in-place] [--accumulate K] [--keep-grads] [--teacher L]
                         [--closure] [--step-function] [--named-blocks] [--shared]
-                        [--truth FILE]
+                        [--method-step] [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
@@ -13,6 +13,8 @@ AdamW, set-up (model built and moved to the GPU) before the first step.
 transformer.block2, ... instead of a ModuleList, as hand-written models do.
 --shared has one block (transformer.h.0) applied L times, its weights shared
 as in ALBERT; --ckpt all then checkpoints each of its calls.
+--method-step never calls the model's forward: a method of the model runs
+its modules, as a LightningModule's training_step does.
 --ckpt wraps those blocks in non-reentrant torch.utils.checkpoint;
 --compile compiles those blocks, or with "all" the whole model, with
 torch.compile (the aot_eager backend: FX graphs and AOT autograd, no
@@ -108,6 +110,9 @@ class GPT(nn.Module):
             self.transformer.h[i] = block
 
     def forward(self, idx):
+        return self.logits(idx)
+
+    def logits(self, idx):
         t = idx.shape[1]
         x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device))
         for i in range(self.calls):
@@ -130,6 +135,7 @@ def main():
     ap.add_argument("--step-function", action="store_true")
     ap.add_argument("--named-blocks", action="store_true")
     ap.add_argument("--shared", action="store_true")
+    ap.add_argument("--method-step", action="store_true")
     ap.add_argument("--truth")
     a = ap.parse_args()
     ckpt = range(a.layers) if a.ckpt == "all" else [int(i) for i in a.ckpt.split(",") if i]
@@ -138,7 +144,7 @@ def main():
     model = GPT(vocab, ctx, 384, 6, a.layers, ckpt, a.named_blocks, a.shared).to("cuda")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     teacher = GPT(vocab, ctx, 384, 6, a.teacher, []).to("cuda").eval() if a.teacher else None
-    run = model
+    run = model.logits if a.method_step else model
     if a.compile == "all":
         run = torch.compile(model, backend="aot_eager")
     for i in (int(i) for i in a.compile.split(",") if i and a.compile != "all"):

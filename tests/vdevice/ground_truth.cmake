@@ -38,13 +38,14 @@ endif()
 # Answers on an unchanged GPT-style script (tests/vdevice/check_answers.py):
 # categories against torch's tensors, set-up apart from step 0, layers named
 # by module scopes, the checkpointing plan against measured peaks (also with the
-# step in a function, with blocks kept as numbered attributes, on a
+# step in a function, with blocks kept as numbered attributes, run by a method
+# of the model other than forward, on a
 # ResNet-style network and with one block applied several times), and names
 # for allocations with no Python frame; models under torch.compile; a teacher
 # model of the same class beside the trained one; the forward and backward in
 # an optimizer step's closure; gradient accumulation.
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
-  foreach(case categories setup layers plan plan_function plan_named plan_cnn plan_shared names compiled teacher closure accumulate)
+  foreach(case categories setup layers plan plan_function plan_named plan_method plan_cnn plan_shared names compiled teacher closure accumulate)
     add_test(NAME vdevice_answers_${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_answers.py ${case}
                      ${CMAKE_BINARY_DIR}/vdevice_answers/${case})

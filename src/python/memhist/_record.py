@@ -1,7 +1,9 @@
 """memhist._record - the `memhist record` side inside the recorded program.
 
-Installed by the bootstrap sitecustomize. Watches for `torch.cuda` being
-imported (a meta-path finder that wraps its loader), then queues the attach
+Installed by the bootstrap sitecustomize. Watches for `torch.nn.modules.module`
+being imported, to watch which module holds which from then on
+(memhist._scopes.watch_holders), and for `torch.cuda` being
+imported (a meta-path finder that wraps their loaders), then queues the attach
 on torch.cuda's lazy-initialization queue (torch.cuda._lazy_call), so the
 recorder starts exactly when the program initializes CUDA, and never earlier.
 The file is created only then, so helper processes that never use CUDA
@@ -108,28 +110,49 @@ def _on_torch_cuda(module):
         sys.stderr.write("memhist: warning: %s: recording disabled: %s\n" % (who(), e))
 
 
+def _on_torch_module(module):
+    """torch.nn.modules.module is defined: module registrations are watched
+    from now on, before the program builds its model (memhist._scopes)."""
+    try:
+        from memhist import _scopes
+        _scopes.watch_holders(module)
+    except Exception as e:
+        sys.stderr.write("memhist: warning: %s: module holders not watched: %s\n" % (who(), e))
+
+
 class _LoaderWrapper(importlib.abc.Loader):
-    def __init__(self, loader):
+    def __init__(self, loader, then):
         self._loader = loader
+        self._then = then
 
     def create_module(self, spec):
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
         self._loader.exec_module(module)
-        _on_torch_cuda(module)
+        self._then(module)
 
 
-class _TorchCudaFinder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loader of `torch.cuda` once."""
+class _TorchFinder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: wraps the loaders of `torch.cuda` (then
+    _on_torch_cuda runs) and `torch.nn.modules.module` (_on_torch_module)
+    once each."""
+
+    def __init__(self):
+        self.watched = {"torch.cuda": _on_torch_cuda, "torch.nn.modules.module": _on_torch_module}
 
     def find_spec(self, name, path, target=None):
-        if name != "torch.cuda":
+        then = self.watched.pop(name, None)
+        if then is None:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        sys.meta_path.remove(self)  # (find_spec below must not find this finder)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            if self.watched:
+                sys.meta_path.insert(0, self)
         if spec is not None and spec.loader is not None:
-            spec.loader = _LoaderWrapper(spec.loader)
+            spec.loader = _LoaderWrapper(spec.loader, then)
         return spec
 
 
@@ -185,10 +208,11 @@ def install():
     os.environ["MEMHIST_INJECT_SHARED"] = "1"
     if env_rank() is not None and "MEMHIST_RANK_PID" not in os.environ:
         os.environ["MEMHIST_RANK_PID"] = str(os.getpid())  # children inherit it
-    if "torch.cuda" in sys.modules:
-        _on_torch_cuda(sys.modules["torch.cuda"])
-    else:
-        sys.meta_path.insert(0, _TorchCudaFinder())
+    finder = _TorchFinder()
+    for name in [n for n in finder.watched if n in sys.modules]:  # imported before memhist
+        finder.watched.pop(name)(sys.modules[name])
+    if finder.watched:
+        sys.meta_path.insert(0, finder)
     atexit.register(_finish)
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         try:

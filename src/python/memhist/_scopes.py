@@ -51,7 +51,7 @@ from . import _scopecall, _scopemon
 
 FORWARD, BACKWARD = 1, 2
 # attributes by which torch's wrappers hold the module they wrap
-_WRAPPED = ("_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module")
+_WRAPPED = ("_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_forward_module")
 # root wrappers that hold the model as their attribute `module`
 _DATA_PARALLEL = ("DistributedDataParallel", "DataParallel")
 PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE, OUTPUT = 1, 2, 3, 4, 5
@@ -77,6 +77,7 @@ class Scopes:
         self.sids = {}       # path -> interned string id
         self.owners = {}     # path -> weak reference to the module of a root's tree named by it
         self.prefixes = {}   # id(root) -> what its submodules' paths start with ("" but beside another model)
+        self.owner_of = {}   # id(root) -> weak reference to the model that holds it (_model_of)
         self.local = threading.local()
         self.bwd = {}        # autograd thread id -> [(path, id of the node that opened it), ...]
         self.bwd_lock = threading.Lock()
@@ -132,6 +133,21 @@ class Scopes:
             self._forward_hooks_on()
         self.handles.append(opt.register_optimizer_step_pre_hook(self._guard(self._opt_pre)))
         self.handles.append(opt.register_optimizer_step_post_hook(self._guard(self._opt_post)))
+        watch_holders(torch.nn.modules.module)
+
+    def _model_of(self, root):
+        """The outermost module whose tree holds module `root`, as the
+        registrations seen by watch_holders tell (a LightningModule holding
+        blocks that its training_step calls, never its forward); None where
+        nothing holds it."""
+        top = root
+        for _ in range(64):
+            ref = _holders.get(id(top))
+            parent = ref() if ref is not None else None
+            if parent is None or not any(m is top for m in parent.children()):
+                break
+            top = parent
+        return top if top is not root else None
 
     def _forward_hooks_on(self):
         """torch's global module forward hooks call the scope hooks (also
@@ -282,11 +298,21 @@ class Scopes:
         id)]. Paths leave out the attributes by which torch's wrappers hold
         the module they wrap, as state_dict keys do (torch.compile's
         OptimizedModule, FSDP, checkpoint_wrapper): a block compiled alone is
-        "transformer.h.3", not "transformer.h.3._orig_mod"."""
+        "transformer.h.3", not "transformer.h.3._orig_mod". A root that
+        another module holds (the blocks a LightningModule's training_step
+        calls, never its forward) is named by its path in the outermost
+        holder, whose whole tree is named."""
+        known = self.names.get(id(root))
+        if known is None or known[0]() is not root:
+            owner = self._model_of(root)
+            if owner is not None:
+                named = self._name_root(owner)
+                self.owner_of[id(root)] = weakref.ref(owner)
+                self.roots.add(id(root))
+                return named
         dp = _is_data_parallel(root)  # its model is named as a root would be, by its class
         subs = [(_unwrapped(name, dp) or type(sub).__name__, sub)
                 for name, sub in root.named_modules() if name]
-        known = self.names.get(id(root))
         if known is not None and known[0]() is root:
             label, prefix = known[1], self.prefixes.get(id(root), "")
         else:
@@ -386,6 +412,8 @@ class Scopes:
         if not self.step_opened:
             self.step_opened = True
             self.core.mh_recorder_step_begin(self.rec, 0)
+        owner = self.owner_of.get(id(root))
+        root = (owner() if owner is not None else None) or root  # its parameters have the model's paths
         if id(root) not in self.tagged_roots:
             self.tagged_roots.add(id(root))
             for named, role in ((root.named_parameters(), PARAMETER), (root.named_buffers(), BUFFER)):
@@ -553,6 +581,32 @@ def _memory_tensors(t, depth=2):
     except Exception:
         return []
     return [m for i in inner if getattr(i, "is_cuda", False) for m in _memory_tensors(i, depth - 1)]
+
+
+_holders = {}  # id(module) -> weak reference to the module it was last registered in
+_holders_state = {"hook": None, "prune_at": 4096}
+
+
+def watch_holders(module_module):
+    """Installs torch's module registration hook (module_module: torch.nn.
+    modules.module), once per process: from then on, which module holds
+    each submodule registered is remembered. `memhist record` installs it
+    as soon as torch defines Module, before the program builds its model."""
+    if _holders_state["hook"] is None:
+        _holders_state["hook"] = module_module.register_module_module_registration_hook(_registered)
+
+
+def _registered(parent, name, module):
+    global _holders
+    try:
+        if module is not None:
+            _holders[id(module)] = weakref.ref(parent)
+            if len(_holders) > _holders_state["prune_at"]:  # drop modules gone (DataParallel's copies)
+                _holders = {k: v for k, v in _holders.items() if v() is not None}
+                _holders_state["prune_at"] = max(4096, 2 * len(_holders))
+    except Exception:  # never break the program
+        pass
+    return None  # (anything else would replace the module)
 
 
 def _is_data_parallel(root):
