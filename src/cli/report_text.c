@@ -117,11 +117,10 @@ static void print_top(const struct mh_replay *rp, const struct mh_device_report 
         double share = d->live_at_peak_bytes ? 100.0 * g->bytes / d->live_at_peak_bytes : 0;
         printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh__bytes_text(g->bytes, b), share, g->count,
                g->count == 1 ? " " : "s");
-        char text[4096];
-        if (texts[i][0] && looks_like_another(texts, d->ntop, i))
-            mh__cli_stack_text(rp->reader, g->stack, sep, max_frames, 1, text, sizeof text);
-        else
-            memcpy(text, texts[i], sizeof text);
+        char again[4096];
+        const char *text = texts[i];
+        if (text[0] && looks_like_another(texts, d->ntop, i))
+            text = mh__cli_stack_text(rp->reader, g->stack, sep, max_frames, 1, again, sizeof again);
         printf("%s\n", text[0] ? text : "<no stack recorded>");
     }
     free(texts);
