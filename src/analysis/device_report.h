@@ -45,7 +45,7 @@ struct mh_device_report {
 /* Fills the fragmentation trend of one device of `m` (a full pass) and runs
  * the what-if replay of `in` (that device's input) under
  * expandable_segments:True. */
-void mh__report_trend(const struct mh_model *m, const struct mh_whatif_input *in,
+void mh__report_trend(const struct mh_model *m, struct mh_whatif_input *in,
                       struct mh_frag_trend *t);
 
 /* Groups the allocated blocks of `device` in `m` by stack, largest first;

@@ -15,7 +15,7 @@ static int fragmenting(const struct mh_frag_trend *t, uint64_t first_reserved)
            t->reserved_growth > 2 * (t->allocated_growth > 0 ? t->allocated_growth : 0);
 }
 
-void mh__report_trend(const struct mh_model *m, const struct mh_whatif_input *in,
+void mh__report_trend(const struct mh_model *m, struct mh_whatif_input *in,
                       struct mh_frag_trend *t)
 {
     int device = in->device;
@@ -39,6 +39,8 @@ void mh__report_trend(const struct mh_model *m, const struct mh_whatif_input *in
         }
     }
     t->fragmenting = fragmenting(t, first.peak_reserved);
+    if (t->fragmenting) /* its what-if is checked: replay as the recording's torch did */
+        mh__whatif_pick_ties(in, in->total_bytes);
     struct mh_sim_replay_opts ro;
     struct mh_whatif_outcome out;
     memset(&ro, 0, sizeof ro);

@@ -231,6 +231,7 @@ int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_
     struct tracker t;
     struct mh_sim_replay_result own;
     struct mh_sim_replay_opts o = *ro;
+    o.address_ties = in->address_ties;
     if (!res)
         res = &own;
     int rc = tracker_open(&t, &ro->conf, 0); /* the simulator emits device 0 */
@@ -258,6 +259,19 @@ int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
     ro.use_oracle = 1;
     ro.progress_what = "replay under the recorded settings";
     return mh__whatif_run(in, &ro, out, NULL);
+}
+
+int mh__whatif_pick_ties(struct mh_whatif_input *in, uint64_t capacity)
+{
+    struct mh_whatif_outcome by_age, by_address;
+    in->address_ties = 0;
+    int rc = mh__whatif_baseline(in, capacity, &by_age);
+    if (rc < 0 || by_age.events == 0 || by_age.match >= 100.0)
+        return rc;
+    in->address_ties = 1;
+    rc = mh__whatif_baseline(in, capacity, &by_address);
+    in->address_ties = rc == 0 && by_address.match > by_age.match;
+    return rc < 0 ? rc : 0;
 }
 
 uint64_t mh__whatif_capacity(const struct mh_whatif_input *in, const struct mh_whatif_outcome *recorded)

@@ -26,6 +26,7 @@ struct mh_whatif_input {
     uint64_t total_bytes;      /* recorded device capacity, 0 if unknown */
     struct mh_alloc_conf conf; /* recorded settings */
     struct mh_event *owned;    /* the copy behind ev when other devices were left out */
+    int address_ties;          /* replays break best-fit ties by address (mh__whatif_pick_ties) */
 };
 
 /* The input of `device` (the first allocator device if < 0) from the
@@ -80,5 +81,10 @@ int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_
  * the state at its start (the file's preexisting events). */
 int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
                         struct mh_whatif_outcome *out);
+/* How the torch that recorded `in` broke best-fit ties between equal free
+ * blocks, which a snapshot does not say: by segment age (torch 2.15) unless
+ * the baseline replay under address ties reproduces more of the run (older
+ * torch). Sets in->address_ties for the replays that follow. */
+int mh__whatif_pick_ties(struct mh_whatif_input *in, uint64_t capacity);
 
 #endif

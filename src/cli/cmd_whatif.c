@@ -157,6 +157,9 @@ static void print_text(const struct whatif_view *v)
                v->res->recorded_segment_events);
     if (v->mid_run || v->res->seeded_segments)
         printf("%s\n", mh__replay_seed_text(v->sim, c1, sizeof c1));
+    if (v->L->address_ties)
+        printf("best fit: equal free blocks taken by address, as the recording's torch did (an "
+               "older torch; torch 2.15 takes the older segment's first)\n");
     printf("what-if figures: %s\n", mh__replay_check_text(v->base, c1, sizeof c1));
 }
 
@@ -221,6 +224,7 @@ static void print_json(const struct whatif_view *v)
         mh__json_null(&j);
     mh__json_kv_double(&j, "checked_from_percent", MH_WHATIF_CHECKED_MATCH, 1);
     mh__json_kv_bool(&j, "checked", mh__whatif_checked(v->base));
+    mh__json_kv_string(&j, "best_fit_ties", v->L->address_ties ? "address" : "segment_age");
     mh__json_end_object(&j);
     mh__sink_puts(&sink, "\n");
 }
@@ -266,6 +270,8 @@ static int whatif_main(int argc, char **argv)
          * what was not the allocator's to take when it ran out (the CUDA
          * context, other processes), as the driver reported at its OOM */
         ro.capacity = a.capacity ? a.capacity : mh__whatif_capacity(&L, &rs);
+        if (rc == 0)
+            rc = mh__whatif_pick_ties(&L, ro.capacity);
         if (rc == 0)
             rc = mh__whatif_run(&L, &ro, &ss, &res);
         if (rc < 0)

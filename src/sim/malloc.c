@@ -61,7 +61,7 @@ static struct mh__sim_block *alloc_block(struct mh_sim *s, struct mh__sim_pool *
     }
     b->addr = addr;
     b->size = alloc_size;
-    b->seq = ++s->segments_made;
+    b->seq = s->o.address_ties ? 0 : ++s->segments_made;
     b->stream = p->stream;
     b->pool = p;
     b->mapped = 1;

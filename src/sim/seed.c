@@ -37,7 +37,7 @@ static struct mh__sim_block *seed_segment(struct mh_sim *s, struct mh__sim_pool 
     }
     b->addr = at;
     b->size = ev->size;
-    b->seq = ++s->segments_made;
+    b->seq = s->o.address_ties ? 0 : ++s->segments_made;
     b->stream = p->stream;
     b->pool = p;
     b->mapped = 1;

@@ -48,6 +48,10 @@ struct mh_sim_opts {
     struct mh_writer *writer;
     mh_sim_addr_fn addr_fn;    /* optional address oracle */
     void *addr_user;
+    /* best fit breaks ties between equal free blocks by address alone, as
+     * torch did before it preferred the older segment (0: the older
+     * segment, then the address, as torch 2.15 does) */
+    int address_ties;
 };
 
 /* Counters the simulator keeps itself (torch's DeviceStats names). */

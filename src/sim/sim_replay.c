@@ -313,6 +313,7 @@ int mh__sim_replay(const struct mh_event *events, size_t n, const struct mh_sim_
     memset(res, 0, sizeof *res);
     int rc = prepare(&rp);
     struct mh_sim_opts so = {.conf = opts->conf, .capacity = opts->capacity,
+                             .address_ties = opts->address_ties,
                              .emit = on_sim_event, .emit_user = &rp,
                              .start_ns = n ? events[0].time_ns : 0};
     if (opts->use_oracle) {

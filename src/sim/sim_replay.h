@@ -23,6 +23,7 @@ struct mh_sim_replay_opts {
      * `progress_what`; none when progress.fn is NULL */
     struct mh_progress progress;
     const char *progress_what;
+    int address_ties; /* mh_sim_opts' */
 };
 
 struct mh_sim_replay_result {

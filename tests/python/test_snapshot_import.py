@@ -11,8 +11,12 @@ The real snapshot in ../shared/data/torch-snapshots (if present) must replay
 to exactly its segments. A block live before the trace whose snapshot gives
 it no frames, while other blocks have some, was made before torch's history
 recording started, and the report says so; exported, it has no frames again.
+A snapshot from a torch that broke best-fit ties between equal free blocks
+by address (not by the older segment, as torch 2.15 does) replays exactly:
+`whatif` finds the rule that reproduces the run and says so.
 """
 import copy
+import json
 import os
 import pickle
 import sys
@@ -258,11 +262,39 @@ def check_before_history(d):
             sc.fail("a block made before recording changes on export: %s" % diff)
 
 
+def check_best_fit_ties(d):
+    """Two 20 MiB segments, each left with a 2 MiB free tail; the older one
+    at the higher address. The next 2 MiB request took the lower address, as
+    torch did before it preferred the older segment's block."""
+    old, new = BASE + 64 * MiB, BASE
+    t = Trace()
+    for segment in (old, new):
+        t("segment_alloc", segment, 20 * MiB)
+        t("alloc", segment, 9 * MiB)
+        t("alloc", segment + 9 * MiB, 9 * MiB)
+    t("alloc", new + 18 * MiB, 2 * MiB)
+    segs = [seg(0, old, [(9 * MiB, "active_allocated", 9 * MiB), (9 * MiB, "active_allocated", 9 * MiB),
+                         (2 * MiB, "inactive", 0)]),
+            seg(0, new, [(9 * MiB, "active_allocated", 9 * MiB), (9 * MiB, "active_allocated", 9 * MiB),
+                         (2 * MiB, "active_allocated", 2 * MiB)])]
+    snap = {"segments": segs, "device_traces": [t.entries], "allocator_settings": sc.default_settings(),
+            "external_annotations": []}
+    src = os.path.join(d, "ties.pickle")
+    with open(src, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    mh = os.path.join(d, "ties.memhist")
+    sc.run("import", src, "-o", mh)
+    got = json.loads(sc.run("whatif", mh, "--json").stdout)
+    if got.get("best_fit_ties") != "address" or got["match_percent"] != 100.0:
+        sc.fail("a snapshot whose torch broke ties by address does not replay exactly: %s" % got)
+
+
 def main():
     d = sc.workdir("snapshot_import")
     for fn in VARIANTS:
         check_variant(d, fn)
     check_before_history(d)
+    check_best_fit_ties(d)
     check_real(d)
 
 

@@ -60,6 +60,8 @@ def check(d, name, conf, max_entries):
     if w["match_percent"] < MATCH:
         fail("%s: the seeded replay reproduces %.2f %% of %d allocator events (< %.0f %%)"
              % (name, w["match_percent"], w["recorded_allocator_events"], MATCH))
+    if w["best_fit_ties"] != "segment_age":
+        fail("%s: torch 2.15's snapshot replayed with %s ties" % (name, w["best_fit_ties"]))
     if w["allocations_placed_same"] != w["recorded_allocations"]:
         fail("%s: %d of %d allocations at torch's address" % (
             name, w["allocations_placed_same"], w["recorded_allocations"]))
