@@ -231,6 +231,8 @@ def start(path="record.memhist", stacks="python", op_ranges=False, frames=None, 
             if _cuda is None:
                 import torch
                 _cuda = torch.cuda
+                if os.environ.get("MEMHIST_SCOPES", "1") != "0":  # holders of modules built from now on
+                    _scopes.watch_holders(torch.nn.modules.module)
             if not _lazy_open and not _cuda.is_available():
                 _not_recording(s, "no CUDA device (torch.cuda.is_available() is False); no file written")
                 return s
