@@ -78,9 +78,22 @@ static void text_live(const struct mh_analysis *a, const struct mh_oom_case *c, 
     for (size_t i = 0; i < c->nlayers && i < top; i++)
         printf("    %11s  %s\n", mh__bytes_text(c->layers[i].bytes, b), c->layers[i].name);
     printf("  by stack:\n");
-    for (size_t i = 0; i < c->nstacks; i++)
-        printf("    %11s  %s\n", mh__bytes_text(c->stacks[i].bytes, b),
-               mh__stack_label(a->rp.reader, c->stacks[i].stack, label, sizeof label));
+    /* stacks that differ only past their label (callers of one line) are one row */
+    for (size_t i = 0; i < c->nstacks; i++) {
+        char other[512];
+        uint64_t bytes = 0;
+        int seen = 0;
+        mh__stack_label(a->rp.reader, c->stacks[i].stack, label, sizeof label);
+        for (size_t k = 0; k < c->nstacks && !seen; k++) {
+            if (strcmp(mh__stack_label(a->rp.reader, c->stacks[k].stack, other, sizeof other),
+                       label) != 0)
+                continue;
+            seen = k < i;
+            bytes += c->stacks[k].bytes;
+        }
+        if (!seen)
+            printf("    %11s  %s\n", mh__bytes_text(bytes, b), label);
+    }
 }
 
 static void text_suggestions(const struct mh_oom_case *c)

@@ -103,6 +103,25 @@ def check_same_looking_groups(d):
             sc.fail("report does not show %r:\n%s" % (want, report))
 
 
+def check_oom_rows_by_label(d):
+    """`oom`'s rows by stack: stacks that differ only in the callers of one
+    line share its label, and are one row with their bytes summed."""
+    g = sc.Gen(metadata=False)
+    g.stacks = [[sc.frame("step", "/home/me/train.py", 30), sc.frame("main", "/home/me/train.py", line)]
+                for line in (50, 60)]
+    g.alloc(0, 8 * MiB, stack=0)
+    g.alloc(0, 6 * MiB, stack=1)
+    src = os.path.join(d, "callers.pickle")
+    with open(src, "wb") as f:
+        pickle.dump(g.snapshot(), f, protocol=4)
+    mh = os.path.join(d, "callers.memhist")
+    sc.run("import", src, "-o", mh)
+    oom = sc.run("oom", "--at", "peak", mh).stdout
+    rows = [line for line in oom.split("by stack:")[-1].splitlines() if "train.py:30 step" in line]
+    if len(rows) != 1 or "14.00 MiB" not in rows[0]:
+        sc.fail("oom's rows for one line are not one row of 14.00 MiB: %s\n%s" % (rows, oom))
+
+
 def main():
     d = sc.workdir("library_frames")
     src = os.path.join(d, "lib.pickle")
@@ -130,6 +149,7 @@ def main():
         sc.fail("report --json names no library frame: %s" % sites[:2000])
     check_direct_torch_calls(d)
     check_same_looking_groups(d)
+    check_oom_rows_by_label(d)
     print("groups named by the library's frames, the script's line still listed, "
           "torch's allocating frame above the script's direct call: ok")
 
