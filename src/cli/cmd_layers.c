@@ -202,14 +202,14 @@ static uint64_t compiled_activations(const struct dev_view *v, size_t planned)
     return bytes;
 }
 
-/* Activation bytes live at the peak. */
-static uint64_t peak_activations(const struct dev_view *v)
+/* Bytes of category `cat` live at the peak. */
+static uint64_t peak_bytes_of(const struct dev_view *v, int cat)
 {
     size_t n;
     const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++)
-        bytes += st[i].by_category[MH_CAT_ACTIVATION];
+        bytes += st[i].by_category[cat];
     return bytes;
 }
 
@@ -218,12 +218,14 @@ enum no_plan {
     NO_PLAN_COMPILED,   /* activations made in code torch.compile generated */
     NO_PLAN_SMALL,      /* the most any prefix saves is under MH__PLAN_MIN_SHARE */
     NO_PLAN_NO_SCOPES,  /* no module scopes: no layer's backward is seen */
+    NO_PLAN_UNKNOWN,    /* no scopes and no steps: no memory is told to be activations */
     NO_PLAN_NO_GAIN,    /* saved activations live at the peak, but no layer's recompute lowers it */
     NO_PLAN_NOTHING,    /* no saved activation live at the peak */
 };
 /* Their names in `layers --json` (plan.none_because). */
 static const char *const no_plan_names[] = {"compiled_code", "saving_under_1_percent",
-                                            "no_module_scopes", "no_gain", "no_saved_activations"};
+                                            "no_module_scopes", "unknown_categories", "no_gain",
+                                            "no_saved_activations"};
 
 /* The reason, and the bytes it is about: the largest saving, the compiled
  * activations, or the activations at the peak. */
@@ -237,8 +239,11 @@ static enum no_plan no_plan_reason(const struct dev_view *v, uint64_t *bytes)
         return NO_PLAN_COMPILED;
     if ((*bytes = peak - lowest) > 0)
         return NO_PLAN_SMALL;
-    if ((*bytes = peak_activations(v)) > 0 && !v->a->rp.summary.events_by_kind[MH_EV_SCOPE_ENTER])
+    int scopes = v->a->rp.summary.events_by_kind[MH_EV_SCOPE_ENTER] > 0;
+    if ((*bytes = peak_bytes_of(v, MH_CAT_ACTIVATION)) > 0 && !scopes)
         return NO_PLAN_NO_SCOPES;
+    if (!*bytes && !scopes && (*bytes = peak_bytes_of(v, MH_CAT_UNKNOWN)) > 0)
+        return NO_PLAN_UNKNOWN;
     size_t n;
     const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
     for (size_t i = 0; i < n; i++)
@@ -261,6 +266,12 @@ static void print_no_plan(const struct dev_view *v)
                "  has no module scopes (a torch snapshot, or recorded with MEMHIST_SCOPES=0), so no\n"
                "  layer's backward pass is seen and what checkpointing a layer saves cannot be\n"
                "  estimated. Record the program with memhist to get a plan.\n",
+               mh__bytes_text(bytes, b));
+        break;
+    case NO_PLAN_UNKNOWN:
+        printf("\n  plan: none from this recording: it has no module scopes and no training steps\n"
+               "  (a torch snapshot without Optimizer.step annotations), so none of the %s live at\n"
+               "  the peak is told to be activations. Record the program with memhist to get a plan.\n",
                mh__bytes_text(bytes, b));
         break;
     case NO_PLAN_NO_GAIN:

@@ -143,6 +143,12 @@ def main():
             not any("models/mlp.py:77" in r for r in rows):
         sc.fail("oom's groups by stack are not named by the library's frames:\n%s" % oom)
 
+    # no steps and no module scopes: nothing is told to be activations, and
+    # layers says so instead of "no saved activations"
+    plan = json.loads(sc.run("layers", "--json", mh).stdout)["files"][0]["devices"][0]["plan"]
+    if plan["none_because"] != "unknown_categories":
+        sc.fail("layers on a snapshot with no steps gives %r" % plan["none_because"])
+
     js = json.loads(sc.run("report", "--json", mh).stdout)
     sites = json.dumps(js)
     if "attention.py" not in sites:
