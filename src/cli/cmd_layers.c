@@ -269,9 +269,10 @@ static void print_no_plan(const struct dev_view *v)
                mh__bytes_text(bytes, b));
         break;
     case NO_PLAN_UNKNOWN:
-        printf("\n  plan: none from this recording: it has no module scopes and no training steps\n"
-               "  (a torch snapshot without Optimizer.step annotations), so none of the %s live at\n"
-               "  the peak is told to be activations. Record the program with memhist to get a plan.\n",
+        printf("\n  plan: none from this recording: it has no module scopes and no training\n"
+               "  steps (a torch snapshot without Optimizer.step annotations), so none of the\n"
+               "  %s live at the peak is told to be activations. Record the program with\n"
+               "  memhist to get a plan.\n",
                mh__bytes_text(bytes, b));
         break;
     case NO_PLAN_NO_GAIN:

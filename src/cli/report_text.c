@@ -120,7 +120,8 @@ static void print_top(const struct mh_replay *rp, const struct mh_device_report 
         char again[4096];
         const char *text = texts[i];
         if (text[0] && looks_like_another(texts, d->ntop, i))
-            text = mh__cli_stack_text(rp->reader, g->stack, sep, max_frames, 1, again, sizeof again);
+            text = mh__cli_stack_text(rp->reader, g->stack, sep, max_frames, 1, again,
+                                      sizeof again);
         printf("%s\n", text[0] ? text : "<no stack recorded>");
     }
     free(texts);
