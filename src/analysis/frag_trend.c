@@ -39,8 +39,10 @@ void mh__report_trend(const struct mh_model *m, struct mh_whatif_input *in,
         }
     }
     t->fragmenting = fragmenting(t, first.peak_reserved);
-    if (t->fragmenting) /* its what-if is checked: replay as the recording's torch did */
-        mh__whatif_pick_ties(in, in->total_bytes);
+    /* a fragmenting run's what-if is checked by the replay under its own
+     * settings, which also tells how the recording's torch broke ties */
+    struct mh_whatif_outcome base;
+    int based = t->fragmenting && mh__whatif_pick_ties(in, in->total_bytes, &base) == 0;
     struct mh_sim_replay_opts ro;
     struct mh_whatif_outcome out;
     memset(&ro, 0, sizeof ro);
@@ -51,8 +53,7 @@ void mh__report_trend(const struct mh_model *m, struct mh_whatif_input *in,
         t->whatif_ok = 1;
         t->whatif_peak_reserved = out.peak_reserved;
     }
-    struct mh_whatif_outcome base;
-    if (t->whatif_ok && t->fragmenting && mh__whatif_baseline(in, in->total_bytes, &base) == 0) {
+    if (t->whatif_ok && based) {
         t->whatif_checked = mh__whatif_checked(&base);
         t->baseline_match = base.match;
     }

@@ -249,8 +249,7 @@ int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_
     return rc;
 }
 
-int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
-                        struct mh_whatif_outcome *out)
+static struct mh_sim_replay_opts baseline_opts(const struct mh_whatif_input *in, uint64_t capacity)
 {
     struct mh_sim_replay_opts ro;
     memset(&ro, 0, sizeof ro);
@@ -258,20 +257,43 @@ int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
     ro.capacity = capacity;
     ro.use_oracle = 1;
     ro.progress_what = "replay under the recorded settings";
+    return ro;
+}
+
+int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
+                        struct mh_whatif_outcome *out)
+{
+    struct mh_sim_replay_opts ro = baseline_opts(in, capacity);
     return mh__whatif_run(in, &ro, out, NULL);
 }
 
-int mh__whatif_pick_ties(struct mh_whatif_input *in, uint64_t capacity)
+int mh__whatif_run_picking_ties(struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
+                                struct mh_whatif_outcome *out, struct mh_sim_replay_result *res)
 {
-    struct mh_whatif_outcome by_age, by_address;
     in->address_ties = 0;
-    int rc = mh__whatif_baseline(in, capacity, &by_age);
-    if (rc < 0 || by_age.events == 0 || by_age.match >= 100.0)
+    int rc = mh__whatif_run(in, ro, out, res);
+    if (rc < 0 || out->events == 0 || out->match >= 100.0)
         return rc;
+    struct mh_sim_replay_opts again = *ro;
+    struct mh_whatif_outcome other;
+    struct mh_sim_replay_result other_res;
+    again.progress_what = "replay again, best-fit ties by address";
     in->address_ties = 1;
-    rc = mh__whatif_baseline(in, capacity, &by_address);
-    in->address_ties = rc == 0 && by_address.match > by_age.match;
+    rc = mh__whatif_run(in, &again, &other, &other_res);
+    in->address_ties = rc == 0 && other.match > out->match;
+    if (in->address_ties) {
+        *out = other;
+        if (res)
+            *res = other_res;
+    }
     return rc < 0 ? rc : 0;
+}
+
+int mh__whatif_pick_ties(struct mh_whatif_input *in, uint64_t capacity,
+                         struct mh_whatif_outcome *out)
+{
+    struct mh_sim_replay_opts ro = baseline_opts(in, capacity);
+    return mh__whatif_run_picking_ties(in, &ro, out, NULL);
 }
 
 uint64_t mh__whatif_capacity(const struct mh_whatif_input *in, const struct mh_whatif_outcome *recorded)

@@ -83,8 +83,14 @@ int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
                         struct mh_whatif_outcome *out);
 /* How the torch that recorded `in` broke best-fit ties between equal free
  * blocks, which a snapshot does not say: by segment age (torch 2.15) unless
- * the baseline replay under address ties reproduces more of the run (older
- * torch). Sets in->address_ties for the replays that follow. */
-int mh__whatif_pick_ties(struct mh_whatif_input *in, uint64_t capacity);
+ * the replay under the recorded settings `ro` (use_oracle) reproduces more
+ * of the run with ties by address (older torch). Runs `ro` once, twice when
+ * the first run is not exact, keeps the better run in `out` and `res` (may
+ * be NULL) and its rule in in->address_ties for the replays that follow. */
+int mh__whatif_run_picking_ties(struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
+                                struct mh_whatif_outcome *out, struct mh_sim_replay_result *res);
+/* The same for mh__whatif_baseline's replay; `out` gets its outcome. */
+int mh__whatif_pick_ties(struct mh_whatif_input *in, uint64_t capacity,
+                         struct mh_whatif_outcome *out);
 
 #endif

@@ -270,17 +270,15 @@ static int whatif_main(int argc, char **argv)
          * what was not the allocator's to take when it ran out (the CUDA
          * context, other processes), as the driver reported at its OOM */
         ro.capacity = a.capacity ? a.capacity : mh__whatif_capacity(&L, &rs);
-        if (rc == 0)
-            rc = mh__whatif_pick_ties(&L, ro.capacity);
-        if (rc == 0)
+        if (rc == 0 && !a.conf_text) /* the recorded settings: the run is the baseline */
+            rc = mh__whatif_run_picking_ties(&L, &ro, &ss, &res);
+        else if (rc == 0 && (rc = mh__whatif_pick_ties(&L, ro.capacity, &bs)) == 0)
             rc = mh__whatif_run(&L, &ro, &ss, &res);
         if (rc < 0)
             mh__cli_error("%s: %s", a.path, mh_strerror(rc));
     }
     /* how far the what-if can be trusted: the same replay under the recorded settings */
-    const struct mh_whatif_outcome *base = &ss;
-    if (rc == 0 && a.conf_text)
-        base = mh__whatif_baseline(&L, ro.capacity, &bs) == 0 ? &bs : NULL;
+    const struct mh_whatif_outcome *base = a.conf_text ? &bs : &ss;
     if (rc == 0) {
         struct whatif_view v = {&a, &L, &ro, &rs, &ss, &res, base,
                                 mh_reader_meta(mh__session_reader(s), "trace_start") != NULL};
