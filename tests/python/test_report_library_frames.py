@@ -57,21 +57,34 @@ def adam_stack(line):
             sc.frame("<module>", "/home/me/train.py", 15)]
 
 
-def check_direct_torch_calls(d):
+def imported(d, name, stacks):
+    """A snapshot of two blocks (8 and 6 MiB) made by the two stacks, imported:
+    the .memhist path."""
     g = sc.Gen(metadata=False)
-    g.stacks = [adam_stack(179), adam_stack(183)]
+    g.stacks = stacks
     g.alloc(0, 8 * MiB, stack=0)
     g.alloc(0, 6 * MiB, stack=1)
-    src = os.path.join(d, "adam.pickle")
+    src = os.path.join(d, name + ".pickle")
     with open(src, "wb") as f:
         pickle.dump(g.snapshot(), f, protocol=4)
-    mh = os.path.join(d, "adam.memhist")
+    mh = os.path.join(d, name + ".memhist")
     sc.run("import", src, "-o", mh)
+    return mh
+
+
+def report_shows(mh, wanted):
+    """The report of `mh`, failing unless it shows every text of `wanted`."""
     report = sc.run("report", mh).stdout
-    for want in ("optim/adam.py:179 _init_group", "optim/adam.py:183 _init_group",
-                 "/home/me/train.py:15 <module>"):
+    for want in wanted:
         if want not in report:
             sc.fail("report does not show %r:\n%s" % (want, report))
+    return report
+
+
+def check_direct_torch_calls(d):
+    mh = imported(d, "adam", [adam_stack(179), adam_stack(183)])
+    report = report_shows(mh, ("optim/adam.py:179 _init_group", "optim/adam.py:183 _init_group",
+                               "/home/me/train.py:15 <module>"))
     if "optimizer.py" in report:
         sc.fail("report shows torch's frames between the allocation and the script:\n%s" % report)
 
@@ -88,34 +101,16 @@ def check_same_looking_groups(d):
                     "python_variable_methods.cpp", 0)]
     silu = [sc.frame("at::_ops::silu::call(at::Tensor const&)", "??", 0),
             sc.frame("silu", SITE + "torch/nn/functional.py", 2072)]
-    g = sc.Gen(metadata=False)
-    g.stacks = [mlp_stack(mul), mlp_stack(silu)]
-    g.alloc(0, 8 * MiB, stack=0)
-    g.alloc(0, 6 * MiB, stack=1)
-    src = os.path.join(d, "mlp.pickle")
-    with open(src, "wb") as f:
-        pickle.dump(g.snapshot(), f, protocol=4)
-    mh = os.path.join(d, "mlp.memhist")
-    sc.run("import", src, "-o", mh)
-    report = sc.run("report", mh).stdout
-    for want in ("aten op mul_Tensor", "nn/functional.py:2072 silu", "mylib/models/mlp.py:216 forward"):
-        if want not in report:
-            sc.fail("report does not show %r:\n%s" % (want, report))
+    mh = imported(d, "mlp", [mlp_stack(mul), mlp_stack(silu)])
+    report_shows(mh, ("aten op mul_Tensor", "nn/functional.py:2072 silu",
+                      "mylib/models/mlp.py:216 forward"))
 
 
 def check_oom_rows_by_label(d):
     """`oom`'s rows by stack: stacks that differ only in the callers of one
     line share its label, and are one row with their bytes summed."""
-    g = sc.Gen(metadata=False)
-    g.stacks = [[sc.frame("step", "/home/me/train.py", 30), sc.frame("main", "/home/me/train.py", line)]
-                for line in (50, 60)]
-    g.alloc(0, 8 * MiB, stack=0)
-    g.alloc(0, 6 * MiB, stack=1)
-    src = os.path.join(d, "callers.pickle")
-    with open(src, "wb") as f:
-        pickle.dump(g.snapshot(), f, protocol=4)
-    mh = os.path.join(d, "callers.memhist")
-    sc.run("import", src, "-o", mh)
+    mh = imported(d, "callers", [[sc.frame("step", "/home/me/train.py", 30),
+                                  sc.frame("main", "/home/me/train.py", line)] for line in (50, 60)])
     oom = sc.run("oom", "--at", "peak", mh).stdout
     rows = [line for line in oom.split("by stack:")[-1].splitlines() if "train.py:30 step" in line]
     if len(rows) != 1 or "14.00 MiB" not in rows[0]:

@@ -211,10 +211,7 @@ def check_real(d):
         snap = pickle.load(f)
     mh = os.path.join(d, "adam.memhist")
     sc.run("import", path, "-o", mh)
-    out_pk = os.path.join(d, "adam.pickle")
-    sc.run("snapshot", mh, "-o", out_pk)
-    with open(out_pk, "rb") as f:
-        out = pickle.load(f)
+    out = exported(d, mh, "adam.pickle")
     diff = sc.diff_first(sc.norm_segments(snap), sc.norm_segments(out), "segments")
     if diff:
         sc.fail("adam-stacks-all.pickle: replay does not end at its segments: %s" % diff)
@@ -231,6 +228,24 @@ def check_real(d):
     print("adam-stacks-all.pickle: replays to its %d segments: ok" % len(snap["segments"]))
 
 
+def imported(d, name, snap):
+    """`snap` pickled and imported: the .memhist path."""
+    src = os.path.join(d, name + ".pickle")
+    with open(src, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    mh = os.path.join(d, name + ".memhist")
+    sc.run("import", src, "-o", mh)
+    return mh
+
+
+def exported(d, mh, name):
+    """`memhist snapshot` of `mh`, loaded."""
+    out_pk = os.path.join(d, name)
+    sc.run("snapshot", mh, "-o", out_pk)
+    with open(out_pk, "rb") as f:
+        return pickle.load(f)
+
+
 def check_before_history(d):
     """The wrapped variant with its first block's frames taken away: the
     report names that block as made before recording; with no frames
@@ -244,19 +259,12 @@ def check_before_history(d):
                 b["frames"] = []
             for e in snap["device_traces"][0]:
                 e.pop("frames", None)
-        src = os.path.join(d, "before-%d.pickle" % with_frames)
-        with open(src, "wb") as f:
-            pickle.dump(snap, f, protocol=4)
-        mh = os.path.join(d, "before-%d.memhist" % with_frames)
-        sc.run("import", src, "-o", mh)
+        mh = imported(d, "before-%d" % with_frames, snap)
         report = sc.run("report", mh).stdout
         if (label in report) != with_frames:
             sc.fail("frames elsewhere %s, yet the report %s %r:\n%s" % (
                 with_frames, "lacks" if with_frames else "shows", label, report))
-        out_pk = os.path.join(d, "before-%d.out.pickle" % with_frames)
-        sc.run("snapshot", mh, "-o", out_pk)
-        with open(out_pk, "rb") as f:
-            out = pickle.load(f)
+        out = exported(d, mh, "before-%d.out.pickle" % with_frames)
         diff = sc.diff_first(sc.norm_segments(snap), sc.norm_segments(out), "segments")
         if diff:
             sc.fail("a block made before recording changes on export: %s" % diff)
@@ -279,11 +287,7 @@ def check_best_fit_ties(d):
                          (2 * MiB, "active_allocated", 2 * MiB)])]
     snap = {"segments": segs, "device_traces": [t.entries], "allocator_settings": sc.default_settings(),
             "external_annotations": []}
-    src = os.path.join(d, "ties.pickle")
-    with open(src, "wb") as f:
-        pickle.dump(snap, f, protocol=4)
-    mh = os.path.join(d, "ties.memhist")
-    sc.run("import", src, "-o", mh)
+    mh = imported(d, "ties", snap)
     got = json.loads(sc.run("whatif", mh, "--json").stdout)
     if got.get("best_fit_ties") != "address" or got["match_percent"] != 100.0:
         sc.fail("a snapshot whose torch broke ties by address does not replay exactly: %s" % got)
