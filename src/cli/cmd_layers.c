@@ -239,10 +239,11 @@ static enum no_plan no_plan_reason(const struct dev_view *v, uint64_t *bytes)
         return NO_PLAN_COMPILED;
     if ((*bytes = peak - lowest) > 0)
         return NO_PLAN_SMALL;
-    int scopes = v->a->rp.summary.events_by_kind[MH_EV_SCOPE_ENTER] > 0;
+    const uint64_t *kinds = v->a->rp.summary.events_by_kind;
+    int scopes = kinds[MH_EV_SCOPE_ENTER] > 0, steps = kinds[MH_EV_STEP_END] > 0;
     if ((*bytes = peak_bytes_of(v, MH_CAT_ACTIVATION)) > 0 && !scopes)
         return NO_PLAN_NO_SCOPES;
-    if (!*bytes && !scopes && (*bytes = peak_bytes_of(v, MH_CAT_UNKNOWN)) > 0)
+    if (!*bytes && !scopes && !steps && (*bytes = peak_bytes_of(v, MH_CAT_UNKNOWN)) > 0)
         return NO_PLAN_UNKNOWN;
     size_t n;
     const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);

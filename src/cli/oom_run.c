@@ -26,9 +26,8 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
     }
     struct mh_whatif_outcome recorded;
     uint64_t usable = mh__whatif_recorded(&in, &recorded) == 0 ? mh__whatif_capacity(&in, &recorded) : 0;
-    struct mh_whatif_outcome ties;
-    if (rc == 0)
-        rc = mh__whatif_pick_ties(&in, usable, &ties);
+    struct mh_whatif_outcome ties; /* (the per-case baselines are the checks) */
+    rc = mh__whatif_pick_ties(&in, usable, &ties);
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct mh_oom_case c;
         memset(&c, 0, sizeof c);

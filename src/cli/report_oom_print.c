@@ -78,21 +78,23 @@ static void text_live(const struct mh_analysis *a, const struct mh_oom_case *c, 
     for (size_t i = 0; i < c->nlayers && i < top; i++)
         printf("    %11s  %s\n", mh__bytes_text(c->layers[i].bytes, b), c->layers[i].name);
     printf("  by stack:\n");
-    /* stacks that differ only past their label (callers of one line) are one row */
+    /* stacks that differ only past their label (callers of one line) are one
+     * row, printed where the first of them is */
     for (size_t i = 0; i < c->nstacks; i++) {
         char other[512];
-        uint64_t bytes = 0;
-        int seen = 0;
+        uint64_t bytes = c->stacks[i].bytes;
         mh__stack_label(a->rp.reader, c->stacks[i].stack, label, sizeof label);
-        for (size_t k = 0; k < c->nstacks && !seen; k++) {
+        size_t k = 0;
+        while (k < i && strcmp(mh__stack_label(a->rp.reader, c->stacks[k].stack, other,
+                                               sizeof other), label) != 0)
+            k++;
+        if (k < i)
+            continue; /* printed with an earlier row */
+        for (k = i + 1; k < c->nstacks; k++)
             if (strcmp(mh__stack_label(a->rp.reader, c->stacks[k].stack, other, sizeof other),
-                       label) != 0)
-                continue;
-            seen = k < i;
-            bytes += c->stacks[k].bytes;
-        }
-        if (!seen)
-            printf("    %11s  %s\n", mh__bytes_text(bytes, b), label);
+                       label) == 0)
+                bytes += c->stacks[k].bytes;
+        printf("    %11s  %s\n", mh__bytes_text(bytes, b), label);
     }
 }
 

@@ -122,13 +122,17 @@ void tag_wrapper(Call &c, PyObject *obj, const at::Tensor &t, uintptr_t key, uin
                           ? PyTuple_GET_ITEM(flat, 0) : nullptr;
     for (Py_ssize_t i = 0; names && PyList_Check(names) && i < PyList_GET_SIZE(names); i++) {
         PyObject *inner = PyObject_GetAttr(obj, PyList_GET_ITEM(names, i));
-        if (inner && PyObject_TypeCheck(inner, tensor_type)) {
+        if (!inner) {
+            PyErr_Clear();
+            continue;
+        }
+        if (PyObject_TypeCheck(inner, tensor_type)) {
             const at::Tensor &it = THPVariable_Unpack(inner);
             tag_tensor(c, inner, it, (uintptr_t)it.unsafeGetTensorImpl(), sid, depth - 1);
         }
-        Py_XDECREF(inner);
+        Py_DECREF(inner);
     }
-    PyErr_Clear();
+    PyErr_Clear(); /* no __tensor_flatten__, or not a tuple of names */
     Py_XDECREF(flat);
     remember(c, key, t, impl);
 }

@@ -413,12 +413,15 @@ class Scopes:
             self.step_opened = True
             self.core.mh_recorder_step_begin(self.rec, 0)
         owner = self.owner_of.get(id(root))
-        root = (owner() if owner is not None else None) or root  # its parameters have the model's paths
+        model = owner() if owner is not None else None
+        if model is not None:  # its parameters have the paths of the model that holds it
+            root = model
         if id(root) not in self.tagged_roots:
             self.tagged_roots.add(id(root))
+            dp = _is_data_parallel(root)
             for named, role in ((root.named_parameters(), PARAMETER), (root.named_buffers(), BUFFER)):
                 pairs = list(named)
-                names = [_unwrapped(name, _is_data_parallel(root)) for name, _ in pairs]
+                names = [_unwrapped(name, dp) for name, _ in pairs]
                 devices = self._tag_all([t for _, t in pairs], role, "root", names)
                 if devices and role == PARAMETER and self.bridge is not None:  # these devices step with their own optimizer
                     self.bridge.mh_torch_param_devices(devices)
