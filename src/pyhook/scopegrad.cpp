@@ -7,9 +7,10 @@
  * the module's outputs (MH_ROLE_OUTPUT; not a root model's). When the
  * engine reaches that node, on its own thread and without the GIL, the
  * hook opens the module's backward scope on that thread and closes the open
- * scopes that are not its ancestors, emitting the scope events directly
- * (mh_recorder_scope). The open scopes of every
- * autograd thread sit behind one mutex; the optimizer step or the next root
+ * scopes that are not its ancestors (nested modules returning one output
+ * share one hook, which opens them outermost first), emitting the scope
+ * events directly (mh_recorder_scope). The open scopes of every autograd
+ * thread sit behind one mutex; the optimizer step or the next root
  * forward closes them (mh__gscope_close_all). */
 #include "scopegrad.h"
 
@@ -38,14 +39,9 @@ struct Scope {
 };
 using ScopeRef = std::shared_ptr<const Scope>;
 
-struct Opened {
-    ScopeRef scope;
-    const void *node; /* the autograd node whose hook opened it */
-};
-
 struct Open {
     uint32_t tid;
-    std::vector<Opened> scopes; /* outermost first */
+    std::vector<ScopeRef> scopes; /* outermost first */
 };
 
 std::mutex mu;               /* guards everything below */
@@ -67,13 +63,10 @@ void emit(int enter, const Scope &s, uint32_t tid)
     mh_recorder_scope(rec_now, enter, s.sid, MH_PHASE_BACKWARD, tid);
 }
 
-/* Autograd reached `node`, the node of a module's output, on this thread. */
-void enter(const ScopeRef &s, uint64_t gen, const void *node)
+/* Opens scope `s` on this thread, closing the open scopes that are not its
+ * ancestors. The lock is held. */
+void enter_locked(const ScopeRef &s, uint32_t tid)
 {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!rec_now || gen != gen_now)
-        return;
-    uint32_t tid = mh_thread_id();
     Open *o = nullptr;
     for (auto &t : open_now)
         if (t.tid == tid)
@@ -83,33 +76,32 @@ void enter(const ScopeRef &s, uint64_t gen, const void *node)
         o = &open_now.back();
     }
     auto &v = o->scopes;
-    /* a submodule sharing this output's node opened first (not one of an
-     * earlier call of the same module, opened at another node) */
-    std::vector<Opened> inner;
-    while (!v.empty() && v.back().node == node && within(*v.back().scope, *s)) {
-        inner.push_back(v.back());
+    while (!v.empty() && !within(*s, *v.back())) {
+        emit(0, *v.back(), tid);
         v.pop_back();
     }
-    while (!v.empty() && !within(*s, *v.back().scope)) {
-        emit(0, *v.back().scope, tid);
-        v.pop_back();
-    }
-    v.push_back(Opened{s, node});
-    v.insert(v.end(), inner.rbegin(), inner.rend());
-    if (inner.empty())
-        emit(1, *s, tid);
+    v.push_back(s);
+    emit(1, *s, tid);
 }
 
+/* The pre-hook on the autograd node of one call's output: the scopes of the
+ * modules that returned it, innermost first (a block whose last layer's
+ * output is its own shares that layer's node). Autograd reaching the node
+ * opens them, outermost first, on the engine's thread. */
 struct Hook final : torch::autograd::FunctionPreHook {
-    ScopeRef scope;
+    std::vector<ScopeRef> scopes;
     uint64_t gen;
-    const void *node; /* the node it is on: compared only, never followed */
-    Hook(ScopeRef s, uint64_t g, const void *n) : scope(std::move(s)), gen(g), node(n)
+    Hook(ScopeRef s, uint64_t g) : scopes{std::move(s)}, gen(g)
     {
     }
     torch::autograd::variable_list operator()(const torch::autograd::variable_list &grads) override
     {
-        enter(scope, gen, node);
+        std::lock_guard<std::mutex> lock(mu);
+        if (rec_now && gen == gen_now) {
+            uint32_t tid = mh_thread_id();
+            for (auto it = scopes.rbegin(); it != scopes.rend(); ++it)
+                enter_locked(*it, tid);
+        }
         return grads;
     }
     /* under compiled autograd the hook is left out (the graph has no scopes) */
@@ -117,6 +109,20 @@ struct Hook final : torch::autograd::FunctionPreHook {
     {
     }
 };
+
+/* Adds scope `s` to this session's hook on `node`, made on its first scope. */
+void hook_node(torch::autograd::Node &node, const ScopeRef &s, uint64_t gen)
+{
+    for (auto &h : node.pre_hooks()) {
+        auto *ours = dynamic_cast<Hook *>(h.get());
+        if (ours && ours->gen == gen) {
+            if (ours->scopes.back() != s)
+                ours->scopes.push_back(s);
+            return;
+        }
+    }
+    node.add_pre_hook(std::make_unique<Hook>(s, gen));
+}
 
 /* What grad_fn() hands out: a shared_ptr in torch 2.11, an intrusive_ptr in
  * 2.15. */
@@ -212,7 +218,7 @@ int mh__gscope_attach(PyObject *out, PyObject *tensor_type, struct mh__gscope *s
         }
         if (!fn)
             return 0;
-        (*fn)->add_pre_hook(std::make_unique<Hook>(s->ref, gen, fn->get()));
+        hook_node(**fn, s->ref, gen);
         return 1;
     } catch (const std::exception &e) {
         PyErr_SetString(PyExc_RuntimeError, e.what());
@@ -244,7 +250,7 @@ void mh__gscope_close_all(void)
         return;
     for (auto &o : open_now)
         while (!o.scopes.empty()) {
-            emit(0, *o.scopes.back().scope, o.tid);
+            emit(0, *o.scopes.back(), o.tid);
             o.scopes.pop_back();
         }
 }

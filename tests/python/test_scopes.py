@@ -105,10 +105,15 @@ def main():
           "children by their path from the root: %s" % [f[1] for f in first])
     check(first.index(("enter", "body.1", 1)) < first.index(("exit", "body", 1)), "scopes nest")
     check(log.count(("mh_recorder_step_begin", rec, 0)) == 1, "step 0 opened once, at the first root forward")
-    bwd = [b for b in scopes(log, strings, _scopes.BACKWARD) if b[0] == "enter"]
-    order = [b[1] for b in bwd[:4]]
-    check(order == ["head", "body.2", "body.1", "body.0"],
+    bwd = scopes(log, strings, _scopes.BACKWARD)
+    order = [b[1] for b in bwd if b[0] == "enter"][:6]
+    # Net returns head's output and body body.2's: they open at that node, outermost first
+    check(order == ["Net", "head", "body", "body.2", "body.1", "body.0"],
           "backward scopes open from the output back: %s" % order)
+    first_step = bwd[:2 * 6]
+    check(sorted(b[1] for b in first_step if b[0] == "enter") ==
+          sorted(b[1] for b in first_step if b[0] == "exit"),
+          "every backward scope that opens closes: %s" % first_step)
     threads = {c[5] for c in log if c[0] == "mh_recorder_scope" and c[4] == _scopes.BACKWARD}
     check(len(threads) >= 1, "backward scopes carry the autograd thread")
     enters = sum(1 for b in scopes(log, strings, _scopes.FORWARD) if b[0] == "enter")

@@ -5,7 +5,7 @@ program the module-scope and category tests record unchanged
     python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
                         [--in-place] [--accumulate K] [--keep-grads] [--teacher L]
                         [--closure] [--step-function] [--named-blocks] [--shared]
-                        [--method-step] [--truth FILE]
+                        [--method-step] [--post-norm] [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
@@ -13,6 +13,9 @@ AdamW, set-up (model built and moved to the GPU) before the first step.
 transformer.block2, ... instead of a ModuleList, as hand-written models do.
 --shared has one block (transformer.h.0) applied L times, its weights shared
 as in ALBERT; --ckpt all then checkpoints each of its calls.
+--post-norm normalizes after each residual add (BERT's and ALBERT's
+order): a block returns its last LayerNorm's output, one autograd node for
+both modules.
 --method-step never calls the model's forward: a method of the model runs
 its modules, as a LightningModule's training_step does.
 --ckpt wraps those blocks in non-reentrant torch.utils.checkpoint;
@@ -73,23 +76,28 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, post_norm=False):
         super().__init__()
+        self.post_norm = post_norm
         self.ln_1 = nn.LayerNorm(dim)
         self.attn = Attention(dim, heads)
         self.ln_2 = nn.LayerNorm(dim)
         self.mlp = MLP(dim)
 
     def forward(self, x):
+        if self.post_norm:
+            x = self.ln_1(x + self.attn(x))
+            return self.ln_2(x + self.mlp(x))
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, ctx, dim, heads, layers, ckpt=(), named=False, shared=False):
+    def __init__(self, vocab, ctx, dim, heads, layers, ckpt=(), named=False, shared=False,
+                 post_norm=False):
         super().__init__()
         self.calls = layers
-        blocks = [Block(dim, heads) for _ in range(1 if shared else layers)]
+        blocks = [Block(dim, heads, post_norm) for _ in range(1 if shared else layers)]
         self.names = ["block%d" % (i + 1) for i in range(layers)] if named else None
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(vocab, dim), wpe=nn.Embedding(ctx, dim),
@@ -136,12 +144,13 @@ def main():
     ap.add_argument("--named-blocks", action="store_true")
     ap.add_argument("--shared", action="store_true")
     ap.add_argument("--method-step", action="store_true")
+    ap.add_argument("--post-norm", action="store_true")
     ap.add_argument("--truth")
     a = ap.parse_args()
     ckpt = range(a.layers) if a.ckpt == "all" else [int(i) for i in a.ckpt.split(",") if i]
     vocab, ctx, batch = 8192, 256, 8
     torch.manual_seed(0)
-    model = GPT(vocab, ctx, 384, 6, a.layers, ckpt, a.named_blocks, a.shared).to("cuda")
+    model = GPT(vocab, ctx, 384, 6, a.layers, ckpt, a.named_blocks, a.shared, a.post_norm).to("cuda")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     teacher = GPT(vocab, ctx, 384, 6, a.teacher, []).to("cuda").eval() if a.teacher else None
     run = model.logits if a.method_step else model

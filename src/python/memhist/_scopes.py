@@ -9,7 +9,9 @@ Installed by a recording session once it attaches to the allocator (so for
   thread as their module.
 - Backward: the forward post hook puts a pre-hook on the grad_fn of the
   module's output; when autograd reaches it, the module's backward scope
-  opens on the autograd thread (scopes that are not its ancestors close).
+  opens on the autograd thread (scopes that are not its ancestors close);
+  nested modules returning the same tensor share one pre-hook, which opens
+  them outermost first.
   Torch's full backward module hooks are not used: they wrap every module's
   inputs and outputs and make in-place modules (ReLU(inplace=True)) fail.
   Backward scopes close when the optimizer step or the next forward begins.
@@ -79,7 +81,7 @@ class Scopes:
         self.prefixes = {}   # id(root) -> what its submodules' paths start with ("" but beside another model)
         self.owner_of = {}   # id(root) -> weak reference to the model that holds it (_model_of)
         self.local = threading.local()
-        self.bwd = {}        # autograd thread id -> [(path, id of the node that opened it), ...]
+        self.bwd = {}        # autograd thread id -> [open backward scope path, outermost first]
         self.bwd_lock = threading.Lock()
         self.step_opened = False
         self.roots = set()       # id() of root modules
@@ -243,9 +245,14 @@ class Scopes:
                 path, sid, since = stack.pop()
                 scope(rec, 0, sid, FORWARD, 0)
                 made = _made_outputs(output, since)
-                if made:
-                    fn = made[0].grad_fn
-                    fn.register_prehook(lambda grad_outputs, p=path, s=sid, n=id(fn): bwd_enter(p, s, n))
+                if made:  # modules returning the same tensor (a block's last layer's) share a hook
+                    hooked = getattr(local, "hooked", None)
+                    if hooked is not None and hooked[0]() is made[0]:
+                        hooked[1].append((path, sid))
+                    else:
+                        scopes = [(path, sid)]
+                        made[0].grad_fn.register_prehook(lambda grad_outputs, s=scopes: bwd_enter(s))
+                        local.hooked = (weakref.ref(made[0]), scopes)
                 if id(module) not in roots:
                     for t in made:  # what leaves the module (its output tags)
                         _tag_output(tag, rec, t, sid)
@@ -427,7 +434,10 @@ class Scopes:
                     self.bridge.mh_torch_param_devices(devices)
 
     # -- backward --------------------------------------------------------
-    def _bwd_enter(self, path, sid, node):
+    def _bwd_enter(self, scopes):
+        """Autograd reached the node of a call's output: opens the scopes of
+        the modules that returned it (innermost first in `scopes`),
+        outermost first, closing the open ones that are not their ancestors."""
         if not self.on:
             return None
         try:
@@ -436,17 +446,10 @@ class Scopes:
             tid = self.tids[threading.get_ident()] = self.core.mh_thread_id()
         with self.bwd_lock:
             open_ = self.bwd.setdefault(tid, [])
-            # a submodule that shares this output's grad_fn opened first (not one
-            # of an earlier call of the same module, opened at another node)
-            inner = []
-            while open_ and open_[-1][1] == node and self._within(open_[-1][0], path):
-                inner.insert(0, open_.pop())
-            while open_ and not self._within(path, open_[-1][0]):
-                done = open_.pop()[0]
-                self.core.mh_recorder_scope(self.rec, 0, self._sid(done), BACKWARD, tid)
-            open_.append((path, node))
-            open_.extend(inner)
-            if not inner:
+            for path, sid in reversed(scopes):
+                while open_ and not self._within(path, open_[-1]):
+                    self.core.mh_recorder_scope(self.rec, 0, self._sid(open_.pop()), BACKWARD, tid)
+                open_.append(path)
                 self.core.mh_recorder_scope(self.rec, 1, sid, BACKWARD, tid)
         return None
 
@@ -461,7 +464,7 @@ class Scopes:
         with self.bwd_lock:
             for tid, open_ in self.bwd.items():
                 while open_:
-                    self.core.mh_recorder_scope(self.rec, 0, self._sid(open_.pop()[0]), BACKWARD, tid)
+                    self.core.mh_recorder_scope(self.rec, 0, self._sid(open_.pop()), BACKWARD, tid)
 
     # -- optimizer -------------------------------------------------------
     def _opt_pre(self, optimizer, args, kwargs):
