@@ -55,7 +55,7 @@ static _Thread_local struct {
     uint64_t seq[DEPTH];    /* the thread's autograd sequence number when it opened */
 } fw;
 
-#define AGAIN 0x80000000u /* a module's forward inside its own (a wrapper, super().forward) */
+#define AGAIN 0x80000000u /* a forward inside the open scope's own (is_open_again) */
 
 /* ---- the module table ------------------------------------------------------ */
 
@@ -255,6 +255,17 @@ static int root_begins(PyObject *m)
     return r ? 0 : -1;
 }
 
+/* Module i's forward, starting inside the innermost open scope, belongs to
+ * it: the same module again (a wrapper's or super().forward, seen where
+ * frames are monitored), or another module with the same path (the module a
+ * wrapper holds, whose path leaves the wrapper's attribute out: FSDP's
+ * _fsdp_wrapped_module, torch.compile's _orig_mod). */
+static int is_open_again(long i, uintptr_t frame)
+{
+    uint32_t top = fw.mod[fw.n - 1] & ~AGAIN;
+    return (top == (uint32_t)i && frame) || (top != (uint32_t)i && H.mods[top].sid == H.mods[i].sid);
+}
+
 PyObject *mh__scope_enter(PyObject *m, uintptr_t frame)
 {
     if (!H.on)
@@ -269,7 +280,7 @@ PyObject *mh__scope_enter(PyObject *m, uintptr_t frame)
     }
     if ((i < 0 || named_elsewhere(i)) && (i = name_module(m)) < 0)
         return fail();
-    uint32_t again = fw.n && (fw.mod[fw.n - 1] & ~AGAIN) == (uint32_t)i && frame ? AGAIN : 0;
+    uint32_t again = fw.n && is_open_again(i, frame) ? AGAIN : 0;
     if (H.mods[i].root && !again) {
         if (root_begins(m) < 0)
             return fail();

@@ -39,9 +39,11 @@ event there (a lazy import, a full garbage collection) stays in its own step;
 the other threads' step is their difference between the two runs over 20
 steps. It prints one step's instructions, all threads, those of memhist's
 drain thread alone (callgrind --separate-threads) and those of the program's
-threads (all but the drain thread) against no recording, and the ratio
-memhist/torch of the instructions added per stack mode where both ran;
-minutes per configuration.
+threads (all but the drain thread) against no recording, the part of
+memhist's that is torch's own work on its trace entries for an attached
+tracker (callgrind_annotate's record_trace less the tracker's call), and
+the ratio memhist/torch of the instructions added per stack mode where both
+ran; minutes per configuration.
 Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
 """
 import argparse
@@ -201,6 +203,49 @@ def thread_counts(prefix):
     return [steps[p] for p in sorted(steps) if p >= 2], others, drain
 
 
+RECORD_TRACE = "DeviceCachingAllocator::record_trace("
+TRACKER_CALL = "_Function_handler<void (c10::CachingDeviceAllocator::TraceEntry const&)"
+
+
+def trace_entry_cost(path):
+    """Instructions in one callgrind file that torch's allocator spends on
+    its trace entries (record_trace), less the attached trackers' own calls:
+    what torch costs any tracker, memhist's or another."""
+    p = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
+                       capture_output=True, text=True)
+    found = {RECORD_TRACE: 0, TRACKER_CALL: 0}
+    for line in p.stdout.splitlines():
+        for key in found:
+            if key in line and (key != TRACKER_CALL or "_M_invoke" in line) and not found[key]:
+                found[key] = int(line.split()[0].replace(",", ""))
+    return found[RECORD_TRACE] - found[TRACKER_CALL]
+
+
+def trace_entries_per_step(prefix, short_prefix, skip, steps):
+    """trace_entry_cost per step, as thread_counts counts instructions: the
+    training thread's median step after `skip`, and the other threads'
+    difference between the long run (prefix) and the short one over `steps`
+    steps."""
+    import glob
+    import re
+
+    def split(pre):
+        main, others = {}, 0
+        for path in glob.glob(pre + "-*") + glob.glob(pre + ".*-*"):
+            m = re.search(r"(?:\.(\d+))?-(\d+)$", path[len(pre):])
+            if not m:
+                continue
+            if m.group(1) is not None and int(m.group(1)) >= skip + 2:
+                main[int(m.group(1))] = trace_entry_cost(path)
+            elif m.group(1) is None and int(m.group(2)) != 1:
+                others += trace_entry_cost(path)
+        return main, others
+
+    main, others_long = split(prefix)
+    _, others_short = split(short_prefix)
+    return statistics.median(main.values()) + (others_long - others_short) / steps
+
+
 def instructions(args, out):
     """Instructions per step of each configuration and against none."""
     import shutil
@@ -215,7 +260,7 @@ def instructions(args, out):
                PYTHONHASHSEED="0")
     short, long_, skip = 5, 25, 5
     env["MH_BENCH_STEP_MARKS"] = "1"
-    per_step = {}
+    per_step, entries = {}, {}
     for c in args.configs:
         name, extra = config_run(c)
         runs = []
@@ -233,6 +278,8 @@ def instructions(args, out):
         main = statistics.median(runs[1][0][skip:])
         others, drain = ((b - a) / (long_ - short) for a, b in zip(runs[0][1:], runs[1][1:]))
         per_step[c] = (main + others, drain, main + others - drain)
+        prefixes = [os.path.join(out, "callgrind.%s.%d" % (c, n)) for n in (long_, short)]
+        entries[c] = trace_entries_per_step(*prefixes, skip, long_ - short)
         print("instructions: %s done" % c, file=sys.stderr, flush=True)
     base = per_step["none"][0]
     print("instructions per step (callgrind: the training thread's median step of steps %d..%d, each"
@@ -244,6 +291,12 @@ def instructions(args, out):
     for c, (total, drain, program) in per_step.items():
         print("%-24s %12.0f %12.0f %7.1f%% %12.0f %12.0f %7.1f%%" % (
             c, total, total - base, 100 * (total / base - 1), drain, program - base, 100 * (program / base - 1)))
+    print("of which torch's trace entries for an attached tracker (record_trace less the tracker's own"
+          " call, against its cost with none attached), the floor of any recorder on torch's allocator:")
+    for c in per_step:
+        if c.startswith("memhist_"):
+            print("  %-22s %12.0f %7.1f%%" % (c, entries[c] - entries["none"],
+                                              100 * (entries[c] - entries["none"]) / base))
     for mode in ("python", "all"):
         torch_c, memhist_c = "torch_" + mode, "memhist_" + mode
         if torch_c in per_step and memhist_c in per_step:

@@ -3,7 +3,8 @@
 starting a CUDA-using helper process, an elastic restart after a failing
 rank (restart_program.py), and FSDP2 (`fully_shard`, one file per rank, each
 rank's peaks torch's, the rank table's worst rank, its DTensor shards
-counted as parameters and optimizer state), and DDP ranks that
+counted as parameters and optimizer state), FSDP's wrapped blocks as layers
+whose backward is seen, and DDP ranks that
 torch.multiprocessing.spawn starts without torchrun (their headers name
 the rank init_process_group gives). Asserts one file per process (the
 helper's FILE.rank0.pid<P> beside FILE.rank0 and FILE.rank1), no file
@@ -93,16 +94,19 @@ def check_ddp_buckets(out):
     """The gradient buckets DDP rebuilds in its second forward and keeps are
     no activations: the wrapper's own row holds none at the peak (in the
     last step, after the rebuild), and they count as unknown. The model's
-    layers have the paths they have without DDP."""
+    layers have the paths they have without DDP, and their backward scopes
+    (the last layer's output is the wrapper's and the model's too)."""
     r = run(["layers", "--json", out + ".rank0"])
     assert r.returncode == 0, r.stderr
     dev = json.loads(r.stdout)["files"][0]["devices"][0]
     assert dev["peak_step"] == 2, dev["peak_step"]
     root = [row for row in dev["layers"] if row["layer"] == "DistributedDataParallel"]
     assert not root or root[0]["by_category"]["activation"] == 0, root
-    # the model's own paths, as without DDP: "0", not "module.0"
-    names = [row["layer"] for row in dev["layers"]]
-    assert "0" in names and "Sequential" in names, names
+    # the model's own paths, as without DDP: "0", not "module.0"; the last
+    # layer's backward (its weight's gradient) is its own, not the model's
+    rows = {row["layer"]: row["by_category"] for row in dev["layers"]}
+    names = list(rows)
+    assert "0" in names and rows.get("2", {}).get("gradient", 0) > 0, rows
     assert not any(n == "module" or n.startswith("module.") for n in names), names
     params = 4 * (256 * 1024 + 1024 + 1024 * 256 + 256)
     assert dev["by_category"]["unknown"] >= params, dev["by_category"]
@@ -131,6 +135,16 @@ def check_fsdp2_categories(out):
         cats = rep["files"][0]["devices"][0]["category_at_peak"]
         assert cats["parameter"] >= params // 2, (rank, cats)
         assert cats["optimizer_state"] >= params, (rank, cats)
+
+
+def check_fsdp1_layers(tmp):
+    """FSDP (FullyShardedDataParallel) wrapping each block: the wrapper and
+    the block it holds have one path, so they are one layer with one call
+    per step, whose backward frees the activations it saved (on rank 0)."""
+    out, _ = record(tmp, "fsdp1", "fsdp1.memhist")
+    rep = json.loads(run(["layers", "--json", out + ".rank0"]).stdout)
+    saved = {ly["layer"]: ly["saved_activations_at_peak"] for ly in rep["files"][0]["devices"][0]["layers"]}
+    assert saved.get("0", 0) > 0 and saved.get("1", 0) > 0, saved
 
 
 def check_report(out, tmp):
@@ -206,6 +220,7 @@ def main():
         assert len(glob.glob(again_out + ".*")) == 3, sorted(glob.glob(again_out + ".*"))
         check_restart(tmp)
         check_fsdp2(tmp)
+        check_fsdp1_layers(tmp)
         check_spawn(tmp)
     print("ok: 2 ranks and a helper, one file each; rank peaks equal torch's (DDP and FSDP2)")
 

@@ -3,8 +3,9 @@ with 2 ranks under `memhist simulate`: `ranks_program.py TRUTH_DIR [ddp]`:
 DDP (gloo) trains a small model on the rank's own device for three steps (the
 last with the largest batch) and rank 0 starts a helper process ("spawn")
 that uses CUDA too; `... fsdp2`: FSDP2
-(`fully_shard` on each linear layer and the model) trains it with AdamW. In
-both, rank 1 holds an extra buffer so the ranks' peaks differ; `... spawn`:
+(`fully_shard` on each linear layer and the model) trains it with AdamW;
+`... fsdp1`: FSDP (FullyShardedDataParallel) wraps each of two blocks and
+the model (auto_wrap_policy) and trains it with AdamW. In all, rank 1 holds an extra buffer so the ranks' peaks differ; `... spawn`:
 the DDP workload in 2 processes torch.multiprocessing.spawn starts (no
 torchrun, no RANK in the environment; init_process_group names the rank).
 Each rank writes torch's own figures to TRUTH_DIR/truth.rank<R>.json."""
@@ -16,6 +17,16 @@ import sys
 
 import torch
 import torch.distributed as dist
+
+
+class Block(torch.nn.Module):
+    """The unit fsdp1 wraps: a residual block."""
+    def __init__(self):
+        super().__init__()
+        self.ff = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256))
+
+    def forward(self, x):
+        return x + self.ff(x)
 
 
 def helper(device):
@@ -32,7 +43,13 @@ def train(rank, local, truth_dir, mode, init_method=None):
     else:
         dist.init_process_group("gloo")
     model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256)).cuda()
-    if mode == "fsdp2":
+    if mode == "fsdp1":
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+        model = FullyShardedDataParallel(torch.nn.Sequential(Block(), Block()).cuda(), device_id=local,
+                                         auto_wrap_policy=ModuleWrapPolicy({Block}))
+        opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+    elif mode == "fsdp2":
         from torch.distributed.fsdp import fully_shard
         for layer in model:
             if isinstance(layer, torch.nn.Linear):

@@ -222,15 +222,21 @@ class Scopes:
                 key = id(module)
                 if key in roots:
                     while stack:  # a forward that raised left scopes open
-                        scope(rec, 0, stack.pop()[1], FORWARD, 0)
+                        _, sid, _, again = stack.pop()
+                        if not again:
+                            scope(rec, 0, sid, FORWARD, 0)
                 known = names.get(key)
                 if known is None or known[0]() is not module or \
                         (known[3] is not None and stack and known[3] != stack[-1][0]):
                     known = self._name(module, stack)
                 if not stack and key in roots:
                     self._root_forward(module)
-                stack.append((known[1], known[2], seq_now()))
-                scope(rec, 1, known[2], FORWARD, 0)
+                # a module whose path is the open scope's (the module a wrapper
+                # holds: FSDP's, torch.compile's) is in that scope, not a call of its own
+                again = bool(stack) and stack[-1][1] == known[2]
+                stack.append((known[1], known[2], seq_now(), again))
+                if not again:
+                    scope(rec, 1, known[2], FORWARD, 0)
             except Exception as e:  # never break the program
                 self._failed(e)
             return None
@@ -242,7 +248,9 @@ class Scopes:
                 stack = getattr(local, "stack", None)
                 if not stack:
                     return None
-                path, sid, since = stack.pop()
+                path, sid, since, again = stack.pop()
+                if again:
+                    return None
                 scope(rec, 0, sid, FORWARD, 0)
                 made = _made_outputs(output, since)
                 if made:  # modules returning the same tensor (a block's last layer's) share a hook
