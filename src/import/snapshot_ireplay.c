@@ -18,13 +18,21 @@
 /* A live block during the backwards pass. */
 struct rblk {
     uint64_t addr, size, requested, stream; /* size 0: unknown (freed during the trace) */
+    uint64_t freed_at;                      /* size 0: the index of its free_completed entry */
     uint32_t stack;
     uint32_t pool[2];
     uint8_t state, live;
 };
 
+/* A block the trace allocates: where, and the index of its entry. */
+struct seen_alloc {
+    uint64_t addr, at;
+};
+
 struct rstate {
     struct mh__isegset segs; /* by address (snapshot_isegs.c) */
+    struct seen_alloc *allocs; /* every alloc entry, sorted by address before use */
+    size_t nallocs, alloccap;
     struct rblk *blk;
     size_t nblk, blkcap;
     uint32_t *map; /* open addressing: index + 1 into blk, 0 = empty */
@@ -152,14 +160,28 @@ static void entry_pool(struct rstate *st, struct mh__ient *e)
         memcpy(e->pool, g->pool, sizeof e->pool);
 }
 
-/* Undoes one entry; returns 1 if it contradicts the state. */
-static int undo(struct rstate *st, struct mh__ient *e, int device)
+static int note_alloc(struct rstate *st, uint64_t addr, uint64_t at)
+{
+    if (st->nallocs == st->alloccap) {
+        size_t cap = st->alloccap ? 2 * st->alloccap : 1024;
+        struct seen_alloc *p = realloc(st->allocs, cap * sizeof *p);
+        if (!p)
+            return -1;
+        st->allocs = p;
+        st->alloccap = cap;
+    }
+    st->allocs[st->nallocs++] = (struct seen_alloc){addr, at};
+    return 0;
+}
+
+/* Undoes entry `at` of the trace; returns 1 if it contradicts the state. */
+static int undo(struct rstate *st, struct mh__ient *e, int device, uint64_t at)
 {
     struct rblk *b;
     struct mh__iseg *g;
     switch (e->kind) {
     case MH_EV_ALLOC:
-        if (!(b = get_blk(st, e->addr)))
+        if (!(b = get_blk(st, e->addr)) || note_alloc(st, e->addr, at) < 0)
             return -1;
         entry_pool(st, e);
         if (!b->live || b->state != MH_BLOCK_ALLOCATED)
@@ -183,6 +205,7 @@ static int undo(struct rstate *st, struct mh__ient *e, int device)
         b->live = 1;
         b->state = MH_BLOCK_PENDING_FREE;
         b->size = 0;
+        b->freed_at = at;
         b->requested = e->size;
         b->stack = e->stack;
         b->stream = e->stream;
@@ -257,6 +280,52 @@ static int cmp_blk(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static int by_address(const void *a, const void *b)
+{
+    const struct seen_alloc *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The lowest address in [lo, hi] of a block the trace allocates before
+ * entry `before`, or 0 (st->allocs sorted by address). */
+static uint64_t allocated_within(const struct rstate *st, uint64_t lo, uint64_t hi, uint64_t before)
+{
+    size_t a = 0, z = st->nallocs;
+    while (a < z) {
+        size_t mid = a + (z - a) / 2;
+        if (st->allocs[mid].addr < lo)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+    for (; a < st->nallocs && st->allocs[a].addr <= hi; a++)
+        if (st->allocs[a].at < before)
+            return st->allocs[a].addr;
+    return 0;
+}
+
+/* The size of block `b` (live before the trace, freed during it, so the
+ * snapshot does not give it) where its neighbours tell it, else 0. The
+ * small pool's blocks are their rounded requests. In the large pool torch
+ * splits a block only when more than 1 MiB remains, and every block there
+ * is larger than 1 MiB, so the start of the next block (live before the
+ * trace, or one the trace allocates while b is live) or the segment's end,
+ * at most 1 MiB past b's rounded request, is b's end. */
+static uint64_t size_from_neighbours(const struct rstate *st, const struct mh__iseg *g, size_t b,
+                                     size_t nlive)
+{
+    const struct rblk *k = &st->blk[b];
+    uint64_t rounded = k->requested < 512 ? 512 : (k->requested + 511) / 512 * 512;
+    if (g->small)
+        return rounded;
+    uint64_t end = k->addr + rounded, seg_end = g->address + g->size;
+    uint64_t next = b + 1 < nlive && st->blk[b + 1].addr < seg_end ? st->blk[b + 1].addr : seg_end;
+    uint64_t seen = allocated_within(st, end, end + (1ull << 20), k->freed_at);
+    if (seen && seen < next)
+        next = seen;
+    return next >= end && next - end <= (1ull << 20) ? next - k->addr : 0;
+}
+
 static int put(struct mh__imp *im, const struct mh_event *ev)
 {
     int rc = mh_writer_event(im->w, ev);
@@ -276,6 +345,8 @@ static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
             st->blk[nlive++] = st->blk[i];
     if (nlive)
         qsort(st->blk, nlive, sizeof *st->blk, cmp_blk);
+    if (st->nallocs)
+        qsort(st->allocs, st->nallocs, sizeof *st->allocs, by_address);
     size_t b = 0;
     int rc = 0;
     for (size_t s = 0; !rc && s < nsegs; s++) {
@@ -303,11 +374,11 @@ static int emit_initial(struct mh__imp *im, int device, struct rstate *st)
             ev.flags = MH_EVF_PREEXISTING;
             ev.addr = k->addr;
             ev.size = k->requested;
-            ev.block_size = k->size;
+            ev.block_size = k->size ? k->size : size_from_neighbours(st, g, b, nlive);
             ev.stack = k->stack ? k->stack : mh__imp_before_trace_stack(im);
             ev.stream = k->stream;
             memcpy(ev.pool, k->pool, sizeof ev.pool);
-            im->info->unknown_initial += k->size == 0;
+            im->info->unknown_initial += ev.block_size == 0;
             rc = put(im, &ev);
             if (!rc && k->state == MH_BLOCK_PENDING_FREE) {
                 ev.kind = MH_EV_FREE_REQUESTED;
@@ -336,7 +407,7 @@ static int device_initial(struct mh__imp *im, int device)
         size_t lo = hi > REPLAY_CHUNK ? hi - REPLAY_CHUNK : 0;
         rc = mh__istore_get(&im->store, t->first + lo, hi - lo, chunk);
         for (size_t i = hi - lo; !rc && i-- > 0;) {
-            int u = undo(&st, &chunk[i], device);
+            int u = undo(&st, &chunk[i], device, lo + i);
             if (u < 0)
                 rc = MH_ENOMEM;
             im->info->inconsistencies += u == 1;
@@ -353,6 +424,7 @@ static int device_initial(struct mh__imp *im, int device)
     if (!rc)
         rc = emit_initial(im, device, &st);
     mh__isegset_free(&st.segs);
+    free(st.allocs);
     free(st.blk);
     free(st.map);
     return rc;

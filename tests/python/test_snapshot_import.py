@@ -293,12 +293,34 @@ def check_best_fit_ties(d):
         sc.fail("a snapshot whose torch broke ties by address does not replay exactly: %s" % got)
 
 
+def check_unsplit_before_trace(d):
+    """A block allocated before the trace and freed during it, 4 MiB asked
+    for in a 4.5 MiB free block (torch keeps a remainder of at most 1 MiB in
+    the block): the 8 MiB block the trace allocates right after it while it
+    lives tells its size, so the 4.25 MiB request after its free takes its
+    place, as torch did, and the replay reproduces the run."""
+    t = Trace()
+    t("alloc", BASE + 9 * MiB // 2, 8 * MiB)
+    t("free_requested", BASE, 4 * MiB)
+    t("free_completed", BASE, 4 * MiB)
+    t("alloc", BASE, 17 * MiB // 4)
+    segs = [seg(0, BASE, [(9 * MiB // 2, "active_allocated", 17 * MiB // 4),
+                          (8 * MiB, "active_allocated", 8 * MiB), (15 * MiB // 2, "inactive", 0)])]
+    snap = {"segments": segs, "device_traces": [t.entries], "allocator_settings": sc.default_settings(),
+            "external_annotations": []}
+    mh = imported(d, "unsplit", snap)
+    got = json.loads(sc.run("whatif", mh, "--json").stdout)
+    if got["match_percent"] != 100.0:
+        sc.fail("a block from before the trace is taken at its rounded request: %s" % got)
+
+
 def main():
     d = sc.workdir("snapshot_import")
     for fn in VARIANTS:
         check_variant(d, fn)
     check_before_history(d)
     check_best_fit_ties(d)
+    check_unsplit_before_trace(d)
     check_real(d)
 
 
