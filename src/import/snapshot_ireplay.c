@@ -316,9 +316,11 @@ static uint64_t size_from_neighbours(const struct rstate *st, const struct mh__i
 {
     const struct rblk *k = &st->blk[b];
     uint64_t rounded = k->requested < 512 ? 512 : (k->requested + 511) / 512 * 512;
+    uint64_t end = k->addr + rounded, seg_end = g->address + g->size;
+    if (end < k->addr || end > seg_end) /* a request the segment cannot hold */
+        return 0;
     if (g->small)
         return rounded;
-    uint64_t end = k->addr + rounded, seg_end = g->address + g->size;
     uint64_t next = b + 1 < nlive && st->blk[b + 1].addr < seg_end ? st->blk[b + 1].addr : seg_end;
     uint64_t seen = allocated_within(st, end, end + (1ull << 20), k->freed_at);
     if (seen && seen < next)
