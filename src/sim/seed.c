@@ -94,8 +94,9 @@ static struct mh__sim_block *holder(struct mh_sim *s, uint64_t addr, uint64_t si
 }
 
 /* A block live at the trace's start, carved out of the segment seeded last.
- * Its size is the snapshot's; when the snapshot could not know it (a block
- * freed during the trace) the rounded request, within the free space. */
+ * Its size is the snapshot's, or the one the import inferred for a block
+ * freed during the trace; when neither is known, the rounded request, within
+ * the free space. */
 static int seed_block(struct mh_sim *s, const struct mh_event *ev)
 {
     uint64_t size = ev->block_size ? ev->block_size : mh_round_size(&s->o.conf, ev->size);
