@@ -4,9 +4,10 @@ starting a CUDA-using helper process, an elastic restart after a failing
 rank (restart_program.py), and FSDP2 (`fully_shard`, one file per rank, each
 rank's peaks torch's, the rank table's worst rank, its DTensor shards
 counted as parameters and optimizer state), FSDP's wrapped blocks as layers
-whose backward is seen, and DDP ranks that
-torch.multiprocessing.spawn starts without torchrun (their headers name
-the rank init_process_group gives). Asserts one file per process (the
+whose backward is seen, DDP ranks that torch.multiprocessing.spawn starts
+without torchrun (their headers name the rank init_process_group gives),
+and rank 0 as the process that launches rank 1 (Lightning's way: named
+rank 0 from torch.distributed). Asserts one file per process (the
 helper's FILE.rank0.pid<P> beside FILE.rank0 and FILE.rank1), no file
 truncated (each complete, not damaged), the failed attempt's files kept
 beside FILE.rank<R>.attempt1, headers naming rank, world size,
@@ -184,6 +185,21 @@ def check_spawn(tmp):
         assert meta.get("world_size") == "2", (f, meta)
 
 
+def check_launcher(tmp):
+    """Rank 0 as the launching process (Lightning's way): it had no rank
+    when it started, so its rank comes from torch.distributed; it is rank 0,
+    not a helper of the rank its later environment names."""
+    out = os.path.join(tmp, "ln.memhist")
+    r = run(["simulate", "--no-report", "--devices", "2", "--device-memory", "2GiB", "--context-memory",
+             "64MiB", "-o", out, "--", sys.executable, os.path.join(HERE, "ranks_program.py"), tmp,
+             "launcher"], cwd=tmp)
+    assert r.returncode == 0, (r.returncode, r.stderr[-3000:])
+    lines = [l for l in r.stderr.splitlines() if "ln.memhist" in l and "complete" in l]
+    assert len(lines) == 2 and "rank 0 (process" in lines[0] and "rank 1 (process" in lines[1], lines
+    rep = json.loads(run(["report", "--json", out, out + ".rank1"]).stdout)
+    assert [row["rank"] for row in rep["ranks"]] == [0, 1], rep["ranks"]
+
+
 def check_restart(tmp):
     """--max-restarts 1 after a failing rank: the failed attempt's files stay."""
     out = os.path.join(tmp, "rs.memhist")
@@ -222,6 +238,7 @@ def main():
         check_fsdp2(tmp)
         check_fsdp1_layers(tmp)
         check_spawn(tmp)
+        check_launcher(tmp)
     print("ok: 2 ranks and a helper, one file each; rank peaks equal torch's (DDP and FSDP2)")
 
 

@@ -7,7 +7,10 @@ that uses CUDA too; `... fsdp2`: FSDP2
 `... fsdp1`: FSDP (FullyShardedDataParallel) wraps each of two blocks and
 the model (auto_wrap_policy) and trains it with AdamW. In all, rank 1 holds an extra buffer so the ranks' peaks differ; `... spawn`:
 the DDP workload in 2 processes torch.multiprocessing.spawn starts (no
-torchrun, no RANK in the environment; init_process_group names the rank).
+torchrun, no RANK in the environment; init_process_group names the rank);
+`... launcher`: the DDP workload in the first process, rank 0, which sets
+LOCAL_RANK and WORLD_SIZE in itself once it runs and starts rank 1 with
+them (as Lightning's launcher does).
 Each rank writes torch's own figures to TRUTH_DIR/truth.rank<R>.json."""
 import json
 import multiprocessing as mp
@@ -80,9 +83,30 @@ def spawned(rank, truth_dir, init_method):
     train(rank, rank, truth_dir, "spawn", init_method)
 
 
+def launcher(truth_dir):
+    """As Lightning's launcher: the first process is rank 0, sets the
+    ranks' environment in itself once it runs, and starts rank 1 with it."""
+    import subprocess
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    init = "tcp://127.0.0.1:%d" % port
+    os.environ.update(LOCAL_RANK="0", WORLD_SIZE="2")
+    child = subprocess.Popen([sys.executable, __file__, truth_dir, "launched", init],
+                             env=dict(os.environ, LOCAL_RANK="1"))
+    train(0, 0, truth_dir, "launcher", init)
+    assert child.wait() == 0, child.returncode
+
+
 def main():
     truth_dir = sys.argv[1]
     mode = sys.argv[2] if len(sys.argv) > 2 else "ddp"
+    if mode == "launcher":
+        launcher(truth_dir)
+        return
+    if mode == "launched":
+        train(1, 1, truth_dir, mode, sys.argv[3])
+        return
     if mode == "spawn":  # no torchrun: the ranks know their rank from init_process_group only
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))

@@ -25,7 +25,8 @@ import os
 import signal
 import sys
 
-_state = {"installed": False, "torch_seen": False, "session": None, "reported": False}
+_state = {"installed": False, "torch_seen": False, "session": None, "reported": False,
+          "start_rank": (), "dist_rank": None}
 
 
 def _env_int(name):
@@ -39,6 +40,19 @@ def env_rank():
     return rank if rank is not None else _env_int("LOCAL_RANK")
 
 
+def start_rank():
+    """env_rank() when recording was installed in this process (else now):
+    a launcher that sets RANK or LOCAL_RANK in its own process later
+    (Lightning's, as rank 0) stays the process it was, and its rank comes
+    from torch.distributed (note_dist_rank)."""
+    return _state["start_rank"][0] if _state["start_rank"] else env_rank()
+
+
+def note_dist_rank(rank):
+    """The rank torch.distributed gave a process started without one."""
+    _state["dist_rank"] = rank
+
+
 def _is_rank_main():
     """True in the process torchrun started for the rank; False in processes
     it spawned (they inherit RANK and MEMHIST_RANK_PID)."""
@@ -47,7 +61,9 @@ def _is_rank_main():
 
 def who():
     """How the status lines name this process."""
-    rank = env_rank()
+    rank = start_rank()
+    if rank is None and _state["dist_rank"] is not None:
+        return "rank %d (process %d)" % (_state["dist_rank"], os.getpid())
     if rank is None:
         return "process %d" % os.getpid()
     if not _is_rank_main():
@@ -203,6 +219,7 @@ def install():
     if _state["installed"]:
         return
     _state["installed"] = True
+    _state["start_rank"] = (env_rank(),)
     # CUPTI (loaded by the CUDA driver through CUDA_INJECTION64_PATH) records
     # into this process's torch recorder instead of a file of its own.
     os.environ["MEMHIST_INJECT_SHARED"] = "1"

@@ -111,7 +111,7 @@ class Scopes:
     def install(self, torch):
         from torch.optim import optimizer as opt
         from . import _record
-        if _record.env_rank() is None and torch.distributed.is_available():
+        if _record.start_rank() is None and torch.distributed.is_available():
             self.dist = torch.distributed
         pre, post = self._native_hooks() if self.native is not None else self._forward_hooks()
         self.scope_calls = (pre, post)
@@ -490,11 +490,13 @@ class Scopes:
 
     def _note_rank(self):
         """The rank of a process started without torchrun's environment
-        (torch.multiprocessing.spawn), from torch.distributed once it is
+        (torch.multiprocessing.spawn, Lightning's rank 0), from torch.distributed once it is
         initialized: the header says it, as torchrun's RANK would."""
         for key, value in (("rank", self.dist.get_rank()), ("world_size", self.dist.get_world_size())):
             self.core.mh_recorder_set_meta(self.rec, key.encode(), str(value).encode())
         self.core.mh_recorder_set_meta(self.rec, b"rank_process", b"main")
+        from . import _record
+        _record.note_dist_rank(self.dist.get_rank())
         self.dist = None
 
     def closure_done(self, optimizer):
