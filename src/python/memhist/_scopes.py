@@ -490,8 +490,9 @@ class Scopes:
 
     def _note_rank(self):
         """The rank of a process started without torchrun's environment
-        (torch.multiprocessing.spawn, Lightning's rank 0), from torch.distributed once it is
-        initialized: the header says it, as torchrun's RANK would."""
+        (torch.multiprocessing.spawn, Lightning's rank 0), from
+        torch.distributed once it is initialized: the header says it, as
+        torchrun's RANK would."""
         for key, value in (("rank", self.dist.get_rank()), ("world_size", self.dist.get_world_size())):
             self.core.mh_recorder_set_meta(self.rec, key.encode(), str(value).encode())
         self.core.mh_recorder_set_meta(self.rec, b"rank_process", b"main")
