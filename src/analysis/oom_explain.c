@@ -152,7 +152,9 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
     uint64_t capacity = 0;
     if (!(c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE))
         capacity = c->usable ? c->usable : c->capacity;
-    c->replay_match = mh__whatif_baseline(in, capacity, &c->baseline) == 0 ? c->baseline.match : -1;
+    int given = c->baseline_given && capacity == c->usable;
+    c->replay_match = given || mh__whatif_baseline(in, capacity, &c->baseline) == 0 ? c->baseline.match
+                                                                                   : -1;
     c->estimates = !mh__whatif_checked(c->replay_match < 0 ? NULL : &c->baseline);
     for (int i = 0; i < 3; i++) {
         struct mh_suggestion *s = &c->sugg[c->nsugg++];

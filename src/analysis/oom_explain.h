@@ -54,6 +54,8 @@ struct mh_oom_case {
     int estimates;                /* the replay reproduces the run poorly (a match under
                                    * MH_WHATIF_CHECKED_MATCH): no checks */
     struct mh_whatif_outcome baseline; /* that replay (seeded from the trace's start) */
+    int baseline_given;           /* set by the caller with `baseline`: that replay at
+                                   * `usable`, not run again where the case replays there */
     uint64_t outside;             /* capacity - CUDA free - reserved (0 if unknown) */
     int small_pool;
     int verdict;

@@ -26,13 +26,15 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
     }
     struct mh_whatif_outcome recorded;
     uint64_t usable = mh__whatif_recorded(&in, &recorded) == 0 ? mh__whatif_capacity(&in, &recorded) : 0;
-    struct mh_whatif_outcome ties; /* (the per-case baselines are the checks) */
-    rc = mh__whatif_pick_ties(&in, usable, &ties);
+    struct mh_whatif_outcome base; /* the replay under the recorded settings, which the cases share */
+    rc = mh__whatif_pick_ties(&in, usable, &base);
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct mh_oom_case c;
         memset(&c, 0, sizeof c);
         c.device = device;
         c.usable = usable;
+        c.baseline = base;
+        c.baseline_given = 1;
         c.oom = ooms[i];
         c.verdict = o->at_peak ? MH_OOM_VERDICT_NONE : MH_OOM_VERDICT_EXHAUSTION;
         rc = mh__oom_gather(a, &in, ly, o, &c);

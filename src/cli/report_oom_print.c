@@ -1,5 +1,6 @@
 /* report_oom_print.c - text and JSON forms of `memhist oom` (see oom_explain.h). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "printers.h"
@@ -72,7 +73,7 @@ static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
 
 static void text_live(const struct mh_analysis *a, const struct mh_oom_case *c, size_t top)
 {
-    char b[32], label[512];
+    char b[32];
     printf("  live: %s in %" PRIu64 " blocks; by layer:\n", mh__bytes_text(c->live_bytes, b),
            c->live_count);
     for (size_t i = 0; i < c->nlayers && i < top; i++)
@@ -80,22 +81,21 @@ static void text_live(const struct mh_analysis *a, const struct mh_oom_case *c, 
     printf("  by stack:\n");
     /* stacks that differ only past their label (callers of one line) are one
      * row, printed where the first of them is */
-    for (size_t i = 0; i < c->nstacks; i++) {
-        char other[512];
-        uint64_t bytes = c->stacks[i].bytes;
-        mh__stack_label(a->rp.reader, c->stacks[i].stack, label, sizeof label);
-        size_t k = 0;
-        while (k < i && strcmp(mh__stack_label(a->rp.reader, c->stacks[k].stack, other,
-                                               sizeof other), label) != 0)
-            k++;
-        if (k < i)
+    char(*labels)[512] = calloc(c->nstacks ? c->nstacks : 1, sizeof *labels);
+    for (size_t i = 0; labels && i < c->nstacks; i++)
+        mh__stack_label(a->rp.reader, c->stacks[i].stack, labels[i], sizeof labels[i]);
+    for (size_t i = 0; labels && i < c->nstacks; i++) {
+        size_t first = 0;
+        while (strcmp(labels[first], labels[i]) != 0)
+            first++;
+        if (first < i)
             continue; /* printed with an earlier row */
-        for (k = i + 1; k < c->nstacks; k++)
-            if (strcmp(mh__stack_label(a->rp.reader, c->stacks[k].stack, other, sizeof other),
-                       label) == 0)
-                bytes += c->stacks[k].bytes;
-        printf("    %11s  %s\n", mh__bytes_text(bytes, b), label);
+        uint64_t bytes = 0;
+        for (size_t k = i; k < c->nstacks; k++)
+            bytes += strcmp(labels[k], labels[i]) == 0 ? c->stacks[k].bytes : 0;
+        printf("    %11s  %s\n", mh__bytes_text(bytes, b), labels[i]);
     }
+    free(labels);
 }
 
 static void text_suggestions(const struct mh_oom_case *c)

@@ -174,20 +174,29 @@ def capture_cost(depth=30, fresh=10, n=4000, reps=15):
 STEP_MARK = "getppid"  # the libc call at each step's start (MH_BENCH_STEP_MARKS=1) where callgrind dumps
 
 
-def thread_counts(prefix):
-    """Instructions of a callgrind run with --separate-threads and a dump at
+def callgrind_parts(prefix):
+    """The files of a callgrind run with --separate-threads and a dump at
     every STEP_MARK, which dumps only the thread that calls it, the training
-    thread: (that thread's steps, one count each, the other threads' total,
-    the part of it on memhist's drain thread). Files PREFIX.PART-THREAD:
-    part 1 runs up to the first step, part k + 1 is step k; PREFIX-THREAD:
-    the rest of the run."""
+    thread. Files PREFIX.PART-THREAD: part 1 runs up to the first step, part
+    k + 1 is step k; PREFIX-THREAD: the rest of the run. Yields (part, path)
+    for the training thread's parts and (None, path) for the other threads'
+    rest of the run."""
     import glob
     import re
-    steps, others, drain = {}, 0, 0
     for path in glob.glob(prefix + "-*") + glob.glob(prefix + ".*-*"):
         m = re.search(r"(?:\.(\d+))?-(\d+)$", path[len(prefix):])
-        if not m:
-            continue
+        if m and m.group(1) is not None:
+            yield int(m.group(1)), path
+        elif m and int(m.group(2)) != 1:
+            yield None, path
+
+
+def thread_counts(prefix):
+    """Instructions of a callgrind run (callgrind_parts): the training
+    thread's steps, one count each, the other threads' total, the part of it
+    on memhist's drain thread."""
+    steps, others, drain = {}, 0, 0
+    for part, path in callgrind_parts(prefix):
         n, is_drain = 0, False
         with open(path, errors="replace") as f:
             for line in f:
@@ -195,9 +204,9 @@ def thread_counts(prefix):
                     n = int(line.split()[1])
                 elif not is_drain and "mh__drain_main" in line:
                     is_drain = True
-        if m.group(1) is not None:
-            steps[int(m.group(1))] = n
-        elif int(m.group(2)) != 1:
+        if part is not None:
+            steps[part] = n
+        else:
             others += n
             drain += n if is_drain else 0
     return [steps[p] for p in sorted(steps) if p >= 2], others, drain
@@ -222,28 +231,16 @@ def trace_entry_cost(path):
 
 
 def trace_entries_per_step(prefix, short_prefix, skip, steps):
-    """trace_entry_cost per step, as thread_counts counts instructions: the
+    """trace_entry_cost per step, as instructions() counts a step: the
     training thread's median step after `skip`, and the other threads'
     difference between the long run (prefix) and the short one over `steps`
     steps."""
-    import glob
-    import re
+    def others(pre):
+        return sum(trace_entry_cost(path) for part, path in callgrind_parts(pre) if part is None)
 
-    def split(pre):
-        main, others = {}, 0
-        for path in glob.glob(pre + "-*") + glob.glob(pre + ".*-*"):
-            m = re.search(r"(?:\.(\d+))?-(\d+)$", path[len(pre):])
-            if not m:
-                continue
-            if m.group(1) is not None and int(m.group(1)) >= skip + 2:
-                main[int(m.group(1))] = trace_entry_cost(path)
-            elif m.group(1) is None and int(m.group(2)) != 1:
-                others += trace_entry_cost(path)
-        return main, others
-
-    main, others_long = split(prefix)
-    _, others_short = split(short_prefix)
-    return statistics.median(main.values()) + (others_long - others_short) / steps
+    main = [trace_entry_cost(path) for part, path in callgrind_parts(prefix)
+            if part is not None and part >= skip + 2]
+    return statistics.median(main) + (others(prefix) - others(short_prefix)) / steps
 
 
 def instructions(args, out):
