@@ -199,15 +199,24 @@ static uint64_t end_index(const struct mh_analysis *a)
     return mh__lifetimes_event_count(a->lt) - 1;
 }
 
+/* The records live right after event `index` (one more pass). */
+static struct mh_lifetimes *records_at(const struct mh_analysis *a, uint64_t index)
+{
+    struct mh_lifetimes *kept;
+    cr_assert_eq(mh__analysis_moments(a, &index, 1, &kept), 0);
+    return kept;
+}
+
 Test(flame_live, awkward_names_by_module_and_stack)
 {
     uint64_t live;
     char *path = awkward_recording(&live);
     struct mh_analysis a;
     cr_assert_eq(mh__analysis_open(path, NULL, &a), 0);
+    struct mh_lifetimes *kept = records_at(&a, end_index(&a));
     struct mh_flame *f;
     int used;
-    cr_assert_eq(mh__flame_live(a.lt, a.rp.reader, 0, end_index(&a), MH_FLAME_BY_AUTO, &f, &used),
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, end_index(&a), MH_FLAME_BY_AUTO, &f, &used),
                  0);
     cr_expect_eq(used, MH_FLAME_BY_MODULE, "a module path is live: by module");
     cr_expect_eq(check_sums(f), live);
@@ -234,7 +243,7 @@ Test(flame_live, awkward_names_by_module_and_stack)
     cr_expect(no_stack, "the allocation with no stack is under <no stack>");
     mh__flame_free(f);
 
-    cr_assert_eq(mh__flame_live(a.lt, a.rp.reader, 0, end_index(&a), MH_FLAME_BY_STACK, &f, &used),
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, end_index(&a), MH_FLAME_BY_STACK, &f, &used),
                  0);
     cr_expect_eq(used, MH_FLAME_BY_STACK);
     cr_expect_eq(check_sums(f), live);
@@ -245,10 +254,11 @@ Test(flame_live, awkward_names_by_module_and_stack)
     cr_expect(outer, "by stack the root's child is the outermost frame");
     mh__flame_free(f);
 
-    cr_assert_eq(mh__flame_live(a.lt, a.rp.reader, 1, end_index(&a), MH_FLAME_BY_AUTO, &f, &used),
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 1, end_index(&a), MH_FLAME_BY_AUTO, &f, &used),
                  0);
     cr_expect_eq(check_sums(f), 32u << 20, "device 1 alone");
     mh__flame_free(f);
+    mh__lifetimes_free(kept);
     mh__analysis_close(&a);
     unlink(path);
     free(path);
@@ -283,13 +293,14 @@ Test(flame_live, gpt_peak_equals_the_model)
     struct mh_flame_moment m;
     char err[160];
     cr_assert_eq(mh__flame_moment(&a, 0, MH_FLAME_AT_PEAK, 0, &m, err, sizeof err), 0);
+    struct mh_lifetimes *kept = records_at(&a, m.index);
     struct mh_flame *f;
     int used;
-    cr_assert_eq(mh__flame_live(a.lt, a.rp.reader, 0, m.index, MH_FLAME_BY_AUTO, &f, &used), 0);
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, m.index, MH_FLAME_BY_AUTO, &f, &used), 0);
     cr_expect_eq(used, MH_FLAME_BY_MODULE);
     cr_expect_eq(check_sums(f), m.value, "the tree holds the allocated peak");
     uint64_t cat[MH_CAT_COUNT], total = 0;
-    mh__lifetimes_live_by_category(a.lt, 0, m.index, cat, NULL);
+    cr_assert_eq(mh__lifetimes_live_by_category(kept, 0, m.index, cat, NULL), 0);
     size_t n;
     const struct mh_flame_node *nd = mh__flame_nodes(f, &n);
     for (int k = 0; k < MH_CAT_COUNT; k++) {
@@ -304,7 +315,7 @@ Test(flame_live, gpt_peak_equals_the_model)
     cr_expect_eq(blocks, 4, "one node per transformer block");
     mh__flame_free(f);
     /* by stack: the same bytes, no module nodes */
-    cr_assert_eq(mh__flame_live(a.lt, a.rp.reader, 0, m.index, MH_FLAME_BY_STACK, &f, &used), 0);
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, m.index, MH_FLAME_BY_STACK, &f, &used), 0);
     cr_expect_eq(check_sums(f), m.value);
     nd = mh__flame_nodes(f, &n);
     for (size_t i = 0; i < n; i++)
@@ -316,6 +327,7 @@ Test(flame_live, gpt_peak_equals_the_model)
         mh__flame_moment(&a, 0, MH_FLAME_AT_TIME, 1000000000000000ull, &m, err, sizeof err),
         MH_EINVAL);
     cr_expect(strstr(err, "after the end"), "%s", err);
+    mh__lifetimes_free(kept);
     mh__analysis_close(&a);
     unlink(path);
     free(path);

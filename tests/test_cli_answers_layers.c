@@ -10,19 +10,56 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
+#include "analysis.h"
 #include "layers.h"
 #include "layer_names.h"
 #include "categories.h"
 #include "sim.h"
 #include "workload.h"
 
-/* A simulated run written to memory and replayed with lifetimes. */
+/* A recording written to memory and opened as an analysis, with every
+ * allocation's record (classified, in allocation order). */
 struct run {
     struct mh_writer *w;
-    struct mh_reader *r;
-    struct mh_model *m;
-    struct mh_lifetimes *lt;
+    struct mh_analysis a;
+    const struct mh_reader *r;
+    const struct mh_model *m;
+    struct mh_alloc_rec *recs;
+    size_t nrecs, cap;
 };
+
+static int keep_record(void *user, const struct mh_alloc_rec *rec)
+{
+    struct run *run = user;
+    if (run->nrecs == run->cap) {
+        run->cap = run->cap ? 2 * run->cap : 256;
+        run->recs = realloc(run->recs, run->cap * sizeof *run->recs);
+        cr_assert_not_null(run->recs);
+    }
+    run->recs[run->nrecs++] = *rec;
+    return 0;
+}
+
+static int by_alloc_index(const void *x, const void *y)
+{
+    const struct mh_alloc_rec *a = x, *b = y;
+    return (a->alloc_index > b->alloc_index) - (a->alloc_index < b->alloc_index);
+}
+
+/* Opens the recording the writer made (closed here) and gathers the records. */
+static void open_run(struct run *out)
+{
+    const void *data;
+    size_t len;
+    cr_assert_eq(mh_writer_close(out->w), 0);
+    cr_assert_eq(mh_writer_mem(out->w, &data, &len), 0);
+    cr_assert_eq(mh__analysis_open_mem(data, len, "run", NULL, &out->a), 0);
+    out->r = out->a.rp.reader;
+    out->m = out->a.rp.model;
+    cr_assert_eq(mh__analysis_each_record(&out->a, keep_record, out), 0);
+    if (out->nrecs)
+        qsort(out->recs, out->nrecs, sizeof *out->recs, by_alloc_index);
+}
 
 static void simulate(const char *params, uint64_t steps, struct run *out)
 {
@@ -41,31 +78,14 @@ static void simulate(const char *params, uint64_t steps, struct run *out)
     cr_assert_eq(mh__sim_new(&so, &s), 0);
     cr_assert_eq(mh__workload_run(wl, s, values, steps, 1, &res), 0);
     mh__sim_free(s);
-    cr_assert_eq(mh_writer_close(out->w), 0);
-    const void *data;
-    size_t len;
-    cr_assert_eq(mh_writer_mem(out->w, &data, &len), 0);
-    cr_assert_eq(mh_reader_open_mem(data, len, &out->r), 0);
-    struct mh_model_opts mo;
-    memset(&mo, 0, sizeof mo);
-    cr_assert_eq(mh_model_new(&mo, &out->m), 0);
-    cr_assert_eq(mh__lifetimes_new(&out->lt), 0);
-    struct mh_event e;
-    struct mh_apply_result ar;
-    while (mh_reader_next(out->r, &e) == 1) {
-        cr_assert_eq(mh_model_apply(out->m, &e, &ar), 0);
-        cr_assert_eq(mh__lifetimes_observe(out->lt, out->m, &e, &ar), 0);
-    }
-    mh_model_finish(out->m);
-    mh__lifetimes_finish(out->lt);
+    open_run(out);
 }
 
 static void run_free(struct run *r)
 {
-    mh__lifetimes_free(r->lt);
-    mh_model_free(r->m);
-    mh_reader_close(r->r);
+    mh__analysis_close(&r->a);
     mh_writer_free_mem(r->w);
+    free(r->recs);
 }
 
 /* Small model: every tensor <= 1 MiB, so blocks are exactly 512-rounded. */
@@ -87,8 +107,8 @@ Test(answers_categories, known_parameter_gradient_optimizer_input_bytes)
 {
     struct run r;
     simulate(SMALL, 3, &r);
-    size_t n;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(r.lt, &n);
+    size_t n = r.nrecs;
+    const struct mh_alloc_rec *recs = r.recs;
     uint64_t by[MH_CAT_COUNT] = {0}, grads_step1 = 0, inputs_step1 = 0;
     for (size_t i = 0; i < n; i++) {
         by[recs[i].category] += recs[i].requested;
@@ -104,9 +124,12 @@ Test(answers_categories, known_parameter_gradient_optimizer_input_bytes)
     cr_expect_gt(by[MH_CAT_ACTIVATION], 0);
     cr_expect_gt(by[MH_CAT_TEMPORARY], 0);
     struct mh_peak p;
+    struct mh_lifetimes *kept;
     uint64_t bytes[MH_CAT_COUNT], req[MH_CAT_COUNT];
     cr_assert_eq(mh_model_peak_allocated(r.m, 0, &p), 0);
-    mh__lifetimes_live_by_category(r.lt, 0, p.event_index, bytes, req);
+    cr_assert_eq(mh__analysis_moments(&r.a, &p.event_index, 1, &kept), 0);
+    cr_assert_eq(mh__lifetimes_live_by_category(kept, 0, p.event_index, bytes, req), 0);
+    mh__lifetimes_free(kept);
     cr_expect_eq(req[MH_CAT_PARAMETER], param_bytes());
     uint64_t total = 0;
     for (int c = 0; c < MH_CAT_COUNT; c++)
@@ -115,27 +138,15 @@ Test(answers_categories, known_parameter_gradient_optimizer_input_bytes)
     run_free(&r);
 }
 
-/* Hand-made events replayed into a model and a lifetime collection
- * (finished); `out` is the caller's to free (replay_free). */
+/* Hand-made events written and opened as a run (run_free). */
 static void replay(const struct mh_event *ev, size_t n, struct run *out)
 {
-    struct mh_model_opts mo;
+    struct mh_writer_opts wo = {.source = "recorded"};
     memset(out, 0, sizeof *out);
-    memset(&mo, 0, sizeof mo);
-    cr_assert_eq(mh_model_new(&mo, &out->m), 0);
-    cr_assert_eq(mh__lifetimes_new(&out->lt), 0);
-    for (size_t i = 0; i < n; i++) {
-        struct mh_apply_result ar;
-        cr_assert_eq(mh_model_apply(out->m, &ev[i], &ar), 0, "event %zu", i);
-        cr_assert_eq(mh__lifetimes_observe(out->lt, out->m, &ev[i], &ar), 0);
-    }
-    mh__lifetimes_finish(out->lt);
-}
-
-static void replay_free(struct run *r)
-{
-    mh__lifetimes_free(r->lt);
-    mh_model_free(r->m);
+    cr_assert_eq(mh_writer_open_mem(&wo, &out->w), 0);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(mh_writer_event(out->w, &ev[i]), 0, "event %zu", i);
+    open_run(out);
 }
 
 Test(answers_categories, no_steps_means_unknown)
@@ -146,12 +157,12 @@ Test(answers_categories, no_steps_means_unknown)
     };
     struct run r;
     replay(ev, 2, &r);
-    size_t n;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(r.lt, &n);
+    size_t n = r.nrecs;
+    const struct mh_alloc_rec *recs = r.recs;
     cr_assert_eq(n, 1);
     cr_expect_eq(recs[0].category, MH_CAT_UNKNOWN);
     cr_expect_eq(recs[0].size, 4096);
-    replay_free(&r);
+    run_free(&r);
 }
 
 /* The categories of a hand-made step: a gradient from backward (tagged
@@ -176,12 +187,12 @@ static void backward_leftover(int tag_grad, int step_ends, int *grad_cat, int *l
     };
     struct run r;
     replay(ev, sizeof ev / sizeof ev[0], &r);
-    size_t n;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(r.lt, &n);
+    size_t n = r.nrecs;
+    const struct mh_alloc_rec *recs = r.recs;
     cr_assert_eq(n, 2);
     *grad_cat = recs[0].category;
     *leftover_cat = recs[1].category;
-    replay_free(&r);
+    run_free(&r);
 }
 
 Test(answers_categories, backward_leftover_is_no_gradient_where_gradients_are_tagged)
@@ -232,14 +243,14 @@ Test(answers_categories, forward_block_kept_through_the_next_step_is_no_activati
 {
     struct run r;
     replay(forward_kept, FORWARD_KEPT_N, &r);
-    size_t n;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(r.lt, &n);
+    size_t n = r.nrecs;
+    const struct mh_alloc_rec *recs = r.recs;
     cr_assert_eq(n, 4);
     int want[4] = {MH_CAT_UNKNOWN, MH_CAT_ACTIVATION, MH_CAT_ACTIVATION, MH_CAT_ACTIVATION};
     for (size_t i = 0; i < n; i++)
         cr_expect_eq(recs[i].category, want[i], "block %c: category %d, want %d", (int)('A' + i),
                      recs[i].category, want[i]);
-    replay_free(&r);
+    run_free(&r);
     /* the streaming classifier agrees, at each block's free and at the end */
     struct mh_model_opts mo;
     struct mh_model *m;
@@ -279,7 +290,7 @@ Test(answers_layers, attribution_matches_the_shapes)
     struct run r;
     struct mh_layers *ly;
     simulate(SMALL, 3, &r);
-    cr_assert_eq(mh__layers_analyze(r.lt, r.r, 0, &ly), 0);
+    cr_assert_eq(mh__layers_analyze(&r.a, 0, NULL, 0, &ly), 0);
     struct mh_peak p;
     cr_assert_eq(mh_model_peak_allocated(r.m, 0, &p), 0);
     cr_expect_eq(mh__layers_peak(ly, NULL, NULL), p.value, "same peak as the model");
@@ -319,24 +330,25 @@ static void check_estimate(const char *base, size_t k_wanted)
     struct run r;
     struct mh_layers *ly;
     simulate(base, 3, &r);
-    cr_assert_eq(mh__layers_analyze(r.lt, r.r, 0, &ly), 0);
-    size_t *order, n, best, nl;
-    uint64_t *after;
-    cr_assert_eq(mh__layers_plan(ly, &order, &after, &n, &best), 0);
+    cr_assert_eq(mh__layers_analyze(&r.a, 0, NULL, 0, &ly), 0);
+    const size_t *plan;
+    const uint64_t *after;
+    size_t n, best, nl, order[64];
+    cr_assert_eq(mh__layers_plan(ly, &plan, &after, &n, &best), 0);
     cr_assert_geq(n, k_wanted);
     const struct mh_layer_stats *st = mh__layers_list(ly, &nl);
     uint64_t mask = 0;
     size_t k = 0;
     for (size_t i = 0; i < n && k < k_wanted; i++) {
         int layer;
-        if (sscanf(st[order[i]].name, "transformer.h.%d", &layer) == 1) {
+        if (sscanf(st[plan[i]].name, "transformer.h.%d", &layer) == 1) {
             mask |= 1ull << layer;
-            order[k++] = order[i];
+            order[k++] = plan[i];
         }
     }
     cr_assert_eq(k, k_wanted);
     uint64_t est, peak = mh__layers_peak(ly, NULL, NULL);
-    cr_assert_eq(mh__layers_estimate(ly, order, k, &est, NULL), 0);
+    cr_assert_eq(mh__layers_estimate(ly, order, k, &est), 0);
     char params[256];
     snprintf(params, sizeof params, "%s,checkpoint=%llu", base, (unsigned long long)mask);
     uint64_t actual = simulated_peak(params);
@@ -344,8 +356,6 @@ static void check_estimate(const char *base, size_t k_wanted)
     cr_expect_gt(want, 0);
     cr_expect_leq(got > want ? got - want : want - got, 0.10 * want,
                   "k=%zu: estimated saving %.0f, simulated %.0f", k, got, want);
-    free(order);
-    free(after);
     mh__layers_free(ly);
     run_free(&r);
 }

@@ -73,27 +73,56 @@ static void opts_for(struct mh_plot_opts *o, int color)
     o->color = color;
 }
 
-/* The categories library over the whole run: records, and the bytes by
- * category live right after `index`. */
-static struct mh_lifetimes *lifetimes_of(struct mh_reader *r)
+/* The records of the categories library, every allocation's once. */
+struct all_recs {
+    struct mh_alloc_rec rec[64];
+    size_t n;
+};
+
+static int add_rec(void *user, const struct mh_alloc_rec *r)
+{
+    struct all_recs *a = user;
+    cr_assert_lt(a->n, 64);
+    a->rec[a->n++] = *r;
+    return 0;
+}
+
+/* One pass of the reader through the model and `lt` (finished); each
+ * record is added to `all` (if not NULL) when its life ends or at the end. */
+static void replay_lifetimes(struct mh_reader *r, struct mh_lifetimes *lt, struct all_recs *all)
 {
     struct mh_model *m;
-    struct mh_lifetimes *lt;
     struct mh_model_opts mo;
     memset(&mo, 0, sizeof mo);
     cr_assert_eq(mh_model_new(&mo, &m), 0);
-    cr_assert_eq(mh__lifetimes_new(&lt), 0);
     cr_assert_eq(mh_reader_rewind(r), 0);
     struct mh_event e;
     struct mh_apply_result res;
+    struct mh_life_change ch;
     while (mh_reader_next(r, &e) == 1) {
         memset(&res, 0, sizeof res);
         cr_assert_eq(mh_model_apply(m, &e, &res), 0);
-        cr_assert_eq(mh__lifetimes_observe(lt, m, &e, &res), 0);
+        cr_assert_eq(mh__lifetimes_observe(lt, m, &e, &res, &ch), 0);
+        if (all && ch.ended)
+            add_rec(all, ch.ended);
     }
     mh_model_finish(m);
-    mh__lifetimes_finish(lt);
+    cr_assert_eq(mh__lifetimes_finish(lt, all ? add_rec : NULL, all), 0);
     mh_model_free(m);
+}
+
+/* The categories library over the whole run: a first pass for the run's
+ * facts, then a second that classifies every allocation (into `all`) and
+ * keeps the records live right after event `index`. */
+static struct mh_lifetimes *lifetimes_of(struct mh_reader *r, uint64_t index, struct all_recs *all)
+{
+    struct mh_lifetimes *first, *lt;
+    cr_assert_eq(mh__lifetimes_new(&first), 0);
+    replay_lifetimes(r, first, NULL);
+    cr_assert_eq(mh__lifetimes_new_after(first, &lt), 0);
+    cr_assert_eq(mh__lifetimes_keep_at(lt, index), 0);
+    replay_lifetimes(r, lt, all);
+    mh__lifetimes_free(first);
     return lt;
 }
 
@@ -111,7 +140,8 @@ Test(plot_category, livecat_agrees_with_lifetimes)
 {
     struct run b;
     training_run(&b, 0, 1);
-    struct mh_lifetimes *lt = lifetimes_of(b.r);
+    struct all_recs all = {.n = 0};
+    struct mh_lifetimes *lt = lifetimes_of(b.r, 0, &all);
     struct seen seen;
     memset(&seen, 0xFF, sizeof seen);
     struct mh_model *m;
@@ -134,8 +164,8 @@ Test(plot_category, livecat_agrees_with_lifetimes)
     }
     mh_model_finish(m);
     cr_assert_eq(mh__livecat_finish(lc, on_live, &seen), 0);
-    size_t n;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(lt, &n);
+    size_t n = all.n;
+    const struct mh_alloc_rec *recs = all.rec;
     cr_assert_eq(n, 1 + 3 * 4 + 1, "records: %zu", n);
     int kinds[MH_CAT_COUNT] = {0};
     for (size_t i = 0; i < n; i++) {
@@ -174,9 +204,9 @@ Test(plot_category, columns_add_up_and_peak_matches_the_library)
             cr_assert_eq(sum, c.alloc[i], "%d columns, column %d: categories %llu != allocated %llu",
                          ncols, i, (unsigned long long)sum, (unsigned long long)c.alloc[i]);
         }
-        struct mh_lifetimes *lt = lifetimes_of(b.r);
+        struct mh_lifetimes *lt = lifetimes_of(b.r, s.peak.event_index, NULL);
         uint64_t want[MH_CAT_COUNT];
-        mh__lifetimes_live_by_category(lt, 0, s.peak.event_index, want, NULL);
+        cr_assert_eq(mh__lifetimes_live_by_category(lt, 0, s.peak.event_index, want, NULL), 0);
         for (int k = 0; k < MH_CAT_COUNT; k++)
             cr_assert_eq(c.cat_peak[k], want[k], "%s at the peak: plot %llu, library %llu",
                          mh__category_name(k), (unsigned long long)c.cat_peak[k],

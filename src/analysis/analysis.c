@@ -9,14 +9,13 @@
 static int observe_lifetimes(void *user, struct mh_session *s, const struct mh_event *ev,
                              const struct mh_apply_result *res)
 {
-    return mh__lifetimes_observe(user, mh__session_model(s), ev, res);
+    return mh__lifetimes_observe(user, mh__session_model(s), ev, res, NULL);
 }
 
 static int finish_lifetimes(void *user, struct mh_session *s)
 {
     (void)s;
-    mh__lifetimes_finish(user);
-    return 0;
+    return mh__lifetimes_finish(user, NULL, NULL);
 }
 
 static int add_observers(struct mh_analysis *a, const struct mh_analysis_want *want)
@@ -32,12 +31,10 @@ static int add_observers(struct mh_analysis *a, const struct mh_analysis_want *w
     return rc;
 }
 
-int mh__analysis_open(const char *path, const struct mh_analysis_want *want, struct mh_analysis *a)
+/* The first pass over the session just opened (a->session). */
+static int first_pass(const char *path, const struct mh_analysis_want *want, struct mh_analysis *a)
 {
-    memset(a, 0, sizeof *a);
-    int rc = mh__session_open(path, &a->session);
-    if (rc < 0)
-        return rc;
+    int rc;
     if ((rc = mh__lifetimes_new(&a->lt)) == 0 && (rc = add_observers(a, want)) < 0)
         mh__diag("%s: %s", path, mh_strerror(rc));
     if (rc == 0)
@@ -47,13 +44,29 @@ int mh__analysis_open(const char *path, const struct mh_analysis_want *want, str
         return rc;
     }
     mh__session_forget(a->session);
+    a->model = mh__session_take_model(a->session); /* later passes make their own */
     a->rp.path = path;
     a->rp.reader = mh__session_reader(a->session);
-    a->rp.model = mh__session_model(a->session);
+    a->rp.model = a->model;
     a->rp.read_error = mh__session_read_error(a->session);
     mh_reader_summary(a->rp.reader, &a->rp.summary);
     a->rp.t0_ns = a->rp.summary.first_time_ns;
     return 0;
+}
+
+int mh__analysis_open(const char *path, const struct mh_analysis_want *want, struct mh_analysis *a)
+{
+    memset(a, 0, sizeof *a);
+    int rc = mh__session_open(path, &a->session);
+    return rc < 0 ? rc : first_pass(path, want, a);
+}
+
+int mh__analysis_open_mem(const void *data, size_t len, const char *name,
+                          const struct mh_analysis_want *want, struct mh_analysis *a)
+{
+    memset(a, 0, sizeof *a);
+    int rc = mh__session_open_mem(data, len, name, &a->session);
+    return rc < 0 ? rc : first_pass(name, want, a);
 }
 
 void mh__analysis_close(struct mh_analysis *a)
@@ -62,6 +75,7 @@ void mh__analysis_close(struct mh_analysis *a)
     mh__growth_free(a->growth);
     mh__whatif_events_free(a->events);
     mh__lifetimes_free(a->lt);
+    mh_model_free(a->model);
     mh__session_close(a->session);
     memset(a, 0, sizeof *a);
 }
@@ -69,6 +83,72 @@ void mh__analysis_close(struct mh_analysis *a)
 int mh__analysis_state_at(const struct mh_analysis *a, uint64_t n, struct mh_model **out)
 {
     return mh__session_state_at(a->session, n, out);
+}
+
+static int observe_kept(void *user, struct mh_session *s, const struct mh_event *ev,
+                        const struct mh_apply_result *res)
+{
+    return mh__lifetimes_observe(*(struct mh_lifetimes **)user, mh__session_model(s), ev, res,
+                                 NULL);
+}
+
+static int finish_kept(void *user, struct mh_session *s)
+{
+    (void)s;
+    return mh__lifetimes_finish(*(struct mh_lifetimes **)user, NULL, NULL);
+}
+
+/* A pass handing every allocation's record to a callback. */
+struct each_record {
+    struct mh_lifetimes *lt;
+    int (*fn)(void *user, const struct mh_alloc_rec *r);
+    void *user;
+};
+
+static int observe_each(void *user, struct mh_session *s, const struct mh_event *ev,
+                        const struct mh_apply_result *res)
+{
+    struct each_record *e = user;
+    struct mh_life_change ch;
+    int rc = mh__lifetimes_observe(e->lt, mh__session_model(s), ev, res, &ch);
+    return rc == 0 && ch.ended ? e->fn(e->user, ch.ended) : rc;
+}
+
+static int finish_each(void *user, struct mh_session *s)
+{
+    struct each_record *e = user;
+    (void)s;
+    return mh__lifetimes_finish(e->lt, e->fn, e->user);
+}
+
+int mh__analysis_each_record(const struct mh_analysis *a,
+                             int (*fn)(void *user, const struct mh_alloc_rec *r), void *user)
+{
+    struct each_record e = {NULL, fn, user};
+    int rc = mh__lifetimes_new_after(a->lt, &e.lt);
+    const struct mh_observer obs = {"records", &e, NULL, observe_each, finish_each};
+    if (rc == 0)
+        rc = mh__session_pass(a->session, &obs);
+    mh__lifetimes_free(e.lt);
+    return rc;
+}
+
+int mh__analysis_moments(const struct mh_analysis *a, const uint64_t *index, size_t n,
+                         struct mh_lifetimes **out)
+{
+    struct mh_lifetimes *lt = NULL;
+    int rc = mh__lifetimes_new_after(a->lt, &lt);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = mh__lifetimes_keep_at(lt, index[i]);
+    const struct mh_observer obs = {"moments", &lt, NULL, observe_kept, finish_kept};
+    if (rc == 0)
+        rc = mh__session_pass(a->session, &obs);
+    if (rc < 0) {
+        mh__lifetimes_free(lt);
+        lt = NULL;
+    }
+    *out = lt;
+    return rc;
 }
 
 size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved)

@@ -24,7 +24,8 @@ struct mh_analysis_want {
 struct mh_analysis {
     struct mh_session *session;
     struct mh_replay rp; /* the session after its full pass */
-    struct mh_lifetimes *lt;
+    struct mh_model *model; /* the model of that pass (rp.model), owned */
+    struct mh_lifetimes *lt; /* that pass's lifetimes: spans, facts, curves; no records */
     struct mh_whatif_events *events;  /* NULL unless wanted */
     struct mh_peak_groups *peaks;     /* NULL unless wanted */
     struct mh_growth *growth;         /* NULL unless wanted */
@@ -37,11 +38,28 @@ struct mh_analysis {
  * damage). `want` may be NULL. */
 int mh__analysis_open(const char *path, const struct mh_analysis_want *want,
                       struct mh_analysis *a);
+/* As mh__analysis_open on `len` bytes at `data` (borrowed until close);
+ * `name` (borrowed too) names it. */
+int mh__analysis_open_mem(const void *data, size_t len, const char *name,
+                          const struct mh_analysis_want *want, struct mh_analysis *a);
 void mh__analysis_close(struct mh_analysis *a);
 
 /* The allocator state after the first `n` events (replayed again through
  * the same session; the caller frees the model). */
 int mh__analysis_state_at(const struct mh_analysis *a, uint64_t n, struct mh_model **out);
+
+/* The records live right after each of the `n` event indices `index`, with
+ * their categories: one more pass over the file, whose lifetimes (kept
+ * records only, mh__lifetimes_records) the caller frees. */
+int mh__analysis_moments(const struct mh_analysis *a, const uint64_t *index, size_t n,
+                         struct mh_lifetimes **out);
+
+/* Every allocation's record, classified, handed to `fn` once: when its life
+ * ends, or at the end of the run for those still alive (one more pass; fn's
+ * first non-zero return ends it and is returned). Records come in the order
+ * their lives end, then in no particular order. */
+int mh__analysis_each_record(const struct mh_analysis *a,
+                             int (*fn)(void *user, const struct mh_alloc_rec *r), void *user);
 
 /* Index of the rank with the largest peak reserved over its devices. */
 size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved);

@@ -1,10 +1,10 @@
 /* categories.h - allocation lifetimes and memory categories.
  *
  * Sits after the model in the offline data flow: fed every event right after
- * mh_model_apply(), it keeps one record per allocation (event indices, block
- * size, stack, module metadata, step and phase at allocation and at free) and,
- * once the input ends, gives each record a category from its lifetime and
- * phases:
+ * mh_model_apply(), it follows a record per allocation (event indices, block
+ * size, stack, module metadata, step and phase at allocation and at free)
+ * while the allocation lives (lifetimes.c), and gives each record a category
+ * from its lifetime and phases (categories.c):
  *   parameter        allocated before the first step, alive to the end
  *   input            allocated in a step before its forward phase began
  *   activation       allocated in forward, not freed in that forward and
@@ -28,8 +28,7 @@
  * An allocation without user metadata takes the module scope active on its
  * thread as `str` (mh_model_scope), so layers name modules.
  * "Alive" ends at free_requested: that is when torch stops counting a block
- * as allocated. The collection owns its records; readers query it by event
- * index ("live at event i" = alloc_index <= i < free_index). */
+ * as allocated ("live at event i" = alloc_index <= i < free_index). */
 #ifndef MH_ANALYSIS_CATEGORIES_H
 #define MH_ANALYSIS_CATEGORIES_H
 
@@ -68,9 +67,11 @@ struct mh_alloc_rec {
     uint8_t alloc_phase, free_phase;  /* enum mh_phase */
     uint8_t before_forward;           /* allocated in a step before its forward phase */
     uint8_t role;                     /* enum mh_tensor_role from MH_EV_TAG, 0 = none */
-    uint8_t category;                 /* enum mh_category, set by mh__lifetimes_finish */
+    uint8_t category;                 /* enum mh_category, once classified */
     uint8_t freed_elsewhere;          /* freed by another thread than the one that allocated it */
     uint32_t thread;                  /* the allocating thread */
+    uint32_t user[2];                 /* the values a consumer of the lifetimes gives it
+                                       * when it begins (mh_life_change), 0 before */
 };
 
 /* Where each step starts in the event sequence. */
@@ -79,25 +80,64 @@ struct mh_step_span {
     uint64_t first_index; /* index of the first event of the step */
 };
 
-/* A module's forward or backward scope opening (MH_EV_SCOPE_ENTER): where a
- * call of that module begins. */
-struct mh_scope_mark {
-    uint64_t index; /* event index */
-    uint32_t str;   /* the module path */
-    uint8_t phase;  /* MH_PHASE_FORWARD or MH_PHASE_BACKWARD */
+/* The highest point of the allocated curve in one span of events. */
+struct mh_step_peak {
+    int64_t step;
+    uint64_t index; /* event index of the span's allocated peak */
+    uint64_t bytes;
 };
 
 struct mh_lifetimes;
 
-int mh__lifetimes_new(struct mh_lifetimes **out);
-void mh__lifetimes_free(struct mh_lifetimes *lt);
-/* Observes one event right after mh_model_apply(m, ev, res) returned 0. */
-int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
-                          const struct mh_event *ev, const struct mh_apply_result *res);
-/* Classifies every record; call once after the last event. */
-void mh__lifetimes_finish(struct mh_lifetimes *lt);
+/* ---- the lifetimes of one pass ------------------------------------------
+ * A lifetimes collection follows a pass of the model over a recording and
+ * holds the allocations alive at the current event, never one record per
+ * allocation of the run: its memory follows the live blocks, the steps and
+ * the distinct strings, not the length of the run. What it keeps of the
+ * run: the step and pass spans, the facts the categories depend on
+ * (whether the file carries tensor roles, its first step, ...), the
+ * allocated curve of each device with its peak and each pass's peak, and,
+ * for each event index asked for before the pass (mh__lifetimes_keep_at),
+ * the records of the allocations live right after it, which are then the
+ * records mh__lifetimes_records gives once the pass is finished.
+ *
+ * A category depends on the whole run (an allocation alive to the end is
+ * a parameter), so records are classified when the pass is finished. A
+ * collection made for a later pass over the same file
+ * (mh__lifetimes_new_after) knows the facts of the first one: it
+ * classifies an allocation as soon as its life ends (the record a change
+ * reports, mh_life_change), with the category the first pass's finish
+ * would give it. */
 
-/* Records in allocation order (borrowed; valid until the next observe). */
+/* What one event did to the allocations (mh__lifetimes_observe). The
+ * records are borrowed until the next observe; the consumer may set the
+ * `user` values of the one that began, which the record then carries to
+ * its end. */
+struct mh_life_change {
+    struct mh_alloc_rec *began;       /* the allocation the event made, or NULL */
+    const struct mh_alloc_rec *ended; /* the allocation whose life it ended, or NULL */
+};
+
+int mh__lifetimes_new(struct mh_lifetimes **out);
+/* A collection for another pass over the file `first` observed (which must
+ * be finished): records are classified as their lives end. */
+int mh__lifetimes_new_after(const struct mh_lifetimes *first, struct mh_lifetimes **out);
+void mh__lifetimes_free(struct mh_lifetimes *lt);
+/* Keeps the records of the allocations live right after event `index`;
+ * call before the pass. MH_ENOMEM. */
+int mh__lifetimes_keep_at(struct mh_lifetimes *lt, uint64_t index);
+/* Observes one event right after mh_model_apply(m, ev, res) returned 0;
+ * `change` (may be NULL) gets what it did to the allocations. */
+int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
+                          const struct mh_event *ev, const struct mh_apply_result *res,
+                          struct mh_life_change *change);
+/* Classifies the kept records and those still alive; call once after the
+ * last event. `alive` (may be NULL) is called with each record still alive
+ * at the end, classified; its first non-zero return is returned. */
+int mh__lifetimes_finish(struct mh_lifetimes *lt,
+                         int (*alive)(void *user, const struct mh_alloc_rec *r), void *user);
+
+/* The kept records in allocation order (borrowed; valid after finish). */
 const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n);
 const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, size_t *n);
 /* The steps cut again at each forward phase that follows a backward phase
@@ -105,8 +145,6 @@ const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, si
  * under gradient accumulation), each naming its step. */
 const struct mh_step_span *mh__lifetimes_passes(const struct mh_lifetimes *lt, size_t *n);
 uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt);
-/* The forward and backward scope openings, in event order (borrowed). */
-const struct mh_scope_mark *mh__lifetimes_scope_marks(const struct mh_lifetimes *lt, size_t *n);
 /* Whether the events came from more than one thread (a live recording of a
  * backward pass: autograd's device threads; an imported snapshot has one),
  * so that freed_elsewhere tells who freed a block. */
@@ -114,15 +152,35 @@ int mh__lifetimes_threaded(const struct mh_lifetimes *lt);
 /* Step that event `index` belongs to (-1 before the first step). */
 int64_t mh__lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index);
 
+/* The allocated curve of one device: the block bytes of its allocations
+ * alive after each event (equal to the model's allocated memory). */
+struct mh_life_curve {
+    uint64_t peak, peak_index; /* the first event at the highest value */
+    size_t peak_pass;          /* the pass span it falls in */
+    uint64_t max_requested;    /* the largest request of the device */
+};
+/* The curve of `device` (zeros if it allocated nothing). */
+void mh__lifetimes_curve(const struct mh_lifetimes *lt, int device, struct mh_life_curve *out);
+/* The highest value of each pass span of `device`'s curve and the first
+ * event at it (bytes 0 and the span's first event if it never rose above
+ * 0), one per span of mh__lifetimes_passes; NULL if the device allocated
+ * nothing. Borrowed. */
+const struct mh_step_peak *mh__lifetimes_pass_peaks(const struct mh_lifetimes *lt, int device);
+
+/* The distinct user metadata and scope strings of the allocations, which
+ * name layers (layer_names.h); borrowed, in no particular order. */
+const uint32_t *mh__lifetimes_strings(const struct mh_lifetimes *lt, size_t *n);
+
 static inline int mh_alloc_rec_live_at(const struct mh_alloc_rec *r, uint64_t index)
 {
     return r->alloc_index <= index && index < r->free_index;
 }
 
 /* Block bytes (and requested bytes when `requested` is not NULL) of `device`
- * live right after event `index`, by category. */
-void mh__lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,
-                                    uint64_t bytes[MH_CAT_COUNT], uint64_t *requested);
+ * live right after event `index`, by category, from the kept records: the
+ * index must be one kept with mh__lifetimes_keep_at (MH_EINVAL otherwise). */
+int mh__lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,
+                                   uint64_t bytes[MH_CAT_COUNT], uint64_t *requested);
 /* (`requested`, if not NULL, has MH_CAT_COUNT entries too.) */
 
 /* ---- streaming classification with bounded memory ----------------------

@@ -42,6 +42,7 @@
 
 #include "memhist/reader.h"
 #include "categories.h"
+#include "session.h"
 
 struct mh_layer_stats {
     const char *name;              /* owned by the analysis */
@@ -57,34 +58,43 @@ struct mh_layer_stats {
                                     * generated (mh__stack_is_compiled) */
 };
 
-struct mh_step_peak {
+/* A step's allocated peak and the layers holding most at it. */
+struct mh_layer_step {
     int64_t step;
-    uint64_t index;  /* event index of the step's allocated peak */
+    uint64_t index; /* event index of the step's allocated peak */
     uint64_t bytes;
+    size_t top[3];  /* layer indices, largest first; SIZE_MAX where fewer */
+    uint64_t top_bytes[3];
 };
 
 struct mh_layers;
 
-/* Analyses `device` of a finished lifetimes collection, which must outlive
- * the analysis; the reader names layers and is borrowed for the call only. */
-int mh__layers_analyze(const struct mh_lifetimes *lt, const struct mh_reader *r, int device,
-                       struct mh_layers **out);
+struct mh_analysis;
+
+/* Analyses `device` of a file opened as an analysis (analysis.h: its first
+ * pass made), with one more pass over the file. Keeps, besides the records
+ * live at the device's allocated peak, those live right after each of the
+ * `nkeep` event indices `keep` (mh__layers_records). The analysis is
+ * borrowed until mh__layers_free. */
+int mh__layers_analyze(const struct mh_analysis *a, int device, const uint64_t *keep,
+                       size_t nkeep, struct mh_layers **out);
 void mh__layers_free(struct mh_layers *ly);
 
 /* The allocated peak (from the lifetimes; equals the model's). */
 uint64_t mh__layers_peak(const struct mh_layers *ly, uint64_t *index, int64_t *step);
-/* Layers in first-seen order (borrowed); record layer indices refer to it. */
+/* Layers in first-seen order (borrowed). */
 const struct mh_layer_stats *mh__layers_list(const struct mh_layers *ly, size_t *n);
-/* Layer index of each lifetimes record (-1 for other devices; borrowed). */
-const int32_t *mh__layers_of_records(const struct mh_layers *ly);
-/* The allocated peak of each step (borrowed). */
-const struct mh_step_peak *mh__layers_step_peaks(const struct mh_layers *ly, size_t *n);
-
-/* Estimated allocated peak with the listed layers (indices into the list)
- * checkpointed, and their recompute cost as a share of the peak step's
- * forward allocation volume (a proxy for forward FLOPs). */
-int mh__layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t n, uint64_t *peak,
-                        double *recompute_share);
+/* The layer of a record of the lifetimes (-1 for another device or on
+ * ENOMEM). */
+int32_t mh__layers_layer_of(struct mh_layers *ly, const struct mh_alloc_rec *rec);
+/* The records live at the peak or at the indices asked for (borrowed, in
+ * allocation order, classified). */
+const struct mh_alloc_rec *mh__layers_records(const struct mh_layers *ly, size_t *n);
+/* Block bytes of the device live at the allocated peak, by category. */
+const uint64_t *mh__layers_category_at_peak(const struct mh_layers *ly);
+/* Each step's allocated peak (the highest of its passes) with its largest
+ * layers, for the steps the model closed (borrowed). */
+const struct mh_layer_step *mh__layers_steps(const struct mh_layers *ly, size_t *n);
 
 /* A plan saving less than this share of the peak is no plan: the recompute
  * costs more than the memory is worth (a model already checkpointed). */
@@ -94,8 +104,16 @@ int mh__layers_estimate(const struct mh_layers *ly, const size_t *layers, size_t
  * in order[0..*n); peak_after[i] = estimated peak with order[0..i]
  * checkpointed; *best = the smallest prefix length reaching 95 % of the
  * largest saving (0 if no candidate saves MH__PLAN_MIN_SHARE of the peak).
- * Caller frees the two arrays. */
-int mh__layers_plan(const struct mh_layers *ly, size_t **order, uint64_t **peak_after, size_t *n,
-                    size_t *best);
+ * Made with one more pass over the file the first time; the arrays are
+ * borrowed from the analysis. */
+int mh__layers_plan(struct mh_layers *ly, const size_t **order, const uint64_t **peak_after,
+                    size_t *n, size_t *best);
+/* The estimated peak with the layers `layers[0..n)` checkpointed (from the
+ * summaries the analysis keeps of each step, no pass over the file). */
+int mh__layers_estimate(struct mh_layers *ly, const size_t *layers, size_t n, uint64_t *peak);
+/* The recompute cost of checkpointing the layers `layers[0..n)`: their
+ * share of the peak step's forward allocation volume (a proxy for forward
+ * FLOPs). */
+double mh__layers_recompute_share(const struct mh_layers *ly, const size_t *layers, size_t n);
 
 #endif

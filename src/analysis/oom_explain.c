@@ -92,20 +92,21 @@ static int by_bytes(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static int layers_at(const struct mh_analysis *a, struct mh_oom_case *c)
+static int layers_at(struct mh_oom_case *c)
 {
     size_t nl, nrec;
     const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(a->lt, &nrec);
-    const int32_t *lof = mh__layers_of_records(c->ly);
+    const struct mh_alloc_rec *recs = mh__layers_records(c->ly, &nrec);
     c->layers = calloc(nl ? nl : 1, sizeof *c->layers);
     if (!c->layers)
         return MH_ENOMEM;
     for (size_t l = 0; l < nl; l++)
         c->layers[l].name = st[l].name;
-    for (size_t i = 0; i < nrec; i++)
-        if (lof[i] >= 0 && mh_alloc_rec_live_at(&recs[i], c->oom.event_index))
-            c->layers[lof[i]].bytes += recs[i].size;
+    for (size_t i = 0; i < nrec; i++) {
+        int32_t l = mh__layers_layer_of(c->ly, &recs[i]);
+        if (l >= 0 && mh_alloc_rec_live_at(&recs[i], c->oom.event_index))
+            c->layers[l].bytes += recs[i].size;
+    }
     qsort(c->layers, nl, sizeof *c->layers, by_bytes);
     c->nlayers = nl;
     while (c->nlayers > 0 && c->layers[c->nlayers - 1].bytes == 0)
@@ -119,11 +120,10 @@ static uint64_t split_candidate_mb(const struct mh_analysis *a, const struct mh_
 {
     uint64_t size = c->oom.request;
     if (c->verdict == MH_OOM_VERDICT_NONE) {
-        size_t n;
-        const struct mh_alloc_rec *recs = mh__lifetimes_records(a->lt, &n);
-        for (size_t i = 0; i < n; i++)
-            if (recs[i].device == c->device && recs[i].requested > size)
-                size = recs[i].requested;
+        struct mh_life_curve curve;
+        mh__lifetimes_curve(a->lt, c->device, &curve);
+        if (curve.max_requested > size)
+            size = curve.max_requested;
     }
     uint64_t mb = size / 2 / MH_MB;
     return mb < 20 ? 20 : mb;
@@ -189,28 +189,32 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
 
 static int plan(struct mh_oom_case *c)
 {
-    uint64_t *after;
+    const uint64_t *after;
+    const size_t *order;
     size_t n, best;
-    int rc = mh__layers_plan(c->ly, &c->plan, &after, &n, &best);
+    int rc = mh__layers_plan(c->ly, &order, &after, &n, &best);
     c->peak_allocated = mh__layers_peak(c->ly, NULL, NULL);
     c->nplan = best;
     c->plan_peak_after = best ? after[best - 1] : c->peak_allocated;
-    free(after);
+    if (rc == 0 && !(c->plan = malloc((best ? best : 1) * sizeof *c->plan)))
+        rc = MH_ENOMEM;
+    if (rc == 0 && best)
+        memcpy(c->plan, order, best * sizeof *c->plan);
     return rc;
 }
 
 /* Forward activations of the OOM's step that each layer holds at the OOM. */
-static int drops_at_oom(const struct mh_analysis *a, const struct mh_oom_case *c, uint64_t *drop)
+static int drops_at_oom(const struct mh_oom_case *c, uint64_t *drop)
 {
     size_t nrec;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(a->lt, &nrec);
-    const int32_t *lof = mh__layers_of_records(c->ly);
+    const struct mh_alloc_rec *recs = mh__layers_records(c->ly, &nrec);
     for (size_t i = 0; i < nrec; i++) {
         const struct mh_alloc_rec *r = &recs[i];
-        if (lof[i] >= 0 && mh_alloc_rec_live_at(r, c->oom.event_index) &&
+        int32_t l = mh__layers_layer_of(c->ly, r);
+        if (l >= 0 && mh_alloc_rec_live_at(r, c->oom.event_index) &&
             r->alloc_phase == MH_PHASE_FORWARD && !r->before_forward &&
             r->category == MH_CAT_ACTIVATION && r->alloc_step == c->oom.step)
-            drop[lof[i]] += r->size;
+            drop[l] += r->size;
     }
     return 0;
 }
@@ -220,7 +224,7 @@ static int drops_at_oom(const struct mh_analysis *a, const struct mh_oom_case *c
  * largest recompute transient, free what the request lacks (or, for
  * fragmentation, the request's size). Counts the layers' outputs too, so it
  * is an upper bound on what is freed. */
-static int oom_plan(const struct mh_analysis *a, struct mh_oom_case *c)
+static int oom_plan(struct mh_oom_case *c)
 {
     size_t nl;
     const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
@@ -230,7 +234,7 @@ static int oom_plan(const struct mh_analysis *a, struct mh_oom_case *c)
         free(drop);
         return MH_ENOMEM;
     }
-    drops_at_oom(a, c, drop);
+    drops_at_oom(c, drop);
     const struct mh_oom_info *o = &c->oom;
     uint64_t avail = o->reserved + o->device_free;
     uint64_t need = o->allocated + o->request > avail ? o->allocated + o->request - avail : o->request;
@@ -288,10 +292,10 @@ int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in
     }
     int rc = state_at(a, c, (size_t)o->top);
     if (rc == 0)
-        rc = layers_at(a, c);
+        rc = layers_at(c);
     decide(c);
     if (rc == 0)
-        rc = c->verdict == MH_OOM_VERDICT_NONE ? plan(c) : oom_plan(a, c);
+        rc = c->verdict == MH_OOM_VERDICT_NONE ? plan(c) : oom_plan(c);
     if (rc == 0)
         suggest(a, in, c);
     return rc;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "device_report.h"
+#include "addrmap.h"
 #include "grow.h"
 
 struct collect {
@@ -95,13 +96,15 @@ int mh__report_group_live(const struct mh_model *m, int device, size_t top,
 }
 
 /* ---- the live groups at the allocated peak, in the same pass ------------------- */
-/* Each device keeps the allocations and frees since its latest allocated
- * peak; at the end, the groups live at the peak are those live at the end
- * minus what changed since. */
+/* Each device keeps, per stack, what was allocated and freed since its
+ * latest allocated peak; at the end, the groups live at the peak are those
+ * live at the end minus what changed since. Memory follows the stacks, not
+ * the events after the peak. */
 struct peak_dev {
     int device;
-    struct mh_stack_group *since; /* bytes and count as unsigned deltas */
+    struct mh_stack_group *since; /* per stack: bytes and count as unsigned deltas */
     size_t n, cap;
+    struct mh__hmap by_stack;     /* stack + 1 -> index + 1 in since */
 };
 
 struct mh_peak_groups {
@@ -117,8 +120,32 @@ static struct peak_dev *dev_of(struct mh_peak_groups *pg, int device)
             return &pg->dev[i];
     if (MH__GROW(pg->dev, pg->ndev, pg->cap, 4) < 0)
         return NULL;
-    pg->dev[pg->ndev] = (struct peak_dev){device, NULL, 0, 0};
+    pg->dev[pg->ndev] = (struct peak_dev){device, NULL, 0, 0, {0}};
     return &pg->dev[pg->ndev++];
+}
+
+/* Forgets the changes: the state now is the peak's. */
+static void since_clear(struct peak_dev *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        mh__addrmap_del(&d->by_stack, (uint64_t)d->since[i].stack + 1);
+    d->n = 0;
+}
+
+static int since_add(struct peak_dev *d, uint32_t stack, uint64_t bytes, uint64_t count)
+{
+    uintptr_t i = (uintptr_t)mh__addrmap_get(&d->by_stack, (uint64_t)stack + 1);
+    if (!i) {
+        if (MH__GROW(d->since, d->n, d->cap, 256) < 0)
+            return MH_ENOMEM;
+        d->since[d->n++] = (struct mh_stack_group){stack, 0, 0};
+        i = d->n;
+        if (mh__addrmap_put(&d->by_stack, (uint64_t)stack + 1, (void *)i) < 0)
+            return MH_ENOMEM;
+    }
+    d->since[i - 1].bytes += bytes;
+    d->since[i - 1].count += count;
+    return 0;
 }
 
 static int peak_begin(void *user, struct mh_session *s)
@@ -126,7 +153,7 @@ static int peak_begin(void *user, struct mh_session *s)
     struct mh_peak_groups *pg = user;
     (void)s;
     for (size_t i = 0; i < pg->ndev; i++)
-        pg->dev[i].n = 0;
+        since_clear(&pg->dev[i]);
     return 0;
 }
 
@@ -138,16 +165,17 @@ static int peak_event(void *user, struct mh_session *s, const struct mh_event *e
     if (!block || res->allocated_delta == 0)
         return 0;
     struct peak_dev *d = dev_of(user, ev->device);
-    if (!d || MH__GROW(d->since, d->n, d->cap, 1024) < 0)
+    if (!d)
         return MH_ENOMEM;
     int up = res->allocated_delta > 0;
-    d->since[d->n++] = (struct mh_stack_group){
-        res->block_stack, up ? res->block_size : 0 - res->block_size, up ? 1 : UINT64_MAX};
     struct mh_peak p;
     if (up && mh_model_peak_allocated(mh__session_model(s), ev->device, &p) == 0 &&
-        p.event_index == mh__session_index(s))
-        d->n = 0; /* the state after this event is the peak's */
-    return 0;
+        p.event_index == mh__session_index(s)) {
+        since_clear(d); /* the state after this event is the peak's */
+        return 0;
+    }
+    return since_add(d, res->block_stack, up ? res->block_size : 0 - res->block_size,
+                     up ? 1 : UINT64_MAX);
 }
 
 int mh__peak_groups_new(struct mh_peak_groups **out)
@@ -162,8 +190,10 @@ int mh__peak_groups_new(struct mh_peak_groups **out)
 
 void mh__peak_groups_free(struct mh_peak_groups *pg)
 {
-    for (size_t i = 0; pg && i < pg->ndev; i++)
+    for (size_t i = 0; pg && i < pg->ndev; i++) {
         free(pg->dev[i].since);
+        mh__addrmap_destroy(&pg->dev[i].by_stack);
+    }
     if (pg)
         free(pg->dev);
     free(pg);

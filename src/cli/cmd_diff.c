@@ -80,7 +80,7 @@ static int layers_side(struct run_view *v, int which, struct delta_list *l)
 {
     struct mh_layers *ly;
     size_t n;
-    int rc = mh__layers_analyze(v->an.lt, v->an.rp.reader, v->device, &ly);
+    int rc = mh__layers_analyze(&v->an, v->device, NULL, 0, &ly);
     if (rc < 0)
         return rc;
     const struct mh_layer_stats *st = mh__layers_list(ly, &n);

@@ -180,11 +180,16 @@ static int flame_file(const struct flame_args *a, const struct mh_analysis *an)
         return MH_EXIT_FAIL; /* the session reported it (a pipe read twice, damage) */
     }
     moment_text(a, &m, when, sizeof when);
-    struct mh_flame *f;
-    if ((rc = mh__flame_live(an->lt, an->rp.reader, device, m.index, a->by, &f, &by)) < 0) {
-        mh__cli_error("%s: %s", a->file, mh_strerror(rc));
+    struct mh_flame *f = NULL;
+    struct mh_lifetimes *kept = NULL;
+    if ((rc = mh__analysis_moments(an, &m.index, 1, &kept)) < 0 ||
+        (rc = mh__flame_live(kept, an->rp.reader, device, m.index, a->by, &f, &by)) < 0) {
+        if (rc != MH_EUNSUPPORTED) /* a pipe read twice: the session reported it */
+            mh__cli_error("%s: %s", a->file, mh_strerror(rc));
+        mh__lifetimes_free(kept);
         return MH_EXIT_FAIL;
     }
+    mh__lifetimes_free(kept);
     size_t n;
     if (mh__flame_nodes(f, &n)[0].bytes == 0) {
         mh__cli_error("%s: nothing is live on device %d %s; no flame graph written", a->file,

@@ -57,9 +57,9 @@ struct dev_view {
     const struct mh_analysis *a;
     int device;
     struct mh_layers *ly;
-    size_t *by_live; /* layer indices, largest live_at_peak first */
-    size_t *order;   /* plan order */
-    uint64_t *peak_after;
+    size_t *by_live;            /* layer indices, largest live_at_peak first */
+    const size_t *order;        /* plan order */
+    const uint64_t *peak_after;
     size_t nplan, best;
 };
 
@@ -80,7 +80,7 @@ static int view_open(const struct mh_analysis *a, int device, struct dev_view *v
     memset(v, 0, sizeof *v);
     v->a = a;
     v->device = device;
-    int rc = mh__layers_analyze(a->lt, a->rp.reader, device, &v->ly);
+    int rc = mh__layers_analyze(a, device, NULL, 0, &v->ly);
     if (rc < 0)
         return rc;
     size_t n;
@@ -99,57 +99,12 @@ static void view_close(struct dev_view *v)
 {
     mh__layers_free(v->ly);
     free(v->by_live);
-    free(v->order);
-    free(v->peak_after);
 }
 
-/* Whether the model closed `step` (the lifetimes also see the span after
- * the last step marker, which is no step of its own). */
-static int model_has_step(const struct dev_view *v, int64_t step)
+static void print_categories(const struct dev_view *v)
 {
-    const struct mh_model *m = v->a->rp.model;
-    struct mh_step_stats s;
-    for (size_t i = 0; i < mh_model_step_count(m, v->device); i++)
-        if (mh_model_step(m, v->device, i, &s) == 0 && s.step == step)
-            return 1;
-    return 0;
-}
-
-/* Bytes by layer at one event index, largest first (top 3). */
-static void top_at(const struct dev_view *v, uint64_t index, size_t top3[3], uint64_t bytes3[3])
-{
-    size_t n, nrec;
-    mh__layers_list(v->ly, &n);
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(v->a->lt, &nrec);
-    const int32_t *lof = mh__layers_of_records(v->ly);
-    uint64_t *sum = calloc(n ? n : 1, sizeof *sum);
-    memset(bytes3, 0, 3 * sizeof *bytes3);
-    for (int k = 0; k < 3; k++)
-        top3[k] = SIZE_MAX;
-    if (!sum)
-        return;
-    for (size_t i = 0; i < nrec; i++)
-        if (lof[i] >= 0 && mh_alloc_rec_live_at(&recs[i], index))
-            sum[lof[i]] += recs[i].size;
-    for (size_t l = 0; l < n; l++)
-        for (int k = 0; k < 3; k++)
-            if (sum[l] > bytes3[k]) {
-                for (int j = 2; j > k; j--) {
-                    bytes3[j] = bytes3[j - 1];
-                    top3[j] = top3[j - 1];
-                }
-                bytes3[k] = sum[l];
-                top3[k] = l;
-                break;
-            }
-    free(sum);
-}
-
-static void print_categories(const struct dev_view *v, uint64_t index)
-{
-    uint64_t cat[MH_CAT_COUNT];
+    const uint64_t *cat = mh__layers_category_at_peak(v->ly);
     char b[32];
-    mh__lifetimes_live_by_category(v->a->lt, v->device, index, cat, NULL);
     const char *sep = "";
     printf("  by category at the peak: ");
     for (int c = 0; c < MH_CAT_COUNT; c++)
@@ -306,9 +261,8 @@ static void print_plan(const struct dev_view *v)
         print_no_plan(v);
         return;
     }
-    double share;
-    uint64_t after;
-    mh__layers_estimate(v->ly, v->order, v->best, &after, &share);
+    uint64_t after = v->peak_after[v->best - 1];
+    double share = mh__layers_recompute_share(v->ly, v->order, v->best);
     if (v->best == 1)
         printf("\n  plan: checkpoint this layer");
     else
@@ -332,20 +286,16 @@ static void print_plan(const struct dev_view *v)
 static void print_steps(const struct dev_view *v)
 {
     size_t n, nl;
-    const struct mh_step_peak *sp = mh__layers_step_peaks(v->ly, &n);
+    const struct mh_layer_step *sp = mh__layers_steps(v->ly, &n);
     const struct mh_layer_stats *st = mh__layers_list(v->ly, &nl);
     char b[32], s[24];
     if (n)
         printf("\n  per step, largest layers at the step's allocated peak:\n");
     for (size_t i = 0; i < n; i++) {
-        size_t top3[3];
-        uint64_t bytes3[3];
-        if (!model_has_step(v, sp[i].step))
-            continue;
-        top_at(v, sp[i].index, top3, bytes3);
         printf("  %12s %10s:", mh__step_text(sp[i].step, s), mh__bytes_text(sp[i].bytes, b));
-        for (int k = 0; k < 3 && top3[k] != SIZE_MAX; k++)
-            printf("%s %s %s", k ? "," : "", st[top3[k]].name, mh__bytes_text(bytes3[k], b));
+        for (int k = 0; k < 3 && sp[i].top[k] != SIZE_MAX; k++)
+            printf("%s %s %s", k ? "," : "", st[sp[i].top[k]].name,
+                   mh__bytes_text(sp[i].top_bytes[k], b));
         printf("\n");
     }
 }
@@ -358,7 +308,7 @@ static void print_text(const struct dev_view *v, const struct layers_opts *o)
     char b[32], s[24];
     printf("\n%s device %d: peak allocated %s (%s)\n", v->a->rp.path, v->device,
            mh__bytes_text(peak, b), mh__step_text(step, s));
-    print_categories(v, index);
+    print_categories(v);
     print_table(v, o->top);
     print_plan(v);
     print_steps(v);
@@ -395,8 +345,10 @@ static void json_plan(struct mh_json *j, const struct dev_view *v)
     const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
     uint64_t peak = mh__layers_peak(v->ly, NULL, NULL), after = peak;
     double share = 0;
-    if (v->best)
-        mh__layers_estimate(v->ly, v->order, v->best, &after, &share);
+    if (v->best) {
+        after = v->peak_after[v->best - 1];
+        share = mh__layers_recompute_share(v->ly, v->order, v->best);
+    }
     mh__json_key(j, "plan");
     mh__json_begin_object(j);
     mh__json_key(j, "layers");
@@ -424,25 +376,20 @@ static void json_plan(struct mh_json *j, const struct dev_view *v)
 static void json_steps(struct mh_json *j, const struct dev_view *v)
 {
     size_t n, nl;
-    const struct mh_step_peak *sp = mh__layers_step_peaks(v->ly, &n);
+    const struct mh_layer_step *sp = mh__layers_steps(v->ly, &n);
     const struct mh_layer_stats *st = mh__layers_list(v->ly, &nl);
     mh__json_key(j, "steps");
     mh__json_begin_array(j);
     for (size_t i = 0; i < n; i++) {
-        size_t top3[3];
-        uint64_t bytes3[3];
-        if (!model_has_step(v, sp[i].step))
-            continue;
-        top_at(v, sp[i].index, top3, bytes3);
         mh__json_begin_object(j);
         mh__json_kv_int(j, "step", sp[i].step);
         mh__json_kv_uint(j, "peak_allocated", sp[i].bytes);
         mh__json_key(j, "top_layers");
         mh__json_begin_array(j);
-        for (int k = 0; k < 3 && top3[k] != SIZE_MAX; k++) {
+        for (int k = 0; k < 3 && sp[i].top[k] != SIZE_MAX; k++) {
             mh__json_begin_object(j);
-            mh__json_kv_string(j, "layer", st[top3[k]].name);
-            mh__json_kv_uint(j, "bytes", bytes3[k]);
+            mh__json_kv_string(j, "layer", st[sp[i].top[k]].name);
+            mh__json_kv_uint(j, "bytes", sp[i].top_bytes[k]);
             mh__json_end_object(j);
         }
         mh__json_end_array(j);
@@ -453,7 +400,7 @@ static void json_steps(struct mh_json *j, const struct dev_view *v)
 
 static void json_device(struct mh_json *j, const struct dev_view *v, uint64_t top)
 {
-    uint64_t index, cat[MH_CAT_COUNT];
+    uint64_t index;
     int64_t step;
     size_t n;
     const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
@@ -462,9 +409,8 @@ static void json_device(struct mh_json *j, const struct dev_view *v, uint64_t to
     mh__json_kv_uint(j, "peak_allocated", mh__layers_peak(v->ly, &index, &step));
     mh__json_kv_uint(j, "peak_event_index", index);
     mh__json_kv_int(j, "peak_step", step);
-    mh__lifetimes_live_by_category(v->a->lt, v->device, index, cat, NULL);
     mh__json_key(j, "by_category");
-    json_categories(j, cat);
+    json_categories(j, mh__layers_category_at_peak(v->ly));
     mh__json_key(j, "layers");
     mh__json_begin_array(j);
     for (size_t i = 0; i < n && i < top; i++)

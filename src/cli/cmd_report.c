@@ -95,8 +95,8 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     return 0;
 }
 
-static int build_device(const struct report_opts *o, const struct mh_analysis *a, int device,
-                        struct mh_device_report *d)
+static int build_device(const struct report_opts *o, const struct mh_analysis *a,
+                        const struct mh_lifetimes *at_peaks, int device, struct mh_device_report *d)
 {
     const struct mh_replay *rp = &a->rp;
     memset(d, 0, sizeof *d);
@@ -106,7 +106,7 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
     mh_model_peak_reserved(rp->model, device, &d->peak_reserved);
     mh_model_stats(rp->model, device, &d->final);
     if (d->peak_allocated.value)
-        mh__lifetimes_live_by_category(a->lt, device, d->peak_allocated.event_index,
+        mh__lifetimes_live_by_category(at_peaks, device, d->peak_allocated.event_index,
                                        d->category_at_peak, NULL);
     struct mh_whatif_input in;
     int rc = mh__whatif_input(a->events, a->session, device, &in);
@@ -131,17 +131,37 @@ struct report_devs {
     int rc;         /* 0 or the MH_E* that stopped the building */
 };
 
+/* The records live at each device's allocated peak, for their categories. */
+static int records_at_peaks(const struct mh_analysis *a, struct mh_lifetimes **out)
+{
+    const struct mh_model *m = a->rp.model;
+    size_t n = 0, ndev = mh_model_device_count(m);
+    uint64_t *at = calloc(ndev ? ndev : 1, sizeof *at);
+    if (!at)
+        return MH_ENOMEM;
+    for (size_t i = 0; i < ndev; i++) {
+        struct mh_peak p;
+        if (mh_model_peak_allocated(m, mh_model_device_at(m, i), &p) == 0 && p.value)
+            at[n++] = p.event_index;
+    }
+    int rc = mh__analysis_moments(a, at, n, out);
+    free(at);
+    return rc;
+}
+
 static void collect(const struct report_opts *o, const struct mh_analysis *a, struct report_devs *r)
 {
     const struct mh_model *m = a->rp.model;
+    struct mh_lifetimes *at_peaks = NULL;
     r->n = mh_model_device_count(m);
     r->devs = calloc(r->n ? r->n : 1, sizeof *r->devs);
-    r->rc = r->devs ? 0 : MH_ENOMEM;
+    r->rc = r->devs ? records_at_peaks(a, &at_peaks) : MH_ENOMEM;
     for (size_t i = 0; i < r->n && r->rc == 0; i++) {
         int dev = mh_model_device_at(m, i);
         if (o->device < 0 || o->device == dev)
-            r->rc = build_device(o, a, dev, &r->devs[r->used++]);
+            r->rc = build_device(o, a, at_peaks, dev, &r->devs[r->used++]);
     }
+    mh__lifetimes_free(at_peaks);
 }
 
 static void devs_free(struct report_devs *r)

@@ -20,7 +20,10 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
     int rc = mh__whatif_input(a->events, a->session, device, &in);
     if (rc < 0)
         return rc;
-    if ((rc = mh__layers_analyze(a->lt, a->rp.reader, device, &ly)) < 0) {
+    uint64_t at[64];
+    for (size_t i = 0; i < n; i++)
+        at[i] = ooms[i].event_index;
+    if ((rc = mh__layers_analyze(a, device, at, n, &ly)) < 0) {
         mh__whatif_input_free(&in);
         return rc;
     }
