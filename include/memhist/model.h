@@ -103,6 +103,12 @@ struct mh_block_view {
     uint64_t stream;
 };
 
+/* Words the model keeps with each allocated block for the code that
+ * observes a replay (a handle per allocation of its own instead of a map
+ * from addresses), zero when the block is allocated. Each observer of one
+ * replay uses its own word. */
+#define MH_BLOCK_WORDS 4
+
 /* What one event did, for outputs that aggregate while streaming. */
 struct mh_apply_result {
     int64_t allocated_delta;
@@ -110,6 +116,11 @@ struct mh_apply_result {
     uint64_t block_size;     /* block touched by an alloc/free, 0 otherwise */
     uint32_t block_stack;    /* its allocation stack */
     int anomaly;             /* 0 or an enum mh_anomaly value */
+    /* the block's MH_BLOCK_WORDS words: at an allocation the new block's own,
+     * for its observers to set; at a free a copy of them (the block may be
+     * merged away); NULL for other events. Valid until the next event. */
+    uint32_t *block_words;
+    uint32_t freed_words[MH_BLOCK_WORDS];
 };
 
 #define MH_ANOMALY_LIST(X)                                                        \
@@ -138,6 +149,11 @@ void mh_model_free(struct mh_model *m);
 /* Replays one event; `res` may be NULL. Returns 0, or a negative error only
  * for resource failures (MH_ENOMEM). Contradictions are anomalies. */
 int mh_model_apply(struct mh_model *m, const struct mh_event *ev, struct mh_apply_result *res);
+/* The MH_BLOCK_WORDS words of the block at `addr` on `device` (allocated
+ * or waiting for its free to complete), NULL if there is none; valid until
+ * the next event. An observer's word may still name an allocation whose
+ * life it ended (a block waiting for its free to complete). */
+uint32_t *mh_model_block_words(const struct mh_model *m, int device, uint64_t addr);
 /* Closes the open step at the end of the input (call once after the last event). */
 void mh_model_finish(struct mh_model *m);
 

@@ -35,7 +35,9 @@ static int add_observers(struct mh_analysis *a, const struct mh_analysis_want *w
 static int first_pass(const char *path, const struct mh_analysis_want *want, struct mh_analysis *a)
 {
     int rc;
-    if ((rc = mh__lifetimes_new(&a->lt)) == 0 && (rc = add_observers(a, want)) < 0)
+    if ((rc = mh__lifetimes_new(&a->lt)) == 0)
+        mh__lifetimes_keep_peaks(a->lt);
+    if (rc == 0 && (rc = add_observers(a, want)) < 0)
         mh__diag("%s: %s", path, mh_strerror(rc));
     if (rc == 0)
         rc = mh__session_run(a->session, 0);
@@ -130,6 +132,21 @@ int mh__analysis_each_record(const struct mh_analysis *a,
     if (rc == 0)
         rc = mh__session_pass(a->session, &obs);
     mh__lifetimes_free(e.lt);
+    return rc;
+}
+
+int mh__analysis_records_at(const struct mh_analysis *a, const uint64_t *index, size_t n,
+                            const struct mh_lifetimes **use, struct mh_lifetimes **own)
+{
+    int held = 1;
+    for (size_t i = 0; i < n; i++)
+        held &= mh__lifetimes_holds(a->lt, index[i]);
+    *own = NULL;
+    *use = a->lt;
+    if (held)
+        return 0;
+    int rc = mh__analysis_moments(a, index, n, own);
+    *use = *own;
     return rc;
 }
 

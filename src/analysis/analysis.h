@@ -25,7 +25,8 @@ struct mh_analysis {
     struct mh_session *session;
     struct mh_replay rp; /* the session after its full pass */
     struct mh_model *model; /* the model of that pass (rp.model), owned */
-    struct mh_lifetimes *lt; /* that pass's lifetimes: spans, facts, curves; no records */
+    struct mh_lifetimes *lt; /* that pass's lifetimes: spans, facts, curves and the
+                              * records live at each device's allocated peak */
     struct mh_whatif_events *events;  /* NULL unless wanted */
     struct mh_peak_groups *peaks;     /* NULL unless wanted */
     struct mh_growth *growth;         /* NULL unless wanted */
@@ -53,6 +54,13 @@ int mh__analysis_state_at(const struct mh_analysis *a, uint64_t n, struct mh_mod
  * records only, mh__lifetimes_records) the caller frees. */
 int mh__analysis_moments(const struct mh_analysis *a, const uint64_t *index, size_t n,
                          struct mh_lifetimes **out);
+
+/* The records live right after each of the `n` event indices `index`, with
+ * their categories, in *use: the first pass's when it kept them (a device's
+ * allocated peak), else those of one more pass (mh__analysis_moments),
+ * which are also in *own for the caller to free (NULL otherwise). */
+int mh__analysis_records_at(const struct mh_analysis *a, const uint64_t *index, size_t n,
+                            const struct mh_lifetimes **use, struct mh_lifetimes **own);
 
 /* Every allocation's record, classified, handed to `fn` once: when its life
  * ends, or at the end of the run for those still alive (one more pass; fn's

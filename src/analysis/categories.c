@@ -7,7 +7,6 @@
 
 #include "memhist/error.h"
 #include "category_rule.h"
-#include "addrmap.h"
 #include "grow.h"
 
 const char *mh__category_name(int category)
@@ -102,7 +101,6 @@ struct mh_livecat {
     struct livecat_slot *slots;
     size_t n, cap;
     uint32_t free_head; /* index + 1, 0 = none */
-    struct mh__hmap live; /* device-tagged block address -> slot index + 1 */
     uint64_t nevents;
     int64_t last_step, first_step; /* first_step: smallest step >= 0 seen, INT64_MAX if none */
     int forward_seen;
@@ -128,7 +126,6 @@ void mh__livecat_free(struct mh_livecat *lc)
 {
     if (!lc)
         return;
-    mh__addrmap_destroy(&lc->live);
     free(lc->slots);
     free(lc);
 }
@@ -164,13 +161,21 @@ static void livecat_fill(const struct mh_livecat *lc, const struct livecat_slot 
     end->ended = 0;
 }
 
+/* The slot of the tracked allocation of block words `w` (NULL: none) at
+ * `addr` on `device`, or NULL. */
+static struct livecat_slot *livecat_slot_of(struct mh_livecat *lc, const uint32_t *w, int device,
+                                            uint64_t addr)
+{
+    uint32_t i = w ? w[MH__WORD_LIVECAT] : 0;
+    if (i == 0 || i > lc->n)
+        return NULL;
+    struct livecat_slot *sl = &lc->slots[i - 1];
+    return sl->used && sl->rec.addr == addr && sl->rec.device == device ? sl : NULL;
+}
+
 static int livecat_alloc(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
                          const struct mh_apply_result *res, uint64_t tag)
 {
-    uint64_t key = mh__live_key(ev->device, ev->addr);
-    uintptr_t old = (uintptr_t)mh__addrmap_del(&lc->live, key);
-    if (old)
-        livecat_release(lc, (uint32_t)(old - 1)); /* a block the model replaced */
     uint32_t idx;
     if (livecat_take(lc, &idx) < 0)
         return MH_ENOMEM;
@@ -180,10 +185,9 @@ static int livecat_alloc(struct mh_livecat *lc, const struct mh_model *m, const 
     mh__newest_note(lc->newest, sl->rec.device, sl->rec.alloc_step);
     sl->tag = tag;
     sl->used = 1;
-    int rc = mh__addrmap_put(&lc->live, key, (void *)(uintptr_t)(idx + 1));
-    if (rc < 0)
-        livecat_release(lc, idx);
-    return rc;
+    if (res->block_words)
+        res->block_words[MH__WORD_LIVECAT] = idx + 1;
+    return 0;
 }
 
 /* A free event of a tracked block: ends its life (first time) and, at
@@ -192,11 +196,9 @@ static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
                            const struct mh_event *ev, const struct mh_apply_result *res,
                            struct mh_livecat_end *end)
 {
-    uint64_t key = mh__live_key(ev->device, ev->addr);
-    uintptr_t i = (uintptr_t)mh__addrmap_get(&lc->live, key);
-    if (!i)
+    struct livecat_slot *sl = livecat_slot_of(lc, res ? res->block_words : NULL, ev->device, ev->addr);
+    if (!sl)
         return 0;
-    struct livecat_slot *sl = &lc->slots[i - 1];
     int completed = ev->kind == MH_EV_FREE_COMPLETED;
     int ends = !sl->ended && (!completed || (res && res->allocated_delta < 0));
     if (!sl->ended && !ends)
@@ -210,10 +212,8 @@ static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
     }
     livecat_fill(lc, sl, end);
     end->ended = (uint8_t)ends;
-    if (completed) {
-        mh__addrmap_del(&lc->live, key);
-        livecat_release(lc, (uint32_t)(i - 1));
-    }
+    if (completed)
+        livecat_release(lc, (uint32_t)(sl - lc->slots));
     return 1;
 }
 
@@ -247,9 +247,10 @@ int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const s
     if (ev->kind == MH_EV_TAG && ev->aux == MH_ROLE_OUTPUT)
         return 0; /* not a role */
     if (ev->kind == MH_EV_TAG) {
-        uintptr_t i = (uintptr_t)mh__addrmap_get(&lc->live, mh__live_key(ev->device, ev->addr));
-        if (i && ev->aux < MH_ROLE_COUNT)
-            lc->slots[i - 1].rec.role = (uint8_t)ev->aux;
+        struct livecat_slot *sl = livecat_slot_of(lc, mh_model_block_words(m, ev->device, ev->addr),
+                                                  ev->device, ev->addr);
+        if (sl && ev->aux < MH_ROLE_COUNT)
+            sl->rec.role = (uint8_t)ev->aux;
         lc->tagged = 1;
         lc->grads_tagged |= ev->aux == MH_ROLE_GRADIENT;
         return 0;

@@ -126,6 +126,18 @@ void mh__lifetimes_free(struct mh_lifetimes *lt);
 /* Keeps the records of the allocations live right after event `index`;
  * call before the pass. MH_ENOMEM. */
 int mh__lifetimes_keep_at(struct mh_lifetimes *lt, uint64_t index);
+/* Keeps the records live at each device's allocated peak (the curve's,
+ * mh__lifetimes_curve), which no pass knows before it ends: the records
+ * live at the highest point so far whose lives end are copied, and
+ * forgotten when the curve rises higher. Call before the pass. */
+void mh__lifetimes_keep_peaks(struct mh_lifetimes *lt);
+/* Whether the records kept at the peaks are classified exactly as a later
+ * pass would (not when the first step was found to be set-up during the
+ * pass: mh__analysis_moments then). */
+int mh__lifetimes_peaks_kept(const struct mh_lifetimes *lt);
+/* Whether the kept records are those live right after event `index`,
+ * classified as a later pass would. */
+int mh__lifetimes_holds(const struct mh_lifetimes *lt, uint64_t index);
 /* Observes one event right after mh_model_apply(m, ev, res) returned 0;
  * `change` (may be NULL) gets what it did to the allocations. */
 int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,

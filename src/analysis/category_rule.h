@@ -31,10 +31,11 @@ int mh__category_of(const struct mh_alloc_rec *r, const struct mh__cat_facts *f,
 void mh__alloc_rec_fill(struct mh_alloc_rec *r, const struct mh_model *m, const struct mh_event *ev,
                         const struct mh_apply_result *res, uint64_t index, int forward_seen);
 
-/* Device addresses fit in 48 bits; the device goes above them. */
-static inline uint64_t mh__live_key(int device, uint64_t addr)
-{
-    return addr ^ ((uint64_t)(uint16_t)device << 48);
-}
+/* Which of the model's block words (MH_BLOCK_WORDS) each observer of a
+ * pass keeps its handle of an allocation in: one pass has at most one
+ * lifetimes collection, one growth observer and one streaming classifier. */
+#define MH__WORD_LIFETIMES 0
+#define MH__WORD_GROWTH 1
+#define MH__WORD_LIVECAT 2
 
 #endif

@@ -1,5 +1,6 @@
 /* growth.c - the growth observer (see growth.h): allocation groups by
- * device, stack and module, their live bytes, and their live bytes at the
+ * device, stack and module, their live bytes (each live allocation named by
+ * its block's MH__WORD_GROWTH word), and their live bytes at the
  * end of each of the device's last complete steps (a ring of RING ends,
  * indexed by the device's count of step ends, so a group created late
  * reads zeros for the ends before it existed). */
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "addrmap.h"
+#include "category_rule.h"
 #include "growth.h"
 #include "grow.h"
 
@@ -23,9 +25,11 @@ struct grp {
     int64_t streak_start;
 };
 
+/* A live allocation, named by its block's MH__WORD_GROWTH word (index + 1). */
 struct live_block {
     uint32_t grp;  /* index + 1 in groups; 0 = free slot */
-    uint64_t size;
+    int16_t device;
+    uint64_t addr, size;
 };
 
 struct mh_growth {
@@ -33,7 +37,6 @@ struct mh_growth {
     struct grp *g;
     size_t ng, capg;
     struct mh__hmap *bykey; /* per device: rotl(stack << 32 | module, 6) -> group index + 1 */
-    struct mh__hmap live;   /* device and address -> live_block index + 1 */
     struct live_block *blk;
     size_t nblk, capblk;
     uint32_t *freeblk;      /* free live_block slots */
@@ -41,11 +44,6 @@ struct mh_growth {
     size_t ends[NDEV];      /* step ends seen per device */
     int64_t last_step[NDEV];
 };
-
-static uint64_t live_key(int device, uint64_t addr)
-{
-    return addr ^ ((uint64_t)(uint16_t)device << 48);
-}
 
 static uint64_t group_key(uint32_t stack, uint32_t module)
 {
@@ -77,7 +75,8 @@ static uint32_t group_of(struct mh_growth *g, int device, uint32_t stack, uint32
  * a larger free block (it splits a large block only when more than 1 MiB
  * would be left) holds the same tensor in a bigger block, which is rounding
  * that moves from step to step, not growth. */
-static int on_alloc(struct mh_growth *g, const struct mh_model *m, const struct mh_event *ev)
+static int on_alloc(struct mh_growth *g, const struct mh_model *m, const struct mh_event *ev,
+                    const struct mh_apply_result *res)
 {
     uint32_t module = ev->str ? ev->str : mh_model_scope(m, ev->thread);
     uint32_t gi = group_of(g, ev->device, ev->stack, module);
@@ -91,15 +90,19 @@ static int on_alloc(struct mh_growth *g, const struct mh_model *m, const struct 
             return MH_ENOMEM;
         slot = g->nblk++;
     }
-    g->blk[slot] = (struct live_block){gi, ev->size};
+    g->blk[slot] = (struct live_block){gi, ev->device, ev->addr, ev->size};
     g->g[gi - 1].live += ev->size;
-    return mh__addrmap_put(&g->live, live_key(ev->device, ev->addr), (void *)(uintptr_t)(slot + 1));
+    if (res->block_words)
+        res->block_words[MH__WORD_GROWTH] = (uint32_t)slot + 1;
+    return 0;
 }
 
-static int on_free(struct mh_growth *g, const struct mh_event *ev)
+static int on_free(struct mh_growth *g, const struct mh_event *ev,
+                   const struct mh_apply_result *res)
 {
-    uintptr_t i = (uintptr_t)mh__addrmap_del(&g->live, live_key(ev->device, ev->addr));
-    if (!i)
+    size_t i = res->block_words ? res->block_words[MH__WORD_GROWTH] : 0;
+    if (!i || i > g->nblk || !g->blk[i - 1].grp || g->blk[i - 1].addr != ev->addr ||
+        g->blk[i - 1].device != ev->device)
         return 0;
     struct live_block *b = &g->blk[i - 1];
     g->g[b->grp - 1].live -= b->size;
@@ -156,10 +159,10 @@ static int observe(void *user, struct mh_session *s, const struct mh_event *ev,
     if (ev->device < 0 || ev->device >= NDEV || !res || res->anomaly)
         return 0;
     if (ev->kind == MH_EV_ALLOC && res->block_size)
-        return on_alloc(g, m, ev);
+        return on_alloc(g, m, ev, res);
     if (ev->kind == MH_EV_FREE_REQUESTED ||
         (ev->kind == MH_EV_FREE_COMPLETED && res->allocated_delta < 0))
-        return on_free(g, ev);
+        return on_free(g, ev, res);
     return 0;
 }
 
@@ -173,7 +176,6 @@ static void reset(struct mh_growth *g)
 {
     for (size_t d = 0; d < NDEV; d++)
         mh__addrmap_destroy(&g->bykey[d]);
-    mh__addrmap_destroy(&g->live);
     free(g->g);
     free(g->blk);
     free(g->freeblk);

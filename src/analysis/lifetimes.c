@@ -1,6 +1,7 @@
 /* lifetimes.c - the lifetimes of one pass over a recording (see
  * categories.h): fed every event right after the model applied it, it holds
- * a record per allocation alive now (a slot pool and an address map), the
+ * a record per allocation alive now (a slot pool, each slot named by the
+ * model's first word of the allocation's block: MH_BLOCK_WORDS), the
  * step and pass spans, the facts categories depend on, each device's
  * allocated curve with its peaks, the distinct strings of the allocations,
  * and copies of the records live at the event indices it was asked to keep.
@@ -30,6 +31,9 @@ struct curve {
     size_t npeaks, cappeaks;
     struct mh_step_peak before; /* the highest point before the first span, which
                                  * counts as the first span's */
+    /* with kept peaks: the records live at the peak whose lives ended since */
+    struct mh_alloc_rec *since;
+    size_t nsince, capsince;
 };
 
 /* What a later pass takes from the first (mh__lifetimes_new_after). */
@@ -41,6 +45,9 @@ struct first_pass {
     int64_t relabel_step;
 };
 
+/* The block word (MH_BLOCK_WORDS) that names an allocation's slot. */
+#define LIFETIMES_WORD MH__WORD_LIFETIMES
+
 /* Strings noted lately, by id modulo the size: most allocations repeat one. */
 #define RECENT_STRS 64
 
@@ -48,9 +55,9 @@ struct mh_lifetimes {
     struct slot *slots;
     size_t nslots, capslots;
     uint32_t free_head;
-    struct mh__hmap live; /* device-tagged block address -> slot index + 1 */
     uint64_t *moments;    /* event indices to keep the live records of, sorted */
     size_t nmoments, capmoments, next_moment;
+    int keep_peaks;       /* keep the records live at each device's allocated peak */
     struct mh_alloc_rec *kept;
     size_t nkept, capkept;
     struct mh_step_span *steps;
@@ -119,10 +126,11 @@ void mh__lifetimes_free(struct mh_lifetimes *lt)
 {
     if (!lt)
         return;
-    mh__addrmap_destroy(&lt->live);
     mh__addrmap_destroy(&lt->strs_seen);
-    for (size_t i = 0; i < lt->ncurves; i++)
+    for (size_t i = 0; i < lt->ncurves; i++) {
         free(lt->curves[i].pass_peaks);
+        free(lt->curves[i].since);
+    }
     free(lt->curves);
     free(lt->slots);
     free(lt->moments);
@@ -131,6 +139,11 @@ void mh__lifetimes_free(struct mh_lifetimes *lt)
     free(lt->passes);
     free(lt->strs);
     free(lt);
+}
+
+void mh__lifetimes_keep_peaks(struct mh_lifetimes *lt)
+{
+    lt->keep_peaks = 1;
 }
 
 int mh__lifetimes_keep_at(struct mh_lifetimes *lt, uint64_t index)
@@ -175,6 +188,7 @@ static void curve_note(struct mh_lifetimes *lt, struct curve *c, uint64_t index)
         c->c.peak = v;
         c->c.peak_index = index;
         c->c.peak_pass = lt->npasses ? lt->npasses - 1 : 0;
+        c->nsince = 0; /* what is live now is the peak's */
     }
     struct mh_step_peak *p = c->npeaks ? &c->pass_peaks[c->npeaks - 1] : &c->before;
     if (v > p->bytes) {
@@ -226,6 +240,10 @@ static void relabel_first_step(struct mh_lifetimes *lt, int64_t step, uint64_t i
     for (size_t i = 0; i < lt->nkept; i++)
         if (lt->kept[i].alloc_step == step)
             lt->kept[i].alloc_step = -1;
+    for (size_t c = 0; c < lt->ncurves; c++)
+        for (size_t i = 0; i < lt->curves[c].nsince; i++)
+            if (lt->curves[c].since[i].alloc_step == step)
+                lt->curves[c].since[i].alloc_step = -1;
     lt->steps[0].step = -1;
     for (size_t i = 0; i < lt->npasses; i++)
         lt->passes[i].step = -1;
@@ -326,21 +344,39 @@ static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const str
         c->c.max_requested = sl->rec.requested;
     curve_note(lt, c, index);
     ch->began = &sl->rec;
-    int rc = note_string(lt, sl->rec.str);
-    /* a block allocated again at a live address: the earlier allocation
-     * stays alive to the end, out of the map */
-    return rc < 0 ? rc
-                  : mh__addrmap_put(&lt->live, mh__live_key(ev->device, ev->addr),
-                                    (void *)(uintptr_t)(idx + 1));
+    if (res->block_words)
+        res->block_words[LIFETIMES_WORD] = idx + 1;
+    return note_string(lt, sl->rec.str);
 }
 
-static void on_free(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
-                    uint64_t index, struct mh_life_change *ch)
+/* The slot of the live allocation of block words `w` (NULL: none) at
+ * `addr` on `device`, or NULL. */
+static struct slot *slot_of(struct mh_lifetimes *lt, const uint32_t *w, int device, uint64_t addr)
 {
-    uintptr_t i = (uintptr_t)mh__addrmap_del(&lt->live, mh__live_key(ev->device, ev->addr));
-    if (!i)
-        return;
+    uint32_t i = w ? w[LIFETIMES_WORD] : 0;
+    if (i == 0 || i > lt->nslots)
+        return NULL;
     struct slot *sl = &lt->slots[i - 1];
+    return sl->used && sl->rec.addr == addr && sl->rec.device == device ? sl : NULL;
+}
+
+/* With kept peaks: a record live at its device's peak whose life ended. */
+static int note_since_peak(struct mh_lifetimes *lt, struct curve *c, const struct mh_alloc_rec *r)
+{
+    if (!lt->keep_peaks || !c || !c->c.peak || r->alloc_index > c->c.peak_index)
+        return 0;
+    if (MH__GROW(c->since, c->nsince, c->capsince, 256) < 0)
+        return MH_ENOMEM;
+    c->since[c->nsince++] = *r;
+    return 0;
+}
+
+static int on_free(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
+                   const struct mh_apply_result *res, uint64_t index, struct mh_life_change *ch)
+{
+    struct slot *sl = slot_of(lt, res ? res->block_words : NULL, ev->device, ev->addr);
+    if (!sl)
+        return 0;
     struct mh_alloc_rec *r = &sl->rec;
     r->free_index = index;
     r->free_step = mh_model_device_step(m, ev->device);
@@ -355,13 +391,15 @@ static void on_free(struct mh_lifetimes *lt, const struct mh_model *m, const str
     if (sl->kept)
         lt->kept[sl->kept - 1] = *r;
     ch->ended = r; /* the slot is reused by a later event only */
-    release_slot(lt, (uint32_t)(i - 1));
+    release_slot(lt, (uint32_t)(sl - lt->slots));
+    return note_since_peak(lt, c, r);
 }
 
-static void on_tag(struct mh_lifetimes *lt, const struct mh_event *ev)
+static void on_tag(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev)
 {
-    uintptr_t i = (uintptr_t)mh__addrmap_get(&lt->live, mh__live_key(ev->device, ev->addr));
-    struct mh_alloc_rec *r = i ? &lt->slots[i - 1].rec : NULL;
+    struct slot *sl =
+        slot_of(lt, mh_model_block_words(m, ev->device, ev->addr), ev->device, ev->addr);
+    struct mh_alloc_rec *r = sl ? &sl->rec : NULL;
     if (ev->aux == MH_ROLE_OUTPUT) { /* not a role: the module that returned it last */
         if (r)
             r->out_str = ev->str;
@@ -409,7 +447,7 @@ static int observe_allocator(struct mh_lifetimes *lt, const struct mh_model *m,
     if (res && res->anomaly)
         return 0;
     if (ev->kind == MH_EV_TAG) {
-        on_tag(lt, ev);
+        on_tag(lt, m, ev);
         return 0;
     }
     if (ev->kind == MH_EV_ALLOC && res) {
@@ -419,7 +457,7 @@ static int observe_allocator(struct mh_lifetimes *lt, const struct mh_model *m,
     if (ev->kind == MH_EV_FREE_REQUESTED ||
         (ev->kind == MH_EV_FREE_COMPLETED && res && res->allocated_delta < 0)) {
         note_thread(lt, ev->thread);
-        on_free(lt, m, ev, index, ch);
+        return on_free(lt, m, ev, res, index, ch);
     }
     return 0;
 }
@@ -451,10 +489,50 @@ static int by_alloc_index(const void *a, const void *b)
     return (x->alloc_index > y->alloc_index) - (x->alloc_index < y->alloc_index);
 }
 
+static int keep_copy(struct mh_lifetimes *lt, const struct mh_alloc_rec *r)
+{
+    if (MH__GROW(lt->kept, lt->nkept, lt->capkept, 1024) < 0)
+        return MH_ENOMEM;
+    lt->kept[lt->nkept++] = *r;
+    return 0;
+}
+
+/* With kept peaks: the records live at each device's peak join the kept
+ * ones (those ended since, those alive now that began by then). */
+static int keep_peak_records(struct mh_lifetimes *lt)
+{
+    int rc = 0;
+    for (size_t k = 0; k < lt->ncurves && rc == 0 && lt->keep_peaks; k++) {
+        const struct curve *c = &lt->curves[k];
+        for (size_t i = 0; i < c->nsince && rc == 0; i++)
+            rc = keep_copy(lt, &c->since[i]);
+        for (size_t i = 0; i < lt->nslots && rc == 0 && c->c.peak; i++) {
+            const struct slot *sl = &lt->slots[i];
+            if (sl->used && !sl->kept && sl->rec.device == c->device &&
+                sl->rec.alloc_index <= c->c.peak_index)
+                rc = keep_copy(lt, &sl->rec);
+        }
+    }
+    return rc;
+}
+
+/* Drops the copies of one record kept twice (at a moment and a peak). */
+static void drop_duplicates(struct mh_lifetimes *lt)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < lt->nkept; i++)
+        if (out == 0 || lt->kept[out - 1].alloc_index != lt->kept[i].alloc_index)
+            lt->kept[out++] = lt->kept[i];
+    lt->nkept = out;
+}
+
 int mh__lifetimes_finish(struct mh_lifetimes *lt,
                          int (*alive)(void *user, const struct mh_alloc_rec *r), void *user)
 {
     const struct mh__cat_facts f = facts_of(lt);
+    int rc = keep_peak_records(lt);
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; i < lt->ncurves; i++)
         for (size_t p = 0; p < lt->curves[i].npeaks && p < lt->npasses; p++)
             lt->curves[i].pass_peaks[p].step = lt->passes[p].step;
@@ -462,7 +540,6 @@ int mh__lifetimes_finish(struct mh_lifetimes *lt,
         struct mh_alloc_rec *r = &lt->kept[i];
         r->category = (uint8_t)mh__category_of(r, &f, mh__newest_on(lt->newest, r->device));
     }
-    int rc = 0;
     for (size_t i = 0; i < lt->nslots && rc == 0; i++) {
         struct slot *sl = &lt->slots[i];
         if (!sl->used)
@@ -476,6 +553,7 @@ int mh__lifetimes_finish(struct mh_lifetimes *lt,
     }
     if (lt->nkept)
         qsort(lt->kept, lt->nkept, sizeof *lt->kept, by_alloc_index);
+    drop_duplicates(lt);
     for (size_t i = 0; i < lt->nslots; i++)
         lt->slots[i].kept = 0; /* the copies were sorted */
     return rc;
@@ -556,7 +634,20 @@ static int kept_moment(const struct mh_lifetimes *lt, uint64_t index)
     for (size_t i = 0; i < lt->nmoments; i++)
         if (lt->moments[i] == index)
             return 1;
+    for (size_t i = 0; i < lt->ncurves && lt->keep_peaks; i++)
+        if (lt->curves[i].c.peak && lt->curves[i].c.peak_index == index)
+            return 1;
     return 0;
+}
+
+int mh__lifetimes_peaks_kept(const struct mh_lifetimes *lt)
+{
+    return lt->keep_peaks && !lt->relabeled;
+}
+
+int mh__lifetimes_holds(const struct mh_lifetimes *lt, uint64_t index)
+{
+    return kept_moment(lt, index) && (!lt->relabeled || lt->first.known);
 }
 
 int mh__lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,

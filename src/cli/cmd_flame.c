@@ -181,9 +181,10 @@ static int flame_file(const struct flame_args *a, const struct mh_analysis *an)
     }
     moment_text(a, &m, when, sizeof when);
     struct mh_flame *f = NULL;
+    const struct mh_lifetimes *live_at;
     struct mh_lifetimes *kept = NULL;
-    if ((rc = mh__analysis_moments(an, &m.index, 1, &kept)) < 0 ||
-        (rc = mh__flame_live(kept, an->rp.reader, device, m.index, a->by, &f, &by)) < 0) {
+    if ((rc = mh__analysis_records_at(an, &m.index, 1, &live_at, &kept)) < 0 ||
+        (rc = mh__flame_live(live_at, an->rp.reader, device, m.index, a->by, &f, &by)) < 0) {
         if (rc != MH_EUNSUPPORTED) /* a pipe read twice: the session reported it */
             mh__cli_error("%s: %s", a->file, mh_strerror(rc));
         mh__lifetimes_free(kept);

@@ -131,12 +131,15 @@ struct report_devs {
     int rc;         /* 0 or the MH_E* that stopped the building */
 };
 
-/* The records live at each device's allocated peak, for their categories. */
-static int records_at_peaks(const struct mh_analysis *a, struct mh_lifetimes **out)
+/* The records live at each device's allocated peak, for their categories
+ * (mh__analysis_records_at). */
+static int records_at_peaks(const struct mh_analysis *a, const struct mh_lifetimes **use,
+                            struct mh_lifetimes **out)
 {
     const struct mh_model *m = a->rp.model;
     size_t n = 0, ndev = mh_model_device_count(m);
     uint64_t *at = calloc(ndev ? ndev : 1, sizeof *at);
+    *out = NULL;
     if (!at)
         return MH_ENOMEM;
     for (size_t i = 0; i < ndev; i++) {
@@ -144,7 +147,7 @@ static int records_at_peaks(const struct mh_analysis *a, struct mh_lifetimes **o
         if (mh_model_peak_allocated(m, mh_model_device_at(m, i), &p) == 0 && p.value)
             at[n++] = p.event_index;
     }
-    int rc = mh__analysis_moments(a, at, n, out);
+    int rc = mh__analysis_records_at(a, at, n, use, out);
     free(at);
     return rc;
 }
@@ -152,16 +155,17 @@ static int records_at_peaks(const struct mh_analysis *a, struct mh_lifetimes **o
 static void collect(const struct report_opts *o, const struct mh_analysis *a, struct report_devs *r)
 {
     const struct mh_model *m = a->rp.model;
-    struct mh_lifetimes *at_peaks = NULL;
+    const struct mh_lifetimes *at_peaks = NULL;
+    struct mh_lifetimes *again = NULL;
     r->n = mh_model_device_count(m);
     r->devs = calloc(r->n ? r->n : 1, sizeof *r->devs);
-    r->rc = r->devs ? records_at_peaks(a, &at_peaks) : MH_ENOMEM;
+    r->rc = r->devs ? records_at_peaks(a, &at_peaks, &again) : MH_ENOMEM;
     for (size_t i = 0; i < r->n && r->rc == 0; i++) {
         int dev = mh_model_device_at(m, i);
         if (o->device < 0 || o->device == dev)
             r->rc = build_device(o, a, at_peaks, dev, &r->devs[r->used++]);
     }
-    mh__lifetimes_free(at_peaks);
+    mh__lifetimes_free(again);
 }
 
 static void devs_free(struct report_devs *r)

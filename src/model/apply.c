@@ -6,6 +6,8 @@
  * says so; a free first drops "allocated" (requested) and then "active"
  * (completed), merging with free neighbours. Contradictions are anomalies
  * and leave the state untouched. Expandable mapping is in expand.c. */
+#include <string.h>
+
 #include "memhist/error.h"
 #include "model_internal.h"
 
@@ -80,12 +82,14 @@ static int apply_alloc(struct mh_model *m, struct mh__device *d, const struct mh
     b->alloc_step = mh__device_step(m, d);
     b->phase = (uint8_t)m->phase;
     b->stream = ev->stream;
+    memset(b->words, 0, sizeof b->words);
     mh__mblock_set_state(d, b, MH_BLOCK_ALLOCATED);
     d->stats.allocs++;
     d->acc.s.allocs++;
     res->allocated_delta = (int64_t)b->size;
     res->block_size = b->size;
     res->block_stack = b->stack;
+    res->block_words = b->words;
     return 0;
 }
 
@@ -100,6 +104,8 @@ static int apply_free(struct mh_model *m, struct mh__device *d, const struct mh_
     }
     res->block_size = b->size;
     res->block_stack = b->stack;
+    memcpy(res->freed_words, b->words, sizeof res->freed_words);
+    res->block_words = res->freed_words;
     if (b->state == MH_BLOCK_ALLOCATED) {
         res->allocated_delta = -(int64_t)b->size;
         d->stats.frees++;

@@ -39,6 +39,7 @@ struct mh__block {
     uint32_t heap_idx; /* position in the device's free heap while inactive */
     uint8_t state;     /* enum mh_block_state */
     uint8_t phase;
+    uint32_t words[MH_BLOCK_WORDS]; /* the observers', zeroed at allocation */
 };
 
 struct mh__segment {

@@ -224,3 +224,10 @@ uint64_t mh_model_event_count(const struct mh_model *m)
 {
     return m ? m->nevents : 0;
 }
+
+uint32_t *mh_model_block_words(const struct mh_model *m, int device, uint64_t addr)
+{
+    const struct mh__device *d = device_of(m, device);
+    struct mh__block *b = d ? mh__addrmap_get(&d->blocks, addr) : NULL;
+    return b && b->state != MH_BLOCK_INACTIVE ? b->words : NULL;
+}
