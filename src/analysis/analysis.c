@@ -187,6 +187,26 @@ size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_
     return worst;
 }
 
+int mh__step_find(const struct mh_model *m, int device, int64_t step, struct mh_step_stats *out)
+{
+    size_t lo = 0, hi = mh_model_step_count(m, device);
+    while (lo < hi) { /* steps come in order of their numbers ... */
+        size_t mid = lo + (hi - lo) / 2;
+        if (mh_model_step(m, device, mid, out) != 0)
+            break;
+        if (out->step == step)
+            return 0;
+        if (out->step < step)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = 0; i < mh_model_step_count(m, device); i++) /* ... but need not */
+        if (mh_model_step(m, device, i, out) == 0 && out->step == step)
+            return 0;
+    return MH_ENOTFOUND;
+}
+
 const char *mh__step_text(int64_t step, char buf[24])
 {
     if (step < 0)

@@ -72,6 +72,11 @@ int mh__analysis_each_record(const struct mh_analysis *a,
 /* Index of the rank with the largest peak reserved over its devices. */
 size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved);
 
+/* The statistics of the step numbered `step` on `device` of model `m`
+ * (mh_model_step); 0, or MH_ENOTFOUND if the device has no such step (the
+ * span after its last step marker is none). */
+int mh__step_find(const struct mh_model *m, int device, int64_t step, struct mh_step_stats *out);
+
 /* "step 5", or "before the first step" for a negative step (the set-up). */
 const char *mh__step_text(int64_t step, char buf[24]);
 

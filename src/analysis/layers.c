@@ -98,10 +98,7 @@ static int make_steps(struct mh_layers *ly, const struct mh_model *m)
     size_t kept = 0;
     for (size_t i = 0; i < ly->nsteps; i++) {
         struct mh_step_stats st;
-        int closed = 0;
-        for (size_t k = 0; k < mh_model_step_count(m, ly->device) && !closed; k++)
-            closed = mh_model_step(m, ly->device, k, &st) == 0 && st.step == ly->steps[i].step;
-        if (closed)
+        if (mh__step_find(m, ly->device, ly->steps[i].step, &st) == 0)
             ly->steps[kept++] = ly->steps[i];
     }
     ly->nsteps = kept;

@@ -4,7 +4,7 @@
  * checkpointing plan; per step, the largest layers at the step's peak.
  * Several files (one per rank) are reported one after the other, then the
  * rank table and the worst rank by peak reserved (report_ranks.c). The
- * analysis is src/analysis/layers.h. */
+ * answer is src/analysis/layers_answer.h; this file only prints it. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "printers.h"
 #include "analysis.h"
+#include "layers_answer.h"
 #include "json.h"
 
 static const char usage[] =
@@ -52,58 +53,15 @@ struct layers_opts {
     int json;
 };
 
-/* One device of one file, analysed. */
+/* One device of one file: its answer and the file's path. */
 struct dev_view {
-    const struct mh_analysis *a;
-    int device;
-    struct mh_layers *ly;
-    size_t *by_live;            /* layer indices, largest live_at_peak first */
-    const size_t *order;        /* plan order */
-    const uint64_t *peak_after;
-    size_t nplan, best;
+    const char *path;
+    const struct mh_layers_answer *ans;
 };
-
-static const struct mh_layers *sort_src;
-
-static int by_live_desc(const void *a, const void *b)
-{
-    size_t n;
-    const struct mh_layer_stats *st = mh__layers_list(sort_src, &n);
-    uint64_t x = st[*(const size_t *)a].live_at_peak, y = st[*(const size_t *)b].live_at_peak;
-    if (x != y)
-        return x < y ? 1 : -1;
-    return strcmp(st[*(const size_t *)a].name, st[*(const size_t *)b].name);
-}
-
-static int view_open(const struct mh_analysis *a, int device, struct dev_view *v)
-{
-    memset(v, 0, sizeof *v);
-    v->a = a;
-    v->device = device;
-    int rc = mh__layers_analyze(a, device, NULL, 0, &v->ly);
-    if (rc < 0)
-        return rc;
-    size_t n;
-    mh__layers_list(v->ly, &n);
-    v->by_live = malloc((n ? n : 1) * sizeof *v->by_live);
-    if (!v->by_live)
-        return MH_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        v->by_live[i] = i;
-    sort_src = v->ly;
-    qsort(v->by_live, n, sizeof *v->by_live, by_live_desc);
-    return mh__layers_plan(v->ly, &v->order, &v->peak_after, &v->nplan, &v->best);
-}
-
-static void view_close(struct dev_view *v)
-{
-    mh__layers_free(v->ly);
-    free(v->by_live);
-}
 
 static void print_categories(const struct dev_view *v)
 {
-    const uint64_t *cat = mh__layers_category_at_peak(v->ly);
+    const uint64_t *cat = v->ans->category_at_peak;
     char b[32];
     const char *sep = "";
     printf("  by category at the peak: ");
@@ -117,16 +75,16 @@ static void print_categories(const struct dev_view *v)
 
 static void print_table(const struct dev_view *v, uint64_t top)
 {
-    size_t n;
-    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
+    const struct mh_layers_answer *ans = v->ans;
+    size_t n = ans->nlayers;
     char b[5][32];
     int width = 28;
     for (size_t i = 0; i < n && i < top; i++)
-        width = mh__cli_fit_width(width, st[v->by_live[i]].name);
+        width = mh__cli_fit_width(width, ans->layers[ans->by_live[i]].name);
     printf("\n  %-*s %11s %11s %11s %11s %11s\n", width, "layer", "live@peak", "activations",
            "saved@peak", "recompute", "ckpt saves");
     for (size_t i = 0; i < n && i < top; i++) {
-        const struct mh_layer_stats *s = &st[v->by_live[i]];
+        const struct mh_layer_stats *s = &ans->layers[ans->by_live[i]];
         printf("%c ", s->compiled ? '*' : ' ');
         mh__cli_print_fitted(s->name, width);
         printf(" %11s %11s %11s %11s %11s\n",
@@ -140,106 +98,38 @@ static void print_table(const struct dev_view *v, uint64_t top)
         printf("  ... %zu more layers (--top)\n", n - top);
 }
 
-/* Activation bytes live at the peak in layers made by compiled code, but
- * for the plan's first `planned` layers. */
-static uint64_t compiled_activations(const struct dev_view *v, size_t planned)
-{
-    size_t n;
-    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = 0;
-        while (k < planned && v->order[k] != i)
-            k++;
-        if (k == planned && st[i].compiled)
-            bytes += st[i].by_category[MH_CAT_ACTIVATION];
-    }
-    return bytes;
-}
-
-/* Bytes of category `cat` live at the peak. */
-static uint64_t peak_bytes_of(const struct dev_view *v, int cat)
-{
-    size_t n;
-    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        bytes += st[i].by_category[cat];
-    return bytes;
-}
-
-/* Why there is no plan, in the order no_plan_reason tells them apart. */
-enum no_plan {
-    NO_PLAN_COMPILED,   /* activations made in code torch.compile generated */
-    NO_PLAN_SMALL,      /* the most any prefix saves is under MH__PLAN_MIN_SHARE */
-    NO_PLAN_NO_SCOPES,  /* no module scopes: no layer's backward is seen */
-    NO_PLAN_UNKNOWN,    /* no scopes and no steps: no memory is told to be activations */
-    NO_PLAN_NO_GAIN,    /* saved activations live at the peak, but no layer's recompute lowers it */
-    NO_PLAN_NOTHING,    /* no saved activation live at the peak */
-};
-/* Their names in `layers --json` (plan.none_because). */
-static const char *const no_plan_names[] = {"compiled_code", "saving_under_1_percent",
-                                            "no_module_scopes", "unknown_categories", "no_gain",
-                                            "no_saved_activations"};
-
-/* The reason, and the bytes it is about: the largest saving, the compiled
- * activations, or the activations at the peak. */
-static enum no_plan no_plan_reason(const struct dev_view *v, uint64_t *bytes)
-{
-    uint64_t peak = mh__layers_peak(v->ly, NULL, NULL), lowest = peak;
-    for (size_t k = 0; k < v->nplan; k++)
-        if (v->peak_after[k] < lowest)
-            lowest = v->peak_after[k];
-    if ((*bytes = compiled_activations(v, 0)) > 0)
-        return NO_PLAN_COMPILED;
-    if ((*bytes = peak - lowest) > 0)
-        return NO_PLAN_SMALL;
-    const uint64_t *kinds = v->a->rp.summary.events_by_kind;
-    int scopes = kinds[MH_EV_SCOPE_ENTER] > 0, steps = kinds[MH_EV_STEP_END] > 0;
-    if ((*bytes = peak_bytes_of(v, MH_CAT_ACTIVATION)) > 0 && !scopes)
-        return NO_PLAN_NO_SCOPES;
-    if (!*bytes && !scopes && !steps && (*bytes = peak_bytes_of(v, MH_CAT_UNKNOWN)) > 0)
-        return NO_PLAN_UNKNOWN;
-    size_t n;
-    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
-    for (size_t i = 0; i < n; i++)
-        if (st[i].saved_at_peak)
-            return NO_PLAN_NO_GAIN;
-    return NO_PLAN_NOTHING;
-}
-
 static void print_no_plan(const struct dev_view *v)
 {
     char b[32];
-    uint64_t bytes, peak = mh__layers_peak(v->ly, NULL, NULL);
-    switch (no_plan_reason(v, &bytes)) {
-    case NO_PLAN_SMALL:
+    uint64_t bytes = v->ans->none_bytes, peak = v->ans->peak;
+    switch (v->ans->none_because) {
+    case MH_NO_PLAN_SMALL:
         printf("\n  plan: none worth its recompute: checkpointing would lower the peak by at most\n"
                "  %s (%.2g%% of it)\n", mh__bytes_text(bytes, b), 100.0 * (double)bytes / (double)peak);
         break;
-    case NO_PLAN_NO_SCOPES:
+    case MH_NO_PLAN_NO_SCOPES:
         printf("\n  plan: none from this recording: %s of activations are live at the peak, but it\n"
                "  has no module scopes (a torch snapshot, or recorded with MEMHIST_SCOPES=0), so no\n"
                "  layer's backward pass is seen and what checkpointing a layer saves cannot be\n"
                "  estimated. Record the program with memhist to get a plan.\n",
                mh__bytes_text(bytes, b));
         break;
-    case NO_PLAN_UNKNOWN:
+    case MH_NO_PLAN_UNKNOWN:
         printf("\n  plan: none from this recording: it has no module scopes and no training\n"
                "  steps (a torch snapshot without Optimizer.step annotations), so none of the\n"
                "  %s live at the peak is told to be activations. Record the program with\n"
                "  memhist to get a plan.\n",
                mh__bytes_text(bytes, b));
         break;
-    case NO_PLAN_NO_GAIN:
+    case MH_NO_PLAN_NO_GAIN:
         printf("\n  plan: none: layers saved activations that are live at the peak, but checkpointing\n"
                "  any one of them leaves the estimated peak where it is\n");
         break;
-    case NO_PLAN_NOTHING:
+    case MH_NO_PLAN_NOTHING:
         printf("\n  plan: no layer has saved activations live at the peak; checkpointing would "
                "not lower it\n");
         break;
-    case NO_PLAN_COMPILED:
+    case MH_NO_PLAN_COMPILED:
         printf("\n  plan: none from this recording: %s of the activations live at the peak were\n"
                "  made in code torch.compile generated, where memhist sees no modules (layers marked\n"
                "  *). Checkpoint inside the compiled model (torch.utils.checkpoint around its\n"
@@ -248,66 +138,60 @@ static void print_no_plan(const struct dev_view *v)
                "  torch.compile to see them by layer.\n",
                mh__bytes_text(bytes, b));
         break;
+    default:
+        break;
     }
 }
 
 static void print_plan(const struct dev_view *v)
 {
-    size_t n;
-    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
-    uint64_t peak = mh__layers_peak(v->ly, NULL, NULL);
+    const struct mh_layers_answer *ans = v->ans;
     char b[3][32];
-    if (v->best == 0) {
+    if (ans->best == 0) {
         print_no_plan(v);
         return;
     }
-    uint64_t after = v->peak_after[v->best - 1];
-    double share = mh__layers_recompute_share(v->ly, v->order, v->best);
-    if (v->best == 1)
+    if (ans->best == 1)
         printf("\n  plan: checkpoint this layer");
     else
-        printf("\n  plan: checkpoint these %zu layers", v->best);
+        printf("\n  plan: checkpoint these %zu layers", ans->best);
     printf(" to save about %s (peak %s -> %s); recompute "
            "~%.0f%% of the forward pass (by allocation volume):\n    ",
-           mh__bytes_text(peak - after, b[0]),
-           mh__bytes_text(peak, b[1]), mh__bytes_text(after, b[2]), 100.0 * share);
-    for (size_t i = 0; i < v->best; i++)
-        printf("%s%s", i ? ", " : "", st[v->order[i]].name);
-    uint64_t compiled = compiled_activations(v, v->best);
-    if (compiled)
+           mh__bytes_text(ans->peak - ans->plan_peak, b[0]),
+           mh__bytes_text(ans->peak, b[1]), mh__bytes_text(ans->plan_peak, b[2]),
+           100.0 * ans->recompute_share);
+    for (size_t i = 0; i < ans->best; i++)
+        printf("%s%s", i ? ", " : "", ans->layers[ans->ranking[i]].name);
+    if (ans->compiled_outside_plan)
         printf("\n  not in the plan: %s of activations made in code torch.compile generated "
-               "(layers marked *)", mh__bytes_text(compiled, b[0]));
+               "(layers marked *)", mh__bytes_text(ans->compiled_outside_plan, b[0]));
     printf("\n  estimated peak after checkpointing the first K of the ranking:");
-    for (size_t k = 0; k < v->nplan; k++)
-        printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1, mh__bytes_text(v->peak_after[k], b[0]));
+    for (size_t k = 0; k < ans->nranking; k++)
+        printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1, mh__bytes_text(ans->peak_after[k], b[0]));
     printf("\n");
 }
 
 static void print_steps(const struct dev_view *v)
 {
-    size_t n, nl;
-    const struct mh_layer_step *sp = mh__layers_steps(v->ly, &n);
-    const struct mh_layer_stats *st = mh__layers_list(v->ly, &nl);
+    const struct mh_layers_answer *ans = v->ans;
     char b[32], s[24];
-    if (n)
+    if (ans->nsteps)
         printf("\n  per step, largest layers at the step's allocated peak:\n");
-    for (size_t i = 0; i < n; i++) {
-        printf("  %12s %10s:", mh__step_text(sp[i].step, s), mh__bytes_text(sp[i].bytes, b));
-        for (int k = 0; k < 3 && sp[i].top[k] != SIZE_MAX; k++)
-            printf("%s %s %s", k ? "," : "", st[sp[i].top[k]].name,
-                   mh__bytes_text(sp[i].top_bytes[k], b));
+    for (size_t i = 0; i < ans->nsteps; i++) {
+        const struct mh_layer_step *sp = &ans->steps[i];
+        printf("  %12s %10s:", mh__step_text(sp->step, s), mh__bytes_text(sp->bytes, b));
+        for (int k = 0; k < 3 && sp->top[k] != SIZE_MAX; k++)
+            printf("%s %s %s", k ? "," : "", ans->layers[sp->top[k]].name,
+                   mh__bytes_text(sp->top_bytes[k], b));
         printf("\n");
     }
 }
 
 static void print_text(const struct dev_view *v, const struct layers_opts *o)
 {
-    uint64_t index;
-    int64_t step;
-    uint64_t peak = mh__layers_peak(v->ly, &index, &step);
     char b[32], s[24];
-    printf("\n%s device %d: peak allocated %s (%s)\n", v->a->rp.path, v->device,
-           mh__bytes_text(peak, b), mh__step_text(step, s));
+    printf("\n%s device %d: peak allocated %s (%s)\n", v->path, v->ans->device,
+           mh__bytes_text(v->ans->peak, b), mh__step_text(v->ans->peak_step, s));
     print_categories(v);
     print_table(v, o->top);
     print_plan(v);
@@ -339,57 +223,46 @@ static void json_layer(struct mh_json *j, const struct mh_layer_stats *s)
     mh__json_end_object(j);
 }
 
-static void json_plan(struct mh_json *j, const struct dev_view *v)
+static void json_plan(struct mh_json *j, const struct mh_layers_answer *ans)
 {
-    size_t n;
-    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
-    uint64_t peak = mh__layers_peak(v->ly, NULL, NULL), after = peak;
-    double share = 0;
-    if (v->best) {
-        after = v->peak_after[v->best - 1];
-        share = mh__layers_recompute_share(v->ly, v->order, v->best);
-    }
     mh__json_key(j, "plan");
     mh__json_begin_object(j);
     mh__json_key(j, "layers");
     mh__json_begin_array(j);
-    for (size_t i = 0; i < v->best; i++)
-        mh__json_string(j, st[v->order[i]].name);
+    for (size_t i = 0; i < ans->best; i++)
+        mh__json_string(j, ans->layers[ans->ranking[i]].name);
     mh__json_end_array(j);
-    mh__json_kv_uint(j, "estimated_peak", after);
-    mh__json_kv_uint(j, "estimated_saving", peak - after);
-    mh__json_kv_double(j, "recompute_share", share, 4);
-    uint64_t bytes;
-    mh__json_kv_string(j, "none_because", v->best ? NULL : no_plan_names[no_plan_reason(v, &bytes)]);
+    mh__json_kv_uint(j, "estimated_peak", ans->plan_peak);
+    mh__json_kv_uint(j, "estimated_saving", ans->peak - ans->plan_peak);
+    mh__json_kv_double(j, "recompute_share", ans->recompute_share, 4);
+    mh__json_kv_string(j, "none_because", mh__no_plan_name(ans->none_because));
     mh__json_key(j, "ranking");
     mh__json_begin_array(j);
-    for (size_t k = 0; k < v->nplan; k++) {
+    for (size_t k = 0; k < ans->nranking; k++) {
         mh__json_begin_object(j);
-        mh__json_kv_string(j, "layer", st[v->order[k]].name);
-        mh__json_kv_uint(j, "estimated_peak_with_first_k", v->peak_after[k]);
+        mh__json_kv_string(j, "layer", ans->layers[ans->ranking[k]].name);
+        mh__json_kv_uint(j, "estimated_peak_with_first_k", ans->peak_after[k]);
         mh__json_end_object(j);
     }
     mh__json_end_array(j);
     mh__json_end_object(j);
 }
 
-static void json_steps(struct mh_json *j, const struct dev_view *v)
+static void json_steps(struct mh_json *j, const struct mh_layers_answer *ans)
 {
-    size_t n, nl;
-    const struct mh_layer_step *sp = mh__layers_steps(v->ly, &n);
-    const struct mh_layer_stats *st = mh__layers_list(v->ly, &nl);
     mh__json_key(j, "steps");
     mh__json_begin_array(j);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < ans->nsteps; i++) {
+        const struct mh_layer_step *sp = &ans->steps[i];
         mh__json_begin_object(j);
-        mh__json_kv_int(j, "step", sp[i].step);
-        mh__json_kv_uint(j, "peak_allocated", sp[i].bytes);
+        mh__json_kv_int(j, "step", sp->step);
+        mh__json_kv_uint(j, "peak_allocated", sp->bytes);
         mh__json_key(j, "top_layers");
         mh__json_begin_array(j);
-        for (int k = 0; k < 3 && sp[i].top[k] != SIZE_MAX; k++) {
+        for (int k = 0; k < 3 && sp->top[k] != SIZE_MAX; k++) {
             mh__json_begin_object(j);
-            mh__json_kv_string(j, "layer", st[sp[i].top[k]].name);
-            mh__json_kv_uint(j, "bytes", sp[i].top_bytes[k]);
+            mh__json_kv_string(j, "layer", ans->layers[sp->top[k]].name);
+            mh__json_kv_uint(j, "bytes", sp->top_bytes[k]);
             mh__json_end_object(j);
         }
         mh__json_end_array(j);
@@ -398,26 +271,22 @@ static void json_steps(struct mh_json *j, const struct dev_view *v)
     mh__json_end_array(j);
 }
 
-static void json_device(struct mh_json *j, const struct dev_view *v, uint64_t top)
+static void json_device(struct mh_json *j, const struct mh_layers_answer *ans, uint64_t top)
 {
-    uint64_t index;
-    int64_t step;
-    size_t n;
-    const struct mh_layer_stats *st = mh__layers_list(v->ly, &n);
     mh__json_begin_object(j);
-    mh__json_kv_int(j, "device", v->device);
-    mh__json_kv_uint(j, "peak_allocated", mh__layers_peak(v->ly, &index, &step));
-    mh__json_kv_uint(j, "peak_event_index", index);
-    mh__json_kv_int(j, "peak_step", step);
+    mh__json_kv_int(j, "device", ans->device);
+    mh__json_kv_uint(j, "peak_allocated", ans->peak);
+    mh__json_kv_uint(j, "peak_event_index", ans->peak_index);
+    mh__json_kv_int(j, "peak_step", ans->peak_step);
     mh__json_key(j, "by_category");
-    json_categories(j, mh__layers_category_at_peak(v->ly));
+    json_categories(j, ans->category_at_peak);
     mh__json_key(j, "layers");
     mh__json_begin_array(j);
-    for (size_t i = 0; i < n && i < top; i++)
-        json_layer(j, &st[v->by_live[i]]);
+    for (size_t i = 0; i < ans->nlayers && i < top; i++)
+        json_layer(j, &ans->layers[ans->by_live[i]]);
     mh__json_end_array(j);
-    json_plan(j, v);
-    json_steps(j, v);
+    json_plan(j, ans);
+    json_steps(j, ans);
     mh__json_end_object(j);
 }
 
@@ -441,18 +310,18 @@ static int parse_opts(int argc, char **argv, struct layers_opts *o, int *first)
 static int one_device(void *user, const struct mh_analysis *a, int dev, struct mh_json *j)
 {
     const struct layers_opts *o = user;
-    struct dev_view v;
-    int rc = view_open(a, dev, &v);
+    struct mh_layers_answer ans;
+    int rc = mh__layers_answer(a, dev, &ans);
     if (rc < 0) {
-        view_close(&v);
         mh__cli_error("%s: %s", a->rp.path, mh_strerror(rc));
         return rc;
     }
+    const struct dev_view v = {a->rp.path, &ans};
     if (j)
-        json_device(j, &v, o->top);
+        json_device(j, &ans, o->top);
     else
         print_text(&v, o);
-    view_close(&v);
+    mh__layers_answer_free(&ans);
     return 0;
 }
 

@@ -1,0 +1,232 @@
+/* test_analysis_answers.c - the answers the commands print, computed in
+ * src/analysis: the layers answer (layers ordered by what they hold at the
+ * peak, the plan taken from the ranking with its estimate, and each reason
+ * there can be no plan: no steps nor scopes, activations without scopes, no
+ * saved activations), the diff of two runs (peaks, common steps, layers and
+ * stacks matched by name and ordered by the size of their change), and the
+ * step lookup by number. Recordings come from the simulator's GPT workload
+ * and from events written here. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "diff.h"
+#include "layers_answer.h"
+#include "memhist/memhist.h"
+#include "sim.h"
+#include "workload.h"
+
+struct mem_run {
+    struct mh_writer *w;
+    struct mh_analysis a;
+};
+
+static void open_written(struct mem_run *r, int peak_groups)
+{
+    const void *data;
+    size_t len;
+    const struct mh_analysis_want want = {0, peak_groups, 0};
+    cr_assert_eq(mh_writer_close(r->w), 0);
+    cr_assert_eq(mh_writer_mem(r->w, &data, &len), 0);
+    cr_assert_eq(mh__analysis_open_mem(data, len, "run", &want, &r->a), 0);
+}
+
+static void simulate(const char *params, uint64_t steps, struct mem_run *r)
+{
+    const struct mh_workload *wl = mh__workload_find("gpt");
+    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    char err[128];
+    struct mh_writer_opts wo = {.source = "simulated"};
+    struct mh_sim_opts so;
+    struct mh_sim *s;
+    struct mh_workload_result res;
+    memset(r, 0, sizeof *r);
+    memset(&so, 0, sizeof so);
+    cr_assert_eq(mh__workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh_writer_open_mem(&wo, &r->w), 0);
+    so.writer = r->w;
+    cr_assert_eq(mh__sim_new(&so, &s), 0);
+    cr_assert_eq(mh__workload_run(wl, s, values, steps, 1, &res), 0);
+    mh__sim_free(s);
+    open_written(r, 1);
+}
+
+static void run_free(struct mem_run *r)
+{
+    mh__analysis_close(&r->a);
+    mh_writer_free_mem(r->w);
+}
+
+#define GPT "layers=4,hidden=256,heads=4,seq=256,batch=%d,vocab=1000,seqvar=0"
+
+static void gpt(int batch, uint64_t steps, struct mem_run *r)
+{
+    char params[128];
+    snprintf(params, sizeof params, GPT, batch);
+    simulate(params, steps, r);
+}
+
+Test(layers_answer, a_plan_from_the_ranking)
+{
+    struct mem_run r;
+    gpt(4, 3, &r);
+    struct mh_layers_answer ans;
+    cr_assert_eq(mh__layers_answer(&r.a, 0, &ans), 0);
+    struct mh_peak p;
+    cr_assert_eq(mh_model_peak_allocated(r.a.rp.model, 0, &p), 0);
+    cr_expect_eq(ans.peak, p.value);
+    cr_assert_gt(ans.nlayers, 4);
+    for (size_t i = 1; i < ans.nlayers; i++)
+        cr_expect_geq(ans.layers[ans.by_live[i - 1]].live_at_peak,
+                      ans.layers[ans.by_live[i]].live_at_peak, "largest first");
+    cr_assert_gt(ans.best, 0, "the blocks' activations make a plan");
+    cr_expect_eq(ans.none_because, MH_NO_PLAN_NONE);
+    cr_expect_null(mh__no_plan_name(ans.none_because));
+    cr_expect_eq(ans.plan_peak, ans.peak_after[ans.best - 1]);
+    cr_expect_lt(ans.plan_peak, ans.peak);
+    cr_expect(ans.recompute_share > 0 && ans.recompute_share <= 1.0, "%f", ans.recompute_share);
+    uint64_t est;
+    cr_assert_eq(mh__layers_estimate(ans.ly, ans.ranking, ans.best, &est), 0);
+    cr_expect_eq(est, ans.plan_peak, "the estimate of the plan's layers is its peak");
+    for (size_t k = 0; k < ans.nranking; k++)
+        cr_expect(ans.layers[ans.ranking[k]].candidate, "ranking %zu is a candidate", k);
+    cr_expect_gt(ans.nsteps, 0);
+    for (size_t i = 0; i < ans.nsteps; i++) {
+        uint64_t top = ans.steps[i].top_bytes[0];
+        cr_expect_leq(top, ans.steps[i].bytes, "step %zu: a layer holds at most the step's peak", i);
+        cr_expect_geq(top, ans.steps[i].top_bytes[1]);
+    }
+    mh__layers_answer_free(&ans);
+    run_free(&r);
+}
+
+static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size, uint32_t aux)
+{
+    struct mh_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = (uint8_t)kind;
+    ev.time_ns = 1000 + t;
+    ev.addr = addr;
+    ev.size = size;
+    ev.aux = aux;
+    ev.thread = 1;
+    cr_assert_eq(mh_writer_event(w, &ev), 0);
+}
+
+/* Two steps of hand-made events: a block made before the steps, then per
+ * step `fwd` blocks allocated in forward and freed in backward (kind 0),
+ * or freed in forward (kind 1); with `steps` 0 there are no steps or
+ * phases at all. */
+static void hand_made(int steps, int freed_in_forward, struct mem_run *r)
+{
+    struct mh_writer_opts wo = {.source = "recorded"};
+    const uint64_t seg = 0x100000;
+    uint64_t t = 0;
+    memset(r, 0, sizeof *r);
+    cr_assert_eq(mh_writer_open_mem(&wo, &r->w), 0);
+    put(r->w, MH_EV_SEGMENT_ALLOC, t++, seg, 20 << 20, 0);
+    put(r->w, MH_EV_ALLOC, t++, seg, 1 << 20, 0);
+    for (uint32_t s = 0; s < 2; s++) {
+        if (steps) {
+            put(r->w, MH_EV_STEP_BEGIN, t++, 0, 0, s);
+            put(r->w, MH_EV_PHASE, t++, 0, 0, MH_PHASE_FORWARD);
+        }
+        for (uint64_t k = 1; k <= 4; k++) {
+            put(r->w, MH_EV_ALLOC, t++, seg + k * (2 << 20), 2 << 20, 0);
+            if (freed_in_forward)
+                put(r->w, MH_EV_FREE_REQUESTED, t++, seg + k * (2 << 20), 2 << 20, 0);
+        }
+        if (steps)
+            put(r->w, MH_EV_PHASE, t++, 0, 0, MH_PHASE_BACKWARD);
+        for (uint64_t k = 1; k <= 4 && !freed_in_forward; k++)
+            put(r->w, MH_EV_FREE_REQUESTED, t++, seg + k * (2 << 20), 2 << 20, 0);
+        if (steps)
+            put(r->w, MH_EV_STEP_END, t++, 0, 0, s);
+    }
+    open_written(r, 0);
+}
+
+static enum mh_no_plan reason_of(int steps, int freed_in_forward, uint64_t *bytes)
+{
+    struct mem_run r;
+    struct mh_layers_answer ans;
+    hand_made(steps, freed_in_forward, &r);
+    cr_assert_eq(mh__layers_answer(&r.a, 0, &ans), 0);
+    cr_expect_eq(ans.best, 0);
+    enum mh_no_plan why = ans.none_because;
+    *bytes = ans.none_bytes;
+    cr_expect_not_null(mh__no_plan_name(why));
+    mh__layers_answer_free(&ans);
+    run_free(&r);
+    return why;
+}
+
+Test(layers_answer, each_reason_for_no_plan)
+{
+    uint64_t bytes;
+    cr_expect_eq(reason_of(0, 0, &bytes), MH_NO_PLAN_UNKNOWN, "no steps, no scopes");
+    cr_expect_eq(bytes, 9u << 20, "all of the peak is unknown: %llu", (unsigned long long)bytes);
+    cr_expect_eq(reason_of(1, 0, &bytes), MH_NO_PLAN_NO_SCOPES, "activations, no scopes");
+    cr_expect_eq(bytes, 8u << 20, "the activations at the peak: %llu", (unsigned long long)bytes);
+    cr_expect_eq(reason_of(1, 1, &bytes), MH_NO_PLAN_NOTHING, "temporaries only");
+}
+
+Test(diff, layers_and_stacks_matched_and_ordered_by_change)
+{
+    struct mem_run a, b;
+    gpt(2, 3, &a);
+    gpt(4, 2, &b);
+    const struct mh_analysis *run[2] = {&a.a, &b.a};
+    const int dev[2] = {-1, -1};
+    struct mh_diff d;
+    cr_assert_eq(mh__diff_runs(run, dev, &d), 0);
+    cr_expect_lt(d.allocated[0].value, d.allocated[1].value, "a larger batch peaks higher");
+    cr_expect_eq(d.steps_a, 3);
+    cr_expect_eq(d.nsteps, 2, "the steps both runs have");
+    for (size_t i = 0; i < d.nsteps; i++)
+        cr_expect_eq(d.steps[i].step, (int64_t)i);
+    cr_assert_gt(d.nlayers, 4);
+    int blocks = 0;
+    for (size_t i = 0; i < d.nlayers; i++) {
+        if (strncmp(d.layers[i].name, "transformer.h.", 14) == 0) {
+            blocks++;
+            cr_expect(d.layers[i].a > 0 && d.layers[i].b > d.layers[i].a, "%s: %llu -> %llu",
+                      d.layers[i].name, (unsigned long long)d.layers[i].a,
+                      (unsigned long long)d.layers[i].b);
+        }
+        for (size_t k = 0; k < i; k++)
+            cr_expect_neq(strcmp(d.layers[k].name, d.layers[i].name), 0, "%s twice",
+                          d.layers[i].name);
+    }
+    cr_expect_eq(blocks, 4, "each block once, in both runs");
+    for (size_t i = 1; i < d.nlayers; i++) {
+        int64_t x = (int64_t)d.layers[i - 1].b - (int64_t)d.layers[i - 1].a;
+        int64_t y = (int64_t)d.layers[i].b - (int64_t)d.layers[i].a;
+        cr_expect_geq(llabs(x), llabs(y), "largest change first");
+    }
+    cr_assert_gt(d.nstacks, 0);
+    size_t both = 0;
+    for (size_t i = 0; i < d.nstacks; i++)
+        both += d.stacks[i].a > 0 && d.stacks[i].b > 0;
+    cr_expect_gt(both, d.nstacks / 2, "most stacks are found in both runs by their label");
+    mh__diff_free(&d);
+    run_free(&a);
+    run_free(&b);
+}
+
+Test(step_find, by_number_or_not_found)
+{
+    struct mem_run r;
+    gpt(2, 5, &r);
+    struct mh_step_stats st;
+    for (int64_t s = 0; s < 5; s++) {
+        cr_assert_eq(mh__step_find(r.a.rp.model, 0, s, &st), 0, "step %lld", (long long)s);
+        cr_expect_eq(st.step, s);
+    }
+    cr_expect_eq(mh__step_find(r.a.rp.model, 0, 5, &st), MH_ENOTFOUND);
+    cr_expect_eq(mh__step_find(r.a.rp.model, 0, -1, &st), MH_ENOTFOUND);
+    cr_expect_eq(mh__step_find(r.a.rp.model, 3, 0, &st), MH_ENOTFOUND, "no such device");
+    run_free(&r);
+}
