@@ -120,10 +120,16 @@ int mh__workload_run(const struct mh_workload *w, struct mh_sim *s, const int64_
     return w->run(s, values, steps, seed, res);
 }
 
-void mh__wl_init(struct wl *w, struct mh_sim *s, uint64_t seed, struct mh_workload_result *res)
+/* The name of the work progress reports are about. */
+static const char WL_PROGRESS[] = "simulating the training steps";
+
+void mh__wl_init(struct wl *w, struct mh_sim *s, uint64_t steps, uint64_t seed,
+                 struct mh_workload_result *res)
 {
     memset(w, 0, sizeof *w);
     w->sim = s;
+    w->steps = steps;
+    w->progress = mh__progress_default();
     w->rng = seed * 0x9e3779b97f4a7c15ull + 0x243f6a8885a308d3ull;
     w->step = -1;
     w->res = res;
@@ -206,6 +212,8 @@ void mh__wl_step(struct wl *w, int begin)
     marker(w, MH_EV_STEP_END, (uint32_t)w->step);
     if (!w->stopped)
         w->res->steps_done++;
+    if (w->res->steps_done < w->steps)
+        mh__progress_report(&w->progress, WL_PROGRESS, w->res->steps_done, w->steps);
 }
 
 void mh__wl_phase(struct wl *w, int phase)
@@ -225,5 +233,6 @@ double mh__wl_uniform(struct wl *w)
 
 int mh__wl_finish(struct wl *w)
 {
+    mh__progress_report(&w->progress, WL_PROGRESS, w->steps, w->steps);
     return w->err;
 }

@@ -421,7 +421,7 @@ static int gpt_run(struct mh_sim *s, const int64_t *v, uint64_t steps, uint64_t 
 {
     struct gpt g;
     memset(&g, 0, sizeof g);
-    mh__wl_init(&g.w, s, seed, res);
+    mh__wl_init(&g.w, s, steps, seed, res);
     g.L = (uint64_t)v[P_LAYERS];
     g.H = (uint64_t)v[P_HIDDEN];
     g.NH = (uint64_t)v[P_HEADS];

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "progress.h"
 #include "workload.h"
 
 struct wl_frame {
@@ -17,6 +18,8 @@ struct wl_frame {
 
 struct wl {
     struct mh_sim *sim;
+    uint64_t steps; /* the steps asked for, for progress reports */
+    struct mh_progress progress;
     uint64_t rng;
     uint64_t stream;
     int64_t step;
@@ -25,7 +28,10 @@ struct wl {
     struct mh_workload_result *res;
 };
 
-void mh__wl_init(struct wl *w, struct mh_sim *s, uint64_t seed, struct mh_workload_result *res);
+/* `steps`: the steps the run is asked for, reported as progress (the
+ * default, progress.h) after each one. */
+void mh__wl_init(struct wl *w, struct mh_sim *s, uint64_t steps, uint64_t seed,
+                 struct mh_workload_result *res);
 /* Interns frames (innermost first) as a stack; `meta` (module path) may be
  * NULL. The result packs the stack and string ids. */
 struct wl_site {

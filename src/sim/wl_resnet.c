@@ -269,7 +269,7 @@ static int resnet_run(struct mh_sim *s, const int64_t *v, uint64_t steps, uint64
 {
     struct resnet r;
     memset(&r, 0, sizeof r);
-    mh__wl_init(&r.w, s, seed, res);
+    mh__wl_init(&r.w, s, steps, seed, res);
     r.N = (uint64_t)v[P_BATCH];
     r.act = v[P_AMP] ? 2 : 4;
     r.classes = (uint64_t)v[P_CLASSES];
