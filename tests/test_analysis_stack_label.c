@@ -184,3 +184,48 @@ Test(analysis_stack_label, installed_libraries_name_their_allocations)
     mh_reader_close(b.r);
     mh_writer_free_mem(b.w);
 }
+
+Test(analysis_stack_label, text_outputs_show_files_relative_to_their_package_or_program)
+{
+    struct book b;
+    struct mh_writer_opts wo = {.source = "recorded"};
+    cr_assert_eq(mh_writer_open_mem(&wo, &b.w), 0);
+    cr_assert_eq(mh_writer_set_meta(b.w, "cwd", "/home/u/proj/"), 0);
+    cr_assert_eq(mh_writer_set_meta(b.w, "sys_prefix", "/opt/py"), 0);
+    const char *const frames[][2] = {
+        {"/opt/py/lib/python3.11/site-packages/transformers/models/gpt2/modeling_gpt2.py",
+         "forward"},
+        {"/home/u/proj/train.py", "train_step"}};
+    const uint32_t lines[] = {185, 12};
+    uint32_t st = stack_of(&b, frames, lines, 2);
+    book_read(&b, &st, 1);
+    const uint32_t *ids;
+    size_t n;
+    char buf[256];
+    cr_assert_eq(mh_reader_stack(b.r, st, &ids, &n), 0);
+    cr_expect_str_eq(mh__frame_display(b.r, ids[0], buf, sizeof buf),
+                     "transformers/models/gpt2/modeling_gpt2.py:185 forward");
+    cr_expect_str_eq(mh__frame_display(b.r, ids[1], buf, sizeof buf), "train.py:12 train_step");
+    cr_expect_str_eq(mh__frame_text(b.r, ids[1], buf, sizeof buf),
+                     "/home/u/proj/train.py:12 train_step", "the full path where asked for");
+    struct {
+        const char *file, *shown;
+    } cases[] = {
+        {"/usr/lib/python3/dist-packages/numpy/core/x.py", "numpy/core/x.py"},
+        {"/opt/py/lib/python3.11/functools.py", "functools.py"},
+        {"/opt/py/lib/python3.11/concurrent/futures/thread.py", "concurrent/futures/thread.py"},
+        {"/opt/py/bin/torchrun", "bin/torchrun"},
+        {"/home/u/proj/sub/model.py", "sub/model.py"},
+        {"/home/u/project2/model.py", "/home/u/project2/model.py"},
+        {"/home/u/proj", "/home/u/proj"},
+        {"model.py", "model.py"},
+        {"/x/site-packages/", "/x/site-packages/"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_expect_str_eq(mh__display_path(b.r, cases[i].file), cases[i].shown, "%s",
+                         cases[i].file);
+    cr_expect_str_eq(mh__display_path(NULL, "/home/u/proj/train.py"), "/home/u/proj/train.py",
+                     "no header: no working directory");
+    mh_reader_close(b.r);
+    mh_writer_free_mem(b.w);
+}

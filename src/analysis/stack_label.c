@@ -230,20 +230,72 @@ static int in_library(const struct mh_frame *f)
     return 1;
 }
 
-const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len)
+/* `file` past `dir` when it lies below it ("dir/a/b.py" -> "a/b.py"). */
+static const char *below(const char *file, const char *dir)
+{
+    size_t n = dir ? strlen(dir) : 0;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return n && strncmp(file, dir, n) == 0 && file[n] == '/' && file[n + 1] ? file + n + 1 : NULL;
+}
+
+/* Past the last "/lib/pythonX.Y/" of a path: the standard library's part. */
+static const char *past_stdlib(const char *file)
+{
+    const char *at = NULL;
+    for (const char *p = strstr(file, "/lib/python3"); p; p = strstr(p + 1, "/lib/python3"))
+        at = p;
+    const char *slash = at ? strchr(at + 12, '/') : NULL;
+    return slash && slash[1] ? slash + 1 : NULL;
+}
+
+const char *mh__display_path(const struct mh_reader *r, const char *file)
+{
+    static const char *const packages[] = {"/site-packages/", "/dist-packages/"};
+    const char *short_path = NULL;
+    for (size_t i = 0; i < 2; i++)
+        for (const char *p = strstr(file, packages[i]); p; p = strstr(p + 1, packages[i]))
+            short_path = p + strlen(packages[i]);
+    if (short_path && *short_path)
+        return short_path;
+    if ((short_path = past_stdlib(file)) != NULL)
+        return short_path;
+    if (r && (short_path = below(file, mh_reader_meta(r, "cwd"))) != NULL)
+        return short_path;
+    if (r && (short_path = below(file, mh_reader_meta(r, "sys_prefix"))) != NULL)
+        return short_path;
+    return file;
+}
+
+/* A frame as one line: its file as `path` gives it, the line and function. */
+static const char *frame_line(const struct mh_reader *r, uint32_t frame, int display, char *buf,
+                              size_t len)
 {
     struct mh_frame f;
-    if (mh_reader_frame(r, frame, &f) != 0)
+    if (mh_reader_frame(r, frame, &f) != 0) {
         snprintf(buf, len, "<frame %u>", frame);
-    else if (special_frame(&f, buf, len))
+        return buf;
+    }
+    const char *file = f.file && display && !in_library(&f) ? mh__display_path(r, f.file) : f.file;
+    if (special_frame(&f, buf, len))
         ;
     else if (f.line && in_library(&f))
-        snprintf(buf, len, "%s+0x%x %s", f.file, f.line, f.func);
+        snprintf(buf, len, "%s+0x%x %s", file, f.line, f.func);
     else if (f.line)
-        snprintf(buf, len, "%s:%u %s", f.file, f.line, f.func);
+        snprintf(buf, len, "%s:%u %s", file, f.line, f.func);
     else
-        snprintf(buf, len, "%s %s", f.file, f.func);
+        snprintf(buf, len, "%s %s", file, f.func);
     return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
+}
+
+const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len)
+{
+    return frame_line(r, frame, 0, buf, len);
+}
+
+const char *mh__frame_display(const struct mh_reader *r, uint32_t frame, char *buf, size_t len)
+{
+    return frame_line(r, frame, 1, buf, len);
 }
 
 int mh__frame_aten_op(const char *func, char *op, size_t len)

@@ -49,5 +49,13 @@ const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf
 const char *mh__short_path(const char *file);
 /* "file:line func" for one frame id (full file name). Returns buf. */
 const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len);
+/* The same with the file as text outputs show it (mh__display_path). */
+const char *mh__frame_display(const struct mh_reader *r, uint32_t frame, char *buf, size_t len);
+/* A file as text outputs show it: relative to the package directory it is
+ * installed in (site-packages, dist-packages: "transformers/models/gpt2/
+ * modeling_gpt2.py") or to the standard library's, else to the recorded
+ * program's working directory or interpreter prefix (the header's "cwd" and
+ * "sys_prefix"; `r` may be NULL), else whole. Points into `file`. */
+const char *mh__display_path(const struct mh_reader *r, const char *file);
 
 #endif

@@ -99,7 +99,7 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
         else if (!skip_internal && (int)i == best)
             mh__stack_label(r, stack, frame, sizeof frame); /* "aten op bmm in BmmBackward0" */
         else
-            mh__frame_text(r, frames[i], frame, sizeof frame);
+            mh__frame_display(r, frames[i], frame, sizeof frame);
         int w = snprintf(buf + used, len - used, "%s%s", shown ? sep : "", frame);
         if (w < 0)
             break;

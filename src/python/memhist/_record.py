@@ -95,7 +95,8 @@ def header_meta():
     """What the recording's header says about the process, so rank files
     can be grouped without relying on their names."""
     import socket
-    meta = {"host": socket.gethostname(), "pid": os.getpid(), "parent_pid": os.getppid()}
+    meta = {"host": socket.gethostname(), "pid": os.getpid(), "parent_pid": os.getppid(),
+            "cwd": os.getcwd(), "sys_prefix": sys.prefix}
     keys = (("rank", "RANK"), ("local_rank", "LOCAL_RANK"), ("world_size", "WORLD_SIZE"),
             ("attempt", "TORCHELASTIC_RESTART_COUNT"))
     for key, env in keys:
