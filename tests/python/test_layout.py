@@ -6,7 +6,9 @@ Checks, over src/ and viz/:
     below its own in the dependency order;
   - file names are unique across src/, viz/ and include/;
   - the built libraries and the CLI define no global mh_ symbol that the
-    public headers do not declare (internal cross-file names use mh__).
+    public headers do not declare (internal cross-file names use mh__);
+  - docs/DESIGN.md's boundary table is the one LIBRARIES and MODULES give
+    (`python3 tests/python/test_layout.py --table` prints it).
 Prints one line per problem and exits 1 if there is any.
 """
 import glob
@@ -23,10 +25,10 @@ BUILD = os.environ.get("MH_BINARY_DIR", "")
 MODULES = {
     "format": (["src/format"], [], []),
     "record": (["src/record"], ["format"], []),
-    "model": (["src/model"], [], ["addrmap.h", "grow.h", "progress.h", "units.h", "utf8.h"]),
+    "model": (["src/model"], [], ["addrmap.h", "diag.h", "grow.h", "progress.h", "units.h", "utf8.h"]),
     "sim": (["src/sim"], ["model"], ["sim.h", "workload.h", "sim_replay.h"]),
     "analysis": (["src/analysis"], ["sim", "model"],
-                 ["analysis.h", "categories.h", "device_report.h", "diag.h", "diff.h", "flame.h", "job_origin.h",
+                 ["analysis.h", "categories.h", "device_report.h", "diff.h", "flame.h", "job_origin.h",
                   "layer_names.h", "layers.h", "layers_answer.h", "oom_explain.h", "replay_file.h", "session.h", "stacks.h", "whatif_check.h"]),
     "import": (["src/import"], ["model"], ["snapshot_import.h", "pickle_read.h", "pickle_value.h"]),
     "viz_common": (["viz/common"], ["model"], ["json.h", "json_read.h", "outfile.h", "pickle_write.h",
@@ -39,6 +41,53 @@ MODULES = {
     "cli": (["src/cli"], ["viz_plot", "viz_snapshot", "viz_trace", "viz_flame", "viz_common", "import",
                           "analysis", "sim", "model", "vdevice"], []),
 }
+# The libraries of DESIGN.md's boundary table: (library, folders, what it may use, modules
+# whose offered headers it lists, what it offers when no module lists headers).
+LIBRARIES = [
+    ("`libmemhist`", "src/record, src/format", "msgpack-c, pthreads, libdl", [],
+     "include/memhist/ only (the shared library also holds the model for memhist/model.h)"),
+    ("`mh_model`", "src/model", "libmemhist", ["model"], None),
+    ("`mh_sim`", "src/sim", "model", ["sim"], None),
+    ("`mh_analysis`", "src/analysis", "sim, model", ["analysis"], None),
+    ("`mh_import`", "src/import", "model", ["import"], None),
+    ("`mh_viz`", "viz/common, plot, snapshot, trace, flame",
+     "analysis (viz/common: model only), libpng, zlib",
+     ["viz_common", "viz_plot", "viz_snapshot", "viz_trace", "viz_flame"], None),
+    ("`libmemhist_pyhook`", "src/pyhook",
+     "libmemhist, the Python C API, libtorch (autograd nodes, tensors)", [],
+     "the module scope hooks and tensor tags, to the Python package through ctypes"),
+    ("`mh_vdev_presets`", "src/vdevice (vdev_presets.c)", "—", ["vdevice"], None),
+    ("virtual device (`build/vdevice/lib*.so*`)", "src/vdevice", "mh_vdev_presets, libc", [],
+     "the CUDA, cuBLAS(Lt) and NVML APIs, to programs it is preloaded into"),
+    ("`memhist`", "src/cli", "everything", [], "—"),
+]
+TABLE_HEAD = "| library | folders | may use | offers to the modules above it |\n|---|---|---|---|\n"
+
+
+def design_table():
+    rows = []
+    for lib, dirs, uses, modules, offers in LIBRARIES:
+        if offers is None:
+            offers = "; ".join(", ".join(sorted(MODULES[m][2])) for m in modules
+                               if MODULES[m][2])
+            if lib == "`mh_model`":
+                offers = "include/memhist/model.h, " + offers
+        rows.append("| %s | %s | %s | %s |" % (lib, dirs, uses, offers))
+    return TABLE_HEAD + "\n".join(rows) + "\n"
+
+
+def check_design_table(problems):
+    text = open(os.path.join(ROOT, "docs", "DESIGN.md"), encoding="utf-8").read()
+    at = text.find(TABLE_HEAD)
+    if at < 0:
+        problems.append("docs/DESIGN.md: no boundary table (its header row is missing)")
+        return
+    end = text.find("\n\n", at)
+    if text[at:end + 1] != design_table():
+        problems.append("docs/DESIGN.md: the boundary table differs from test_layout.py's lists "
+                        "(python3 tests/python/test_layout.py --table prints the right one)")
+
+
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -123,10 +172,14 @@ def check_symbols(problems):
 
 
 def main():
+    if sys.argv[1:] == ["--table"]:
+        sys.stdout.write(design_table())
+        return 0
     problems = []
     check_includes(problems)
     check_unique_names(problems)
     check_symbols(problems)
+    check_design_table(problems)
     for p in sorted(set(problems)):
         print(p)
     print(f"{len(set(problems))} layout problem(s)")

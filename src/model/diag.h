@@ -2,9 +2,11 @@
  * printing: warnings and errors that name a file (a damaged recording,
  * allocator settings that do not parse) go to one callback the program
  * installs; src/cli installs one that writes "memhist: <message>" to stderr.
- * Without a callback messages are dropped. */
-#ifndef MH_ANALYSIS_DIAG_H
-#define MH_ANALYSIS_DIAG_H
+ * Without a callback messages are dropped. Lives in the lowest offline
+ * library, beside progress.h, so the simulator and the importer can warn
+ * as the analyses do. */
+#ifndef MH_MODEL_DIAG_H
+#define MH_MODEL_DIAG_H
 
 typedef void (*mh__diag_fn)(void *user, const char *message);
 
