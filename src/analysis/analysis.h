@@ -30,8 +30,6 @@ struct mh_analysis {
     struct mh_whatif_events *events;  /* NULL unless wanted */
     struct mh_peak_groups *peaks;     /* NULL unless wanted */
     struct mh_growth *growth;         /* NULL unless wanted */
-    void *prepared; /* a command's own result for this file, set and freed by
-                     * the command (src/cli/multi.c's prepare hook); NULL */
 };
 
 /* Opens and replays `path` once (reports a one-line error naming the file

@@ -139,14 +139,16 @@ struct mh_cli_multi {
     const struct mh_analysis_want *want;
     int json_files;
     int no_worst;
-    int (*each)(void *user, const struct mh_analysis *a, size_t i, size_t n, struct mh_json *j);
+    /* file i of n: its analysis and what `prepare` made of it (NULL without) */
+    int (*each)(void *user, const struct mh_analysis *a, void *prepared, size_t i, size_t n,
+                struct mh_json *j);
     void *user;
     /* optional: a file's work that prints nothing, run on the worker thread
      * right after its replay (so in parallel across files; `user` only
-     * read): it keeps its result in a->prepared for `each`, and `discard`
-     * frees it. Returns 0 or MH_E* (the file then fails with that code). */
-    int (*prepare)(void *user, struct mh_analysis *a);
-    void (*discard)(struct mh_analysis *a);
+     * read): its result in *prepared goes to `each`, and `discard` frees
+     * it. Returns 0 or MH_E* (the file then fails with that code). */
+    int (*prepare)(void *user, const struct mh_analysis *a, void **prepared);
+    void (*discard)(void *prepared);
 };
 int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);
 

@@ -154,10 +154,11 @@ static int one_device(void *user, const struct mh_analysis *a, int dev, struct m
     return 0;
 }
 
-static int growth_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
-                       struct mh_json *j)
+static int growth_file(void *user, const struct mh_analysis *a, void *prepared, size_t i,
+                       size_t n, struct mh_json *j)
 {
     const struct growth_opts *o = user;
+    (void)prepared;
     (void)i;
     (void)n;
     return mh__cli_each_device(a, o->device, j, one_device, user);

@@ -325,10 +325,11 @@ static int one_device(void *user, const struct mh_analysis *a, int dev, struct m
     return 0;
 }
 
-static int layers_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
-                       struct mh_json *j)
+static int layers_file(void *user, const struct mh_analysis *a, void *prepared, size_t i,
+                       size_t n, struct mh_json *j)
 {
     const struct layers_opts *o = user;
+    (void)prepared;
     (void)i;
     (void)n;
     return mh__cli_each_device(a, o->device, j, one_device, user);

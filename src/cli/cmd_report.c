@@ -178,27 +178,27 @@ static void devs_free(struct report_devs *r)
         free(r->devs);
 }
 
-static int prepare_file(void *user, struct mh_analysis *a)
+static int prepare_file(void *user, const struct mh_analysis *a, void **prepared)
 {
     struct report_devs *r = calloc(1, sizeof *r);
     if (!r)
         return MH_ENOMEM;
     collect(user, a, r);
-    a->prepared = r;
+    *prepared = r;
     return 0;
 }
 
-static void discard_file(struct mh_analysis *a)
+static void discard_file(void *prepared)
 {
-    devs_free(a->prepared);
-    free(a->prepared);
-    a->prepared = NULL;
+    devs_free(prepared);
+    free(prepared);
 }
 
-static int report_devices(const struct report_opts *o, const struct mh_analysis *a)
+static int report_devices(const struct report_opts *o, const struct mh_analysis *a,
+                          struct report_devs *r)
 {
     const struct mh_replay *rp = &a->rp;
-    struct report_devs own = {0}, *r = a->prepared;
+    struct report_devs own = {0};
     if (!r) {
         collect(o, a, &own);
         r = &own;
@@ -218,15 +218,15 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
 }
 
-static int report_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
-                       struct mh_json *j)
+static int report_file(void *user, const struct mh_analysis *a, void *prepared, size_t i,
+                       size_t n, struct mh_json *j)
 {
     struct report_opts *o = user;
     (void)i;
     (void)n;
     o->path = a->rp.path;
     o->j = j;
-    return report_devices(o, a);
+    return report_devices(o, a, prepared);
 }
 
 static int run_report(int argc, char **argv)

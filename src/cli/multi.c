@@ -34,13 +34,15 @@ struct pool {
     size_t consumed; /* files whose result was taken */
     int stop;
     struct mh_analysis *slot; /* file i in slot[i % window] */
+    void **prepared;          /* and what the command's prepare made of it */
     int *state;               /* per file: 0 pending, 1 ready, < 0 failed */
 };
 
-static void close_file(const struct mh_cli_multi *m, struct mh_analysis *a)
+static void close_file(const struct mh_cli_multi *m, struct mh_analysis *a, void **prepared)
 {
-    if (m->discard)
-        m->discard(a);
+    if (m->discard && *prepared)
+        m->discard(*prepared);
+    *prepared = NULL;
     mh__analysis_close(a);
 }
 
@@ -56,10 +58,12 @@ static void *worker(void *arg)
         size_t i = p->next++;
         pthread_mutex_unlock(&p->mu);
         struct mh_analysis *a = &p->slot[i % p->window];
+        void **prepared = &p->prepared[i % p->window];
         int rc = mh__analysis_open(p->paths[i], p->m->want, a);
-        if (rc == 0 && p->m->prepare && (rc = p->m->prepare(p->m->user, a)) < 0) {
+        *prepared = NULL;
+        if (rc == 0 && p->m->prepare && (rc = p->m->prepare(p->m->user, a, prepared)) < 0) {
             mh__cli_error("%s: %s", p->paths[i], mh_strerror(rc));
-            close_file(p->m, a);
+            close_file(p->m, a, prepared);
         }
         pthread_mutex_lock(&p->mu);
         p->state[i] = rc < 0 ? rc : 1;
@@ -84,7 +88,7 @@ static struct mh_analysis *take(struct pool *p, size_t i, int *rc)
 static void release(struct pool *p, size_t i)
 {
     if (p->state[i] == 1)
-        close_file(p->m, &p->slot[i % p->window]);
+        close_file(p->m, &p->slot[i % p->window], &p->prepared[i % p->window]);
     pthread_mutex_lock(&p->mu);
     p->consumed = i + 1;
     pthread_cond_broadcast(&p->cv);
@@ -107,7 +111,7 @@ static int results(struct pool *p, uint64_t origin, struct mh_rank_row *rows, st
                 a->rp.t0_ns = origin;
             if (a->rp.t0_ns && (!first || a->rp.t0_ns < first))
                 first = a->rp.t0_ns;
-            rc = p->m->each(p->m->user, a, i, p->n, j);
+            rc = p->m->each(p->m->user, a, p->prepared[i % p->window], i, p->n, j);
             mh__rank_row_fill(a, &rows[i]);
         }
         release(p, i);
@@ -159,7 +163,7 @@ static int run_pool(struct pool *p, uint64_t origin, struct mh_rank_row *rows)
         pthread_join(tid[i], NULL);
     for (size_t i = p->consumed; i < p->next; i++)
         if (p->state[i] == 1)
-            close_file(p->m, &p->slot[i % p->window]);
+            close_file(p->m, &p->slot[i % p->window], &p->prepared[i % p->window]);
     return rc;
 }
 
@@ -172,10 +176,11 @@ int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
     p.window = thread_count(n);
     p.window = p.window ? p.window : 1;
     p.slot = calloc(p.window, sizeof *p.slot);
+    p.prepared = calloc(p.window, sizeof *p.prepared);
     p.state = calloc(n ? n : 1, sizeof *p.state);
     struct mh_rank_row *rows = calloc(n ? n : 1, sizeof *rows);
     int rc = MH_EXIT_FAIL;
-    if (!p.slot || !p.state || !rows || pthread_mutex_init(&p.mu, NULL) != 0) {
+    if (!p.slot || !p.prepared || !p.state || !rows || pthread_mutex_init(&p.mu, NULL) != 0) {
         mh__cli_error("%s", mh_strerror(MH_ENOMEM));
     } else {
         if (pthread_cond_init(&p.cv, NULL) == 0) {
@@ -185,6 +190,7 @@ int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
         pthread_mutex_destroy(&p.mu);
     }
     free(p.slot);
+    free(p.prepared);
     free(p.state);
     free(rows);
     return rc < 0 ? MH_EXIT_FAIL : rc;

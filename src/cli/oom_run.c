@@ -78,9 +78,10 @@ static int explain_file(const struct mh_analysis *a, const struct mh_oom_opts *o
     return rc;
 }
 
-static int oom_file(void *user, const struct mh_analysis *a, size_t i, size_t n,
-                    struct mh_json *j)
+static int oom_file(void *user, const struct mh_analysis *a, void *prepared, size_t i,
+                    size_t n, struct mh_json *j)
 {
+    (void)prepared;
     (void)i;
     (void)n;
     return explain_file(a, user, j) < 0 ? MH_EXIT_FAIL : 0;
