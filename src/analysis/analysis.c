@@ -168,25 +168,6 @@ int mh__analysis_moments(const struct mh_analysis *a, const uint64_t *index, siz
     return rc;
 }
 
-size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved)
-{
-    size_t worst = 0;
-    uint64_t best = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct mh_model *m = a[i].rp.model;
-        for (size_t d = 0; d < mh_model_device_count(m); d++) {
-            struct mh_peak p;
-            if (mh_model_peak_reserved(m, mh_model_device_at(m, d), &p) == 0 && p.value > best) {
-                best = p.value;
-                worst = i;
-            }
-        }
-    }
-    if (peak_reserved)
-        *peak_reserved = best;
-    return worst;
-}
-
 int mh__step_find(const struct mh_model *m, int device, int64_t step, struct mh_step_stats *out)
 {
     size_t lo = 0, hi = mh_model_step_count(m, device);

@@ -67,9 +67,6 @@ int mh__analysis_records_at(const struct mh_analysis *a, const uint64_t *index, 
 int mh__analysis_each_record(const struct mh_analysis *a,
                              int (*fn)(void *user, const struct mh_alloc_rec *r), void *user);
 
-/* Index of the rank with the largest peak reserved over its devices. */
-size_t mh__analysis_worst(const struct mh_analysis *a, size_t n, uint64_t *peak_reserved);
-
 /* The statistics of the step numbered `step` on `device` of model `m`
  * (mh_model_step); 0, or MH_ENOTFOUND if the device has no such step (the
  * span after its last step marker is none). */

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "device_report.h"
+#include "job_ranks.h"
 #include "json.h"
 #include "oom_explain.h"
 
@@ -47,17 +48,6 @@ void mh__growth_json(struct mh_json *j, const struct mh_reader *r, const struct 
 
 /* report_ranks.c: one file's row of the rank table, kept after its
  * analysis is closed (path borrowed from the command line). */
-struct mh_rank_row {
-    const char *path;
-    char host[64]; /* "" when the header has none */
-    int64_t rank;  /* -1 when neither the header nor the name says */
-    int device;    /* the device with the largest peak reserved; -1 if none */
-    int helper;    /* a process the rank started: listed, left out of the spread */
-    struct mh_peak alloc, reserved;
-    size_t steps, ooms;
-    double frag;   /* at the reserved peak; < 0 when unknown */
-};
-void mh__rank_row_fill(const struct mh_analysis *a, struct mh_rank_row *r);
 /* The rank table, spread and worst rank (ties stated) of several files,
  * times from `origin` (the job's start); JSON keys "ranks", "spread",
  * "worst_rank" when j, else text when n > 1. */

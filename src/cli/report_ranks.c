@@ -14,114 +14,6 @@
 #include "analysis.h"
 #include "json.h"
 
-/* meta "rank", else the R of ".rank<R>" in the name, else -1. */
-static int64_t rank_of(const struct mh_replay *rp)
-{
-    const char *m = mh_reader_meta(rp->reader, "rank");
-    const char *p = strstr(rp->path, ".rank");
-    if (m && *m)
-        return strtoll(m, NULL, 10);
-    return p && p[5] >= '0' && p[5] <= '9' ? strtoll(p + 5, NULL, 10) : -1;
-}
-
-static double frag_at_peak(const struct mh_model *m, int dev, const struct mh_peak *reserved)
-{
-    struct mh_step_stats s;
-    for (size_t i = 0; i < mh_model_step_count(m, dev); i++)
-        if (mh_model_step(m, dev, i, &s) == 0 && s.peak_reserved == reserved->value && s.peak_reserved)
-            return 1.0 - (double)s.allocated_at_reserved_peak / (double)s.peak_reserved;
-    return -1.0;
-}
-
-void mh__rank_row_fill(const struct mh_analysis *a, struct mh_rank_row *r)
-{
-    const struct mh_model *m = a->rp.model;
-    memset(r, 0, sizeof *r);
-    r->path = a->rp.path;
-    const char *host = mh_reader_meta(a->rp.reader, "host");
-    snprintf(r->host, sizeof r->host, "%s", host ? host : "");
-    r->rank = rank_of(&a->rp);
-    const char *role = mh_reader_meta(a->rp.reader, "rank_process");
-    r->helper = role && strcmp(role, "helper") == 0;
-    r->device = -1;
-    r->frag = -1.0;
-    for (size_t d = 0; d < mh_model_device_count(m); d++) {
-        int dev = mh_model_device_at(m, d);
-        struct mh_peak p;
-        if (mh_model_peak_reserved(m, dev, &p) == 0 && (r->device < 0 || p.value > r->reserved.value)) {
-            r->device = dev;
-            r->reserved = p;
-        }
-    }
-    if (r->device < 0)
-        return;
-    mh_model_peak_allocated(m, r->device, &r->alloc);
-    r->steps = mh_model_step_count(m, r->device);
-    r->frag = frag_at_peak(m, r->device, &r->reserved);
-    for (size_t i = 0; i < mh_model_oom_count(m); i++) {
-        struct mh_oom_info o;
-        if (mh_model_oom(m, i, &o) == 0 && o.device == r->device)
-            r->ooms++;
-    }
-}
-
-static int by_reserved(const void *x, const void *y)
-{
-    uint64_t a = ((const struct mh_rank_row *)x)->reserved.value, b = ((const struct mh_rank_row *)y)->reserved.value;
-    return a < b ? -1 : a > b;
-}
-
-struct spread {
-    size_t max, min, far; /* row indexes */
-    uint64_t median;
-    size_t tied; /* rows sharing the max */
-    size_t far_tied; /* rows as far from the median as `far` */
-};
-
-/* Over the ranks' own processes (every file when all are helpers). */
-static void find_spread(const struct mh_rank_row *all, size_t n, struct spread *s)
-{
-    struct mh_rank_row *r = malloc((n ? n : 1) * sizeof *r);
-    size_t *idx = malloc((n ? n : 1) * sizeof *idx), m = 0;
-    memset(s, 0, sizeof *s);
-    if (!r || !idx) {
-        free(r);
-        free(idx);
-        return;
-    }
-    for (int pass = 0; pass < 2 && m == 0; pass++)
-        for (size_t i = 0; i < n; i++)
-            if (pass || !all[i].helper) {
-                idx[m] = i;
-                r[m++] = all[i];
-            }
-    qsort(r, m, sizeof *r, by_reserved);
-    s->median = m % 2 ? r[m / 2].reserved.value : r[m / 2 - 1].reserved.value / 2 + r[m / 2].reserved.value / 2;
-    for (size_t k = 0; k < m; k++)
-        r[k] = all[idx[k]];
-    uint64_t fard = 0;
-    size_t mx = 0, mn = 0, far = 0;
-    for (size_t k = 0; k < m; k++) {
-        uint64_t v = r[k].reserved.value, d = v > s->median ? v - s->median : s->median - v;
-        mx = v > r[mx].reserved.value ? k : mx;
-        mn = v < r[mn].reserved.value ? k : mn;
-        if (d > fard) {
-            fard = d;
-            far = k;
-        }
-    }
-    for (size_t k = 0; k < m; k++) {
-        uint64_t v = r[k].reserved.value;
-        s->tied += v == r[mx].reserved.value;
-        s->far_tied += (v > s->median ? v - s->median : s->median - v) == fard;
-    }
-    s->max = idx[mx];
-    s->min = idx[mn];
-    s->far = idx[far];
-    free(r);
-    free(idx);
-}
-
 static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *p, uint64_t origin)
 {
     mh__json_key(j, key);
@@ -142,7 +34,7 @@ static void json_rank(struct mh_json *j, int64_t rank)
         mh__json_int(j, rank);
 }
 
-static void json_ranks(struct mh_json *j, const struct mh_rank_row *r, size_t n, const struct spread *s,
+static void json_ranks(struct mh_json *j, const struct mh_rank_row *r, size_t n, const struct mh_job_spread *s,
                        uint64_t origin)
 {
     mh__json_key(j, "ranks");
@@ -180,7 +72,7 @@ static void json_ranks(struct mh_json *j, const struct mh_rank_row *r, size_t n,
     mh__json_end_object(j);
 }
 
-static void json_worst(struct mh_json *j, const struct mh_rank_row *r, size_t n, const struct spread *s)
+static void json_worst(struct mh_json *j, const struct mh_rank_row *r, size_t n, const struct mh_job_spread *s)
 {
     mh__json_key(j, "worst_rank");
     mh__json_begin_object(j);
@@ -226,7 +118,7 @@ static int peak_width(const struct mh_rank_row *r, size_t n, int reserved, uint6
     return w;
 }
 
-static void text_ranks(const struct mh_rank_row *r, size_t n, const struct spread *s, uint64_t origin)
+static void text_ranks(const struct mh_rank_row *r, size_t n, const struct mh_job_spread *s, uint64_t origin)
 {
     char b1[64], b2[64], b3[32], b4[32], b5[32];
     int helpers = 0, wa = peak_width(r, n, 0, origin), wr = peak_width(r, n, 1, origin);
@@ -276,8 +168,8 @@ static void text_ranks(const struct mh_rank_row *r, size_t n, const struct sprea
 
 int mh__print_ranks(const struct mh_rank_row *r, size_t n, uint64_t origin, struct mh_json *j)
 {
-    struct spread s;
-    find_spread(r, n, &s);
+    struct mh_job_spread s;
+    mh__job_spread(r, n, &s);
     if (j) {
         json_ranks(j, r, n, &s, origin);
         json_worst(j, r, n, &s);

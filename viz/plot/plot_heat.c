@@ -59,7 +59,9 @@ struct heat {
     size_t *order;      /* row -> file index */
     uint64_t lo, hi;    /* smallest and largest non-empty cell */
     size_t worst_row, worst_col;
-    int64_t worst_step; /* the step (not the column) of the worst cell */
+    int64_t worst_step;   /* the step (not the column) of the worst cell */
+    uint64_t worst_bytes; /* its peak reserved */
+    int worst_own;        /* it is the worst rank's (mh__job_worst) */
 };
 
 /* The rank from the header, else from a ".rank3" name; -1 if neither. */
@@ -155,13 +157,37 @@ static void fill_row(struct heat *h, size_t row, const struct mh__plot_scan *s)
             continue;
         uint64_t *c = &h->cell[row * h->ncols + col];
         *c = st.peak_reserved;
-        if (st.peak_reserved > h->hi) {
+        if (st.peak_reserved > h->hi)
             h->hi = st.peak_reserved;
-            h->worst_row = row;
-            h->worst_col = col;
-            h->worst_step = st.step;
-        }
     }
+}
+
+/* The highest cell of row `row`, if higher than the worst so far. */
+static void row_worst(struct heat *h, size_t row, const struct mh__plot_scan *s)
+{
+    size_t k = has_steps(s) ? mh_model_step_count(s->model, s->device) : 0;
+    for (size_t j = 0; j < k; j++) {
+        struct mh_step_stats st;
+        if (mh_model_step(s->model, s->device, j, &st) != 0 || !in_window(h->o, st.step) ||
+            st.step < h->first_step || st.peak_reserved <= h->worst_bytes)
+            continue;
+        h->worst_bytes = st.peak_reserved;
+        h->worst_row = row;
+        h->worst_col = (size_t)((st.step - h->first_step) / h->per_col);
+        h->worst_step = st.step;
+    }
+}
+
+/* The worst cell: the highest of the worst rank's row (its steps' peak
+ * reserved), else, when that rank has no step here, the highest of all. */
+static void find_worst(struct heat *h, const struct mh__plot_scan *scans, size_t worst_file)
+{
+    for (size_t row = 0; row < h->n; row++)
+        if (h->order[row] == worst_file)
+            row_worst(h, row, &scans[worst_file]);
+    h->worst_own = h->worst_bytes > 0;
+    for (size_t row = 0; row < h->n && !h->worst_own; row++)
+        row_worst(h, row, &scans[h->order[row]]);
 }
 
 /* Builds the cells for a grid `width` pixels wide. */
@@ -319,9 +345,10 @@ static void heat_title(struct mh_canvas *c, const struct heat *h, struct mh_sess
     size_t f = h->order[h->worst_row];
     rank_label(rd[f], names[f], f, label, sizeof label);
     snprintf(sub, sizeof sub, "darker = more reserved (from %s to %s); worst cell, outlined: %s, "
-             "step %lld, %s (its timeline is below)", mh__plot_bytes(h->lo, b1, sizeof b1),
+             "step %lld, %s (%s)", mh__plot_bytes(h->lo, b1, sizeof b1),
              mh__plot_bytes(h->hi, b2, sizeof b2), label, (long long)h->worst_step,
-             mh__plot_bytes(h->hi, b3, sizeof b3));
+             mh__plot_bytes(h->worst_bytes, b3, sizeof b3),
+             h->worst_own ? "its timeline is below" : "below: the worst rank by peak reserved");
     mh__canvas_text_fit(c, 12, y + 34, sub, MH_COL_MUTED, 1, c->width - 24);
 }
 
@@ -334,6 +361,8 @@ int mh__plot_heatmap(struct mh_canvas *c, int y, const struct mh_plot_opts *o,
     int rc = heat_build(&h, o, scans, rd, names, n, gw);
     if (rc < 0)
         return rc;
+    if (h.cell)
+        find_worst(&h, scans, *worst);
     if (!h.cell) {
         mh__canvas_text(c, 12, y + 10, o->has_steps ? "memhist heat map: no rank has these steps"
                                                     : "memhist heat map: no rank has step markers",
@@ -347,7 +376,6 @@ int mh__plot_heatmap(struct mh_canvas *c, int y, const struct mh_plot_opts *o,
     rank_labels(c, &h, rd, names, gy, rh);
     step_axis(c, &h, gx, gy + rh * (int)n + 1, gw);
     scale_legend(c, &h, gx + gw + 24, gy + 14, rh * (int)n - 40);
-    *worst = h.order[h.worst_row];
     free(h.cell);
     free(h.order);
     return 0;

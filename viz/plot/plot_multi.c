@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "memhist/error.h"
+#include "job_ranks.h"
 #include "palette.h"
 #include "plot_internal.h"
 #include "png_out.h"
@@ -137,12 +138,34 @@ struct axis_plan {
     size_t worst;     /* index of the highest reserved peak, n if none */
 };
 
-static void plan(struct mh__plot_scan *scans, size_t n, struct axis_plan *p)
+/* The worst rank by the job's one rule (job_ranks.h) over the files drawn:
+ * the largest reserved peak in the window, helpers left out. */
+static size_t worst_file(struct mh_session *const *rd, const struct mh__plot_scan *scans, size_t n)
 {
-    uint64_t latest_first = 0, earliest_last = UINT64_MAX, best = 0;
+    uint64_t *reserved = calloc(n ? n : 1, sizeof *reserved);
+    uint8_t *helper = calloc(n ? n : 1, 1);
+    size_t *file = calloc(n ? n : 1, sizeof *file), m = 0, worst = n;
+    for (size_t i = 0; reserved && helper && file && i < n; i++)
+        if (drawable(&scans[i])) {
+            reserved[m] = scans[i].max_reserved;
+            helper[m] = (uint8_t)mh__rank_is_helper(mh__session_reader(rd[i]));
+            file[m++] = i;
+        }
+    if (m)
+        worst = file[mh__job_worst(reserved, helper, m)];
+    free(reserved);
+    free(helper);
+    free(file);
+    return worst;
+}
+
+static void plan(struct mh_session *const *rd, struct mh__plot_scan *scans, size_t n,
+                 struct axis_plan *p)
+{
+    uint64_t latest_first = 0, earliest_last = UINT64_MAX;
     size_t valid = 0;
     memset(p, 0, sizeof *p);
-    p->worst = n;
+    p->worst = worst_file(rd, scans, n);
     p->t0 = p->begin = UINT64_MAX;
     for (size_t i = 0; i < n; i++) {
         const struct mh__plot_scan *s = &scans[i];
@@ -154,10 +177,6 @@ static void plan(struct mh__plot_scan *scans, size_t n, struct axis_plan *p)
         p->t0 = s->t0 < p->t0 ? s->t0 : p->t0;
         p->begin = s->win_first < p->begin ? s->win_first : p->begin;
         p->end = s->win_last > p->end ? s->win_last : p->end;
-        if (p->worst == n || s->max_reserved > best) {
-            best = s->max_reserved;
-            p->worst = i;
-        }
     }
     p->shared = valid > 1 && latest_first <= earliest_last;
     for (size_t i = 0; i < n; i++) /* events and steps axes are each run's own */
@@ -230,7 +249,7 @@ static int draw_all(struct mh_session *const *rd, const char *const *names, size
                     struct mh_sink *out, size_t *worst_out)
 {
     struct axis_plan p;
-    plan(scans, n, &p);
+    plan(rd, scans, n, &p);
     *worst_out = p.worst;
     struct mh_canvas img;
     int heat = heat_view(n, opts);
