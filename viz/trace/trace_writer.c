@@ -10,8 +10,6 @@
 #include "trace_int.h"
 #include "grow.h"
 
-#define DEFAULT_WARN_BYTES (300ull << 20)
-
 int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out)
 {
     struct mh_trace *t = calloc(1, sizeof *t);
@@ -22,7 +20,7 @@ int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out)
     else
         t->o.device = -1;
     if (!t->o.warn_bytes)
-        t->o.warn_bytes = DEFAULT_WARN_BYTES;
+        t->o.warn_bytes = MH_TRACE_VIEWER_LIMIT;
     *out = t;
     return 0;
 }
@@ -35,6 +33,11 @@ void mh__trace_free(struct mh_trace *t)
     free(t->corr.flags);
     free(t->step_times);
     free(t);
+}
+
+void mh__trace_set_perfetto(struct mh_trace *t, int perfetto)
+{
+    t->o.perfetto = perfetto;
 }
 
 const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t)
@@ -95,6 +98,51 @@ uint8_t mh__corr_get(const struct mh_corr_map *c, uint32_t key)
     if (key == 0 || c->cap == 0)
         return 0;
     return c->flags[corr_slot(c, key)];
+}
+
+/* ---- memory counter samples, one microsecond at a time ------------------------- */
+int mh__counter_ends(const struct mh_counter_state *c, int64_t us)
+{
+    return c->pending && c->ts_us != us;
+}
+
+void mh__counter_add(struct mh_counter_state *c, int64_t us, uint64_t ns,
+                     const struct mh_mem_stats *st)
+{
+    struct mh_counter_sample s = {ns, c->pending ? c->n + 1 : 0, *st};
+    if (!c->pending) {
+        c->pending = 1;
+        c->ts_us = us;
+        c->top_allocated = c->top_reserved = s;
+    }
+    c->n = s.n;
+    c->last = s;
+    if (st->allocated > c->top_allocated.st.allocated)
+        c->top_allocated = s;
+    if (st->reserved > c->top_reserved.st.reserved)
+        c->top_reserved = s;
+}
+
+size_t mh__counter_take(struct mh_counter_state *c, struct mh_counter_sample out[3])
+{
+    size_t k = 0;
+    if (!c->pending)
+        return 0;
+    const struct mh_counter_sample *a = &c->top_allocated, *r = &c->top_reserved;
+    if (a->n > r->n) { /* earlier first */
+        const struct mh_counter_sample *x = a;
+        a = r;
+        r = x;
+    }
+    if (a->n != c->last.n && (a->st.allocated > c->last.st.allocated ||
+                              a->st.reserved > c->last.st.reserved))
+        out[k++] = *a;
+    if (r->n != c->last.n && r->n != a->n && (r->st.allocated > c->last.st.allocated ||
+                                             r->st.reserved > c->last.st.reserved))
+        out[k++] = *r;
+    out[k++] = c->last;
+    c->pending = 0;
+    return k;
 }
 
 /* ---- the window ----------------------------------------------------------------- */
@@ -225,6 +273,10 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
     if (ev->time_ns + ev->dur_ns > p->last_ns)
         p->last_ns = ev->time_ns + ev->dur_ns;
     p->events++;
+    if ((ev->kind <= MH_EV_OOM || ev->kind == MH_EV_DRIVER_ALLOC ||
+         ev->kind == MH_EV_DRIVER_FREE) &&
+        ev->device >= 0 && ev->device < MH_TRACE_MAX_DEVICES)
+        p->counter_devices |= 1ull << ev->device;
     uint64_t bytes = mh__trace_estimate_event(&sc->est, ev);
     p->est_bytes += bytes;
     scan_step(sc, step, bytes);
@@ -323,6 +375,8 @@ int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *
     int rc = t->scanned ? 0 : mh__trace_scan(t, ses);
     if (rc < 0)
         return rc;
+    if (t->o.perfetto)
+        return mh__trace_write_perfetto(t, ses, s);
     const struct mh_reader *r = mh__session_reader(ses);
     struct mh_json j;
     mh__json_init(&j, s, t->o.pretty);
@@ -365,6 +419,8 @@ int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *s
             rc = mh__trace_scan(t[i], ses[i]);
     if (rc < 0 || n == 0)
         return rc;
+    if (t[0]->o.perfetto)
+        return mh__trace_write_files_perfetto(t, ses, n, s);
     struct mh_json j;
     mh__json_init(&j, s, t[0]->o.pretty);
     mh__json_begin_object(&j);
