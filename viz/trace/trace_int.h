@@ -42,13 +42,15 @@ struct mh_counter_sample {
 };
 /* The pending microsecond of a device's counters. They are written once per
  * device and microsecond with the values after its last event, preceded by
- * the moments allocated and reserved were highest in it, when those were
- * higher than at its end: a peak freed within its microsecond is kept. */
+ * the moment allocated (or reserved) was highest in it when that is higher
+ * than any value written before: a peak freed within its microsecond is
+ * kept, so the trace's maxima are the run's (or the window's) peaks. */
 struct mh_counter_state {
     int pending;
     int64_t ts_us;
     uint64_t n;
     struct mh_counter_sample last, top_allocated, top_reserved;
+    uint64_t written_allocated, written_reserved; /* the highest values written */
 };
 
 struct mh_trace {

@@ -123,6 +123,15 @@ void mh__counter_add(struct mh_counter_state *c, int64_t us, uint64_t ns,
         c->top_reserved = s;
 }
 
+/* Whether a moment of the microsecond before its end is a new peak. */
+static int new_peak(const struct mh_counter_state *c, const struct mh_counter_sample *s)
+{
+    return s->n != c->last.n && ((s->st.allocated > c->written_allocated &&
+                                  s->st.allocated > c->last.st.allocated) ||
+                                 (s->st.reserved > c->written_reserved &&
+                                  s->st.reserved > c->last.st.reserved));
+}
+
 size_t mh__counter_take(struct mh_counter_state *c, struct mh_counter_sample out[3])
 {
     size_t k = 0;
@@ -134,13 +143,17 @@ size_t mh__counter_take(struct mh_counter_state *c, struct mh_counter_sample out
         a = r;
         r = x;
     }
-    if (a->n != c->last.n && (a->st.allocated > c->last.st.allocated ||
-                              a->st.reserved > c->last.st.reserved))
+    if (new_peak(c, a))
         out[k++] = *a;
-    if (r->n != c->last.n && r->n != a->n && (r->st.allocated > c->last.st.allocated ||
-                                             r->st.reserved > c->last.st.reserved))
+    if (r->n != a->n && new_peak(c, r))
         out[k++] = *r;
     out[k++] = c->last;
+    for (size_t i = 0; i < k; i++) {
+        if (out[i].st.allocated > c->written_allocated)
+            c->written_allocated = out[i].st.allocated;
+        if (out[i].st.reserved > c->written_reserved)
+            c->written_reserved = out[i].st.reserved;
+    }
     c->pending = 0;
     return k;
 }
