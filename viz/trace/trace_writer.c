@@ -32,6 +32,10 @@ void mh__trace_free(struct mh_trace *t)
     free(t->corr.keys);
     free(t->corr.flags);
     free(t->step_times);
+    free(t->tracks); /* left by a merge that stopped before its events (no overlap) */
+    for (size_t i = 0; i < t->nthreads; i++)
+        free(t->threads[i].stack);
+    free(t->threads);
     free(t);
 }
 
