@@ -52,13 +52,14 @@ int mh__cli_around_window(struct mh_session *const *ses, const char *const *path
         }
     }
     if (!best.found) {
-        const char *where = n > 1 ? "the files" : paths[0];
-        if (oom)
-            mh__cli_error("%s: no OOM%s to centre --around oom on", where,
-                          device >= 0 ? " on that device" : "");
-        else
-            mh__cli_error("%s: no allocation%s: no peak to centre --around peak on", where,
-                          device >= 0 ? " on that device" : "");
+        char on[64] = "", where[64] = "";
+        if (device >= 0)
+            snprintf(on, sizeof on, " on GPU %d", device);
+        if (n > 1)
+            snprintf(where, sizeof where, " in the %zu files", n);
+        mh__cli_error("%s%sno %s%s%s to centre --around %s on", n > 1 ? "" : paths[0],
+                      n > 1 ? "" : ": ", oom ? "OOM" : "allocation", on, n > 1 ? where : "",
+                      oom ? "oom" : "peak");
         return MH_EXIT_FAIL;
     }
     uint64_t t0 = n > 1 && origin ? origin : best.first_ns;

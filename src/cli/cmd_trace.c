@@ -82,6 +82,7 @@ struct trace_args {
     size_t nfiles;
     int format;        /* enum trace_format: asked for, then chosen */
     int oom;           /* --around oom */
+    int warn_size_given;
     char window[256];  /* what --around chose, for the status line */
     uint64_t json_est; /* the JSON's estimated size, all files */
     struct mh_trace_opts o;
@@ -169,7 +170,8 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
         {"device", 0, MH_OPT_INT, &a->o.device, 0, 32767, NULL, NULL},
         {"into", 0, MH_OPT_TEXT, &a->into, 0, 0, NULL, NULL},
         {"pretty", 0, MH_OPT_FLAG, &a->o.pretty, 0, 0, NULL, NULL},
-        {"warn-size", 0, MH_OPT_SIZE, &a->o.warn_bytes, 0, 0, "a size such as 512MiB", NULL},
+        {"warn-size", 0, MH_OPT_SIZE, &a->o.warn_bytes, 0, 0, "a size such as 512MiB",
+         &a->warn_size_given},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_trace, argc, argv, opts, &first);
     if (rc)
@@ -251,10 +253,16 @@ static void choose_format(struct trace_args *a, struct mh_trace **t)
         if (big)
             snprintf(window, sizeof window, "'memhist trace %s %s -o OUT.json' or ", a->files[at],
                      big->suggestion);
-        mh__cli_error("warning: the JSON trace will be about %s, more than a browser opens (%s; "
-                      "see --warn-size): write Perfetto's protobuf format instead (-o OUT.pftrace,"
-                      " several times smaller), or a window: %s--around peak",
-                      mh__bytes_text(a->json_est, b), mh__bytes_text(a->o.warn_bytes, l), window);
+        char limit[96];
+        if (a->warn_size_given)
+            snprintf(limit, sizeof limit, "more than --warn-size %s",
+                     mh__bytes_text(a->o.warn_bytes, l));
+        else
+            snprintf(limit, sizeof limit, "more than a browser opens (%s, V8's longest string)",
+                     mh__bytes_text(a->o.warn_bytes, l));
+        mh__cli_error("warning: the JSON trace will be about %s, %s: write Perfetto's protobuf "
+                      "format instead (-o OUT.pftrace, several times smaller), or a window: "
+                      "%s--around peak", mh__bytes_text(a->json_est, b), limit, window);
     }
     for (size_t i = 0; i < a->nfiles; i++)
         mh__trace_set_perfetto(t[i], a->format == FORMAT_PERFETTO);
