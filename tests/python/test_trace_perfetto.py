@@ -159,7 +159,7 @@ def decode(path):
                 seq.clock[cid] = (c.timestamp, boot, c.is_incremental)
                 if c.is_incremental:
                     check(cid >= 64, f"{where}: incremental clocks are sequence-scoped")
-                    seq.incr[cid] = 0
+                    seq.incr[cid] = c.timestamp  # the first delta counts from here
             if REALTIME in clocks:
                 d.realtime.add(clocks[REALTIME].timestamp - boot)
         if p.HasField("track_descriptor"):

@@ -191,7 +191,7 @@ struct mh_pftrace {
 
 /* trace_pftrace.c */
 int mh__pf_begin_sequence(struct mh_trace *t, struct mh_pftrace *pf);
-/* Starts a packet at absolute time ns (0: none) on the sequence. */
+/* Starts an event's packet at absolute time ns (before the origin: at it). */
 void mh__pf_packet(struct mh_trace *t, uint64_t ns);
 /* Ends the packet (adding the pending interned name) and writes it out. */
 void mh__pf_packet_end(struct mh_trace *t);

@@ -65,15 +65,13 @@ void mh__pf_packet(struct mh_trace *t, uint64_t ns)
     struct mh_pb *p = &pf->pb;
     mh__pb_reset(p);
     mh__pb_begin(p, PF_TRACE_PACKET);
-    if (ns) {
-        uint64_t rel = ns > t->base_ns ? ns - t->base_ns : 0;
-        if (rel >= pf->last_rel_ns) { /* a delta on the incremental clock */
-            mh__pb_uint(p, PF_PKT_TIMESTAMP, rel - pf->last_rel_ns);
-            pf->last_rel_ns = rel;
-        } else { /* earlier than the previous packet: absolute, on the trace clock */
-            mh__pb_uint(p, PF_PKT_TIMESTAMP, rel);
-            mh__pb_uint(p, PF_PKT_TIMESTAMP_CLOCK_ID, PF_CLOCK_BOOTTIME);
-        }
+    uint64_t rel = ns > t->base_ns ? ns - t->base_ns : 0;
+    if (rel >= pf->last_rel_ns) { /* a delta on the incremental clock */
+        mh__pb_uint(p, PF_PKT_TIMESTAMP, rel - pf->last_rel_ns);
+        pf->last_rel_ns = rel;
+    } else { /* earlier than the previous packet: absolute, on the trace clock */
+        mh__pb_uint(p, PF_PKT_TIMESTAMP, rel);
+        mh__pb_uint(p, PF_PKT_TIMESTAMP_CLOCK_ID, PF_CLOCK_BOOTTIME);
     }
     mh__pb_uint(p, PF_PKT_SEQUENCE_ID, pf->seq);
     mh__pb_uint(p, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_NEEDS_INCREMENTAL_STATE);
@@ -366,7 +364,9 @@ static void clock(struct mh_pb *p, unsigned id, uint64_t ts, int incremental)
 
 /* Incremental state cleared, the defaults (the incremental clock; the track
  * most events are on: the first GPU's allocated counter) and the fixed
- * interned names; then the clock snapshot. */
+ * interned names; then the clock snapshot: the trace clock (BOOTTIME) counts
+ * from the origin, REALTIME gives the origin's wall time, and the
+ * incremental clock starts on the trace clock. */
 static void first_packets(struct mh_trace *t, struct mh_pftrace *pf)
 {
     struct mh_pb *p = &pf->pb;
@@ -391,12 +391,16 @@ static void first_packets(struct mh_trace *t, struct mh_pftrace *pf)
         intern(p, PF_ID_DEBUG_ANNOTATION_NAMES, i, arg_names[i]);
     mh__pb_end(p);
     write_out(pf, p);
+    /* each sequence's snapshot at a moment of its own (a file's number in
+     * nanoseconds), so the global clocks' snapshots increase strictly */
+    uint64_t at = pf->file_index;
+    pf->last_rel_ns = at;
     mh__pb_begin(p, PF_TRACE_PACKET);
     mh__pb_uint(p, PF_PKT_SEQUENCE_ID, pf->seq);
     mh__pb_begin(p, PF_PKT_CLOCK_SNAPSHOT);
-    clock(p, PF_CLOCK_BOOTTIME, 0, 0);
-    clock(p, PF_CLOCK_REALTIME, t->base_ns, 0);
-    clock(p, PF_CLOCK_INCREMENTAL, 0, 1);
+    clock(p, PF_CLOCK_BOOTTIME, at, 0);
+    clock(p, PF_CLOCK_REALTIME, t->base_ns + at, 0);
+    clock(p, PF_CLOCK_INCREMENTAL, at, 1);
     mh__pb_uint(p, PF_CS_PRIMARY_TRACE_CLOCK, PF_CLOCK_BOOTTIME);
     mh__pb_end(p);
     write_out(pf, p);
