@@ -3,8 +3,9 @@
 #
 # System packages come from Debian/Ubuntu (apt); Python packages from PyPI:
 # torch (for the libtorch bridge and for torch's own _memory_viz.py that checks our
-# snapshots), matplotlib (plot benchmark) and jsonschema (checks the --json outputs against
-# docs/schema). Set MEMHIST_SKIP_PIP=1 to skip pip.
+# snapshots), matplotlib (plot benchmark), jsonschema (checks the --json outputs against
+# docs/schema), perfetto and protobuf (decode `memhist trace`'s protobuf output with the
+# classes generated from Perfetto's trace proto). Set MEMHIST_SKIP_PIP=1 to skip pip.
 set -euo pipefail
 
 apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev zlib1g-dev
@@ -27,6 +28,9 @@ if [ "${MEMHIST_SKIP_PIP:-0}" != "1" ]; then
     python3 -c "import torch" 2>/dev/null || py_missing+=(torch)
     python3 -c "import matplotlib" 2>/dev/null || py_missing+=(matplotlib)
     python3 -c "import jsonschema" 2>/dev/null || py_missing+=(jsonschema)
+    python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" 2>/dev/null ||
+        py_missing+=(perfetto)
+    python3 -c "import google.protobuf" 2>/dev/null || py_missing+=(protobuf)
     if [ ${#py_missing[@]} -gt 0 ]; then
         echo "setup: pip installing ${py_missing[*]} (torch is large; this takes a few minutes once)"
         python3 -m pip install -q "${py_missing[@]}" ||

@@ -2,7 +2,8 @@
  * .memhist file: the document parses, follows the trace-format rules (X
  * slices have dur, flows are paired, counters are numeric, every track is
  * named), launches link to their kernels, windows and device filters cut
- * cleanly, and merging into a Kineto trace keeps its events and clock. */
+ * cleanly, merging into a Kineto trace keeps its events and clock, and the
+ * protobuf output is a stream of whole packets with names interned once. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,5 +330,52 @@ Test(trace_writer, merge_into_kineto)
     mh__sink_free(&s);
     mh__trace_free(t);
     mh__session_close(r);
+    unlink(path);
+}
+
+static size_t count_of(const char *buf, size_t len, const char *what)
+{
+    size_t n = 0, w = strlen(what);
+    for (const char *p = buf; (p = memmem(p, len - (size_t)(p - buf), what, w)) != NULL; p += w)
+        n++;
+    return n;
+}
+
+/* The protobuf output: a Trace whose every top-level field is a complete
+ * packet (key 0x0a: field 1, length-delimited), names interned once however
+ * often they are used, each track described once. Its content is checked
+ * against the JSON by tests/python/test_trace_perfetto.py. */
+Test(trace_writer, perfetto_packets)
+{
+    write_sample();
+    struct mh_trace_opts o = all_opts();
+    o.perfetto = 1;
+    size_t len;
+    const struct mh_trace_plan *plan;
+    struct mh_trace *t;
+    char *pb = render(&o, &len, &plan, &t);
+    const unsigned char *p = (const unsigned char *)pb, *end = p + len;
+    size_t packets = 0;
+    while (p < end) {
+        cr_assert_eq(*p++, 0x0a, "Trace.packet at byte %td", p - 1 - (const unsigned char *)pb);
+        uint64_t n = 0;
+        for (unsigned shift = 0; p < end; shift += 7) {
+            n |= (uint64_t)(*p & 0x7f) << shift;
+            if (!(*p++ & 0x80))
+                break;
+        }
+        cr_assert_leq(n, (uint64_t)(end - p), "a packet ends within the file");
+        p += n;
+        packets++;
+    }
+    cr_assert_gt(packets, 20);
+    cr_assert_eq(count_of(pb, len, "aten::add"), 1, "an op's name is interned once");
+    cr_assert_eq(count_of(pb, len, "add_kernel"), 1, "a kernel's name is interned once");
+    cr_assert_eq(count_of(pb, len, "GPU 0 allocated"), 1, "a track is described once");
+    cr_assert_eq(count_of(pb, len, "GPU 1 allocated"), 0, "GPU 1 has no allocator events");
+    cr_assert_eq(count_of(pb, len, "step 1"), 1);
+    cr_assert_eq(plan->flows, 2);
+    free(pb);
+    mh__trace_free(t);
     unlink(path);
 }

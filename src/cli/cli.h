@@ -174,6 +174,18 @@ int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *
  * Returns 0 or MH_EINVAL. */
 enum mh_cli_at { MH_CLI_AT_PEAK, MH_CLI_AT_OOM, MH_CLI_AT_TIME };
 int mh__cli_parse_at(const char *text, int *at, uint64_t *at_ns);
+/* `memhist trace --around peak|oom` (around_window.c): the window of the
+ * step before, the step of and the step after the allocated peak of
+ * `device` (-1: the GPU whose peak is highest; of several files, the highest
+ * peak of any) or its last OOM (`oom`; the latest of any file); without
+ * steps, the second before and after it (from the job's `origin` with
+ * several files). Replays each session once. `text` gets the window as
+ * options and what it is around ("--steps 41:43 around the allocated peak
+ * of GPU 0 (...)"). Returns 0 or an exit code (the problem reported). */
+struct mh_session;
+int mh__cli_around_window(struct mh_session *const *ses, const char *const *paths, size_t n,
+                          int oom, int device, uint64_t origin, struct mh_window *w, char *text,
+                          size_t len);
 /* Whether an event at `time_ns` during `step` lies in the window; `t0_ns` is
  * the time of the first event. An empty window contains everything. */
 int mh__window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);

@@ -1,8 +1,9 @@
 /* fuzz_cli_analyses.c - libFuzzer target for the command-line analyses on a
  * fuzzed .memhist file: runs info, report (text and JSON), oom, layers,
- * whatif, diff, snapshot, trace and flame in-process on the input, as a user would
- * on a damaged recording. Their messages are discarded (the sanitizers
- * still report on the process's own standard error).
+ * whatif, diff, snapshot, trace (JSON, protobuf, --around) and flame
+ * in-process on the input, as a user would on a damaged recording. Their
+ * messages are discarded (the sanitizers still report on the process's own
+ * standard error).
  * seeds: format */
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run(&mh__cmd_diff, path, path, NULL, NULL);
     run(&mh__cmd_snapshot, path, "-o", "/dev/null", NULL);
     run(&mh__cmd_trace, path, "-o", "/dev/null", NULL);
+    run(&mh__cmd_trace, path, "-o", "/dev/null", "--format=perfetto");
+    run(&mh__cmd_trace, path, "--around=peak", "-o", "/dev/null");
     run(&mh__cmd_flame, path, "-o", "/dev/null", NULL);
     run(&mh__cmd_flame, path, "--folded", "-o", "/dev/null");
     unlink(path);

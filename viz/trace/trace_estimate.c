@@ -2,11 +2,11 @@
  * produce, worked out during the scan (trace_writer.c) without formatting
  * anything: each event's JSON is the fixed text of its shape in
  * trace_events.c plus the digits of its numbers and the length of its
- * names, and the memory counters are counted as the writer emits them (one
- * sample per device and microsecond, with the model's values of the last
- * event in it). With --pretty each key adds its line break and indent.
- * Within a few percent of the output; the stack labels of the rare segment
- * instants are taken at a typical length. */
+ * names, and the memory counters are counted as the writer emits them (the
+ * samples of each device and microsecond, trace_int.h). With --pretty each
+ * key adds its line break and indent. Within a few percent of the output;
+ * the stack labels of the rare segment instants are taken at a typical
+ * length. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,22 +80,33 @@ void mh__trace_estimate_begin(struct mh_trace_estimate *e, const struct mh_reade
     e->host_pid_digits = pid && *end == '\0' && v > MH_TRACE_MAX_DEVICES ? sdigits(v) : 7;
 }
 
-/* A sample per device and microsecond, as trace_events.c's counter(). */
+/* The samples of a device's pending microsecond, as trace_events.c writes them. */
+static uint64_t counter_taken(struct mh_trace_estimate *e, int device)
+{
+    struct mh_counter_sample s[3];
+    size_t n = mh__counter_take(&e->counters[device], s);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct mh_mem_stats *st = &s[i].st;
+        bytes += COUNTER_FIXED + 2 * sdigits(device) + ts_len(e, s[i].time_ns) +
+                 digits(st->allocated) + digits(st->reserved) + digits(st->driver_outside) +
+                 digits(st->reserved + st->driver_outside) + layout(e, 7, 4);
+    }
+    return bytes;
+}
+
+/* Samples per device and microsecond, as trace_events.c's counter(). */
 static uint64_t counter(struct mh_trace_estimate *e, int device, uint64_t ns)
 {
     struct mh_mem_stats st;
     if (device < 0 || device >= MH_TRACE_MAX_DEVICES)
         return 0;
-    struct mh_trace_counter_estimate *c = &e->counters[device];
+    struct mh_counter_state *c = &e->counters[device];
     int64_t us = (int64_t)(ns - e->base_ns) / 1000;
-    uint64_t written = c->pending && c->us != us ? c->bytes : 0;
+    uint64_t written = mh__counter_ends(c, us) ? counter_taken(e, device) : 0;
     if (mh_model_stats(e->m, device, &st) != 0)
         memset(&st, 0, sizeof st);
-    c->pending = 1;
-    c->us = us;
-    c->bytes = COUNTER_FIXED + 2 * sdigits(device) + ts_len(e, ns) + digits(st.allocated) +
-               digits(st.reserved) + digits(st.driver_outside) +
-               digits(st.reserved + st.driver_outside) + layout(e, 7, 4);
+    mh__counter_add(c, us, ns, &st);
     return written;
 }
 
@@ -184,7 +195,6 @@ uint64_t mh__trace_estimate_end(struct mh_trace_estimate *e)
 {
     uint64_t n = 0;
     for (int d = 0; d < MH_TRACE_MAX_DEVICES; d++)
-        if (e->counters[d].pending)
-            n += e->counters[d].bytes;
+        n += counter_taken(e, d);
     return n;
 }

@@ -2,7 +2,8 @@
  * of trace_writer.c). Replays the model alongside, so counters and OOM
  * explanations come from the same state every other output reads. Ranges and
  * steps are buffered until they end and written as complete "X" slices;
- * counter samples falling in the same microsecond are merged. */
+ * counter samples falling in the same microsecond are merged, keeping a peak
+ * within it (trace_int.h). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,11 +162,13 @@ static void begin_event(struct mh_trace *t, const char *ph, const char *cat, con
     kv_ts(t, "ts", ns);
 }
 
+/* A flow's id is the launch's correlation id, apart per file in a trace of
+ * several (each process numbers its own from 1). */
 static void flow(struct mh_trace *t, const char *ph, uint32_t id, int64_t pid, int64_t tid,
                  uint64_t ns)
 {
     begin_event(t, ph, "ac2g", "ac2g", pid, tid, ns);
-    mh__json_kv_uint(t->j, "id", id);
+    mh__json_kv_uint(t->j, "id", (uint64_t)t->o.file_index << 32 | id);
     if (ph[0] == 'f')
         mh__json_kv_string(t->j, "bp", "e");
     mh__json_end_object(t->j);
@@ -186,7 +189,7 @@ static void instant(struct mh_trace *t, const char *cat, const char *name, const
 }
 
 /* ---- memory counters ------------------------------------------------------------ */
-static void write_counter(struct mh_trace *t, int device, const struct mh_counter_state *c)
+static void write_sample(struct mh_trace *t, int device, const struct mh_counter_sample *c)
 {
     char name[32];
     snprintf(name, sizeof name, "GPU %d memory", device);
@@ -209,19 +212,26 @@ static void write_counter(struct mh_trace *t, int device, const struct mh_counte
     mh__json_end_object(j);
 }
 
+static void write_counter(struct mh_trace *t, int device)
+{
+    struct mh_counter_sample s[3];
+    size_t n = mh__counter_take(&t->counters[device], s);
+    for (size_t i = 0; i < n; i++)
+        write_sample(t, device, &s[i]);
+}
+
 static void counter(struct mh_trace *t, int device, uint64_t ns)
 {
     if (device < 0 || device >= MH_TRACE_MAX_DEVICES)
         return;
     struct mh_counter_state *c = &t->counters[device];
     int64_t us = (int64_t)(ns - t->base_ns) / 1000;
-    if (c->pending && c->ts_us != us)
-        write_counter(t, device, c);
-    c->pending = 1;
-    c->ts_us = us;
-    c->time_ns = ns;
-    if (mh_model_stats(t->m, device, &c->st) != 0)
-        memset(&c->st, 0, sizeof c->st);
+    if (mh__counter_ends(c, us))
+        write_counter(t, device);
+    struct mh_mem_stats st;
+    if (mh_model_stats(t->m, device, &st) != 0)
+        memset(&st, 0, sizeof st);
+    mh__counter_add(c, us, ns, &st);
 }
 
 /* ---- memory instants -------------------------------------------------------------- */
@@ -444,6 +454,14 @@ static void mark_event(struct mh_trace *t, const struct mh_event *ev)
 }
 
 /* ---- driving ------------------------------------------------------------------------ */
+int64_t mh__trace_host_pid(const struct mh_reader *r)
+{
+    const char *pid = mh_reader_meta(r, "pid");
+    char *end;
+    long long v = pid ? strtoll(pid, &end, 10) : 0;
+    return pid && *end == '\0' && v > MH_TRACE_MAX_DEVICES ? v : HOST_PID_DEFAULT;
+}
+
 int mh__trace_events_begin(struct mh_trace *t, const struct mh_reader *r, struct mh_model *m,
                            struct mh_json *j)
 {
@@ -451,10 +469,7 @@ int mh__trace_events_begin(struct mh_trace *t, const struct mh_reader *r, struct
     t->r = r;
     t->m = m;
     t->open_step = -1;
-    const char *pid = mh_reader_meta(r, "pid");
-    char *end;
-    long long v = pid ? strtoll(pid, &end, 10) : 0;
-    t->host_pid = pid && *end == '\0' && v > MH_TRACE_MAX_DEVICES ? v : HOST_PID_DEFAULT;
+    t->host_pid = mh__trace_host_pid(r);
     const char *prog = mh_reader_meta(r, "program");
     if (new_track(t, t->host_pid, -1)) { /* not named by a profile merged into */
         char name[200];
@@ -516,8 +531,7 @@ int mh__trace_event(struct mh_trace *t, const struct mh_event *ev)
 void mh__trace_events_end(struct mh_trace *t)
 {
     for (int d = 0; d < MH_TRACE_MAX_DEVICES; d++)
-        if (t->counters[d].pending)
-            write_counter(t, d, &t->counters[d]);
+        write_counter(t, d);
     struct mh_event end;
     memset(&end, 0, sizeof end);
     end.time_ns = t->plan.last_ns;

@@ -1,6 +1,7 @@
-/* trace_int.h - state shared by the Chrome trace writer's files
- * (trace_writer.c: scan and document; trace_events.c: one event at a time;
- * trace_kineto.c: merging into a torch.profiler trace). Internal to viz. */
+/* trace_int.h - state shared by the trace writer's files (trace_writer.c:
+ * scan and JSON document; trace_events.c: one event at a time as JSON;
+ * trace_kineto.c: merging into a torch.profiler trace; trace_pftrace.c and
+ * trace_pfevents.c: the Perfetto protobuf output, trace_pf.h). Internal to viz. */
 #ifndef MH_VIZ_TRACE_INT_H
 #define MH_VIZ_TRACE_INT_H
 
@@ -33,11 +34,23 @@ struct mh_track {
 
 #define MH_TRACE_MAX_DEVICES 64
 
+/* A device's memory counters at one moment: the model's values after an event. */
+struct mh_counter_sample {
+    uint64_t time_ns;
+    uint64_t n;             /* its order within the microsecond */
+    struct mh_mem_stats st;
+};
+/* The pending microsecond of a device's counters. They are written once per
+ * device and microsecond with the values after its last event, preceded by
+ * the moment allocated (or reserved) was highest in it when that is higher
+ * than any value written before: a peak freed within its microsecond is
+ * kept, so the trace's maxima are the run's (or the window's) peaks. */
 struct mh_counter_state {
     int pending;
-    int64_t ts_us;          /* microsecond of the pending sample */
-    uint64_t time_ns;
-    struct mh_mem_stats st;
+    int64_t ts_us;
+    uint64_t n;
+    struct mh_counter_sample last, top_allocated, top_reserved;
+    uint64_t written_allocated, written_reserved; /* the highest values written */
 };
 
 struct mh_trace {
@@ -67,14 +80,10 @@ struct mh_trace {
     struct mh_step_time { uint64_t begin_ns; int64_t step; } *step_times;
     size_t nstep_times, step_times_cap;
     struct mh_counter_state counters[MH_TRACE_MAX_DEVICES];
+    struct mh_pftrace *pf;  /* the protobuf write pass (trace_pf.h) */
 };
 
 /* trace_estimate.c: the output size, worked out during the scan. */
-struct mh_trace_counter_estimate {
-    int pending;
-    int64_t us;
-    uint64_t bytes;
-};
 struct mh_trace_estimate {
     const struct mh_reader *r;
     const struct mh_model *m; /* the scan's model, after each event */
@@ -82,7 +91,7 @@ struct mh_trace_estimate {
     int have_base;
     unsigned host_pid_digits;
     int pretty;
-    struct mh_trace_counter_estimate counters[MH_TRACE_MAX_DEVICES];
+    struct mh_counter_state counters[MH_TRACE_MAX_DEVICES];
 };
 void mh__trace_estimate_begin(struct mh_trace_estimate *e, const struct mh_reader *r,
                               const struct mh_model *m, int pretty);
@@ -95,6 +104,14 @@ uint64_t mh__trace_estimate_flows(const struct mh_trace_estimate *e, uint64_t fl
 uint64_t mh__trace_estimate_end(struct mh_trace_estimate *e);
 
 /* trace_writer.c */
+/* Whether a sample in microsecond `us` ends the pending one (take it first). */
+int mh__counter_ends(const struct mh_counter_state *c, int64_t us);
+/* Adds the values after an event at ns to the pending microsecond `us`. */
+void mh__counter_add(struct mh_counter_state *c, int64_t us, uint64_t ns,
+                     const struct mh_mem_stats *st);
+/* The pending microsecond's samples to write, in time order (0 to 3); it is
+ * no longer pending. */
+size_t mh__counter_take(struct mh_counter_state *c, struct mh_counter_sample out[3]);
 int mh__trace_in_window(struct mh_trace *t, const struct mh_event *ev, int64_t step);
 int mh__trace_device_ok(const struct mh_trace *t, int device);
 /* The step of an event: by time for device records and API calls (CUPTI
@@ -105,7 +122,15 @@ uint8_t mh__corr_get(const struct mh_corr_map *c, uint32_t key);
 /* "memhist": {the file's metadata} as one object member. */
 void mh__trace_write_meta(struct mh_json *j, const struct mh_reader *r);
 
+/* trace_pftrace.c: the Perfetto protobuf documents of mh__trace_write and
+ * mh__trace_write_files (scanned already). */
+int mh__trace_write_perfetto(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s);
+int mh__trace_write_files_perfetto(struct mh_trace *const *t, struct mh_session *const *ses,
+                                   size_t n, struct mh_sink *s);
+
 /* trace_events.c */
+/* The pid of the recorded process: the file's, else one no real process has. */
+int64_t mh__trace_host_pid(const struct mh_reader *r);
 int mh__trace_events_begin(struct mh_trace *t, const struct mh_reader *r, struct mh_model *m,
                            struct mh_json *j);
 int mh__trace_event(struct mh_trace *t, const struct mh_event *ev);

@@ -10,8 +10,6 @@
 #include "trace_int.h"
 #include "grow.h"
 
-#define DEFAULT_WARN_BYTES (300ull << 20)
-
 int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out)
 {
     struct mh_trace *t = calloc(1, sizeof *t);
@@ -22,7 +20,7 @@ int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out)
     else
         t->o.device = -1;
     if (!t->o.warn_bytes)
-        t->o.warn_bytes = DEFAULT_WARN_BYTES;
+        t->o.warn_bytes = MH_TRACE_VIEWER_LIMIT;
     *out = t;
     return 0;
 }
@@ -34,7 +32,16 @@ void mh__trace_free(struct mh_trace *t)
     free(t->corr.keys);
     free(t->corr.flags);
     free(t->step_times);
+    free(t->tracks); /* left by a merge that stopped before its events (no overlap) */
+    for (size_t i = 0; i < t->nthreads; i++)
+        free(t->threads[i].stack);
+    free(t->threads);
     free(t);
+}
+
+void mh__trace_set_perfetto(struct mh_trace *t, int perfetto)
+{
+    t->o.perfetto = perfetto;
 }
 
 const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t)
@@ -95,6 +102,64 @@ uint8_t mh__corr_get(const struct mh_corr_map *c, uint32_t key)
     if (key == 0 || c->cap == 0)
         return 0;
     return c->flags[corr_slot(c, key)];
+}
+
+/* ---- memory counter samples, one microsecond at a time ------------------------- */
+int mh__counter_ends(const struct mh_counter_state *c, int64_t us)
+{
+    return c->pending && c->ts_us != us;
+}
+
+void mh__counter_add(struct mh_counter_state *c, int64_t us, uint64_t ns,
+                     const struct mh_mem_stats *st)
+{
+    struct mh_counter_sample s = {ns, c->pending ? c->n + 1 : 0, *st};
+    if (!c->pending) {
+        c->pending = 1;
+        c->ts_us = us;
+        c->top_allocated = c->top_reserved = s;
+    }
+    c->n = s.n;
+    c->last = s;
+    if (st->allocated > c->top_allocated.st.allocated)
+        c->top_allocated = s;
+    if (st->reserved > c->top_reserved.st.reserved)
+        c->top_reserved = s;
+}
+
+/* Whether a moment of the microsecond before its end is a new peak. */
+static int new_peak(const struct mh_counter_state *c, const struct mh_counter_sample *s)
+{
+    return s->n != c->last.n && ((s->st.allocated > c->written_allocated &&
+                                  s->st.allocated > c->last.st.allocated) ||
+                                 (s->st.reserved > c->written_reserved &&
+                                  s->st.reserved > c->last.st.reserved));
+}
+
+size_t mh__counter_take(struct mh_counter_state *c, struct mh_counter_sample out[3])
+{
+    size_t k = 0;
+    if (!c->pending)
+        return 0;
+    const struct mh_counter_sample *a = &c->top_allocated, *r = &c->top_reserved;
+    if (a->n > r->n) { /* earlier first */
+        const struct mh_counter_sample *x = a;
+        a = r;
+        r = x;
+    }
+    if (new_peak(c, a))
+        out[k++] = *a;
+    if (r->n != a->n && new_peak(c, r))
+        out[k++] = *r;
+    out[k++] = c->last;
+    for (size_t i = 0; i < k; i++) {
+        if (out[i].st.allocated > c->written_allocated)
+            c->written_allocated = out[i].st.allocated;
+        if (out[i].st.reserved > c->written_reserved)
+            c->written_reserved = out[i].st.reserved;
+    }
+    c->pending = 0;
+    return k;
 }
 
 /* ---- the window ----------------------------------------------------------------- */
@@ -225,6 +290,10 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
     if (ev->time_ns + ev->dur_ns > p->last_ns)
         p->last_ns = ev->time_ns + ev->dur_ns;
     p->events++;
+    if ((ev->kind <= MH_EV_OOM || ev->kind == MH_EV_DRIVER_ALLOC ||
+         ev->kind == MH_EV_DRIVER_FREE) &&
+        ev->device >= 0 && ev->device < MH_TRACE_MAX_DEVICES)
+        p->counter_devices |= 1ull << ev->device;
     uint64_t bytes = mh__trace_estimate_event(&sc->est, ev);
     p->est_bytes += bytes;
     scan_step(sc, step, bytes);
@@ -323,6 +392,8 @@ int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *
     int rc = t->scanned ? 0 : mh__trace_scan(t, ses);
     if (rc < 0)
         return rc;
+    if (t->o.perfetto)
+        return mh__trace_write_perfetto(t, ses, s);
     const struct mh_reader *r = mh__session_reader(ses);
     struct mh_json j;
     mh__json_init(&j, s, t->o.pretty);
@@ -365,6 +436,8 @@ int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *s
             rc = mh__trace_scan(t[i], ses[i]);
     if (rc < 0 || n == 0)
         return rc;
+    if (t[0]->o.perfetto)
+        return mh__trace_write_files_perfetto(t, ses, n, s);
     struct mh_json j;
     mh__json_init(&j, s, t[0]->o.pretty);
     mh__json_begin_object(&j);

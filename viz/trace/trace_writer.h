@@ -1,5 +1,5 @@
-/* trace_writer.h - Chrome trace event JSON (ui.perfetto.dev, chrome://tracing)
- * from a .memhist file.
+/* trace_writer.h - traces of a .memhist file for ui.perfetto.dev: Chrome
+ * trace event JSON (also chrome://tracing) or Perfetto's own protobuf format.
  *
  * Two passes of a replay session (src/analysis/session.h), as observers: a
  * scan that decides what lies in the window, pairs launch -> kernel
@@ -12,7 +12,9 @@
  * from the model (allocated, reserved, outside the allocator, total); instants
  * for segments, driver allocations, OOMs (with the model's explanation) and
  * marks; steps and op ranges as complete "X" events, so every slice is closed
- * even when the window cuts it. Owns its models and correlation table. */
+ * even when the window cuts it. The protobuf output (trace_pftrace.c) holds
+ * the same tracks and events as TrackEvents on described tracks, written
+ * packet by packet. Owns its models and correlation table. */
 #ifndef MH_VIZ_TRACE_WRITER_H
 #define MH_VIZ_TRACE_WRITER_H
 
@@ -25,23 +27,39 @@
 #include "json.h"
 #include "sink.h"
 
+/* What a browser viewer opens, in bytes of trace: V8's longest string,
+ * 2^29 - 24 characters (String::kMaxLength with pointer compression, as
+ * Chrome builds it), is the largest JSON that chrome://tracing and other
+ * JavaScript loaders can hold; the Perfetto UI parses traces in a
+ * WebAssembly trace processor with about 2 GB of memory, where a trace
+ * takes 2-4 times its file size (perfetto.dev, "Visualising large traces"),
+ * so about this size again. The default of --warn-size and the size above
+ * which `memhist trace` writes protobuf when the output's name does not say. */
+#define MH_TRACE_VIEWER_LIMIT ((1ull << 29) - 24)
+/* Files in one trace (each is a packet sequence of its own in protobuf). */
+#define MH_TRACE_MAX_FILES 64
+
 struct mh_trace_opts {
+    int perfetto;               /* Perfetto protobuf instead of Chrome JSON */
     int has_steps;              /* keep events of steps [step_lo, step_hi] */
     int64_t step_lo, step_hi;
     int has_time;               /* keep events in [t_lo_ns, t_hi_ns] from the first event */
     uint64_t t_lo_ns, t_hi_ns;
     int device;                 /* only this device's GPU tracks; -1 = all */
     int memory_only;            /* counters, memory instants, steps and marks only */
-    uint64_t warn_bytes;        /* size above which the plan suggests a window; 0 = 300 MB */
+    uint64_t warn_bytes;        /* JSON size above which the plan suggests a window;
+                                 * 0 = MH_TRACE_VIEWER_LIMIT */
     int pretty;
     /* several files of one job in one trace (mh__trace_write_files): ts and
      * --time count from origin_ns, the job's start (src/analysis/job_origin.h;
      * 0 = the file's first event); a device's GPU pid is gpu_pid_base + its
      * index; process_label ("rank 1", borrowed; NULL = none) starts the
-     * names of the file's processes */
+     * names of the file's processes; file_index (< MH_TRACE_MAX_FILES)
+     * numbers its packet sequence and track uuids in protobuf */
     uint64_t origin_ns;
     int64_t gpu_pid_base;
     const char *process_label;
+    unsigned file_index;
 };
 
 /* What the scan found. */
@@ -51,7 +69,8 @@ struct mh_trace_plan {
     uint64_t file_first_ns, file_last_ns; /* span of all the file's events */
     uint64_t profile_first_ns, profile_last_ns; /* --into: the profile's span (0 if none) */
     uint64_t flows;             /* launch -> device-activity pairs */
-    uint64_t est_bytes;         /* estimated output size */
+    uint64_t est_bytes;         /* estimated size of the Chrome JSON */
+    uint64_t counter_devices;   /* bit d: the window has GPU d's memory counters */
     int too_big;                /* est_bytes > warn_bytes */
     char suggestion[96];        /* e.g. "--steps 3:5" when too_big, else "" */
 };
@@ -61,13 +80,32 @@ struct mh_trace;
 int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out);
 void mh__trace_free(struct mh_trace *t);
 
+/* The format of the documents mh__trace_write writes (after the scan,
+ * whose estimate may decide it). */
+void mh__trace_set_perfetto(struct mh_trace *t, int perfetto);
+
+/* The moment `--around` centres on (trace_around.c): the allocated peak of
+ * `device` (-1: of the device whose peak is highest) or its last OOM, from
+ * one replay of the session. found = 0 when there is none. */
+enum { MH_TRACE_AROUND_PEAK = 1, MH_TRACE_AROUND_OOM = 2 };
+struct mh_trace_moment {
+    int found;
+    int device;
+    uint64_t time_ns;  /* absolute */
+    int64_t step;      /* the device's step then (-1: before the first) */
+    int has_steps;     /* the device has steps */
+    uint64_t value;    /* the peak's allocated bytes; the OOM's request */
+    uint64_t first_ns; /* the file's first event */
+};
+int mh__trace_moment(struct mh_session *s, int what, int device, struct mh_trace_moment *out);
+
 /* Pass 1 over the session (a later pass rewinds it: a file, not stdin).
  * Errors are reported by the session. */
 int mh__trace_scan(struct mh_trace *t, struct mh_session *s);
 const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t);
 
-/* Writes a complete trace document (scans first if not done). Returns 0, a
- * reader error, or the sink's error. */
+/* Writes a complete trace document, JSON or protobuf as the options say
+ * (scans first if not done). Returns 0, a reader error, or the sink's error. */
 int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s);
 
 /* One trace of several files (one per rank): `t[i]` (options with the
@@ -78,7 +116,7 @@ int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *
 int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *ses, size_t n,
                           struct mh_sink *s);
 
-/* Writes `kineto` (a torch.profiler trace, `len` bytes, plain or gzip) with
+/* Writes `kineto` (JSON only: a torch.profiler trace, `len` bytes, plain or gzip) with
  * memhist's memory tracks added to its traceEvents, on its clock: ts relative
  * to its baseTimeNanoseconds if present, else absolute microseconds. Unless
  * the options set a window, only the profiled time span is added. On a bad
