@@ -15,6 +15,7 @@
 
 #include "analysis.h"
 #include "flame.h"
+#include "moment.h"
 #include "memhist/memhist.h"
 #include "sim.h"
 #include "utf8.h"
@@ -292,7 +293,7 @@ Test(flame_live, gpt_peak_equals_the_model)
     cr_assert_eq(mh__analysis_open(path, NULL, &a), 0);
     struct mh_flame_moment m;
     char err[160];
-    cr_assert_eq(mh__flame_moment(&a, 0, MH_FLAME_AT_PEAK, 0, &m, err, sizeof err), 0);
+    cr_assert_eq(mh__flame_moment(&a, 0, MH_MOMENT_PEAK, 0, &m, err, sizeof err), 0);
     struct mh_lifetimes *kept = records_at(&a, m.index);
     struct mh_flame *f;
     int used;
@@ -322,9 +323,9 @@ Test(flame_live, gpt_peak_equals_the_model)
         cr_expect_neq(nd[i].kind, MH_FLAME_MODULE);
     mh__flame_free(f);
     /* no OOM on this run; a time after the end is refused */
-    cr_expect_eq(mh__flame_moment(&a, 0, MH_FLAME_AT_OOM, 0, &m, err, sizeof err), MH_EINVAL);
+    cr_expect_eq(mh__flame_moment(&a, 0, MH_MOMENT_OOM, 0, &m, err, sizeof err), MH_EINVAL);
     cr_expect_eq(
-        mh__flame_moment(&a, 0, MH_FLAME_AT_TIME, 1000000000000000ull, &m, err, sizeof err),
+        mh__flame_moment(&a, 0, MH_MOMENT_TIME, 1000000000000000ull, &m, err, sizeof err),
         MH_EINVAL);
     cr_expect(strstr(err, "after the end"), "%s", err);
     mh__lifetimes_free(kept);

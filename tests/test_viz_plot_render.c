@@ -296,7 +296,7 @@ Test(plot_render, bad_options_are_clear_errors)
     expect_error(&o, "--steps window holds no events");
     small_opts(&o);
     o.kind = MH_PLOT_SEGMENTS;
-    o.at = MH_PLOT_AT_OOM;
+    o.at = MH_MOMENT_OOM;
     expect_error(&o, "no out-of-memory event");
     small_opts(&o);
     o.top = 99;

@@ -88,8 +88,6 @@ int mh__flame_live(const struct mh_lifetimes *lt, const struct mh_reader *r, int
                    uint64_t index, int by, struct mh_flame **out, int *used);
 
 /* ---- the moment ------------------------------------------------------------- */
-enum mh_flame_at { MH_FLAME_AT_PEAK, MH_FLAME_AT_OOM, MH_FLAME_AT_TIME };
-
 struct mh_flame_moment {
     uint64_t index;   /* the state right after this event */
     uint64_t time_ns; /* from the first event */
@@ -97,9 +95,10 @@ struct mh_flame_moment {
     uint64_t value;   /* the peak's allocated bytes, the OOM's request, or 0 */
 };
 
-/* Where `at` is for `device` of an analysed file: its allocated peak, its
- * last OOM, or `at_ns` after the first event (the last event at or before
- * it; found by one more pass over the file). Returns 0, MH_EINVAL with a
+/* Where `at` (enum mh_moment_kind, moment.h) is for `device` of an
+ * analysed file: its allocated peak, its last OOM, or `at_ns` after the
+ * first event (the last event at or before it; found by one more pass
+ * over the file). Returns 0, MH_EINVAL with a
  * one-line message in `err` (no OOM on the device, a time past the end),
  * or another negative code. */
 struct mh_analysis;

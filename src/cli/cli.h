@@ -14,6 +14,7 @@
 
 #include "memhist/memhist.h"
 #include "outfile.h"
+#include "moment.h"
 #include "replay_file.h"
 #include "units.h"
 
@@ -170,9 +171,8 @@ struct mh_window {
 int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
                          size_t errlen);
 /* A moment of the run: --at peak|oom|SECONDS (seconds from the first event,
- * "2.5" or "2.5s"), as the segment plot and the flame graph take it.
- * Returns 0 or MH_EINVAL. */
-enum mh_cli_at { MH_CLI_AT_PEAK, MH_CLI_AT_OOM, MH_CLI_AT_TIME };
+ * "2.5" or "2.5s"), as the segment plot and the flame graph take it: *at
+ * an enum mh_moment_kind (moment.h). Returns 0 or MH_EINVAL. */
 int mh__cli_parse_at(const char *text, int *at, uint64_t *at_ns);
 /* `memhist trace --around peak|oom` (around_window.c): the window of the
  * step before, the step of and the step after the allocated peak of

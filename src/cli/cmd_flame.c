@@ -113,11 +113,11 @@ static const char *moment_text(const struct flame_args *a, const struct mh_flame
                                char *buf, size_t len)
 {
     char b[32], t[32], s[24];
-    if (a->at == MH_CLI_AT_OOM)
+    if (a->at == MH_MOMENT_OOM)
         snprintf(buf, len, "at the last OOM (request %s, %s, %s)", mh__bytes_text(m->value, b),
                  mh__cli_duration(m->time_ns, t), mh__step_text(m->step, s));
     else
-        snprintf(buf, len, "at %s%s (%s)", a->at == MH_CLI_AT_PEAK ? "the allocated peak, " : "",
+        snprintf(buf, len, "at %s%s (%s)", a->at == MH_MOMENT_PEAK ? "the allocated peak, " : "",
                  mh__cli_duration(m->time_ns, t), mh__step_text(m->step, s));
     return buf;
 }
@@ -169,10 +169,7 @@ static int flame_file(const struct flame_args *a, const struct mh_analysis *an)
         return rc;
     struct mh_flame_moment m;
     char err[256], when[160];
-    int at = a->at == MH_CLI_AT_OOM    ? MH_FLAME_AT_OOM
-             : a->at == MH_CLI_AT_TIME ? MH_FLAME_AT_TIME
-                                       : MH_FLAME_AT_PEAK;
-    rc = mh__flame_moment(an, device, at, a->at_ns, &m, err, sizeof err);
+    rc = mh__flame_moment(an, device, a->at, a->at_ns, &m, err, sizeof err);
     if (rc == MH_EINVAL) {
         mh__cli_error("%s: %s", a->file, err);
         return MH_EXIT_FAIL;

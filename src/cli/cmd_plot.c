@@ -90,8 +90,7 @@ static int parse_at(const char *v, struct mh_plot_opts *o)
     if (mh__cli_parse_at(v, &at, &o->at_ns) != 0)
         return mh__cli_usage_error(
             &mh__cmd_plot, "--at takes 'peak', 'oom' or seconds from the start, not '%s'", v);
-    o->at = at == MH_CLI_AT_PEAK ? MH_PLOT_AT_PEAK : at == MH_CLI_AT_OOM ? MH_PLOT_AT_OOM
-                                                                      : MH_PLOT_AT_TIME;
+    o->at = at;
     return 0;
 }
 
@@ -222,7 +221,7 @@ static int check_args(struct plot_args *a)
                                                   "--kind segments");
     if (a->opts.ranks_view != MH_PLOT_RANKS_AUTO && a->nfiles < 2)
         return mh__cli_usage_error(&mh__cmd_plot, "--ranks applies to several files");
-    if (a->opts.at != MH_PLOT_AT_PEAK && a->opts.kind != MH_PLOT_SEGMENTS)
+    if (a->opts.at != MH_MOMENT_PEAK && a->opts.kind != MH_PLOT_SEGMENTS)
         return mh__cli_usage_error(&mh__cmd_plot, "--at applies to --kind segments");
     if ((a->opts.width && a->opts.width < MH_PLOT_MIN_WIDTH) ||
         (a->opts.height && a->opts.height < MH_PLOT_MIN_HEIGHT))

@@ -43,10 +43,10 @@ int mh__cli_parse_at(const char *text, int *at, uint64_t *at_ns)
 {
     *at_ns = 0;
     if (strcmp(text, "peak") == 0 || strcmp(text, "oom") == 0) {
-        *at = text[0] == 'p' ? MH_CLI_AT_PEAK : MH_CLI_AT_OOM;
+        *at = text[0] == 'p' ? MH_MOMENT_PEAK : MH_MOMENT_OOM;
         return 0;
     }
-    *at = MH_CLI_AT_TIME;
+    *at = MH_MOMENT_TIME;
     return parse_bound_seconds(text, text + strlen(text), 0, at_ns) == 0 && *text ? 0 : MH_EINVAL;
 }
 

@@ -28,7 +28,7 @@ MODULES = {
     "model": (["src/model"], [], ["addrmap.h", "diag.h", "grow.h", "progress.h", "units.h", "utf8.h"]),
     "sim": (["src/sim"], ["model"], ["sim.h", "workload.h", "sim_replay.h"]),
     "analysis": (["src/analysis"], ["sim", "model"],
-                 ["analysis.h", "categories.h", "device_report.h", "diff.h", "flame.h", "job_origin.h", "job_ranks.h",
+                 ["analysis.h", "categories.h", "device_report.h", "diff.h", "flame.h", "job_origin.h", "job_ranks.h", "moment.h",
                   "layer_names.h", "layers.h", "layers_answer.h", "oom_explain.h", "replay_file.h", "session.h", "stacks.h", "whatif_check.h"]),
     "import": (["src/import"], ["model"], ["snapshot_import.h", "pickle_read.h", "pickle_value.h"]),
     "viz_common": (["viz/common"], ["model"], ["json.h", "json_read.h", "outfile.h", "pickle_write.h",

@@ -18,12 +18,12 @@
 #include <stdint.h>
 
 #include "memhist/model.h"
+#include "moment.h"
 #include "memhist/reader.h"
 #include "session.h"
 #include "sink.h"
 
 enum mh_plot_kind { MH_PLOT_TIMELINE = 0, MH_PLOT_SEGMENTS = 1 };
-enum mh_plot_at { MH_PLOT_AT_PEAK = 0, MH_PLOT_AT_OOM = 1, MH_PLOT_AT_TIME = 2 };
 /* What the timeline's stacked areas are coloured by: allocation site (the
  * top groups at the peak) or memory category (src/analysis/categories.h). */
 enum mh_plot_color { MH_PLOT_COLOR_STACK = 0, MH_PLOT_COLOR_CATEGORY = 1 };
@@ -55,8 +55,8 @@ struct mh_plot_opts {
     int has_steps, has_time;
     int64_t step_lo, step_hi;
     uint64_t t_lo_ns, t_hi_ns;
-    int at;                    /* enum mh_plot_at, for the segment view */
-    uint64_t at_ns;            /* MH_PLOT_AT_TIME: ns from the first event */
+    int at;                    /* enum mh_moment_kind (moment.h), for the segment view */
+    uint64_t at_ns;            /* MH_MOMENT_TIME: ns from the first event */
     int color;                 /* enum mh_plot_color, for the timeline */
     int x_axis;                /* enum mh_plot_x, for the timeline */
     const char *name;          /* file name for the title (borrowed); NULL = none */
@@ -82,7 +82,7 @@ struct mh_plot_result {
 
 /* Draws the plot and writes it to `out` as PNG. Returns 0 or a negative
  * code; for MH_EINVAL (bad options, unknown device, empty window, no OOM for
- * MH_PLOT_AT_OOM) `err` holds a one-line message. `res` may be NULL. */
+ * MH_MOMENT_OOM) `err` holds a one-line message. `res` may be NULL. */
 int mh__plot_render(struct mh_session *r, const struct mh_plot_opts *opts, struct mh_sink *out,
                     struct mh_plot_result *res, char *err, size_t errlen);
 

@@ -153,56 +153,35 @@ static void draw_frames(struct seg_view *v)
                          v->bar_h + 2, MH_COL_SEGMENT_EDGE);
 }
 
-/* Event index (0-based) of the moment to show, and its description. */
-/* Counts the events up to a time, ending the pass at the first one after. */
-struct upto {
-    uint64_t t0, at_ns, n;
-};
-
-static int count_upto(void *user, struct mh_session *ses, const struct mh_event *ev,
-                      const struct mh_apply_result *res)
-{
-    struct upto *u = user;
-    (void)ses;
-    (void)res;
-    if (ev->time_ns - u->t0 > u->at_ns)
-        return 1;
-    u->n++;
-    return 0;
-}
-
+/* Event index (0-based) of the moment to show, and its description: the
+ * window's allocated peak, or the moment resolver's OOM or time (moment.h). */
 static int pick_moment(struct mh_session *r, const struct mh_plot_opts *o,
                        const struct mh__plot_scan *s, uint64_t *index, char *what, size_t wlen,
                        char *err, size_t errlen)
 {
     char b[32], t[32];
-    if (o->at == MH_PLOT_AT_OOM) {
-        int found = 0;
-        for (size_t i = 0; i < mh_model_oom_count(s->model); i++) {
-            struct mh_oom_info oom;
-            if (mh_model_oom(s->model, i, &oom) == 0 && oom.device == s->device) {
-                *index = oom.event_index;
-                snprintf(what, wlen, "at the last OOM (%s, request %s)",
-                         mh__plot_duration(oom.time_ns - s->t0, t, sizeof t),
-                         mh__plot_bytes(oom.request, b, sizeof b));
-                found = 1;
-            }
-        }
-        if (!found)
+    struct mh_moment m;
+    if (o->at == MH_MOMENT_OOM) {
+        mh__moment_in_model(s->model, MH_MOMENT_OOM, s->device, &m);
+        if (!m.found) {
             snprintf(err, errlen, "--at oom: device %d has no out-of-memory event", s->device);
-        return found ? 0 : MH_EINVAL;
+            return MH_EINVAL;
+        }
+        *index = m.index;
+        snprintf(what, wlen, "at the last OOM (%s, request %s)",
+                 mh__plot_duration(m.time_ns - s->t0, t, sizeof t),
+                 mh__plot_bytes(m.value, b, sizeof b));
+        return 0;
     }
-    if (o->at == MH_PLOT_AT_TIME) {
+    if (o->at == MH_MOMENT_TIME) {
         uint64_t span = s->win_last > s->t0 ? s->win_last - s->t0 : 0;
         if (o->at_ns > span) {
             snprintf(err, errlen, "--at %.6g s is after the end of the run (%s)", o->at_ns / 1e9,
                      mh__plot_duration(span, t, sizeof t));
             return MH_EINVAL;
         }
-        struct upto u = {s->t0, o->at_ns, 0};
-        const struct mh_observer obs = {"plot-moment", &u, NULL, count_upto, NULL};
-        int rc = mh__session_pass(r, &obs);
-        *index = u.n ? u.n - 1 : 0;
+        int rc = mh__moment_at_time(r, s->t0, o->at_ns, &m);
+        *index = m.index;
         snprintf(what, wlen, "at %s", mh__plot_duration(o->at_ns, t, sizeof t));
         return rc;
     }
