@@ -23,7 +23,7 @@ extern const struct mh_cli_command mh__cmd_snapshot;
 
 struct snap_args {
     const char *in, *out, *steps, *time;
-    uint64_t device, max_entries, warn_bytes;
+    uint64_t device, max_entries, warn_bytes, limit_bytes, limit_entries;
     int has_device, no_categories, full, warn_set;
 };
 
@@ -35,7 +35,8 @@ static int window_cb(void *user, uint64_t t0, uint64_t t, int64_t step)
 static int parse_args(int argc, char **argv, struct snap_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->warn_bytes = VIEWER_BYTES;
+    a->warn_bytes = a->limit_bytes = VIEWER_BYTES;
+    a->limit_entries = VIEWER_ENTRIES;
     const struct mh_cli_opt opts[] = {
         {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
         {"device", 0, MH_OPT_UINT, &a->device, 0, INT16_MAX, NULL, &a->has_device},
@@ -44,6 +45,8 @@ static int parse_args(int argc, char **argv, struct snap_args *a)
         {"max-entries", 0, MH_OPT_UINT, &a->max_entries, 1, UINT64_MAX, NULL, NULL},
         {"no-categories", 0, MH_OPT_FLAG, &a->no_categories, 0, 0, NULL, NULL},
         {"full", 0, MH_OPT_FLAG, &a->full, 0, 0, NULL, NULL},
+        {"viewer-limit", 0, MH_OPT_SIZE, &a->limit_bytes, 0, 0, "a size such as 400MB", NULL},
+        {"viewer-entries", 0, MH_OPT_UINT, &a->limit_entries, 1, UINT64_MAX, NULL, NULL},
         {"warn-size", 0, MH_OPT_SIZE, &a->warn_bytes, 0, 0, "a size such as 500MB", &a->warn_set},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_snapshot, argc, argv, opts, &first);
@@ -221,7 +224,7 @@ static int build(const struct snap_args *a, struct mh_session *ses,
     struct mh_snapshot_info whole;
     struct mh_snapshot_fit fit;
     mh__snapshot_info(*s, &whole);
-    if (mh__snapshot_fit(*s, VIEWER_BYTES, VIEWER_ENTRIES, &fit) < 0 ||
+    if (mh__snapshot_fit(*s, a->limit_bytes, a->limit_entries, &fit) < 0 ||
         fit.kind == MH_SNAPSHOT_FIT_ALL)
         return 0;
     memset(win, 0, sizeof *win);
@@ -316,6 +319,8 @@ const struct mh_cli_command mh__cmd_snapshot = {
              "  --max-entries N      keep the last N trace entries per device (as torch's\n"
              "                       ring buffer); sets trace_alloc_overflowed when cut\n"
              "  --full               the whole run, however large\n"
+             "  --viewer-limit SIZE  the most a default window holds (default 400MB)\n"
+             "  --viewer-entries N   the most trace entries it holds (default 6000000)\n"
              "  --no-categories      leave out the \"category\" keys (colour by allocation)\n"
              "  --warn-size SIZE     warn above this estimated size (default 400MB)\n"
              "\n"
