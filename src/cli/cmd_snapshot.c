@@ -235,7 +235,7 @@ static int build(const struct snap_args *a, struct mh_session *ses,
     win->t_lo_ns = fit.t_lo_ns;
     win->t_hi_ns = fit.t_hi_ns;
     say_fit(a, &whole, &fit);
-    return mh__snapshot_narrow(*s, window_cb, win);
+    return mh__snapshot_narrow(*s, &fit, window_cb, win);
 }
 
 static int run(int argc, char **argv)

@@ -32,11 +32,13 @@ not, 77 when no viewer or browser is available.
 import argparse
 import base64
 import functools
+import http.client
 import http.server
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -189,8 +191,9 @@ class Driver:
 
     def __init__(self, chrome, driver_exe, log):
         self.port = free_port()
+        # its own process group, which the browser it starts joins: close() ends them all
         self.proc = subprocess.Popen([driver_exe, "--port=%d" % self.port], stdout=log,
-                                     stderr=log)
+                                     stderr=log, start_new_session=True)
         self.base = "http://127.0.0.1:%d" % self.port
         for _ in range(200):
             try:
@@ -226,21 +229,26 @@ class Driver:
 
     def severe(self):
         try:
-            return [e.get("message", "") for e in self.s("POST", "/se/log", {"type": "browser"})
+            return [e.get("message", "") for e in self.s("POST", "/se/log", {"type": "browser"},
+                                                         timeout=30)
                     if e.get("level") == "SEVERE"]
-        except RuntimeError:
+        except (RuntimeError, OSError, http.client.HTTPException):
             return []
 
     def close(self):
         try:
             self.s("DELETE", "", timeout=30)
-        except (RuntimeError, urllib.error.URLError, OSError):
+        except (RuntimeError, OSError, http.client.HTTPException):
             pass
-        self.proc.terminate()
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # the driver and any browser left
+        except OSError:
+            pass
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
 
 
 def tree_rss(root_pid):
@@ -315,7 +323,7 @@ def load(snapshot, vdir=None, view=VIEWS[0], timeout=300.0, screenshot=None):
             while True:
                 try:
                     st = drv.script(POLL, timeout=timeout + 30.0)
-                except (RuntimeError, urllib.error.URLError, OSError) as e:
+                except (RuntimeError, OSError, http.client.HTTPException) as e:
                     res["errors"].append("browser: %s" % e)  # a crashed tab, a hung page
                     break
                 res["errors"] = list(st["errors"])
@@ -361,6 +369,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the drawing")
     ap.add_argument("--screenshot", help="PNG of the page once drawn")
     a = ap.parse_args()
+    if not os.path.isfile(a.snapshot):
+        print("viewer_harness.py: %s: not a file" % a.snapshot, file=sys.stderr)
+        return 2
     try:
         res = load(a.snapshot, a.viewer, a.view, a.timeout, a.screenshot)
     except Unavailable as e:

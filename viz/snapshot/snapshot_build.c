@@ -15,13 +15,15 @@
  *           same place, its position shifted by the entries before;
  *   write   (mh__snapshot_replay_device, from snapshot_write.c) one pass per
  *           device that writes that device's entries (the last max_entries
- *           of them, like torch's ring buffer) and stops after the last.
+ *           of them, like torch's ring buffer) and stops after the last;
+ *           a window of few entries (MH__KEEP_ENTRIES) was kept by the first
+ *           pass and is written from there instead.
  *
  * The pickle's segments come before its trace, so entries are not kept; the
- * segments are the session model's state where the window ends: a
- * narrowing pass stops there (mh__session_stop_before), and so does the
- * first pass when the window reaches the end of the file; otherwise the
- * events before that point are replayed once more (mh__session_state_at). */
+ * segments are the model's state where the window ends: the session's where
+ * the pass stops there (a narrowing pass, mh__session_stop_before; the first
+ * pass when the window reaches the end of the file), else that of a model
+ * the first pass applies the events to up to the window's end. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,14 +44,14 @@ static int is_note_kind(const struct mh_snapshot *s, unsigned kind)
            (s->export_ranges && (kind == MH_EV_RANGE_BEGIN || kind == MH_EV_RANGE_END));
 }
 
-const struct mh__sentry *mh__snotes_at(const struct mh__snotes *t, size_t i)
+const struct mh__sentry *mh__sring_at(const struct mh__sring *t, size_t i)
 {
     size_t k = t->head + i;
     return &t->e[k >= t->cap ? k - t->cap : k];
 }
 
 /* Adds an annotation; with cap > 0 the list is a ring keeping the last `cap`. */
-static int snotes_add(struct mh__snotes *t, const struct mh__sentry *e, uint64_t cap)
+static int sring_add(struct mh__sring *t, const struct mh__sentry *e, uint64_t cap)
 {
     t->seen++;
     if (cap && t->len == cap) {
@@ -118,13 +120,40 @@ static unsigned first_code(unsigned kind)
     return MH_CAT_UNKNOWN; /* when categories are written at all */
 }
 
+static void drop_kept(struct mh_snapshot *s)
+{
+    for (int d = 0; d < s->ndev; d++) {
+        free(s->dev[d].kept.e);
+        memset(&s->dev[d].kept, 0, sizeof s->dev[d].kept);
+    }
+    s->keep_off = 1;
+}
+
+/* The first pass keeps a small window's entries, so that writing needs no
+ * replay; past MH__KEEP_ENTRIES they are dropped. */
+static int keep(struct mh_snapshot *s, struct mh__sdev *t, const struct mh__sentry *e)
+{
+    size_t held = t->kept.len;
+    int rc = sring_add(&t->kept, e, s->opts.max_entries);
+    s->kept_total += t->kept.len - held;
+    if (rc == MH_ENOMEM || s->kept_total > MH__KEEP_ENTRIES)
+        drop_kept(s);
+    return 0;
+}
+
 /* Counting passes: one more entry of device `t`, sized (and, in the first
  * pass, stored for its category). */
 static int count_entry(struct mh_snapshot *s, struct mh__sdev *t, const struct mh__sentry *e)
 {
-    int rc = s->pass == PASS_COUNT ? mh__catstore_add(&t->cats, t->seen, first_code(e->kind)) : 0;
+    if (s->pass == PASS_NARROW) { /* sized by the first pass already */
+        t->seen++;
+        return 0;
+    }
+    int rc = mh__catstore_add(&t->cats, t->seen, first_code(e->kind));
     if (rc == 0)
         rc = mh__snapshot_count(s, e);
+    if (rc == 0 && !s->keep_off)
+        rc = keep(s, t, e);
     if (rc < 0)
         return rc;
     s->last_index = e->index;
@@ -176,7 +205,7 @@ static int collect(struct mh_snapshot *s, const struct mh_event *ev, int64_t ste
             e.device = 0;
         if (s->opts.only_device && e.device != s->opts.device)
             e.device = (int16_t)s->opts.device;
-        return snotes_add(&s->notes, &e, s->opts.max_entries);
+        return sring_add(&s->notes, &e, s->opts.max_entries);
     }
     if (device < 0)
         return 0;
@@ -219,13 +248,22 @@ static void set_conf(struct mh_snapshot *s, struct mh_session *ses)
     s->export_ranges = source && strcmp(source, "imported") == 0;
 }
 
+/* A first pass over an explicit window replays it into a model of its own
+ * too, which stops where the window ends while the session reads on. */
 static int build_begin(void *user, struct mh_session *ses)
 {
     struct mh_snapshot *s = user;
     set_conf(s, ses);
     memset(&s->build, 0, sizeof s->build);
     s->have_last = 0;
-    return 0;
+    mh_model_free(s->window_model);
+    s->window_model = NULL;
+    if (s->pass != PASS_COUNT || !s->opts.in_window)
+        return 0;
+    struct mh_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    mo.conf = s->conf;
+    return mh_model_new(&mo, &s->window_model);
 }
 
 static void track_steps(struct mh__step_track *st, const struct mh_event *ev)
@@ -274,6 +312,11 @@ static int build_event(void *user, struct mh_session *ses, const struct mh_event
         b->done = 1; /* first event past the window: the state before it is final */
         b->end_index = index;
         return s->pass != PASS_COUNT;
+    }
+    if (s->window_model) {
+        int rc = mh_model_apply(s->window_model, ev, NULL);
+        if (rc < 0)
+            return rc;
     }
     track_steps(&b->st, ev);
     int device = entry_device(s, ev, res);
@@ -398,13 +441,18 @@ static int final_state(struct mh_snapshot *s)
         return 0; /* the first pass's, which ended where this window does */
     mh_model_free(s->model);
     s->model = NULL;
-    if (s->build.done && s->pass == PASS_COUNT) /* it read on, for the categories */
-        return mh__session_state_at(s->ses, s->build.end_index, &s->model);
+    if (s->window_model) { /* the first pass read on, for the categories */
+        s->model = s->window_model;
+        s->window_model = NULL;
+        mh_model_finish(s->model);
+        return 0;
+    }
     s->model = mh__session_take_model(s->ses); /* it stopped where the window ends */
     return s->model ? 0 : MH_ENOMEM;
 }
 
-/* After a counting pass: the segments' state, the totals, the estimate. */
+/* After a counting pass: the segments' state, the totals, the estimate
+ * (a narrowing pass keeps the one its window was chosen by). */
 static int finish_count(struct mh_snapshot *s)
 {
     s->info.read_error = mh__session_read_error(s->ses);
@@ -415,7 +463,8 @@ static int finish_count(struct mh_snapshot *s)
     if (rc < 0)
         return rc;
     summarize(s);
-    s->info.estimate_bytes = mh__snapshot_estimate(s);
+    if (s->pass == PASS_COUNT)
+        s->info.estimate_bytes = mh__snapshot_estimate(s);
     return 0;
 }
 
@@ -458,11 +507,14 @@ static void reset_counts(struct mh_snapshot *s)
     s->lend_device = -1;
 }
 
-int mh__snapshot_narrow(struct mh_snapshot *s, mh_snapshot_window_fn in_window, void *user)
+int mh__snapshot_narrow(struct mh_snapshot *s, const struct mh_snapshot_fit *fit,
+                        mh_snapshot_window_fn in_window, void *user)
 {
     if (s->opts.in_window || s->opts.max_entries)
         return MH_ESTATE; /* the first pass must have counted the whole run */
     reset_counts(s);
+    drop_kept(s); /* the whole run's */
+    s->info.estimate_bytes = fit->bytes;
     s->opts.in_window = in_window;
     s->opts.window_user = user;
     int rc = replay(s, PASS_NARROW);
@@ -473,11 +525,26 @@ int mh__snapshot_narrow(struct mh_snapshot *s, mh_snapshot_window_fn in_window, 
     return rc;
 }
 
+/* The entries the first pass kept, the last max_entries of them in order. */
+static void write_kept(struct mh_snapshot *s, struct mh__sdev *t)
+{
+    s->write_pos = t->seen - t->kept.len;
+    s->write_from = 0;
+    for (size_t i = 0; i < t->kept.len; i++) {
+        struct mh__sentry e = *mh__sring_at(&t->kept, i);
+        write_entry(s, &e);
+    }
+}
+
 int mh__snapshot_replay_device(struct mh_snapshot *s, int device)
 {
     struct mh__sdev *t = &s->dev[device];
     uint64_t cap = s->opts.max_entries;
     s->write_device = device;
+    if (!s->keep_off) {
+        write_kept(s, t);
+        return 0;
+    }
     s->write_pos = 0;
     s->write_from = cap && t->seen > cap ? t->seen - cap : 0;
     int rc = replay(s, PASS_WRITE);
@@ -496,14 +563,17 @@ void mh__snapshot_free(struct mh_snapshot *s)
 {
     if (!s)
         return;
-    for (int d = 0; d < s->ndev; d++)
+    for (int d = 0; d < s->ndev; d++) {
         free(s->dev[d].cats.nib);
+        free(s->dev[d].kept.e);
+    }
     free(s->dev);
     free(s->notes.e);
     free(s->steps);
     free(s->samples);
     mh__snapshot_est_free(&s->est);
     mh_model_free(s->model);
+    mh_model_free(s->window_model);
     mh__livecat_free(s->livecat);
     free(s);
 }

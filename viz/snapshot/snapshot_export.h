@@ -100,10 +100,12 @@ struct mh_snapshot_fit {
 /* Returns 0 (MH_SNAPSHOT_FIT_ALL when nothing needs cutting). */
 int mh__snapshot_fit(const struct mh_snapshot *s, uint64_t max_bytes, uint64_t max_entries,
                      struct mh_snapshot_fit *out);
-/* Narrows `s`, built over the whole run (no window, no max_entries), to a
- * window (a fit's): one more pass to its end; the categories are the first
- * pass's. Returns 0 or MH_E*. */
-int mh__snapshot_narrow(struct mh_snapshot *s, mh_snapshot_window_fn in_window, void *user);
+/* Narrows `s`, built over the whole run (no window, no max_entries), to the
+ * window of `fit` (in_window tells its events): one more pass to its end;
+ * the categories are the first pass's, the size estimate the fit's. Returns
+ * 0 or MH_E*. */
+int mh__snapshot_narrow(struct mh_snapshot *s, const struct mh_snapshot_fit *fit,
+                        mh_snapshot_window_fn in_window, void *user);
 /* Writes the pickle. Returns 0 or the first error of the sink or of the
  * replays. */
 int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink);

@@ -6,8 +6,9 @@
  *
  * Nothing here grows with the number of events except the category store,
  * half a byte per trace entry of the window (with max_entries, a ring of
- * that many): entries themselves are not kept but replayed again from the
- * file when the pickle is written. */
+ * that many): entries are kept only while a window's are few
+ * (MH__KEEP_ENTRIES), and otherwise replayed again from the file when the
+ * pickle is written. */
 #ifndef MH_VIZ_SNAPSHOT_INT_H
 #define MH_VIZ_SNAPSHOT_INT_H
 
@@ -34,8 +35,8 @@ struct mh__sentry {
     uint8_t category; /* enum mh_category, or MH__SCAT_NONE */
 };
 
-/* The step annotations: a growable array, or a ring of max_entries. */
-struct mh__snotes {
+/* Entries or step annotations: a growable array, or a ring of max_entries. */
+struct mh__sring {
     struct mh__sentry *e;
     size_t len, cap, head; /* ring: oldest at head once len == cap */
     uint64_t seen;         /* annotations offered (kept or dropped) */
@@ -49,11 +50,16 @@ struct mh__catstore {
     uint64_t ring; /* max_entries, 0 = every position */
 };
 
+/* Entries of a window kept by the first pass, all devices together, at most
+ * (80 bytes each); a larger window is written from one more replay. */
+#define MH__KEEP_ENTRIES (1u << 20)
+
 /* The trace entries of one device in the window. */
 struct mh__sdev {
     uint64_t seen; /* entries of the window (the last max_entries are written) */
     uint64_t base; /* store position of its first (after a narrowing pass) */
     struct mh__catstore cats;
+    struct mh__sring kept; /* the entries themselves, while few */
 };
 
 /* What the entries of one step cost (the default window adds whole steps). */
@@ -119,6 +125,7 @@ struct mh_snapshot {
     struct mh_session *ses;         /* replayed again when writing */
     const struct mh_reader *reader; /* the session's */
     struct mh_model *model;         /* the state at the end of the window */
+    struct mh_model *window_model;  /* the first pass's, up to the window's end */
     struct mh__build build;
     struct mh_livecat *livecat; /* categories (snapshot_category.c) */
     struct mh_snapshot_opts opts;
@@ -127,7 +134,9 @@ struct mh_snapshot {
     struct mh_alloc_conf conf;
     struct mh__sdev *dev; /* indexed by device */
     int ndev;
-    struct mh__snotes notes; /* step (and range) annotations */
+    struct mh__sring notes; /* step (and range) annotations */
+    int keep_off;            /* entries are not kept (too many; or narrowed) */
+    uint64_t kept_total;     /* entries kept, all devices */
     int export_ranges;       /* ranges came from an imported snapshot */
     uint64_t categorized;    /* entries given a category (snapshot_category.c) */
     int lend_device;         /* the entry written "unknown" in place of its category */
@@ -161,7 +170,7 @@ unsigned mh__catstore_get(const struct mh__catstore *c, uint64_t pos);
 void mh__catstore_set(struct mh__catstore *c, uint64_t pos, uint64_t seen, unsigned category);
 /* Appends the code of position `pos` (== the count stored so far). */
 int mh__catstore_add(struct mh__catstore *c, uint64_t pos, unsigned code);
-const struct mh__sentry *mh__snotes_at(const struct mh__snotes *t, size_t i);
+const struct mh__sentry *mh__sring_at(const struct mh__sring *t, size_t i);
 /* Registers the observer that gives the collected alloc and free entries
  * the category of their allocation during the same pass (see
  * snapshot_category.c); the observer registered before it collects them. */

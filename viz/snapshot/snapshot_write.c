@@ -348,7 +348,7 @@ static void write_notes(struct wctx *c)
     uint64_t count = 0;
     mh__pw_list_begin(c->w);
     for (size_t i = 0; i < c->s->notes.len; i++) {
-        const struct mh__sentry *e = mh__snotes_at(&c->s->notes, i);
+        const struct mh__sentry *e = mh__sring_at(&c->s->notes, i);
         int begin = e->kind == MH_EV_STEP_BEGIN || e->kind == MH_EV_RANGE_BEGIN;
         mh__pw_empty_dict(c->w);
         mh__pw_mark(c->w);
