@@ -52,7 +52,7 @@ struct mh__catstore {
 
 /* Entries of a window kept by the first pass, all devices together, at most
  * (80 bytes each); a larger window is written from one more replay. */
-#define MH__KEEP_ENTRIES (1u << 20)
+#define MH__KEEP_ENTRIES (1u << 19)
 
 /* The trace entries of one device in the window. */
 struct mh__sdev {
