@@ -6,10 +6,15 @@
 # snapshots), matplotlib (plot benchmark), jsonschema (checks the --json outputs against
 # docs/schema), perfetto and protobuf (decode `memhist trace`'s protobuf output with the
 # classes generated from Perfetto's trace proto). Set MEMHIST_SKIP_PIP=1 to skip pip.
+# `setup.sh --viewer` also installs headless Chromium and its driver, which the memory_viz
+# harness (tests/python/viewer_harness.py, docs/memory-viz.md) drives; nothing else needs them.
 set -euo pipefail
 
 apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev zlib1g-dev
               libcriterion-dev libdw-dev python3 python3-pip python3-venv valgrind)
+if [ "${1:-}" = "--viewer" ]; then
+    apt_packages+=(chromium chromium-driver)
+fi
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -25,6 +25,8 @@ struct mh_session {
     unsigned passes;
     struct mh_progress progress;
     char what[320]; /* the name of the current pass for progress reports */
+    int (*stop_before)(void *user, struct mh_session *s, const struct mh_event *ev);
+    void *stop_user;
 };
 
 /* The settings are metadata that precede the first event in the file. */
@@ -178,6 +180,10 @@ static int replay_events(struct mh_session *s, struct mh_model **m, uint64_t sto
     if (mrc < 0)
         return mrc;
     for (s->index = 0; rc == 1 && (stop_after == 0 || s->index < stop_after); s->index++) {
+        if (observe && s->stop_before && s->stop_before(s->stop_user, s, &ev)) {
+            rc = 0; /* a stop point before this event */
+            break;
+        }
         memset(&res, 0, sizeof res);
         if ((rc = mh_model_apply(*m, &ev, &res)) < 0)
             return rc;
@@ -212,11 +218,20 @@ static int fail(const struct mh_session *s, int rc)
     return rc;
 }
 
+void mh__session_stop_before(struct mh_session *s,
+                             int (*fn)(void *user, struct mh_session *s, const struct mh_event *ev),
+                             void *user)
+{
+    s->stop_before = fn;
+    s->stop_user = user;
+}
+
 int mh__session_run(struct mh_session *s, uint64_t stop_after)
 {
     mh_model_free(s->model);
     s->model = NULL;
     int rc = replay(s, &s->model, stop_after, 1);
+    s->stop_before = NULL;
     if (rc < 0)
         return fail(s, rc);
     mh_model_finish(s->model);

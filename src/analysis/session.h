@@ -67,6 +67,15 @@ void mh__session_set_progress(struct mh_session *s, const struct mh_progress *p)
  * a pipe gives MH_EUNSUPPORTED. */
 int mh__session_run(struct mh_session *s, uint64_t stop_after);
 
+/* For the next pass only: fn is called with each event before the model
+ * applies it (at index mh__session_index); a non-zero return makes that a
+ * stop point, the event not applied, so the pass's model is the state
+ * before it (an output that finds where its window ends only when it sees
+ * the first event past it). */
+void mh__session_stop_before(struct mh_session *s,
+                             int (*fn)(void *user, struct mh_session *s, const struct mh_event *ev),
+                             void *user);
+
 /* One full pass (mh__session_run) with `o` added to the registered
  * observers for this pass only. */
 int mh__session_pass(struct mh_session *s, const struct mh_observer *o);

@@ -257,7 +257,11 @@ int mh_reader_open(const char *path, struct mh_reader **out)
         return rc;
     }
     if (!strcmp(path, "-")) {
-        r->f = stdin;
+        r->f = stdin; /* a redirected file can be rewound */
+        struct stat st;
+        r->seekable = fstat(fileno(stdin), &st) == 0 && S_ISREG(st.st_mode) &&
+                      ftello(stdin) == 0;
+        r->size = r->seekable ? (uint64_t)st.st_size : 0;
     } else {
         r->f = fopen(path, "rb");
         if (!r->f) {

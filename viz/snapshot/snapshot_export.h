@@ -18,9 +18,14 @@
  * consistent: events the model rejected as anomalies are left out of the
  * trace.
  *
- * Two phases: mh__snapshot_build replays the file and keeps the window's
- * entries (so the output size can be estimated before anything is written),
- * mh__snapshot_write emits the pickle through pickle_write.h into a sink. */
+ * Two phases: mh__snapshot_build replays the file once and counts the
+ * window's entries (so the output size is estimated before anything is
+ * written, and mh__snapshot_fit can choose a window the browser viewer
+ * opens), mh__snapshot_write emits the pickle through pickle_write.h into a
+ * sink, replaying the file again once per device (the segments come first
+ * in the pickle). Memory follows the live allocations, the distinct stacks
+ * and frames and the steps, plus half a byte per trace entry written (its
+ * category); the input must be a file that can be read more than once. */
 #ifndef MH_VIZ_SNAPSHOT_EXPORT_H
 #define MH_VIZ_SNAPSHOT_EXPORT_H
 
@@ -62,13 +67,47 @@ struct mh_snapshot_info {
 };
 
 /* One pass of the session `ses` (it must stay open until
- * mh__snapshot_free: its reader holds the stacks), with the recorded
- * allocator settings. Reading damage is not fatal: see info.read_error.
- * Errors while reading are reported by the session. Returns 0 or MH_E*. */
+ * mh__snapshot_free: its reader holds the stacks, and writing replays it),
+ * with the recorded allocator settings. Reading damage is not fatal: see
+ * info.read_error. Errors while reading are reported by the session.
+ * Returns 0 or MH_E*. */
 int mh__snapshot_build(struct mh_session *ses, const struct mh_snapshot_opts *opts,
                        struct mh_snapshot **out);
 void mh__snapshot_info(const struct mh_snapshot *s, struct mh_snapshot_info *out);
-/* Writes the pickle. Returns 0 or the first error of the sink. */
+
+/* The part of the run to write when the whole snapshot `s` would pass
+ * `max_bytes` or `max_entries` trace entries (snapshot_fit.c): whole steps
+ * around the run's first OOM or, without one, the highest allocated peak of
+ * a device, as many as fit, else a time window around that moment. */
+enum mh_snapshot_fit_kind {
+    MH_SNAPSHOT_FIT_ALL,   /* the whole snapshot fits (or there is no moment to center on) */
+    MH_SNAPSHOT_FIT_STEPS, /* step_lo..step_hi */
+    MH_SNAPSHOT_FIT_TIME   /* t_lo_ns..t_hi_ns */
+};
+
+struct mh_snapshot_fit {
+    int kind;
+    int64_t step_lo, step_hi;  /* inclusive; step_lo INT64_MIN: from the start */
+    uint64_t t_lo_ns, t_hi_ns; /* since the first event, inclusive */
+    int device;                /* the device of the moment */
+    int at_oom;                /* the moment is the run's first OOM (else the peak) */
+    int64_t focus_step;        /* its step (-1 before the first) */
+    uint64_t focus_value;      /* the peak's allocated bytes; an OOM's request */
+    uint64_t focus_time_ns;    /* since the first event */
+    uint64_t entries, bytes;   /* expected in the window (ALL: the whole snapshot) */
+};
+
+/* Returns 0 (MH_SNAPSHOT_FIT_ALL when nothing needs cutting). */
+int mh__snapshot_fit(const struct mh_snapshot *s, uint64_t max_bytes, uint64_t max_entries,
+                     struct mh_snapshot_fit *out);
+/* Narrows `s`, built over the whole run (no window, no max_entries), to the
+ * window of `fit` (in_window tells its events): one more pass to its end;
+ * the categories are the first pass's, the size estimate the fit's. Returns
+ * 0 or MH_E*. */
+int mh__snapshot_narrow(struct mh_snapshot *s, const struct mh_snapshot_fit *fit,
+                        mh_snapshot_window_fn in_window, void *user);
+/* Writes the pickle. Returns 0 or the first error of the sink or of the
+ * replays. */
 int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink);
 /* Accepts NULL. */
 void mh__snapshot_free(struct mh_snapshot *s);

@@ -1,6 +1,9 @@
-/* snapshot_write.c - second phase of snapshot export: emits the collected
- * window (snapshot_build.c) and the model's final segments as the pickle
- * torch.cuda.memory._snapshot() would give, through pickle_write.h.
+/* snapshot_write.c - second phase of snapshot export: emits the window
+ * counted by snapshot_build.c as the pickle torch.cuda.memory._snapshot()
+ * would give, through pickle_write.h: the model's final segments, then each
+ * device's trace, streamed from one more replay of the file per device
+ * (mh__snapshot_replay_device), so nothing grows with the number of
+ * entries but the output.
  *
  * Sharing: key strings, action names, frame dicts, frame lists (per stack)
  * and compile contexts are memoized once and referenced again with BINGET,
@@ -60,6 +63,8 @@ struct wctx {
     struct memo_map frames, stacks, strings;
     char last_um[512];
     uint32_t last_um_memo; /* + 1, 0 = none */
+    struct mh__um_cache um;
+    uint64_t dev_count; /* entries of the device list being written */
     int error;
     /* optional entry keys the imported snapshot had on every entry */
     int keys_compile, keys_user, keys_pool, keys_frames;
@@ -178,40 +183,87 @@ static void write_string(struct wctx *c, uint32_t id)
         *slot = idx + 1;
 }
 
+/* Text built into a buffer of `cap` bytes: `n` counts every byte appended,
+ * those past the end too (as snprintf does). */
+struct utext {
+    char *buf;
+    size_t cap, n;
+};
+
+static void put_text(struct utext *u, const char *s, size_t len)
+{
+    if (u->n + 1 < u->cap) {
+        size_t room = u->cap - 1 - u->n, k = len < room ? len : room;
+        memcpy(u->buf + u->n, s, k);
+        u->buf[u->n + k] = '\0';
+    }
+    u->n += len;
+}
+
+static void put_step(struct utext *u, int64_t step)
+{
+    char digits[24];
+    size_t k = sizeof digits;
+    uint64_t v = (uint64_t)step;
+    do
+        digits[--k] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    put_text(u, "step ", 5);
+    put_text(u, digits + k, sizeof digits - k);
+}
+
 size_t mh__snapshot_user_text(const struct mh_snapshot *s, const struct mh__sentry *e, char *buf,
                               size_t cap)
 {
-    int n = 0;
+    struct utext u = {buf, cap, 0};
     struct mh__sentry own_only = {.str = e->str, .step = -1, .phase = MH_PHASE_NONE};
     buf[0] = '\0';
     if (s->derived_steps) /* an imported snapshot: its own metadata only */
         e = &own_only;
     if (e->step >= 0)
-        n = snprintf(buf, cap, "step %lld", (long long)e->step);
-    if (e->phase != MH_PHASE_NONE && n >= 0 && (size_t)n < cap)
-        n += snprintf(buf + n, cap - (size_t)n, "%s%s", n ? " " : "", mh_phase_name(e->phase));
+        put_step(&u, e->step);
+    if (e->phase != MH_PHASE_NONE) {
+        const char *name = mh_phase_name(e->phase);
+        if (u.n)
+            put_text(&u, " ", 1);
+        put_text(&u, name, strlen(name));
+    }
     const char *own = e->str ? mh_reader_string(s->reader, e->str) : NULL;
-    if (own && *own && n >= 0 && (size_t)n < cap)
-        n += snprintf(buf + n, cap - (size_t)n, "%s%s", n ? " | " : "", own);
-    if (n < 0)
-        return 0;
-    return (size_t)n < cap ? (size_t)n : cap - 1;
+    if (own && *own) {
+        if (u.n)
+            put_text(&u, " | ", 3);
+        put_text(&u, own, strlen(own));
+    }
+    return u.n < cap ? u.n : cap - 1;
+}
+
+const char *mh__snapshot_user_cached(const struct mh_snapshot *s, struct mh__um_cache *c,
+                                     const struct mh__sentry *e, size_t *len)
+{
+    uint64_t key[3] = {(uint64_t)e->step, e->phase, e->str};
+    if (!c->have || memcmp(key, c->key, sizeof key) != 0) {
+        c->len = mh__snapshot_user_text(s, e, c->text, sizeof c->text);
+        memcpy(c->key, key, sizeof key);
+        c->have = 1;
+    }
+    *len = c->len;
+    return c->text;
 }
 
 static void write_user(struct wctx *c, const struct mh__sentry *e)
 {
-    char buf[sizeof c->last_um];
-    size_t n = mh__snapshot_user_text(c->s, e, buf, sizeof buf);
+    size_t n;
+    const char *text = mh__snapshot_user_cached(c->s, &c->um, e, &n);
     if (n == 0 && !c->keys_user)
         return;
     konst(c, K_USER);
-    if (c->last_um_memo && strcmp(buf, c->last_um) == 0) {
+    if (c->last_um_memo && strcmp(text, c->last_um) == 0) {
         mh__pw_get(c->w, c->last_um_memo - 1);
         return;
     }
-    mh__pw_str(c->w, buf, n);
+    mh__pw_str(c->w, text, n);
     c->last_um_memo = mh__pw_memoize(c->w) + 1;
-    memcpy(c->last_um, buf, n + 1);
+    memcpy(c->last_um, text, n + 1);
 }
 
 /* The "category" item of an entry (snapshot_category.c decided which). */
@@ -265,19 +317,27 @@ static void write_entry(struct wctx *c, const struct mh__sentry *e)
     mh__pw_setitems(w);
 }
 
+void mh__snapshot_write_entry(struct mh_snapshot *s, const struct mh__sentry *e)
+{
+    struct wctx *c = s->wctx;
+    write_entry(c, e);
+    mh__pw_list_item(c->w, &c->dev_count);
+}
+
+/* One list per device index; each device's entries come from a replay. */
 static void write_traces(struct wctx *c, int ndev)
 {
     uint64_t outer = 0;
     mh__pw_list_begin(c->w);
     for (int d = 0; d < ndev; d++) {
-        const struct mh__strace *t = d < c->s->ndev ? &c->s->dev[d] : NULL;
-        uint64_t count = 0;
+        c->dev_count = 0;
         mh__pw_list_begin(c->w);
-        for (size_t i = 0; t && i < t->len; i++) {
-            write_entry(c, mh__strace_at(t, i));
-            mh__pw_list_item(c->w, &count);
+        if (d < c->s->ndev && c->s->dev[d].seen && !c->error) {
+            int rc = mh__snapshot_replay_device(c->s, d);
+            if (rc < 0)
+                c->error = rc;
         }
-        mh__pw_list_end(c->w, count);
+        mh__pw_list_end(c->w, c->dev_count);
         mh__pw_list_item(c->w, &outer);
     }
     mh__pw_list_end(c->w, outer);
@@ -288,7 +348,7 @@ static void write_notes(struct wctx *c)
     uint64_t count = 0;
     mh__pw_list_begin(c->w);
     for (size_t i = 0; i < c->s->notes.len; i++) {
-        const struct mh__sentry *e = mh__strace_at(&c->s->notes, i);
+        const struct mh__sentry *e = mh__sring_at(&c->s->notes, i);
         int begin = e->kind == MH_EV_STEP_BEGIN || e->kind == MH_EV_RANGE_BEGIN;
         mh__pw_empty_dict(c->w);
         mh__pw_mark(c->w);
@@ -319,7 +379,7 @@ static void write_overflow(struct wctx *c)
         return;
     uint64_t most = c->s->opts.max_entries;
     for (int d = 0; !most && d < c->s->ndev; d++)
-        most = c->s->dev[d].len > most ? c->s->dev[d].len : most;
+        most = c->s->dev[d].seen > most ? c->s->dev[d].seen : most;
     mh__pw_cstr(c->w, "trace_alloc_max_entries");
     mh__pw_uint(c->w, most);
     mh__pw_cstr(c->w, "trace_alloc_overflowed");
@@ -511,6 +571,7 @@ int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
     }
     c->s = s;
     c->w = w;
+    s->wctx = c;
     const char *keys = mh_reader_meta(s->reader, "torch_entry_keys");
     c->keys_compile = keys && strstr(keys, "compile_context");
     c->keys_user = keys && strstr(keys, "user_metadata");
@@ -546,5 +607,6 @@ int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
     free(c->segs);
     free(c);
     free(w);
+    s->wctx = NULL;
     return rc;
 }
