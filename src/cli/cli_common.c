@@ -120,11 +120,11 @@ static int unit_multiplier(const char *unit, double *mult)
                  {"kib", 1024.0},  {"m", 1048576.0},   {"mb", 1048576.0}, {"mib", 1048576.0},
                  {"g", 1073741824.0}, {"gb", 1073741824.0}, {"gib", 1073741824.0},
                  {"t", 1099511627776.0}, {"tb", 1099511627776.0}, {"tib", 1099511627776.0}};
-    char low[8];
+    char low[8] = {0};
     size_t n = strlen(unit);
     if (n >= sizeof low)
         return MH_EINVAL;
-    for (size_t i = 0; i <= n; i++)
+    for (size_t i = 0; i < n; i++)
         low[i] = (char)tolower((unsigned char)unit[i]);
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(low, units[i].name) == 0) {

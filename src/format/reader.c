@@ -109,9 +109,9 @@ static int next_chunk(struct mh_reader *r, uint8_t *type, const uint8_t **payloa
 static int advance(struct mh_reader *r)
 {
     while (!r->err && !r->done) {
-        uint8_t type;
-        const uint8_t *p;
-        size_t len;
+        uint8_t type = 0;
+        const uint8_t *p = NULL;
+        size_t len = 0;
         uint64_t at = r->off;
         int rc = next_chunk(r, &type, &p, &len);
         if (rc == 0)
@@ -181,8 +181,8 @@ static int read_preamble(struct mh_reader *r)
                           v, MH_FORMAT_VERSION);
     r->sum.format_version = v;
     r->off = MH__PREAMBLE_LEN;
-    uint8_t type;
-    size_t len;
+    uint8_t type = 0;
+    size_t len = 0;
     int rc = next_chunk(r, &type, &p, &len);
     if (rc == 0)
         return mh__r_fail(r, MH_ETRUNCATED, r->off, "file ends before the header chunk");
