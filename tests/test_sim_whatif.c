@@ -61,7 +61,7 @@ static void replay(const struct evs *in, const char *conf, uint64_t capacity, in
     o.use_oracle = oracle;
     o.emit = keep;
     o.emit_user = out;
-    cr_assert_eq(mh__sim_replay(in->ev, in->n, &o, res), 0);
+    cr_assert_eq(mh__sim_replay_events(in->ev, in->n, &o, res), 0);
 }
 
 #define PARAMS "layers=3,hidden=256,heads=4,seq=512,batch=4,vocab=6000,seqvar=40"
