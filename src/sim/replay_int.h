@@ -67,7 +67,15 @@ int mh__rmatch_segment(struct mh__rmatch *m, uint64_t ordinal, struct mh__rm_seg
 /* Forgets the recorded segment creations before number `ordinal`. */
 void mh__rmatch_forget_segments(struct mh__rmatch *m, uint64_t ordinal);
 
-int mh__rm_is_segment_kind(unsigned kind);
-int mh__rm_preexisting(const struct mh_event *e);
+static inline int mh__rm_is_segment_kind(unsigned kind)
+{
+    return kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_FREE || kind == MH_EV_SEGMENT_MAP ||
+           kind == MH_EV_SEGMENT_UNMAP;
+}
+
+static inline int mh__rm_preexisting(const struct mh_event *e)
+{
+    return mh__sim_is_allocator_kind(e->kind) && (e->flags & MH_EVF_PREEXISTING);
+}
 
 #endif

@@ -16,17 +16,6 @@
 #include "memhist/error.h"
 #include "replay_int.h"
 
-int mh__rm_is_segment_kind(unsigned kind)
-{
-    return kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_FREE || kind == MH_EV_SEGMENT_MAP ||
-           kind == MH_EV_SEGMENT_UNMAP;
-}
-
-int mh__rm_preexisting(const struct mh_event *e)
-{
-    return mh__sim_is_allocator_kind(e->kind) && (e->flags & MH_EVF_PREEXISTING);
-}
-
 static int is_creation(unsigned kind)
 {
     return kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_MAP;

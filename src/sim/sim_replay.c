@@ -24,11 +24,6 @@
 /* Input events between two progress reports. */
 #define PROGRESS_EVERY 65536
 
-int mh__sim_is_allocator_kind(unsigned kind)
-{
-    return kind <= MH_EV_OOM;
-}
-
 /* address -> address, open addressing (0 is never a key). */
 struct amap {
     uint64_t *k, *v;

@@ -95,6 +95,9 @@ int mh__sim_replay_events(const struct mh_event *events, size_t n,
                           const struct mh_sim_replay_opts *opts, struct mh_sim_replay_result *res);
 
 /* 1 for the kinds the caching allocator emits (alloc ... oom). */
-int mh__sim_is_allocator_kind(unsigned kind);
+static inline int mh__sim_is_allocator_kind(unsigned kind)
+{
+    return kind <= MH_EV_OOM;
+}
 
 #endif
