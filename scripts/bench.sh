@@ -4,7 +4,8 @@
 # replay, the growth observer, simulator, PNG timeline against matplotlib,
 # pickle against CPython),
 # then the Python benchmarks tests/bench/bench_*.py (on the virtual device:
-# simulator fidelity against torch's real allocator, recorder overhead), then
+# simulator fidelity against torch's real allocator, recorder overhead; time
+# and peak memory of import and of whatif on long runs), then
 # the recording overhead of the torch bridge's stack modes against torch's own
 # recorder (tests/bench/torch_stacks.py) on a GPU, else on memhist's virtual
 # device when it is built, else it says why not.

@@ -136,7 +136,7 @@ static uint64_t replay_peak(const struct evs *in, struct mh_sim_replay_result *r
     o.use_oracle = 1;
     o.emit = keep;
     o.emit_user = &out;
-    cr_assert_eq(mh__sim_replay(in->ev, in->n, &o, res), 0);
+    cr_assert_eq(mh__sim_replay_events(in->ev, in->n, &o, res), 0);
     struct mh_model_opts mo;
     struct mh_model *m;
     struct mh_apply_result r;

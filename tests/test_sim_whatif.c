@@ -61,7 +61,7 @@ static void replay(const struct evs *in, const char *conf, uint64_t capacity, in
     o.use_oracle = oracle;
     o.emit = keep;
     o.emit_user = out;
-    cr_assert_eq(mh__sim_replay(in->ev, in->n, &o, res), 0);
+    cr_assert_eq(mh__sim_replay_events(in->ev, in->n, &o, res), 0);
 }
 
 #define PARAMS "layers=3,hidden=256,heads=4,seq=512,batch=4,vocab=6000,seqvar=40"
@@ -158,4 +158,48 @@ Test(sim_whatif, other_settings_and_smaller_device)
     cr_expect_eq(out.ev[out.n - 1].kind, MH_EV_OOM, "replay stops at the what-if OOM");
     free(rec.ev);
     free(out.ev);
+}
+
+/* Every figure of a replay is the same however far apart the simulated and
+ * the recorded run may get before the comparison reads the recording with
+ * a cursor of its own, and whether a segment the oracle needs is read ahead. */
+static void expect_same(const struct mh_sim_replay_result *a, const struct mh_sim_replay_result *b)
+{
+    cr_expect_eq(a->matched, b->matched);
+    cr_expect_eq(a->matched_segment_events, b->matched_segment_events);
+    cr_expect_eq(a->simulated_alloc_events, b->simulated_alloc_events);
+    cr_expect_eq(a->recorded_alloc_events, b->recorded_alloc_events);
+    cr_expect_eq(a->recorded_segment_events, b->recorded_segment_events);
+    cr_expect_eq(a->placed, b->placed);
+    cr_expect_eq(a->oom, b->oom);
+    cr_expect_eq(a->input_events, b->input_events);
+}
+
+Test(sim_whatif, comparison_window_does_not_change_results)
+{
+    struct evs rec = {0};
+    const char *runs[][2] = {{"expandable_segments:True", ""}, /* recorded, replayed */
+                             {"", "expandable_segments:True"},
+                             {"", "max_split_size_mb:20"},
+                             {"max_split_size_mb:20", ""}};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        rec.n = 0;
+        simulate(runs[r][0], 0, PARAMS, &rec);
+        for (int oracle = 0; oracle <= 1; oracle++) {
+            for (uint64_t cap = 0; cap <= 256ull << 20; cap += 256ull << 20) {
+                struct mh_sim_replay_opts o;
+                struct mh_sim_replay_result wide, narrow;
+                memset(&o, 0, sizeof o);
+                cr_assert_eq(mh_alloc_conf_parse(runs[r][1], &o.conf, NULL, 0), 0);
+                o.use_oracle = oracle;
+                o.capacity = cap;
+                cr_assert_eq(mh__sim_replay_events(rec.ev, rec.n, &o, &wide), 0);
+                o.compare_window = 1;
+                cr_assert_eq(mh__sim_replay_events(rec.ev, rec.n, &o, &narrow), 0);
+                cr_expect_lt(wide.matched, wide.recorded_alloc_events, "the runs drift apart");
+                expect_same(&wide, &narrow);
+            }
+        }
+    }
+    free(rec.ev);
 }

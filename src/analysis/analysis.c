@@ -22,8 +22,12 @@ static int add_observers(struct mh_analysis *a, const struct mh_analysis_want *w
 {
     struct mh_observer lt = {"lifetimes", a->lt, NULL, observe_lifetimes, finish_lifetimes};
     int rc = mh__session_observe(a->session, &lt);
-    if (rc == 0 && want && want->events && (rc = mh__whatif_events_new(&a->events)) == 0)
-        rc = mh__session_observe(a->session, mh__whatif_events_observer(a->events));
+    if (rc == 0 && want && want->whatif && (rc = mh__whatif_source_new(&a->whatif)) == 0) {
+        mh__whatif_source_expect(a->whatif, want->whatif == MH_WANT_WHATIF_OOM
+                                                ? mh__whatif_expect_baseline
+                                                : mh__report_trend_expect, NULL);
+        rc = mh__session_observe(a->session, mh__whatif_source_observer(a->whatif));
+    }
     if (rc == 0 && want && want->peak_groups && (rc = mh__peak_groups_new(&a->peaks)) == 0)
         rc = mh__session_observe(a->session, mh__peak_groups_observer(a->peaks));
     if (rc == 0 && want && want->growth && (rc = mh__growth_new(&a->growth)) == 0)
@@ -75,7 +79,7 @@ void mh__analysis_close(struct mh_analysis *a)
 {
     mh__peak_groups_free(a->peaks);
     mh__growth_free(a->growth);
-    mh__whatif_events_free(a->events);
+    mh__whatif_source_free(a->whatif);
     mh__lifetimes_free(a->lt);
     mh_model_free(a->model);
     mh__session_close(a->session);

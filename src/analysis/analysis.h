@@ -1,7 +1,7 @@
 /* analysis.h - a recording replayed once through a session (session.h) with
  * the observers the commands ask for: allocation lifetimes and categories
- * (categories.h) always; the events kept for what-if replays
- * (whatif_check.h) and the live groups at each device's allocated peak
+ * (categories.h) always; what the what-if replays read the recording
+ * again with (whatif_check.h) and the live groups at each device's allocated peak
  * (device_report.h) on request. The input of `memhist report`, `layers`,
  * `oom` and `diff`; plus helpers those commands share. */
 #ifndef MH_ANALYSIS_ANALYSIS_H
@@ -16,10 +16,16 @@
 
 /* What to gather besides lifetimes. */
 struct mh_analysis_want {
-    int events;      /* keep the events for what-if replays */
+    /* gather what the what-if replays read (whatif_check.h), and start the
+     * replay the command asks for first during the pass: report's
+     * fragmentation what-if (MH_WANT_WHATIF_TREND) or oom's replay under
+     * the recorded settings (MH_WANT_WHATIF_OOM); 0 = none */
+    int whatif;
     int peak_groups; /* live groups by stack at each device's allocated peak */
     int growth;      /* allocation groups that grow across steps (growth.h) */
 };
+
+enum { MH_WANT_WHATIF_TREND = 1, MH_WANT_WHATIF_OOM = 2 };
 
 struct mh_analysis {
     struct mh_session *session;
@@ -27,7 +33,7 @@ struct mh_analysis {
     struct mh_model *model; /* the model of that pass (rp.model), owned */
     struct mh_lifetimes *lt; /* that pass's lifetimes: spans, facts, curves and the
                               * records live at each device's allocated peak */
-    struct mh_whatif_events *events;  /* NULL unless wanted */
+    struct mh_whatif_source *whatif;  /* NULL unless wanted */
     struct mh_peak_groups *peaks;     /* NULL unless wanted */
     struct mh_growth *growth;         /* NULL unless wanted */
 };

@@ -47,6 +47,11 @@ struct mh_device_report {
  * expandable_segments:True. */
 void mh__report_trend(const struct mh_model *m, struct mh_whatif_input *in,
                       struct mh_frag_trend *t);
+/* That what-if replay's options (an mh_whatif_expect_fn: started during the
+ * pass). */
+void mh__report_trend_expect(void *user, const struct mh_whatif_input *in,
+                             const struct mh_whatif_outcome *recorded,
+                             struct mh_sim_replay_opts *ro, int *baseline);
 
 /* Groups the allocated blocks of `device` in `m` by stack, largest first;
  * keeps at most `top` groups (all if 0). The caller frees *out. */

@@ -1,6 +1,7 @@
 /* frag_trend.c - the fragmentation trend of `memhist report`: how reserved
  * and allocated memory evolve over the steps, a verdict, and the what-if
- * replay under expandable_segments:True that quantifies the fix. */
+ * replay under expandable_segments:True that quantifies the fix, checked
+ * where the run fragments by the replay under its own settings. */
 #include <string.h>
 
 #include "device_report.h"
@@ -13,6 +14,19 @@ static int fragmenting(const struct mh_frag_trend *t, uint64_t first_reserved)
 {
     return t->reserved_growth > 0 && (double)t->reserved_growth > 0.05 * (double)first_reserved &&
            t->reserved_growth > 2 * (t->allocated_growth > 0 ? t->allocated_growth : 0);
+}
+
+void mh__report_trend_expect(void *user, const struct mh_whatif_input *in,
+                             const struct mh_whatif_outcome *recorded,
+                             struct mh_sim_replay_opts *ro, int *baseline)
+{
+    (void)user;
+    (void)recorded;
+    memset(ro, 0, sizeof *ro);
+    ro->conf = in->conf;
+    ro->conf.expandable_segments = 1;
+    ro->capacity = in->total_bytes;
+    *baseline = 0;
 }
 
 void mh__report_trend(const struct mh_model *m, struct mh_whatif_input *in,
@@ -40,20 +54,21 @@ void mh__report_trend(const struct mh_model *m, struct mh_whatif_input *in,
     }
     t->fragmenting = fragmenting(t, first.peak_reserved);
     /* a fragmenting run's what-if is checked by the replay under its own
-     * settings, which also tells how the recording's torch broke ties */
-    struct mh_whatif_outcome base;
-    int based = t->fragmenting && mh__whatif_pick_ties(in, in->total_bytes, &base) == 0;
+     * settings, which also tells how the recording's torch broke ties; the
+     * two replays run at once */
+    struct mh_whatif_outcome base, out;
     struct mh_sim_replay_opts ro;
-    struct mh_whatif_outcome out;
-    memset(&ro, 0, sizeof ro);
-    ro.conf = in->conf;
-    ro.conf.expandable_segments = 1;
-    ro.capacity = in->total_bytes;
-    if (mh__whatif_run(in, &ro, &out, NULL) == 0) {
+    int base_rc = -1, rc;
+    mh__report_trend_expect(NULL, in, NULL, &ro, &rc);
+    if (t->fragmenting)
+        rc = mh__whatif_run_with_baseline(in, in->total_bytes, &ro, &base, &base_rc, &out, NULL);
+    else
+        rc = mh__whatif_run(in, &ro, &out, NULL);
+    if (rc == 0) {
         t->whatif_ok = 1;
         t->whatif_peak_reserved = out.peak_reserved;
     }
-    if (t->whatif_ok && based) {
+    if (t->whatif_ok && base_rc == 0) {
         t->whatif_checked = mh__whatif_checked(&base);
         t->baseline_match = base.match;
     }

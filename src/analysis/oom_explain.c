@@ -142,10 +142,27 @@ static void candidates(const struct mh_analysis *a, const struct mh_whatif_input
     conf[2].memory_fraction = 1.0;
 }
 
+static void name_suggestion(struct mh_suggestion *s, int i, const struct mh_alloc_conf *conf)
+{
+    if (i == 0)
+        snprintf(s->setting, sizeof s->setting, "expandable_segments:True");
+    else if (i == 1)
+        snprintf(s->setting, sizeof s->setting, "max_split_size_mb:%llu",
+                 (unsigned long long)(conf->max_split_size / MH_MB));
+    else
+        snprintf(s->setting, sizeof s->setting,
+                 "garbage_collection_threshold:0.6 + memory fraction 1.0");
+}
+
+/* The replays behind the suggestions (and the baseline where the case's
+ * capacity is not the one it was given for) run at once, two at a time. */
 static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *in,
                     struct mh_oom_case *c)
 {
     struct mh_alloc_conf conf[3];
+    struct mh_whatif_job jobs[4];
+    int job_of[3];
+    size_t njobs = 0;
     candidates(a, in, c, conf);
     /* replays get what the recorded allocator could use (the whole run's, as
      * `whatif` does), not the device's total, part of which the CUDA context holds */
@@ -153,36 +170,42 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
     if (!(c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE))
         capacity = c->usable ? c->usable : c->capacity;
     int given = c->baseline_given && capacity == c->usable;
-    c->replay_match = given || mh__whatif_baseline(in, capacity, &c->baseline) == 0 ? c->baseline.match
-                                                                                   : -1;
-    c->estimates = !mh__whatif_checked(c->replay_match < 0 ? NULL : &c->baseline);
+    memset(jobs, 0, sizeof jobs);
+    if (!given) {
+        jobs[njobs].ro = (struct mh_sim_replay_opts){.conf = in->conf, .capacity = capacity,
+                                                     .use_oracle = 1};
+        jobs[njobs].ro.progress_what = "replay under the recorded settings";
+        jobs[njobs++].baseline = 1;
+    }
     for (int i = 0; i < 3; i++) {
-        struct mh_suggestion *s = &c->sugg[c->nsugg++];
-        struct mh_sim_replay_opts ro;
-        struct mh_whatif_outcome out;
-        if (i == 0)
-            snprintf(s->setting, sizeof s->setting, "expandable_segments:True");
-        else if (i == 1)
-            snprintf(s->setting, sizeof s->setting, "max_split_size_mb:%llu",
-                     (unsigned long long)(conf[1].max_split_size / MH_MB));
-        else
-            snprintf(s->setting, sizeof s->setting,
-                     "garbage_collection_threshold:0.6 + memory fraction 1.0");
+        struct mh_suggestion *s = &c->sugg[i];
+        c->nsugg = (size_t)i + 1;
+        name_suggestion(s, i, &conf[1]);
         struct mh_alloc_conf probe = conf[i]; /* the change alone */
         if (i == 2)
             probe.memory_fraction = in->conf.memory_fraction;
+        job_of[i] = -1;
         if (memcmp(&probe, &in->conf, sizeof probe) == 0) {
             s->in_effect = 1;
             continue;
         }
-        memset(&ro, 0, sizeof ro);
-        ro.conf = conf[i];
-        ro.capacity = capacity;
-        if (mh__whatif_run(in, &ro, &out, NULL) == 0) {
+        job_of[i] = (int)njobs;
+        jobs[njobs].ro.conf = conf[i];
+        jobs[njobs++].ro.capacity = capacity;
+    }
+    mh__whatif_run_all(in, jobs, njobs);
+    if (!given && jobs[0].rc == 0)
+        c->baseline = jobs[0].out;
+    c->replay_match = given || jobs[0].rc == 0 ? c->baseline.match : -1;
+    c->estimates = !mh__whatif_checked(c->replay_match < 0 ? NULL : &c->baseline);
+    for (int i = 0; i < 3; i++) {
+        const struct mh_whatif_job *j = job_of[i] < 0 ? NULL : &jobs[job_of[i]];
+        struct mh_suggestion *s = &c->sugg[i];
+        if (j && j->rc == 0) {
             s->ok = 1;
-            s->ooms = out.ooms;
-            s->peak_reserved = out.peak_reserved;
-            s->peak_allocated = out.peak_allocated;
+            s->ooms = j->out.ooms;
+            s->peak_reserved = j->out.peak_reserved;
+            s->peak_allocated = j->out.peak_allocated;
         }
     }
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "diag.h"
 #include "session.h"
@@ -14,6 +15,8 @@
 
 struct mh_session {
     const char *path;
+    const void *mem; /* the input of mh__session_open_mem, else NULL */
+    size_t mem_len;
     struct mh_reader *reader;
     struct mh_model *model;
     struct mh_alloc_conf conf;
@@ -71,6 +74,8 @@ int mh__session_open_mem(const void *data, size_t len, const char *name, struct 
     if (!s)
         return MH_ENOMEM;
     s->path = name;
+    s->mem = data ? data : "";
+    s->mem_len = len;
     s->progress = mh__progress_default();
     int rc = mh_reader_open_mem(data, len, &s->reader);
     if (rc < 0) {
@@ -262,6 +267,24 @@ int mh__session_state_at(struct mh_session *s, uint64_t n, struct mh_model **out
         return fail(s, rc);
     }
     return 0;
+}
+
+int mh__session_rereadable(const struct mh_session *s)
+{
+    struct stat st;
+    if (s->mem)
+        return 1;
+    return strcmp(s->path, "-") != 0 && stat(s->path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int mh__session_reader_again(const struct mh_session *s, struct mh_reader **out)
+{
+    *out = NULL;
+    if (s->mem)
+        return mh_reader_open_mem(s->mem, s->mem_len, out);
+    if (!mh__session_rereadable(s))
+        return MH_EUNSUPPORTED;
+    return mh_reader_open(s->path, out);
 }
 
 const char *mh__session_path(const struct mh_session *s)

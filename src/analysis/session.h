@@ -84,6 +84,15 @@ int mh__session_pass(struct mh_session *s, const struct mh_observer *o);
  * frees; the session's model and observers are left alone. */
 int mh__session_state_at(struct mh_session *s, uint64_t n, struct mh_model **out);
 
+/* Whether the input can be read again by another reader: a regular file
+ * or memory, not standard input or a pipe. */
+int mh__session_rereadable(const struct mh_session *s);
+/* Another reader on the session's input, before its first event (the file
+ * opened again by its path, the memory read again), for work that reads the
+ * recording alongside the session, on other threads too (the what-if
+ * replays). MH_EUNSUPPORTED where the input cannot be read again. */
+int mh__session_reader_again(const struct mh_session *s, struct mh_reader **out);
+
 const char *mh__session_path(const struct mh_session *s);
 const struct mh_reader *mh__session_reader(const struct mh_session *s);
 /* The model of the last pass (NULL before the first). */

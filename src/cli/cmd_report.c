@@ -109,11 +109,10 @@ static int build_device(const struct report_opts *o, const struct mh_analysis *a
         mh__lifetimes_live_by_category(at_peaks, device, d->peak_allocated.event_index,
                                        d->category_at_peak, NULL);
     struct mh_whatif_input in;
-    int rc = mh__whatif_input(a->events, a->session, device, &in);
+    int rc = mh__whatif_input(a->whatif, a->session, device, &in);
     if (rc < 0)
         return rc;
     mh__report_trend(rp->model, &in, &d->trend);
-    mh__whatif_input_free(&in);
     rc = mh__growth_get(a->growth, device, &d->growth, &d->ngrowth, &d->growth_window);
     if (rc < 0)
         return rc;
@@ -235,7 +234,7 @@ static int run_report(int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc;
-    const struct mh_analysis_want want = {1, 1, 1};
+    const struct mh_analysis_want want = {MH_WANT_WHATIF_TREND, 1, 1};
     const struct mh_cli_multi m = {.command = "report", .want = &want, .json_files = o.json,
                                    .each = report_file, .user = &o, .prepare = prepare_file,
                                    .discard = discard_file};

@@ -229,19 +229,59 @@ static void print_json(const struct whatif_view *v)
     mh__sink_puts(&sink, "\n");
 }
 
-/* Keeps the events of one pass over the file and takes the first
- * allocator device's input from them. */
-static int load(const char *path, struct mh_session **s, struct mh_whatif_events **ev,
+/* What the command asks for: the settings from --alloc-conf (or none). */
+struct whatif_plan {
+    const struct whatif_args *a;
+    struct mh_alloc_conf conf;
+};
+
+/* The options of the run the command asks for, from the input and the
+ * recorded run (NULL: as if it had no OOM; mh_whatif_expect_fn). */
+static void run_opts(void *user, const struct mh_whatif_input *L,
+                     const struct mh_whatif_outcome *rs, struct mh_sim_replay_opts *ro,
+                     int *baseline)
+{
+    const struct whatif_plan *p = user;
+    const struct mh_whatif_outcome none = {0};
+    memset(ro, 0, sizeof *ro);
+    ro->conf = p->a->conf_text ? p->conf : L->conf;
+    ro->conf.memory_fraction = p->a->fraction;
+    ro->use_oracle = !p->a->conf_text;
+    /* by default the memory the recorded run could use: the device's, less
+     * what was not the allocator's to take when it ran out (the CUDA
+     * context, other processes), as the driver reported at its OOM */
+    ro->capacity = p->a->capacity ? p->a->capacity : mh__whatif_capacity(L, rs ? rs : &none);
+    *baseline = 0;
+}
+
+/* One pass over the file, gathering what the replays read it again with
+ * (the run asked for starts during it), and the first allocator device's
+ * input. */
+static int load(const struct whatif_plan *p, struct mh_session **s, struct mh_whatif_source **w,
                 struct mh_whatif_input *in)
 {
+    const char *path = p->a->path;
     int rc = mh__session_open(path, s);
     if (rc < 0)
         return rc;
-    if ((rc = mh__whatif_events_new(ev)) == 0 &&
-        (rc = mh__session_observe(*s, mh__whatif_events_observer(*ev))) == 0 &&
-        (rc = mh__session_run(*s, 0)) == 0 && (rc = mh__whatif_input(*ev, *s, -1, in)) < 0)
+    if ((rc = mh__whatif_source_new(w)) == 0) {
+        mh__whatif_source_expect(*w, run_opts, (void *)p);
+        rc = mh__session_observe(*s, mh__whatif_source_observer(*w));
+    }
+    if (rc == 0 && (rc = mh__session_run(*s, 0)) == 0 &&
+        (rc = mh__whatif_input(*w, *s, -1, in)) < 0)
         mh__cli_error("%s: %s", path, mh_strerror(rc));
     return rc;
+}
+
+/* The what-if run of `ro` and (in `base`) the replay under the recorded
+ * settings that tells how far it can be trusted, the two at once. */
+static int run_checked(struct mh_whatif_input *L, const struct mh_sim_replay_opts *ro,
+                       struct mh_whatif_outcome *base, struct mh_whatif_outcome *out,
+                       struct mh_sim_replay_result *res)
+{
+    int base_rc, rc = mh__whatif_run_with_baseline(L, ro->capacity, ro, base, &base_rc, out, res);
+    return base_rc < 0 ? base_rc : rc;
 }
 
 static int whatif_main(int argc, char **argv)
@@ -250,30 +290,25 @@ static int whatif_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
+    struct whatif_plan plan = {&a, {0}};
     struct mh_sim_replay_opts ro;
     char err[256];
+    int baseline;
     memset(&ro, 0, sizeof ro);
-    if (a.conf_text && mh_alloc_conf_parse(a.conf_text, &ro.conf, err, sizeof err))
+    if (a.conf_text && mh_alloc_conf_parse(a.conf_text, &plan.conf, err, sizeof err))
         return mh__cli_usage_error(&mh__cmd_whatif, "--alloc-conf: %s", err);
     struct mh_session *s = NULL;
-    struct mh_whatif_events *ev = NULL;
+    struct mh_whatif_source *w = NULL;
     struct mh_whatif_input L = {0};
-    struct mh_whatif_outcome rs, ss, bs;
+    struct mh_whatif_outcome rs = {0}, ss, bs;
     struct mh_sim_replay_result res;
-    if ((rc = load(a.path, &s, &ev, &L)) == 0) {
-        if (!a.conf_text)
-            ro.conf = L.conf;
-        ro.conf.memory_fraction = a.fraction;
-        ro.use_oracle = !a.conf_text;
+    if ((rc = load(&plan, &s, &w, &L)) == 0) {
         rc = mh__whatif_recorded(&L, &rs);
-        /* by default the memory the recorded run could use: the device's, less
-         * what was not the allocator's to take when it ran out (the CUDA
-         * context, other processes), as the driver reported at its OOM */
-        ro.capacity = a.capacity ? a.capacity : mh__whatif_capacity(&L, &rs);
+        run_opts(&plan, &L, &rs, &ro, &baseline);
         if (rc == 0 && !a.conf_text) /* the recorded settings: the run is the baseline */
             rc = mh__whatif_run_picking_ties(&L, &ro, &ss, &res);
-        else if (rc == 0 && (rc = mh__whatif_pick_ties(&L, ro.capacity, &bs)) == 0)
-            rc = mh__whatif_run(&L, &ro, &ss, &res);
+        else if (rc == 0)
+            rc = run_checked(&L, &ro, &bs, &ss, &res);
         if (rc < 0)
             mh__cli_error("%s: %s", a.path, mh_strerror(rc));
     }
@@ -287,8 +322,7 @@ static int whatif_main(int argc, char **argv)
         else
             print_text(&v);
     }
-    mh__whatif_input_free(&L);
-    mh__whatif_events_free(ev);
+    mh__whatif_source_free(w);
     mh__session_close(s);
     return mh__cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
 }

@@ -17,16 +17,14 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
         return 0;
     struct mh_whatif_input in;
     struct mh_layers *ly;
-    int rc = mh__whatif_input(a->events, a->session, device, &in);
+    int rc = mh__whatif_input(a->whatif, a->session, device, &in);
     if (rc < 0)
         return rc;
     uint64_t at[64];
     for (size_t i = 0; i < n; i++)
         at[i] = ooms[i].event_index;
-    if ((rc = mh__layers_analyze(a, device, at, n, &ly)) < 0) {
-        mh__whatif_input_free(&in);
+    if ((rc = mh__layers_analyze(a, device, at, n, &ly)) < 0)
         return rc;
-    }
     struct mh_whatif_outcome recorded;
     uint64_t usable = mh__whatif_recorded(&in, &recorded) == 0 ? mh__whatif_capacity(&in, &recorded) : 0;
     struct mh_whatif_outcome base; /* the replay under the recorded settings, which the cases share */
@@ -49,7 +47,6 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
         (*shown)++;
     }
     mh__layers_free(ly);
-    mh__whatif_input_free(&in);
     return rc;
 }
 
@@ -89,7 +86,7 @@ static int oom_file(void *user, const struct mh_analysis *a, void *prepared, siz
 
 int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o)
 {
-    const struct mh_analysis_want want = {1, 0, 0};
+    const struct mh_analysis_want want = {MH_WANT_WHATIF_OOM, 0, 0};
     const struct mh_cli_multi m = {.command = "oom", .want = &want, .json_files = o->json, .each = oom_file, .user = (void *)o};
     return mh__cli_multi_run(paths, n, &m);
 }

@@ -133,7 +133,8 @@ static int ready(const struct mh_sim *s, const struct mh__sim_block *b)
     return b->ready_ns <= s->now;
 }
 
-static const struct mh_sim *sort_sim;
+/* the simulator whose pending frees qsort orders (simulators on other threads sort theirs) */
+static _Thread_local const struct mh_sim *sort_sim;
 
 /* Completed events first, in completion order; then (synchronize) the rest
  * in free order. */
