@@ -2,7 +2,8 @@
  * src/analysis: the layers answer (layers ordered by what they hold at the
  * peak, the plan taken from the ranking with its estimate, and each reason
  * there can be no plan: no steps nor scopes, activations without scopes, no
- * saved activations), the diff of two runs (peaks, common steps, layers and
+ * saved activations), the device report (peaks, categories and groups at
+ * the peak, the fragmentation trend), the diff of two runs (peaks, common steps, layers and
  * stacks matched by name and ordered by the size of their change), and the
  * step lookup by number. Recordings come from the simulator's GPT workload
  * and from events written here. */
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "device_report.h"
 #include "diff.h"
 #include "layers_answer.h"
 #include "memhist/memhist.h"
@@ -27,7 +29,8 @@ static void open_written(struct mem_run *r, int peak_groups)
 {
     const void *data;
     size_t len;
-    const struct mh_analysis_want want = {0, peak_groups, 0};
+    const struct mh_analysis_want want = {peak_groups ? MH_WANT_WHATIF_TREND : 0, peak_groups,
+                                          peak_groups};
     cr_assert_eq(mh_writer_close(r->w), 0);
     cr_assert_eq(mh_writer_mem(r->w, &data, &len), 0);
     cr_assert_eq(mh__analysis_open_mem(data, len, "run", &want, &r->a), 0);
@@ -228,5 +231,39 @@ Test(step_find, by_number_or_not_found)
     cr_expect_eq(mh__step_find(r.a.rp.model, 0, 5, &st), MH_ENOTFOUND);
     cr_expect_eq(mh__step_find(r.a.rp.model, 0, -1, &st), MH_ENOTFOUND);
     cr_expect_eq(mh__step_find(r.a.rp.model, 3, 0, &st), MH_ENOTFOUND, "no such device");
+    run_free(&r);
+}
+
+Test(device_report, peaks_categories_groups_and_trend)
+{
+    struct mem_run r;
+    gpt(4, 4, &r);
+    struct mh_device_reports dr;
+    cr_assert_eq(mh__device_reports(&r.a, -1, 5, &dr), 0);
+    cr_assert_eq(dr.n, 1);
+    const struct mh_device_report *d = &dr.devs[0];
+    struct mh_peak pa, pr;
+    cr_assert_eq(mh_model_peak_allocated(r.a.rp.model, 0, &pa), 0);
+    cr_assert_eq(mh_model_peak_reserved(r.a.rp.model, 0, &pr), 0);
+    cr_expect_eq(d->peak_allocated.value, pa.value);
+    cr_expect_eq(d->peak_reserved.value, pr.value);
+    uint64_t cats = 0, groups = 0;
+    for (int k = 0; k < MH_CAT_COUNT; k++)
+        cats += d->category_at_peak[k];
+    cr_expect_eq(cats, pa.value, "the categories partition the peak");
+    cr_expect_eq(d->live_at_peak_bytes, pa.value, "the groups hold the peak");
+    cr_assert_gt(d->ntop, 0);
+    cr_expect_leq(d->ntop, 5, "at most the groups asked for");
+    for (size_t i = 0; i < d->ntop; i++) {
+        groups += d->top[i].bytes;
+        cr_expect(i == 0 || d->top[i - 1].bytes >= d->top[i].bytes, "largest first");
+    }
+    cr_expect_leq(groups, pa.value);
+    cr_expect_eq(d->trend.steps, 4, "a trend over the run's steps");
+    cr_expect_eq(d->ngrowth, 0, "nothing grows in a steady run");
+    mh__device_reports_free(&dr);
+    cr_expect_eq(mh__device_reports(&r.a, 3, 5, &dr), 0);
+    cr_expect_eq(dr.n, 0, "a device the file lacks has no report");
+    mh__device_reports_free(&dr);
     run_free(&r);
 }

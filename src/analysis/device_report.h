@@ -1,6 +1,8 @@
-/* device_report.h - data behind `memhist report`: per device, the peaks, the live
- * allocations at the allocated peak grouped by stack, per-step statistics and
- * OOMs, gathered from the model, then printed as text or JSON. */
+/* device_report.h - the answer of `memhist report`: per device, the peaks,
+ * the live allocations at the allocated peak grouped by stack and by
+ * category, the fragmentation trend with its what-if verdict, what grows
+ * across steps (the per-step statistics and OOMs are the model's), made in
+ * src/analysis (device_report.c) and printed as text or JSON. */
 #ifndef MH_ANALYSIS_DEVICE_REPORT_H
 #define MH_ANALYSIS_DEVICE_REPORT_H
 
@@ -41,6 +43,19 @@ struct mh_device_report {
     size_t ngrowth;
     uint32_t growth_window;         /* K of growth.h; 0: too few steps to tell */
 };
+
+/* The reports of the devices of one file opened as an analysis (with the
+ * what-if trend, the peak groups and the growth observer wanted, each left
+ * out where not), of `device` alone if >= 0; at most `top` groups at the
+ * peak (all if 0). Returns 0 or a negative MH_E* code. */
+struct mh_device_reports {
+    struct mh_device_report *devs;
+    size_t n;
+};
+struct mh_analysis;
+int mh__device_reports(const struct mh_analysis *a, int device, size_t top,
+                       struct mh_device_reports *out);
+void mh__device_reports_free(struct mh_device_reports *r);
 
 /* Fills the fragmentation trend of one device of `m` (a full pass) and runs
  * the what-if replay of `in` (that device's input) under

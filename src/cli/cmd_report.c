@@ -1,10 +1,8 @@
 /* cmd_report.c - `memhist report FILE`: the peak, what was live at the peak
  * and from where, per-step evolution of allocated and reserved memory, OOMs.
  *
- * Replays the file once through a session (src/analysis/session.h) whose
- * observers gather lifetimes, the events for the what-if check and the live
- * groups at each device's allocated peak. Printing is in report_text.c and
- * report_json.c. */
+ * The answer is src/analysis/device_report.h (built on the worker thread
+ * that replayed the file); printing is in report_text.c and report_json.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,125 +93,46 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
     return 0;
 }
 
-static int build_device(const struct report_opts *o, const struct mh_analysis *a,
-                        const struct mh_lifetimes *at_peaks, int device, struct mh_device_report *d)
-{
-    const struct mh_replay *rp = &a->rp;
-    memset(d, 0, sizeof *d);
-    d->device = device;
-    mh__device_info(rp->reader, device, &d->info);
-    mh_model_peak_allocated(rp->model, device, &d->peak_allocated);
-    mh_model_peak_reserved(rp->model, device, &d->peak_reserved);
-    mh_model_stats(rp->model, device, &d->final);
-    if (d->peak_allocated.value)
-        mh__lifetimes_live_by_category(at_peaks, device, d->peak_allocated.event_index,
-                                       d->category_at_peak, NULL);
-    struct mh_whatif_input in;
-    int rc = mh__whatif_input(a->whatif, a->session, device, &in);
-    if (rc < 0)
-        return rc;
-    mh__report_trend(rp->model, &in, &d->trend);
-    rc = mh__growth_get(a->growth, device, &d->growth, &d->ngrowth, &d->growth_window);
-    if (rc < 0)
-        return rc;
-    if (d->peak_allocated.value == 0)
-        return 0;
-    return mh__peak_groups_get(a->peaks, rp->model, device, (size_t)o->top, &d->top, &d->ntop,
-                               &d->live_at_peak_bytes, &d->live_at_peak_count);
-}
-
 /* One file's device reports: built on the worker thread that replayed the
  * file (prepare_file), printed in order on the main thread. */
 struct report_devs {
-    struct mh_device_report *devs;
-    size_t n, used; /* devices in the file, reports built */
-    int rc;         /* 0 or the MH_E* that stopped the building */
+    struct mh_device_reports r;
+    int rc; /* 0 or the MH_E* that stopped the building */
 };
-
-/* The records live at each device's allocated peak, for their categories
- * (mh__analysis_records_at). */
-static int records_at_peaks(const struct mh_analysis *a, const struct mh_lifetimes **use,
-                            struct mh_lifetimes **out)
-{
-    const struct mh_model *m = a->rp.model;
-    size_t n = 0, ndev = mh_model_device_count(m);
-    uint64_t *at = calloc(ndev ? ndev : 1, sizeof *at);
-    *out = NULL;
-    if (!at)
-        return MH_ENOMEM;
-    for (size_t i = 0; i < ndev; i++) {
-        struct mh_peak p;
-        if (mh_model_peak_allocated(m, mh_model_device_at(m, i), &p) == 0 && p.value)
-            at[n++] = p.event_index;
-    }
-    int rc = mh__analysis_records_at(a, at, n, use, out);
-    free(at);
-    return rc;
-}
-
-static void collect(const struct report_opts *o, const struct mh_analysis *a, struct report_devs *r)
-{
-    const struct mh_model *m = a->rp.model;
-    const struct mh_lifetimes *at_peaks = NULL;
-    struct mh_lifetimes *again = NULL;
-    r->n = mh_model_device_count(m);
-    r->devs = calloc(r->n ? r->n : 1, sizeof *r->devs);
-    r->rc = r->devs ? records_at_peaks(a, &at_peaks, &again) : MH_ENOMEM;
-    for (size_t i = 0; i < r->n && r->rc == 0; i++) {
-        int dev = mh_model_device_at(m, i);
-        if (o->device < 0 || o->device == dev)
-            r->rc = build_device(o, a, at_peaks, dev, &r->devs[r->used++]);
-    }
-    mh__lifetimes_free(again);
-}
-
-static void devs_free(struct report_devs *r)
-{
-    for (size_t i = 0; r && i < r->used; i++) {
-        free(r->devs[i].top);
-        free(r->devs[i].growth);
-    }
-    if (r)
-        free(r->devs);
-}
 
 static int prepare_file(void *user, const struct mh_analysis *a, void **prepared)
 {
+    const struct report_opts *o = user;
     struct report_devs *r = calloc(1, sizeof *r);
     if (!r)
         return MH_ENOMEM;
-    collect(user, a, r);
+    r->rc = mh__device_reports(a, o->device, (size_t)o->top, &r->r);
     *prepared = r;
     return 0;
 }
 
 static void discard_file(void *prepared)
 {
-    devs_free(prepared);
-    free(prepared);
+    struct report_devs *r = prepared;
+    mh__device_reports_free(&r->r);
+    free(r);
 }
 
 static int report_devices(const struct report_opts *o, const struct mh_analysis *a,
-                          struct report_devs *r)
+                          const struct report_devs *r)
 {
     const struct mh_replay *rp = &a->rp;
-    struct report_devs own = {0};
-    if (!r) {
-        collect(o, a, &own);
-        r = &own;
-    }
     int rc = r->rc;
-    if (rc == 0 && o->device >= 0 && r->used == 0) {
+    if (rc == 0 && o->device >= 0 && r->r.n == 0) {
         mh__cli_missing_device(o->path, rp->model, o->device, o->npaths > 1);
         rc = MH_EINVAL;
     } else if (rc == 0 && o->json) {
-        mh__report_print_json(o->j, rp, r->devs, r->used, &o->view.steps);
+        mh__report_print_json(o->j, rp, r->r.devs, r->r.n, &o->view.steps);
     } else if (rc == 0) {
-        mh__report_print_text(rp, r->devs, r->used, &o->view);
+        mh__report_print_text(rp, r->r.devs, r->r.n, &o->view);
     } else {
         mh__cli_error("%s: %s", o->path, mh_strerror(rc));
     }
-    devs_free(&own);
     return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
 }
 
