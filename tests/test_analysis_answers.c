@@ -3,7 +3,8 @@
  * peak, the plan taken from the ranking with its estimate, and each reason
  * there can be no plan: no steps nor scopes, activations without scopes, no
  * saved activations), the device report (peaks, categories and groups at
- * the peak, the fragmentation trend), the diff of two runs (peaks, common steps, layers and
+ * the peak, the fragmentation trend), the OOM cases of a device (each
+ * OOM's state, verdict and checked suggestions), the diff of two runs (peaks, common steps, layers and
  * stacks matched by name and ordered by the size of their change), and the
  * step lookup by number. Recordings come from the simulator's GPT workload
  * and from events written here. */
@@ -16,6 +17,7 @@
 #include "device_report.h"
 #include "diff.h"
 #include "layers_answer.h"
+#include "oom_explain.h"
 #include "memhist/memhist.h"
 #include "sim.h"
 #include "workload.h"
@@ -265,5 +267,62 @@ Test(device_report, peaks_categories_groups_and_trend)
     cr_expect_eq(mh__device_reports(&r.a, 3, 5, &dr), 0);
     cr_expect_eq(dr.n, 0, "a device the file lacks has no report");
     mh__device_reports_free(&dr);
+    run_free(&r);
+}
+
+/* A device of 64 MiB: 32 MiB reserved, 1 MiB allocated, then two OOMs
+ * (96 MiB and 48 MiB asked for) with 16 MiB and 8 MiB free on the device. */
+static void two_ooms(struct mem_run *r)
+{
+    struct mh_writer_opts wo = {.source = "recorded"};
+    const uint64_t seg = 0x7f0000000000ull, mib = 1 << 20;
+    memset(r, 0, sizeof *r);
+    cr_assert_eq(mh_writer_open_mem(&wo, &r->w), 0);
+    put(r->w, MH_EV_SEGMENT_ALLOC, 0, seg, 32 * mib, 0);
+    put(r->w, MH_EV_ALLOC, 1, seg, mib, 0);
+    put(r->w, MH_EV_OOM, 2, 16 * mib, 96 * mib, 0);
+    put(r->w, MH_EV_ALLOC, 3, seg + 2 * mib, 2 * mib, 0);
+    put(r->w, MH_EV_OOM, 4, 8 * mib, 48 * mib, 0);
+    const void *data;
+    size_t len;
+    const struct mh_analysis_want want = {MH_WANT_WHATIF_OOM, 0, 0};
+    cr_assert_eq(mh_writer_close(r->w), 0);
+    cr_assert_eq(mh_writer_mem(r->w, &data, &len), 0);
+    cr_assert_eq(mh__analysis_open_mem(data, len, "ooms", &want, &r->a), 0);
+}
+
+Test(oom_cases, each_oom_with_its_state_verdict_and_suggestions)
+{
+    struct mem_run r;
+    two_ooms(&r);
+    const struct mh_oom_opts o = {0, 0, 8};
+    struct mh_oom_cases cs;
+    cr_assert_eq(mh__oom_cases(&r.a, 0, &o, &cs), 0);
+    cr_assert_eq(cs.n, 2);
+    const uint64_t mib = 1 << 20, request[2] = {96 * mib, 48 * mib}, live[2] = {mib, 3 * mib};
+    for (size_t i = 0; i < 2; i++) {
+        const struct mh_oom_case *c = &cs.c[i];
+        cr_expect_eq(c->oom.request, request[i], "case %zu: request %llu", i,
+                     (unsigned long long)c->oom.request);
+        cr_expect_eq(c->live_bytes, live[i], "case %zu: live at the OOM %llu", i,
+                     (unsigned long long)c->live_bytes);
+        cr_expect_eq(c->verdict, MH_OOM_VERDICT_EXHAUSTION, "case %zu: more than there is", i);
+        cr_expect_eq(c->nsugg, 3, "case %zu: three settings", i);
+        cr_expect(c->sugg[0].ok, "case %zu: expandable segments replayed", i);
+        uint64_t free_bytes = 0;
+        for (size_t k = 0; k < c->nfree; k++)
+            free_bytes += c->free[k].total;
+        cr_expect_eq(free_bytes, 32 * mib - live[i], "case %zu: free blocks of the segment", i);
+    }
+    cr_expect_eq(cs.c[0].sugg[0].peak_reserved, cs.c[1].sugg[0].peak_reserved,
+                 "the cases share one replay of a setting");
+    mh__oom_cases_free(&cs);
+    const struct mh_oom_opts peak = {1, 0, 8};
+    cr_assert_eq(mh__oom_cases(&r.a, 0, &peak, &cs), 0);
+    cr_expect_eq(cs.n, 1, "--at peak explains the allocated peak");
+    cr_expect_eq(cs.c[0].verdict, MH_OOM_VERDICT_NONE);
+    mh__oom_cases_free(&cs);
+    cr_assert_eq(mh__oom_cases(&r.a, 2, &o, &cs), 0);
+    cr_expect_eq(cs.n, 0, "no case on a device without OOMs");
     run_free(&r);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "oom_explain.h"
+#include "oom_int.h"
 #include "whatif_check.h"
 #include "diag.h"
 
@@ -44,14 +45,9 @@ static int add_free(void *user, const struct mh_segment_view *seg, const struct 
     return 0;
 }
 
-/* Replays up to the moment and reads the allocator state there. */
-static int state_at(const struct mh_analysis *a, struct mh_oom_case *c, size_t top)
+int mh__oom_read_state(const struct mh_model *at, struct mh_oom_case *c, size_t top)
 {
-    struct mh_model *at;
-    int rc = mh__analysis_state_at(a, c->oom.event_index + 1, &at);
-    if (rc < 0)
-        return rc;
-    rc = mh_model_foreach_block(at, c->device, add_free, c);
+    int rc = mh_model_foreach_block(at, c->device, add_free, c);
     struct mh_mem_stats st;
     if (c->verdict == MH_OOM_VERDICT_NONE && mh_model_stats(at, c->device, &st) == 0) {
         c->oom.allocated = st.allocated;
@@ -61,7 +57,6 @@ static int state_at(const struct mh_analysis *a, struct mh_oom_case *c, size_t t
     if (rc == 0)
         rc = mh__report_group_live(at, c->device, top, &c->stacks, &c->nstacks, &c->live_bytes,
                                    &c->live_count);
-    mh_model_free(at);
     return rc < 0 ? rc : 0;
 }
 
@@ -154,10 +149,48 @@ static void name_suggestion(struct mh_suggestion *s, int i, const struct mh_allo
                  "garbage_collection_threshold:0.6 + memory fraction 1.0");
 }
 
+/* A replay the cases of a device ran already, or NULL. */
+static const struct mh__oom_replay *replayed(const struct mh__oom_replays *rs,
+                                             const struct mh_sim_replay_opts *ro, int baseline)
+{
+    for (size_t i = 0; rs && i < rs->n; i++)
+        if (rs->r[i].baseline == baseline && rs->r[i].capacity == ro->capacity &&
+            memcmp(&rs->r[i].conf, &ro->conf, sizeof ro->conf) == 0)
+            return &rs->r[i];
+    return NULL;
+}
+
+/* Runs the jobs no case ran yet and keeps them for the next cases. */
+static void run_jobs(const struct mh_whatif_input *in, struct mh_whatif_job *jobs, size_t n,
+                     struct mh__oom_replays *rs)
+{
+    struct mh_whatif_job todo[4];
+    int from[4]; /* per job: its index in todo, or -1 when replayed already */
+    size_t ntodo = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct mh__oom_replay *r = replayed(rs, &jobs[i].ro, jobs[i].baseline);
+        from[i] = r ? -1 : (int)ntodo;
+        if (r) {
+            jobs[i].rc = r->rc;
+            jobs[i].out = r->out;
+        } else {
+            todo[ntodo++] = jobs[i];
+        }
+    }
+    mh__whatif_run_all(in, todo, ntodo);
+    for (size_t i = 0; i < n; i++)
+        if (from[i] >= 0)
+            jobs[i] = todo[from[i]];
+    for (size_t i = 0; rs && i < ntodo && rs->n < MH__OOM_REPLAYS; i++)
+        rs->r[rs->n++] = (struct mh__oom_replay){todo[i].ro.conf, todo[i].ro.capacity,
+                                                 todo[i].baseline, todo[i].rc, todo[i].out};
+}
+
 /* The replays behind the suggestions (and the baseline where the case's
- * capacity is not the one it was given for) run at once, two at a time. */
+ * capacity is not the one it was given for) run at once, two at a time,
+ * each once for all the cases of a device (`rs`). */
 static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *in,
-                    struct mh_oom_case *c)
+                    struct mh_oom_case *c, struct mh__oom_replays *rs)
 {
     struct mh_alloc_conf conf[3];
     struct mh_whatif_job jobs[4];
@@ -193,7 +226,7 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
         jobs[njobs].ro.conf = conf[i];
         jobs[njobs++].ro.capacity = capacity;
     }
-    mh__whatif_run_all(in, jobs, njobs);
+    run_jobs(in, jobs, njobs, rs);
     if (!given && jobs[0].rc == 0)
         c->baseline = jobs[0].out;
     c->replay_match = given || jobs[0].rc == 0 ? c->baseline.match : -1;
@@ -295,8 +328,8 @@ void mh__oom_case_free(struct mh_oom_case *c)
     free(c->plan);
 }
 
-int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
-                   struct mh_layers *ly, const struct mh_oom_opts *o, struct mh_oom_case *c)
+void mh__oom_setup(const struct mh_analysis *a, struct mh_layers *ly, const struct mh_oom_opts *o,
+                   struct mh_oom_case *c)
 {
     const struct mh_model *m = a->rp.model;
     struct mh_peak p;
@@ -313,14 +346,17 @@ int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in
     } else if (c->verdict != MH_OOM_VERDICT_NONE && c->capacity > c->oom.device_free + c->oom.reserved) {
         c->outside = c->capacity - c->oom.device_free - c->oom.reserved;
     }
-    int rc = state_at(a, c, (size_t)o->top);
-    if (rc == 0)
-        rc = layers_at(c);
+}
+
+int mh__oom_conclude(const struct mh_analysis *a, const struct mh_whatif_input *in,
+                     struct mh_oom_case *c, struct mh__oom_replays *rs)
+{
+    int rc = layers_at(c);
     decide(c);
     if (rc == 0)
         rc = c->verdict == MH_OOM_VERDICT_NONE ? plan(c) : oom_plan(c);
     if (rc == 0)
-        suggest(a, in, c);
+        suggest(a, in, c, rs);
     return rc;
 }
 

@@ -82,11 +82,24 @@ struct mh_oom_case {
  * allocated peak with `at_peak`. Returns how many were written to `out`. */
 size_t mh__oom_moments(const struct mh_model *m, int device, int at_peak, struct mh_oom_info *out,
                        size_t max);
-/* Fills `c` (device, oom and verdict set by the caller) for one moment: the
- * state replayed up to it, free blocks, verdict, live stacks and layers, the
- * checked suggestions from `in` and the checkpointing plan from `ly`. */
-int mh__oom_gather(const struct mh_analysis *a, const struct mh_whatif_input *in,
-                   struct mh_layers *ly, const struct mh_oom_opts *o, struct mh_oom_case *c);
 void mh__oom_case_free(struct mh_oom_case *c);
+
+/* The cases explained on one device, at most MH_OOM_CASES_MAX OOMs. */
+#define MH_OOM_CASES_MAX 64
+struct mh_oom_cases {
+    struct mh_oom_case *c;
+    size_t n;
+    struct mh_layers *ly; /* the layers analysis the cases name layers by (owned) */
+};
+
+/* Every moment to explain on `device` of a file opened as an analysis
+ * (with MH_WANT_WHATIF_OOM): its OOMs, or its allocated peak with
+ * o->at_peak; each with the state at its moment, free blocks, verdict,
+ * live stacks and layers, the checkpointing plan and the checked
+ * suggestions. No case (out->n 0) when the device has none. Returns 0 or a
+ * negative MH_E* code. */
+int mh__oom_cases(const struct mh_analysis *a, int device, const struct mh_oom_opts *o,
+                  struct mh_oom_cases *out);
+void mh__oom_cases_free(struct mh_oom_cases *cs);
 
 #endif

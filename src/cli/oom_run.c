@@ -1,52 +1,26 @@
 /* oom_run.c - `memhist oom` over its files: for each device the moments to
  * explain, each one gathered by src/analysis/oom_explain.c and printed as
- * text or JSON by report_oom_print.c, then the worst rank. */
+ * text or JSON by report_oom_print.c, then the worst rank. The cases are
+ * src/analysis/oom_explain.h's (mh__oom_cases); this file only prints. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "printers.h"
-#include "whatif_check.h"
 
 static int explain_device(const struct mh_analysis *a, int device, const struct mh_oom_opts *o,
                           struct mh_json *j, size_t *shown)
 {
-    struct mh_oom_info ooms[64];
-    size_t n = mh__oom_moments(a->rp.model, device, o->at_peak, ooms, 64);
-    if (n == 0)
-        return 0;
-    struct mh_whatif_input in;
-    struct mh_layers *ly;
-    int rc = mh__whatif_input(a->whatif, a->session, device, &in);
-    if (rc < 0)
-        return rc;
-    uint64_t at[64];
-    for (size_t i = 0; i < n; i++)
-        at[i] = ooms[i].event_index;
-    if ((rc = mh__layers_analyze(a, device, at, n, &ly)) < 0)
-        return rc;
-    struct mh_whatif_outcome recorded;
-    uint64_t usable = mh__whatif_recorded(&in, &recorded) == 0 ? mh__whatif_capacity(&in, &recorded) : 0;
-    struct mh_whatif_outcome base; /* the replay under the recorded settings, which the cases share */
-    rc = mh__whatif_pick_ties(&in, usable, &base);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct mh_oom_case c;
-        memset(&c, 0, sizeof c);
-        c.device = device;
-        c.usable = usable;
-        c.baseline = base;
-        c.baseline_given = 1;
-        c.oom = ooms[i];
-        c.verdict = o->at_peak ? MH_OOM_VERDICT_NONE : MH_OOM_VERDICT_EXHAUSTION;
-        rc = mh__oom_gather(a, &in, ly, o, &c);
-        if (rc == 0 && j)
-            mh__oom_print_json(j, a, &c, o);
-        else if (rc == 0)
-            mh__oom_print_text(a, &c, o, i + 1, n);
-        mh__oom_case_free(&c);
+    struct mh_oom_cases cs;
+    int rc = mh__oom_cases(a, device, o, &cs);
+    for (size_t i = 0; i < cs.n && rc == 0; i++) {
+        if (j)
+            mh__oom_print_json(j, a, &cs.c[i], o);
+        else
+            mh__oom_print_text(a, &cs.c[i], o, i + 1, cs.n);
         (*shown)++;
     }
-    mh__layers_free(ly);
+    mh__oom_cases_free(&cs);
     return rc;
 }
 
