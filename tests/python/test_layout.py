@@ -8,7 +8,9 @@ Checks, over src/ and viz/:
   - the built libraries and the CLI define no global mh_ symbol that the
     public headers do not declare (internal cross-file names use mh__);
   - docs/DESIGN.md's boundary table is the one LIBRARIES and MODULES give
-    (`python3 tests/python/test_layout.py --table` prints it).
+    (`python3 tests/python/test_layout.py --table` prints it);
+  - every case of tests/vdevice/check_workload.py is a test registered by
+    its full name in tests/vdevice/ground_truth.cmake.
 Prints one line per problem and exits 1 if there is any.
 """
 import glob
@@ -171,6 +173,19 @@ def check_symbols(problems):
             problems.append(f"symbol {parts[2]}: global, not in include/memhist/, so it needs mh__")
 
 
+def check_vdevice_cases(problems):
+    """Every ground-truth case of check_workload.py is a test named in full."""
+    cmake = open(os.path.join(ROOT, "tests", "vdevice", "ground_truth.cmake"), encoding="utf-8").read()
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "vdevice", "check_workload.py"),
+                        "--list"], capture_output=True, text=True)
+    if r.returncode != 0:
+        problems.append("tests/vdevice/check_workload.py --list failed: " + r.stderr[-300:])
+        return
+    for case in r.stdout.split():
+        if "mh_vdevice_case(vdevice_truth_%s " % case not in cmake:
+            problems.append("tests/vdevice/ground_truth.cmake: no test vdevice_truth_%s" % case)
+
+
 def main():
     if sys.argv[1:] == ["--table"]:
         sys.stdout.write(design_table())
@@ -180,6 +195,7 @@ def main():
     check_unique_names(problems)
     check_symbols(problems)
     check_design_table(problems)
+    check_vdevice_cases(problems)
     for p in sorted(set(problems)):
         print(p)
     print(f"{len(set(problems))} layout problem(s)")

@@ -1,26 +1,40 @@
 # Ground truth on the virtual device (ctest label "vdevice"): one test per
-# case of tests/vdevice/check_workload.py (the list comes from the script).
+# case of tests/vdevice/check_workload.py (`check_workload.py --list`;
+# tests/python/test_layout.py checks that each is registered here).
 # Each records a PyTorch workload with memhist on the virtual CUDA device and
 # compares it with torch's own figures of the same run, then checks the
 # simulator's replay of it. Registered where the virtual device and the torch
 # bridge are built (not in sanitizer builds); skipped (exit 77) without torch.
 find_package(Python3 COMPONENTS Interpreter)
+
+# One test running `SCRIPT CASE DIR` (DIR: the build folder's FOLDER/CASE),
+# with the CLI and the source and build folders in its environment. Each
+# test is named in full where it is registered, so its name can be found.
+function(mh_vdevice_case name script case folder)
+  add_test(NAME ${name}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/${script} ${case}
+                   ${CMAKE_BINARY_DIR}/${folder}/${case})
+  set_tests_properties(${name} PROPERTIES
+    LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+endfunction()
+
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
-  execute_process(COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_workload.py --list
-                  OUTPUT_VARIABLE MH_VDEV_CASES OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
-  if(rc EQUAL 0)
-    string(REPLACE "\n" ";" MH_VDEV_CASES "${MH_VDEV_CASES}")
-  else()
-    set(MH_VDEV_CASES "")
-  endif()
-  foreach(case ${MH_VDEV_CASES})
-    add_test(NAME vdevice_truth_${case}
-             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_workload.py ${case}
-                     ${CMAKE_BINARY_DIR}/vdevice_truth/${case})
-    set_tests_properties(vdevice_truth_${case} PROPERTIES
-      LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
-      ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
-  endforeach()
+  mh_vdevice_case(vdevice_truth_gpt check_workload.py gpt vdevice_truth)
+  mh_vdevice_case(vdevice_truth_gpt_ckpt check_workload.py gpt_ckpt vdevice_truth)
+  mh_vdevice_case(vdevice_truth_conv check_workload.py conv vdevice_truth)
+  mh_vdevice_case(vdevice_truth_amp check_workload.py amp vdevice_truth)
+  mh_vdevice_case(vdevice_truth_streams check_workload.py streams vdevice_truth)
+  mh_vdevice_case(vdevice_truth_streams_sync check_workload.py streams_sync vdevice_truth)
+  mh_vdevice_case(vdevice_truth_expandable check_workload.py expandable vdevice_truth)
+  mh_vdevice_case(vdevice_truth_max_split check_workload.py max_split vdevice_truth)
+  mh_vdevice_case(vdevice_truth_gc_threshold check_workload.py gc_threshold vdevice_truth)
+  mh_vdevice_case(vdevice_truth_oom check_workload.py oom vdevice_truth)
+  mh_vdevice_case(vdevice_truth_two_devices check_workload.py two_devices vdevice_truth)
+  mh_vdevice_case(vdevice_truth_data_parallel check_workload.py data_parallel vdevice_truth)
+  mh_vdevice_case(vdevice_truth_example_train_gpt check_workload.py example_train_gpt vdevice_truth)
+  mh_vdevice_case(vdevice_truth_example_checkpoint check_workload.py example_checkpoint vdevice_truth)
+  mh_vdevice_case(vdevice_truth_example_oom check_workload.py example_oom vdevice_truth)
 endif()
 
 # The flame graph of an unchanged GPT-style script (tests/vdevice/check_flame.py):
@@ -45,14 +59,20 @@ endif()
 # model of the same class beside the trained one; the forward and backward in
 # an optimizer step's closure; gradient accumulation.
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
-  foreach(case categories setup layers plan plan_function plan_named plan_method plan_cnn plan_shared names compiled teacher closure accumulate)
-    add_test(NAME vdevice_answers_${case}
-             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_answers.py ${case}
-                     ${CMAKE_BINARY_DIR}/vdevice_answers/${case})
-    set_tests_properties(vdevice_answers_${case} PROPERTIES
-      LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
-      ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
-  endforeach()
+  mh_vdevice_case(vdevice_answers_categories check_answers.py categories vdevice_answers)
+  mh_vdevice_case(vdevice_answers_setup check_answers.py setup vdevice_answers)
+  mh_vdevice_case(vdevice_answers_layers check_answers.py layers vdevice_answers)
+  mh_vdevice_case(vdevice_answers_plan check_answers.py plan vdevice_answers)
+  mh_vdevice_case(vdevice_answers_plan_function check_answers.py plan_function vdevice_answers)
+  mh_vdevice_case(vdevice_answers_plan_named check_answers.py plan_named vdevice_answers)
+  mh_vdevice_case(vdevice_answers_plan_method check_answers.py plan_method vdevice_answers)
+  mh_vdevice_case(vdevice_answers_plan_cnn check_answers.py plan_cnn vdevice_answers)
+  mh_vdevice_case(vdevice_answers_plan_shared check_answers.py plan_shared vdevice_answers)
+  mh_vdevice_case(vdevice_answers_names check_answers.py names vdevice_answers)
+  mh_vdevice_case(vdevice_answers_compiled check_answers.py compiled vdevice_answers)
+  mh_vdevice_case(vdevice_answers_teacher check_answers.py teacher vdevice_answers)
+  mh_vdevice_case(vdevice_answers_closure check_answers.py closure vdevice_answers)
+  mh_vdevice_case(vdevice_answers_accumulate check_answers.py accumulate vdevice_answers)
 endif()
 
 # Steps per device and the growth report (tests/vdevice/steps.py): two models
@@ -60,14 +80,12 @@ endif()
 # steps from the record_function callback against the optimizer hooks; two
 # optimizers per iteration; steps from torch.profiler ranges.
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
-  foreach(case devices growth nogrowth rangehook optimizers profiler)
-    add_test(NAME vdevice_steps_${case}
-             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/steps.py ${case}
-                     ${CMAKE_BINARY_DIR}/vdevice_steps/${case})
-    set_tests_properties(vdevice_steps_${case} PROPERTIES
-      LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
-      ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
-  endforeach()
+  mh_vdevice_case(vdevice_steps_devices steps.py devices vdevice_steps)
+  mh_vdevice_case(vdevice_steps_growth steps.py growth vdevice_steps)
+  mh_vdevice_case(vdevice_steps_nogrowth steps.py nogrowth vdevice_steps)
+  mh_vdevice_case(vdevice_steps_rangehook steps.py rangehook vdevice_steps)
+  mh_vdevice_case(vdevice_steps_optimizers steps.py optimizers vdevice_steps)
+  mh_vdevice_case(vdevice_steps_profiler steps.py profiler vdevice_steps)
 endif()
 
 # The module scope hooks in C against the Python ones on the same unchanged
