@@ -3,7 +3,7 @@
  * peak, the plan taken from the ranking with its estimate, and each reason
  * there can be no plan: no steps nor scopes, activations without scopes, no
  * saved activations), the device report (peaks, categories and groups at
- * the peak, the fragmentation trend), the OOM cases of a device (each
+ * the peak, the fragmentation trend and its what-if replay), the OOM cases of a device (each
  * OOM's state, verdict and checked suggestions), the diff of two runs (peaks, common steps, layers and
  * stacks matched by name and ordered by the size of their change), and the
  * step lookup by number. Recordings come from the simulator's GPT workload
@@ -266,6 +266,42 @@ Test(device_report, peaks_categories_groups_and_trend)
     mh__device_reports_free(&dr);
     cr_expect_eq(mh__device_reports(&r.a, 3, 5, &dr), 0);
     cr_expect_eq(dr.n, 0, "a device the file lacks has no report");
+    mh__device_reports_free(&dr);
+    run_free(&r);
+}
+
+/* The simulator's default GPT varies its sequence length from step to step:
+ * reserved memory grows while allocated does not, and the what-if replay
+ * under expandable segments, checked by the replay under the recorded
+ * settings, reserves less. Without the variation nothing fragments. */
+Test(device_report, a_fragmenting_trend_and_its_checked_whatif)
+{
+    struct mem_run r;
+    simulate("", 12, &r);
+    struct mh_device_reports dr;
+    cr_assert_eq(mh__device_reports(&r.a, 0, 3, &dr), 0);
+    cr_assert_eq(dr.n, 1);
+    const struct mh_frag_trend *t = &dr.devs[0].trend;
+    struct mh_step_stats first;
+    cr_assert_eq(mh_model_step(r.a.rp.model, 0, 0, &first), 0);
+    cr_expect_eq(t->steps, 12);
+    cr_expect_gt(t->reserved_growth, 2 * t->allocated_growth, "reserved outgrows allocated");
+    cr_expect_gt((double)t->reserved_growth, 0.05 * (double)first.peak_reserved);
+    cr_expect(t->fragmenting, "a fragmenting run");
+    cr_expect(t->whatif_ok, "the what-if replay ran");
+    cr_expect_lt(t->whatif_peak_reserved, dr.devs[0].peak_reserved.value,
+                 "expandable segments reserve less");
+    cr_expect(t->whatif_checked, "the replay under the recorded settings reproduces the run");
+    cr_expect_gt(t->baseline_match, 99.0);
+    mh__device_reports_free(&dr);
+    run_free(&r);
+
+    gpt(4, 6, &r);
+    cr_assert_eq(mh__device_reports(&r.a, 0, 3, &dr), 0);
+    t = &dr.devs[0].trend;
+    cr_expect_eq(t->fragmenting, 0, "a steady run does not fragment");
+    cr_expect(t->whatif_ok, "its what-if replay ran too");
+    cr_expect_eq(t->whatif_checked, 0, "and is not checked: nothing to fix");
     mh__device_reports_free(&dr);
     run_free(&r);
 }

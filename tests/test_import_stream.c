@@ -1,4 +1,4 @@
-/* test_viz_import_stream.c - the streaming snapshot import gives what reading
+/* test_import_stream.c - the streaming snapshot import gives what reading
  * the whole pickle first gives: the same events (every field), strings,
  * stacks and metadata, on the committed snapshots, on the real ones of
  * ../shared/data/torch-snapshots (skipped with a message when absent), and on
