@@ -18,6 +18,7 @@ struct mh_cli_vdev_opts {
     const char *output, *stacks;
     int op_ranges; /* record record_function ranges too */
     int report;    /* print `memhist report` of the file afterwards */
+    uint64_t stop_after_steps; /* end the program after this many steps; 0: never */
 };
 
 extern const struct mh_cli_command mh__cmd_report;

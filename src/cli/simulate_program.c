@@ -164,7 +164,7 @@ int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
     }
     say_what_runs(o);
     struct mh_cli_record_opts ro = {.output = o->output, .stacks = o->stacks, .op_ranges = o->op_ranges,
-                                    .who = "simulate"};
+                                    .who = "simulate", .stop_after_steps = o->stop_after_steps};
     int code = mh__cli_record_command(&ro, cmd);
     if (o->report) {
         int rrc = report_files(o);

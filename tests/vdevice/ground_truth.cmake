@@ -133,3 +133,18 @@ endif()
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET memhist_pyhook AND TARGET vdevice)
   mh_add_preloaded_vdevice_test(vdevice_tags check_tags.py)
 endif()
+
+# Ending a program after N training steps (tests/vdevice/step_limit.py):
+# `memhist simulate --steps N -- CMD` (MEMHIST_STOP_AFTER_STEPS) with the loop
+# in the main thread and in a thread of its own, memhist.start(stop_after_steps=N)
+# in-process, and a bad value (a warning, the program runs on).
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
+  foreach(case cli thread api bad)
+    add_test(NAME vdevice_step_limit_${case}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/step_limit.py ${case}
+                     ${CMAKE_BINARY_DIR}/vdevice_step_limit/${case})
+    set_tests_properties(vdevice_step_limit_${case} PROPERTIES
+      LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
+      ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
+endif()
