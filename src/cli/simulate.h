@@ -28,6 +28,9 @@ extern const struct mh_cli_command mh__cmd_report;
  * or 1 if the file cannot be read. */
 int mh__cli_simulate_verdict(const char *path, int name_file, uint64_t context);
 
+/* Whether `name` can be executed (as execvp would find it on PATH). */
+int mh__cli_command_exists(const char *name);
+
 /* Returns the program's exit status, or 1 when it could not be started. */
 int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd);
 

@@ -139,12 +139,20 @@ endif()
 # in the main thread and in a thread of its own, memhist.start(stop_after_steps=N)
 # in-process, and a bad value (a warning, the program runs on).
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
-  foreach(case cli thread api bad)
-    add_test(NAME vdevice_step_limit_${case}
-             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/step_limit.py ${case}
-                     ${CMAKE_BINARY_DIR}/vdevice_step_limit/${case})
-    set_tests_properties(vdevice_step_limit_${case} PROPERTIES
-      LABELS vdevice SKIP_RETURN_CODE 77 TIMEOUT 600
-      ENVIRONMENT "MEMHIST=$<TARGET_FILE:memhist_cli>;MH_BINARY_DIR=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
-  endforeach()
+  mh_vdevice_case(vdevice_step_limit_cli step_limit.py cli vdevice_step_limit)
+  mh_vdevice_case(vdevice_step_limit_thread step_limit.py thread vdevice_step_limit)
+  mh_vdevice_case(vdevice_step_limit_api step_limit.py api vdevice_step_limit)
+  mh_vdevice_case(vdevice_step_limit_bad step_limit.py bad vdevice_step_limit)
+endif()
+
+# `memhist fit` end to end (tests/vdevice/fit.py): each card's answer checked by
+# separate `memhist simulate` runs at the value that fits and the next one, on
+# three presets and on three cards of one preset (shared runs, against plain
+# bisection); bad input and failing programs (exit 2); memory that falls as
+# the value grows (said not monotonic, answered truly).
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
+  mh_vdevice_case(vdevice_fit_example fit.py example vdevice_fit)
+  mh_vdevice_case(vdevice_fit_shared fit.py shared vdevice_fit)
+  mh_vdevice_case(vdevice_fit_errors fit.py errors vdevice_fit)
+  mh_vdevice_case(vdevice_fit_falling fit.py falling vdevice_fit)
 endif()
