@@ -62,7 +62,7 @@ static void value_ticks(struct mh_canvas *c, const struct frame *f)
         mh__canvas_vline(c, x, f->y, f->y + f->h, MH_COL_GRID);
         mh__canvas_vline(c, x, f->y + f->h, f->y + f->h + 3, MH_COL_AXIS);
         char text[32];
-        snprintf(text, sizeof text, "%.0f", v);
+        snprintf(text, sizeof text, "%.0f", fabs(v) < 0.5 ? 0.0 : v); /* never "-0" */
         mh__canvas_text(c, x - mh__font_text_width(text, 1) / 2, f->y + f->h + 7, text,
                         MH_COL_MUTED, 1);
     }
