@@ -76,7 +76,8 @@ function(mh_vdev_lib target file soname node key rc)
 endfunction()
 
 mh_vdev_lib(mh_vdev_cuda libcuda.so.1 libcuda.so.1 "" cuda 801
-  ${_mh_vdev_src}/vdev_config.c ${_mh_vdev_src}/vdev_memory.c ${_mh_vdev_src}/vdev_attributes.c
+  ${_mh_vdev_src}/vdev_config.c ${_mh_vdev_src}/vdev_memory.c ${_mh_vdev_src}/vdev_stats.c
+  ${_mh_vdev_src}/vdev_attributes.c
   ${_mh_vdev_src}/cuda_driver.c ${_mh_vdev_src}/cuda_entry.c)
 target_link_libraries(mh_vdev_cuda PRIVATE mh_vdev_presets)
 mh_vdev_lib(mh_vdev_cudart libcudart.so.13 libcudart.so.13 libcudart.so.13 cudart 801

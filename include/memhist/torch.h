@@ -95,6 +95,13 @@ int mh_torch_optimizer_step(int begin);
  * a training step there. mh_torch_optimizer_step is this with 0 (every
  * optimizer step ends a training step). */
 int mh_torch_optimizer_step_of(int begin, uint64_t optimizer);
+/* How many training steps the attached recording has ended so far, by
+ * whichever rule ends them (optimizer steps, ProfilerStep#N ranges, explicit
+ * calls); one per step however many devices it ends on. Counts from 0 at
+ * each attach and keeps the last recording's count after it stops. The
+ * Python package reads it to end a program after a given number of steps
+ * (MEMHIST_STOP_AFTER_STEPS). */
+int64_t mh_torch_steps_ended(void);
 /* The optimizer named so is gone (garbage collected): its identity may be
  * reused, and if it ended the steps, the next optimizer to step does. */
 int mh_torch_optimizer_gone(uint64_t optimizer);

@@ -200,6 +200,10 @@ struct mh_cli_record_opts {
     int op_ranges;
     const char *who;
     uint64_t frames; /* frames kept per stack; 0: the default */
+    /* end the program after this many complete training steps
+     * (MEMHIST_STOP_AFTER_STEPS, read by the Python package); 0: run it to
+     * its end (unless the environment already sets it) */
+    uint64_t stop_after_steps;
 };
 int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
 /* cmd_record.c: whether `path` may be a recording's output, which the run

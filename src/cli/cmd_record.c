@@ -29,7 +29,7 @@
 
 static const char usage[] =
     "usage: memhist record [-o FILE] [--stacks python|all|none] [--frames N] [--op-ranges]\n"
-    "                      -- CMD [ARGS...]\n\n"
+    "                      [--steps N] -- CMD [ARGS...]\n\n"
     "Runs a Python/PyTorch program unchanged and records every CUDA caching-allocator\n"
     "event, training steps and stacks to FILE. Recording starts when the program\n"
     "initializes CUDA (never earlier). Every process that initializes CUDA gets its\n"
@@ -43,6 +43,9 @@ static const char usage[] =
     "  --stacks S          python (default), all (adds C++ frames; slower), none\n"
     "  --frames N          keep the innermost N frames of each stack, 1 to 512 (default 512)\n"
     "  --op-ranges         also record record_function ranges\n"
+    "  --steps N           end the program once N training steps are complete (the\n"
+    "                      recording finished as at a normal exit, exit status 0;\n"
+    "                      MEMHIST_STOP_AFTER_STEPS=N does the same)\n"
     "  -h, --help          show this help\n\n"
     "environment: MEMHIST_LIB_DIR (libmemhist.so, libmemhist_torch.so) and\n"
     "MEMHIST_PYTHON_DIR (the directory holding the memhist package) override where\n"
@@ -87,6 +90,7 @@ static int parse_args(int argc, char **argv, struct mh_cli_record_opts *o, int *
         {"stacks", 0, MH_OPT_TEXT, &o->stacks, 0, 0, NULL, NULL},
         {"frames", 0, MH_OPT_UINT, &o->frames, 1, MH_TORCH_FRAMES_MAX, NULL, NULL},
         {"op-ranges", 0, MH_OPT_FLAG, &o->op_ranges, 0, 0, NULL, NULL},
+        {"steps", 0, MH_OPT_UINT, &o->stop_after_steps, 1, 1000000000, "1 to 1000000000", NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options_in_order(&mh__cmd_record, argc, argv, opts, cmd_index);
     if (rc)
@@ -136,9 +140,12 @@ static int setup_env(const struct mh_cli_record_opts *o, const char *out_abs, co
              setenv("MEMHIST_OP_RANGES", o->op_ranges ? "1" : "0", 1) |
              setenv("MEMHIST_STATUS_FILE", status_path, 1);
     free(pp);
-    char frames[24];
+    char frames[24], steps[24];
     snprintf(frames, sizeof frames, "%llu", (unsigned long long)o->frames);
     rc |= o->frames ? setenv("MEMHIST_FRAMES", frames, 1) : unsetenv("MEMHIST_FRAMES");
+    snprintf(steps, sizeof steps, "%llu", (unsigned long long)o->stop_after_steps);
+    if (o->stop_after_steps)
+        rc |= setenv("MEMHIST_STOP_AFTER_STEPS", steps, 1);
     return rc ? -1 : 0;
 }
 

@@ -16,7 +16,7 @@
 
 static const char usage[] =
     "usage: memhist simulate [--gpu PRESET] [--device-memory SIZE] [--devices N]\n"
-    "                        [--alloc-conf STR] [-o FILE] -- COMMAND [ARGS...]\n"
+    "                        [--alloc-conf STR] [--steps N] [-o FILE] -- COMMAND [ARGS...]\n"
     "       memhist simulate [--workload NAME] [--steps N] [--device-memory SIZE]\n"
     "                        [--alloc-conf STR] [--param K=V,...] [--seed N] [-o FILE]\n\n"
     "With a COMMAND: runs it (a PyTorch program, unchanged) on a virtual CUDA device\n"
@@ -40,6 +40,8 @@ static const char usage[] =
     "  --alloc-conf STR       PYTORCH_CUDA_ALLOC_CONF for the program\n"
     "  --stacks S             python (default), all, none (as memhist record)\n"
     "  --op-ranges            also record record_function ranges (as memhist record)\n"
+    "  --steps N              end the program once N training steps are complete\n"
+    "                         (as memhist record --steps; default: run it to its end)\n"
     "  --no-report            do not print the report afterwards\n"
     "  -o, --output FILE      output file (default sim.memhist)\n\n"
     "example: memhist simulate --gpu RTX4090 -- python train.py --batch 16\n\n"
@@ -73,7 +75,7 @@ struct sim_args {
     /* the virtual device (with a command) */
     const char *gpu, *events, *stacks;
     uint64_t devices, context;
-    int has_capacity, no_report, op_ranges, cmd_index;
+    int has_capacity, no_report, op_ranges, cmd_index, has_steps;
     const char *builtin_only, *command_only; /* an option given for the other mode */
 };
 
@@ -95,7 +97,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
     const char *context = NULL;
     int seen[11] = {0};
     const struct mh_cli_opt opts[] = {
-        /* the built-in workloads only */
+        /* the built-in workloads only (--steps: both) */
         {"workload", 0, MH_OPT_TEXT, &a->workload, 0, 0, NULL, &seen[0]},
         {"param", 0, MH_OPT_TEXT, &a->params, 0, 0, NULL, &seen[1]},
         {"steps", 0, MH_OPT_UINT, &a->steps, 1, 1000000, "1 to 1000000", &seen[2]},
@@ -117,8 +119,9 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
     int first, rc = mh__cli_options_in_order(cmd, argc, argv, opts, &first);
     if (rc)
         return rc;
+    a->has_steps = seen[2]; /* --steps applies to both */
     for (int i = 0; i < 11; i++)
-        if (seen[i])
+        if (seen[i] && i != 2)
             *(i < 5 ? &a->builtin_only : &a->command_only) = opts[i].name;
     if (context && mh__cli_parse_size(context, &a->context))
         return mh__cli_usage_error(cmd, "invalid value '%s' for --context-memory (a size such as "
@@ -153,7 +156,8 @@ static int simulate_command(const struct sim_args *a, char **cmd)
     struct mh_cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu), .devices = (int)a->devices,
                                  .context = a->context, .events = a->events, .alloc_conf = a->conf_text,
                                  .output = a->out, .stacks = a->stacks, .op_ranges = a->op_ranges,
-                                 .report = !a->no_report};
+                                 .report = !a->no_report,
+                                 .stop_after_steps = a->has_steps ? a->steps : 0};
     if (!o.gpu)
         return mh__cli_usage_error(c, "--gpu: no preset named '%s' (try --gpu list)", gpu);
     o.capacity = a->has_capacity ? a->capacity : o.gpu->memory;

@@ -18,6 +18,7 @@ struct mh_cli_vdev_opts {
     const char *output, *stacks;
     int op_ranges; /* record record_function ranges too */
     int report;    /* print `memhist report` of the file afterwards */
+    uint64_t stop_after_steps; /* end the program after this many steps; 0: never */
 };
 
 extern const struct mh_cli_command mh__cmd_report;
@@ -26,6 +27,9 @@ extern const struct mh_cli_command mh__cmd_report;
  * fit each device it used, given the memory the CUDA context took; returns 0,
  * or 1 if the file cannot be read. */
 int mh__cli_simulate_verdict(const char *path, int name_file, uint64_t context);
+
+/* Whether `name` can be executed (as execvp would find it on PATH). */
+int mh__cli_command_exists(const char *name);
 
 /* Returns the program's exit status, or 1 when it could not be started. */
 int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd);

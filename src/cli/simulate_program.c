@@ -51,8 +51,7 @@ static int find_vdevice_dir(char *out, size_t len)
     return -1;
 }
 
-/* Whether `name` can be executed (as execvp would find it). */
-static int command_exists(const char *name)
+int mh__cli_command_exists(const char *name)
 {
     if (strchr(name, '/'))
         return access(name, X_OK) == 0;
@@ -145,7 +144,7 @@ static int report_files(const struct mh_cli_vdev_opts *o)
 int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
 {
     char dir[PATH_MAX];
-    if (!command_exists(cmd[0])) {
+    if (!mh__cli_command_exists(cmd[0])) {
         mh__cli_error("simulate: cannot run '%s': command not found", cmd[0]);
         return MH_EXIT_FAIL;
     }
@@ -164,7 +163,7 @@ int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
     }
     say_what_runs(o);
     struct mh_cli_record_opts ro = {.output = o->output, .stacks = o->stacks, .op_ranges = o->op_ranges,
-                                    .who = "simulate"};
+                                    .who = "simulate", .stop_after_steps = o->stop_after_steps};
     int code = mh__cli_record_command(&ro, cmd);
     if (o->report) {
         int rrc = report_files(o);

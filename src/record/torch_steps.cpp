@@ -23,6 +23,7 @@ using mh_torch_emit::ticks_now;
 void reset(uint32_t main)
 {
     S.step.store(0);
+    S.ended.store(0);
     S.step_devices.store(0);
     S.owned.store(0);
     for (auto &n : S.dev_step)
@@ -65,6 +66,7 @@ void end_step(mh_recorder *rec, uint64_t t, uint64_t mask)
     }
     S.phase.store(MH_PHASE_NONE, std::memory_order_relaxed);
     S.begin_pending.store(mask ? 2 : 1, std::memory_order_release);
+    S.ended.fetch_add(1, std::memory_order_relaxed);
 }
 
 void set_phase(mh_recorder *rec, uint64_t t, int phase)
@@ -121,10 +123,12 @@ void on_profiler_step(mh_recorder *rec, uint64_t t, int64_t n, bool begin)
     S.begin_pending.store(0);
     S.step.store(n);
     emit_simple(rec, begin ? MH_EV_STEP_BEGIN : MH_EV_STEP_END, t, (uint32_t)n);
-    if (begin)
+    if (begin) {
         set_phase(rec, t, MH_PHASE_FORWARD);
-    else
+    } else {
         S.step.store(n + 1);
+        S.ended.fetch_add(1, std::memory_order_relaxed);
+    }
 }
 
 uint64_t range_optimizer_id(const char *name)
@@ -171,6 +175,11 @@ int mh_torch_optimizer_step_of(int begin, uint64_t optimizer)
     } catch (...) {
         return MH_ESTATE;
     }
+}
+
+int64_t mh_torch_steps_ended(void)
+{
+    return S.ended.load(std::memory_order_relaxed);
 }
 
 int mh_torch_optimizer_gone(uint64_t optimizer)

@@ -24,6 +24,7 @@ enum mode { OPTIMIZER = 0, PROFILER = 1, EXPLICIT = 2 }; /* who ends steps; a la
 
 struct state {
     std::atomic<int64_t> step{0};
+    std::atomic<int64_t> ended{0}; /* steps ended in this recording, whoever ended them */
     std::atomic<int> mode{OPTIMIZER};
     /* 1: a step begin and the forward phase are due, 2: the phase only */
     std::atomic<int> begin_pending{0};

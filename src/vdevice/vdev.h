@@ -15,7 +15,8 @@
  *                            $LOCAL_WORLD_SIZE under torchrun: a device per rank)
  *   MEMHIST_VDEVICE_CONTEXT  memory a CUDA context takes on its device (default 512MiB)
  *   MEMHIST_VDEVICE_EVENTS   "immediate" (default): events complete when recorded;
- *                            "sync": at the next synchronizing call */
+ *                            "sync": at the next synchronizing call
+ *   MEMHIST_VDEVICE_STATS    a file the counts of vdev_stats.c are appended to at exit */
 #ifndef MH_VDEV_H
 #define MH_VDEV_H
 
@@ -58,6 +59,13 @@ int mh__vdev_is_pinned(const void *p);
 void mh__vdev_mem_info(int dev, size_t *free_bytes, size_t *total);
 /* memset that gives pages back instead of writing zeros to large ranges. */
 void mh__vdev_memset(void *p, int value, size_t n);
+
+/* What the device saw (vdev_stats.c, written at exit to
+ * $MEMHIST_VDEVICE_STATS): memory in use now, context included (the peak is
+ * kept), an allocation refused for want of capacity, a free-memory query. */
+void mh__vdev_stats_in_use(int dev, uint64_t bytes);
+void mh__vdev_stats_refused(int dev);
+void mh__vdev_stats_mem_info(int dev);
 
 /* Contexts: created on a device's first use; take config.context bytes. */
 void mh__vdev_context_touch(int dev);

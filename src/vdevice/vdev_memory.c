@@ -79,11 +79,18 @@ static int ensure_range(int dev)
     return 0;
 }
 
+/* Whether `size` more bytes fit on the device; counts the refusal, or the
+ * use the caller then makes, for vdev_stats.c. */
 static int fits(int dev, size_t size)
 {
     const struct mh__vdev_config *c = mh__vdev_config();
     uint64_t ctx = mh__vdev_context_active(dev) ? c->context : 0;
-    return devs[dev].used + ctx + size <= c->capacity;
+    if (devs[dev].used + ctx + size > c->capacity) {
+        mh__vdev_stats_refused(dev);
+        return 0;
+    }
+    mh__vdev_stats_in_use(dev, devs[dev].used + ctx + size);
+    return 1;
 }
 
 int mh__vdev_alloc(int dev, size_t size, void **ptr)
@@ -235,6 +242,7 @@ void mh__vdev_mem_info(int dev, size_t *free_bytes, size_t *total)
     pthread_mutex_lock(&lock);
     uint64_t used = devs[dev].used + (mh__vdev_context_active(dev) ? c->context : 0);
     pthread_mutex_unlock(&lock);
+    mh__vdev_stats_mem_info(dev);
     *total = c->capacity;
     *free_bytes = used < c->capacity ? c->capacity - used : 0;
 }

@@ -35,7 +35,7 @@ MODULES = {
     "import": (["src/import"], ["model"], ["snapshot_import.h", "pickle_read.h", "pickle_value.h"]),
     "viz_common": (["viz/common"], ["model"], ["json.h", "json_read.h", "outfile.h", "pickle_write.h",
                                                "sink.h", "gzip.h", "palette.h"]),
-    "viz_plot": (["viz/plot"], ["viz_common", "analysis"], ["plot.h"]),
+    "viz_plot": (["viz/plot"], ["viz_common", "analysis"], ["plot.h", "plot_fit.h"]),
     "viz_snapshot": (["viz/snapshot"], ["viz_common", "analysis"], ["snapshot_export.h"]),
     "viz_trace": (["viz/trace"], ["viz_common", "analysis"], ["trace_writer.h"]),
     "viz_flame": (["viz/flame"], ["viz_common", "analysis"], ["flame_svg.h"]),

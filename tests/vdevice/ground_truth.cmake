@@ -133,3 +133,26 @@ endif()
 if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET memhist_pyhook AND TARGET vdevice)
   mh_add_preloaded_vdevice_test(vdevice_tags check_tags.py)
 endif()
+
+# Ending a program after N training steps (tests/vdevice/step_limit.py):
+# `memhist simulate --steps N -- CMD` (MEMHIST_STOP_AFTER_STEPS) with the loop
+# in the main thread and in a thread of its own, memhist.start(stop_after_steps=N)
+# in-process, and a bad value (a warning, the program runs on).
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
+  mh_vdevice_case(vdevice_step_limit_cli step_limit.py cli vdevice_step_limit)
+  mh_vdevice_case(vdevice_step_limit_thread step_limit.py thread vdevice_step_limit)
+  mh_vdevice_case(vdevice_step_limit_api step_limit.py api vdevice_step_limit)
+  mh_vdevice_case(vdevice_step_limit_bad step_limit.py bad vdevice_step_limit)
+endif()
+
+# `memhist fit` end to end (tests/vdevice/fit.py): each card's answer checked by
+# separate `memhist simulate` runs at the value that fits and the next one, on
+# three presets and on three cards of one preset (shared runs, against plain
+# bisection); bad input and failing programs (exit 2); memory that falls as
+# the value grows (said not monotonic, answered truly).
+if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
+  mh_vdevice_case(vdevice_fit_example fit.py example vdevice_fit)
+  mh_vdevice_case(vdevice_fit_shared fit.py shared vdevice_fit)
+  mh_vdevice_case(vdevice_fit_errors fit.py errors vdevice_fit)
+  mh_vdevice_case(vdevice_fit_falling fit.py falling vdevice_fit)
+endif()

@@ -29,7 +29,7 @@ def run(args, **kw):
 def check_bad_settings():
     prog = [sys.executable, "-c", "pass"]
     cases = [(["--device-memory", "0"], 2), (["--gpu", "no-such-gpu"], 2), (["--devices", "0"], 2),
-             (["--events", "later"], 2), (["--steps", "2"], 2)]
+             (["--events", "later"], 2), (["--seed", "2"], 2), (["--steps", "0"], 2)]
     for opts, want in cases:
         r = run(["simulate"] + opts + ["--"] + prog)
         assert r.returncode == want, (opts, r.returncode, r.stderr)

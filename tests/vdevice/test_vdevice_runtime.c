@@ -2,13 +2,17 @@
  * called directly through the CUDA runtime and driver APIs (label vdevice):
  * presets and settings, capacity and OOM, memory info with the context,
  * copies, event completion modes, the virtual memory API that expandable
- * segments use, and stubs. Criterion runs each test in its own process, so
+ * segments use, the counts written at exit (MEMHIST_VDEVICE_STATS), and
+ * stubs. Criterion runs each test in its own process, so
  * each sets the environment before the device reads it. */
 #include <criterion/criterion.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "vdev.h"
 
@@ -88,6 +92,50 @@ Test(vdevice, capacity_and_oom)
     int host;
     cr_assert_eq(cudaPointerGetAttributes(&at, &host), cudaSuccess);
     cr_assert_eq(at.type, cudaMemoryTypeUnregistered);
+}
+
+/* MEMHIST_VDEVICE_STATS: a process's counts appended when it exits. */
+Test(vdevice, stats_written_at_exit)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/test_vdevice_stats_%d", (int)getpid());
+    unlink(path);
+    pid_t pid = fork();
+    if (pid == 0) {
+        settings("L4", "64MiB", "4MiB", "immediate");
+        setenv("MEMHIST_VDEVICE_STATS", path, 1);
+        size_t free_bytes, total;
+        void *a, *b;
+        cudaMemGetInfo(&free_bytes, &total); /* before any refusal */
+        cudaMalloc(&a, 32 * MIB);
+        cudaMalloc(&b, 16 * MIB);
+        if (cudaMalloc(&b, 32 * MIB) != cudaErrorMemoryAllocation)
+            _exit(3);
+        cudaMemGetInfo(&free_bytes, &total); /* after it */
+        cudaMemGetInfo(&free_bytes, &total);
+        exit(0); /* the destructor writes the line */
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "the stats file was written");
+    char line[256] = "";
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    fclose(f);
+    unlink(path);
+    int p, dev;
+    unsigned long long peak, refused, info, late, cap;
+    cr_assert_eq(sscanf(line, "pid %d device %d peak_used %llu refused %llu mem_info %llu "
+                              "mem_info_after_refusal %llu capacity %llu",
+                        &p, &dev, &peak, &refused, &info, &late, &cap), 7, "%s", line);
+    cr_assert_eq(p, pid);
+    cr_assert_eq(dev, 0);
+    cr_assert_eq(peak, 52 * MIB, "48 MiB allocated and the 4 MiB context: %llu", peak);
+    cr_assert_eq(refused, 1);
+    cr_assert_eq(info, 1);
+    cr_assert_eq(late, 2);
+    cr_assert_eq(cap, 64 * MIB);
 }
 
 Test(vdevice, context_takes_free_memory)

@@ -26,7 +26,9 @@ import warnings
 
 from . import _native, _scopes, _steps
 
-__all__ = ["start", "stop", "step", "mark", "status", "Session", "MemhistWarning"]
+__all__ = ["start", "stop", "step", "mark", "status", "Session", "MemhistWarning", "StepLimitReached"]
+
+StepLimitReached = _steps.StepLimitReached
 
 _lock = threading.RLock()
 _session = None
@@ -57,8 +59,9 @@ def _not_recording(session, reason):
 class Session:
     """One recording; also a context manager that stops it on exit."""
 
-    def __init__(self, path, stacks, op_ranges, lazy_open, meta=None, frames=None):
+    def __init__(self, path, stacks, op_ranges, lazy_open, meta=None, frames=None, stop_after=None):
         self.path = os.path.abspath(path)
+        self.stop_after = stop_after
         self.meta = meta or {}
         self.stacks = stacks
         self.frames = frames
@@ -71,6 +74,7 @@ class Session:
         self.scopes = None
         self.steps = None
         self.closures = None
+        self.limit = None
 
     def __enter__(self):
         return self
@@ -138,6 +142,10 @@ class Session:
                     _native.core().mh_recorder_set_meta(self.rec, b"module_scopes", self.scopes.impl.encode())
                 if self.steps is not None:
                     self.steps.install_post(torch)
+                if self.stop_after:
+                    self.limit = _steps.StepLimit(lib, self.stop_after, self._note, self._finish,
+                                                  self._limit_failed)
+                    self.limit.install(torch)
                 self.closures = _steps.ClosurePhases(lib, self.scopes and self.scopes.closure_done,
                                                      self._closure_hook_failed)
                 self.closures.install(torch)
@@ -153,6 +161,25 @@ class Session:
             self.status += "; optimizer step hooks off (%s): steps from record_function ranges" % e
             _native.bridge().mh_torch_watch_ranges(1)
 
+    def _note(self, key, value):
+        if self.rec is not None:
+            _native.core().mh_recorder_set_meta(self.rec, key.encode(), value.encode())
+
+    def _finish(self):
+        """Finishes the recording where the program is ended outside its
+        main thread: as at exit under `memhist record` (its status line too)."""
+        if self.lazy_open:
+            from memhist import _record
+            _record._finish()
+        else:
+            stop()
+
+    def _limit_failed(self, e):
+        self.status += "; step limit off: %s" % e
+        if self.limit is not None:
+            self.limit.remove()
+            self.limit = None
+
     def _closure_hook_failed(self, e):
         if self.closures is not None:
             self.closures.remove()
@@ -160,6 +187,9 @@ class Session:
             self.status += "; optimizer closure phases off: %s" % e
 
     def close(self):
+        if self.limit is not None:
+            self.limit.remove()
+            self.limit = None
         if self.closures is not None:
             self.closures.remove()
             self.closures = None
@@ -210,22 +240,30 @@ def _wrap_metadata(torch, lib):
     mem._set_memory_metadata = _set_memory_metadata
 
 
-def start(path="record.memhist", stacks="python", op_ranges=False, frames=None, _lazy_open=False,
-          _cuda=None, _meta=None):
+def start(path="record.memhist", stacks="python", op_ranges=False, frames=None, stop_after_steps=None,
+          _lazy_open=False, _cuda=None, _meta=None):
     """Starts recording to `path`. stacks: "python" (default), "all" (with C++
     frames; slower), or "none"/None. op_ranges: also record record_function
     ranges. frames: the most frames kept per stack, innermost first (1 to
-    512; None: 512). Returns a Session (usable as a context manager)."""
+    512; None: 512). stop_after_steps: end the program once the recording
+    holds that many complete training steps, by raising StepLimitReached (a
+    SystemExit with code 0) from the optimizer step that completes the last
+    one (None: $MEMHIST_STOP_AFTER_STEPS, else never). Returns a Session
+    (usable as a context manager)."""
     global _session
     if stacks not in _native.STACKS:
         raise ValueError("stacks must be 'python', 'all', 'none' or None, not %r" % (stacks,))
     if frames is not None and (isinstance(frames, bool) or not isinstance(frames, int)
                                or not 1 <= frames <= _native.FRAMES_MAX):
         raise ValueError("frames must be an integer from 1 to %d, not %r" % (_native.FRAMES_MAX, frames))
+    if stop_after_steps is None:
+        stop_after_steps = _limit_from_env(_lazy_open)
+    elif isinstance(stop_after_steps, bool) or not isinstance(stop_after_steps, int) or stop_after_steps < 1:
+        raise ValueError("stop_after_steps must be a positive integer, not %r" % (stop_after_steps,))
     with _lock:
         if _session is not None:
             raise RuntimeError("memhist is already recording to %s" % _session.path)
-        s = Session(path, stacks, op_ranges, _lazy_open, _meta, frames)
+        s = Session(path, stacks, op_ranges, _lazy_open, _meta, frames, stop_after_steps)
         _session = s
         try:
             if _cuda is None:
@@ -253,6 +291,20 @@ def start(path="record.memhist", stacks="python", op_ranges=False, frames=None, 
         return s
 
 
+def _limit_from_env(lazy_open):
+    """$MEMHIST_STOP_AFTER_STEPS; a bad value is warned about and ignored
+    (the program runs on, to its end)."""
+    try:
+        return _steps.limit_from_env()
+    except ValueError as e:
+        if lazy_open:
+            from memhist._record import who
+            sys.stderr.write("memhist: warning: %s: %s; the program is not stopped\n" % (who(), e))
+        else:
+            warnings.warn("memhist: %s; the program is not stopped" % e, MemhistWarning, stacklevel=3)
+        return None
+
+
 def stop():
     """Stops recording and finishes the file. Returns the session (or None).
     The module hooks come off; torch's allocator keeps calling memhist's
@@ -274,6 +326,8 @@ def step():
     steps are no longer counted)."""
     if _session is not None and _session.attached:
         _native.bridge().mh_torch_step()
+        if _session.limit is not None:
+            _session.limit.check()
 
 
 def mark(name):

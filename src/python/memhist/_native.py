@@ -130,6 +130,8 @@ def bridge():
         lib.mh_torch_watch_ranges.argtypes = [ctypes.c_int]
         lib.mh_torch_metadata.argtypes = [ctypes.c_char_p]
         lib.mh_torch_error.restype = ctypes.c_char_p
+        lib.mh_torch_steps_ended.restype = ctypes.c_int64
+        lib.mh_torch_steps_ended.argtypes = []
         _LIBS["torch"] = lib
     return _LIBS["torch"]
 

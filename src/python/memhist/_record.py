@@ -14,7 +14,8 @@ where who is "process PID", or "rank R (process PID)" under torchrun.
 Files are created exclusively: a name already taken gets ".2", ".3", ...
 
 Environment (set by `memhist record`): MEMHIST_RECORD_PATH, MEMHIST_STACKS,
-MEMHIST_FRAMES, MEMHIST_OP_RANGES, MEMHIST_STATUS_FILE, MEMHIST_ROOT_PID, MEMHIST_LIB_DIR;
+MEMHIST_FRAMES, MEMHIST_OP_RANGES, MEMHIST_STATUS_FILE, MEMHIST_ROOT_PID, MEMHIST_LIB_DIR,
+MEMHIST_STOP_AFTER_STEPS (--steps: end the program after that many steps, memhist._steps);
 `memhist simulate` adds MEMHIST_VDEVICE=1 (memhist._vdevice adapts torch to the
 virtual device).
 """

@@ -16,6 +16,12 @@ is garbage collected (a loop making a new optimizer each iteration).
 MEMHIST_STEP_HOOK=record_function keeps the callback on for the whole run:
 needed where an optimizer step runs compiled (torch.compile(opt.step)), which
 the hooks do not see.
+
+MEMHIST_STOP_AFTER_STEPS=N (`memhist simulate --steps N -- CMD`, `memhist
+record --steps N`, or memhist.start(stop_after_steps=N)) ends the program
+once the recording holds N complete steps (StepLimit): short runs of an
+unchanged training script whose memory per step has settled, as `memhist
+fit` runs them, with the recording finished as at a normal exit.
 """
 import os
 import weakref
@@ -178,3 +184,91 @@ class ClosurePhases:
                     on_error(e)
         return phased
 
+
+
+class StepLimitReached(SystemExit):
+    """Ends a program once the recording holds the number of complete
+    training steps it was given (MEMHIST_STOP_AFTER_STEPS, or start()'s
+    stop_after_steps). Raised from the optimizer step hook in the thread
+    that ran the step that completed it, so the program unwinds as from
+    sys.exit(0): `finally` blocks and atexit handlers run, and the recording
+    is finished as at a normal exit. A SystemExit, so code that catches
+    Exception lets it through; `steps` is the number of steps recorded."""
+
+    def __init__(self, steps):
+        super().__init__(0)
+        self.steps = steps
+
+
+def limit_from_env():
+    """MEMHIST_STOP_AFTER_STEPS as a positive integer, None when unset or
+    empty; ValueError for anything else."""
+    text = os.environ.get("MEMHIST_STOP_AFTER_STEPS", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError("MEMHIST_STOP_AFTER_STEPS must be a positive integer, not %r" % text)
+    return int(text)
+
+
+class StepLimit:
+    """Ends the program after `limit` complete steps. Checked from global
+    optimizer step hooks, the post-hook registered after the step hooks'
+    (so the step that just ended is counted) and the pre-hook too (where
+    the bridge's record_function callback ends steps, which happens after
+    the post-hooks, the program then stops at the next optimizer step), and
+    after an explicit memhist.step(). The count is the bridge's
+    (mh_torch_steps_ended), so steps are counted by the rule that ends them
+    in the recording. Outside the main thread there is no SystemExit to
+    raise: the recording is finished (`finish`) and the process exits 0."""
+
+    def __init__(self, bridge, limit, note, finish, on_error):
+        self.ended = bridge.mh_torch_steps_ended
+        self.limit = limit
+        self.note = note      # note(key, value): the recording's metadata
+        self.finish = finish  # finishes the recording (and reports it)
+        self.on_error = on_error
+        self.handles = []
+        self.reached = False
+
+    def install(self, torch):
+        from torch.optim import optimizer as opt
+        compiling = _is_compiling(torch)
+
+        def hook(optimizer, args, kwargs):
+            if not compiling():
+                self.check()
+            return None
+        self.handles.append(opt.register_optimizer_step_pre_hook(hook))
+        self.handles.append(opt.register_optimizer_step_post_hook(hook))
+        self.note("stop_after_steps", str(self.limit))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def check(self):
+        if self.reached:
+            return
+        try:
+            steps = self.ended()
+            if steps < self.limit:
+                return
+            self.reached = True
+            self.note("stopped_after_steps", str(steps))
+        except Exception as e:  # never break the program
+            self.on_error(e)
+            return
+        import sys
+        import threading
+        sys.stderr.write("memhist: process %d: stopped after %d complete steps (step limit %d)\n"
+                         % (os.getpid(), steps, self.limit))
+        if threading.current_thread() is threading.main_thread():
+            raise StepLimitReached(steps)
+        try:
+            self.finish()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
