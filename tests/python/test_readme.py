@@ -73,7 +73,7 @@ def check_reach(problems):
 def readme_commands():
     text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     for lang, block in re.findall(r"```(\w*)\n(.*?)```", text, re.S):
-        for line in block.splitlines():
+        for line in block.replace("\\\n", " ").splitlines():  # continued lines joined
             line = line.split("#", 1)[0].strip()
             if line.startswith("$ "):
                 line = line[2:]
