@@ -2,12 +2,16 @@
  * (src/analysis/layer_names.c): a path is cut at its first index or numbered
  * block kept as an attribute (a name with a digit that holds modules beside
  * a sibling of the same stem), whichever comes first; a leaf named with a
- * number ("conv1") and a second model's prefix ("GPT_2") are not blocks. */
+ * number ("conv1") and a second model's prefix ("GPT_2") are not blocks.
+ * Outside module scopes, a site whose allocations torch tagged mostly with
+ * one role is named by the role (site_roles.c). */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "memhist/memhist.h"
 #include "layer_names.h"
+#include "site_roles.h"
+#include "stacks.h"
 
 static const char *const PATHS[] = {
     "transformer.h.3.mlp.c_fc", /* an index: cut there */
@@ -90,7 +94,7 @@ static void expect_layers(const char *const *paths, const char *const *layers, s
     cr_expect_eq(nm.npaths, n);
     char buf[128];
     for (size_t i = 0; i < n; i++)
-        cr_expect_str_eq(mh__layer_name(&nm, ids[i], 0, buf, sizeof buf), layers[i], "%s",
+        cr_expect_str_eq(mh__layer_name(&nm, ids[i], 0, MH_ROLE_NONE, buf, sizeof buf), layers[i], "%s",
                          paths[i]);
     mh__layer_namer_free(&nm);
     mh_reader_close(r);
@@ -120,9 +124,9 @@ Test(analysis_layer_names, without_the_paths_cuts_at_indices_only)
     struct mh__layer_namer nm;
     mh__layer_namer_init(&nm, r);
     char buf[128];
-    cr_expect_str_eq(mh__layer_name(&nm, ids[0], 0, buf, sizeof buf), "transformer.h.3");
-    cr_expect_str_eq(mh__layer_name(&nm, ids[2], 0, buf, sizeof buf), "block2.mlp.c_fc");
-    cr_expect_str_eq(mh__layer_name(&nm, ids[9], 0, buf, sizeof buf), "inception3b.branch2.0");
+    cr_expect_str_eq(mh__layer_name(&nm, ids[0], 0, MH_ROLE_NONE, buf, sizeof buf), "transformer.h.3");
+    cr_expect_str_eq(mh__layer_name(&nm, ids[2], 0, MH_ROLE_NONE, buf, sizeof buf), "block2.mlp.c_fc");
+    cr_expect_str_eq(mh__layer_name(&nm, ids[9], 0, MH_ROLE_NONE, buf, sizeof buf), "inception3b.branch2.0");
     mh_reader_close(r);
     mh_writer_free_mem(w);
 }
@@ -140,4 +144,58 @@ Test(analysis_layer_names, module_paths)
     cr_expect(!mh__is_module_path("loading data"));
     cr_expect(!mh__is_module_path(""));
     cr_expect(!mh__is_module_path(NULL));
+}
+
+Test(analysis_layer_names, a_site_of_tagged_allocations_is_named_by_its_role)
+{
+    uint32_t ids[NPATHS];
+    struct mh_writer *w;
+    struct mh_reader *r = book(ids, &w);
+    struct mh__layer_namer nm;
+    mh__layer_namer_init(&nm, r);
+    char buf[128], label[128];
+    cr_expect_str_eq(mh__layer_name(&nm, 0, 0, MH_ROLE_OPTIMIZER_STATE, buf, sizeof buf),
+                     "optimizer state", "no scope: the role");
+    cr_expect_str_eq(mh__layer_name(&nm, 0, 0, MH_ROLE_PARAMETER, buf, sizeof buf), "parameters");
+    cr_expect_str_eq(mh__layer_name(&nm, 0, 0, MH_ROLE_GRADIENT, buf, sizeof buf), "gradients");
+    cr_expect_str_eq(mh__layer_name(&nm, 0, 0, MH_ROLE_BUFFER, buf, sizeof buf), "buffers");
+    cr_expect_str_eq(mh__layer_name(&nm, ids[0], 0, MH_ROLE_GRADIENT, buf, sizeof buf),
+                     "transformer.h.3", "a module scope names it first");
+    cr_expect_str_eq(mh__layer_name(&nm, 0, 0, MH_ROLE_NONE, buf, sizeof buf),
+                     mh__stack_label(r, 0, label, sizeof label), "no role: its stack's label");
+    mh_reader_close(r);
+    mh_writer_free_mem(w);
+}
+
+static void note(struct mh__site_roles *sr, uint32_t str, uint32_t stack, int role)
+{
+    struct mh_alloc_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.str = str;
+    rec.stack = stack;
+    rec.role = (uint8_t)role;
+    cr_assert_eq(mh__site_roles_note(sr, &rec), 0);
+}
+
+Test(analysis_layer_names, site_roles_take_the_role_of_most_allocations)
+{
+    struct mh__site_roles sr = {0};
+    note(&sr, 0, 7, MH_ROLE_NONE); /* before any tagged record of the site: not counted */
+    cr_expect_eq(mh__site_roles_of(&sr, 0, 7), MH_ROLE_NONE, "no tagged record");
+    note(&sr, 0, 7, MH_ROLE_OPTIMIZER_STATE);
+    note(&sr, 0, 7, MH_ROLE_NONE);
+    cr_expect_eq(mh__site_roles_of(&sr, 0, 7), MH_ROLE_OPTIMIZER_STATE, "half of them");
+    note(&sr, 0, 7, MH_ROLE_NONE);
+    cr_expect_eq(mh__site_roles_of(&sr, 0, 7), MH_ROLE_NONE, "fewer than half");
+    note(&sr, 0, 7, MH_ROLE_OPTIMIZER_STATE);
+    note(&sr, 0, 7, MH_ROLE_OPTIMIZER_STATE);
+    note(&sr, 0, 7, MH_ROLE_GRADIENT);
+    cr_expect_eq(mh__site_roles_of(&sr, 0, 7), MH_ROLE_OPTIMIZER_STATE, "the most frequent role");
+    note(&sr, 3, 7, MH_ROLE_PARAMETER);
+    cr_expect_eq(mh__site_roles_of(&sr, 3, 7), MH_ROLE_PARAMETER, "another string: another site");
+    cr_expect_eq(mh__site_roles_of(&sr, 0, 8), MH_ROLE_NONE, "another stack: another site");
+    note(&sr, 0, 9, MH_ROLE_OUTPUT);
+    cr_expect_eq(mh__site_roles_of(&sr, 0, 9), MH_ROLE_NONE, "an output tag is no role");
+    mh__site_roles_free(&sr);
+    cr_expect_eq(mh__site_roles_of(&sr, 3, 7), MH_ROLE_NONE, "freed: empty");
 }

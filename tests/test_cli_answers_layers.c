@@ -385,6 +385,6 @@ Test(answers_layers, layer_names)
     cr_assert_neq(id, 0);
     struct mh__layer_namer nm;
     mh__layer_namer_init(&nm, r.r);
-    cr_expect_str_eq(mh__layer_name(&nm, id, 0, buf, sizeof buf), "transformer.h.1");
+    cr_expect_str_eq(mh__layer_name(&nm, id, 0, MH_ROLE_NONE, buf, sizeof buf), "transformer.h.1");
     run_free(&r);
 }

@@ -179,6 +179,11 @@ void mh__lifetimes_curve(const struct mh_lifetimes *lt, int device, struct mh_li
  * nothing. Borrowed. */
 const struct mh_step_peak *mh__lifetimes_pass_peaks(const struct mh_lifetimes *lt, int device);
 
+/* The role torch gave most allocations of site (str, stack), as
+ * site_roles.h counts them over the pass; MH_ROLE_NONE where none or few
+ * were tagged. */
+int mh__lifetimes_site_role(const struct mh_lifetimes *lt, uint32_t str, uint32_t stack);
+
 /* The distinct user metadata and scope strings of the allocations, which
  * name layers (layer_names.h); borrowed, in no particular order. */
 const uint32_t *mh__lifetimes_strings(const struct mh_lifetimes *lt, size_t *n);

@@ -236,12 +236,26 @@ static int layer_from_stack(const struct mh_reader *r, uint32_t stack, char *buf
     return 1;
 }
 
+const char *mh__role_layer(int role)
+{
+    switch (role) {
+    case MH_ROLE_PARAMETER: return "parameters";
+    case MH_ROLE_BUFFER: return "buffers";
+    case MH_ROLE_GRADIENT: return "gradients";
+    case MH_ROLE_OPTIMIZER_STATE: return "optimizer state";
+    default: return NULL;
+    }
+}
+
 const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint32_t stack,
-                           char *buf, size_t len)
+                           int role, char *buf, size_t len)
 {
     const char *meta = str ? mh_reader_string(nm->r, str) : NULL;
+    const char *by_role = mh__role_layer(role);
     if (mh__is_module_path(meta))
         snprintf(buf, len, "%.*s", (int)layer_length(nm, meta), meta);
+    else if (by_role)
+        snprintf(buf, len, "%s", by_role);
     else if (!layer_from_stack(nm->r, stack, buf, len))
         mh__stack_label(nm->r, stack, buf, len);
     return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);

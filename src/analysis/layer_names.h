@@ -36,9 +36,17 @@ int mh__layer_namer_add(struct mh__layer_namer *nm, uint32_t str);
 int mh__layer_namer_ready(struct mh__layer_namer *nm);
 void mh__layer_namer_free(struct mh__layer_namer *nm);
 
-/* Writes the layer name of an allocation (metadata `str`, `stack`) into buf;
- * returns buf. */
+/* The layer of the allocations torch tagged with `role` (enum
+ * mh_tensor_role) made outside any module scope: "parameters", "buffers",
+ * "gradients", "optimizer state"; NULL for another role. */
+const char *mh__role_layer(int role);
+
+/* Writes the layer name of an allocation (metadata `str`, `stack`) into buf:
+ * its module path cut at its block; else, where most allocations of its site
+ * were tagged with a role (`role`, site_roles.h), that role's layer, the same
+ * whichever library made them (model.to(), an optimizer behind a wrapper);
+ * else the module classes of its stack, or its stack's label. Returns buf. */
 const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint32_t stack,
-                           char *buf, size_t len);
+                           int role, char *buf, size_t len);
 
 #endif

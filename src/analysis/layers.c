@@ -53,7 +53,8 @@ int32_t mh__layers_name_of(struct mh_layers *ly, uint32_t str, uint32_t stack)
     if (v)
         return (int32_t)(v - 1);
     char name[256];
-    mh__layer_name(&ly->nm, str, stack, name, sizeof name);
+    mh__layer_name(&ly->nm, str, stack, mh__lifetimes_site_role(ly->first, str, stack), name,
+                   sizeof name);
     size_t i = 0;
     while (i < ly->nlayers && strcmp(ly->names[i], name) != 0)
         i++;

@@ -3,7 +3,8 @@
  * a record per allocation alive now (a slot pool, each slot named by the
  * model's first word of the allocation's block: MH_BLOCK_WORDS), the
  * step and pass spans, the facts categories depend on, each device's
- * allocated curve with its peaks, the distinct strings of the allocations,
+ * allocated curve with its peaks, the distinct strings of the allocations
+ * and the roles of their sites (site_roles.h),
  * and copies of the records live at the event indices it was asked to keep.
  * Memory follows the live allocations, the steps and the strings, never the
  * number of events. */
@@ -14,6 +15,7 @@
 #include "category_rule.h"
 #include "addrmap.h"
 #include "grow.h"
+#include "site_roles.h"
 
 struct slot {
     struct mh_alloc_rec rec;
@@ -83,6 +85,7 @@ struct mh_lifetimes {
     int64_t relabel_step;
     int64_t newest[MH__NEWEST_DEVICES];
     struct first_pass first;
+    struct mh__site_roles roles; /* once a record is tagged */
 };
 
 int mh__lifetimes_new(struct mh_lifetimes **out)
@@ -127,6 +130,7 @@ void mh__lifetimes_free(struct mh_lifetimes *lt)
     if (!lt)
         return;
     mh__addrmap_destroy(&lt->strs_seen);
+    mh__site_roles_free(&lt->roles);
     for (size_t i = 0; i < lt->ncurves; i++) {
         free(lt->curves[i].pass_peaks);
         free(lt->curves[i].since);
@@ -392,7 +396,8 @@ static int on_free(struct mh_lifetimes *lt, const struct mh_model *m, const stru
         lt->kept[sl->kept - 1] = *r;
     ch->ended = r; /* the slot is reused by a later event only */
     release_slot(lt, (uint32_t)(sl - lt->slots));
-    return note_since_peak(lt, c, r);
+    int rc = lt->tagged ? mh__site_roles_note(&lt->roles, r) : 0;
+    return rc ? rc : note_since_peak(lt, c, r);
 }
 
 static void on_tag(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev)
@@ -548,7 +553,9 @@ int mh__lifetimes_finish(struct mh_lifetimes *lt,
             (uint8_t)mh__category_of(&sl->rec, &f, mh__newest_on(lt->newest, sl->rec.device));
         if (sl->kept)
             lt->kept[sl->kept - 1] = sl->rec;
-        if (alive)
+        if (lt->tagged)
+            rc = mh__site_roles_note(&lt->roles, &sl->rec);
+        if (alive && rc == 0)
             rc = alive(user, &sl->rec);
     }
     if (lt->nkept)
@@ -621,6 +628,11 @@ const struct mh_step_peak *mh__lifetimes_pass_peaks(const struct mh_lifetimes *l
 {
     const struct curve *c = find_curve(lt, device);
     return c ? c->pass_peaks : NULL;
+}
+
+int mh__lifetimes_site_role(const struct mh_lifetimes *lt, uint32_t str, uint32_t stack)
+{
+    return mh__site_roles_of(&lt->roles, str, stack);
 }
 
 const uint32_t *mh__lifetimes_strings(const struct mh_lifetimes *lt, size_t *n)

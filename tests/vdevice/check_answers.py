@@ -52,6 +52,12 @@ runs, and checks memhist's answers against what torch says of the same run:
               opt.step(closure) (Lightning, LBFGS): the same categories at
               the peak as without one (activations within 2 %, gradients
               and optimizer state alike), the same steps and the same plan
+  roles       with the model moved to the GPU and the optimizer stepped by
+              a training library's wrapper (train_wrapper.py, as
+              accelerate's), `layers` names the parameters and the
+              optimizer state by their role, as without the wrapper, and
+              never by the wrapper's source line: the same layers, the
+              rows holding exactly the category's bytes, the same plan
   accumulate  with two micro-batches per optimizer step, the activations at
               the peak and the plan's saving match the run without
               accumulation (within 5 %), and checkpointing the plan's
@@ -414,11 +420,34 @@ def case_accumulate(work):
     check(t["peak_allocated"] < truth["peak_allocated"], "checkpointing lowers the measured peak")
 
 
+def case_roles(work):
+    runs = {}
+    for name, args in (("plain", []), ("wrapped", ["--wrapped"])):
+        path, _ = record(work, name, args)
+        runs[name] = plan_of(path)
+    for name, (dev, _) in runs.items():
+        rows = {l["layer"]: l for l in dev["layers"]}
+        for layer, cat in (("parameters", "parameter"), ("optimizer state", "optimizer_state")):
+            got = rows.get(layer, {}).get("live_at_peak")
+            check(got == dev["by_category"][cat] > 0,
+                  "%s: the %r row holds the %s bytes at the peak (%s, %d)"
+                  % (name, layer, cat, got, dev["by_category"][cat]))
+        wrapper = [l for l in rows if "train_wrapper" in l]
+        check(not wrapper, "%s: no layer is named by the wrapper's source: %s" % (name, wrapper))
+    (plain, plain_plan), (wrapped, wrapped_plan) = runs["plain"], runs["wrapped"]
+    held = {l["layer"] for l in plain["layers"] if l["live_at_peak"]}
+    check(held == {l["layer"] for l in wrapped["layers"] if l["live_at_peak"]},
+          "the same layers hold memory at the peak with and without the wrapper: %s" % sorted(held))
+    check(sorted(plain_plan.get("layers", [])) == sorted(wrapped_plan.get("layers", [])) != [],
+          "the same plan: %s" % wrapped_plan.get("layers"))
+
+
 CASES = {"categories": case_categories, "setup": case_setup, "layers": case_layers,
          "plan": case_plan, "plan_function": case_plan_function,
          "plan_named": case_plan_named, "plan_method": case_plan_method, "plan_cnn": case_plan_cnn,
          "plan_shared": case_plan_shared, "names": case_names, "compiled": case_compiled,
-         "teacher": case_teacher, "closure": case_closure, "accumulate": case_accumulate}
+         "teacher": case_teacher, "closure": case_closure, "accumulate": case_accumulate,
+         "roles": case_roles}
 
 
 def main():

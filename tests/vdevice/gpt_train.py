@@ -5,7 +5,7 @@ program the module-scope and category tests record unchanged
     python gpt_train.py [--steps N] [--layers L] [--ckpt 0,2|all] [--compile 0,2|all]
                         [--in-place] [--accumulate K] [--keep-grads] [--teacher L]
                         [--closure] [--step-function] [--named-blocks] [--shared]
-                        [--method-step] [--post-norm] [--truth FILE]
+                        [--method-step] [--post-norm] [--wrapped] [--truth FILE]
 
 nanoGPT-like naming (transformer.wte, transformer.h.<i>.attn, .mlp, lm_head),
 AdamW, set-up (model built and moved to the GPU) before the first step.
@@ -16,6 +16,9 @@ as in ALBERT; --ckpt all then checkpoints each of its calls.
 --post-norm normalizes after each residual add (BERT's and ALBERT's
 order): a block returns its last LayerNorm's output, one autograd node for
 both modules.
+--wrapped builds the model on the CPU and hands it and its optimizer to
+train_wrapper.prepare (a training library's wrapper: it moves the model to
+the GPU and wraps the optimizer).
 --method-step never calls the model's forward: a method of the model runs
 its modules, as a LightningModule's training_step does.
 --ckpt wraps those blocks in non-reentrant torch.utils.checkpoint;
@@ -145,13 +148,19 @@ def main():
     ap.add_argument("--shared", action="store_true")
     ap.add_argument("--method-step", action="store_true")
     ap.add_argument("--post-norm", action="store_true")
+    ap.add_argument("--wrapped", action="store_true")
     ap.add_argument("--truth")
     a = ap.parse_args()
     ckpt = range(a.layers) if a.ckpt == "all" else [int(i) for i in a.ckpt.split(",") if i]
     vocab, ctx, batch = 8192, 256, 8
     torch.manual_seed(0)
-    model = GPT(vocab, ctx, 384, 6, a.layers, ckpt, a.named_blocks, a.shared, a.post_norm).to("cuda")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model = GPT(vocab, ctx, 384, 6, a.layers, ckpt, a.named_blocks, a.shared, a.post_norm)
+    if a.wrapped:
+        import train_wrapper
+        model, opt = train_wrapper.prepare(model, torch.optim.AdamW(model.parameters(), lr=1e-4))
+    else:
+        model = model.to("cuda")
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     teacher = GPT(vocab, ctx, 384, 6, a.teacher, []).to("cuda").eval() if a.teacher else None
     run = model.logits if a.method_step else model
     if a.compile == "all":

@@ -73,6 +73,7 @@ if(Python3_Interpreter_FOUND AND TARGET memhist_torch AND TARGET vdevice)
   mh_vdevice_case(vdevice_answers_teacher check_answers.py teacher vdevice_answers)
   mh_vdevice_case(vdevice_answers_closure check_answers.py closure vdevice_answers)
   mh_vdevice_case(vdevice_answers_accumulate check_answers.py accumulate vdevice_answers)
+  mh_vdevice_case(vdevice_answers_roles check_answers.py roles vdevice_answers)
 endif()
 
 # Steps per device and the growth report (tests/vdevice/steps.py): two models

@@ -102,7 +102,7 @@ const char *mh__plot_site_label(const struct mh__layer_namer *nm, const struct m
     if (site >= ps->n)
         return mh__stack_label(nm->r, 0, buf, len);
     if (ps->scopes)
-        return mh__layer_name(nm, ps->str[site], ps->stack[site], buf, len);
+        return mh__layer_name(nm, ps->str[site], ps->stack[site], MH_ROLE_NONE, buf, len);
     return mh__stack_label(nm->r, ps->stack[site], buf, len);
 }
 
