@@ -97,6 +97,7 @@ class ArrowFile:
 
     def __init__(self, path, batch_rows=0):
         self.path = path
+        self._h = None
         err = ctypes.create_string_buffer(1024)
         handle = ctypes.c_void_p()
         opts = _Opts(batch_rows)
