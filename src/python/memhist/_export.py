@@ -187,12 +187,12 @@ class Export:
             import pyarrow.parquet as pq
             self.pq = pq
 
-    def claim_run(self, f):
+    def claim_run(self, f, i):
         with self.runs_lock:
-            other = self.runs.setdefault(f.run, f.path)
-        if other != f.path:
+            other = self.runs.setdefault(f.run, (i, f.path))
+        if other[0] != i:
             raise ValueError("%s and %s are the same recording (run %s): give each once"
-                             % (other, f.path, f.run))
+                             % (other[1], f.path, f.run))
 
     def table(self, f, table):
         schema = _arrow.schema(table)
@@ -214,11 +214,11 @@ class Export:
         if out is not None:
             out.close(schema)
 
-    def file(self, path):
+    def file(self, i, path):
         with _arrow.ArrowFile(path, self.args.batch_rows) as f:
             for w in f.warnings():
                 say("warning: %s" % w)
-            self.claim_run(f)
+            self.claim_run(f, i)
             self.progress.add(total=f.events)
             for table in _arrow.TABLES:  # the small tables first, the events last
                 if table != "events":
@@ -242,7 +242,7 @@ def dataset_size(root):
 def run_all(exp, files, jobs, progress):
     """Exports every file; the first failure stops the others and is raised."""
     with ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(exp.file, p) for p in files]
+        futures = [pool.submit(exp.file, i, p) for i, p in enumerate(files)]
         try:
             while True:
                 done, pending = wait(futures, timeout=0.25, return_when=FIRST_EXCEPTION)
