@@ -205,6 +205,32 @@ def test_stream(tmp):
     assert memhist.schema("events").names == reader.schema.names
 
 
+def short_type(t):
+    if pa.types.is_dictionary(t):
+        return "dictionary<%s, %s>" % (t.index_type, t.value_type)
+    if pa.types.is_map(t):
+        return "map<%s, %s>" % (t.key_type, t.item_type)
+    return str(t)
+
+
+def test_docs(tmp):
+    """docs/export.md lists every table's columns, in order, with their types and nullability."""
+    import re
+    text = open(os.path.join(ROOT, "docs", "export.md"), encoding="utf-8").read()
+    documented = {}
+    for m in re.finditer(r"^### `(\w+)`\n(.*?)(?=^#)", text, re.S | re.M):
+        rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \| (yes|no) \|", m.group(2), re.M)
+        documented[m.group(1)] = [(c, t.strip(), n == "yes") for c, t, n in rows]
+    assert sorted(documented) == sorted(memhist._arrow.TABLES), sorted(documented)
+    for table in memhist._arrow.TABLES:
+        have = [(f.name, short_type(f.type), f.nullable) for f in memhist.schema(table)]
+        assert documented[table] == have, (table, [x for x in have if x not in documented[table]],
+                                           [x for x in documented[table] if x not in have])
+    assert "Schema version **%d**" % memhist._arrow.SCHEMA_VERSION in text
+    assert memhist.schema("runs").metadata[b"memhist.schema_version"] == str(
+        memhist._arrow.SCHEMA_VERSION).encode()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="mh-export-")
     try:
