@@ -29,6 +29,10 @@ add_library(memhist_arrow SHARED $<TARGET_OBJECTS:mh_export_pic_obj>
 set_target_properties(memhist_arrow PROPERTIES OUTPUT_NAME memhist_arrow)
 target_link_libraries(memhist_arrow PRIVATE mh_model_pic memhist_static Threads::Threads m)
 target_link_options(memhist_arrow PRIVATE
-  -Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/arrow_exports.map -Wl,--no-undefined)
+  -Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/arrow_exports.map)
+if(MEMHIST_SANITIZE STREQUAL "" AND NOT MEMHIST_FUZZ)
+  # (sanitizer runtimes are the executable's: a shared library leaves them undefined)
+  target_link_options(memhist_arrow PRIVATE -Wl,--no-undefined)
+endif()
 set_property(TARGET memhist_arrow APPEND PROPERTY LINK_DEPENDS
              ${CMAKE_CURRENT_LIST_DIR}/arrow_exports.map)
