@@ -112,7 +112,8 @@ static void check_batch(const struct ArrowSchema *schema, const struct ArrowArra
             int64_t k = f->format[0] == 'c' ? ((const int8_t *)a->buffers[1])[i]
                                             : ((const int32_t *)a->buffers[1])[i];
             if (bit(a->buffers[0], i))
-                cr_assert(k >= 0 && k < a->dictionary->length, "%s row %lld", f->name, (long long)i);
+                cr_assert(k >= 0 && k < a->dictionary->length, "%s row %lld", f->name,
+                          (long long)i);
         }
     }
 }
@@ -192,14 +193,16 @@ Test(export_arrow, bad_inputs)
 {
     struct mh_arrow_file *f = NULL;
     char err[256];
-    cr_expect_lt(mh_arrow_open(MH_TEST_DATA_DIR "/not-a-recording.txt", NULL, &f, err, sizeof err), 0);
+    cr_expect_lt(mh_arrow_open(MH_TEST_DATA_DIR "/not-a-recording.txt", NULL, &f, err, sizeof err),
+                 0);
     cr_expect_null(f);
     cr_expect(strstr(err, "not-a-recording.txt") && strstr(err, "not a .memhist file"), "%s", err);
     cr_expect_lt(mh_arrow_open(MH_TEST_DATA_DIR "/no-such-file", NULL, &f, err, sizeof err), 0);
     cr_expect(strstr(err, "no-such-file") != NULL, "%s", err);
     cr_expect_eq(mh_arrow_open("-", NULL, &f, err, sizeof err), MH_EUNSUPPORTED);
     cr_expect(strstr(err, "standard input") != NULL, "%s", err);
-    cr_assert_eq(mh_arrow_open(MH_TEST_DATA_DIR "/truncated.memhist", NULL, &f, err, sizeof err), 0);
+    cr_assert_eq(mh_arrow_open(MH_TEST_DATA_DIR "/truncated.memhist", NULL, &f, err, sizeof err),
+                 0);
     const char *w = mh_arrow_warning(f, 0);
     cr_expect(w && strstr(w, "cut short"), "%s", w ? w : "(none)");
     cr_expect_null(mh_arrow_warning(f, 1));

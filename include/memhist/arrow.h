@@ -113,11 +113,11 @@ const char *mh_arrow_warning(const struct mh_arrow_file *f, size_t i);
 
 /* What the file is, for naming its rows. */
 struct mh_arrow_info {
-    const char *run;    /* the file's id: UTC start time and a hash of its header, metadata
-                         * and extent ("20250612T101502Z-3fa9c1d20b7e44a1"); borrowed */
-    int64_t rank;       /* from the header, else ".rank<R>" in the name; -1 if neither */
-    uint64_t events;    /* events read (up to the damage) */
-    int damaged;        /* the file is damaged: its tables end at the damage */
+    const char *run; /* the file's id: UTC start time and a hash of its header, metadata
+                      * and extent ("20250612T101502Z-3fa9c1d20b7e44a1"); borrowed */
+    int64_t rank;    /* from the header, else ".rank<R>" in the name; -1 if neither */
+    uint64_t events; /* events read (up to the damage) */
+    int damaged;     /* the file is damaged: its tables end at the damage */
 };
 void mh_arrow_info(const struct mh_arrow_file *f, struct mh_arrow_info *out);
 

@@ -183,8 +183,10 @@ static int run_exporter(char **args)
     }
     if (pid == 0) {
         execvp(args[0], args);
-        fprintf(stderr, "memhist: export: cannot run %s (set MEMHIST_PYTHON to a Python 3 "
-                        "with pyarrow): %s\n", args[0], strerror(errno));
+        fprintf(stderr,
+                "memhist: export: cannot run %s (set MEMHIST_PYTHON to a Python 3 "
+                "with pyarrow): %s\n",
+                args[0], strerror(errno));
         _exit(127);
     }
     child_pid = pid;
@@ -212,7 +214,8 @@ static void report_written(const char *status, const char *format)
         if (strcmp(format, "parquet") == 0)
             mh__cli_status("next: SELECT rank, max(allocated), max(reserved) FROM "
                            "read_parquet('%s/events/**/*.parquet', hive_partitioning = 1) "
-                           "GROUP BY rank  (DuckDB)", dir);
+                           "GROUP BY rank  (DuckDB)",
+                           dir);
         else
             mh__cli_status("next: pyarrow.ipc.open_file('%s/events.arrow').read_all()", dir);
     }
@@ -241,9 +244,19 @@ static int export_files(const struct export_opts *o)
         return MH_EXIT_FAIL;
     }
     size_t n = 0;
-    const char *head[] = {python && *python ? python : "python3", "-m", "memhist._export",
-                          "--format", o->format, "-o", o->output, "--jobs", jobs,
-                          "--row-group-rows", rows, "--status", status};
+    const char *head[] = {python && *python ? python : "python3",
+                          "-m",
+                          "memhist._export",
+                          "--format",
+                          o->format,
+                          "-o",
+                          o->output,
+                          "--jobs",
+                          jobs,
+                          "--row-group-rows",
+                          rows,
+                          "--status",
+                          status};
     for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
         args[n++] = (char *)head[i];
     if (o->force)

@@ -22,18 +22,18 @@ struct strs {
 struct col {
     const struct mh_col_spec *spec;
     uint8_t *valid;
-    void *values;                 /* fixed width values, or NAMES/SID indices */
-    struct strs s;                /* UTF8; MAP: the keys */
-    const char *const *names;     /* NAMES */
+    void *values;             /* fixed width values, or NAMES/SID indices */
+    struct strs s;            /* UTF8; MAP: the keys */
+    const char *const *names; /* NAMES */
     size_t nnames;
-    uint32_t *sids;               /* SID: the dictionary's string ids */
+    uint32_t *sids; /* SID: the dictionary's string ids */
     size_t nsids, capsids;
-    uint32_t *slot_sid;           /* SID: string id -> dictionary index table */
+    uint32_t *slot_sid; /* SID: string id -> dictionary index table */
     int32_t *slot_idx;
     size_t nslots;
-    int32_t *entries;             /* MAP: offsets into the entries, one per row plus one */
-    struct strs vals;             /* MAP: the values (never null) */
-    size_t nentries, capentries;  /* MAP */
+    int32_t *entries;            /* MAP: offsets into the entries, one per row plus one */
+    struct strs vals;            /* MAP: the values (never null) */
+    size_t nentries, capentries; /* MAP */
 };
 
 struct mh_batch {
@@ -46,11 +46,18 @@ struct mh_batch {
 static size_t width_of(int type)
 {
     switch (type) {
-    case MH_COL_I16: return 2;
-    case MH_COL_I32: case MH_COL_SID: return 4;
-    case MH_COL_I64: case MH_COL_F64: return 8;
-    case MH_COL_NAMES: return 1;
-    default: return 0; /* BOOL (bits), UTF8 and MAP (offsets) */
+    case MH_COL_I16:
+        return 2;
+    case MH_COL_I32:
+    case MH_COL_SID:
+        return 4;
+    case MH_COL_I64:
+    case MH_COL_F64:
+        return 8;
+    case MH_COL_NAMES:
+        return 1;
+    default:
+        return 0; /* BOOL (bits), UTF8 and MAP (offsets) */
     }
 }
 
@@ -89,7 +96,8 @@ static int col_alloc(struct col *c, size_t cap)
     int type = c->spec->type;
     c->valid = calloc((cap + 7) / 8 + 1, 1);
     c->values = type == MH_COL_BOOL ? calloc((cap + 7) / 8 + 1, 1)
-                : width_of(type)    ? calloc(cap, width_of(type)) : NULL;
+                : width_of(type)    ? calloc(cap, width_of(type))
+                                    : NULL;
     int rc = c->valid && (c->values || !(type == MH_COL_BOOL || width_of(type))) ? 0 : MH_ENOMEM;
     if (rc == 0 && (type == MH_COL_UTF8 || type == MH_COL_MAP))
         rc = strs_alloc(&c->s, type == MH_COL_MAP ? 16 : cap);
@@ -194,9 +202,15 @@ void mh__batch_i64(struct mh_batch *b, size_t col, int64_t v)
     struct col *c = &b->cols[col];
     size_t row = b->rows;
     switch (c->spec->type) {
-    case MH_COL_I16: ((int16_t *)c->values)[row] = (int16_t)v; break;
-    case MH_COL_I32: ((int32_t *)c->values)[row] = (int32_t)v; break;
-    default: ((int64_t *)c->values)[row] = v; break;
+    case MH_COL_I16:
+        ((int16_t *)c->values)[row] = (int16_t)v;
+        break;
+    case MH_COL_I32:
+        ((int32_t *)c->values)[row] = (int32_t)v;
+        break;
+    default:
+        ((int64_t *)c->values)[row] = v;
+        break;
     }
     set_valid(c, row);
 }

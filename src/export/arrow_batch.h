@@ -29,7 +29,7 @@ enum mh_col_type {
 
 struct mh_col_spec {
     const char *name;
-    int type;                 /* enum mh_col_type */
+    int type; /* enum mh_col_type */
     int nullable;
     const char *const *names; /* MH_COL_NAMES: the dictionary (a batch may set another) */
     size_t nnames;

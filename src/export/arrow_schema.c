@@ -11,15 +11,24 @@
 static const char *format_of(int type)
 {
     switch (type) {
-    case MH_COL_BOOL: return "b";
-    case MH_COL_I16: return "s";
-    case MH_COL_I32: return "i";
-    case MH_COL_I64: return "l";
-    case MH_COL_F64: return "g";
-    case MH_COL_UTF8: return "u";
-    case MH_COL_NAMES: return "c";
-    case MH_COL_SID: return "i";
-    default: return "+m";
+    case MH_COL_BOOL:
+        return "b";
+    case MH_COL_I16:
+        return "s";
+    case MH_COL_I32:
+        return "i";
+    case MH_COL_I64:
+        return "l";
+    case MH_COL_F64:
+        return "g";
+    case MH_COL_UTF8:
+        return "u";
+    case MH_COL_NAMES:
+        return "c";
+    case MH_COL_SID:
+        return "i";
+    default:
+        return "+m";
     }
 }
 

@@ -17,8 +17,16 @@
 #include "export_int.h"
 #include "grow.h"
 
-enum { HAS_ADDR = 1, HAS_SIZE = 2, HAS_BLOCK = 4, HAS_STREAM = 8, HAS_POOL = 16, HAS_DUR = 32,
-       HAS_NAME = 64, HAS_MODULE = 128 };
+enum {
+    HAS_ADDR = 1,
+    HAS_SIZE = 2,
+    HAS_BLOCK = 4,
+    HAS_STREAM = 8,
+    HAS_POOL = 16,
+    HAS_DUR = 32,
+    HAS_NAME = 64,
+    HAS_MODULE = 128
+};
 #define ALLOCATOR (HAS_ADDR | HAS_SIZE | HAS_STREAM | HAS_POOL | HAS_MODULE)
 
 /* The columns that apply to each kind (event.h's list); the others are null. */
@@ -149,15 +157,18 @@ static void fill_row(struct row *r, const struct mh_model *m, const struct mh_ev
     r->thread = ev->thread;
     r->dur = ev->dur_ns;
     r->step = step_of(m, ev);
-    int phase = ev->kind == MH_EV_PHASE || ev->kind == MH_EV_SCOPE_ENTER ||
-                ev->kind == MH_EV_SCOPE_EXIT ? (int)ev->aux : mh_model_current_phase(m);
+    int phase =
+        ev->kind == MH_EV_PHASE || ev->kind == MH_EV_SCOPE_ENTER || ev->kind == MH_EV_SCOPE_EXIT
+            ? (int)ev->aux
+            : mh_model_current_phase(m);
     r->phase = phase > 0 && phase < MH_PHASE_COUNT ? (uint8_t)phase : 0;
     r->category = NO_CATEGORY;
     r->preexisting = (ev->flags & MH_EVF_PREEXISTING) != 0;
     if (r->fields & HAS_NAME)
         r->name = ev->str;
     if (r->fields & HAS_MODULE)
-        r->module = ev->str || ev->kind >= MH_EV_SCOPE_ENTER ? ev->str : mh_model_scope(m, ev->thread);
+        r->module =
+            ev->str || ev->kind >= MH_EV_SCOPE_ENTER ? ev->str : mh_model_scope(m, ev->thread);
     struct mh_mem_stats s;
     if (ev->device >= 0 && mh_model_stats(m, ev->device, &s) == 0) {
         r->has_totals = 1;

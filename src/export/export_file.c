@@ -125,8 +125,9 @@ void mh__file_unref(struct mh_arrow_file *f)
 static int open_analysis(struct mh_arrow_file *f, char *err, size_t errlen)
 {
     if (strcmp(f->path, "-") == 0) {
-        snprintf(err, errlen, "standard input cannot be exported: the tables need a file "
-                              "they can read more than once");
+        snprintf(err, errlen,
+                 "standard input cannot be exported: the tables need a file "
+                 "they can read more than once");
         return MH_EUNSUPPORTED;
     }
     int rc = mh__analysis_open(f->path, NULL, &f->a);

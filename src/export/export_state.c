@@ -117,7 +117,8 @@ static int block_row(void *user, const struct mh_segment_view *seg, const struct
         if (blk->alloc_phase > 0 && blk->alloc_phase < MH_PHASE_COUNT)
             mh__batch_code(b, MH_G_ALLOC_PHASE, blk->alloc_phase);
         mh__batch_i64(b, MH_G_ALLOC_TIME, (int64_t)blk->alloc_time_ns);
-        const struct mh_alloc_rec *r = blk->state == MH_BLOCK_ALLOCATED ? live_at(x, blk->address) : NULL;
+        const struct mh_alloc_rec *r =
+            blk->state == MH_BLOCK_ALLOCATED ? live_at(x, blk->address) : NULL;
         if (r)
             mh__batch_code(b, MH_G_CATEGORY, r->category);
     }

@@ -27,12 +27,9 @@ struct mh__stream {
 };
 
 static int (*const producers[MH_T_COUNT])(struct mh__stream *) = {
-    [MH_T_RUNS] = mh__produce_runs,
-    [MH_T_EVENTS] = mh__produce_events,
-    [MH_T_STEPS] = mh__produce_steps,
-    [MH_T_STACKS] = mh__produce_stacks,
-    [MH_T_FRAMES] = mh__produce_frames,
-    [MH_T_SEGMENTS] = mh__produce_segments,
+    [MH_T_RUNS] = mh__produce_runs,     [MH_T_EVENTS] = mh__produce_events,
+    [MH_T_STEPS] = mh__produce_steps,   [MH_T_STACKS] = mh__produce_stacks,
+    [MH_T_FRAMES] = mh__produce_frames, [MH_T_SEGMENTS] = mh__produce_segments,
 };
 
 struct mh_arrow_file *mh__stream_file(const struct mh__stream *st)

@@ -13,15 +13,28 @@ const char *const mh__kind_names[] = {
 };
 const char *const mh__phase_names[] = {"none", "forward", "backward", "optimizer"};
 const char *const mh__cat_names[] = {"parameter", "gradient", "optimizer_state", "activation",
-                                     "temporary", "input", "unknown"};
+                                     "temporary", "input",    "unknown"};
 const char *const mh__part_names[] = {"setup", "step", "tail"};
 const char *const mh__state_names[] = {"inactive", "allocated", "pending_free"};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
-#define RUN_RANK {"run", MH_COL_NAMES, 0, NULL, 0}, {"rank", MH_COL_I32, 1, NULL, 0}
-#define I64(name) {name, MH_COL_I64, 0, NULL, 0}
-#define I64N(name) {name, MH_COL_I64, 1, NULL, 0}
-#define NAMES(name, list, nullable) {name, MH_COL_NAMES, nullable, list, N(list)}
+#define RUN_RANK                                                                                   \
+    {"run", MH_COL_NAMES, 0, NULL, 0},                                                             \
+    {                                                                                              \
+        "rank", MH_COL_I32, 1, NULL, 0                                                             \
+    }
+#define I64(name)                                                                                  \
+    {                                                                                              \
+        name, MH_COL_I64, 0, NULL, 0                                                               \
+    }
+#define I64N(name)                                                                                 \
+    {                                                                                              \
+        name, MH_COL_I64, 1, NULL, 0                                                               \
+    }
+#define NAMES(name, list, nullable)                                                                \
+    {                                                                                              \
+        name, MH_COL_NAMES, nullable, list, N(list)                                                \
+    }
 
 static const struct mh_col_spec runs[] = {
     RUN_RANK,
