@@ -4,7 +4,8 @@
 #
 # Prefix layout (GNUInstallDirs):
 #   bin/memhist                          the command-line tool
-#   lib/libmemhist.so*, libmemhist_torch.so, libmemhist_pyhook.so
+#   lib/libmemhist.so*, libmemhist_torch.so, libmemhist_pyhook.so,
+#   libmemhist_arrow.so (the tables, for memhist.read() and `memhist export`)
 #   lib/memhist/vdevice/                 the virtual CUDA device's libraries
 #   include/memhist/*.h
 #   lib/cmake/memhist/memhistConfig*.cmake   imported target memhist::memhist
@@ -59,6 +60,7 @@ install(TARGETS memhist_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONEN
 install(TARGETS memhist_shared EXPORT memhistTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS memhist_arrow LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 if(TARGET memhist_torch)
   # torch's own libraries are loaded by `import torch` before the bridge;
   # in a wheel they are also found next door in site-packages/torch/lib.

@@ -3,9 +3,9 @@
 # tests/bench (recorder emit and drain, bytes per event, reader and model
 # replay, the growth observer, simulator, PNG timeline against matplotlib,
 # pickle against CPython),
-# then the Python benchmarks tests/bench/bench_*.py (on the virtual device:
-# simulator fidelity against torch's real allocator, recorder overhead; time
-# and peak memory of import and of whatif on long runs), then
+# then the Python benchmarks tests/bench/bench_*.py (the export and queries over its
+# dataset; on the virtual device: simulator fidelity against torch's real allocator,
+# recorder overhead; time and peak memory of import and of whatif on long runs), then
 # the recording overhead of the torch bridge's stack modes against torch's own
 # recorder (tests/bench/torch_stacks.py) on a GPU, else on memhist's virtual
 # device when it is built, else it says why not.

@@ -118,6 +118,12 @@ struct mh_life_change {
     const struct mh_alloc_rec *ended; /* the allocation whose life it ended, or NULL */
 };
 
+/* The model's block word (MH_BLOCK_WORDS) left to a consumer of the
+ * lifetimes outside src/analysis (the events table of src/export: what a
+ * block whose life ended until its free completes); category_rule.h
+ * gives the others to the observers within. */
+#define MH__WORD_CONSUMER 3
+
 int mh__lifetimes_new(struct mh_lifetimes **out);
 /* A collection for another pass over the file `first` observed (which must
  * be finished): records are classified as their lives end. */

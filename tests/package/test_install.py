@@ -111,21 +111,34 @@ def package_loads_libs(prefix):
     check(len(lines) > 2 and lines[2] == os.path.join(prefix, "bin", "memhist"), "package finds the tool")
 
 
-def headers_match_library(prefix):
-    """Every function the installed headers declare (but torch.h, whose
-    functions are the torch bridge's) is defined by the installed libmemhist."""
-    inc = os.path.join(prefix, "include", "memhist")
+def declared_in(inc, names):
     declared = set()
-    for name in os.listdir(inc):
-        if name.endswith(".h") and name != "torch.h":
-            with open(os.path.join(inc, name)) as f:
-                text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
-            declared |= set(re.findall(r"\b(mh_\w+)\s*\(", text))
-    p = run(["nm", "-D", "--defined-only", os.path.join(prefix, "lib", "libmemhist.so")])
-    defined = {line.split()[-1] for line in p.stdout.splitlines() if line.strip()}
-    missing = sorted(declared - defined)
+    for name in names:
+        with open(os.path.join(inc, name)) as f:
+            text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+        declared |= set(re.findall(r"\b(mh_\w+)\s*\(", text))
+    return declared
+
+
+def defined_in(lib):
+    p = run(["nm", "-D", "--defined-only", lib])
+    return {line.split()[-1] for line in p.stdout.splitlines() if line.strip()}
+
+
+def headers_match_library(prefix):
+    """Every function the installed headers declare (but torch.h's, the torch
+    bridge's, and arrow.h's, libmemhist_arrow's) is defined by the installed
+    libmemhist; arrow.h's are libmemhist_arrow's only exports."""
+    inc = os.path.join(prefix, "include", "memhist")
+    own = {"torch.h", "arrow.h"}
+    declared = declared_in(inc, [n for n in os.listdir(inc) if n.endswith(".h") and n not in own])
+    missing = sorted(declared - defined_in(os.path.join(prefix, "lib", "libmemhist.so")))
     check(len(declared) > 50 and not missing,
           "installed headers' %d functions all in libmemhist.so; missing: %s" % (len(declared), missing))
+    arrow = declared_in(inc, ["arrow.h"])
+    exported = defined_in(os.path.join(prefix, "lib", "libmemhist_arrow.so"))
+    check(len(arrow) > 5 and arrow == {n for n in exported if n.startswith("mh_")},
+          "libmemhist_arrow.so exports arrow.h's functions alone: %s" % sorted(exported ^ arrow))
 
 
 def runpath(path):

@@ -33,6 +33,7 @@ MODULES = {
                  ["analysis.h", "categories.h", "device_report.h", "diff.h", "flame.h", "job_origin.h", "job_ranks.h", "moment.h",
                   "layer_names.h", "layers.h", "layers_answer.h", "oom_explain.h", "replay_file.h", "session.h", "stacks.h", "whatif_check.h"]),
     "import": (["src/import"], ["model"], ["snapshot_import.h", "pickle_read.h", "pickle_value.h"]),
+    "export": (["src/export"], ["analysis", "sim", "model"], []),
     "viz_common": (["viz/common"], ["model"], ["json.h", "json_read.h", "outfile.h", "pickle_write.h",
                                                "sink.h", "gzip.h", "palette.h"]),
     "viz_plot": (["viz/plot"], ["viz_common", "analysis"], ["plot.h", "plot_fit.h"]),
@@ -52,6 +53,10 @@ LIBRARIES = [
     ("`mh_sim`", "src/sim", "model", ["sim"], None),
     ("`mh_analysis`", "src/analysis", "sim, model", ["analysis"], None),
     ("`mh_import`", "src/import", "model", ["import"], None),
+    ("`mh_export`, `libmemhist_arrow`", "src/export", "analysis, sim, model, pthreads", [],
+     "include/memhist/arrow.h only: the tables through the Arrow C data interface, to the "
+     "Python package through ctypes (the shared library also holds the analyses, the simulator, "
+     "the model and the reader, exporting mh_arrow_* alone)"),
     ("`mh_viz`", "viz/common, plot, snapshot, trace, flame",
      "analysis (viz/common: model only), libpng, zlib",
      ["viz_common", "viz_plot", "viz_snapshot", "viz_trace", "viz_flame"], None),

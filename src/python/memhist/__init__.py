@@ -10,6 +10,13 @@
 Then `memhist report run.memhist`. `memhist record -- python train.py` does the
 same for an unchanged program (see memhist.bootstrap).
 
+Reading recordings back (needs pyarrow; the tables are in docs/export.md):
+
+    data = memhist.read("run.memhist.rank*")     # a pyarrow.Table per table
+    data.events.to_pandas()
+    for batch in memhist.stream("run.memhist", "events"):   # bounded memory
+        ...
+
 Recording attaches to torch's CUDA caching allocator when CUDA initializes
 (through torch.cuda's lazy-initialization queue, so CUDA is never initialized
 earlier than the program itself does it). A failure never stops the program:
@@ -26,7 +33,8 @@ import warnings
 
 from . import _native, _scopes, _steps
 
-__all__ = ["start", "stop", "step", "mark", "status", "Session", "MemhistWarning", "StepLimitReached"]
+__all__ = ["start", "stop", "step", "mark", "status", "Session", "MemhistWarning", "StepLimitReached",
+           "read", "stream", "schema"]
 
 StepLimitReached = _steps.StepLimitReached
 
@@ -348,3 +356,23 @@ def status():
     if s.status == "recording" and s.counts is not None:
         return "stopped: %d events recorded to %s" % (s.counts["emitted"], s.path)
     return s.status
+
+
+def read(paths, tables=None, jobs=None, batch_rows=0):
+    """The tables of the recordings `paths` names (a path, a glob pattern or
+    a list of them), each a pyarrow.Table: see memhist._read.read."""
+    from . import _read
+    return _read.read(paths, tables, jobs, batch_rows)
+
+
+def stream(paths, table="events", batch_rows=0):
+    """One table's rows as a pyarrow.RecordBatchReader, file after file, in
+    bounded memory: see memhist._read.stream."""
+    from . import _read
+    return _read.stream(paths, table, batch_rows)
+
+
+def schema(table):
+    """The pyarrow.Schema of one of memhist's tables."""
+    from . import _read
+    return _read.schema(table)

@@ -14,6 +14,7 @@ def main():
                          "Python package (%s)\n" % os.path.dirname(os.path.abspath(__file__)))
         return 1
     sys.stdout.flush()
+    os.environ.setdefault("MEMHIST_PYTHON", sys.executable)  # `memhist export` runs this Python
     os.execv(path, [path] + sys.argv[1:])
     return 1
 
