@@ -5,8 +5,17 @@ Checks, over src/ and viz/:
     own module, or the headers another module offers, and only from modules
     below its own in the dependency order;
   - file names are unique across src/, viz/ and include/;
-  - the built libraries and the CLI define no global mh_ symbol that the
-    public headers do not declare (internal cross-file names use mh__);
+  - one naming rule: a name spelt mh_/MH_ is public (include/memhist/), or
+    one of libmemhist_pyhook's exports to the Python package (declared in
+    src/pyhook's headers); every other function, type, macro and enum
+    constant of src/ and viz/ is spelt mh__/MH__ (string literals aside);
+    the built libraries and the CLI define no other global mh_ symbol, and
+    libmemhist_pyhook exports exactly its declared mh_ functions;
+  - include guards: MEMHIST_<FILE>_H in include/memhist/, MH_<FOLDER>_<FILE>_H
+    in src/<folder>/, MH_VIZ_<FILE>_H in viz/;
+  - a header that only its own module includes may end in _int.h, the one
+    suffix that says so (no _internal.h, _iint.h, _priv.h); a module offers
+    no _int.h header;
   - docs/DESIGN.md's boundary table is the one LIBRARIES and MODULES give
     (`python3 tests/python/test_layout.py --table` prints it);
   - every case of tests/vdevice/check_workload.py is a test registered by
@@ -155,7 +164,7 @@ def check_unique_names(problems):
 def public_names():
     names = set()
     for h in glob.glob(os.path.join(ROOT, "include", "memhist", "*.h")):
-        names.update(re.findall(r"\b(mh_[a-z0-9_]+)\b", open(h, encoding="utf-8").read()))
+        names.update(IDENT_RE.findall(open(h, encoding="utf-8").read()))
     return names
 
 
@@ -176,6 +185,87 @@ def check_symbols(problems):
         parts = line.split()
         if len(parts) == 3 and re.match(r"mh_[a-z0-9]", parts[2]) and parts[2] not in public:
             problems.append(f"symbol {parts[2]}: global, not in include/memhist/, so it needs mh__")
+
+
+IDENT_RE = re.compile(r"\b(mh_[a-z0-9][A-Za-z0-9_]*|MH_[A-Z0-9][A-Z0-9_]*)\b")
+LITERAL_RE = re.compile(r"""("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)+')""")
+
+
+def pyhook_exports():
+    """The mh_ functions src/pyhook's headers declare: what Python calls through ctypes."""
+    names = set()
+    for h in glob.glob(os.path.join(ROOT, "src", "pyhook", "*.h")):
+        names.update(re.findall(r"^[A-Za-z].*?\b(mh_[a-z0-9_]+)\(", open(h, encoding="utf-8").read(), re.M))
+    return names
+
+
+def expected_guard(rel):
+    parts = rel.split("/")
+    stem = re.sub(r"\W", "_", parts[-1][:-2]).upper()
+    if parts[0] == "include":
+        return "MEMHIST_%s_H" % stem
+    if parts[0] == "viz":
+        return "MH_VIZ_%s_H" % stem
+    return "MH_%s_%s_H" % (parts[1].upper(), stem)
+
+
+def tree_sources():
+    for top in ("src", "viz", "include"):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
+            for f in sorted(files):
+                if f.endswith((".c", ".h", ".cpp")):
+                    yield os.path.relpath(os.path.join(dirpath, f), ROOT).replace(os.sep, "/")
+
+
+def build_definitions():
+    """MH_ names the build defines on the compiler's command line (cmake/, CMakeLists.txt)."""
+    names = set()
+    for f in glob.glob(os.path.join(ROOT, "cmake", "*.cmake")) + [os.path.join(ROOT, "CMakeLists.txt")]:
+        names.update(re.findall(r"\b(MH_[A-Z0-9_]+)\b", open(f, encoding="utf-8").read()))
+    return names
+
+
+def check_names(problems):
+    allowed = public_names() | pyhook_exports() | build_definitions()
+    for rel in tree_sources():
+        text = open(os.path.join(ROOT, rel), encoding="utf-8").read()
+        guard = re.search(r"#ifndef\s+(\w+)\s*\n#define\s+(\w+)", text)
+        if rel.endswith(".h"):
+            want = expected_guard(rel)
+            if not guard or guard.group(1) != want or guard.group(2) != want:
+                problems.append(f"{rel}: include guard should be {want}")
+        if rel.startswith("include/"):
+            continue
+        code = "".join(LITERAL_RE.split(text)[0::2])
+        for name in sorted(set(IDENT_RE.findall(code))):
+            if name not in allowed and not (guard and name == guard.group(1)):
+                problems.append(f"{rel}: {name} is not public, so it needs {name[:2]}__")
+
+
+def check_header_suffixes(problems):
+    offered = {h for _, _, hs in MODULES.values() for h in hs}
+    for rel in tree_sources():
+        name = rel.rsplit("/", 1)[-1]
+        if re.search(r"_(internal|iint|priv|private)\.h$", name):
+            problems.append(f"{rel}: an internal header's name ends in _int.h")
+        if name.endswith("_int.h") and name in offered:
+            problems.append(f"{rel}: a header other modules include cannot end in _int.h")
+
+
+def check_pyhook_exports(problems):
+    nm = shutil.which("nm")
+    lib = os.path.join(BUILD, "libmemhist_pyhook.so") if BUILD else ""
+    if not nm or not os.path.exists(lib):
+        print("skipping libmemhist_pyhook's exports: not built")
+        return
+    out = subprocess.run([nm, "-D", "--defined-only", lib], capture_output=True, text=True,
+                         check=True).stdout
+    exported = {p[2] for p in (l.split() for l in out.splitlines()) if len(p) == 3 and p[1] in "TDBRW"}
+    declared = pyhook_exports()
+    for name in sorted(exported - declared):
+        problems.append(f"libmemhist_pyhook.so exports {name}, which src/pyhook's headers do not declare")
+    for name in sorted(declared - exported):
+        problems.append(f"libmemhist_pyhook.so does not export {name}, which src/pyhook's headers declare")
 
 
 def check_vdevice_cases(problems):
@@ -199,6 +289,9 @@ def main():
     check_includes(problems)
     check_unique_names(problems)
     check_symbols(problems)
+    check_names(problems)
+    check_header_suffixes(problems)
+    check_pyhook_exports(problems)
     check_design_table(problems)
     check_vdevice_cases(problems)
     for p in sorted(set(problems)):

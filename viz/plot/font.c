@@ -11,7 +11,7 @@
 #define G(a, b, c, d, e, f, g) {a, b, c, d, e, f, g, E, E}
 #define D(a, b, c, d, e, f, g, h, i) {a, b, c, d, e, f, g, h, i}
 
-static const char *const glyphs[95][MH_FONT_GLYPH_H] = {
+static const char *const glyphs[95][MH__FONT_GLYPH_ROWS] = {
     /* ' ' */ G(E, E, E, E, E, E, E),
     /* '!' */ G("..#..", "..#..", "..#..", "..#..", "..#..", E, "..#.."),
     /* '"' */ G(".#.#.", ".#.#.", E, E, E, E, E),
@@ -142,5 +142,5 @@ int mh__font_text_width(const char *text, int scale)
     int n = 0;
     while (mh__font_next_char(&text))
         n++;
-    return n ? (n * MH_FONT_ADVANCE - 1) * scale : 0;
+    return n ? (n * MH__FONT_ADVANCE - 1) * scale : 0;
 }
