@@ -13,7 +13,7 @@
 set -euo pipefail
 
 apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev zlib1g-dev
-              libcriterion-dev libdw-dev python3 python3-pip python3-venv valgrind)
+              libcriterion-dev libdw-dev python3 python3-pip python3-venv valgrind clang-format)
 if [ "${1:-}" = "--viewer" ]; then
     apt_packages+=(chromium chromium-driver)
 fi

@@ -7,7 +7,8 @@
 #      (scripts/memcheck.sh: uninitialised reads fail the build);
 #   3. the C tests again under ASan+UBSan (clang);
 #   4. the recorder stress program under TSan;
-#   5. a short run of every libFuzzer target (clang).
+#   5. a short run of every libFuzzer target (clang);
+# and, first, that every C/C++ file is formatted by clang-format (scripts/format.sh --check).
 # Set MEMHIST_FUZZ_SECONDS (default 20) to fuzz longer, 0 to skip fuzzing.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,6 +27,9 @@ run_ctest() { # DIR LABEL-ARGS...
 extra_pythons="$(scripts/extra-pythons.sh)"
 export MH_TEST_PYTHONS="${MH_TEST_PYTHONS:+$MH_TEST_PYTHONS:}$extra_pythons"
 echo "== Python stack walker also checked on: ${extra_pythons:-no other interpreter}"
+
+echo "== formatting (clang-format, .clang-format)"
+scripts/format.sh --check || failed+=("format")
 
 echo "== build (RelWithDebInfo) and full suite"
 scripts/build.sh build -DMEMHIST_TESTS=ON -DMEMHIST_SANITIZE= -DMEMHIST_FUZZ=OFF

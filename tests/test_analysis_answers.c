@@ -4,10 +4,9 @@
  * there can be no plan: no steps nor scopes, activations without scopes, no
  * saved activations), the device report (peaks, categories and groups at
  * the peak, the fragmentation trend and its what-if replay), the OOM cases of a device (each
- * OOM's state, verdict and checked suggestions), the diff of two runs (peaks, common steps, layers and
- * stacks matched by name and ordered by the size of their change), and the
- * step lookup by number. Recordings come from the simulator's GPT workload
- * and from events written here. */
+ * OOM's state, verdict and checked suggestions), the diff of two runs (peaks, common steps, layers
+ * and stacks matched by name and ordered by the size of their change), and the step lookup by
+ * number. Recordings come from the simulator's GPT workload and from events written here. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +16,8 @@
 #include "device_report.h"
 #include "diff.h"
 #include "layers_answer.h"
-#include "oom_explain.h"
 #include "memhist/memhist.h"
+#include "oom_explain.h"
 #include "sim.h"
 #include "workload.h"
 
@@ -32,7 +31,7 @@ static void open_written(struct mem_run *r, int peak_groups)
     const void *data;
     size_t len;
     const struct mh__analysis_want want = {peak_groups ? MH__WANT_WHATIF_TREND : 0, peak_groups,
-                                          peak_groups};
+                                           peak_groups};
     cr_assert_eq(mh_writer_close(r->w), 0);
     cr_assert_eq(mh_writer_mem(r->w, &data, &len), 0);
     cr_assert_eq(mh__analysis_open_mem(data, len, "run", &want, &r->a), 0);
@@ -100,14 +99,16 @@ Test(layers_answer, a_plan_from_the_ranking)
     cr_expect_gt(ans.nsteps, 0);
     for (size_t i = 0; i < ans.nsteps; i++) {
         uint64_t top = ans.steps[i].top_bytes[0];
-        cr_expect_leq(top, ans.steps[i].bytes, "step %zu: a layer holds at most the step's peak", i);
+        cr_expect_leq(top, ans.steps[i].bytes, "step %zu: a layer holds at most the step's peak",
+                      i);
         cr_expect_geq(top, ans.steps[i].top_bytes[1]);
     }
     mh__layers_answer_free(&ans);
     run_free(&r);
 }
 
-static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size, uint32_t aux)
+static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
+                uint32_t aux)
 {
     struct mh_event ev;
     memset(&ev, 0, sizeof ev);

@@ -22,14 +22,10 @@ static uint64_t pick(uint64_t *s, unsigned bits)
 {
     uint64_t r = next_random(s), mask = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
     switch (r % 8) {
-    case 0:
-        return 0;
-    case 1:
-        return mask;
-    case 2:
-        return (r >> 8) & 0xff;
-    default:
-        return (r >> 3) & mask;
+    case 0: return 0;
+    case 1: return mask;
+    case 2: return (r >> 8) & 0xff;
+    default: return (r >> 3) & mask;
     }
 }
 

@@ -15,8 +15,8 @@
 
 #include "analysis.h"
 #include "flame.h"
-#include "moment.h"
 #include "memhist/memhist.h"
+#include "moment.h"
 #include "sim.h"
 #include "utf8.h"
 #include "workload.h"
@@ -324,9 +324,8 @@ Test(flame_live, gpt_peak_equals_the_model)
     mh__flame_free(f);
     /* no OOM on this run; a time after the end is refused */
     cr_expect_eq(mh__flame_moment(&a, 0, MH__MOMENT_OOM, 0, &m, err, sizeof err), MH_EINVAL);
-    cr_expect_eq(
-        mh__flame_moment(&a, 0, MH__MOMENT_TIME, 1000000000000000ull, &m, err, sizeof err),
-        MH_EINVAL);
+    cr_expect_eq(mh__flame_moment(&a, 0, MH__MOMENT_TIME, 1000000000000000ull, &m, err, sizeof err),
+                 MH_EINVAL);
     cr_expect(strstr(err, "after the end"), "%s", err);
     mh__lifetimes_free(kept);
     mh__analysis_close(&a);

@@ -113,7 +113,8 @@ static void expect_no_growth(struct rec *r, uint32_t k_wanted)
     uint32_t k;
     cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);
     cr_expect_eq(k, k_wanted);
-    cr_expect_eq(n, 0, "%zu site(s) grow, the first by %" PRIu64 " bytes a step", n, n ? e[0].bytes_per_step : 0);
+    cr_expect_eq(n, 0, "%zu site(s) grow, the first by %" PRIu64 " bytes a step", n,
+                 n ? e[0].bytes_per_step : 0);
     free(e);
     mh__growth_free(g);
 }
@@ -129,7 +130,8 @@ Test(growth, a_leak_is_found_with_its_site_rate_and_first_step)
     uint32_t k;
     cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);
     cr_expect_eq(k, 2); /* 5 steps: half of the 4 after the first */
-    cr_assert_eq(n, 1, "only the leak grows (parameters, optimizer state and a filled cache do not)");
+    cr_assert_eq(n, 1,
+                 "only the leak grows (parameters, optimizer state and a filled cache do not)");
     cr_expect_eq(e[0].stack, r.stack[1]);
     cr_expect_eq(e[0].module, r.module);
     cr_expect_eq(e[0].bytes_per_step, 3 * MB);
@@ -211,7 +213,8 @@ Test(growth, a_tensor_served_from_a_larger_block_each_step_is_no_growth)
     for (int s = 0; s < 5; s++) {
         uint64_t block = tensor + (uint64_t)s * slack;
         put(&r, 0, MH_EV_ALLOC, hole, block, r.stack[2], 0, 0);
-        put(&r, 0, MH_EV_ALLOC, hole + block, 512 * 1024, r.stack[3], 0, 0); /* keeps the hole apart */
+        put(&r, 0, MH_EV_ALLOC, hole + block, 512 * 1024, r.stack[3], 0,
+            0); /* keeps the hole apart */
         put(&r, 0, MH_EV_FREE_COMPLETED, hole, block, 0, 0, 0);
         put(&r, 0, MH_EV_ALLOC, hole, tensor, r.stack[1], 0, 0);
         put(&r, -1, MH_EV_STEP_END, 0, 0, 0, (uint32_t)s, 0);

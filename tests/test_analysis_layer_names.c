@@ -8,8 +8,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "memhist/memhist.h"
 #include "layer_names.h"
+#include "memhist/memhist.h"
 #include "site_roles.h"
 #include "stacks.h"
 
@@ -35,11 +35,25 @@ static const char *const PATHS[] = {
     "GPT_2.lm_head",
 };
 static const char *const LAYERS[] = {
-    "transformer.h.3",      "transformer.ln_f",     "block2",      "block2",
-    "block2",               "block1",               "conv1",       "features.denseblock1",
-    "features.denseblock2", "inception3b",          "inception4a", "layer1.0",
-    "layer2.1",             "stage1.blocks.0",      "enc",         "bert.embeddings",
-    "bert.encoder.layer.0", "GPT_2.transformer.h.0", "GPT_2.lm_head",
+    "transformer.h.3",
+    "transformer.ln_f",
+    "block2",
+    "block2",
+    "block2",
+    "block1",
+    "conv1",
+    "features.denseblock1",
+    "features.denseblock2",
+    "inception3b",
+    "inception4a",
+    "layer1.0",
+    "layer2.1",
+    "stage1.blocks.0",
+    "enc",
+    "bert.embeddings",
+    "bert.encoder.layer.0",
+    "GPT_2.transformer.h.0",
+    "GPT_2.lm_head",
 };
 #define NPATHS (sizeof PATHS / sizeof *PATHS)
 
@@ -94,8 +108,8 @@ static void expect_layers(const char *const *paths, const char *const *layers, s
     cr_expect_eq(nm.npaths, n);
     char buf[128];
     for (size_t i = 0; i < n; i++)
-        cr_expect_str_eq(mh__layer_name(&nm, ids[i], 0, MH_ROLE_NONE, buf, sizeof buf), layers[i], "%s",
-                         paths[i]);
+        cr_expect_str_eq(mh__layer_name(&nm, ids[i], 0, MH_ROLE_NONE, buf, sizeof buf), layers[i],
+                         "%s", paths[i]);
     mh__layer_namer_free(&nm);
     mh_reader_close(r);
     mh_writer_free_mem(w);
@@ -124,9 +138,12 @@ Test(analysis_layer_names, without_the_paths_cuts_at_indices_only)
     struct mh__layer_namer nm;
     mh__layer_namer_init(&nm, r);
     char buf[128];
-    cr_expect_str_eq(mh__layer_name(&nm, ids[0], 0, MH_ROLE_NONE, buf, sizeof buf), "transformer.h.3");
-    cr_expect_str_eq(mh__layer_name(&nm, ids[2], 0, MH_ROLE_NONE, buf, sizeof buf), "block2.mlp.c_fc");
-    cr_expect_str_eq(mh__layer_name(&nm, ids[9], 0, MH_ROLE_NONE, buf, sizeof buf), "inception3b.branch2.0");
+    cr_expect_str_eq(mh__layer_name(&nm, ids[0], 0, MH_ROLE_NONE, buf, sizeof buf),
+                     "transformer.h.3");
+    cr_expect_str_eq(mh__layer_name(&nm, ids[2], 0, MH_ROLE_NONE, buf, sizeof buf),
+                     "block2.mlp.c_fc");
+    cr_expect_str_eq(mh__layer_name(&nm, ids[9], 0, MH_ROLE_NONE, buf, sizeof buf),
+                     "inception3b.branch2.0");
     mh_reader_close(r);
     mh_writer_free_mem(w);
 }

@@ -63,7 +63,8 @@ static void run_free(struct mem_run *r)
 static void expect_same_records(const struct mh__lifetimes *x, const struct mh__lifetimes *y)
 {
     size_t nx, ny;
-    const struct mh__alloc_rec *rx = mh__lifetimes_records(x, &nx), *ry = mh__lifetimes_records(y, &ny);
+    const struct mh__alloc_rec *rx = mh__lifetimes_records(x, &nx),
+                               *ry = mh__lifetimes_records(y, &ny);
     cr_assert_eq(nx, ny, "%zu records kept, %zu by the second pass", nx, ny);
     cr_assert_gt(nx, 0);
     for (size_t i = 0; i < nx; i++) {
@@ -185,7 +186,8 @@ static int note_early(void *user, const struct mh__alloc_rec *rec)
     return 0;
 }
 
-static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size, uint32_t aux)
+static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
+                uint32_t aux)
 {
     struct mh_event ev;
     memset(&ev, 0, sizeof ev);
@@ -205,11 +207,11 @@ Test(lifetimes, a_first_step_found_to_be_setup_makes_its_records_setup)
     memset(&r, 0, sizeof r);
     cr_assert_eq(mh_writer_open_mem(&wo, &r.w), 0);
     put(r.w, MH_EV_SEGMENT_ALLOC, 0, seg, 2 << 20, 0);
-    put(r.w, MH_EV_STEP_END, 1, 0, 0, 0);        /* the model counts step 1 from here */
-    put(r.w, MH_EV_ALLOC, 2, seg, 4096, 0);      /* freed before the step is found set-up */
+    put(r.w, MH_EV_STEP_END, 1, 0, 0, 0);   /* the model counts step 1 from here */
+    put(r.w, MH_EV_ALLOC, 2, seg, 4096, 0); /* freed before the step is found set-up */
     put(r.w, MH_EV_ALLOC, 3, seg + 4096, 8192, 0);
     put(r.w, MH_EV_FREE_REQUESTED, 4, seg, 4096, 0);
-    put(r.w, MH_EV_STEP_BEGIN, 5, 0, 0, 1);      /* step 1 begins: before was set-up */
+    put(r.w, MH_EV_STEP_BEGIN, 5, 0, 0, 1); /* step 1 begins: before was set-up */
     put(r.w, MH_EV_PHASE, 6, 0, 0, MH_PHASE_FORWARD);
     put(r.w, MH_EV_ALLOC, 7, seg + 12288, 4096, 0);
     open_written(&r);

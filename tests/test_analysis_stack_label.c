@@ -98,8 +98,9 @@ Test(analysis_stack_label, names_allocations_without_a_python_frame)
     cr_expect_str_eq(mh__frame_text(b.r, frames[0], buf, sizeof buf),
                      "torch internal: MmBackward0");
     cr_assert_eq(mh_reader_stack(b.r, s_aten, &frames, &n), 0);
-    cr_expect_str_eq(mh__frame_text(b.r, frames[2], buf, sizeof buf),
-                     "/x/libtorch_cuda.so+0x41004f6 at::cuda::allocateCUDABlasWorkspace(unsigned long)");
+    cr_expect_str_eq(
+        mh__frame_text(b.r, frames[2], buf, sizeof buf),
+        "/x/libtorch_cuda.so+0x41004f6 at::cuda::allocateCUDABlasWorkspace(unsigned long)");
     mh_reader_close(b.r);
     mh_writer_free_mem(b.w);
 }
@@ -178,7 +179,8 @@ Test(analysis_stack_label, installed_libraries_name_their_allocations)
     const uint32_t all[] = {s_hf, s_deb, s_src};
     book_read(&b, all, 3);
     char buf[256];
-    cr_expect_str_eq(mh__stack_label(b.r, s_hf, buf, sizeof buf), "gpt2/modeling_gpt2.py:242 forward");
+    cr_expect_str_eq(mh__stack_label(b.r, s_hf, buf, sizeof buf),
+                     "gpt2/modeling_gpt2.py:242 forward");
     cr_expect_str_eq(mh__stack_label(b.r, s_deb, buf, sizeof buf), "models/resnet.py:1775 forward");
     cr_expect_str_eq(mh__stack_label(b.r, s_src, buf, sizeof buf), "me/model.py:9 forward");
     mh_reader_close(b.r);
@@ -222,8 +224,7 @@ Test(analysis_stack_label, text_outputs_show_files_relative_to_their_package_or_
         {"/x/site-packages/", "/x/site-packages/"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        cr_expect_str_eq(mh__display_path(b.r, cases[i].file), cases[i].shown, "%s",
-                         cases[i].file);
+        cr_expect_str_eq(mh__display_path(b.r, cases[i].file), cases[i].shown, "%s", cases[i].file);
     cr_expect_str_eq(mh__display_path(NULL, "/home/u/proj/train.py"), "/home/u/proj/train.py",
                      "no header: no working directory");
     mh_reader_close(b.r);

@@ -42,11 +42,11 @@ static char *recording(const char *run_conf, const char *file_conf, int ndev, ui
         struct mh__sim *s;
         struct mh__workload_result res;
         struct mh__sim_opts so = {.conf = conf,
-                                 .capacity = capacity,
-                                 .writer = w,
-                                 .device = d,
-                                 .start_ns = start,
-                                 .base_addr = (0x7full + (uint64_t)d) << 40};
+                                  .capacity = capacity,
+                                  .writer = w,
+                                  .device = d,
+                                  .start_ns = start,
+                                  .base_addr = (0x7full + (uint64_t)d) << 40};
         cr_assert_eq(mh_writer_set_device(w, d, "simulated GPU", capacity), 0);
         cr_assert_eq(mh__sim_new(&so, &s), 0);
         cr_assert_eq(mh__workload_run(wl, s, values, steps, 1 + (uint64_t)d, &res), 0);
@@ -140,23 +140,12 @@ static int replay_opts(const struct mh__whatif_input *in, int i, struct mh__sim_
     ro->conf = in->conf;
     ro->capacity = in->total_bytes;
     switch (i) {
-    case 0:
-        ro->use_oracle = 1;
-        return 1; /* the recorded settings */
-    case 1:
-        ro->conf.expandable_segments = 1;
-        return 1; /* segments that grow */
-    case 2:
-        ro->conf.max_split_size = 20ull << 20;
-        return 1;
-    case 3:
-        ro->capacity = 400ull << 20;
-        return 1; /* a device too small */
-    case 4:
-        ro->use_oracle = 1, ro->address_ties = 1;
-        return 1;
-    default:
-        return 0;
+    case 0: ro->use_oracle = 1; return 1;               /* the recorded settings */
+    case 1: ro->conf.expandable_segments = 1; return 1; /* segments that grow */
+    case 2: ro->conf.max_split_size = 20ull << 20; return 1;
+    case 3: ro->capacity = 400ull << 20; return 1; /* a device too small */
+    case 4: ro->use_oracle = 1, ro->address_ties = 1; return 1;
+    default: return 0;
     }
 }
 

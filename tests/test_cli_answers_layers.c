@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/memhist.h"
 #include "analysis.h"
-#include "layers.h"
-#include "layer_names.h"
 #include "categories.h"
+#include "layer_names.h"
+#include "layers.h"
+#include "memhist/memhist.h"
 #include "sim.h"
 #include "workload.h"
 
@@ -179,9 +179,12 @@ static void backward_leftover(int tag_grad, int step_ends, int *grad_cat, int *l
         {.time_ns = 5, .kind = MH_EV_ALLOC, .addr = 0x100000, .size = 4096},
         {.time_ns = 6, .kind = MH_EV_ALLOC, .addr = 0x101000, .size = 8192},
         {.time_ns = 7, .kind = MH_EV_PHASE, .aux = MH_PHASE_OPTIMIZER},
-        {.time_ns = 8, .kind = tag_grad ? MH_EV_TAG : MH_EV_PHASE, .addr = 0x100000,
+        {.time_ns = 8,
+         .kind = tag_grad ? MH_EV_TAG : MH_EV_PHASE,
+         .addr = 0x100000,
          .aux = tag_grad ? MH_ROLE_GRADIENT : MH_PHASE_OPTIMIZER},
-        {.time_ns = 9, .kind = step_ends ? MH_EV_STEP_END : MH_EV_PHASE,
+        {.time_ns = 9,
+         .kind = step_ends ? MH_EV_STEP_END : MH_EV_PHASE,
          .aux = step_ends ? 0 : MH_PHASE_OPTIMIZER},
         {.time_ns = 10, .kind = MH_EV_FREE_REQUESTED, .addr = 0x100000, .size = 4096},
     };
@@ -200,12 +203,15 @@ Test(answers_categories, backward_leftover_is_no_gradient_where_gradients_are_ta
     int grad, leftover;
     backward_leftover(1, 1, &grad, &leftover);
     cr_expect_eq(grad, MH__CAT_GRADIENT);
-    cr_expect_eq(leftover, MH__CAT_UNKNOWN, "torch named the gradients: the block kept from backward is not one");
+    cr_expect_eq(leftover, MH__CAT_UNKNOWN,
+                 "torch named the gradients: the block kept from backward is not one");
     backward_leftover(0, 1, &grad, &leftover);
     cr_expect_eq(grad, MH__CAT_GRADIENT);
-    cr_expect_eq(leftover, MH__CAT_GRADIENT, "no gradient tags: by lifetime, a block kept from backward is one");
+    cr_expect_eq(leftover, MH__CAT_GRADIENT,
+                 "no gradient tags: by lifetime, a block kept from backward is one");
     backward_leftover(1, 0, &grad, &leftover);
-    cr_expect_eq(leftover, MH__CAT_GRADIENT, "a step still open at the end: its gradients are not tagged yet");
+    cr_expect_eq(leftover, MH__CAT_GRADIENT,
+                 "a step still open at the end: its gradients are not tagged yet");
 }
 
 /* Forward blocks of three steps: A is kept to the end (a DDP bucket rebuilt
@@ -270,7 +276,8 @@ Test(answers_categories, forward_block_kept_through_the_next_step_is_no_activati
     }
     cr_assert_eq(mh__livecat_finish(lc, note_livecat_end, got), 0);
     for (int i = 0; i < 4; i++)
-        cr_expect_eq(got[i], want[i], "streaming: block %c: category %d, want %d", 'A' + i, got[i], want[i]);
+        cr_expect_eq(got[i], want[i], "streaming: block %c: category %d, want %d", 'A' + i, got[i],
+                     want[i]);
     mh__livecat_free(lc);
     mh_model_free(m);
 }

@@ -280,7 +280,8 @@ Test(fit_search, answers_are_true_on_random_programs)
         struct mh__fit *f = search(&s, &o);
         check_answers(f, &s, what);
         for (int c = 0; c < s.ncards; c++)
-            cr_assert_neq(f->answers[c].status, MH__FIT_UNDECIDED, "%s: card %d undecided", what, c);
+            cr_assert_neq(f->answers[c].status, MH__FIT_UNDECIDED, "%s: card %d undecided", what,
+                          c);
         free(f);
     }
 }

@@ -67,8 +67,7 @@ Test(format_damage, truncated_at_every_byte)
         cr_expect_leq(s.damage_offset, cut);
         cr_expect_eq(s.events, n);
         cr_expect_eq(s.has_trailer, 0);
-        cr_expect(strstr(mh_reader_errmsg(r), "byte offset") != NULL, "%s",
-                  mh_reader_errmsg(r));
+        cr_expect(strstr(mh_reader_errmsg(r), "byte offset") != NULL, "%s", mh_reader_errmsg(r));
         mh_reader_close(r);
     }
     cr_expect_gt(opened, len / 2);
@@ -171,7 +170,7 @@ Test(format_damage, unknown_chunk_type_is_skipped)
     size_t nch = chunk_offsets(data, len, offs, types);
     cr_assert_eq(types[nch - 1], MH__CH_TRAILER);
     static const uint8_t old_trailer[] = {0x82, 0xa6, 'e', 'v', 'e', 'n', 't', 's', NEV,
-                                          0xa7, 'd', 'r', 'o', 'p', 'p', 'e', 'd', 3};
+                                          0xa7, 'd',  'r', 'o', 'p', 'p', 'e', 'd', 3};
     size_t olen;
     uint8_t *old = craft(data, len, offs[nch - 1], old_trailer, sizeof old_trailer, &olen);
     data = old;

@@ -211,7 +211,10 @@ Test(format_integrity, header_format_must_match_the_preamble)
      * as a positive fixint equal to the version */
     uint8_t *hdr = b + MH__PREAMBLE_LEN;
     uint32_t plen = mh__get_u32(hdr + 1);
-    uint8_t *k = memmem(hdr + MH__FRAME_LEN, plen, "\xa6" "format", 7);
+    uint8_t *k = memmem(hdr + MH__FRAME_LEN, plen,
+                        "\xa6"
+                        "format",
+                        7);
     cr_assert_not_null(k);
     cr_assert_eq(k[7], MH_FORMAT_VERSION);
     k[7] = MH_FORMAT_VERSION + 1;

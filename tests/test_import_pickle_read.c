@@ -91,13 +91,13 @@ Test(pickle_read, containers_and_memo)
 {
     /* {"a": [1, 2], "b": <same list>, "c": (), "d": {3}, "e": frozenset()} */
     struct mh__pickle_doc *doc = parse_ok(P("\x80\x04}\x94(\x8c\x01"
-                                           "a]\x94(K\x01K\x02"
-                                           "e\x8c\x01"
-                                           "bh\x01\x8c\x01"
-                                           "c)\x8c\x01"
-                                           "d\x8f("
-                                           "K\x03\x90\x8c\x01"
-                                           "e(\x91u."));
+                                            "a]\x94(K\x01K\x02"
+                                            "e\x8c\x01"
+                                            "bh\x01\x8c\x01"
+                                            "c)\x8c\x01"
+                                            "d\x8f("
+                                            "K\x03\x90\x8c\x01"
+                                            "e(\x91u."));
     struct mh__pv *d = mh__pickle_doc_root(doc);
     cr_assert_eq(d->type, MH__PV_DICT);
     cr_assert_eq(d->n, 5);
@@ -118,12 +118,12 @@ Test(pickle_read, stack_ops)
     /* POP_MARK, POP, DUP, TUPLE1-3, LIST, DICT, SETITEM, APPEND:
      * ((5, 5), ([4],), ((1, 2, 3), ([1], {"k": 1}, {"x": 2}))) */
     struct mh__pickle_doc *doc = parse_ok(P("\x80\x02(K\x01K\x02"
-                                           "1K\x09"
-                                           "0K\x05"
-                                           "2\x86]K\x04"
-                                           "a\x85K\x01K\x02K\x03\x87"
-                                           "(K\x01l(\x8c\x01kK\x01"
-                                           "d}\x8c\x01xK\x02s\x87\x86\x87."));
+                                            "1K\x09"
+                                            "0K\x05"
+                                            "2\x86]K\x04"
+                                            "a\x85K\x01K\x02K\x03\x87"
+                                            "(K\x01l(\x8c\x01kK\x01"
+                                            "d}\x8c\x01xK\x02s\x87\x86\x87."));
     struct mh__pv *t = mh__pickle_doc_root(doc);
     cr_assert_eq(t->type, MH__PV_TUPLE);
     cr_assert_eq(t->n, 3);
@@ -247,7 +247,7 @@ Test(pickle_read, shared_empties_keep_identity)
 {
     /* ([], [1], []): three distinct lists from EMPTY_LIST */
     struct mh__pickle_doc *doc = parse_ok(P("\x80\x04(]]K\x01"
-                                           "a]t."));
+                                            "a]t."));
     struct mh__pv *t = mh__pickle_doc_root(doc);
     cr_assert_eq(t->n, 3);
     cr_assert_eq(mh__pv_at(t, 0)->n, 0);

@@ -39,13 +39,12 @@ static void same_event(const struct mh_event *a, const struct mh_event *b, uint6
 {
     cr_assert(a->time_ns == b->time_ns && a->addr == b->addr && a->size == b->size &&
                   a->stream == b->stream && a->block_size == b->block_size &&
-                  a->pool[0] == b->pool[0] && a->pool[1] == b->pool[1] &&
-                  a->stack == b->stack && a->str == b->str && a->str2 == b->str2 &&
-                  a->aux == b->aux && a->device == b->device && a->kind == b->kind &&
-                  a->flags == b->flags,
-              "event %llu differs (kind %d/%d, addr %llx/%llx, flags %x/%x)",
-              (unsigned long long)i, a->kind, b->kind, (unsigned long long)a->addr,
-              (unsigned long long)b->addr, a->flags, b->flags);
+                  a->pool[0] == b->pool[0] && a->pool[1] == b->pool[1] && a->stack == b->stack &&
+                  a->str == b->str && a->str2 == b->str2 && a->aux == b->aux &&
+                  a->device == b->device && a->kind == b->kind && a->flags == b->flags,
+              "event %llu differs (kind %d/%d, addr %llx/%llx, flags %x/%x)", (unsigned long long)i,
+              a->kind, b->kind, (unsigned long long)a->addr, (unsigned long long)b->addr, a->flags,
+              b->flags);
 }
 
 /* Same events, metadata, strings and stacks; returns the event count. */
@@ -127,7 +126,8 @@ static unsigned char *load(const char *path, size_t *n)
 
 Test(import_stream, committed_and_real_snapshots)
 {
-    const char *files[] = {"snapshots/small.p2.pickle", "snapshots/small.p4.pickle",
+    const char *files[] = {"snapshots/small.p2.pickle",
+                           "snapshots/small.p4.pickle",
                            "snapshots/small.p5.pickle",
                            "../../../shared/data/torch-snapshots/adam-stacks-all.pickle",
                            "../../../shared/data/torch-snapshots/oom-torch20-history.pickle",

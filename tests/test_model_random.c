@@ -69,8 +69,8 @@ static uint64_t random_size(void)
 {
     uint64_t r = rnd();
     if (r % 4 != 0)
-        return 1 + rnd() % (256 * 1024);     /* small pool */
-    return MH_MB + rnd() % (48 * MH_MB);     /* large pool */
+        return 1 + rnd() % (256 * 1024); /* small pool */
+    return MH_MB + rnd() % (48 * MH_MB); /* large pool */
 }
 
 static void do_alloc(struct mh_model *m, const struct mh_alloc_conf *c, struct live *lv, int *n,
@@ -175,8 +175,8 @@ Test(random, best_fit_sequence_settings, .timeout = 300)
 static struct mh_event chaos_event(void)
 {
     static const uint64_t sizes[] = {0, 512, 4096, MH_MB, 2 * MH_MB, 20 * MH_MB, 3 * MH_MB};
-    struct mh_event e = tev((unsigned)(rnd() % 14), 0x7b0000000000ull + (rnd() % 64) * MH_MB,
-                            sizes[rnd() % 7]);
+    struct mh_event e =
+        tev((unsigned)(rnd() % 14), 0x7b0000000000ull + (rnd() % 64) * MH_MB, sizes[rnd() % 7]);
     if (rnd() % 4 == 0)
         e.addr += (rnd() % 8) * 512;
     e.flags = (uint8_t)(rnd() % 16);

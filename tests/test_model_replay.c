@@ -252,12 +252,12 @@ Test(replay, driver_allocations_outside)
     struct mh_mem_stats st;
     struct mh_event e = tev(MH_EV_DRIVER_ALLOC, BASE, 20 * MH_MB);
     e.aux = MH_MEM_DEVICE;
-    mh_model_apply(m, &e, NULL);  /* cudaMalloc seen before torch's segment_alloc */
+    mh_model_apply(m, &e, NULL); /* cudaMalloc seen before torch's segment_alloc */
     e = tev(MH_EV_DRIVER_ALLOC, BASE + 512 * MH_MB, 64 * MH_MB);
-    e.aux = MH_MEM_DEVICE;        /* NCCL buffer */
+    e.aux = MH_MEM_DEVICE; /* NCCL buffer */
     mh_model_apply(m, &e, NULL);
     e = tev(MH_EV_DRIVER_ALLOC, 0x1000, 4096);
-    e.aux = MH_MEM_PINNED;        /* host memory: not tracked */
+    e.aux = MH_MEM_PINNED; /* host memory: not tracked */
     mh_model_apply(m, &e, NULL);
     e = tev(MH_EV_DRIVER_ALLOC, 0x2000, 4096);
     e.aux = MH_MEM_PINNED;

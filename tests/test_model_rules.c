@@ -38,7 +38,7 @@ Test(rules, power2_division_function)
     cr_expect_eq(mh__roundup_power2_division(1024, 4), 1024); /* power of two unchanged */
     cr_expect_eq(mh__roundup_power2_division(1280, 4), 1280); /* on a division */
     cr_expect_eq(mh__roundup_power2_division(1793, 4), 2048);
-    cr_expect_eq(mh__roundup_power2_division(3, 8), 4);       /* step 0 -> 2 * floor2 */
+    cr_expect_eq(mh__roundup_power2_division(3, 8), 4); /* step 0 -> 2 * floor2 */
 }
 
 Test(rules, round_size_power2_divisions)
@@ -70,13 +70,13 @@ Test(rules, round_size_interval_table)
     cr_expect_eq(c.roundup_power2_divisions[10], 4);
     for (int i = 11; i < 16; i++)
         cr_expect_eq(c.roundup_power2_divisions[i], 1, "index %d", i);
-    cr_expect_eq(mh_round_size(&c, 100 * MH_MB + 1), 104 * MH_MB);   /* [64,128): 8 steps */
-    cr_expect_eq(mh_round_size(&c, 150 * MH_MB + 1), 150 * MH_MB + 512); /* [128,256): none */
-    cr_expect_eq(mh_round_size(&c, 300 * MH_MB), 320 * MH_MB);       /* [256,512): 4 steps */
+    cr_expect_eq(mh_round_size(&c, 100 * MH_MB + 1), 104 * MH_MB);          /* [64,128): 8 steps */
+    cr_expect_eq(mh_round_size(&c, 150 * MH_MB + 1), 150 * MH_MB + 512);    /* [128,256): none */
+    cr_expect_eq(mh_round_size(&c, 300 * MH_MB), 320 * MH_MB);              /* [256,512): 4 steps */
     cr_expect_eq(mh_round_size(&c, 3 * MH_MB + 1), 3 * MH_MB + 256 * 1024); /* [2,4): 8 steps */
     cr_expect_eq(mh_round_size(&c, 5000 * MH_MB + 1), 5000 * MH_MB + 512);  /* >: 1 */
-    cr_expect_eq(mh__conf_divisions(&c, 100), 8);            /* below 1 MiB uses index 0 */
-    cr_expect_eq(mh__conf_divisions(&c, 64 * MH_GB), 1);     /* 32 GiB and up use index 15 */
+    cr_expect_eq(mh__conf_divisions(&c, 100), 8);        /* below 1 MiB uses index 0 */
+    cr_expect_eq(mh__conf_divisions(&c, 64 * MH_GB), 1); /* 32 GiB and up use index 15 */
 }
 
 Test(rules, pool_by_size)

@@ -53,9 +53,9 @@ Test(scopes, allocations_take_the_innermost_scope_of_their_thread)
     struct mh_model *m = tmodel(NULL);
     struct mh_event seg = tev(MH_EV_SEGMENT_ALLOC, BASE, 20 * MH_MB);
     cr_assert_eq(mh_model_apply(m, &seg, NULL), 0);
-    scope(m, 1, 10, 100);                   /* main thread: GPT */
-    scope(m, 1, 11, 100);                   /*   transformer.h.0 */
-    scope(m, 1, 20, 200);                   /* autograd thread: lm_head backward */
+    scope(m, 1, 10, 100); /* main thread: GPT */
+    scope(m, 1, 11, 100); /*   transformer.h.0 */
+    scope(m, 1, 20, 200); /* autograd thread: lm_head backward */
     alloc_on(m, BASE, 100, 0);
     alloc_on(m, BASE + MH_MB, 200, 0);
     alloc_on(m, BASE + 2 * MH_MB, 100, 99); /* user metadata wins */
@@ -66,9 +66,9 @@ Test(scopes, allocations_take_the_innermost_scope_of_their_thread)
     cr_expect_eq(module_of(m, BASE + 3 * MH_MB), 0);
     cr_expect_eq(mh_model_scope(m, 100), 11);
     scope(m, 1, 12, 100);
-    scope(m, 0, 11, 100);                   /* closes 12 too */
+    scope(m, 0, 11, 100); /* closes 12 too */
     cr_expect_eq(mh_model_scope(m, 100), 10);
-    scope(m, 0, 77, 100);                   /* exit of nothing open: ignored */
+    scope(m, 0, 77, 100); /* exit of nothing open: ignored */
     cr_expect_eq(mh_model_scope(m, 100), 10);
     scope(m, 0, 10, 100);
     cr_expect_eq(mh_model_scope(m, 100), 0);

@@ -197,8 +197,8 @@ Test(steps, fragmentation_at_reserved_peak)
 }
 
 /* An event on device `dev`; a STEP_END with `own` set names its device. */
-static void on(struct mh_model *m, int dev, uint64_t t, unsigned kind, uint64_t addr,
-               uint64_t size, uint32_t aux, int own)
+static void on(struct mh_model *m, int dev, uint64_t t, unsigned kind, uint64_t addr, uint64_t size,
+               uint32_t aux, int own)
 {
     struct mh_event e = tev(kind, addr, size);
     e.time_ns = t;

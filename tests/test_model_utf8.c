@@ -30,9 +30,11 @@ Test(utf8, sequences)
 Test(utf8, escape)
 {
     char out[64];
-    const char *s = "m\xff\x1b" "caf\xc3\xa9\xc2\x9b";
+    const char *s = "m\xff\x1b"
+                    "caf\xc3\xa9\xc2\x9b";
     size_t need = mh__utf8_escape(s, strlen(s), 0, out, sizeof out);
-    cr_expect_str_eq(out, "m\\xff\x1b" "caf\xc3\xa9\xc2\x9b");
+    cr_expect_str_eq(out, "m\\xff\x1b"
+                          "caf\xc3\xa9\xc2\x9b");
     cr_expect_eq(need, strlen(out));
     need = mh__utf8_escape(s, strlen(s), MH__UTF8_ESC_CONTROL, out, sizeof out);
     cr_expect_str_eq(out, "m\\xff\\x1bcaf\xc3\xa9\\xc2\\x9b");

@@ -131,8 +131,8 @@ static inline void tcheck_device(const struct mh_model *m, int dev, int merged, 
     cr_assert_eq(c.allocated_blocks, st.allocated_blocks, "%s: allocated blocks", where);
     cr_assert_eq(c.inactive_split, st.inactive_split, "%s: inactive_split %llu vs %llu", where,
                  (unsigned long long)c.inactive_split, (unsigned long long)st.inactive_split);
-    cr_assert_eq(c.largest_free, mh_model_largest_free(m, dev, UINT64_MAX, -1),
-                 "%s: largest free", where);
+    cr_assert_eq(c.largest_free, mh_model_largest_free(m, dev, UINT64_MAX, -1), "%s: largest free",
+                 where);
 }
 
 #endif

@@ -113,8 +113,11 @@ Test(record_basic, context_tokens_resolved_on_the_drain_thread)
     struct mh_recorder *rec;
     cr_assert_eq(mh_recorder_open(path, &o, &rec), 0);
     for (uint64_t i = 1; i <= 500; i++) {
-        struct mh_event ev = {.kind = MH_EV_ALLOC, .addr = i * 512, .size = 512,
-                              .flags = i % 2 ? MH_EVF_CTX_TOKEN : 0, .ctx = i % 2 ? i : 0};
+        struct mh_event ev = {.kind = MH_EV_ALLOC,
+                              .addr = i * 512,
+                              .size = 512,
+                              .flags = i % 2 ? MH_EVF_CTX_TOKEN : 0,
+                              .ctx = i % 2 ? i : 0};
         cr_assert_eq(mh_emit(rec, &ev), 0);
     }
     cr_assert_eq(mh_recorder_close(rec), 0);

@@ -66,7 +66,8 @@ static void *produce(void *arg)
     for (uint64_t i = 0;; i++) {
         struct mh_event ev = {.kind = (uint8_t)(i % 2 ? MH_EV_FREE_COMPLETED : MH_EV_ALLOC),
                               .addr = 0x10000000u + (i % 64) * 512 + (uint64_t)p->idx * 65536,
-                              .size = 512, .thread = (uint32_t)p->idx + 1};
+                              .size = 512,
+                              .thread = (uint32_t)p->idx + 1};
         int rc = mh_emit(p->rec, &ev);
         rc == 0 ? ok++ : full++;
         if ((i & 255) == 0) {
@@ -111,8 +112,8 @@ static double one_kill(unsigned ms, int trial)
     int fd = mkstemp(path);
     cr_assert(fd >= 0);
     close(fd);
-    struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                             -1, 0);
+    struct shared *sh =
+        mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert(sh != MAP_FAILED);
     memset(sh, 0, sizeof *sh);
     pid_t pid = fork();
@@ -155,9 +156,8 @@ static double one_kill(unsigned ms, int trial)
     fprintf(stderr,
             "record_crash: kill %d after %u ms: %llu events in the file, ~%llu accepted after "
             "them, lost window %.1f ms, dropped %llu in the file (%llu seen by the program)\n",
-            trial, ms, (unsigned long long)n,
-            (unsigned long long)(accepted > n ? accepted - n : 0), loss_ms,
-            (unsigned long long)s.dropped, (unsigned long long)dropped);
+            trial, ms, (unsigned long long)n, (unsigned long long)(accepted > n ? accepted - n : 0),
+            loss_ms, (unsigned long long)s.dropped, (unsigned long long)dropped);
     cr_expect_gt(n, 0, "trial %d: events of earlier flushes survive", trial);
     cr_expect_leq(n, accepted + THREADS * 256, "trial %d: no event the program did not emit",
                   trial);
@@ -166,8 +166,8 @@ static double one_kill(unsigned ms, int trial)
     if (!SANITIZED)
         cr_expect_gt(s.dropped, 0, "trial %d: the dropped count of the last flush is in the file",
                      trial);
-    cr_expect_leq(s.dropped, dropped + THREADS * 256, "trial %d: no more drops than the program saw",
-                  trial);
+    cr_expect_leq(s.dropped, dropped + THREADS * 256,
+                  "trial %d: no more drops than the program saw", trial);
     return loss_ms;
 }
 
@@ -181,8 +181,8 @@ Test(record_crash, killed_under_load_loses_at_most_the_bound, .timeout = 120)
         if (loss > worst)
             worst = loss;
     }
-    fprintf(stderr, "record_crash: worst loss %.1f ms over %d kills (bound %d ms)\n", worst,
-            KILLS, LOSS_BOUND_MS);
+    fprintf(stderr, "record_crash: worst loss %.1f ms over %d kills (bound %d ms)\n", worst, KILLS,
+            LOSS_BOUND_MS);
 #if SANITIZED
     fprintf(stderr, "record_crash: sanitizer build, the loss bound is not checked\n");
 #else

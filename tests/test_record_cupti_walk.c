@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "cupti_walk.h"
+#include "memhist/error.h"
 
 #define MAX_ITEMS 64
 
@@ -38,12 +38,21 @@ static uint8_t *add_record(struct buf *b, uint32_t kind, size_t size)
     return r;
 }
 
-static void put32(uint8_t *r, size_t off, uint32_t v) { memcpy(r + off, &v, 4); }
-static void put64(uint8_t *r, size_t off, uint64_t v) { memcpy(r + off, &v, 8); }
-static void putptr(uint8_t *r, size_t off, const char *p) { memcpy(r + off, &p, sizeof p); }
+static void put32(uint8_t *r, size_t off, uint32_t v)
+{
+    memcpy(r + off, &v, 4);
+}
+static void put64(uint8_t *r, size_t off, uint64_t v)
+{
+    memcpy(r + off, &v, 8);
+}
+static void putptr(uint8_t *r, size_t off, const char *p)
+{
+    memcpy(r + off, &p, sizeof p);
+}
 
-static void add_memory(struct buf *b, uint32_t op, uint32_t memkind, uint64_t addr,
-                       uint64_t bytes, uint64_t ts, uint32_t dev, uint32_t corr)
+static void add_memory(struct buf *b, uint32_t op, uint32_t memkind, uint64_t addr, uint64_t bytes,
+                       uint64_t ts, uint32_t dev, uint32_t corr)
 {
     uint8_t *r = add_record(b, MH__CUPTI_KIND_MEMORY2, MH__CUPTI_SIZE_MEMORY4);
     put32(r, MH__CUPTI_MEM_OP, op);
@@ -56,8 +65,8 @@ static void add_memory(struct buf *b, uint32_t op, uint32_t memkind, uint64_t ad
     put32(r, MH__CUPTI_MEM_STREAM, 0xFFFFFFFFu);
 }
 
-static void add_kernel(struct buf *b, const char *name, uint64_t start, uint64_t end,
-                       uint32_t dev, uint32_t stream, uint32_t corr)
+static void add_kernel(struct buf *b, const char *name, uint64_t start, uint64_t end, uint32_t dev,
+                       uint32_t stream, uint32_t corr)
 {
     uint8_t *r = add_record(b, MH__CUPTI_KIND_CONCURRENT_KERNEL, MH__CUPTI_SIZE_KERNEL10);
     put64(r, MH__CUPTI_K_START, start);

@@ -56,8 +56,10 @@ Test(gate, no_thread_is_inside_once_close_returns, .timeout = 120)
     atomic_store(&stop_threads, 1);
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
-    cr_expect_gt(atomic_load(&entries_with_recorder), 0, "the threads got the recorder while it was open");
-    cr_expect_eq(atomic_load(&used_after_close), 0, "a thread used a recorder after mh__gate_close returned");
+    cr_expect_gt(atomic_load(&entries_with_recorder), 0,
+                 "the threads got the recorder while it was open");
+    cr_expect_eq(atomic_load(&used_after_close), 0,
+                 "a thread used a recorder after mh__gate_close returned");
 }
 
 Test(gate, nested_entries_on_one_thread)
@@ -122,6 +124,7 @@ Test(gate, close_waits_for_a_crowd_beyond_the_lines, .timeout = 120)
         pthread_join(t[i], NULL);
     pthread_join(c, NULL);
     cr_expect_eq(atomic_load(&closed), 1);
-    cr_expect_eq(atomic_load(&used_after_close), 0, "a thread was still inside after close returned");
+    cr_expect_eq(atomic_load(&used_after_close), 0,
+                 "a thread was still inside after close returned");
     pthread_barrier_destroy(&crowd_inside);
 }

@@ -41,9 +41,12 @@ Test(record_integrity, bad_event_is_skipped_alone_and_counted)
     int64_t st = mh_intern_stack(rec, &f, 1);
     cr_assert(st > 0);
     for (int i = 0; i < 3000; i++) {
-        struct mh_event ev = {.kind = MH_EV_ALLOC, .time_ns = 1000 + (uint64_t)i,
-                              .addr = 4096 * (uint64_t)(i + 1), .size = 512,
-                              .stack = i == 17 ? 999 : (uint32_t)st, .thread = 5};
+        struct mh_event ev = {.kind = MH_EV_ALLOC,
+                              .time_ns = 1000 + (uint64_t)i,
+                              .addr = 4096 * (uint64_t)(i + 1),
+                              .size = 512,
+                              .stack = i == 17 ? 999 : (uint32_t)st,
+                              .thread = 5};
         cr_assert_eq(mh_emit(rec, &ev), 0);
     }
     cr_assert_eq(mh_recorder_flush(rec), 0);

@@ -28,8 +28,12 @@ static void *produce(void *arg)
     struct shared *s = arg;
     while (mh_clock_ns() < s->until_ns) {
         pthread_mutex_lock(&s->lock);
-        struct mh_event ev = {.kind = MH_EV_ALLOC, .time_ns = mh_clock_ns(), .size = 512,
-                              .addr = s->next, .aux = s->next, .thread = mh_thread_id()};
+        struct mh_event ev = {.kind = MH_EV_ALLOC,
+                              .time_ns = mh_clock_ns(),
+                              .size = 512,
+                              .addr = s->next,
+                              .aux = s->next,
+                              .thread = mh_thread_id()};
         if (mh_emit(s->rec, &ev) == 0)
             s->next++;
         else

@@ -29,8 +29,11 @@ static void *produce(void *arg)
     snprintf(name, sizeof name, "producer-%u", p->id);
     p->string_id = mh_intern_string(p->rec, name, strlen(name));
     for (uint32_t i = 0; i < PER_THREAD; i++) {
-        struct mh_event ev = {.kind = MH_EV_ALLOC, .addr = ((uint64_t)p->id << 32) | i,
-                              .size = 512, .thread = p->id, .aux = i,
+        struct mh_event ev = {.kind = MH_EV_ALLOC,
+                              .addr = ((uint64_t)p->id << 32) | i,
+                              .size = 512,
+                              .thread = p->id,
+                              .aux = i,
                               .str = (uint32_t)p->string_id};
         int rc = mh_emit(p->rec, &ev);
         cr_assert(rc == 0 || rc == MH_EFULL);

@@ -18,7 +18,7 @@ Test(torch_support, fit_recovers_scale_and_offset_despite_an_outlier)
 {
     uint64_t ticks[41], ns[41];
     for (int i = 0; i < 41; i++) {
-        ticks[i] = 1000000 + (uint64_t)i * 3000;           /* 3 GHz counter */
+        ticks[i] = 1000000 + (uint64_t)i * 3000;             /* 3 GHz counter */
         ns[i] = 1700000000000000000ull + (uint64_t)i * 1000; /* 1 us apart */
     }
     ns[7] += 250000; /* a preempted reading */
@@ -197,7 +197,8 @@ Test(torch_support, an_optimizer_stepping_twice_between_key_steps_becomes_the_ke
     uint64_t d = 0; /* devices unknown */
     cr_assert_eq(mh_opt_steps_end(&st, 0xA, &d), 1);
     cr_assert_eq(mh_opt_steps_end(&st, 0xB, &d), 0);
-    cr_assert_eq(mh_opt_steps_end(&st, 0xB, &d), 1, "A stopped stepping: B's second step ends the step");
+    cr_assert_eq(mh_opt_steps_end(&st, 0xB, &d), 1,
+                 "A stopped stepping: B's second step ends the step");
     cr_assert_eq(mh_opt_steps_end(&st, 0xB, &d), 1, "and B is the key now");
     cr_assert_eq(mh_opt_steps_end(&st, 0xA, &d), 0);
     cr_assert_eq(d, 0);

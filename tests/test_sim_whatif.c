@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "sim_replay.h"
 #include "sim.h"
+#include "sim_replay.h"
 #include "workload.h"
 
 struct evs {
@@ -125,7 +125,8 @@ Test(sim_whatif, pending_frees_and_empty_cache_match)
     struct mh__sim_replay_result res;
     replay(&rec, "", 0, 1, &out, &res);
     for (size_t i = 0; i < rec.n || i < out.n; i++) {
-        const struct mh_event *x = i < rec.n ? &rec.ev[i] : NULL, *y = i < out.n ? &out.ev[i] : NULL;
+        const struct mh_event *x = i < rec.n ? &rec.ev[i] : NULL,
+                              *y = i < out.n ? &out.ev[i] : NULL;
         if (!x || !y || x->kind != y->kind || x->addr != y->addr || x->size != y->size)
             cr_log_info("event %zu: recorded %s %llx %llu, replayed %s %llx %llu", i,
                         x ? mh_event_kind_name(x->kind) : "-", x ? (unsigned long long)x->addr : 0,
@@ -163,7 +164,8 @@ Test(sim_whatif, other_settings_and_smaller_device)
 /* Every figure of a replay is the same however far apart the simulated and
  * the recorded run may get before the comparison reads the recording with
  * a cursor of its own, and whether a segment the oracle needs is read ahead. */
-static void expect_same(const struct mh__sim_replay_result *a, const struct mh__sim_replay_result *b)
+static void expect_same(const struct mh__sim_replay_result *a,
+                        const struct mh__sim_replay_result *b)
 {
     cr_expect_eq(a->matched, b->matched);
     cr_expect_eq(a->matched_segment_events, b->matched_segment_events);

@@ -85,8 +85,8 @@ Test(sim_workload, oom_when_and_only_when_too_small)
     cr_expect_eq(st.ooms, 1);
     cr_expect_eq(d.last_alloc_kind, MH_EV_OOM, "the run stops at the OOM");
     cr_expect_lt(r.steps_done, 3);
-    cr_assert_eq(run("resnet", "depth=18,batch=8,image=64", "", 1ull << 20, 2, 1, NULL, &d, &r,
-                     &st), 0);
+    cr_assert_eq(
+        run("resnet", "depth=18,batch=8,image=64", "", 1ull << 20, 2, 1, NULL, &d, &r, &st), 0);
     cr_expect_eq(r.oom, 1);
 }
 

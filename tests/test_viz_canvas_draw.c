@@ -3,9 +3,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "canvas.h"
 #include "font.h"
+#include "memhist/error.h"
 #include "png_out.h"
 
 Test(canvas, init_rejects_bad_sizes)

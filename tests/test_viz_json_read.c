@@ -3,8 +3,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "json_read.h"
+#include "memhist/error.h"
 
 static int parse(const char *text, struct mh__jr_doc *d, struct mh__jr_value *root, char *err)
 {
@@ -13,9 +13,17 @@ static int parse(const char *text, struct mh__jr_doc *d, struct mh__jr_value *ro
 
 Test(json_read, valid_documents)
 {
-    static const char *const ok[] = {
-        "{}", "[]", " 0 ", "-1.5e+3", "\"a\\u00e9\\n\"", "true", "null",
-        "{\"a\":[1,2,{\"b\":null}],\"c\":\"x\"}", "[[[[]]]]", "1E5", "[0.25, -0, 1e-2]"};
+    static const char *const ok[] = {"{}",
+                                     "[]",
+                                     " 0 ",
+                                     "-1.5e+3",
+                                     "\"a\\u00e9\\n\"",
+                                     "true",
+                                     "null",
+                                     "{\"a\":[1,2,{\"b\":null}],\"c\":\"x\"}",
+                                     "[[[[]]]]",
+                                     "1E5",
+                                     "[0.25, -0, 1e-2]"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         struct mh__jr_doc d;
         struct mh__jr_value v;
@@ -26,11 +34,10 @@ Test(json_read, valid_documents)
 
 Test(json_read, invalid_documents)
 {
-    static const char *const bad[] = {"",        "{",         "[1,]",      "{\"a\" 1}",
-                                      "[1 2]",   "01",        "1.",        "-",
-                                      "\"abc",   "\"\\x\"",   "\"\\u12g4\"", "tru",
-                                      "{1:2}",   "[1]]",      "nul",       "\"a\x01\"",
-                                      "{\"a\":}", "[\"\\u12\"]", "+1",      ".5"};
+    static const char *const bad[] = {
+        "",    "{",         "[1,]",     "{\"a\" 1}",   "[1 2]", "01",    "1.",
+        "-",   "\"abc",     "\"\\x\"",  "\"\\u12g4\"", "tru",   "{1:2}", "[1]]",
+        "nul", "\"a\x01\"", "{\"a\":}", "[\"\\u12\"]", "+1",    ".5"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct mh__jr_doc d;
         struct mh__jr_value v;

@@ -93,8 +93,9 @@ Test(pb_wire, fields_and_keys)
     expect_bytes(&p, (const uint8_t[]){0x12, 0x07, 't', 'e', 's', 't', 'i', 'n', 'g'}, 9);
     mh__pb_reset(&p);
     mh__pb_int(&p, 4, -1); /* int64 -1: ten bytes */
-    expect_bytes(&p, (const uint8_t[]){0x20, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                       0xff, 0x01}, 11);
+    expect_bytes(
+        &p, (const uint8_t[]){0x20, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+        11);
     mh__pb_reset(&p);
     mh__pb_uint(&p, 15, 0); /* the last one-byte key */
     mh__pb_uint(&p, 16, 0); /* the first two-byte key */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/memhist.h"
 #include "categories.h"
+#include "memhist/memhist.h"
 #include "palette.h"
 #include "plot.h"
 #include "plot_int.h"
@@ -201,8 +201,9 @@ Test(plot_category, columns_add_up_and_peak_matches_the_library)
             uint64_t sum = 0;
             for (unsigned g = 0; g <= c.ngroups; g++)
                 sum += c.groups[(size_t)i * (c.ngroups + 1) + g];
-            cr_assert_eq(sum, c.alloc[i], "%d columns, column %d: categories %llu != allocated %llu",
-                         ncols, i, (unsigned long long)sum, (unsigned long long)c.alloc[i]);
+            cr_assert_eq(sum, c.alloc[i],
+                         "%d columns, column %d: categories %llu != allocated %llu", ncols, i,
+                         (unsigned long long)sum, (unsigned long long)c.alloc[i]);
         }
         struct mh__lifetimes *lt = lifetimes_of(b.r, s.peak.event_index, NULL);
         uint64_t want[MH__CAT_COUNT];
@@ -304,8 +305,8 @@ Test(plot_category, ranks_stack_panels_and_mark_the_worst)
     struct mh__plot_result res[2];
     char err[256];
     mh__sink_init_mem(&sink);
-    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, res, err, sizeof err), 0,
-                 "%s", err);
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, res, err, sizeof err), 0, "%s",
+                 err);
     struct mh__canvas img;
     cr_assert_eq(mh__png_read(sink.buf, sink.len, &img), 0);
     cr_assert_eq(img.width, 1000);
@@ -320,13 +321,11 @@ Test(plot_category, ranks_stack_panels_and_mark_the_worst)
 
     o.kind = MH__PLOT_SEGMENTS;
     mh__sink_init_mem(&sink);
-    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, NULL, err, sizeof err),
-                 MH_EINVAL);
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, NULL, err, sizeof err), MH_EINVAL);
     cr_assert(strstr(err, "segment view draws one file") != NULL, "%s", err);
     o.kind = MH__PLOT_TIMELINE;
     o.height = 9000;
-    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, NULL, err, sizeof err),
-                 MH_EINVAL);
+    cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, NULL, err, sizeof err), MH_EINVAL);
     cr_assert(strstr(err, "at most 16384 pixels tall") != NULL, "%s", err);
     mh__sink_free(&sink);
     run_free(&a);
@@ -350,8 +349,7 @@ Test(plot_category, ranks_share_the_time_axis_only_when_they_overlap)
     cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &s1, NULL, err, sizeof err), 0);
     /* separate axes: each panel draws like its own file alone */
     struct mh__session *only_b[1] = {b.s};
-    cr_assert_eq(mh__plot_render_ranks(only_b, names + 1, 1, &o, &s2, NULL, err, sizeof err),
-                 0);
+    cr_assert_eq(mh__plot_render_ranks(only_b, names + 1, 1, &o, &s2, NULL, err, sizeof err), 0);
     struct mh__canvas both, one;
     cr_assert_eq(mh__png_read(s1.buf, s1.len, &both), 0);
     cr_assert_eq(mh__png_read(s2.buf, s2.len, &one), 0);

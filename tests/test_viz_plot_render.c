@@ -353,8 +353,8 @@ static void golden(const char *name, struct run *b, const struct mh__plot_opts *
     mh__sink_init_mem(&sink);
     cr_assert_eq(mh__plot_render(b->s, o, &sink, NULL, err, sizeof err), 0, "%s", err);
     const char *regen = getenv("MH_REGEN_GOLDEN");
-    snprintf(path, sizeof path, "%s/%s/%s", regen ? regen : MH_TEST_DATA_DIR,
-             regen ? "" : "golden", name);
+    snprintf(path, sizeof path, "%s/%s/%s", regen ? regen : MH_TEST_DATA_DIR, regen ? "" : "golden",
+             name);
     if (regen) {
         FILE *fp = fopen(path, "wb");
         cr_assert(fp && fwrite(sink.buf, 1, sink.len, fp) == sink.len && fclose(fp) == 0);
@@ -366,7 +366,8 @@ static void golden(const char *name, struct run *b, const struct mh__plot_opts *
         fclose(fp);
         cr_assert(n == sink.len && memcmp(want, sink.buf, n) == 0,
                   "%s differs from the rendering (%zu vs %zu bytes); if the change is intended, "
-                  "run scripts/regen-golden.sh", path, n, sink.len);
+                  "run scripts/regen-golden.sh",
+                  path, n, sink.len);
         free(want);
     }
     mh__sink_free(&sink);

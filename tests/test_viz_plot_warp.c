@@ -35,8 +35,8 @@ Test(viz_plot_warp, a_long_idle_setup_gives_the_steps_most_of_the_axis)
     double steps = total - mh__plot_warp(&w, t0, 2050 * MS);
     cr_expect_gt(steps / total, 0.6, "steps take %.0f%% of the axis", 100 * steps / total);
     /* busy stretches keep their time scale */
-    cr_expect_float_eq(mh__plot_warp(&w, t0, 40 * MS) - mh__plot_warp(&w, t0, 20 * MS),
-                       20.0 * MS, 1e-6);
+    cr_expect_float_eq(mh__plot_warp(&w, t0, 40 * MS) - mh__plot_warp(&w, t0, 20 * MS), 20.0 * MS,
+                       1e-6);
     /* values map back to real times, inside and outside the gap */
     for (uint64_t t = 10; t < 2149; t += 97) {
         double v = mh__plot_warp(&w, t0, t * MS);

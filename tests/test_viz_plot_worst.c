@@ -66,7 +66,8 @@ static void worst_of(const char *const *roles, const uint64_t *mib, size_t n, si
     struct mh__sink sink;
     char err[256];
     mh__sink_init_mem(&sink);
-    cr_assert_eq(mh__plot_render_ranks(rd, names, n, &o, &sink, res, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mh__plot_render_ranks(rd, names, n, &o, &sink, res, err, sizeof err), 0, "%s",
+                 err);
     mh__sink_free(&sink);
     *plot = n;
     for (size_t i = 0; i < n; i++)
@@ -87,7 +88,8 @@ Test(plot_worst, a_helper_reserving_most_is_not_the_worst_rank)
     for (int heat = 0; heat < 2; heat++) {
         size_t table, plot;
         worst_of(roles, mib, 4, &table, &plot, heat);
-        cr_expect_eq(table, 2, "the rank table names rank 1 (%s), not the helper", heat ? "heat" : "panels");
+        cr_expect_eq(table, 2, "the rank table names rank 1 (%s), not the helper",
+                     heat ? "heat" : "panels");
         cr_expect_eq(plot, table, "the plot (%s) names file %zu, the table %zu",
                      heat ? "heat map" : "panels", plot, table);
     }

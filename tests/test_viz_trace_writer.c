@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "memhist/memhist.h"
 #include "json_read.h"
+#include "memhist/memhist.h"
 #include "trace_writer.h"
 
 #define T0 1700000000000000000ull

@@ -68,7 +68,9 @@ static void insert_piece(struct toy *t, int at, struct piece p)
 /* A new segment for a rounded request, as cudaMalloc would give it. */
 static int new_segment(struct toy *t, uint64_t rounded, int small, uint32_t stack)
 {
-    uint64_t seg = small ? 2 * MIB : rounded < 10 * MIB ? 20 * MIB : (rounded + 2 * MIB - 1) / (2 * MIB) * (2 * MIB);
+    uint64_t seg = small                ? 2 * MIB
+                   : rounded < 10 * MIB ? 20 * MIB
+                                        : (rounded + 2 * MIB - 1) / (2 * MIB) * (2 * MIB);
     struct piece p = {t->next_segment_addr, seg, 0, small};
     t->next_segment_addr += seg + 2 * MIB;
     emit(t, MH_EV_SEGMENT_ALLOC, p.addr, seg, 0, stack, 0);
@@ -110,13 +112,15 @@ static void toy_release(struct toy *t, uint64_t addr)
     if (i + 1 < t->npieces && !t->pieces[i + 1].used &&
         t->pieces[i].addr + t->pieces[i].size == t->pieces[i + 1].addr) {
         t->pieces[i].size += t->pieces[i + 1].size;
-        memmove(&t->pieces[i + 1], &t->pieces[i + 2], (size_t)(t->npieces - i - 2) * sizeof t->pieces[0]);
+        memmove(&t->pieces[i + 1], &t->pieces[i + 2],
+                (size_t)(t->npieces - i - 2) * sizeof t->pieces[0]);
         t->npieces--;
     }
     if (i > 0 && !t->pieces[i - 1].used &&
         t->pieces[i - 1].addr + t->pieces[i - 1].size == t->pieces[i].addr) {
         t->pieces[i - 1].size += t->pieces[i].size;
-        memmove(&t->pieces[i], &t->pieces[i + 1], (size_t)(t->npieces - i - 1) * sizeof t->pieces[0]);
+        memmove(&t->pieces[i], &t->pieces[i + 1],
+                (size_t)(t->npieces - i - 1) * sizeof t->pieces[0]);
         t->npieces--;
     }
 }

@@ -37,7 +37,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "not recording: %s (%s)\n", mh_torch_error(), mh_strerror(rc));
 
     torch::Device dev(torch::kCUDA);
-    torch::nn::Sequential model(torch::nn::Linear(1024, 4096), torch::nn::ReLU(), torch::nn::Linear(4096, 1024));
+    torch::nn::Sequential model(torch::nn::Linear(1024, 4096), torch::nn::ReLU(),
+                                torch::nn::Linear(4096, 1024));
     model->to(dev);
     torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3));
     for (int s = 0; s < steps; s++) {

@@ -19,12 +19,12 @@ extern "C" {
 #define MH_GB (1024ull * 1024ull * 1024ull)
 
 struct mh_alloc_conf {
-    uint64_t max_split_size;         /* bytes; 0 = unlimited */
-    uint64_t max_non_split_rounding; /* bytes; 0 = 20 MiB */
-    uint64_t large_segment_size;     /* bytes; 0 = 20 MiB */
+    uint64_t max_split_size;             /* bytes; 0 = unlimited */
+    uint64_t max_non_split_rounding;     /* bytes; 0 = 20 MiB */
+    uint64_t large_segment_size;         /* bytes; 0 = 20 MiB */
     double garbage_collection_threshold; /* 0 = off; in (0,1) */
-    double memory_fraction;          /* per-process fraction of capacity; 0 = 1.0 (none set) */
-    int expandable_segments;         /* bool */
+    double memory_fraction;              /* per-process fraction of capacity; 0 = 1.0 (none set) */
+    int expandable_segments;             /* bool */
     uint32_t roundup_power2_divisions[16]; /* by floor(log2(size)) - 20, clamped; 0 = none */
 };
 
@@ -50,7 +50,7 @@ int mh_should_split(const struct mh_alloc_conf *conf, int small_pool, int expand
 /* Page size of an expandable segment in the given pool. */
 uint64_t mh_expandable_page_size(const struct mh_alloc_conf *conf, int small_pool);
 /* Effective values with defaults applied. */
-uint64_t mh_conf_max_split(const struct mh_alloc_conf *conf);          /* UINT64_MAX if unlimited */
+uint64_t mh_conf_max_split(const struct mh_alloc_conf *conf); /* UINT64_MAX if unlimited */
 uint64_t mh_conf_max_non_split_rounding(const struct mh_alloc_conf *conf);
 uint64_t mh_conf_large_segment(const struct mh_alloc_conf *conf);
 

@@ -16,42 +16,42 @@ extern "C" {
 #endif
 
 /* Event kinds. Numbers are written to files: never renumber, only append. */
-#define MH_EVENT_KIND_LIST(X)                                                          \
-    /* caching allocator (meaning of addr/size as in PyTorch's TraceEntry) */          \
-    X(MH_EV_ALLOC, 0, "alloc")                   /* addr=block, size=requested */      \
-    X(MH_EV_FREE_REQUESTED, 1, "free_requested") /* addr=block, size=requested */      \
-    X(MH_EV_FREE_COMPLETED, 2, "free_completed") /* addr=block, size=requested */      \
-    X(MH_EV_SEGMENT_ALLOC, 3, "segment_alloc")   /* addr=segment, size=segment */      \
-    X(MH_EV_SEGMENT_FREE, 4, "segment_free")     /* addr=segment, size=segment */      \
-    X(MH_EV_SEGMENT_MAP, 5, "segment_map")       /* expandable: mapped range */        \
-    X(MH_EV_SEGMENT_UNMAP, 6, "segment_unmap")   /* expandable: unmapped range */      \
-    X(MH_EV_OOM, 7, "oom")                       /* addr=device free, size=rounded */  \
-    X(MH_EV_SNAPSHOT, 8, "snapshot")             /* size=active bytes */               \
-    /* driver level (CUPTI); aux = enum mh_memory_kind */                              \
-    X(MH_EV_DRIVER_ALLOC, 9, "driver_alloc")                                           \
-    X(MH_EV_DRIVER_FREE, 10, "driver_free")                                            \
-    /* training structure; aux = step number or enum mh_phase */                       \
-    X(MH_EV_STEP_BEGIN, 11, "step_begin")                                              \
-    X(MH_EV_STEP_END, 12, "step_end")                                                  \
-    X(MH_EV_PHASE, 13, "phase")                  /* a phase starts; aux=mh_phase */    \
-    X(MH_EV_MARK, 14, "mark")                    /* str=name */                        \
-    X(MH_EV_RANGE_BEGIN, 15, "range_begin")      /* str=name, thread */                \
-    X(MH_EV_RANGE_END, 16, "range_end")          /* str=name, thread */                \
-    /* device activity; time_ns=start, dur_ns=duration */                              \
-    X(MH_EV_KERNEL, 17, "kernel")                /* str=name, correlation */           \
-    X(MH_EV_MEMCPY, 18, "memcpy")                /* size=bytes, aux=copy kind */       \
-    X(MH_EV_MEMSET, 19, "memset")                /* size=bytes */                      \
-    X(MH_EV_API_CALL, 20, "api_call")            /* str=name, thread, correlation */     \
-    /* program structure (torch module hooks); thread = the thread it applies to */     \
-    X(MH_EV_SCOPE_ENTER, 21, "scope_enter")      /* str=module path, aux=mh_phase */   \
-    X(MH_EV_SCOPE_EXIT, 22, "scope_exit")        /* str=module path, aux=mh_phase */   \
-    X(MH_EV_TAG, 23, "tag")                      /* addr=tensor data, aux=mh_tensor_role, str=name */
+#define MH_EVENT_KIND_LIST(X)                                                                      \
+    /* caching allocator (meaning of addr/size as in PyTorch's TraceEntry) */                      \
+    X(MH_EV_ALLOC, 0, "alloc")                   /* addr=block, size=requested */                  \
+    X(MH_EV_FREE_REQUESTED, 1, "free_requested") /* addr=block, size=requested */                  \
+    X(MH_EV_FREE_COMPLETED, 2, "free_completed") /* addr=block, size=requested */                  \
+    X(MH_EV_SEGMENT_ALLOC, 3, "segment_alloc")   /* addr=segment, size=segment */                  \
+    X(MH_EV_SEGMENT_FREE, 4, "segment_free")     /* addr=segment, size=segment */                  \
+    X(MH_EV_SEGMENT_MAP, 5, "segment_map")       /* expandable: mapped range */                    \
+    X(MH_EV_SEGMENT_UNMAP, 6, "segment_unmap")   /* expandable: unmapped range */                  \
+    X(MH_EV_OOM, 7, "oom")                       /* addr=device free, size=rounded */              \
+    X(MH_EV_SNAPSHOT, 8, "snapshot")             /* size=active bytes */                           \
+    /* driver level (CUPTI); aux = enum mh_memory_kind */                                          \
+    X(MH_EV_DRIVER_ALLOC, 9, "driver_alloc")                                                       \
+    X(MH_EV_DRIVER_FREE, 10, "driver_free")                                                        \
+    /* training structure; aux = step number or enum mh_phase */                                   \
+    X(MH_EV_STEP_BEGIN, 11, "step_begin")                                                          \
+    X(MH_EV_STEP_END, 12, "step_end")                                                              \
+    X(MH_EV_PHASE, 13, "phase")             /* a phase starts; aux=mh_phase */                     \
+    X(MH_EV_MARK, 14, "mark")               /* str=name */                                         \
+    X(MH_EV_RANGE_BEGIN, 15, "range_begin") /* str=name, thread */                                 \
+    X(MH_EV_RANGE_END, 16, "range_end")     /* str=name, thread */                                 \
+    /* device activity; time_ns=start, dur_ns=duration */                                          \
+    X(MH_EV_KERNEL, 17, "kernel")     /* str=name, correlation */                                  \
+    X(MH_EV_MEMCPY, 18, "memcpy")     /* size=bytes, aux=copy kind */                              \
+    X(MH_EV_MEMSET, 19, "memset")     /* size=bytes */                                             \
+    X(MH_EV_API_CALL, 20, "api_call") /* str=name, thread, correlation */                          \
+    /* program structure (torch module hooks); thread = the thread it applies to */                \
+    X(MH_EV_SCOPE_ENTER, 21, "scope_enter") /* str=module path, aux=mh_phase */                    \
+    X(MH_EV_SCOPE_EXIT, 22, "scope_exit")   /* str=module path, aux=mh_phase */                    \
+    X(MH_EV_TAG, 23, "tag")                 /* addr=tensor data, aux=mh_tensor_role, str=name */
 
 enum mh_event_kind {
 #define MH_X_KIND(name, value, text) name = value,
     MH_EVENT_KIND_LIST(MH_X_KIND)
 #undef MH_X_KIND
-    MH_EV_KIND_COUNT
+        MH_EV_KIND_COUNT
 };
 
 /* Memory kinds of driver-level allocations (values as CUPTI's memory kinds). */
@@ -118,26 +118,26 @@ enum mh_event_flag {
 /* One event. 88 bytes, plain data, copied by value. Strings, frames and stacks
  * are ids interned in the recorder (0 means none). */
 struct mh_event {
-    uint64_t time_ns;  /* ns since the Unix epoch (CLOCK_REALTIME) */
-    uint64_t addr;     /* address; OOM: free device bytes reported by CUDA */
-    uint64_t size;     /* bytes, see the kind list */
-    uint64_t stream;   /* raw stream handle (allocator) or CUDA stream id */
+    uint64_t time_ns; /* ns since the Unix epoch (CLOCK_REALTIME) */
+    uint64_t addr;    /* address; OOM: free device bytes reported by CUDA */
+    uint64_t size;    /* bytes, see the kind list */
+    uint64_t stream;  /* raw stream handle (allocator) or CUDA stream id */
     union {
         uint64_t dur_ns;     /* duration for kernels, copies, API calls */
         uint64_t block_size; /* alloc: the block's real size when known (an
                               * imported snapshot's block), 0 = the rounded size */
     };
-    uint64_t ctx;      /* MH_EVF_CTX_TOKEN: opaque token for the resolver */
-    uint32_t pool[2];  /* memory pool id; {0,0} is the default pool */
-    uint32_t stack;    /* interned stack id */
-    uint32_t str;      /* interned string: user metadata or name */
-    uint32_t str2;     /* interned string: compile context (allocator events) */
-    uint32_t thread;   /* OS thread id */
+    uint64_t ctx;         /* MH_EVF_CTX_TOKEN: opaque token for the resolver */
+    uint32_t pool[2];     /* memory pool id; {0,0} is the default pool */
+    uint32_t stack;       /* interned stack id */
+    uint32_t str;         /* interned string: user metadata or name */
+    uint32_t str2;        /* interned string: compile context (allocator events) */
+    uint32_t thread;      /* OS thread id */
     uint32_t correlation; /* CUPTI correlation id */
-    uint32_t aux;      /* step number, memory kind, phase or copy kind */
-    int16_t device;    /* device index, -1 for host */
-    uint8_t kind;      /* enum mh_event_kind */
-    uint8_t flags;     /* enum mh_event_flag bits */
+    uint32_t aux;         /* step number, memory kind, phase or copy kind */
+    int16_t device;       /* device index, -1 for host */
+    uint8_t kind;         /* enum mh_event_kind */
+    uint8_t flags;        /* enum mh_event_flag bits */
 };
 
 /* Name of an event kind as used in files and outputs ("alloc", ...);

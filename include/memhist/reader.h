@@ -26,20 +26,20 @@ struct mh_frame {
 
 struct mh_device_info {
     int device;
-    const char *name; /* borrowed; "" if unknown */
+    const char *name;     /* borrowed; "" if unknown */
     uint64_t total_bytes; /* 0 if unknown */
 };
 
 /* What the trailer says, and what the reader saw. */
 struct mh_file_summary {
     uint32_t format_version;
-    int has_trailer;           /* the file was closed properly */
+    int has_trailer;                           /* the file was closed properly */
     uint64_t events_by_kind[MH_EV_KIND_COUNT]; /* counted while reading */
-    uint64_t events;           /* total events read */
-    uint64_t dropped;          /* events the recorder dropped (trailer) */
-    int damaged;               /* reading stopped early */
-    uint64_t damage_offset;    /* byte offset where reading stopped */
-    uint64_t first_time_ns, last_time_ns; /* span of event times (0 if none) */
+    uint64_t events;                           /* total events read */
+    uint64_t dropped;                          /* events the recorder dropped (trailer) */
+    int damaged;                               /* reading stopped early */
+    uint64_t damage_offset;                    /* byte offset where reading stopped */
+    uint64_t first_time_ns, last_time_ns;      /* span of event times (0 if none) */
 };
 
 /* Opens a file ("-" = stdin). Fails only if the file cannot be opened or does

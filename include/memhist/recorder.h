@@ -34,8 +34,8 @@ typedef void (*mh_token_release_fn)(void *user, uint64_t token);
 /* Options; all-zero means defaults. */
 struct mh_recorder_opts {
     uint32_t thread_buffer_events; /* per-thread capacity, 0 = 65536 */
-    uint32_t flush_interval_ms;    /* periodic write, 0 = 20 ms (must be <= 1000 for the 1 s bound) */
-    const char *source;            /* "recorded" (default), "simulated", "imported" */
+    uint32_t flush_interval_ms; /* periodic write, 0 = 20 ms (must be <= 1000 for the 1 s bound) */
+    const char *source;         /* "recorded" (default), "simulated", "imported" */
     mh_stack_resolver_fn resolve_stack;
     mh_token_release_fn release_token;
     void *resolver_user;

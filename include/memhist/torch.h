@@ -42,17 +42,17 @@ enum mh_torch_stacks {
 
 /* Options; all-zero means defaults. */
 struct mh_torch_opts {
-    int stacks;               /* enum mh_torch_stacks */
-    int op_ranges;            /* non-zero: record USER_SCOPE record_function ranges */
-    uint32_t ctx_slots;       /* per-thread in-flight stack contexts, 0 = 16384 */
+    int stacks;                /* enum mh_torch_stacks */
+    int op_ranges;             /* non-zero: record USER_SCOPE record_function ranges */
+    uint32_t ctx_slots;        /* per-thread in-flight stack contexts, 0 = 16384 */
     const char *torch_version; /* written as meta "torch_version"; NULL = the headers' */
-    int max_frames;           /* frames kept per stack, innermost first: 1..MH_TORCH_FRAMES_MAX,
-                                 0 = MH_TORCH_FRAMES_MAX */
-    int caller_steps;         /* non-zero: the caller reports optimizer steps
-                                 (mh_torch_optimizer_step) and, while a profiler
-                                 runs, asks for its ranges (mh_torch_watch_ranges);
-                                 the bridge then registers its record_function
-                                 callback only for those ranges or op_ranges */
+    int max_frames;            /* frames kept per stack, innermost first: 1..MH_TORCH_FRAMES_MAX,
+                                  0 = MH_TORCH_FRAMES_MAX */
+    int caller_steps;          /* non-zero: the caller reports optimizer steps
+                                  (mh_torch_optimizer_step) and, while a profiler
+                                  runs, asks for its ranges (mh_torch_watch_ranges);
+                                  the bridge then registers its record_function
+                                  callback only for those ranges or op_ranges */
 };
 
 /* Fills the resolver fields of recorder options (resolve_stack,

@@ -20,7 +20,7 @@ extern "C" {
 struct mh_writer;
 
 struct mh_writer_opts {
-    const char *source; /* "recorded" (default), "simulated", "imported" */
+    const char *source;    /* "recorded" (default), "simulated", "imported" */
     uint32_t chunk_events; /* events per chunk before it is sealed, 0 = 4096 */
 };
 

@@ -23,9 +23,10 @@ static int add_observers(struct mh__analysis *a, const struct mh__analysis_want 
     struct mh__observer lt = {"lifetimes", a->lt, NULL, observe_lifetimes, finish_lifetimes};
     int rc = mh__session_observe(a->session, &lt);
     if (rc == 0 && want && want->whatif && (rc = mh__whatif_source_new(&a->whatif)) == 0) {
-        mh__whatif_source_expect(a->whatif, want->whatif == MH__WANT_WHATIF_OOM
-                                                ? mh__whatif_expect_baseline
-                                                : mh__report_trend_expect, NULL);
+        mh__whatif_source_expect(a->whatif,
+                                 want->whatif == MH__WANT_WHATIF_OOM ? mh__whatif_expect_baseline
+                                                                     : mh__report_trend_expect,
+                                 NULL);
         rc = mh__session_observe(a->session, mh__whatif_source_observer(a->whatif));
     }
     if (rc == 0 && want && want->peak_groups && (rc = mh__peak_groups_new(&a->peaks)) == 0)
@@ -36,7 +37,8 @@ static int add_observers(struct mh__analysis *a, const struct mh__analysis_want 
 }
 
 /* The first pass over the session just opened (a->session). */
-static int first_pass(const char *path, const struct mh__analysis_want *want, struct mh__analysis *a)
+static int first_pass(const char *path, const struct mh__analysis_want *want,
+                      struct mh__analysis *a)
 {
     int rc;
     if ((rc = mh__lifetimes_new(&a->lt)) == 0)
@@ -60,7 +62,8 @@ static int first_pass(const char *path, const struct mh__analysis_want *want, st
     return 0;
 }
 
-int mh__analysis_open(const char *path, const struct mh__analysis_want *want, struct mh__analysis *a)
+int mh__analysis_open(const char *path, const struct mh__analysis_want *want,
+                      struct mh__analysis *a)
 {
     memset(a, 0, sizeof *a);
     int rc = mh__session_open(path, &a->session);

@@ -7,12 +7,12 @@
 #ifndef MH_ANALYSIS_ANALYSIS_H
 #define MH_ANALYSIS_ANALYSIS_H
 
-#include "replay_file.h"
-#include "layers.h"
 #include "categories.h"
-#include "whatif_check.h"
 #include "device_report.h"
 #include "growth.h"
+#include "layers.h"
+#include "replay_file.h"
+#include "whatif_check.h"
 
 /* What to gather besides lifetimes. */
 struct mh__analysis_want {
@@ -29,13 +29,13 @@ enum { MH__WANT_WHATIF_TREND = 1, MH__WANT_WHATIF_OOM = 2 };
 
 struct mh__analysis {
     struct mh__session *session;
-    struct mh__replay rp; /* the session after its full pass */
-    struct mh_model *model; /* the model of that pass (rp.model), owned */
-    struct mh__lifetimes *lt; /* that pass's lifetimes: spans, facts, curves and the
-                              * records live at each device's allocated peak */
-    struct mh__whatif_source *whatif;  /* NULL unless wanted */
-    struct mh__peak_groups *peaks;     /* NULL unless wanted */
-    struct mh__growth *growth;         /* NULL unless wanted */
+    struct mh__replay rp;             /* the session after its full pass */
+    struct mh_model *model;           /* the model of that pass (rp.model), owned */
+    struct mh__lifetimes *lt;         /* that pass's lifetimes: spans, facts, curves and the
+                                       * records live at each device's allocated peak */
+    struct mh__whatif_source *whatif; /* NULL unless wanted */
+    struct mh__peak_groups *peaks;    /* NULL unless wanted */
+    struct mh__growth *growth;        /* NULL unless wanted */
 };
 
 /* Opens and replays `path` once (reports a one-line error naming the file

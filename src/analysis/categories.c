@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "category_rule.h"
 #include "grow.h"
+#include "memhist/error.h"
 
 const char *mh__category_name(int category)
 {
@@ -16,8 +16,9 @@ const char *mh__category_name(int category)
     return category >= 0 && category < MH__CAT_COUNT ? names[category] : "unknown";
 }
 
-void mh__alloc_rec_fill(struct mh__alloc_rec *r, const struct mh_model *m, const struct mh_event *ev,
-                        const struct mh_apply_result *res, uint64_t index, int forward_seen)
+void mh__alloc_rec_fill(struct mh__alloc_rec *r, const struct mh_model *m,
+                        const struct mh_event *ev, const struct mh_apply_result *res,
+                        uint64_t index, int forward_seen)
 {
     memset(r, 0, sizeof *r);
     r->alloc_index = index;
@@ -79,10 +80,10 @@ int mh__category_of(const struct mh__alloc_rec *r, const struct mh__cat_facts *f
     switch (r->alloc_phase) {
     case MH_PHASE_FORWARD:
         return (freed ? r->free_step : newest) >= r->alloc_step + 2 ? MH__CAT_UNKNOWN
-                                                                     : MH__CAT_ACTIVATION;
+                                                                    : MH__CAT_ACTIVATION;
     case MH_PHASE_BACKWARD:
         return f->grads_tagged && !freed && r->alloc_index < f->ended_before ? MH__CAT_UNKNOWN
-                                                                              : MH__CAT_GRADIENT;
+                                                                             : MH__CAT_GRADIENT;
     case MH_PHASE_OPTIMIZER: return f->tagged ? MH__CAT_UNKNOWN : MH__CAT_OPTIMIZER_STATE;
     default: return MH__CAT_UNKNOWN;
     }
@@ -105,9 +106,10 @@ struct mh__livecat {
     int64_t last_step, first_step; /* first_step: smallest step >= 0 seen, INT64_MAX if none */
     int forward_seen;
     int tagged, grads_tagged;
-    uint64_t ended_before; /* index of the last STEP_END + 1, 0 = none yet */
-    int step_ended; /* a STEP_END was seen */
-    int64_t newest[MH__NEWEST_DEVICES]; /* per device, the newest step of a block's allocation or free */
+    uint64_t ended_before;              /* index of the last STEP_END + 1, 0 = none yet */
+    int step_ended;                     /* a STEP_END was seen */
+    int64_t newest[MH__NEWEST_DEVICES]; /* per device, the newest step of a block's allocation or
+                                           free */
 };
 
 int mh__livecat_new(struct mh__livecat **out)
@@ -157,7 +159,8 @@ static void livecat_fill(const struct mh__livecat *lc, const struct livecat_slot
     end->tag = sl->tag;
     end->size = sl->rec.size;
     end->device = sl->rec.device;
-    end->category = (uint8_t)mh__category_of(&sl->rec, &f, mh__newest_on(lc->newest, sl->rec.device));
+    end->category =
+        (uint8_t)mh__category_of(&sl->rec, &f, mh__newest_on(lc->newest, sl->rec.device));
     end->ended = 0;
 }
 
@@ -173,8 +176,8 @@ static struct livecat_slot *livecat_slot_of(struct mh__livecat *lc, const uint32
     return sl->used && sl->rec.addr == addr && sl->rec.device == device ? sl : NULL;
 }
 
-static int livecat_alloc(struct mh__livecat *lc, const struct mh_model *m, const struct mh_event *ev,
-                         const struct mh_apply_result *res, uint64_t tag)
+static int livecat_alloc(struct mh__livecat *lc, const struct mh_model *m,
+                         const struct mh_event *ev, const struct mh_apply_result *res, uint64_t tag)
 {
     uint32_t idx;
     if (livecat_take(lc, &idx) < 0)
@@ -196,7 +199,8 @@ static int livecat_on_free(struct mh__livecat *lc, const struct mh_model *m,
                            const struct mh_event *ev, const struct mh_apply_result *res,
                            struct mh__livecat_end *end)
 {
-    struct livecat_slot *sl = livecat_slot_of(lc, res ? res->block_words : NULL, ev->device, ev->addr);
+    struct livecat_slot *sl =
+        livecat_slot_of(lc, res ? res->block_words : NULL, ev->device, ev->addr);
     if (!sl)
         return 0;
     int completed = ev->kind == MH_EV_FREE_COMPLETED;
@@ -218,7 +222,8 @@ static int livecat_on_free(struct mh__livecat *lc, const struct mh_model *m,
 }
 
 int mh__livecat_observe(struct mh__livecat *lc, const struct mh_model *m, const struct mh_event *ev,
-                        const struct mh_apply_result *res, uint64_t tag, struct mh__livecat_end *end)
+                        const struct mh_apply_result *res, uint64_t tag,
+                        struct mh__livecat_end *end)
 {
     lc->nevents++;
     int64_t step = mh_model_current_step(m);

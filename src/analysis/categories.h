@@ -58,20 +58,20 @@ struct mh__alloc_rec {
     uint64_t alloc_index, free_index; /* event indices; free_index MH__NEVER if alive at the end */
     uint64_t addr, size, requested;   /* block address, block size, requested bytes */
     int64_t alloc_step, free_step;
-    uint32_t stack, str;              /* allocation stack and user metadata */
-    uint32_t tag_str;                 /* the name MH_EV_TAG gave it (a parameter's
-                                       * "transformer.h.0.mlp.c_fc.weight"), 0 = none */
-    uint32_t out_str;                 /* the last module that returned it (MH_ROLE_OUTPUT:
-                                       * "transformer.h.0"), 0 = none */
+    uint32_t stack, str; /* allocation stack and user metadata */
+    uint32_t tag_str;    /* the name MH_EV_TAG gave it (a parameter's
+                          * "transformer.h.0.mlp.c_fc.weight"), 0 = none */
+    uint32_t out_str;    /* the last module that returned it (MH_ROLE_OUTPUT:
+                          * "transformer.h.0"), 0 = none */
     int16_t device;
-    uint8_t alloc_phase, free_phase;  /* enum mh_phase */
-    uint8_t before_forward;           /* allocated in a step before its forward phase */
-    uint8_t role;                     /* enum mh_tensor_role from MH_EV_TAG, 0 = none */
-    uint8_t category;                 /* enum mh__category, once classified */
-    uint8_t freed_elsewhere;          /* freed by another thread than the one that allocated it */
-    uint32_t thread;                  /* the allocating thread */
-    uint32_t user[2];                 /* the values a consumer of the lifetimes gives it
-                                       * when it begins (mh__life_change), 0 before */
+    uint8_t alloc_phase, free_phase; /* enum mh_phase */
+    uint8_t before_forward;          /* allocated in a step before its forward phase */
+    uint8_t role;                    /* enum mh_tensor_role from MH_EV_TAG, 0 = none */
+    uint8_t category;                /* enum mh__category, once classified */
+    uint8_t freed_elsewhere;         /* freed by another thread than the one that allocated it */
+    uint32_t thread;                 /* the allocating thread */
+    uint32_t user[2];                /* the values a consumer of the lifetimes gives it
+                                      * when it begins (mh__life_change), 0 before */
 };
 
 /* Where each step starts in the event sequence. */
@@ -220,11 +220,11 @@ int mh__lifetimes_live_by_category(const struct mh__lifetimes *lt, int device, u
 struct mh__livecat;
 
 struct mh__livecat_end {
-    uint64_t tag;      /* given when the allocation was observed */
-    uint64_t size;     /* block bytes (the model's allocated delta) */
+    uint64_t tag;  /* given when the allocation was observed */
+    uint64_t size; /* block bytes (the model's allocated delta) */
     int16_t device;
-    uint8_t category;  /* enum mh__category */
-    uint8_t ended;     /* 1 on the event that ends its life, 0 on a later free_completed */
+    uint8_t category; /* enum mh__category */
+    uint8_t ended;    /* 1 on the event that ends its life, 0 on a later free_completed */
 };
 
 int mh__livecat_new(struct mh__livecat **out);

@@ -28,8 +28,9 @@ int mh__category_of(const struct mh__alloc_rec *r, const struct mh__cat_facts *f
 
 /* A record of the allocation `ev` (event number `index`) as the model
  * applied it: its block, stack, scope, step and phase. */
-void mh__alloc_rec_fill(struct mh__alloc_rec *r, const struct mh_model *m, const struct mh_event *ev,
-                        const struct mh_apply_result *res, uint64_t index, int forward_seen);
+void mh__alloc_rec_fill(struct mh__alloc_rec *r, const struct mh_model *m,
+                        const struct mh_event *ev, const struct mh_apply_result *res,
+                        uint64_t index, int forward_seen);
 
 /* Which of the model's block words (MH_BLOCK_WORDS) each observer of a
  * pass keeps its handle of an allocation in: one pass has at most one

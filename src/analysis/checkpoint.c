@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "layers_int.h"
+#include "memhist/error.h"
 
 static struct mh__lgroup *group_of(const struct mh__layers *ly, size_t i)
 {
@@ -179,4 +179,3 @@ int mh__chunk_fill_groups(struct mh__layers *ly)
         attribute_peak_span(ly);
     return rc;
 }
-

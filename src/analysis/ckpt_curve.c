@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
-#include "layers_int.h"
 #include "grow.h"
+#include "layers_int.h"
+#include "memhist/error.h"
 
 /* An entry before sorting: at chunk-relative event `rel`, a spike (kind 0,
  * evaluated before the event) or a change (kind 1) of `layer`. */
@@ -96,8 +96,8 @@ static int make_entries(struct mh__csum *s)
     for (size_t i = 0; i < s->nitems; i++) {
         const struct mh__citem *it = &s->items[i];
         int new_point = i == 0 || it->rel != s->items[i - 1].rel;
-        int same = !new_point && it->kind == s->items[i - 1].kind &&
-                   it->layer == s->items[i - 1].layer;
+        int same =
+            !new_point && it->kind == s->items[i - 1].kind && it->layer == s->items[i - 1].layer;
         if (new_point) {
             if (MH__GROW(s->pts, s->npts, s->cappts, 64) < 0)
                 return MH_ENOMEM;
@@ -106,7 +106,8 @@ static int make_entries(struct mh__csum *s)
         struct mh__cpoint *p = &s->pts[s->npts - 1];
         if (same) {
             struct mh__centry *e = &s->ents[s->nents - 1];
-            e->value = it->kind ? e->value + it->value : (it->value > e->value ? it->value : e->value);
+            e->value =
+                it->kind ? e->value + it->value : (it->value > e->value ? it->value : e->value);
             continue;
         }
         if (MH__GROW(s->ents, s->nents, s->capents, 256) < 0)

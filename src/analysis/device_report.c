@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "analysis.h"
 #include "device_report.h"
+#include "memhist/error.h"
 
 static int build_device(const struct mh__analysis *a, const struct mh__lifetimes *at_peaks,
                         int device, size_t top, struct mh__device_report *d)

@@ -6,10 +6,10 @@
 #ifndef MH_ANALYSIS_DEVICE_REPORT_H
 #define MH_ANALYSIS_DEVICE_REPORT_H
 
-#include "replay_file.h"
 #include "categories.h"
-#include "whatif_check.h"
 #include "growth.h"
+#include "replay_file.h"
+#include "whatif_check.h"
 
 struct mh__stack_group {
     uint32_t stack;
@@ -28,10 +28,10 @@ struct mh__device_report {
     uint64_t live_at_peak_bytes, live_at_peak_count;
     uint64_t category_at_peak[MH__CAT_COUNT]; /* block bytes live at the allocated peak */
     struct mh__frag_trend {
-        size_t steps;                  /* 0: fewer than two steps, no trend */
+        size_t steps; /* 0: fewer than two steps, no trend */
         int64_t first_step, last_step;
         int64_t reserved_growth, allocated_growth; /* last minus first step peak */
-        int fragmenting;               /* reserved grows while allocated does not */
+        int fragmenting;                           /* reserved grows while allocated does not */
         int whatif_ok;
         uint64_t whatif_peak_reserved; /* with expandable_segments:True */
         /* when fragmenting: the replay under the recorded settings checks
@@ -41,7 +41,7 @@ struct mh__device_report {
     } trend;
     struct mh__growth_entry *growth; /* groups growing across steps, largest first */
     size_t ngrowth;
-    uint32_t growth_window;         /* K of growth.h; 0: too few steps to tell */
+    uint32_t growth_window; /* K of growth.h; 0: too few steps to tell */
 };
 
 /* The reports of the devices of one file opened as an analysis (with the

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "addrmap.h"
 #include "analysis.h"
 #include "diff.h"
 #include "grow.h"
+#include "memhist/error.h"
 #include "stacks.h"
 
 /* Names with their bytes in A and B, found by name. */
@@ -113,7 +113,7 @@ static int common_steps(const struct mh__analysis *run[2], struct mh__diff *d)
             mh__step_find(mb, d->device[1], a.step, &b) != 0)
             continue;
         d->steps[d->nsteps++] = (struct mh__diff_step){a.step, a.peak_allocated, b.peak_allocated,
-                                                      a.peak_reserved, b.peak_reserved};
+                                                       a.peak_reserved, b.peak_reserved};
     }
     return 0;
 }
@@ -125,7 +125,9 @@ int mh__diff_runs(const struct mh__analysis *run[2], const int dev[2], struct mh
     memset(out, 0, sizeof *out);
     for (int s = 0; s < 2; s++) {
         const struct mh_model *m = run[s]->rp.model;
-        out->device[s] = dev[s] >= 0 ? dev[s] : mh_model_device_count(m) ? mh_model_device_at(m, 0) : 0;
+        out->device[s] = dev[s] >= 0                ? dev[s]
+                         : mh_model_device_count(m) ? mh_model_device_at(m, 0)
+                                                    : 0;
         mh_model_peak_allocated(m, out->device[s], &out->allocated[s]);
         mh_model_peak_reserved(m, out->device[s], &out->reserved[s]);
     }

@@ -27,8 +27,8 @@ struct mh__diff_step {
 struct mh__diff {
     int device[2];
     struct mh_peak allocated[2], reserved[2];
-    struct mh__diff_step *steps; /* in A's order */
-    size_t nsteps, steps_a;     /* the common steps, A's steps */
+    struct mh__diff_step *steps;             /* in A's order */
+    size_t nsteps, steps_a;                  /* the common steps, A's steps */
     struct mh__named_delta *layers, *stacks; /* largest change first, then by name */
     size_t nlayers, nstacks;
 };

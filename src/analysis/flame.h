@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memhist/reader.h"
 #include "categories.h"
+#include "memhist/reader.h"
 
 #define MH__FLAME_NONE UINT32_MAX
 #define MH__FLAME_NO_MODULE "<no module>"
@@ -38,11 +38,11 @@ struct mh__flame_node {
     const char *name;   /* safe frame name (owned by the tree) */
     const char *detail; /* longer safe text for titles ("file:line func"), or NULL */
     uint32_t parent, first_child, next_sibling; /* MH__FLAME_NONE when absent */
-    uint32_t depth;     /* root 0 */
-    uint8_t kind;       /* enum mh__flame_kind */
-    uint64_t bytes;     /* this node and everything under it */
-    uint64_t self;      /* allocations whose path ends here */
-    uint64_t count;     /* allocations under it */
+    uint32_t depth;                             /* root 0 */
+    uint8_t kind;                               /* enum mh__flame_kind */
+    uint64_t bytes;                             /* this node and everything under it */
+    uint64_t self;                              /* allocations whose path ends here */
+    uint64_t count;                             /* allocations under it */
     uint64_t by_category[MH__CAT_COUNT];
 };
 

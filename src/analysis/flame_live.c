@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "addrmap.h"
 #include "flame.h"
 #include "layer_names.h"
+#include "memhist/error.h"
 #include "stacks.h"
 
 #define MAX_PARTS 512
@@ -108,8 +108,8 @@ static int leaf_of(struct mh__flame *f, const struct mh_reader *r, const struct 
         rc = mh__flame_path(f, 0, &none, NULL, 1, MH__FLAME_OTHER, &at);
     }
     stack_parts(p, r, rec->stack);
-    int kind =
-        p->n == 1 && strcmp(p->names[0], MH__FLAME_NO_STACK) == 0 ? MH__FLAME_OTHER : MH__FLAME_FRAME;
+    int kind = p->n == 1 && strcmp(p->names[0], MH__FLAME_NO_STACK) == 0 ? MH__FLAME_OTHER
+                                                                         : MH__FLAME_FRAME;
     return rc ? rc : mh__flame_path(f, at, p->names, p->details, p->n, kind, leaf);
 }
 

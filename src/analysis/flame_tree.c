@@ -183,7 +183,8 @@ void mh__flame_finish(struct mh__flame *f)
     sort_tree = f;
     for (size_t i = 0; i < f->n; i++) {
         size_t k = 0;
-        for (uint32_t c = f->nodes[i].first_child; c != MH__FLAME_NONE; c = f->nodes[c].next_sibling)
+        for (uint32_t c = f->nodes[i].first_child; c != MH__FLAME_NONE;
+             c = f->nodes[c].next_sibling)
             kids[k++] = c;
         if (k < 2)
             continue;

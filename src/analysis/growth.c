@@ -9,8 +9,8 @@
 
 #include "addrmap.h"
 #include "category_rule.h"
-#include "growth.h"
 #include "grow.h"
+#include "growth.h"
 
 #define RING 9 /* K at most 8, plus the end before the window */
 #define MAX_K 8
@@ -27,7 +27,7 @@ struct grp {
 
 /* A live allocation, named by its block's MH__WORD_GROWTH word (index + 1). */
 struct live_block {
-    uint32_t grp;  /* index + 1 in groups; 0 = free slot */
+    uint32_t grp; /* index + 1 in groups; 0 = free slot */
     int16_t device;
     uint64_t addr, size;
 };
@@ -39,9 +39,9 @@ struct mh__growth {
     struct mh__hmap *bykey; /* per device: rotl(stack << 32 | module, 6) -> group index + 1 */
     struct live_block *blk;
     size_t nblk, capblk;
-    uint32_t *freeblk;      /* free live_block slots */
+    uint32_t *freeblk; /* free live_block slots */
     size_t nfree, capfree;
-    size_t ends[NDEV];      /* step ends seen per device */
+    size_t ends[NDEV]; /* step ends seen per device */
     int64_t last_step[NDEV];
 };
 
@@ -258,8 +258,9 @@ int mh__growth_get(const struct mh__growth *g, int device, struct mh__growth_ent
             return MH_ENOMEM;
         }
         uint64_t now = p->ends[last % RING], then = p->ends[base % RING];
-        (*out)[(*n)++] = (struct mh__growth_entry){device, p->stack, p->module, (now - then) / *k,
-                                                  now, p->streak_start, p->grown, (uint32_t)steps};
+        (*out)[(*n)++] =
+            (struct mh__growth_entry){device, p->stack,        p->module, (now - then) / *k,
+                                      now,    p->streak_start, p->grown,  (uint32_t)steps};
     }
     if (*n)
         qsort(*out, *n, sizeof **out, by_rate_desc);

@@ -22,7 +22,8 @@ static double frag_at_peak(const struct mh_model *m, int dev, const struct mh_pe
 {
     struct mh_step_stats s;
     for (size_t i = 0; i < mh_model_step_count(m, dev); i++)
-        if (mh_model_step(m, dev, i, &s) == 0 && s.peak_reserved == reserved->value && s.peak_reserved)
+        if (mh_model_step(m, dev, i, &s) == 0 && s.peak_reserved == reserved->value &&
+            s.peak_reserved)
             return 1.0 - (double)s.allocated_at_reserved_peak / (double)s.peak_reserved;
     return -1.0;
 }
@@ -41,7 +42,8 @@ void mh__rank_row_fill(const struct mh__analysis *a, struct mh__rank_row *r)
     for (size_t d = 0; d < mh_model_device_count(m); d++) {
         int dev = mh_model_device_at(m, d);
         struct mh_peak p;
-        if (mh_model_peak_reserved(m, dev, &p) == 0 && (r->device < 0 || p.value > r->reserved.value)) {
+        if (mh_model_peak_reserved(m, dev, &p) == 0 &&
+            (r->device < 0 || p.value > r->reserved.value)) {
             r->device = dev;
             r->reserved = p;
         }
@@ -60,7 +62,8 @@ void mh__rank_row_fill(const struct mh__analysis *a, struct mh__rank_row *r)
 
 static int by_reserved(const void *x, const void *y)
 {
-    uint64_t a = ((const struct mh__rank_row *)x)->reserved.value, b = ((const struct mh__rank_row *)y)->reserved.value;
+    uint64_t a = ((const struct mh__rank_row *)x)->reserved.value,
+             b = ((const struct mh__rank_row *)y)->reserved.value;
     return a < b ? -1 : a > b;
 }
 

@@ -22,7 +22,7 @@ struct mh__rank_row {
     int helper;    /* a process the rank started: listed, left out of the spread */
     struct mh_peak alloc, reserved;
     size_t steps, ooms;
-    double frag;   /* at the reserved peak; < 0 when unknown */
+    double frag; /* at the reserved peak; < 0 when unknown */
 };
 
 struct mh__analysis;
@@ -41,8 +41,8 @@ size_t mh__job_worst(const uint64_t *reserved, const uint8_t *helper, size_t n);
 struct mh__job_spread {
     size_t max, min, far; /* row indices: the worst rank, the least, the farthest from the median */
     uint64_t median;
-    size_t tied;          /* rows sharing the max */
-    size_t far_tied;      /* rows as far from the median as `far` */
+    size_t tied;     /* rows sharing the max */
+    size_t far_tied; /* rows as far from the median as `far` */
 };
 
 /* The spread of peak reserved over the ranks' own processes (every file

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
-#include "layers_int.h"
 #include "grow.h"
+#include "layers_int.h"
+#include "memhist/error.h"
 
 /* Layer whose name is the module path `str`, or -1. The answer is cached
  * by string id; a miss remembers how many layers it looked at, so a layer
@@ -177,8 +177,8 @@ static int make_groups(struct mh__layers *ly, struct mh__hmap *map, struct pass_
         for (size_t g = 0; g < p->calls; g++) {
             if (MH__GROW(c->groups, c->ngroups, c->capgroups, 64) < 0)
                 return MH_ENOMEM;
-            c->groups[c->ngroups++] = (struct mh__lgroup){MH__NEVER, MH__NEVER, 0, 0,
-                                                          c->recs[i].span, c->recs[i].layer};
+            c->groups[c->ngroups++] =
+                (struct mh__lgroup){MH__NEVER, MH__NEVER, 0, 0, c->recs[i].span, c->recs[i].layer};
         }
     }
     for (size_t i = 0; i < c->nrecs; i++) {

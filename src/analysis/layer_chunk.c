@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
-#include "layers_int.h"
 #include "category_rule.h"
 #include "grow.h"
+#include "layers_int.h"
+#include "memhist/error.h"
 
 void mh__chunk_free(struct mh__chunk *c)
 {

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "addrmap.h"
+#include "memhist/error.h"
 #include "stacks.h"
 #include "utf8.h"
 
@@ -247,8 +247,8 @@ const char *mh__role_layer(int role)
     }
 }
 
-const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint32_t stack,
-                           int role, char *buf, size_t len)
+const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint32_t stack, int role,
+                           char *buf, size_t len)
 {
     const char *meta = str ? mh_reader_string(nm->r, str) : NULL;
     const char *by_role = mh__role_layer(role);

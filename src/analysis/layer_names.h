@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memhist/reader.h"
 #include "addrmap.h"
+#include "memhist/reader.h"
 
 /* Whether metadata `s` is a module path ("transformer.h.11.mlp",
  * "trunk_output.block1.block1-0"): dot-separated non-empty names without
@@ -22,7 +22,7 @@ struct mh__layer_namer {
     const char **paths;        /* distinct module paths of the allocations, sorted when ready */
     size_t *block;             /* per path, when ready: the length of its block, 0 if none */
     size_t npaths, cap;
-    struct mh__hmap seen;      /* string ids added */
+    struct mh__hmap seen; /* string ids added */
 };
 
 /* A namer with no paths yet: it cuts paths at an index only until its
@@ -46,7 +46,7 @@ const char *mh__role_layer(int role);
  * were tagged with a role (`role`, site_roles.h), that role's layer, the same
  * whichever library made them (model.to(), an optimizer behind a wrapper);
  * else the module classes of its stack, or its stack's label. Returns buf. */
-const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint32_t stack,
-                           int role, char *buf, size_t len);
+const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint32_t stack, int role,
+                           char *buf, size_t len);
 
 #endif

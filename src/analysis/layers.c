@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
-#include "layers_int.h"
 #include "analysis.h"
 #include "grow.h"
+#include "layers_int.h"
+#include "memhist/error.h"
 #include "stacks.h"
 
 static int add_layer(struct mh__layers *ly, const char *name)
@@ -91,8 +91,8 @@ static int make_steps(struct mh__layers *ly, const struct mh_model *m)
                 last->bytes = pp[s].bytes;
             }
         } else {
-            ly->steps[ly->nsteps++] = (struct mh__layer_step){passes[s].step, pp[s].index, pp[s].bytes,
-                                                             {SIZE_MAX, SIZE_MAX, SIZE_MAX}, {0}};
+            ly->steps[ly->nsteps++] = (struct mh__layer_step){
+                passes[s].step, pp[s].index, pp[s].bytes, {SIZE_MAX, SIZE_MAX, SIZE_MAX}, {0}};
         }
     }
     /* the span after the last step marker is no step of its own */
@@ -224,8 +224,8 @@ static void attribute_peak(struct mh__layers *ly)
     }
 }
 
-int mh__layers_analyze(const struct mh__analysis *a, int device, const uint64_t *keep,
-                       size_t nkeep, struct mh__layers **out)
+int mh__layers_analyze(const struct mh__analysis *a, int device, const uint64_t *keep, size_t nkeep,
+                       struct mh__layers **out)
 {
     struct mh__session *s = a->session;
     const struct mh__lifetimes *first = a->lt;

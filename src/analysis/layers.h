@@ -24,38 +24,36 @@
  * accumulation each micro-batch's forward and backward) and call of L's
  * module (layer_calls.c: a module called several times per pass has each
  * call recomputed at its own backward): L's backward starts at the first
- * allocation of the call's backward attributed to L. L's saved activations are the allocations it made in that pass's
- * forward (category activation) that are freed in that step's backward at
- * or after L's backward start; tensors freed before it (L's output, kept by the next
- * layer) or after the step (held by the program) are not dropped.
- * Checkpointing L moves the start of each saved activation's lifetime to L's
- * backward start (recomputation) and adds, at that moment, the recompute
- * transient: L's largest forward working set beyond its saved activations
- * (max over L's forward of its live forward allocations, minus the saved
- * ones). The estimated peak is the maximum of the allocated curve modified
- * this way, so a peak that moves elsewhere is accounted for. */
+ * allocation of the call's backward attributed to L. L's saved activations are the allocations it
+ * made in that pass's forward (category activation) that are freed in that step's backward at or
+ * after L's backward start; tensors freed before it (L's output, kept by the next layer) or after
+ * the step (held by the program) are not dropped. Checkpointing L moves the start of each saved
+ * activation's lifetime to L's backward start (recomputation) and adds, at that moment, the
+ * recompute transient: L's largest forward working set beyond its saved activations (max over L's
+ * forward of its live forward allocations, minus the saved ones). The estimated peak is the maximum
+ * of the allocated curve modified this way, so a peak that moves elsewhere is accounted for. */
 #ifndef MH_ANALYSIS_LAYERS_H
 #define MH_ANALYSIS_LAYERS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memhist/reader.h"
 #include "categories.h"
+#include "memhist/reader.h"
 #include "session.h"
 
 struct mh__layer_stats {
-    const char *name;              /* owned by the analysis */
-    uint64_t live_at_peak;         /* block bytes live at the allocated peak */
+    const char *name;      /* owned by the analysis */
+    uint64_t live_at_peak; /* block bytes live at the allocated peak */
     uint64_t by_category[MH__CAT_COUNT];
-    uint64_t saved_at_peak;        /* saved activations (peak step) live at the peak */
-    uint64_t saved_total;          /* all saved activations of the peak step */
-    uint64_t transient;            /* recompute transient (peak step) */
-    uint64_t forward_volume;       /* bytes allocated in the peak step's forward */
-    uint64_t reduction;            /* peak reduction if only this layer were checkpointed */
-    int candidate;                 /* has saved activations and a backward in the peak step */
-    int compiled;                  /* some of its allocations were made in code torch.compile
-                                    * generated (mh__stack_is_compiled) */
+    uint64_t saved_at_peak;  /* saved activations (peak step) live at the peak */
+    uint64_t saved_total;    /* all saved activations of the peak step */
+    uint64_t transient;      /* recompute transient (peak step) */
+    uint64_t forward_volume; /* bytes allocated in the peak step's forward */
+    uint64_t reduction;      /* peak reduction if only this layer were checkpointed */
+    int candidate;           /* has saved activations and a backward in the peak step */
+    int compiled;            /* some of its allocations were made in code torch.compile
+                              * generated (mh__stack_is_compiled) */
 };
 
 /* A step's allocated peak and the layers holding most at it. */
@@ -63,7 +61,7 @@ struct mh__layer_step {
     int64_t step;
     uint64_t index; /* event index of the step's allocated peak */
     uint64_t bytes;
-    size_t top[3];  /* layer indices, largest first; SIZE_MAX where fewer */
+    size_t top[3]; /* layer indices, largest first; SIZE_MAX where fewer */
     uint64_t top_bytes[3];
 };
 
@@ -76,8 +74,8 @@ struct mh__analysis;
  * live at the device's allocated peak, those live right after each of the
  * `nkeep` event indices `keep` (mh__layers_records). The analysis is
  * borrowed until mh__layers_free. */
-int mh__layers_analyze(const struct mh__analysis *a, int device, const uint64_t *keep,
-                       size_t nkeep, struct mh__layers **out);
+int mh__layers_analyze(const struct mh__analysis *a, int device, const uint64_t *keep, size_t nkeep,
+                       struct mh__layers **out);
 void mh__layers_free(struct mh__layers *ly);
 
 /* The allocated peak (from the lifetimes; equals the model's). */

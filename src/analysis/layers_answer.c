@@ -5,15 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "analysis.h"
 #include "layers_answer.h"
+#include "memhist/error.h"
 
 const char *mh__no_plan_name(int reason)
 {
-    static const char *const names[MH__NO_PLAN_COUNT] = {
-        NULL,        "compiled_code", "saving_under_1_percent", "no_module_scopes",
-        "unknown_categories", "no_gain", "no_saved_activations"};
+    static const char *const names[MH__NO_PLAN_COUNT] = {NULL,
+                                                         "compiled_code",
+                                                         "saving_under_1_percent",
+                                                         "no_module_scopes",
+                                                         "unknown_categories",
+                                                         "no_gain",
+                                                         "no_saved_activations"};
     return reason > 0 && reason < MH__NO_PLAN_COUNT ? names[reason] : NULL;
 }
 
@@ -66,7 +70,7 @@ static uint64_t compiled_activations(const struct mh__layers_answer *ans, size_t
 }
 
 static enum mh__no_plan no_plan_reason(const struct mh__analysis *a,
-                                      const struct mh__layers_answer *ans, uint64_t *bytes)
+                                       const struct mh__layers_answer *ans, uint64_t *bytes)
 {
     uint64_t lowest = ans->peak;
     for (size_t k = 0; k < ans->nranking; k++)

@@ -16,9 +16,9 @@
 #ifndef MH_ANALYSIS_LAYERS_INT_H
 #define MH_ANALYSIS_LAYERS_INT_H
 
-#include "layers.h"
-#include "layer_names.h"
 #include "addrmap.h"
+#include "layer_names.h"
+#include "layers.h"
 #include "session.h"
 #include "spool.h"
 
@@ -54,8 +54,8 @@ struct mh__cmark {
 /* The events of one step (or more, while an allocation of it may still be
  * saved for its backward) of the analysed device. */
 struct mh__chunk {
-    uint64_t lo;   /* index of its first event */
-    int64_t run0;  /* the allocated curve before it */
+    uint64_t lo;    /* index of its first event */
+    int64_t run0;   /* the allocated curve before it */
     int64_t *delta; /* the curve's change at each event from lo */
     size_t nev, capev;
     struct mh__crec *recs;
@@ -101,7 +101,7 @@ struct mh__layers {
     struct mh__hmap by_path; /* string id of a module path -> layer + 2 (1: no layer) */
     size_t nlayers, caplayers;
     struct mh__layer_stats *stats; /* by layer index */
-    char **names;                 /* by layer index */
+    char **names;                  /* by layer index */
     uint64_t peak, peak_index;
     int64_t peak_step;
     size_t peak_span;
@@ -109,8 +109,8 @@ struct mh__layers {
     uint64_t category_at_peak[MH__CAT_COUNT];
     struct mh__layer_step *steps; /* each step's peak and largest layers */
     size_t nsteps, next_step;
-    uint64_t *live; /* by layer: block bytes of the device live now */
-    int threaded;   /* mh__lifetimes_threaded of the first pass */
+    uint64_t *live;           /* by layer: block bytes of the device live now */
+    int threaded;             /* mh__lifetimes_threaded of the first pass */
     struct mh__lifetimes *lt; /* of the current pass; its kept records after the first */
     uint64_t *keep;
     size_t nkeep;
@@ -119,9 +119,9 @@ struct mh__layers {
     /* by layer, the estimated peak with that layer alone checkpointed so
      * far (grown with the layers) */
     uint64_t *single_peak;
-    uint64_t plain_peak; /* the curve's highest value over the chunks evaluated */
-    struct mh__csum sum;     /* the chunk's summary (scratch) */
-    struct mh__spool spool;  /* every chunk's summary, for the plan */
+    uint64_t plain_peak;    /* the curve's highest value over the chunks evaluated */
+    struct mh__csum sum;    /* the chunk's summary (scratch) */
+    struct mh__spool spool; /* every chunk's summary, for the plan */
     uint64_t nsummaries;
     size_t *plan_order;
     uint64_t *plan_after;

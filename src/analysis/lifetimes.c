@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
-#include "category_rule.h"
 #include "addrmap.h"
+#include "category_rule.h"
 #include "grow.h"
+#include "memhist/error.h"
 #include "site_roles.h"
 
 struct slot {
@@ -32,7 +32,7 @@ struct curve {
     struct mh__step_peak *pass_peaks; /* one per span of `passes` */
     size_t npeaks, cappeaks;
     struct mh__step_peak before; /* the highest point before the first span, which
-                                 * counts as the first span's */
+                                  * counts as the first span's */
     /* with kept peaks: the records live at the peak whose lives ended since */
     struct mh__alloc_rec *since;
     size_t nsince, capsince;
@@ -42,7 +42,7 @@ struct curve {
 struct first_pass {
     int known;
     struct mh__cat_facts facts;
-    int relabeled;          /* its first step was made set-up at relabel_index */
+    int relabeled; /* its first step was made set-up at relabel_index */
     uint64_t relabel_index;
     int64_t relabel_step;
 };
@@ -57,9 +57,9 @@ struct mh__lifetimes {
     struct slot *slots;
     size_t nslots, capslots;
     uint32_t free_head;
-    uint64_t *moments;    /* event indices to keep the live records of, sorted */
+    uint64_t *moments; /* event indices to keep the live records of, sorted */
     size_t nmoments, capmoments, next_moment;
-    int keep_peaks;       /* keep the records live at each device's allocated peak */
+    int keep_peaks; /* keep the records live at each device's allocated peak */
     struct mh__alloc_rec *kept;
     size_t nkept, capkept;
     struct mh__step_span *steps;
@@ -120,8 +120,8 @@ int mh__lifetimes_new_after(const struct mh__lifetimes *first, struct mh__lifeti
     int rc = mh__lifetimes_new(out);
     if (rc < 0)
         return rc;
-    (*out)->first = (struct first_pass){1, facts_of(first), first->relabeled,
-                                        first->relabel_index, first->relabel_step};
+    (*out)->first = (struct first_pass){1, facts_of(first), first->relabeled, first->relabel_index,
+                                        first->relabel_step};
     return 0;
 }
 
@@ -260,8 +260,8 @@ static void relabel_first_step(struct mh__lifetimes *lt, int64_t step, uint64_t 
 }
 
 /* Spans and phases at event `index`; returns 1 if a pass span began. */
-static int track_spans(struct mh__lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
-                       uint64_t index, int *rc)
+static int track_spans(struct mh__lifetimes *lt, const struct mh_model *m,
+                       const struct mh_event *ev, uint64_t index, int *rc)
 {
     int64_t step = mh_model_current_step(m);
     size_t passes = lt->npasses;

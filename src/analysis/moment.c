@@ -14,7 +14,8 @@ void mh__moment_in_model(const struct mh_model *m, int kind, int device, struct 
             if (mh_model_oom(m, i, &o) != 0 || (device >= 0 && o.device != device))
                 continue;
             if (!out->found || o.time_ns >= out->time_ns) /* the last one */
-                *out = (struct mh__moment){1, o.device, o.event_index, o.time_ns, o.step, o.request};
+                *out =
+                    (struct mh__moment){1, o.device, o.event_index, o.time_ns, o.step, o.request};
         }
         return;
     }

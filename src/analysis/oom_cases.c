@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "analysis.h"
+#include "memhist/error.h"
 #include "oom_int.h"
 
 /* Reads each case's state as the pass goes by its event. */
@@ -52,7 +52,8 @@ static int prepare(const struct mh__analysis *a, int device, const struct mh__oo
     if (rc < 0)
         return rc;
     struct mh__whatif_outcome recorded, base; /* the replay the cases share */
-    uint64_t usable = mh__whatif_recorded(in, &recorded) == 0 ? mh__whatif_capacity(in, &recorded) : 0;
+    uint64_t usable =
+        mh__whatif_recorded(in, &recorded) == 0 ? mh__whatif_capacity(in, &recorded) : 0;
     rc = mh__whatif_pick_ties(in, usable, &base);
     for (size_t i = 0; i < cs->n; i++) {
         struct mh__oom_case *c = &cs->c[i];

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag.h"
 #include "oom_explain.h"
 #include "oom_int.h"
 #include "whatif_check.h"
-#include "diag.h"
 
 const char *mh__oom_verdict_name(int verdict)
 {
@@ -28,7 +28,8 @@ static int add_free(void *user, const struct mh_segment_view *seg, const struct 
     if (blk->state != MH_BLOCK_INACTIVE)
         return 0;
     size_t i = 0;
-    while (i < c->nfree && !(c->free[i].stream == seg->stream && c->free[i].small_pool == seg->small_pool))
+    while (i < c->nfree &&
+           !(c->free[i].stream == seg->stream && c->free[i].small_pool == seg->small_pool))
         i++;
     if (i == c->nfree) {
         struct mh__free_stat *p = realloc(c->free, (c->nfree + 1) * sizeof *p);
@@ -205,8 +206,8 @@ static void suggest(const struct mh__analysis *a, const struct mh__whatif_input 
     int given = c->baseline_given && capacity == c->usable;
     memset(jobs, 0, sizeof jobs);
     if (!given) {
-        jobs[njobs].ro = (struct mh__sim_replay_opts){.conf = in->conf, .capacity = capacity,
-                                                     .use_oracle = 1};
+        jobs[njobs].ro =
+            (struct mh__sim_replay_opts){.conf = in->conf, .capacity = capacity, .use_oracle = 1};
         jobs[njobs].ro.progress_what = "replay under the recorded settings";
         jobs[njobs++].baseline = 1;
     }
@@ -293,7 +294,8 @@ static int oom_plan(struct mh__oom_case *c)
     drops_at_oom(c, drop);
     const struct mh_oom_info *o = &c->oom;
     uint64_t avail = o->reserved + o->device_free;
-    uint64_t need = o->allocated + o->request > avail ? o->allocated + o->request - avail : o->request;
+    uint64_t need =
+        o->allocated + o->request > avail ? o->allocated + o->request - avail : o->request;
     uint64_t sum = 0, transient = 0;
     uint8_t *used = calloc(nl ? nl : 1, 1);
     if (!used) {
@@ -328,8 +330,8 @@ void mh__oom_case_free(struct mh__oom_case *c)
     free(c->plan);
 }
 
-void mh__oom_setup(const struct mh__analysis *a, struct mh__layers *ly, const struct mh__oom_opts *o,
-                   struct mh__oom_case *c)
+void mh__oom_setup(const struct mh__analysis *a, struct mh__layers *ly,
+                   const struct mh__oom_opts *o, struct mh__oom_case *c)
 {
     const struct mh_model *m = a->rp.model;
     struct mh_peak p;
@@ -343,7 +345,8 @@ void mh__oom_setup(const struct mh__analysis *a, struct mh__layers *ly, const st
         /* at the peak there is no CUDA free figure: the capacity is unknown (0) */
         c->capacity = o->at_peak ? 0 : c->oom.reserved + c->oom.device_free;
         c->capacity_estimated = 1;
-    } else if (c->verdict != MH__OOM_VERDICT_NONE && c->capacity > c->oom.device_free + c->oom.reserved) {
+    } else if (c->verdict != MH__OOM_VERDICT_NONE &&
+               c->capacity > c->oom.device_free + c->oom.reserved) {
         c->outside = c->capacity - c->oom.device_free - c->oom.reserved;
     }
 }

@@ -4,8 +4,8 @@
 #ifndef MH_ANALYSIS_OOM_EXPLAIN_H
 #define MH_ANALYSIS_OOM_EXPLAIN_H
 
-#include "device_report.h"
 #include "analysis.h"
+#include "device_report.h"
 #include "whatif_check.h"
 
 struct mh__oom_opts {
@@ -14,7 +14,7 @@ struct mh__oom_opts {
 };
 
 enum mh__oom_verdict {
-    MH__OOM_VERDICT_NONE,          /* --at peak: nothing failed */
+    MH__OOM_VERDICT_NONE, /* --at peak: nothing failed */
     MH__OOM_VERDICT_FRAGMENTATION,
     MH__OOM_VERDICT_CROSS_STREAM,
     MH__OOM_VERDICT_EXHAUSTION
@@ -34,29 +34,29 @@ struct mh__named_bytes {
 
 struct mh__suggestion {
     char setting[96];
-    int ok;               /* the replay ran */
-    int in_effect;        /* the recording already ran with this setting */
-    uint64_t ooms;        /* OOMs of the what-if run */
+    int ok;        /* the replay ran */
+    int in_effect; /* the recording already ran with this setting */
+    uint64_t ooms; /* OOMs of the what-if run */
     uint64_t peak_reserved, peak_allocated;
 };
 
 struct mh__oom_case {
     int device;
-    struct mh_oom_info oom;       /* at peak: time, step, allocated, reserved, event_index */
+    struct mh_oom_info oom; /* at peak: time, step, allocated, reserved, event_index */
     struct mh_device_info info;
-    uint64_t capacity;            /* recorded total, else reserved + CUDA free (estimate) */
-    uint64_t usable;              /* set by the caller: what the recorded allocator could use
-                                   * (mh__whatif_capacity), which replays get; 0 = capacity */
+    uint64_t capacity; /* recorded total, else reserved + CUDA free (estimate) */
+    uint64_t usable;   /* set by the caller: what the recorded allocator could use
+                        * (mh__whatif_capacity), which replays get; 0 = capacity */
     int capacity_estimated;
-    int mid_run;                  /* an imported trace that starts mid-run (meta trace_start) */
-    double replay_match;          /* percent of the run's allocator events the replay under
-                                   * its own settings reproduces (-1: not replayed) */
-    int estimates;                /* the replay reproduces the run poorly (a match under
-                                   * MH__WHATIF_CHECKED_MATCH): no checks */
+    int mid_run;         /* an imported trace that starts mid-run (meta trace_start) */
+    double replay_match; /* percent of the run's allocator events the replay under
+                          * its own settings reproduces (-1: not replayed) */
+    int estimates;       /* the replay reproduces the run poorly (a match under
+                          * MH__WHATIF_CHECKED_MATCH): no checks */
     struct mh__whatif_outcome baseline; /* that replay (seeded from the trace's start) */
-    int baseline_given;           /* set by the caller with `baseline`: that replay at
-                                   * `usable`, not run again where the case replays there */
-    uint64_t outside;             /* capacity - CUDA free - reserved (0 if unknown) */
+    int baseline_given;                 /* set by the caller with `baseline`: that replay at
+                                         * `usable`, not run again where the case replays there */
+    uint64_t outside;                   /* capacity - CUDA free - reserved (0 if unknown) */
     int small_pool;
     int verdict;
     struct mh__free_stat *free;

@@ -25,8 +25,8 @@ struct mh__oom_replays {
 };
 
 /* The case's device information, capacity and what lies outside it. */
-void mh__oom_setup(const struct mh__analysis *a, struct mh__layers *ly, const struct mh__oom_opts *o,
-                   struct mh__oom_case *c);
+void mh__oom_setup(const struct mh__analysis *a, struct mh__layers *ly,
+                   const struct mh__oom_opts *o, struct mh__oom_case *c);
 /* Reads the allocator state of model `at` (the state right after the
  * case's event): free blocks, the figures at the peak, the live groups. */
 int mh__oom_read_state(const struct mh_model *at, struct mh__oom_case *c, size_t top);

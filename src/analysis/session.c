@@ -170,7 +170,8 @@ static int notify_event(struct mh__session *s, const struct mh_event *ev,
 
 /* Replays into `m`, calling the observers if `observe`; returns 0 at the
  * end or stop point, 1 if an observer ended the pass, < 0 on an error. */
-static int replay_events(struct mh__session *s, struct mh_model **m, uint64_t stop_after, int observe)
+static int replay_events(struct mh__session *s, struct mh_model **m, uint64_t stop_after,
+                         int observe)
 {
     struct mh_event ev;
     struct mh_apply_result res;
@@ -224,7 +225,8 @@ static int fail(const struct mh__session *s, int rc)
 }
 
 void mh__session_stop_before(struct mh__session *s,
-                             int (*fn)(void *user, struct mh__session *s, const struct mh_event *ev),
+                             int (*fn)(void *user, struct mh__session *s,
+                                       const struct mh_event *ev),
                              void *user)
 {
     s->stop_before = fn;

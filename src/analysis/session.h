@@ -73,7 +73,8 @@ int mh__session_run(struct mh__session *s, uint64_t stop_after);
  * before it (an output that finds where its window ends only when it sees
  * the first event past it). */
 void mh__session_stop_before(struct mh__session *s,
-                             int (*fn)(void *user, struct mh__session *s, const struct mh_event *ev),
+                             int (*fn)(void *user, struct mh__session *s,
+                                       const struct mh_event *ev),
                              void *user);
 
 /* One full pass (mh__session_run) with `o` added to the registered

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "grow.h"
+#include "memhist/error.h"
 #include "site_roles.h"
 
 static uint64_t site_key(uint32_t str, uint32_t stack)

@@ -23,7 +23,7 @@ struct mh__site_roles {
     struct mh__site_count {
         uint32_t tagged[MH_ROLE_OUTPUT]; /* records per role (PARAMETER .. OPTIMIZER_STATE) */
         uint32_t untagged;               /* records without a role since the first tagged */
-    } *counts;
+    } * counts;
     size_t n, cap;
 };
 

@@ -12,13 +12,13 @@
 struct mh__spool {
     unsigned char *buf; /* the bytes in memory, or the write/read buffer once spilled */
     size_t nbuf, capbuf;
-    uint64_t total;     /* bytes written */
-    uint64_t pos;       /* bytes read */
-    size_t bufpos;      /* reading: next byte of buf */
-    int fd;             /* the temporary file, -1 while in memory */
+    uint64_t total; /* bytes written */
+    uint64_t pos;   /* bytes read */
+    size_t bufpos;  /* reading: next byte of buf */
+    int fd;         /* the temporary file, -1 while in memory */
     int reading;
-    int no_file;        /* no temporary file could be made: all in memory */
-    int error;          /* the first MH_E* met */
+    int no_file; /* no temporary file could be made: all in memory */
+    int error;   /* the first MH_E* met */
 };
 
 void mh__spool_init(struct mh__spool *s);

@@ -4,8 +4,8 @@
  * that needs no second pass. */
 #include <stdlib.h>
 
-#include "device_report.h"
 #include "addrmap.h"
+#include "device_report.h"
 #include "grow.h"
 
 struct collect {
@@ -104,7 +104,7 @@ struct peak_dev {
     int device;
     struct mh__stack_group *since; /* per stack: bytes and count as unsigned deltas */
     size_t n, cap;
-    struct mh__hmap by_stack;     /* stack + 1 -> index + 1 in since */
+    struct mh__hmap by_stack; /* stack + 1 -> index + 1 in since */
 };
 
 struct mh__peak_groups {

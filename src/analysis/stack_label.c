@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+/* clang-format off */
 static const char *const internal_files[] = {
     /* torch installed, and the parts of a torch source tree that are plumbing */
     "-packages/torch/", "torch/nn/", "torch/_", "torch/autograd/", "torch/optim/", "torch/utils/",
@@ -21,17 +22,24 @@ static const char *const internal_files[] = {
     /* memhist's own capture and Python package */
     "libmemhist", "/memhist/_",
 };
+/* clang-format on */
 
 /* Function names that start with these belong to framework namespaces. */
 static const char *const internal_prefixes[] = {
-    "c10::", "at::", "torch::", "std::", "_Py", "PyEval", "PyObject_", "PyVectorcall",
-    "cfunction_", "method_vectorcall", "__libc_start",
+    "c10::",        "at::",       "torch::",           "std::",        "_Py", "PyEval", "PyObject_",
+    "PyVectorcall", "cfunction_", "method_vectorcall", "__libc_start",
 };
 
 /* Whole function names of framework glue and thread/process start-up. */
 static const char *const internal_names[] = {
-    "_call_impl", "_wrapped_call_impl", "__torch_function__", "start_thread", "clone", "clone3",
-    "_start", "execute_native_thread_routine",
+    "_call_impl",
+    "_wrapped_call_impl",
+    "__torch_function__",
+    "start_thread",
+    "clone",
+    "clone3",
+    "_start",
+    "execute_native_thread_routine",
 };
 
 /* The qualified name of a C++ function, past its return type
@@ -80,7 +88,7 @@ int mh__frame_is_internal(const char *file, const char *func)
         if (strcmp(func, internal_names[i]) == 0)
             return 1;
     if (strcmp(func, "??") == 0 || strncmp(func, "0x", 2) == 0 || (!*func && strstr(file, ".so")))
-        return 1; /* native code with no symbol */
+        return 1;         /* native code with no symbol */
     return *file == '\0'; /* native code with no source file (glibc's __clone3) */
 }
 
@@ -91,11 +99,28 @@ int mh__frame_is_program(const char *file, const char *func)
 
 /* Frames that say nothing about who wanted the memory. */
 static const char *const plumbing[] = {
-    "CachingAllocator", "c10::cuda::", "c10::Allocator", "c10::StorageImpl", "c10::TensorImpl",
-    "c10::intrusive_ptr", "memhist", "mh_", "mh__", "operator new", "malloc", "__libc", "std::",
-    "libc.so", "libstdc++", "libgcc", "ld-linux", "libmemhist",
+    "CachingAllocator",
+    "c10::cuda::",
+    "c10::Allocator",
+    "c10::StorageImpl",
+    "c10::TensorImpl",
+    "c10::intrusive_ptr",
+    "memhist",
+    "mh_",
+    "mh__",
+    "operator new",
+    "malloc",
+    "__libc",
+    "std::",
+    "libc.so",
+    "libstdc++",
+    "libgcc",
+    "ld-linux",
+    "libmemhist",
     /* torch's own stack capture */
-    "torch::unwind::", "torch::CapturedTraceback", "torch::cuda::(anonymous namespace)::gather",
+    "torch::unwind::",
+    "torch::CapturedTraceback",
+    "torch::cuda::(anonymous namespace)::gather",
 };
 
 static int cpp_meaningful(const char *file, const char *func)
@@ -157,9 +182,10 @@ int mh__stack_best_index(const struct mh_reader *r, uint32_t stack)
     /* else the innermost ATen function, past the stack capture and the allocator */
     for (size_t i = 0; i < n; i++) {
         struct mh_frame f;
-        const char *q = mh_reader_frame(r, frames[i], &f) == 0 && f.func ? qualified_name(f.func)
-                                                                          : "";
-        if (strncmp(q, "at::", 4) == 0 && strncmp(q, "at::detail::", 12) != 0 && !strstr(q, "empty"))
+        const char *q =
+            mh_reader_frame(r, frames[i], &f) == 0 && f.func ? qualified_name(f.func) : "";
+        if (strncmp(q, "at::", 4) == 0 && strncmp(q, "at::detail::", 12) != 0 &&
+            !strstr(q, "empty"))
             return (int)i;
     }
     /* no ATen op: the innermost named C++ function that is not the
@@ -318,8 +344,8 @@ static int autograd_node(const struct mh_reader *r, const uint32_t *frames, size
 {
     for (size_t i = from; i < n; i++) {
         struct mh_frame f;
-        const char *q = mh_reader_frame(r, frames[i], &f) == 0 && f.func ? qualified_name(f.func)
-                                                                        : "";
+        const char *q =
+            mh_reader_frame(r, frames[i], &f) == 0 && f.func ? qualified_name(f.func) : "";
         const char *end = strncmp(q, "torch::autograd::", 17) == 0 ? strstr(q, "::apply(") : NULL;
         if (!end)
             continue;

@@ -4,7 +4,8 @@
  * allocations by its most informative frame: the innermost frame of user
  * code or of an installed library other than torch (a transformers model's
  * forward), skipping PyTorch internals, the Python interpreter and its
- * standard library, and unresolved C++ frames. Definitions come from the reader that read the file. */
+ * standard library, and unresolved C++ frames. Definitions come from the reader that read the file.
+ */
 #ifndef MH_ANALYSIS_STACKS_H
 #define MH_ANALYSIS_STACKS_H
 

@@ -143,7 +143,8 @@ int mh__whatif_run(const struct mh__whatif_input *in, const struct mh__sim_repla
     return mh__whatif_replay(in, &o, 0, out, res);
 }
 
-static struct mh__sim_replay_opts baseline_opts(const struct mh__whatif_input *in, uint64_t capacity)
+static struct mh__sim_replay_opts baseline_opts(const struct mh__whatif_input *in,
+                                                uint64_t capacity)
 {
     struct mh__sim_replay_opts ro;
     memset(&ro, 0, sizeof ro);
@@ -271,7 +272,8 @@ int mh__whatif_run_all(const struct mh__whatif_input *in, struct mh__whatif_job 
     return mh__whatif_jobs(in, jobs, n);
 }
 
-uint64_t mh__whatif_capacity(const struct mh__whatif_input *in, const struct mh__whatif_outcome *recorded)
+uint64_t mh__whatif_capacity(const struct mh__whatif_input *in,
+                             const struct mh__whatif_outcome *recorded)
 {
     uint64_t capacity = in->total_bytes;
     if (recorded->oom_available && (!capacity || recorded->oom_available < capacity))

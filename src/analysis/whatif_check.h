@@ -52,9 +52,9 @@ struct mh__whatif_outcome {
     int oom;       /* the first OOM: */
     int64_t oom_step;
     uint64_t oom_time_ns, oom_size; /* time from the input's first event */
-    uint64_t oom_available; /* least reserved + driver-free memory at an OOM, 0 if none */
-    double match; /* what-if runs: percent of allocator events reproduced as recorded
-                   * (same kind, address and size at the same position) */
+    uint64_t oom_available;         /* least reserved + driver-free memory at an OOM, 0 if none */
+    double match;         /* what-if runs: percent of allocator events reproduced as recorded
+                           * (same kind, address and size at the same position) */
     uint64_t events;      /* recorded allocator events compared (preexisting ones left out) */
     double placed;        /* percent of replayed allocations at the recorded address */
     double segment_match; /* percent of recorded segment events reproduced */
@@ -67,8 +67,8 @@ struct mh__whatif_outcome {
  * whether it is a baseline, mh__whatif_baseline) from its input and the
  * recorded run (NULL while it is not known: as if it had no OOM). */
 typedef void (*mh__whatif_expect_fn)(void *user, const struct mh__whatif_input *in,
-                                    const struct mh__whatif_outcome *recorded,
-                                    struct mh__sim_replay_opts *ro, int *baseline);
+                                     const struct mh__whatif_outcome *recorded,
+                                     struct mh__sim_replay_opts *ro, int *baseline);
 /* Starts that replay during the pass, on a thread of its own, as soon as
  * the input of the file's first allocator device is known (at its first
  * allocator event; before the pass, `user` borrowed until the pass ends;
@@ -100,7 +100,8 @@ int mh__whatif_recorded(const struct mh__whatif_input *in, struct mh__whatif_out
  * device's total, less what was not the allocator's to take when it ran out
  * (the CUDA context, other processes): the least reserved + driver-free
  * memory at its OOMs. 0 = unknown (unlimited). */
-uint64_t mh__whatif_capacity(const struct mh__whatif_input *in, const struct mh__whatif_outcome *recorded);
+uint64_t mh__whatif_capacity(const struct mh__whatif_input *in,
+                             const struct mh__whatif_outcome *recorded);
 /* The what-if run under ro->conf with ro->capacity bytes (0 = unlimited)
  * and ro->use_oracle (ro->emit is the runner's own). `res` may be NULL. */
 int mh__whatif_run(const struct mh__whatif_input *in, const struct mh__sim_replay_opts *ro,
@@ -139,7 +140,7 @@ int mh__whatif_run_with_baseline(struct mh__whatif_input *in, uint64_t base_capa
 /* Independent replays of one input, run two at a time (mh__whatif_run_all). */
 struct mh__whatif_job {
     struct mh__sim_replay_opts ro; /* ro.address_ties is the input's */
-    int baseline;                 /* only the replay's figures (mh__whatif_baseline) */
+    int baseline;                  /* only the replay's figures (mh__whatif_baseline) */
     struct mh__whatif_outcome out;
     struct mh__sim_replay_result res;
     int rc;

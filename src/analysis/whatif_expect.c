@@ -27,9 +27,9 @@ struct mh__wexpect {
     struct mh__sim_replay_result res;
     int rc;
     _Atomic int cancel;
-    _Atomic int pass_over;  /* the pass ended: the replay's progress is shown */
+    _Atomic int pass_over;   /* the pass ended: the replay's progress is shown */
     struct mh__progress fwd; /* where it is shown */
-    int stat_rc;            /* the file when the replay started */
+    int stat_rc;             /* the file when the replay started */
     struct stat st;
 };
 
@@ -163,7 +163,8 @@ static int read_the_same(const struct mh__wexpect *e, const struct mh__whatif_in
 }
 
 int mh__wexpect_take(const struct mh__whatif_input *in, const struct mh__sim_replay_opts *ro,
-                     int baseline, struct mh__whatif_outcome *out, struct mh__sim_replay_result *res)
+                     int baseline, struct mh__whatif_outcome *out,
+                     struct mh__sim_replay_result *res)
 {
     struct mh__wexpect *e = in->src->expect;
     if (!e || in->events == UINT64_MAX)

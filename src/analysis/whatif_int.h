@@ -37,7 +37,7 @@ struct mh__evpack;
 struct mh__whatif_source {
     struct mh__observer obs;
     struct mh__session *s; /* the session of the pass */
-    int keep_copy;        /* asked for the copy whatever the input */
+    int keep_copy;         /* asked for the copy whatever the input */
     struct mh__evpack *copy;
     uint64_t events; /* events of the pass */
     uint64_t t0_ns;
@@ -45,7 +45,7 @@ struct mh__whatif_source {
     int first_device, other_device; /* the first allocator device; another allocated too */
     struct mh__wtrack rec;          /* the pass, noted */
     struct mh__whatif_outcome recorded;
-    int done;                      /* the pass ended */
+    int done;                       /* the pass ended */
     mh__whatif_expect_fn expect_fn; /* the replay to start during the pass */
     void *expect_user;
     struct mh__wexpect *expect; /* that replay, once started */
@@ -94,7 +94,8 @@ void mh__wexpect_stop(struct mh__whatif_source *w);
 /* 1 with its results where it is the replay asked for (mh__whatif_replay's
  * arguments), it succeeded and the file did not change; 0 to run it. */
 int mh__wexpect_take(const struct mh__whatif_input *in, const struct mh__sim_replay_opts *ro,
-                     int baseline, struct mh__whatif_outcome *out, struct mh__sim_replay_result *res);
+                     int baseline, struct mh__whatif_outcome *out,
+                     struct mh__sim_replay_result *res);
 /* The jobs, each under its own ro.address_ties, on up to two threads. */
 int mh__whatif_jobs(const struct mh__whatif_input *in, struct mh__whatif_job *jobs, size_t n);
 

@@ -11,8 +11,8 @@
 #include "cli.h"
 #include "trace_writer.h"
 
-#define AROUND_STEPS 1           /* steps on each side */
-#define AROUND_NS 1000000000ull  /* without steps: a second on each side */
+#define AROUND_STEPS 1          /* steps on each side */
+#define AROUND_NS 1000000000ull /* without steps: a second on each side */
 
 static int better(int oom, const struct mh__trace_moment *m, const struct mh__trace_moment *best)
 {
@@ -24,16 +24,15 @@ static int better(int oom, const struct mh__trace_moment *m, const struct mh__tr
 }
 
 /* "the allocated peak of GPU 0 (9.39 GiB, 12.3 s, step 42)". */
-static void describe(int oom, const struct mh__trace_moment *m, uint64_t t0, char *text,
-                     size_t len)
+static void describe(int oom, const struct mh__trace_moment *m, uint64_t t0, char *text, size_t len)
 {
     char b[32], d[32], s[24];
     mh__bytes_text(m->value, b);
     mh__cli_duration(m->time_ns > t0 ? m->time_ns - t0 : 0, d);
     mh__step_text(m->step, s);
     snprintf(text, len, "%s GPU %d (%s%s, %s, %s)",
-             oom ? "the last OOM on" : "the allocated peak of", m->device, oom ? "request " : "",
-             b, d, s);
+             oom ? "the last OOM on" : "the allocated peak of", m->device, oom ? "request " : "", b,
+             d, s);
 }
 
 int mh__cli_around_window(struct mh__session *const *ses, const char *const *paths, size_t n,

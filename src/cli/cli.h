@@ -13,8 +13,8 @@
 #include <stdio.h>
 
 #include "memhist/memhist.h"
-#include "outfile.h"
 #include "moment.h"
+#include "outfile.h"
 #include "replay_file.h"
 #include "units.h"
 
@@ -74,7 +74,7 @@ int mh__cli_finish(int code);
  * refusing an output that is one of the inputs); prints why on failure and
  * returns < 0. */
 int mh__cli_output_open(struct mh__outfile *o, const char *path, const char *const *inputs,
-                       size_t ninputs);
+                        size_t ninputs);
 /* Finishes an output: when `rc` is 0 commits it, else abandons it (removing
  * the partial file). `errnum`, when not 0, is the system error behind a
  * failed write and is printed as "PATH: cannot write: <reason>". Returns 0
@@ -105,10 +105,14 @@ struct mh__cli_opt {
     int *seen;        /* set to 1 when the option is given (NULL = not wanted) */
 };
 /* The device options of the commands that replay or simulate a run. */
-#define MH__CLI_OPT_DEVICE_MEMORY(out, seen) \
-    {"device-memory", 0, MH__OPT_SIZE, (out), 0, 0, "a size such as 80GiB", (seen)}
-#define MH__CLI_OPT_MEMORY_FRACTION(out, seen) \
-    {"memory-fraction", 0, MH__OPT_FRACTION, (out), 0, 0, "in (0, 1]", (seen)}
+#define MH__CLI_OPT_DEVICE_MEMORY(out, seen)                                                       \
+    {                                                                                              \
+        "device-memory", 0, MH__OPT_SIZE, (out), 0, 0, "a size such as 80GiB", (seen)              \
+    }
+#define MH__CLI_OPT_MEMORY_FRACTION(out, seen)                                                     \
+    {                                                                                              \
+        "memory-fraction", 0, MH__OPT_FRACTION, (out), 0, 0, "in (0, 1]", (seen)                   \
+    }
 /* Parses the options of argv[1..] (they may follow the operands) into their
  * `out`; on a bad one prints one usage error and returns MH__EXIT_USAGE.
  * Returns 0 with *first at the first operand (operands are moved last). */

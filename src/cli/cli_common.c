@@ -1,13 +1,13 @@
 /* cli_common.c - messages, option values and units shared by the subcommands
  * (see cli.h). */
 #include <ctype.h>
-#include <limits.h>
-#include <sys/stat.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -116,10 +116,20 @@ static int unit_multiplier(const char *unit, double *mult)
     static const struct {
         const char *name;
         double mult;
-    } units[] = {{"", 1},          {"b", 1},           {"k", 1024.0},     {"kb", 1024.0},
-                 {"kib", 1024.0},  {"m", 1048576.0},   {"mb", 1048576.0}, {"mib", 1048576.0},
-                 {"g", 1073741824.0}, {"gb", 1073741824.0}, {"gib", 1073741824.0},
-                 {"t", 1099511627776.0}, {"tb", 1099511627776.0}, {"tib", 1099511627776.0}};
+    } units[] = {{"", 1},
+                 {"b", 1},
+                 {"k", 1024.0},
+                 {"kb", 1024.0},
+                 {"kib", 1024.0},
+                 {"m", 1048576.0},
+                 {"mb", 1048576.0},
+                 {"mib", 1048576.0},
+                 {"g", 1073741824.0},
+                 {"gb", 1073741824.0},
+                 {"gib", 1073741824.0},
+                 {"t", 1099511627776.0},
+                 {"tb", 1099511627776.0},
+                 {"tib", 1099511627776.0}};
     char low[8] = {0};
     size_t n = strlen(unit);
     if (n >= sizeof low)

@@ -14,7 +14,7 @@
 static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
 #define NSIG_CLEANUP (sizeof cleanup_signals / sizeof cleanup_signals[0])
 static struct sigaction saved[NSIG_CLEANUP];
-static char tmp_path[4096];              /* the open output's temporary file */
+static char tmp_path[4096];               /* the open output's temporary file */
 static volatile sig_atomic_t pending_tmp; /* tmp_path holds it */
 
 static void on_signal(int sig)

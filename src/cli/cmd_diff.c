@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "analysis.h"
+#include "cli.h"
 #include "diff.h"
 #include "json.h"
 
@@ -139,11 +139,10 @@ static int run_diff(int argc, char **argv)
 {
     uint64_t top = 8;
     int device = -1, json = 0, first;
-    const struct mh__cli_opt opts[] = {
-        {"device", 0, MH__OPT_INT, &device, 0, 255, NULL, NULL},
-        {"top", 0, MH__OPT_UINT, &top, 1, 100000, NULL, NULL},
-        {"json", 0, MH__OPT_FLAG, &json, 0, 0, NULL, NULL},
-        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    const struct mh__cli_opt opts[] = {{"device", 0, MH__OPT_INT, &device, 0, 255, NULL, NULL},
+                                       {"top", 0, MH__OPT_UINT, &top, 1, 100000, NULL, NULL},
+                                       {"json", 0, MH__OPT_FLAG, &json, 0, 0, NULL, NULL},
+                                       {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options(&mh__cmd_diff, argc, argv, opts, &first);
     if (rc)
         return rc;

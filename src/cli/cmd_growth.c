@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "printers.h"
 #include "analysis.h"
+#include "cli.h"
 #include "json.h"
+#include "printers.h"
 #include "stacks.h"
 
 static const char usage[] =
@@ -40,8 +40,7 @@ static const char usage[] =
 static int run_growth(int argc, char **argv);
 
 const struct mh__cli_command mh__cmd_growth = {
-    "growth", "allocations that stay live step after step (leaks across steps)", usage,
-    run_growth};
+    "growth", "allocations that stay live step after step (leaks across steps)", usage, run_growth};
 
 struct growth_opts {
     int device;
@@ -62,7 +61,8 @@ const char *mh__growth_label(const struct mh_reader *r, const struct mh__growth_
     return buf;
 }
 
-static void json_entry(struct mh__json *j, const struct mh_reader *r, const struct mh__growth_entry *e)
+static void json_entry(struct mh__json *j, const struct mh_reader *r,
+                       const struct mh__growth_entry *e)
 {
     const char *module = e->module ? mh_reader_string(r, e->module) : NULL;
     char site[256];
@@ -80,8 +80,8 @@ static void json_entry(struct mh__json *j, const struct mh_reader *r, const stru
     mh__json_end_object(j);
 }
 
-void mh__growth_json(struct mh__json *j, const struct mh_reader *r, const struct mh__device_report *d,
-                     size_t top)
+void mh__growth_json(struct mh__json *j, const struct mh_reader *r,
+                     const struct mh__device_report *d, size_t top)
 {
     mh__json_begin_object(j);
     mh__json_kv_uint(j, "window_steps", d->growth_window);
@@ -154,8 +154,8 @@ static int one_device(void *user, const struct mh__analysis *a, int dev, struct 
     return 0;
 }
 
-static int growth_file(void *user, const struct mh__analysis *a, void *prepared, size_t i,
-                       size_t n, struct mh__json *j)
+static int growth_file(void *user, const struct mh__analysis *a, void *prepared, size_t i, size_t n,
+                       struct mh__json *j)
 {
     const struct growth_opts *o = user;
     (void)prepared;
@@ -167,19 +167,18 @@ static int growth_file(void *user, const struct mh__analysis *a, void *prepared,
 static int run_growth(int argc, char **argv)
 {
     struct growth_opts o = {-1, 10, 6, 0};
-    const struct mh__cli_opt opts[] = {
-        {"device", 0, MH__OPT_INT, &o.device, 0, 255, NULL, NULL},
-        {"top", 0, MH__OPT_UINT, &o.top, 1, 100000, NULL, NULL},
-        {"frames", 0, MH__OPT_UINT, &o.frames, 1, 1000, NULL, NULL},
-        {"json", 0, MH__OPT_FLAG, &o.json, 0, 0, NULL, NULL},
-        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    const struct mh__cli_opt opts[] = {{"device", 0, MH__OPT_INT, &o.device, 0, 255, NULL, NULL},
+                                       {"top", 0, MH__OPT_UINT, &o.top, 1, 100000, NULL, NULL},
+                                       {"frames", 0, MH__OPT_UINT, &o.frames, 1, 1000, NULL, NULL},
+                                       {"json", 0, MH__OPT_FLAG, &o.json, 0, 0, NULL, NULL},
+                                       {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_growth, argc, argv, opts, &first);
     if (rc)
         return rc;
     if (first >= argc)
         return mh__cli_usage_error(&mh__cmd_growth, "missing FILE");
     const struct mh__analysis_want want = {0, 0, 1};
-    const struct mh__cli_multi m = {.command = "growth", .want = &want, .json_files = o.json,
-                                   .each = growth_file, .user = &o};
+    const struct mh__cli_multi m = {
+        .command = "growth", .want = &want, .json_files = o.json, .each = growth_file, .user = &o};
     return mh__cli_finish(mh__cli_multi_run(argv + first, (size_t)(argc - first), &m));
 }

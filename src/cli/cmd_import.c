@@ -121,7 +121,7 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
 {
     *in = *out = NULL;
     const struct mh__cli_opt opts[] = {{"output", 'o', MH__OPT_TEXT, out, 0, 0, NULL, NULL},
-                                      {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+                                       {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_import, argc, argv, opts, &first);
     if (rc)
         return rc;
@@ -137,12 +137,14 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
 
 static void print_summary(const char *out, const struct mh__import_info *info, size_t len)
 {
-    mh__cli_status_wrote(out, NULL, "%llu trace entries on %d device%s, %llu segments and %llu live "
-           "blocks before the trace, %llu annotations, pickle protocol %d",
-           (unsigned long long)info->entries, info->devices, info->devices == 1 ? "" : "s",
-           (unsigned long long)info->preexisting_segments,
-           (unsigned long long)info->preexisting_blocks, (unsigned long long)info->annotations,
-           info->protocol);
+    mh__cli_status_wrote(out, NULL,
+                         "%llu trace entries on %d device%s, %llu segments and %llu live "
+                         "blocks before the trace, %llu annotations, pickle protocol %d",
+                         (unsigned long long)info->entries, info->devices,
+                         info->devices == 1 ? "" : "s",
+                         (unsigned long long)info->preexisting_segments,
+                         (unsigned long long)info->preexisting_blocks,
+                         (unsigned long long)info->annotations, info->protocol);
     if (info->synthetic_times)
         mh__cli_error("note: the snapshot has no time_us; entries were given times 1 us apart");
     if (!info->streamed && len >= LARGE_INPUT)
@@ -159,15 +161,15 @@ static void print_summary(const char *out, const struct mh__import_info *info, s
         mh__cli_error("note: torch's trace buffer had wrapped: the trace starts mid-run");
     if (info->steps)
         mh__cli_error("note: %llu step%s from the snapshot's Optimizer.step/ProfilerStep "
-                     "annotations",
-                     (unsigned long long)info->steps, info->steps == 1 ? "" : "s");
+                      "annotations",
+                      (unsigned long long)info->steps, info->steps == 1 ? "" : "s");
     else if (info->entries && !info->annotations)
         mh__cli_error("note: the snapshot has no step annotations: analyses go by time");
     if (info->unknown_initial)
         mh__cli_error("warning: %llu block(s) allocated before the trace and freed during "
-                     "it: their sizes are estimated from the requests, so the state before "
-                     "the trace is not exact",
-                     (unsigned long long)info->unknown_initial);
+                      "it: their sizes are estimated from the requests, so the state before "
+                      "the trace is not exact",
+                      (unsigned long long)info->unknown_initial);
 }
 
 static const char *slurp_error(int rc)

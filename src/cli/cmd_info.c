@@ -154,7 +154,7 @@ static int run_info(int argc, char **argv)
 {
     int json = 0, first;
     const struct mh__cli_opt opts[] = {{"json", 0, MH__OPT_FLAG, &json, 0, 0, NULL, NULL},
-                                      {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+                                       {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options(&mh__cmd_info, argc, argv, opts, &first);
     if (rc)
         return rc;

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "printers.h"
 #include "analysis.h"
-#include "layers_answer.h"
+#include "cli.h"
 #include "json.h"
+#include "layers_answer.h"
+#include "printers.h"
 
 static const char usage[] =
     "usage: memhist layers [--device N] [--top N] [--json] FILE...\n\n"
@@ -87,8 +87,7 @@ static void print_table(const struct dev_view *v, uint64_t top)
         const struct mh__layer_stats *s = &ans->layers[ans->by_live[i]];
         printf("%c ", s->compiled ? '*' : ' ');
         mh__cli_print_fitted(s->name, width);
-        printf(" %11s %11s %11s %11s %11s\n",
-               mh__bytes_text(s->live_at_peak, b[0]),
+        printf(" %11s %11s %11s %11s %11s\n", mh__bytes_text(s->live_at_peak, b[0]),
                mh__bytes_text(s->by_category[MH__CAT_ACTIVATION], b[1]),
                mh__bytes_text(s->saved_at_peak, b[2]),
                s->candidate ? mh__bytes_text(s->transient, b[3]) : "-",
@@ -105,14 +104,16 @@ static void print_no_plan(const struct dev_view *v)
     switch (v->ans->none_because) {
     case MH__NO_PLAN_SMALL:
         printf("\n  plan: none worth its recompute: checkpointing would lower the peak by at most\n"
-               "  %s (%.2g%% of it)\n", mh__bytes_text(bytes, b), 100.0 * (double)bytes / (double)peak);
+               "  %s (%.2g%% of it)\n",
+               mh__bytes_text(bytes, b), 100.0 * (double)bytes / (double)peak);
         break;
     case MH__NO_PLAN_NO_SCOPES:
-        printf("\n  plan: none from this recording: %s of activations are live at the peak, but it\n"
-               "  has no module scopes (a torch snapshot, or recorded with MEMHIST_SCOPES=0), so no\n"
-               "  layer's backward pass is seen and what checkpointing a layer saves cannot be\n"
-               "  estimated. Record the program with memhist to get a plan.\n",
-               mh__bytes_text(bytes, b));
+        printf(
+            "\n  plan: none from this recording: %s of activations are live at the peak, but it\n"
+            "  has no module scopes (a torch snapshot, or recorded with MEMHIST_SCOPES=0), so no\n"
+            "  layer's backward pass is seen and what checkpointing a layer saves cannot be\n"
+            "  estimated. Record the program with memhist to get a plan.\n",
+            mh__bytes_text(bytes, b));
         break;
     case MH__NO_PLAN_UNKNOWN:
         printf("\n  plan: none from this recording: it has no module scopes and no training\n"
@@ -122,7 +123,8 @@ static void print_no_plan(const struct dev_view *v)
                mh__bytes_text(bytes, b));
         break;
     case MH__NO_PLAN_NO_GAIN:
-        printf("\n  plan: none: layers saved activations that are live at the peak, but checkpointing\n"
+        printf("\n  plan: none: layers saved activations that are live at the peak, but "
+               "checkpointing\n"
                "  any one of them leaves the estimated peak where it is\n");
         break;
     case MH__NO_PLAN_NOTHING:
@@ -130,16 +132,16 @@ static void print_no_plan(const struct dev_view *v)
                "not lower it\n");
         break;
     case MH__NO_PLAN_COMPILED:
-        printf("\n  plan: none from this recording: %s of the activations live at the peak were\n"
-               "  made in code torch.compile generated, where memhist sees no modules (layers marked\n"
-               "  *). Checkpoint inside the compiled model (torch.utils.checkpoint around its\n"
-               "  blocks), let the compiler trade memory for recompute\n"
-               "  (torch._functorch.config.activation_memory_budget), or record a run without\n"
-               "  torch.compile to see them by layer.\n",
-               mh__bytes_text(bytes, b));
+        printf(
+            "\n  plan: none from this recording: %s of the activations live at the peak were\n"
+            "  made in code torch.compile generated, where memhist sees no modules (layers marked\n"
+            "  *). Checkpoint inside the compiled model (torch.utils.checkpoint around its\n"
+            "  blocks), let the compiler trade memory for recompute\n"
+            "  (torch._functorch.config.activation_memory_budget), or record a run without\n"
+            "  torch.compile to see them by layer.\n",
+            mh__bytes_text(bytes, b));
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -157,17 +159,18 @@ static void print_plan(const struct dev_view *v)
         printf("\n  plan: checkpoint these %zu layers", ans->best);
     printf(" to save about %s (peak %s -> %s); recompute "
            "~%.0f%% of the forward pass (by allocation volume):\n    ",
-           mh__bytes_text(ans->peak - ans->plan_peak, b[0]),
-           mh__bytes_text(ans->peak, b[1]), mh__bytes_text(ans->plan_peak, b[2]),
-           100.0 * ans->recompute_share);
+           mh__bytes_text(ans->peak - ans->plan_peak, b[0]), mh__bytes_text(ans->peak, b[1]),
+           mh__bytes_text(ans->plan_peak, b[2]), 100.0 * ans->recompute_share);
     for (size_t i = 0; i < ans->best; i++)
         printf("%s%s", i ? ", " : "", ans->layers[ans->ranking[i]].name);
     if (ans->compiled_outside_plan)
         printf("\n  not in the plan: %s of activations made in code torch.compile generated "
-               "(layers marked *)", mh__bytes_text(ans->compiled_outside_plan, b[0]));
+               "(layers marked *)",
+               mh__bytes_text(ans->compiled_outside_plan, b[0]));
     printf("\n  estimated peak after checkpointing the first K of the ranking:");
     for (size_t k = 0; k < ans->nranking; k++)
-        printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1, mh__bytes_text(ans->peak_after[k], b[0]));
+        printf("%s K=%zu %s", k % 4 ? "," : "\n   ", k + 1,
+               mh__bytes_text(ans->peak_after[k], b[0]));
     printf("\n");
 }
 
@@ -293,11 +296,10 @@ static void json_device(struct mh__json *j, const struct mh__layers_answer *ans,
 static int parse_opts(int argc, char **argv, struct layers_opts *o, int *first)
 {
     *o = (struct layers_opts){-1, 12, 0};
-    const struct mh__cli_opt opts[] = {
-        {"device", 0, MH__OPT_INT, &o->device, 0, 255, NULL, NULL},
-        {"top", 0, MH__OPT_UINT, &o->top, 1, 100000, NULL, NULL},
-        {"json", 0, MH__OPT_FLAG, &o->json, 0, 0, NULL, NULL},
-        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    const struct mh__cli_opt opts[] = {{"device", 0, MH__OPT_INT, &o->device, 0, 255, NULL, NULL},
+                                       {"top", 0, MH__OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+                                       {"json", 0, MH__OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+                                       {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options(&mh__cmd_layers, argc, argv, opts, first);
     if (rc)
         return rc;
@@ -325,8 +327,8 @@ static int one_device(void *user, const struct mh__analysis *a, int dev, struct 
     return 0;
 }
 
-static int layers_file(void *user, const struct mh__analysis *a, void *prepared, size_t i,
-                       size_t n, struct mh__json *j)
+static int layers_file(void *user, const struct mh__analysis *a, void *prepared, size_t i, size_t n,
+                       struct mh__json *j)
 {
     const struct layers_opts *o = user;
     (void)prepared;
@@ -341,6 +343,7 @@ static int run_layers(int argc, char **argv)
     int first, rc = parse_opts(argc, argv, &o, &first);
     if (rc)
         return rc;
-    const struct mh__cli_multi m = {.command = "layers", .json_files = o.json, .each = layers_file, .user = &o};
+    const struct mh__cli_multi m = {
+        .command = "layers", .json_files = o.json, .each = layers_file, .user = &o};
     return mh__cli_finish(mh__cli_multi_run(argv + first, (size_t)(argc - first), &m));
 }

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "printers.h"
 #include "analysis.h"
 #include "oom_explain.h"
+#include "printers.h"
 #include "whatif_check.h"
 
 static const char usage[] =
@@ -48,11 +48,10 @@ static int parse_opts(int argc, char **argv, struct mh__oom_opts *o, int *first)
     const char *at = NULL;
     memset(o, 0, sizeof *o);
     o->top = 8;
-    const struct mh__cli_opt opts[] = {
-        {"at", 0, MH__OPT_TEXT, &at, 0, 0, NULL, NULL},
-        {"top", 0, MH__OPT_UINT, &o->top, 1, 100000, NULL, NULL},
-        {"json", 0, MH__OPT_FLAG, &o->json, 0, 0, NULL, NULL},
-        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    const struct mh__cli_opt opts[] = {{"at", 0, MH__OPT_TEXT, &at, 0, 0, NULL, NULL},
+                                       {"top", 0, MH__OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+                                       {"json", 0, MH__OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+                                       {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options(&mh__cmd_oom, argc, argv, opts, first);
     if (rc)
         return rc;

@@ -4,9 +4,9 @@
  * opens the files and hands over to viz/plot/plot.h, which does the drawing. */
 #include <errno.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "job_origin.h"
@@ -116,9 +116,8 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
         else if (strcmp(v, "steps") == 0)
             o->x_axis = MH__PLOT_X_STEPS;
         else
-            return mh__cli_usage_error(&mh__cmd_plot,
-                                       "--x is 'compressed', 'time', 'events' or 'steps', not '%s'",
-                                       v);
+            return mh__cli_usage_error(
+                &mh__cmd_plot, "--x is 'compressed', 'time', 'events' or 'steps', not '%s'", v);
     } else if (strcmp(opt, "--color") == 0 || strcmp(opt, "--colour") == 0) {
         if (strcmp(v, "stack") == 0)
             o->color = MH__PLOT_COLOR_STACK;
@@ -127,8 +126,7 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
         else
             return mh__cli_usage_error(&mh__cmd_plot, "--color is 'stack' or 'category', not '%s'",
                                        v);
-    }
-    else if (strcmp(opt, "--kind") == 0) {
+    } else if (strcmp(opt, "--kind") == 0) {
         if (strcmp(v, "timeline") == 0)
             o->kind = MH__PLOT_TIMELINE;
         else if (strcmp(v, "segments") == 0)
@@ -162,25 +160,24 @@ static int check_args(struct plot_args *a);
 
 static int parse_args(int argc, char **argv, struct plot_args *a)
 {
-    static const char *const valued[] = {"--width", "--height", "--at", "--color", "--colour",
-                                         "--kind", "--device", "--top", "--ranks", "--x"};
+    static const char *const valued[] = {"--width", "--height", "--at",  "--color", "--colour",
+                                         "--kind",  "--device", "--top", "--ranks", "--x"};
     const char *v[sizeof valued / sizeof valued[0]] = {NULL};
     memset(a, 0, sizeof *a);
-    const struct mh__cli_opt opts[] = {
-        {"output", 'o', MH__OPT_TEXT, &a->out, 0, 0, NULL, NULL},
-        {"steps", 0, MH__OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
-        {"time", 0, MH__OPT_TEXT, &a->time, 0, 0, NULL, NULL},
-        {"width", 0, MH__OPT_TEXT, &v[0], 0, 0, NULL, NULL},
-        {"height", 0, MH__OPT_TEXT, &v[1], 0, 0, NULL, NULL},
-        {"at", 0, MH__OPT_TEXT, &v[2], 0, 0, NULL, NULL},
-        {"color", 0, MH__OPT_TEXT, &v[3], 0, 0, NULL, NULL},
-        {"colour", 0, MH__OPT_TEXT, &v[4], 0, 0, NULL, NULL},
-        {"kind", 0, MH__OPT_TEXT, &v[5], 0, 0, NULL, NULL},
-        {"device", 0, MH__OPT_TEXT, &v[6], 0, 0, NULL, NULL},
-        {"top", 0, MH__OPT_TEXT, &v[7], 0, 0, NULL, NULL},
-        {"ranks", 0, MH__OPT_TEXT, &v[8], 0, 0, NULL, NULL},
-        {"x", 0, MH__OPT_TEXT, &v[9], 0, 0, NULL, NULL},
-        {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
+    const struct mh__cli_opt opts[] = {{"output", 'o', MH__OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+                                       {"steps", 0, MH__OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
+                                       {"time", 0, MH__OPT_TEXT, &a->time, 0, 0, NULL, NULL},
+                                       {"width", 0, MH__OPT_TEXT, &v[0], 0, 0, NULL, NULL},
+                                       {"height", 0, MH__OPT_TEXT, &v[1], 0, 0, NULL, NULL},
+                                       {"at", 0, MH__OPT_TEXT, &v[2], 0, 0, NULL, NULL},
+                                       {"color", 0, MH__OPT_TEXT, &v[3], 0, 0, NULL, NULL},
+                                       {"colour", 0, MH__OPT_TEXT, &v[4], 0, 0, NULL, NULL},
+                                       {"kind", 0, MH__OPT_TEXT, &v[5], 0, 0, NULL, NULL},
+                                       {"device", 0, MH__OPT_TEXT, &v[6], 0, 0, NULL, NULL},
+                                       {"top", 0, MH__OPT_TEXT, &v[7], 0, 0, NULL, NULL},
+                                       {"ranks", 0, MH__OPT_TEXT, &v[8], 0, 0, NULL, NULL},
+                                       {"x", 0, MH__OPT_TEXT, &v[9], 0, 0, NULL, NULL},
+                                       {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_plot, argc, argv, opts, &first);
     if (rc)
         return rc;
@@ -311,8 +308,7 @@ static int render_ranks(struct plot_args *a, struct mh__session **ses)
     struct mh__plot_result res[MH__PLOT_MAX_RANKS];
     char err[320];
     mh__sink_init_mem(&sink);
-    int rc = mh__plot_render_ranks(ses, a->files, a->nfiles, &a->opts, &sink, res, err,
-                                   sizeof err);
+    int rc = mh__plot_render_ranks(ses, a->files, a->nfiles, &a->opts, &sink, res, err, sizeof err);
     if (rc == MH_EINVAL && err[0]) {
         mh__cli_error("%s", err);
     } else if (rc < 0) {

@@ -103,7 +103,8 @@ static int parse_args(int argc, char **argv, struct mh__cli_record_opts *o, int 
     return 0;
 }
 
-static int setup_env(const struct mh__cli_record_opts *o, const char *out_abs, const char *status_path)
+static int setup_env(const struct mh__cli_record_opts *o, const char *out_abs,
+                     const char *status_path)
 {
     char exe[PATH_MAX], pydir[PATH_MAX], libdir[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -114,14 +115,17 @@ static int setup_env(const struct mh__cli_record_opts *o, const char *out_abs, c
     exe[n] = '\0';
     *strrchr(exe, '/') = '\0';
     if (find_dir("MEMHIST_LIB_DIR", exe, MH_REL_LIBDIR, ".", "libmemhist_torch.so", libdir) < 0) {
-        mh__cli_error("%s: the torch bridge libmemhist_torch.so is not in %s/%s or $MEMHIST_LIB_DIR: "
-                      "this memhist was built without torch; install torch, then reinstall or "
-                      "rebuild memhist (CMake: MEMHIST_WITH_TORCH=ON)",
-                      o->who, exe, MH_REL_LIBDIR);
+        mh__cli_error(
+            "%s: the torch bridge libmemhist_torch.so is not in %s/%s or $MEMHIST_LIB_DIR: "
+            "this memhist was built without torch; install torch, then reinstall or "
+            "rebuild memhist (CMake: MEMHIST_WITH_TORCH=ON)",
+            o->who, exe, MH_REL_LIBDIR);
         return -1;
     }
-    if (find_dir("MEMHIST_PYTHON_DIR", exe, MH_REL_PYDIR, "python", "memhist/__init__.py", pydir) < 0) {
-        mh__cli_error("%s: the memhist Python package was not found (set MEMHIST_PYTHON_DIR)", o->who);
+    if (find_dir("MEMHIST_PYTHON_DIR", exe, MH_REL_PYDIR, "python", "memhist/__init__.py", pydir) <
+        0) {
+        mh__cli_error("%s: the memhist Python package was not found (set MEMHIST_PYTHON_DIR)",
+                      o->who);
         return -1;
     }
     const char *old = getenv("PYTHONPATH");
@@ -129,7 +133,8 @@ static int setup_env(const struct mh__cli_record_opts *o, const char *out_abs, c
     char *pp = malloc(len);
     if (!pp)
         return -1;
-    snprintf(pp, len, "%s/memhist/bootstrap:%s%s%s", pydir, pydir, old && *old ? ":" : "", old ? old : "");
+    snprintf(pp, len, "%s/memhist/bootstrap:%s%s%s", pydir, pydir, old && *old ? ":" : "",
+             old ? old : "");
     /* programs that do not run the Python bootstrap are recorded by the CUDA
      * driver loading libmemhist.so (src/record/inject.c) into MEMHIST_OUT */
     char inject[PATH_MAX + 32];
@@ -229,7 +234,8 @@ int mh__cli_record_command(const struct mh__cli_record_opts *o, char **cmd)
 
 static int run_record(int argc, char **argv)
 {
-    struct mh__cli_record_opts o = {.output = "record.memhist", .stacks = "python", .who = "record"};
+    struct mh__cli_record_opts o = {
+        .output = "record.memhist", .stacks = "python", .who = "record"};
     int cmd_index = 0, rc = parse_args(argc, argv, &o, &cmd_index);
     if (rc)
         return rc;

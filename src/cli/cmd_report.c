@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "printers.h"
 #include "analysis.h"
 #include "json.h"
+#include "printers.h"
 #include "sink.h"
 
 static const char usage[] =
@@ -136,8 +136,8 @@ static int report_devices(const struct report_opts *o, const struct mh__analysis
     return rc == 0 ? MH__EXIT_OK : MH__EXIT_FAIL;
 }
 
-static int report_file(void *user, const struct mh__analysis *a, void *prepared, size_t i,
-                       size_t n, struct mh__json *j)
+static int report_file(void *user, const struct mh__analysis *a, void *prepared, size_t i, size_t n,
+                       struct mh__json *j)
 {
     struct report_opts *o = user;
     (void)i;
@@ -154,8 +154,12 @@ static int run_report(int argc, char **argv)
     if (rc)
         return rc;
     const struct mh__analysis_want want = {MH__WANT_WHATIF_TREND, 1, 1};
-    const struct mh__cli_multi m = {.command = "report", .want = &want, .json_files = o.json,
-                                   .each = report_file, .user = &o, .prepare = prepare_file,
-                                   .discard = discard_file};
+    const struct mh__cli_multi m = {.command = "report",
+                                    .want = &want,
+                                    .json_files = o.json,
+                                    .each = report_file,
+                                    .user = &o,
+                                    .prepare = prepare_file,
+                                    .discard = discard_file};
     return mh__cli_finish(mh__cli_multi_run(o.paths, o.npaths, &m));
 }

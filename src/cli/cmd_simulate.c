@@ -124,8 +124,10 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         if (seen[i] && i != 2)
             *(i < 5 ? &a->builtin_only : &a->command_only) = opts[i].name;
     if (context && mh__cli_parse_size(context, &a->context))
-        return mh__cli_usage_error(cmd, "invalid value '%s' for --context-memory (a size such as "
-                                        "512MiB)", context);
+        return mh__cli_usage_error(cmd,
+                                   "invalid value '%s' for --context-memory (a size such as "
+                                   "512MiB)",
+                                   context);
     if (first == argc && strcmp(argv[first - 1], "--") == 0)
         return mh__cli_usage_error(cmd, "no command after '--'");
     a->cmd_index = first < argc ? first : 0;
@@ -140,7 +142,8 @@ static int list_gpus(void)
         const struct mh__vdev_gpu *g = mh__vdev_preset_at(i);
         char cc[16];
         snprintf(cc, sizeof cc, "%d.%d", g->major, g->minor);
-        printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc, mh__bytes_text(g->memory, b));
+        printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc,
+               mh__bytes_text(g->memory, b));
     }
     return mh__cli_finish(MH__EXIT_OK);
 }
@@ -151,13 +154,18 @@ static int simulate_command(const struct sim_args *a, char **cmd)
     const struct mh__cli_command *c = &mh__cmd_simulate;
     if (a->builtin_only)
         return mh__cli_usage_error(c, "--%s applies to the built-in workloads, not to a command",
-                                  a->builtin_only);
+                                   a->builtin_only);
     const char *gpu = a->gpu ? a->gpu : "H100";
-    struct mh__cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu), .devices = (int)a->devices,
-                                 .context = a->context, .events = a->events, .alloc_conf = a->conf_text,
-                                 .output = a->out, .stacks = a->stacks, .op_ranges = a->op_ranges,
-                                 .report = !a->no_report,
-                                 .stop_after_steps = a->has_steps ? a->steps : 0};
+    struct mh__cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu),
+                                  .devices = (int)a->devices,
+                                  .context = a->context,
+                                  .events = a->events,
+                                  .alloc_conf = a->conf_text,
+                                  .output = a->out,
+                                  .stacks = a->stacks,
+                                  .op_ranges = a->op_ranges,
+                                  .report = !a->no_report,
+                                  .stop_after_steps = a->has_steps ? a->steps : 0};
     if (!o.gpu)
         return mh__cli_usage_error(c, "--gpu: no preset named '%s' (try --gpu list)", gpu);
     o.capacity = a->has_capacity ? a->capacity : o.gpu->memory;
@@ -176,8 +184,9 @@ static int simulate_command(const struct sim_args *a, char **cmd)
     return mh__cli_simulate_program(&o, cmd);
 }
 
-static int write_header(struct mh_writer *w, const struct sim_args *a, const struct mh__workload *wl,
-                        const int64_t *values, const struct mh_alloc_conf *conf)
+static int write_header(struct mh_writer *w, const struct sim_args *a,
+                        const struct mh__workload *wl, const int64_t *values,
+                        const struct mh_alloc_conf *conf)
 {
     char buf[1024];
     int rc = 0;
@@ -200,14 +209,16 @@ static void print_result(const struct sim_args *a, const struct mh__workload *wl
                          const struct mh__workload_result *res, const struct mh__sim_stats *st)
 {
     char b1[32], b2[32], b3[32];
-    mh__cli_status_wrote(a->out, NULL, "simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s, "
-           "device %s",
-           wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
-           mh__bytes_text(st->peak_allocated, b1), mh__bytes_text(st->peak_reserved, b2),
-           mh__bytes_text(a->capacity, b3));
+    mh__cli_status_wrote(a->out, NULL,
+                         "simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s, "
+                         "device %s",
+                         wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
+                         mh__bytes_text(st->peak_allocated, b1),
+                         mh__bytes_text(st->peak_reserved, b2), mh__bytes_text(a->capacity, b3));
     if (res->oom)
         mh__cli_status("out of memory in step %" PRId64 " allocating %s: the run stopped there, "
-                       "as a real one would", res->oom_step, mh__bytes_text(res->oom_size, b1));
+                       "as a real one would",
+                       res->oom_step, mh__bytes_text(res->oom_size, b1));
     mh__cli_status("next: memhist %s %s", res->oom ? "oom" : "report", a->out);
 }
 
@@ -251,9 +262,14 @@ static int run_sim(const struct sim_args *a, const struct mh__workload *wl, cons
 
 static int simulate_main(int argc, char **argv)
 {
-    struct sim_args a = {.workload = "gpt", .out = "sim.memhist", .steps = 8, .seed = 1,
-                         .capacity = 80ull << 30, .events = "immediate",
-                         .stacks = "python", .context = 512ull << 20};
+    struct sim_args a = {.workload = "gpt",
+                         .out = "sim.memhist",
+                         .steps = 8,
+                         .seed = 1,
+                         .capacity = 80ull << 30,
+                         .events = "immediate",
+                         .stacks = "python",
+                         .context = 512ull << 20};
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
@@ -262,12 +278,15 @@ static int simulate_main(int argc, char **argv)
     if (a.cmd_index)
         return simulate_command(&a, argv + a.cmd_index);
     if (a.command_only)
-        return mh__cli_usage_error(&mh__cmd_simulate, "--%s applies to a command (after --), not to "
-                                   "the built-in workloads", a.command_only);
+        return mh__cli_usage_error(&mh__cmd_simulate,
+                                   "--%s applies to a command (after --), not to "
+                                   "the built-in workloads",
+                                   a.command_only);
     if (!a.has_capacity && a.gpu != NULL) {
         const struct mh__vdev_gpu *g = mh__vdev_preset_find(a.gpu);
         if (!g)
-            return mh__cli_usage_error(&mh__cmd_simulate, "--gpu: no preset named '%s' (try --gpu list)", a.gpu);
+            return mh__cli_usage_error(&mh__cmd_simulate,
+                                       "--gpu: no preset named '%s' (try --gpu list)", a.gpu);
         a.capacity = g->memory;
     }
     if (strcmp(a.workload, "list") == 0)
@@ -275,7 +294,7 @@ static int simulate_main(int argc, char **argv)
     const struct mh__workload *wl = mh__workload_find(a.workload);
     if (!wl)
         return mh__cli_usage_error(&mh__cmd_simulate,
-                                  "no workload named '%s' (try --workload list)", a.workload);
+                                   "no workload named '%s' (try --workload list)", a.workload);
     int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[256];
     if (mh__workload_parse_params(wl, a.params, values, err, sizeof err))

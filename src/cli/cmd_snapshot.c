@@ -74,8 +74,7 @@ static void report_build(const struct snap_args *a, const struct mh__snapshot_in
         mh__cli_error("warning: the snapshot will be about %s (%llu trace entries); the "
                       "memory_viz page opens about 400 MB or 6 M entries and fails near "
                       "850 MB: pick a window with --steps A:B (or --max-entries N)",
-                      mh__bytes_text(info->estimate_bytes, sz),
-                      (unsigned long long)info->entries);
+                      mh__bytes_text(info->estimate_bytes, sz), (unsigned long long)info->entries);
     }
 }
 
@@ -99,13 +98,13 @@ static int check_window(const struct snap_args *a, const struct mh__snapshot_inf
         }
         if (!found && info->entries == 0) {
             mh__cli_error("%s: no device %llu in the recording (devices: %s)", a->in,
-                         (unsigned long long)a->device, used ? list : "none");
+                          (unsigned long long)a->device, used ? list : "none");
             return MH__EXIT_FAIL;
         }
     }
     if ((a->steps || a->time) && info->entries == 0) {
         mh__cli_error("%s: no allocator events in %s %s; nothing written", a->in,
-                     a->steps ? "--steps" : "--time", a->steps ? a->steps : a->time);
+                      a->steps ? "--steps" : "--time", a->steps ? a->steps : a->time);
         return MH__EXIT_FAIL;
     }
     return MH__EXIT_OK;
@@ -134,10 +133,12 @@ static int no_such_device(const struct snap_args *a, const struct mh_reader *r)
     for (size_t i = 0; i < n && used + 8 < sizeof list; i++) {
         struct mh_device_info d;
         if (mh_reader_device(r, i, &d) == 0)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", used ? ", " : "", d.device);
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", used ? ", " : "",
+                                     d.device);
     }
     mh__cli_error("%s: no events for device %llu (the index as this file's process saw it; it saw "
-                  "device%s %s)", a->in, (unsigned long long)a->device, n == 1 ? "" : "s", list);
+                  "device%s %s)",
+                  a->in, (unsigned long long)a->device, n == 1 ? "" : "s", list);
     return MH__EXIT_FAIL;
 }
 
@@ -209,7 +210,8 @@ static void say_fit(const struct snap_args *a, const struct mh__snapshot_info *w
                   f->at_oom ? "the first OOM" : "the allocated peak", f->device, step,
                   f->at_oom ? "a request of " : "", mh__bytes_text(f->focus_value, value));
     mh__cli_error("note: this window is %s; other steps: --steps A:B; the last N entries: "
-                  "--max-entries N; the whole run: --full", opt);
+                  "--max-entries N; the whole run: --full",
+                  opt);
 }
 
 /* The first pass; without a window or --full, one more to the end of the
@@ -278,17 +280,20 @@ static int run(int argc, char **argv)
     mh__snapshot_info(s, &info);
     report_build(&a, &info);
     int code = check_window(&a, &info, mh__session_reader(ses));
-    if (code == MH__EXIT_OK && a.has_device && info.entries == 0 && info.segments == 0 && !a.steps && !a.time)
-        code = no_such_device(&a, mh__session_reader(ses)); /* a device the process saw but never used */
+    if (code == MH__EXIT_OK && a.has_device && info.entries == 0 && info.segments == 0 &&
+        !a.steps && !a.time)
+        code = no_such_device(
+            &a, mh__session_reader(ses)); /* a device the process saw but never used */
     if (code == MH__EXIT_OK)
         code = write_out(a.out, a.in, s);
     if (code == MH__EXIT_OK && strcmp(a.out, "-") != 0) {
         mh__snapshot_info(s, &info);
-        mh__cli_status_wrote(a.out, NULL, "%llu trace entries on %d device%s, %llu segments, %llu blocks%s%s",
-               (unsigned long long)info.entries, info.devices, info.devices == 1 ? "" : "s",
-               (unsigned long long)info.segments, (unsigned long long)info.blocks,
-               info.categorized ? ", coloured by memory category" : "",
-               info.overflowed ? " (trace incomplete: trace_alloc_overflowed set)" : "");
+        mh__cli_status_wrote(
+            a.out, NULL, "%llu trace entries on %d device%s, %llu segments, %llu blocks%s%s",
+            (unsigned long long)info.entries, info.devices, info.devices == 1 ? "" : "s",
+            (unsigned long long)info.segments, (unsigned long long)info.blocks,
+            info.categorized ? ", coloured by memory category" : "",
+            info.overflowed ? " (trace incomplete: trace_alloc_overflowed set)" : "");
     }
     mh__snapshot_free(s);
     mh__session_close(ses);

@@ -68,8 +68,7 @@ static const char usage[] =
 static int run_trace(int argc, char **argv);
 
 const struct mh__cli_command mh__cmd_trace = {
-    "trace", "write a Perfetto or Chrome trace (ops, kernels, memory counters)", usage,
-    run_trace};
+    "trace", "write a Perfetto or Chrome trace (ops, kernels, memory counters)", usage, run_trace};
 
 #define TRACE_MAX_FILES MH__TRACE_MAX_FILES
 
@@ -80,8 +79,8 @@ struct trace_args {
     const char *format_text;
     const char *files[TRACE_MAX_FILES];
     size_t nfiles;
-    int format;        /* enum trace_format: asked for, then chosen */
-    int oom;           /* --around oom */
+    int format; /* enum trace_format: asked for, then chosen */
+    int oom;    /* --around oom */
     int warn_size_given;
     char window[256];  /* what --around chose, for the status line */
     uint64_t json_est; /* the JSON's estimated size, all files */
@@ -121,8 +120,7 @@ static int parse_format(struct trace_args *a)
     else if (strcmp(a->format_text, "json") == 0)
         a->format = FORMAT_JSON;
     else
-        return mh__cli_usage_error(c, "--format is 'perfetto' or 'json', not '%s'",
-                                   a->format_text);
+        return mh__cli_usage_error(c, "--format is 'perfetto' or 'json', not '%s'", a->format_text);
     if (a->format == FORMAT_PERFETTO && a->into)
         return mh__cli_usage_error(c, "--into writes a torch.profiler trace, which is JSON; "
                                       "give -o OUT.json (or --format json)");
@@ -184,8 +182,10 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
         a->files[a->nfiles++] = argv[i];
     a->file = argv[first];
     if (a->nfiles > 1 && a->into)
-        return mh__cli_usage_error(&mh__cmd_trace, "--into takes one FILE (the process that "
-                                                   "was profiled); %zu were given", a->nfiles);
+        return mh__cli_usage_error(&mh__cmd_trace,
+                                   "--into takes one FILE (the process that "
+                                   "was profiled); %zu were given",
+                                   a->nfiles);
     if (!a->out)
         return mh__cli_usage_error(&mh__cmd_trace, "missing -o OUT (OUT.pftrace, OUT.json)");
     if (!a->o.warn_bytes)
@@ -262,7 +262,8 @@ static void choose_format(struct trace_args *a, struct mh__trace **t)
                      mh__bytes_text(a->o.warn_bytes, l));
         mh__cli_error("warning: the JSON trace will be about %s, %s: write Perfetto's protobuf "
                       "format instead (-o OUT.pftrace, several times smaller), or a window: "
-                      "%s--around peak", mh__bytes_text(a->json_est, b), limit, window);
+                      "%s--around peak",
+                      mh__bytes_text(a->json_est, b), limit, window);
     }
     for (size_t i = 0; i < a->nfiles; i++)
         mh__trace_set_perfetto(t[i], a->format == FORMAT_PERFETTO);
@@ -292,7 +293,7 @@ static int write_output(struct trace_args *a, struct mh__session **ses, struct m
     struct mh__sink sink;
     mh__sink_init_file(&sink, fp);
     char err[200] = "";
-    int rc = kineto        ? mh__trace_merge_kineto(t[0], ses[0], kineto, klen, &sink, err, sizeof err)
+    int rc = kineto ? mh__trace_merge_kineto(t[0], ses[0], kineto, klen, &sink, err, sizeof err)
              : a->nfiles > 1 ? mh__trace_write_files(t, ses, a->nfiles, &sink)
                              : mh__trace_write(t[0], ses[0], &sink);
     if (rc == 0)

@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "cli.h"
-#include "printers.h"
-#include "whatif_check.h"
-#include "sim_replay.h"
 #include "json.h"
+#include "printers.h"
+#include "sim_replay.h"
 #include "sink.h"
+#include "whatif_check.h"
 
 static const char usage[] =
     "usage: memhist whatif FILE [--alloc-conf STR] [--device-memory SIZE] [--json]\n\n"
@@ -315,8 +315,9 @@ static int whatif_main(int argc, char **argv)
     /* how far the what-if can be trusted: the same replay under the recorded settings */
     const struct mh__whatif_outcome *base = a.conf_text ? &bs : &ss;
     if (rc == 0) {
-        struct whatif_view v = {&a, &L, &ro, &rs, &ss, &res, base,
-                                mh_reader_meta(mh__session_reader(s), "trace_start") != NULL};
+        struct whatif_view v = {
+            &a,  &L,   &ro,  &rs,
+            &ss, &res, base, mh_reader_meta(mh__session_reader(s), "trace_start") != NULL};
         if (a.json)
             print_json(&v);
         else

@@ -43,7 +43,8 @@ struct mh__fit_fact mh__fit_fact(const struct mh__fit *f, int card, int64_t valu
         if (!mh__fit_trial_informative(t) || t->kind != c->kind || t->value != value)
             continue;
         if (t->capacity == c->trial_capacity)
-            return (struct mh__fit_fact){t->outcome == MH__FIT_RAN ? MH__FIT_FITS : MH__FIT_FAILS, i};
+            return (struct mh__fit_fact){t->outcome == MH__FIT_RAN ? MH__FIT_FITS : MH__FIT_FAILS,
+                                         i};
         if (f->o->bisect || fact.verdict != MH__FIT_UNKNOWN)
             continue;
         if (mh__fit_trial_clean(t) && mh__fit_trial_used(t, f->o->context) <= c->trial_capacity)

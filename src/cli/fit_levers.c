@@ -29,7 +29,8 @@ static void names(const struct mh__layer_stats *st, const size_t *idx, size_t n,
     }
 }
 
-static void add_case(struct mh__fit_answer *ans, const struct mh__oom_case *c, struct mh__layers *ly)
+static void add_case(struct mh__fit_answer *ans, const struct mh__oom_case *c,
+                     struct mh__layers *ly)
 {
     for (size_t i = 0; i < c->nsugg && ans->nlevers < MH__FIT_MAX_LEVERS; i++) {
         const struct mh__suggestion *s = &c->sugg[i];

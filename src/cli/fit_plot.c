@@ -18,7 +18,8 @@ static int better(const struct mh__fit_trial *t, const struct mh__fit_trial *bes
     return ran != best_ran ? ran : t->capacity > best->capacity;
 }
 
-static size_t fill_points(const struct mh__fit *f, struct mh__fit_plot_point *pts, const int *series)
+static size_t fill_points(const struct mh__fit *f, struct mh__fit_plot_point *pts,
+                          const int *series)
 {
     size_t n = 0;
     for (int i = 0; i < f->ntrials; i++) {
@@ -55,7 +56,7 @@ int mh__fit_write_plot(const struct mh__fit *f)
             names[nseries++] = o->cards[c].gpu->key;
         }
         cards[c] = (struct mh__fit_plot_card){o->cards[c].label, o->cards[c].limit,
-                                             f->answers[c].fit_value, 0};
+                                              f->answers[c].fit_value, 0};
     }
     for (int c = 0; c < o->ncards; c++)
         cards[c].series = series[o->cards[c].kind];

@@ -155,7 +155,7 @@ static void print_trials(const struct mh__fit *f)
                t->value, w, o->cards[t->card].label,
                t->outcome == MH__FIT_RAN   ? "ran"
                : t->outcome == MH__FIT_OOM ? "out of memory"
-                                          : mh__fit_outcome_name(t->outcome),
+                                           : mh__fit_outcome_name(t->outcome),
                mh__bytes_text(t->peak_allocated, b[0]), mh__bytes_text(t->peak_reserved, b[1]),
                mh__bytes_text(t->peak_requested, b[2]), t->steps, t->seconds,
                mh__bytes_text(t->host_peak, b[3]), t->path);

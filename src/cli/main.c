@@ -10,9 +10,25 @@
 #include "cli.h"
 #include "diag.h"
 
-#define MH__COMMANDS(X)                                                                     \
-    X(record) X(info) X(report) X(oom) X(layers) X(growth) X(plot) X(flame) X(snapshot)     \
-        X(import) X(trace) X(simulate) X(fit) X(whatif) X(diff) X(export)
+/* clang-format off */
+#define MH__COMMANDS(X) \
+    X(record) \
+    X(info) \
+    X(report) \
+    X(oom) \
+    X(layers) \
+    X(growth) \
+    X(plot) \
+    X(flame) \
+    X(snapshot) \
+    X(import) \
+    X(trace) \
+    X(simulate) \
+    X(fit) \
+    X(whatif) \
+    X(diff) \
+    X(export)
+/* clang-format on */
 
 #define MH__X_DECL(n) extern const struct mh__cli_command mh__cmd_##n __attribute__((weak));
 MH__COMMANDS(MH__X_DECL)
@@ -62,7 +78,8 @@ static int help_command(int argc, char **argv)
 {
     if (argc < 2)
         return print_help();
-    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "--help") == 0) {
         fputs(help_usage, stdout);
         return mh__cli_finish(MH__EXIT_OK);
     }

@@ -34,8 +34,8 @@ struct pool {
     size_t consumed; /* files whose result was taken */
     int stop;
     struct mh__analysis *slot; /* file i in slot[i % window] */
-    void **prepared;          /* and what the command's prepare made of it */
-    int *state;               /* per file: 0 pending, 1 ready, < 0 failed */
+    void **prepared;           /* and what the command's prepare made of it */
+    int *state;                /* per file: 0 pending, 1 ready, < 0 failed */
 };
 
 static void close_file(const struct mh__cli_multi *m, struct mh__analysis *a, void **prepared)

@@ -24,7 +24,8 @@ static int explain_device(const struct mh__analysis *a, int device, const struct
     return rc;
 }
 
-static int explain_file(const struct mh__analysis *a, const struct mh__oom_opts *o, struct mh__json *j)
+static int explain_file(const struct mh__analysis *a, const struct mh__oom_opts *o,
+                        struct mh__json *j)
 {
     const struct mh_model *m = a->rp.model;
     size_t shown = 0;
@@ -49,8 +50,8 @@ static int explain_file(const struct mh__analysis *a, const struct mh__oom_opts 
     return rc;
 }
 
-static int oom_file(void *user, const struct mh__analysis *a, void *prepared, size_t i,
-                    size_t n, struct mh__json *j)
+static int oom_file(void *user, const struct mh__analysis *a, void *prepared, size_t i, size_t n,
+                    struct mh__json *j)
 {
     (void)prepared;
     (void)i;
@@ -61,6 +62,10 @@ static int oom_file(void *user, const struct mh__analysis *a, void *prepared, si
 int mh__oom_explain_all(char **paths, size_t n, const struct mh__oom_opts *o)
 {
     const struct mh__analysis_want want = {MH__WANT_WHATIF_OOM, 0, 0};
-    const struct mh__cli_multi m = {.command = "oom", .want = &want, .json_files = o->json, .each = oom_file, .user = (void *)o};
+    const struct mh__cli_multi m = {.command = "oom",
+                                    .want = &want,
+                                    .json_files = o->json,
+                                    .each = oom_file,
+                                    .user = (void *)o};
     return mh__cli_multi_run(paths, n, &m);
 }

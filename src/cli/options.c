@@ -18,14 +18,9 @@ static int set_value(const struct mh__cli_opt *o, const char *arg)
     char *end;
     double f;
     switch (o->kind) {
-    case MH__OPT_FLAG:
-        *(int *)o->out = 1;
-        return 0;
-    case MH__OPT_TEXT:
-        *(const char **)o->out = arg;
-        return 0;
-    case MH__OPT_UINT:
-        return mh__cli_parse_uint(arg, o->lo, o->hi, o->out);
+    case MH__OPT_FLAG: *(int *)o->out = 1; return 0;
+    case MH__OPT_TEXT: *(const char **)o->out = arg; return 0;
+    case MH__OPT_UINT: return mh__cli_parse_uint(arg, o->lo, o->hi, o->out);
     case MH__OPT_INT: {
         uint64_t v;
         if (mh__cli_parse_uint(arg, o->lo, o->hi, &v) != 0)
@@ -41,8 +36,7 @@ static int set_value(const struct mh__cli_opt *o, const char *arg)
             return -1;
         *(double *)o->out = f;
         return 0;
-    default:
-        return -1;
+    default: return -1;
     }
 }
 

@@ -43,8 +43,8 @@ const char *mh__growth_label(const struct mh_reader *r, const struct mh__growth_
                              size_t len);
 /* cmd_growth.c: a device's growth as JSON: {"window_steps": K, "entries":
  * [...]} with at most `top` entries (all if 0). */
-void mh__growth_json(struct mh__json *j, const struct mh_reader *r, const struct mh__device_report *d,
-                     size_t top);
+void mh__growth_json(struct mh__json *j, const struct mh_reader *r,
+                     const struct mh__device_report *d, size_t top);
 
 /* report_ranks.c: one file's row of the rank table, kept after its
  * analysis is closed (path borrowed from the command line). */
@@ -76,7 +76,7 @@ const char *mh__replay_seed_text(const struct mh__whatif_outcome *base, char *bu
 
 void mh__oom_print_text(const struct mh__analysis *a, const struct mh__oom_case *c,
                         const struct mh__oom_opts *o, size_t number, size_t count);
-void mh__oom_print_json(struct mh__json *j, const struct mh__analysis *a, const struct mh__oom_case *c,
-                        const struct mh__oom_opts *o);
+void mh__oom_print_json(struct mh__json *j, const struct mh__analysis *a,
+                        const struct mh__oom_case *c, const struct mh__oom_opts *o);
 
 #endif

@@ -83,8 +83,8 @@ static size_t terminal_columns(void)
 
 /* "45%, 12 s left", or "1.21 GiB so far" when the total is unknown (a
  * file read from a pipe). */
-static void format_amount(uint64_t done, uint64_t total, uint64_t first_ns, uint64_t now,
-                          char *out, size_t len)
+static void format_amount(uint64_t done, uint64_t total, uint64_t first_ns, uint64_t now, char *out,
+                          size_t len)
 {
     char a[32];
     if (total == 0) {

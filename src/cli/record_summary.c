@@ -144,7 +144,8 @@ static void print_next(const struct status_line *l, size_t n, size_t files, cons
 {
     size_t ol = strlen(out_abs), under = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(l[i].path, "-") != 0 && strncmp(l[i].path, out_abs, ol) == 0 && l[i].path[ol] == '.')
+        if (strcmp(l[i].path, "-") != 0 && strncmp(l[i].path, out_abs, ol) == 0 &&
+            l[i].path[ol] == '.')
             under++;
     if (files > 1 && under == files) {
         fprintf(stderr, "memhist: next: memhist report %s.*\n", shown(out_abs));
@@ -174,8 +175,8 @@ int mh__record_summary(const char *status_path, const char *out_abs)
         if (strcmp(l[i].path, "-") == 0)
             continue;
         uint64_t peak = file_check(l[i].path, state, sizeof state);
-        fprintf(stderr, "  %-28s %9s events  peak reserved %11s  %-9s %s", shown(l[i].path), l[i].events,
-                mh__bytes_text(peak, b), state, l[i].who);
+        fprintf(stderr, "  %-28s %9s events  peak reserved %11s  %-9s %s", shown(l[i].path),
+                l[i].events, mh__bytes_text(peak, b), state, l[i].who);
         if (strcmp(l[i].status, "recording") != 0 && strcmp(l[i].status, "complete") != 0)
             fprintf(stderr, ": %s", l[i].status);
         fprintf(stderr, "\n");
@@ -189,11 +190,15 @@ int mh__record_summary(const char *status_path, const char *out_abs)
     } else if (n == 0 && access(out_abs, F_OK) == 0) {
         files++;
         if (!quiet)
-            fprintf(stderr, "memhist: recorded driver-level memory and kernels (CUDA injection) to "
-                            "%s\nmemhist: next: memhist report %s\n", shown(out_abs), shown(out_abs));
+            fprintf(stderr,
+                    "memhist: recorded driver-level memory and kernels (CUDA injection) to "
+                    "%s\nmemhist: next: memhist report %s\n",
+                    shown(out_abs), shown(out_abs));
     } else if (n == 0) {
-        fprintf(stderr, "memhist: warning: nothing recorded to %s: the program neither loaded the "
-                        "memhist Python bootstrap nor initialized CUDA\n", shown(out_abs));
+        fprintf(stderr,
+                "memhist: warning: nothing recorded to %s: the program neither loaded the "
+                "memhist Python bootstrap nor initialized CUDA\n",
+                shown(out_abs));
     }
     free(l);
     return (int)files;

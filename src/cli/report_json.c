@@ -8,8 +8,8 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "printers.h"
 #include "json.h"
+#include "printers.h"
 
 /* JSON key of an anomaly: its enum name without the prefix, lower case. */
 static const char *anomaly_key(int a, char buf[48])
@@ -47,7 +47,8 @@ static void json_frames(struct mh__json *j, const struct mh_reader *r, uint32_t 
     mh__json_end_array(j);
 }
 
-static void json_top(struct mh__json *j, const struct mh__replay *rp, const struct mh__device_report *d)
+static void json_top(struct mh__json *j, const struct mh__replay *rp,
+                     const struct mh__device_report *d)
 {
     mh__json_key(j, "top_at_peak");
     mh__json_begin_array(j);

@@ -32,8 +32,7 @@ static const char *verdict_text(const struct mh__oom_case *c, char *buf, size_t 
                  mh__bytes_text(o->allocated, b[0]), mh__bytes_text(o->request, b[1]),
                  mh__bytes_text(o->reserved + o->device_free, b[2]));
         break;
-    default:
-        snprintf(buf, len, "no failure (explaining the allocated peak)");
+    default: snprintf(buf, len, "no failure (explaining the allocated peak)");
     }
     return buf;
 }
@@ -104,8 +103,8 @@ static void text_suggestions(const struct mh__oom_case *c)
     size_t nl;
     const struct mh__layer_stats *st = mh__layers_list(c->ly, &nl);
     char label[256];
-    printf("  suggestions, %s:\n", mh__replay_check_text(c->replay_match < 0 ? NULL : &c->baseline, label,
-                                                            sizeof label));
+    printf("  suggestions, %s:\n",
+           mh__replay_check_text(c->replay_match < 0 ? NULL : &c->baseline, label, sizeof label));
     if (c->mid_run || c->baseline.seeded_segments)
         printf("    %s\n", mh__replay_seed_text(&c->baseline, label, sizeof label));
     for (size_t i = 0; i < c->nsugg; i++) {
@@ -119,9 +118,11 @@ static void text_suggestions(const struct mh__oom_case *c)
             continue;
         }
         const char *v = c->verdict == MH__OOM_VERDICT_NONE ? ""
-                        : s->ooms ? "still OOM;  " : "OOM gone;   ";
+                        : s->ooms                          ? "still OOM;  "
+                                                           : "OOM gone;   ";
         printf("    %-56s %speak reserved %s (recorded %s)%s\n", s->setting, v,
-               mh__bytes_text(s->peak_reserved, b[0]), mh__bytes_text(c->recorded_peak_reserved, b[1]),
+               mh__bytes_text(s->peak_reserved, b[0]),
+               mh__bytes_text(c->recorded_peak_reserved, b[1]),
                s->peak_reserved > c->recorded_peak_reserved ? ": worse" : "");
     }
     if (c->nplan == 0) {
@@ -201,8 +202,8 @@ static void json_suggestions(struct mh__json *j, const struct mh__oom_case *c)
     mh__json_end_object(j);
 }
 
-static void json_live(struct mh__json *j, const struct mh__analysis *a, const struct mh__oom_case *c,
-                      size_t top)
+static void json_live(struct mh__json *j, const struct mh__analysis *a,
+                      const struct mh__oom_case *c, size_t top)
 {
     char label[512];
     mh__json_kv_uint(j, "live_bytes", c->live_bytes);
@@ -229,8 +230,8 @@ static void json_live(struct mh__json *j, const struct mh__analysis *a, const st
     mh__json_end_array(j);
 }
 
-void mh__oom_print_json(struct mh__json *j, const struct mh__analysis *a, const struct mh__oom_case *c,
-                        const struct mh__oom_opts *o)
+void mh__oom_print_json(struct mh__json *j, const struct mh__analysis *a,
+                        const struct mh__oom_case *c, const struct mh__oom_opts *o)
 {
     const struct mh_oom_info *x = &c->oom;
     mh__json_begin_object(j);

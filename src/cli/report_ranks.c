@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "printers.h"
 #include "analysis.h"
 #include "json.h"
+#include "printers.h"
 
 static void json_peak(struct mh__json *j, const char *key, const struct mh_peak *p, uint64_t origin)
 {
@@ -34,8 +34,8 @@ static void json_rank(struct mh__json *j, int64_t rank)
         mh__json_int(j, rank);
 }
 
-static void json_ranks(struct mh__json *j, const struct mh__rank_row *r, size_t n, const struct mh__job_spread *s,
-                       uint64_t origin)
+static void json_ranks(struct mh__json *j, const struct mh__rank_row *r, size_t n,
+                       const struct mh__job_spread *s, uint64_t origin)
 {
     mh__json_key(j, "ranks");
     mh__json_begin_array(j);
@@ -72,7 +72,8 @@ static void json_ranks(struct mh__json *j, const struct mh__rank_row *r, size_t 
     mh__json_end_object(j);
 }
 
-static void json_worst(struct mh__json *j, const struct mh__rank_row *r, size_t n, const struct mh__job_spread *s)
+static void json_worst(struct mh__json *j, const struct mh__rank_row *r, size_t n,
+                       const struct mh__job_spread *s)
 {
     mh__json_key(j, "worst_rank");
     mh__json_begin_object(j);
@@ -83,7 +84,8 @@ static void json_worst(struct mh__json *j, const struct mh__rank_row *r, size_t 
     mh__json_key(j, "tied_with");
     mh__json_begin_array(j);
     for (size_t i = 0; i < n; i++)
-        if (i != s->max && r[i].reserved.value == r[s->max].reserved.value && r[i].helper == r[s->max].helper)
+        if (i != s->max && r[i].reserved.value == r[s->max].reserved.value &&
+            r[i].helper == r[s->max].helper)
             mh__json_string(j, r[i].path);
     mh__json_end_array(j);
     mh__json_end_object(j);
@@ -118,7 +120,8 @@ static int peak_width(const struct mh__rank_row *r, size_t n, int reserved, uint
     return w;
 }
 
-static void text_ranks(const struct mh__rank_row *r, size_t n, const struct mh__job_spread *s, uint64_t origin)
+static void text_ranks(const struct mh__rank_row *r, size_t n, const struct mh__job_spread *s,
+                       uint64_t origin)
 {
     char b1[64], b2[64], b3[32], b4[32], b5[32];
     int helpers = 0, wa = peak_width(r, n, 0, origin), wr = peak_width(r, n, 1, origin);
@@ -189,8 +192,9 @@ void mh__cli_missing_device(const char *path, const struct mh_model *m, int devi
                          mh_model_device_at(m, i));
         used += w > 0 ? (size_t)w : 0;
     }
-    mh__cli_error("%s: no events for device %d; its device%s: %s%s", path, device, n == 1 ? "" : "s",
-                  n ? list : "none", ranks ? " (the index as this file's process saw it)" : "");
+    mh__cli_error("%s: no events for device %d; its device%s: %s%s", path, device,
+                  n == 1 ? "" : "s", n ? list : "none",
+                  ranks ? " (the index as this file's process saw it)" : "");
 }
 
 int mh__cli_each_device(const struct mh__analysis *a, int device, struct mh__json *j,

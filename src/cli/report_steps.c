@@ -56,7 +56,8 @@ static void mark_outliers(const struct mh_model *m, int device, size_t n, char *
         struct mh_step_stats s;
         for (size_t i = 0; i < n; i++) {
             double sc = !keep[i] && mh_model_step(m, device, i, &s) == 0
-                            ? outlier_score(&s, med_r, med_a) : 0;
+                            ? outlier_score(&s, med_r, med_a)
+                            : 0;
             if (sc > best) {
                 best = sc;
                 at = i;

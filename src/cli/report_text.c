@@ -103,7 +103,7 @@ static void print_top(const struct mh__replay *rp, const struct mh__device_repor
     char b[32];
     if (d->ntop == 0)
         return;
-    char (*texts)[4096] = calloc(d->ntop, sizeof *texts);
+    char(*texts)[4096] = calloc(d->ntop, sizeof *texts);
     if (!texts)
         return;
     const char *sep = "\n                                    ";
@@ -115,13 +115,13 @@ static void print_top(const struct mh__replay *rp, const struct mh__device_repor
     for (size_t i = 0; i < d->ntop; i++) {
         const struct mh__stack_group *g = &d->top[i];
         double share = d->live_at_peak_bytes ? 100.0 * g->bytes / d->live_at_peak_bytes : 0;
-        printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh__bytes_text(g->bytes, b), share, g->count,
-               g->count == 1 ? " " : "s");
+        printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh__bytes_text(g->bytes, b), share,
+               g->count, g->count == 1 ? " " : "s");
         char again[4096];
         const char *text = texts[i];
         if (text[0] && looks_like_another(texts, d->ntop, i))
-            text = mh__cli_stack_text(rp->reader, g->stack, sep, max_frames, 1, again,
-                                      sizeof again);
+            text =
+                mh__cli_stack_text(rp->reader, g->stack, sep, max_frames, 1, again, sizeof again);
         printf("%s\n", text[0] ? text : "<no stack recorded>");
     }
     free(texts);
@@ -151,9 +151,9 @@ static void print_stats_row(const struct mh_step_stats *st, const char *label)
     snprintf(num, sizeof num, "%" PRId64, s.step);
     snprintf(seg, sizeof seg, "+%" PRIu64 "/-%" PRIu64, s.segment_allocs, s.segment_frees);
     printf("  %5s %11s %11s %11s %5.1f%% %11s %11s %11s %5u %9s %5" PRIu64 " %4" PRIu64 "\n",
-           label ? label : num, mh__bytes_text(s.peak_allocated, a), mh__bytes_text(s.peak_reserved, r),
-           mh__bytes_text(s.end_reserved, e), 100.0 * s.fragmentation,
-           mh__bytes_text(s.allocated_at_reserved_peak, ar),
+           label ? label : num, mh__bytes_text(s.peak_allocated, a),
+           mh__bytes_text(s.peak_reserved, r), mh__bytes_text(s.end_reserved, e),
+           100.0 * s.fragmentation, mh__bytes_text(s.allocated_at_reserved_peak, ar),
            mh__bytes_text(s.inactive_split_at_reserved_peak, is),
            mh__bytes_text(s.largest_free_at_reserved_peak, lf), s.segments_at_end, seg, s.retries,
            s.ooms);
@@ -176,9 +176,9 @@ static void print_steps(const struct mh__replay *rp, int device, const struct mh
     if (n && v->steps.has_steps && shown == 0)
         printf("\n  no steps in the chosen window (the run has %zu)\n", n);
     if (shown)
-        printf("\n  %5s %11s %11s %11s %6s %11s %11s %11s %5s %9s %5s %4s\n", "step",
-               "peak alloc", "peak reserv", "end reserv", "frag", "alloc@rpeak", "inact split",
-               "largest free", "segs", "seg +/-", "retry", "ooms");
+        printf("\n  %5s %11s %11s %11s %6s %11s %11s %11s %5s %9s %5s %4s\n", "step", "peak alloc",
+               "peak reserv", "end reserv", "frag", "alloc@rpeak", "inact split", "largest free",
+               "segs", "seg +/-", "retry", "ooms");
     struct mh_step_stats setup; /* the set-up before step 0, when a marker opened step 0 */
     if (shown && !v->steps.has_steps && mh_model_setup(rp->model, device, &setup) == 0 &&
         setup.peak_reserved > 0)
@@ -194,7 +194,8 @@ static void print_steps(const struct mh__replay *rp, int device, const struct mh
         print_stats_row(&tail, "tail");
     if (shown && shown < n && !v->steps.has_steps)
         printf("  %zu of %zu steps: the first and last, the peak steps and the outliers; "
-               "--all-steps shows every step, --steps A:B a range\n", shown, n);
+               "--all-steps shows every step, --steps A:B a range\n",
+               shown, n);
     if (shown && !v->steps.has_steps && mh_model_tail(rp->model, device, &tail) == 0)
         printf("  tail: after step %lld, not a complete step (left out of the trend)\n",
                (long long)(tail.step - 1));
@@ -219,22 +220,26 @@ static void print_trend(const struct mh__device_report *d)
            "step; ",
            signed_bytes(t->reserved_growth, b[0]), signed_bytes(t->allocated_growth, b[1]),
            t->first_step);
-    int64_t gain = t->whatif_ok ? (int64_t)t->whatif_peak_reserved - (int64_t)d->peak_reserved.value : 0;
+    int64_t gain =
+        t->whatif_ok ? (int64_t)t->whatif_peak_reserved - (int64_t)d->peak_reserved.value : 0;
     if (!t->fragmenting)
         printf("no fragmentation trend");
     else if (t->whatif_ok && gain >= 0)
         printf("fragmentation: reserved grows while allocated does not; expandable_segments:True "
                "would not lower the peak");
     else
-        printf("fragmentation: reserved grows while allocated does not; try expandable_segments:True");
+        printf(
+            "fragmentation: reserved grows while allocated does not; try expandable_segments:True");
     if (t->whatif_ok)
         printf(" (what-if with expandable_segments:True: peak reserved %s%s)",
-               signed_bytes(gain, b[2]), !t->fragmenting ? ""
-                                         : t->whatif_checked ? ", checked by replay"
-                                                             : ", an estimate");
+               signed_bytes(gain, b[2]),
+               !t->fragmenting     ? ""
+               : t->whatif_checked ? ", checked by replay"
+                                   : ", an estimate");
     if (t->whatif_ok && t->fragmenting && !t->whatif_checked)
         printf("\n  the replay under the recorded settings reproduces %.1f%% of the run's "
-               "allocator events (checked from %.0f%%)", t->baseline_match, MH__WHATIF_CHECKED_MATCH);
+               "allocator events (checked from %.0f%%)",
+               t->baseline_match, MH__WHATIF_CHECKED_MATCH);
     printf("\n");
 }
 
@@ -249,9 +254,9 @@ static void print_growth(const struct mh__replay *rp, const struct mh__device_re
         snprintf(more, sizeof more, "; %zu sites grow, ", d->ngrowth);
     printf("  growth: %s per step stays live, from %s, since step %lld "
            "(grew in %u of %u steps)%s%s\n",
-           mh__bytes_text(e->bytes_per_step, b), mh__growth_label(rp->reader, e, label, sizeof label),
-           (long long)e->first_step, e->steps_grown, e->steps, more[0] ? more : "; ",
-           "`memhist growth` lists them");
+           mh__bytes_text(e->bytes_per_step, b),
+           mh__growth_label(rp->reader, e, label, sizeof label), (long long)e->first_step,
+           e->steps_grown, e->steps, more[0] ? more : "; ", "`memhist growth` lists them");
 }
 
 static void print_ooms(const struct mh__replay *rp, int device)
@@ -263,8 +268,7 @@ static void print_ooms(const struct mh__replay *rp, int device)
             continue;
         printf("\n  OOM at %s (%s): requested %s on stream %#" PRIx64 "\n",
                mh__cli_duration(since(o.time_ns, rp->t0_ns), b[0]),
-               device_step_text(rp, device, o.step, s),
-               mh__bytes_text(o.request, b[1]), o.stream);
+               device_step_text(rp, device, o.step, s), mh__bytes_text(o.request, b[1]), o.stream);
         printf("      device free %s, reserved %s, allocated %s\n",
                mh__bytes_text(o.device_free, b[2]), mh__bytes_text(o.reserved, b[3]),
                mh__bytes_text(o.allocated, b[4]));
@@ -282,7 +286,8 @@ static void print_anomalies(const struct mh__replay *rp)
         uint64_t n = mh_model_anomaly_count(rp->model, a);
         if (!n)
             continue;
-        printf("%s%" PRIu64 " %s", any ? ", " : "\nevents inconsistent with the allocator state: ", n,
+        printf("%s%" PRIu64 " %s",
+               any ? ", " : "\nevents inconsistent with the allocator state: ", n,
                mh_anomaly_name(a));
         any = 1;
     }

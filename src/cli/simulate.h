@@ -16,8 +16,8 @@ struct mh__cli_vdev_opts {
     const char *events;         /* immediate or sync */
     const char *alloc_conf;     /* PYTORCH_CUDA_ALLOC_CONF for the program, or NULL */
     const char *output, *stacks;
-    int op_ranges; /* record record_function ranges too */
-    int report;    /* print `memhist report` of the file afterwards */
+    int op_ranges;             /* record record_function ranges too */
+    int report;                /* print `memhist report` of the file afterwards */
     uint64_t stop_after_steps; /* end the program after this many steps; 0: never */
 };
 

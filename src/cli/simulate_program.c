@@ -110,7 +110,8 @@ static void say_what_runs(const struct mh__cli_vdev_opts *o)
     if (!mh__cli_is_quiet())
         mh__cli_error("running on a virtual %s (%s, %s of it taken by the CUDA context): "
                       "PyTorch's allocator is real, tensor values are not computed",
-                      o->gpu->name, mh__bytes_text(o->capacity, cap), mh__bytes_text(o->context, ctx));
+                      o->gpu->name, mh__bytes_text(o->capacity, cap),
+                      mh__bytes_text(o->context, ctx));
 }
 
 /* `memhist report` of what was written: FILE, or FILE.rank<R> under torchrun. */
@@ -162,8 +163,11 @@ int mh__cli_simulate_program(const struct mh__cli_vdev_opts *o, char **cmd)
         return MH__EXIT_FAIL;
     }
     say_what_runs(o);
-    struct mh__cli_record_opts ro = {.output = o->output, .stacks = o->stacks, .op_ranges = o->op_ranges,
-                                    .who = "simulate", .stop_after_steps = o->stop_after_steps};
+    struct mh__cli_record_opts ro = {.output = o->output,
+                                     .stacks = o->stacks,
+                                     .op_ranges = o->op_ranges,
+                                     .who = "simulate",
+                                     .stop_after_steps = o->stop_after_steps};
     int code = mh__cli_record_command(&ro, cmd);
     if (o->report) {
         int rrc = report_files(o);

@@ -47,7 +47,8 @@ int mh__cli_simulate_verdict(const char *path, int name_file, uint64_t context)
         mh__session_close(s);
         return MH__EXIT_FAIL;
     }
-    const struct mh__replay rp = {.path = path, .reader = mh__session_reader(s), .model = mh__session_model(s)};
+    const struct mh__replay rp = {
+        .path = path, .reader = mh__session_reader(s), .model = mh__session_model(s)};
     for (size_t i = 0; i < mh_model_device_count(rp.model); i++)
         device_verdict(path, prefix, &rp, mh_model_device_at(rp.model, i), context);
     mh__session_close(s);

@@ -77,8 +77,7 @@ int mh__cli_parse_window(const char *steps, const char *time, struct mh__window 
         w->has_time = 1;
         rc = parse_bound_seconds(text, mid, 0, &w->t_lo_ns);
         if (!rc)
-            rc = colon ? parse_bound_seconds(colon + 1, end, UINT64_MAX, &w->t_hi_ns)
-                       : MH_EINVAL;
+            rc = colon ? parse_bound_seconds(colon + 1, end, UINT64_MAX, &w->t_hi_ns) : MH_EINVAL;
         if (!rc && w->t_lo_ns >= w->t_hi_ns)
             rc = MH_EINVAL;
     }

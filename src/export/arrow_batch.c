@@ -46,18 +46,13 @@ struct mh__batch {
 static size_t width_of(int type)
 {
     switch (type) {
-    case MH__COL_I16:
-        return 2;
+    case MH__COL_I16: return 2;
     case MH__COL_I32:
-    case MH__COL_SID:
-        return 4;
+    case MH__COL_SID: return 4;
     case MH__COL_I64:
-    case MH__COL_F64:
-        return 8;
-    case MH__COL_NAMES:
-        return 1;
-    default:
-        return 0; /* BOOL (bits), UTF8 and MAP (offsets) */
+    case MH__COL_F64: return 8;
+    case MH__COL_NAMES: return 1;
+    default: return 0; /* BOOL (bits), UTF8 and MAP (offsets) */
     }
 }
 
@@ -96,8 +91,8 @@ static int col_alloc(struct col *c, size_t cap)
     int type = c->spec->type;
     c->valid = calloc((cap + 7) / 8 + 1, 1);
     c->values = type == MH__COL_BOOL ? calloc((cap + 7) / 8 + 1, 1)
-                : width_of(type)    ? calloc(cap, width_of(type))
-                                    : NULL;
+                : width_of(type)     ? calloc(cap, width_of(type))
+                                     : NULL;
     int rc = c->valid && (c->values || !(type == MH__COL_BOOL || width_of(type))) ? 0 : MH_ENOMEM;
     if (rc == 0 && (type == MH__COL_UTF8 || type == MH__COL_MAP))
         rc = strs_alloc(&c->s, type == MH__COL_MAP ? 16 : cap);
@@ -202,15 +197,9 @@ void mh__batch_i64(struct mh__batch *b, size_t col, int64_t v)
     struct col *c = &b->cols[col];
     size_t row = b->rows;
     switch (c->spec->type) {
-    case MH__COL_I16:
-        ((int16_t *)c->values)[row] = (int16_t)v;
-        break;
-    case MH__COL_I32:
-        ((int32_t *)c->values)[row] = (int32_t)v;
-        break;
-    default:
-        ((int64_t *)c->values)[row] = v;
-        break;
+    case MH__COL_I16: ((int16_t *)c->values)[row] = (int16_t)v; break;
+    case MH__COL_I32: ((int32_t *)c->values)[row] = (int32_t)v; break;
+    default: ((int64_t *)c->values)[row] = v; break;
     }
     set_valid(c, row);
 }

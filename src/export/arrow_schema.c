@@ -11,24 +11,15 @@
 static const char *format_of(int type)
 {
     switch (type) {
-    case MH__COL_BOOL:
-        return "b";
-    case MH__COL_I16:
-        return "s";
-    case MH__COL_I32:
-        return "i";
-    case MH__COL_I64:
-        return "l";
-    case MH__COL_F64:
-        return "g";
-    case MH__COL_UTF8:
-        return "u";
-    case MH__COL_NAMES:
-        return "c";
-    case MH__COL_SID:
-        return "i";
-    default:
-        return "+m";
+    case MH__COL_BOOL: return "b";
+    case MH__COL_I16: return "s";
+    case MH__COL_I32: return "i";
+    case MH__COL_I64: return "l";
+    case MH__COL_F64: return "g";
+    case MH__COL_UTF8: return "u";
+    case MH__COL_NAMES: return "c";
+    case MH__COL_SID: return "i";
+    default: return "+m";
     }
 }
 

@@ -217,7 +217,8 @@ static int release_held(struct ev_export *x, const struct mh__alloc_rec *rec)
 
 /* Remembers the category and module of an allocation whose block waits
  * for its free to complete. */
-static int note_ended(struct ev_export *x, const struct mh_model *m, const struct mh__alloc_rec *rec)
+static int note_ended(struct ev_export *x, const struct mh_model *m,
+                      const struct mh__alloc_rec *rec)
 {
     uint32_t *w = mh_model_block_words(m, rec->device, rec->addr), i;
     if (!w)

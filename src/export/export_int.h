@@ -24,8 +24,8 @@
 struct mh_arrow_file {
     char *path;
     struct mh__analysis a; /* the first pass; a.session is used under `lock` */
-    pthread_mutex_t lock; /* a.session, and the warnings */
-    atomic_int refs;      /* the caller's and each open stream's */
+    pthread_mutex_t lock;  /* a.session, and the warnings */
+    atomic_int refs;       /* the caller's and each open stream's */
     char run[48];
     const char *run_names[1]; /* the run column's dictionary: {run} */
     int64_t rank;

@@ -142,8 +142,8 @@ static int gather_live(struct seg_export *x, const struct mh__lifetimes *lt, int
     return 0;
 }
 
-static int device_at_peak(struct seg_export *x, struct mh__session *s, const struct mh__lifetimes *lt,
-                          int device, uint64_t index)
+static int device_at_peak(struct seg_export *x, struct mh__session *s,
+                          const struct mh__lifetimes *lt, int device, uint64_t index)
 {
     struct mh_model *m = NULL;
     x->peak_index = index;

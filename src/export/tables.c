@@ -19,21 +19,21 @@ const char *const mh__state_names[] = {"inactive", "allocated", "pending_free"};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 #define RUN_RANK                                                                                   \
-    {"run", MH__COL_NAMES, 0, NULL, 0},                                                             \
+    {"run", MH__COL_NAMES, 0, NULL, 0},                                                            \
     {                                                                                              \
-        "rank", MH__COL_I32, 1, NULL, 0                                                             \
+        "rank", MH__COL_I32, 1, NULL, 0                                                            \
     }
 #define I64(name)                                                                                  \
     {                                                                                              \
-        name, MH__COL_I64, 0, NULL, 0                                                               \
+        name, MH__COL_I64, 0, NULL, 0                                                              \
     }
 #define I64N(name)                                                                                 \
     {                                                                                              \
-        name, MH__COL_I64, 1, NULL, 0                                                               \
+        name, MH__COL_I64, 1, NULL, 0                                                              \
     }
 #define NAMES(name, list, nullable)                                                                \
     {                                                                                              \
-        name, MH__COL_NAMES, nullable, list, N(list)                                                \
+        name, MH__COL_NAMES, nullable, list, N(list)                                               \
     }
 
 static const struct mh__col_spec runs[] = {

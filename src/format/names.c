@@ -20,9 +20,8 @@ const char *mh_version_string(void)
 const char *mh_strerror(int code)
 {
     switch (code) {
-#define MH__X_MSG(name, value, msg) \
-    case value:                    \
-        return msg;
+#define MH__X_MSG(name, value, msg)                                                                \
+    case value: return msg;
         MH_ERROR_LIST(MH__X_MSG)
 #undef MH__X_MSG
     }
@@ -56,8 +55,8 @@ const char *mh_phase_name(unsigned phase)
 
 const char *mh_memory_kind_name(unsigned kind)
 {
-    static const char *const names[] = {"unknown", "pageable", "pinned",         "device",
-                                        "array",   "managed",  "device_static", "managed_static",
-                                        "vmm"};
+    static const char *const names[] = {"unknown",       "pageable",       "pinned",
+                                        "device",        "array",          "managed",
+                                        "device_static", "managed_static", "vmm"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }

@@ -7,15 +7,15 @@
  * bounded by the bytes left and by the limits in fmt.h, and each chunk's
  * CRC-32C is checked before any of its bytes are interpreted. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "reader_int.h"
 #include "memhist/error.h"
 #include "memhist/version.h"
+#include "reader_int.h"
 
 int mh__r_fail(struct mh_reader *r, int code, uint64_t off, const char *fmt, ...)
 {
@@ -74,8 +74,8 @@ static int next_chunk(struct mh_reader *r, uint8_t *type, const uint8_t **payloa
     if (got == 0)
         return 0;
     if (got < MH__FRAME_LEN)
-        return mh__r_fail(r, MH_ETRUNCATED, r->off, "chunk frame cut short (%zu of %d bytes)",
-                          got, MH__FRAME_LEN);
+        return mh__r_fail(r, MH_ETRUNCATED, r->off, "chunk frame cut short (%zu of %d bytes)", got,
+                          MH__FRAME_LEN);
     memcpy(frame, fr, sizeof frame);
     uint32_t n = mh__get_u32(frame + 1);
     if (n > MH__MAX_CHUNK_BYTES)
@@ -259,8 +259,7 @@ int mh_reader_open(const char *path, struct mh_reader **out)
     if (!strcmp(path, "-")) {
         r->f = stdin; /* a redirected file can be rewound */
         struct stat st;
-        r->seekable = fstat(fileno(stdin), &st) == 0 && S_ISREG(st.st_mode) &&
-                      ftello(stdin) == 0;
+        r->seekable = fstat(fileno(stdin), &st) == 0 && S_ISREG(st.st_mode) && ftello(stdin) == 0;
         r->size = r->seekable ? (uint64_t)st.st_size : 0;
     } else {
         r->f = fopen(path, "rb");

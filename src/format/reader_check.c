@@ -10,8 +10,8 @@
  * keys existed simply lack them and are not checked. */
 #include <string.h>
 
-#include "reader_int.h"
 #include "memhist/error.h"
+#include "reader_int.h"
 
 /* [total, thread, count, ...]: cumulative counts; never decreasing, and the
  * per-thread counts add up to at most the total. */
@@ -89,8 +89,9 @@ int mh__r_trailer(struct mh_reader *r, const uint8_t *p, size_t len, uint64_t of
                           "(chunks lost or repeated)",
                           (unsigned long long)t.chunks, (unsigned long long)r->chunks);
     if (t.has_chain && t.chain != r->chain)
-        return mh__r_fail(r, MH_EFORMAT, off, "the chunks are not in the order they were "
-                                              "written (the trailer's chain differs)");
+        return mh__r_fail(r, MH_EFORMAT, off,
+                          "the chunks are not in the order they were "
+                          "written (the trailer's chain differs)");
     if (r->has_drop && t.dropped < r->drop_total)
         return mh__r_fail(r, MH_EFORMAT, off,
                           "the trailer counts %llu dropped events, fewer than the %llu "

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader_int.h"
 #include "memhist/error.h"
+#include "reader_int.h"
 
 struct mh__arena_block {
     struct mh__arena_block *next;
@@ -67,8 +67,7 @@ void mh__r_defs_free(struct mh_reader *r)
         free(b);
     }
     r->arena.head = NULL;
-    struct mh__vec *vs[] = {&r->strings, &r->frames, &r->nodes,
-                            &r->stacks,  &r->meta,   &r->devices};
+    struct mh__vec *vs[] = {&r->strings, &r->frames, &r->nodes, &r->stacks, &r->meta, &r->devices};
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
         free(vs[i]->p);
 }
@@ -270,8 +269,7 @@ static int defs_stacks(struct mh_reader *r, struct mh__mp *m)
             return MH_ELIMIT;
         if (!nodes[node - 1].frames) {
             r->stack_frames += depth;
-            if (r->stack_frames >
-                MH__STACK_FRAMES_BASE + MH__STACK_FRAMES_PER_BYTE * r->consumed)
+            if (r->stack_frames > MH__STACK_FRAMES_BASE + MH__STACK_FRAMES_PER_BYTE * r->consumed)
                 return MH_ELIMIT;
             uint32_t *fr = arena_alloc(&r->arena, sizeof *fr * depth);
             if (!fr)
@@ -339,7 +337,7 @@ static int defs_devices(struct mh_reader *r, struct mh__mp *m)
 
 int mh__r_defs(struct mh_reader *r, uint8_t type, const uint8_t *p, size_t len, uint64_t off)
 {
-    static const char *const what[] = {"", "", "strings", "frames", "stack nodes",
+    static const char *const what[] = {"",       "",         "strings", "frames", "stack nodes",
                                        "stacks", "metadata", "devices"};
     struct mh__mp m = {p, p + len};
     int rc = MH_EFORMAT;

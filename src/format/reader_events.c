@@ -7,8 +7,8 @@
  * handed out, so a malformed chunk yields none. */
 #include <string.h>
 
-#include "reader_int.h"
 #include "memhist/error.h"
+#include "reader_int.h"
 
 /* One column into v[]/neg[]; returns 1 if it is a single value (in v[0]),
  * 0 if it has n values, -1 if malformed. */

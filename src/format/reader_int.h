@@ -7,8 +7,8 @@
 #include <stdio.h>
 
 #include "fmt.h"
-#include "mpdec.h"
 #include "memhist/reader.h"
+#include "mpdec.h"
 
 /* Blocks of memory whose addresses never change: definitions handed out as
  * borrowed pointers live here until the reader closes. */
@@ -47,20 +47,20 @@ struct mh_reader {
     size_t mem_len;
     uint8_t *buf; /* one chunk read from a file */
     size_t buf_cap;
-    uint64_t off, data_off; /* next chunk; first chunk after the header */
-    uint64_t size;          /* bytes in the input; 0 if unknown (a pipe) */
-    uint64_t consumed;      /* bytes read so far, for limits */
-    uint64_t chunks;        /* chunks read, the trailer excluded */
-    uint32_t chain, chain0; /* CRC-32C over the chunk CRCs; its value after the header */
-    uint64_t events_decoded;    /* events in the events chunks read */
-    uint64_t drop_total;        /* the last dropped chunk's total */
+    uint64_t off, data_off;  /* next chunk; first chunk after the header */
+    uint64_t size;           /* bytes in the input; 0 if unknown (a pipe) */
+    uint64_t consumed;       /* bytes read so far, for limits */
+    uint64_t chunks;         /* chunks read, the trailer excluded */
+    uint32_t chain, chain0;  /* CRC-32C over the chunk CRCs; its value after the header */
+    uint64_t events_decoded; /* events in the events chunks read */
+    uint64_t drop_total;     /* the last dropped chunk's total */
     int has_drop;
     int err, done;
     char errmsg[256];
 
     struct mh_event *evs; /* decoded events of the current chunk */
     uint32_t nev, iev, evs_cap;
-    uint64_t *cv, *cv2;   /* column scratch */
+    uint64_t *cv, *cv2; /* column scratch */
     uint8_t *cn, *cn2;
     uint64_t *ring_addr, *ring_size;
     uint64_t ring_pos, prev_addr;

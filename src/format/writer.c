@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "writer_int.h"
 #include "memhist/error.h"
 #include "memhist/version.h"
 #include "memhist/writer.h"
+#include "writer_int.h"
 
 #define STAGE_LIMIT (1u << 20)
 
@@ -167,8 +167,8 @@ static int writer_new(const struct mh_writer_opts *opts, int fd, int own, int me
     w->ring_addr = calloc(MH__RING_SIZE, sizeof *w->ring_addr);
     w->ring_size = calloc(MH__RING_SIZE, sizeof *w->ring_size);
     w->amap = calloc(2 * MH__RING_SIZE, sizeof *w->amap);
-    if (!w->evs || !w->colv || !w->coln || !w->colv2 || !w->coln2 || !w->ring_addr || !w->ring_size || !w->amap ||
-        write_header(w, source) != 0) {
+    if (!w->evs || !w->colv || !w->coln || !w->colv2 || !w->coln2 || !w->ring_addr ||
+        !w->ring_size || !w->amap || write_header(w, source) != 0) {
         w->own_fd = 0;
         w->closed = 1;
         if (mem)

@@ -8,9 +8,9 @@
  * is the same total. */
 #include <stdlib.h>
 
-#include "writer_int.h"
 #include "memhist/error.h"
 #include "memhist/writer.h"
+#include "writer_int.h"
 
 static struct mh__tdrop *find_thread(struct mh_writer *w, uint32_t thread)
 {

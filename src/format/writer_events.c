@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "writer_int.h"
 #include "memhist/error.h"
+#include "writer_int.h"
 
 static inline uint64_t amap_slot(uint64_t addr)
 {
@@ -30,7 +30,7 @@ static void encode_addr_size(struct mh_writer *w, uint64_t *av, uint8_t *an, uin
             struct mh__amap_slot *s = &w->amap[amap_slot(addr) & (2 * MH__RING_SIZE - 1)];
             uint64_t d = w->ring_pos - s->seq;
             if (s->addr == addr && d >= 1 && d <= MH__RING_MAX_DIST) {
-                av[i] = (uint64_t)-(int64_t)(d + 1);
+                av[i] = (uint64_t) - (int64_t)(d + 1);
                 an[i] = 1;
                 pred = w->ring_size[s->seq % MH__RING_SIZE];
             } else {
@@ -56,13 +56,19 @@ struct plain_field {
 };
 #define FIELD(col, f) [col] = {offsetof(struct mh_event, f), sizeof(((struct mh_event *)0)->f)}
 static const struct plain_field plain_fields[MH__NCOLS] = {
-    FIELD(MH__COL_KIND, kind),     FIELD(MH__COL_FLAGS, flags),
-    FIELD(MH__COL_STACK, stack),   FIELD(MH__COL_STREAM, stream),
-    FIELD(MH__COL_DEVICE, device), FIELD(MH__COL_THREAD, thread),
-    FIELD(MH__COL_DUR, dur_ns),    FIELD(MH__COL_STR, str),
-    FIELD(MH__COL_STR2, str2),     FIELD(MH__COL_AUX, aux),
+    FIELD(MH__COL_KIND, kind),
+    FIELD(MH__COL_FLAGS, flags),
+    FIELD(MH__COL_STACK, stack),
+    FIELD(MH__COL_STREAM, stream),
+    FIELD(MH__COL_DEVICE, device),
+    FIELD(MH__COL_THREAD, thread),
+    FIELD(MH__COL_DUR, dur_ns),
+    FIELD(MH__COL_STR, str),
+    FIELD(MH__COL_STR2, str2),
+    FIELD(MH__COL_AUX, aux),
     FIELD(MH__COL_CORRELATION, correlation),
-    FIELD(MH__COL_POOL0, pool[0]), FIELD(MH__COL_POOL1, pool[1]),
+    FIELD(MH__COL_POOL0, pool[0]),
+    FIELD(MH__COL_POOL1, pool[1]),
     FIELD(MH__COL_CTX, ctx),
 };
 #undef FIELD

@@ -15,13 +15,13 @@
 struct mh__itab {
     uint8_t *arena;
     size_t alen, acap;
-    size_t *off;     /* per id - 1: offset of the key in the arena */
-    uint32_t *len;   /* per id - 1: key length */
-    uint32_t count;  /* ids handed out */
-    uint32_t cap;    /* capacity of off/len */
+    size_t *off;      /* per id - 1: offset of the key in the arena */
+    uint32_t *len;    /* per id - 1: key length */
+    uint32_t count;   /* ids handed out */
+    uint32_t cap;     /* capacity of off/len */
     uint32_t written; /* ids whose definition is on disk */
-    uint32_t *slots; /* open addressing: id or 0 */
-    uint32_t nslots; /* power of two */
+    uint32_t *slots;  /* open addressing: id or 0 */
+    uint32_t nslots;  /* power of two */
 };
 
 struct mh__kv {
@@ -55,9 +55,9 @@ struct mh_writer {
 
     struct mh_event *evs; /* events of the open chunk */
     uint32_t nev;
-    uint64_t *colv;      /* per-column scratch: values */
-    uint8_t *coln;       /* per-column scratch: value is a negative int */
-    uint64_t *colv2;     /* size column scratch (filled with the addresses) */
+    uint64_t *colv;  /* per-column scratch: values */
+    uint8_t *coln;   /* per-column scratch: value is a negative int */
+    uint64_t *colv2; /* size column scratch (filled with the addresses) */
     uint8_t *coln2;
     uint64_t by_kind[256];
     uint64_t events, dropped;
@@ -67,7 +67,7 @@ struct mh_writer {
     uint32_t chain;          /* CRC-32C over the chunks' CRCs, in order */
     struct mh__tdrop *tdrop; /* dropped events per thread, cumulative */
     uint32_t ntdrop, tdrop_cap;
-    int tdrop_dirty;         /* a dropped chunk is due */
+    int tdrop_dirty; /* a dropped chunk is due */
 
     /* address ring, mirrored by the reader (fmt.h) */
     uint64_t *ring_addr, *ring_size;

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "writer_int.h"
 #include "memhist/error.h"
 #include "memhist/writer.h"
+#include "writer_int.h"
 
 #define DEFS_PER_CHUNK 8192u
 #define DEF_BYTES_PER_CHUNK (4u << 20)

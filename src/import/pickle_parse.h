@@ -21,7 +21,7 @@ struct mh__prs;
 
 struct mh__pickle_doc {
     struct mh__arena_block *blocks;
-    struct mh__big *bigs; /* large item arrays, one malloc block each */
+    struct mh__big *bigs;  /* large item arrays, one malloc block each */
     struct mh__kept *kept; /* streaming: memoized values kept past their batch */
     uint64_t bytes, max_bytes;
     int per_byte; /* max_bytes is the default derived from the input length */
@@ -55,8 +55,7 @@ struct mh__pr {
 /* Runs the opcode loop over data[0..len) with streaming state `s` (NULL for
  * the whole tree); as mh__pickle_parse otherwise. */
 int mh__pickle_parse_with(const void *data, size_t len, const struct mh__pickle_limits *lim,
-                          struct mh__prs *s, struct mh__pickle_doc **out, char *err,
-                          size_t errlen);
+                          struct mh__prs *s, struct mh__pickle_doc **out, char *err, size_t errlen);
 /* The value of stack slot `at`, given a node of its own if it is a shared
  * empty container. NULL after recording a failure. */
 struct mh__pv *mh__pr_own(struct mh__pr *pr, size_t at);

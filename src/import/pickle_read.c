@@ -310,7 +310,7 @@ static int add_items(struct mh__pr *pr, struct mh__pv *c, struct mh__pv **items,
         while (ncap < have + n)
             ncap *= 2;
         struct mh__pv **arr = ncap >= BIG_ITEMS ? big_items(pr, c->u.items, cap, ncap)
-                                               : mh__pr_alloc(pr, ncap * sizeof *arr);
+                                                : mh__pr_alloc(pr, ncap * sizeof *arr);
         if (!arr)
             return pr->code;
         if (have && cap < BIG_ITEMS)
@@ -388,8 +388,9 @@ static int fill_one(struct mh__pr *pr, int type)
         return pr->code;
     if (c->type != type)
         return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh__pv_type_name(c));
-    int rc = pr->s && type == MH__PV_LIST ? mh__prs_fill(pr, pr->sp - 2, stack_at(pr, pr->sp - 1), 1)
-                                         : 1;
+    int rc = pr->s && type == MH__PV_LIST
+                 ? mh__prs_fill(pr, pr->sp - 2, stack_at(pr, pr->sp - 1), 1)
+                 : 1;
     if (rc == 1)
         rc = add_items(pr, c, stack_at(pr, pr->sp - n), n);
     pr->sp -= n;
@@ -562,10 +563,8 @@ static int is_unsafe(unsigned char op)
     case 0x83:
     case 0x84:
     case 'P':
-    case 'Q':
-        return 1;
-    default:
-        return 0;
+    case 'Q': return 1;
+    default: return 0;
     }
 }
 
@@ -628,10 +627,8 @@ static int step(struct mh__pr *pr, unsigned char op)
 {
     int rc;
     switch (op) {
-    case 0x80:
-        return do_proto(pr);
-    case 0x95:
-        return do_frame(pr);
+    case 0x80: return do_proto(pr);
+    case 0x95: return do_frame(pr);
     case '.': {
         struct mh__pv *v = pop(pr);
         if (!v)
@@ -639,12 +636,9 @@ static int step(struct mh__pr *pr, unsigned char op)
         pr->doc->root = v;
         return 1;
     }
-    case 'N':
-        return mh__pr_push(pr, pr->consts[0]);
-    case 0x89:
-        return mh__pr_push(pr, pr->consts[1]);
-    case 0x88:
-        return mh__pr_push(pr, pr->consts[2]);
+    case 'N': return mh__pr_push(pr, pr->consts[0]);
+    case 0x89: return mh__pr_push(pr, pr->consts[1]);
+    case 0x88: return mh__pr_push(pr, pr->consts[2]);
     case 'K': {
         uint64_t x;
         return (rc = take_len(pr, 1, &x)) ? rc : push_int(pr, (int64_t)x);
@@ -657,95 +651,52 @@ static int step(struct mh__pr *pr, unsigned char op)
         uint64_t x;
         return (rc = take_len(pr, 4, &x)) ? rc : push_int(pr, (int64_t)(int32_t)(uint32_t)x);
     }
-    case 0x8a:
-        return push_long(pr, 1);
-    case 0x8b:
-        return push_long(pr, 4);
-    case 'I':
-        return mh__pr_text_int(pr);
-    case 'L':
-        return mh__pr_text_long(pr);
-    case 'F':
-        return mh__pr_text_float(pr);
-    case 'G':
-        return push_float(pr);
-    case 'S':
-        return mh__pr_text_string(pr);
-    case 'V':
-        return mh__pr_text_unicode(pr);
-    case 'T':
-        return push_blob(pr, 4, MH__PV_STR);
-    case 'U':
-        return push_blob(pr, 1, MH__PV_STR);
-    case 0x8c:
-        return push_blob(pr, 1, MH__PV_STR);
-    case 'X':
-        return push_blob(pr, 4, MH__PV_STR);
-    case 0x8d:
-        return push_blob(pr, 8, MH__PV_STR);
-    case 'C':
-        return push_blob(pr, 1, MH__PV_BYTES);
-    case 'B':
-        return push_blob(pr, 4, MH__PV_BYTES);
-    case 0x8e:
-        return push_blob(pr, 8, MH__PV_BYTES);
-    case 0x96:
-        return push_blob(pr, 8, MH__PV_BYTES); /* BYTEARRAY8: read as bytes */
+    case 0x8a: return push_long(pr, 1);
+    case 0x8b: return push_long(pr, 4);
+    case 'I': return mh__pr_text_int(pr);
+    case 'L': return mh__pr_text_long(pr);
+    case 'F': return mh__pr_text_float(pr);
+    case 'G': return push_float(pr);
+    case 'S': return mh__pr_text_string(pr);
+    case 'V': return mh__pr_text_unicode(pr);
+    case 'T': return push_blob(pr, 4, MH__PV_STR);
+    case 'U': return push_blob(pr, 1, MH__PV_STR);
+    case 0x8c: return push_blob(pr, 1, MH__PV_STR);
+    case 'X': return push_blob(pr, 4, MH__PV_STR);
+    case 0x8d: return push_blob(pr, 8, MH__PV_STR);
+    case 'C': return push_blob(pr, 1, MH__PV_BYTES);
+    case 'B': return push_blob(pr, 4, MH__PV_BYTES);
+    case 0x8e: return push_blob(pr, 8, MH__PV_BYTES);
+    case 0x96: return push_blob(pr, 8, MH__PV_BYTES); /* BYTEARRAY8: read as bytes */
     case 0x97:
         return mh__pr_fail(pr, MH_EUNSUPPORTED,
                            "out-of-band buffers are not available to this reader");
-    case 0x98:
-        return top(pr) ? 0 : MH_EFORMAT; /* READONLY_BUFFER: no effect on data */
-    case '}':
-        return mh__pr_push(pr, shared_empty(pr, MH__PV_DICT));
-    case ']':
-        return mh__pr_push(pr, shared_empty(pr, MH__PV_LIST));
-    case ')':
-        return mh__pr_push(pr, shared_empty(pr, MH__PV_TUPLE));
-    case 0x8f:
-        return mh__pr_push(pr, shared_empty(pr, MH__PV_SET));
-    case '(':
-        return do_mark(pr);
-    case 's':
-        return fill_one(pr, MH__PV_DICT);
-    case 'a':
-        return fill_one(pr, MH__PV_LIST);
-    case 'u':
-        return fill_from_mark(pr, MH__PV_DICT);
-    case 'e':
-        return fill_from_mark(pr, MH__PV_LIST);
-    case 0x90:
-        return fill_from_mark(pr, MH__PV_SET);
-    case 'd':
-        return build_from_mark(pr, MH__PV_DICT);
-    case 'l':
-        return build_from_mark(pr, MH__PV_LIST);
-    case 't':
-        return build_from_mark(pr, MH__PV_TUPLE);
-    case 0x91:
-        return build_from_mark(pr, MH__PV_FROZENSET);
-    case 0x85:
-        return tuple_n(pr, 1);
-    case 0x86:
-        return tuple_n(pr, 2);
-    case 0x87:
-        return tuple_n(pr, 3);
-    case 'p':
-        return do_memo_text(pr, 1);
-    case 'g':
-        return do_memo_text(pr, 0);
-    case 'q':
-        return do_memo_bin(pr, 1, 1);
-    case 'r':
-        return do_memo_bin(pr, 4, 1);
-    case 'h':
-        return do_memo_bin(pr, 1, 0);
-    case 'j':
-        return do_memo_bin(pr, 4, 0);
-    case 0x94:
-        return memo_put(pr, pr->memo_writes);
-    case '0':
-        return do_pop(pr);
+    case 0x98: return top(pr) ? 0 : MH_EFORMAT; /* READONLY_BUFFER: no effect on data */
+    case '}': return mh__pr_push(pr, shared_empty(pr, MH__PV_DICT));
+    case ']': return mh__pr_push(pr, shared_empty(pr, MH__PV_LIST));
+    case ')': return mh__pr_push(pr, shared_empty(pr, MH__PV_TUPLE));
+    case 0x8f: return mh__pr_push(pr, shared_empty(pr, MH__PV_SET));
+    case '(': return do_mark(pr);
+    case 's': return fill_one(pr, MH__PV_DICT);
+    case 'a': return fill_one(pr, MH__PV_LIST);
+    case 'u': return fill_from_mark(pr, MH__PV_DICT);
+    case 'e': return fill_from_mark(pr, MH__PV_LIST);
+    case 0x90: return fill_from_mark(pr, MH__PV_SET);
+    case 'd': return build_from_mark(pr, MH__PV_DICT);
+    case 'l': return build_from_mark(pr, MH__PV_LIST);
+    case 't': return build_from_mark(pr, MH__PV_TUPLE);
+    case 0x91: return build_from_mark(pr, MH__PV_FROZENSET);
+    case 0x85: return tuple_n(pr, 1);
+    case 0x86: return tuple_n(pr, 2);
+    case 0x87: return tuple_n(pr, 3);
+    case 'p': return do_memo_text(pr, 1);
+    case 'g': return do_memo_text(pr, 0);
+    case 'q': return do_memo_bin(pr, 1, 1);
+    case 'r': return do_memo_bin(pr, 4, 1);
+    case 'h': return do_memo_bin(pr, 1, 0);
+    case 'j': return do_memo_bin(pr, 4, 0);
+    case 0x94: return memo_put(pr, pr->memo_writes);
+    case '0': return do_pop(pr);
     case '1': {
         size_t start = 0;
         rc = pop_mark(pr, &start);
@@ -759,8 +710,7 @@ static int step(struct mh__pr *pr, unsigned char op)
         struct mh__pv *v = mh__pr_own(pr, pr->sp - 1);
         return v ? mh__pr_push(pr, v) : pr->code;
     }
-    default:
-        return mh__pr_fail(pr, MH_EFORMAT, "unknown opcode 0x%02x", op);
+    default: return mh__pr_fail(pr, MH_EFORMAT, "unknown opcode 0x%02x", op);
     }
 }
 
@@ -810,8 +760,7 @@ int mh__pickle_parse(const void *data, size_t len, const struct mh__pickle_limit
 }
 
 int mh__pickle_parse_with(const void *data, size_t len, const struct mh__pickle_limits *lim,
-                          struct mh__prs *s, struct mh__pickle_doc **out, char *err,
-                          size_t errlen)
+                          struct mh__prs *s, struct mh__pickle_doc **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (err && errlen)

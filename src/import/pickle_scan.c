@@ -41,42 +41,52 @@ static uint64_t le(const unsigned char *b, size_t n)
 static int64_t arg_len(unsigned char op, const unsigned char *p, size_t left, int *memo,
                        uint64_t *idx)
 {
-    static const unsigned char none[] = {'N', 0x88, 0x89, '}', ']', ')', 0x8f, '(', 's',
-                                         'u',  'e',  'a',  0x90, 'd', 'l', 't',  0x91, 0x85,
+    static const unsigned char none[] = {'N',  0x88, 0x89, '}',  ']', ')',  0x8f, '(',  's',
+                                         'u',  'e',  'a',  0x90, 'd', 'l',  't',  0x91, 0x85,
                                          0x86, 0x87, '0',  '1',  '2', 0x94, 0x98, 0x97};
     size_t prefix = 0;
     *memo = 0;
     if (memchr(none, op, sizeof none))
         return 0;
     switch (op) {
-    case 0x80: case 'K': case 'C': case 'U': case 0x8c: case 0x8a:
-        prefix = 1;
-        break;
-    case 'M':
-        return 2;
-    case 'J': case 'T': case 'X': case 'B': case 0x8b:
-        prefix = 4;
-        break;
-    case 0x95: case 'G':
-        return 8;
-    case 0x8d: case 0x8e: case 0x96:
-        prefix = 8;
-        break;
-    case 'q': case 'h': case 'r': case 'j':
+    case 0x80:
+    case 'K':
+    case 'C':
+    case 'U':
+    case 0x8c:
+    case 0x8a: prefix = 1; break;
+    case 'M': return 2;
+    case 'J':
+    case 'T':
+    case 'X':
+    case 'B':
+    case 0x8b: prefix = 4; break;
+    case 0x95:
+    case 'G': return 8;
+    case 0x8d:
+    case 0x8e:
+    case 0x96: prefix = 8; break;
+    case 'q':
+    case 'h':
+    case 'r':
+    case 'j':
         prefix = op == 'q' || op == 'h' ? 1 : 4;
         if (left < prefix)
             return -1;
         *memo = op == 'q' || op == 'r' ? 1 : 2;
         *idx = le(p, prefix);
         return (int64_t)prefix;
-    case 'I': case 'L': case 'F': case 'S': case 'V': {
+    case 'I':
+    case 'L':
+    case 'F':
+    case 'S':
+    case 'V': {
         const unsigned char *nl = memchr(p, '\n', left);
         return nl ? nl - p + 1 : -1;
     }
-    case 'p': case 'g':
-        return -2;
-    default:
-        return -1;
+    case 'p':
+    case 'g': return -2;
+    default: return -1;
     }
     if (op == 0x80 || op == 'K' || op == 'J')
         return (int64_t)prefix;

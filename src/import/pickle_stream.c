@@ -179,8 +179,7 @@ int mh__prs_memo_put(struct mh__pr *pr, uint64_t idx, struct mh__pv *v)
         mdelete(s, old); /* a value kept for it stays with the document */
     if (idx >= s->nrefs || !s->refs[idx])
         return 0; /* never read back */
-    if (minsert(s, idx, v) ||
-        (s->transient && push_u64(&s->pending, &s->npend, &s->pcap, idx)))
+    if (minsert(s, idx, v) || (s->transient && push_u64(&s->pending, &s->npend, &s->pcap, idx)))
         return mh__pr_fail(pr, MH_ENOMEM, "out of memory");
     return 0;
 }
@@ -469,10 +468,9 @@ static int placed(const struct mh__prs *s, const struct mh__pv *root)
     for (size_t i = 0; i < s->ntags; i++) {
         const struct tag *t = &s->tags[i];
         const char *key = t->role == MH__PS_SEGMENTS ? "segments" : "external_annotations";
-        if (t->role == MH__PS_TRACE
-                ? !mh__pv_is_seq(traces) || t->list >= traces->n ||
-                      traces->u.items[t->list] != t->node
-                : root != t->node && mh__pv_get(root, key) != t->node)
+        if (t->role == MH__PS_TRACE ? !mh__pv_is_seq(traces) || t->list >= traces->n ||
+                                          traces->u.items[t->list] != t->node
+                                    : root != t->node && mh__pv_get(root, key) != t->node)
             return 0;
         for (size_t j = 0; j < i; j++)
             if (s->tags[j].role == t->role && s->tags[j].list == t->list)
@@ -493,9 +491,9 @@ static void prs_free(struct mh__prs *s)
     free(s);
 }
 
-int mh__pickle_stream(const void *data, size_t len, const struct mh__pickle_limits *lim,
-                      int mapped, const struct mh__pickle_sink *sink, struct mh__pickle_doc **out,
-                      int *sunk, char *err, size_t errlen)
+int mh__pickle_stream(const void *data, size_t len, const struct mh__pickle_limits *lim, int mapped,
+                      const struct mh__pickle_sink *sink, struct mh__pickle_doc **out, int *sunk,
+                      char *err, size_t errlen)
 {
     *out = NULL;
     *sunk = 0;

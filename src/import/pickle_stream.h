@@ -45,9 +45,9 @@ struct mh__pickle_sink {
  * mapping whose pages behind the reader may be given back. Returns 0,
  * MH__PS_WHOLE (nothing was given to the sink when `*sunk` is 0), or a
  * negative MH_E* code with a message in err. */
-int mh__pickle_stream(const void *data, size_t len, const struct mh__pickle_limits *lim,
-                      int mapped, const struct mh__pickle_sink *sink, struct mh__pickle_doc **out,
-                      int *sunk, char *err, size_t errlen);
+int mh__pickle_stream(const void *data, size_t len, const struct mh__pickle_limits *lim, int mapped,
+                      const struct mh__pickle_sink *sink, struct mh__pickle_doc **out, int *sunk,
+                      char *err, size_t errlen);
 
 /* Pass one: per memo index, how often the pickle reads it back (255 = 255
  * or more), in *refs (malloc'ed, *n entries), up to STOP or to where the

@@ -109,8 +109,9 @@ int mh__pv_bool(const struct mh__pv *v, int *out)
 
 const char *mh__pv_type_name(const struct mh__pv *v)
 {
-    static const char *const names[] = {"None",  "bool",  "int",  "int",  "float", "str",
-                                        "bytes", "tuple", "list", "dict", "set",   "frozenset", "handle"};
+    static const char *const names[] = {"None", "bool",      "int",   "int",  "float",
+                                        "str",  "bytes",     "tuple", "list", "dict",
+                                        "set",  "frozenset", "handle"};
     if (!v)
         return "nothing";
     return v->type < sizeof names / sizeof names[0] ? names[v->type] : "?";

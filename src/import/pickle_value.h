@@ -43,9 +43,9 @@ struct mh__pv {
     uint8_t height; /* 0 for scalars, 1 + tallest child for containers */
     uint32_t n;
     union {
-        int64_t i;            /* INT, BOOL */
-        double f;             /* FLOAT */
-        const char *s;        /* STR, BYTES, BIGINT */
+        int64_t i;             /* INT, BOOL */
+        double f;              /* FLOAT */
+        const char *s;         /* STR, BYTES, BIGINT */
         struct mh__pv **items; /* containers */
     } u;
 };

@@ -182,7 +182,8 @@ static int block_extra(struct mh__imp *im, const struct mh__pv *b, const char *p
                        struct mh__iblk *out)
 {
     const struct mh__pv *hist = mh__pv_get(b, "history");
-    const struct mh__pv *last = mh__pv_is_seq(hist) && hist->n ? mh__pv_at(hist, hist->n - 1) : NULL;
+    const struct mh__pv *last =
+        mh__pv_is_seq(hist) && hist->n ? mh__pv_at(hist, hist->n - 1) : NULL;
     const struct mh__pv *frames = mh__pv_get(b, "frames");
     if (last && last->type != MH__PV_DICT)
         return mh__imp_fail(im, MH_EFORMAT, "%s: a history entry is %s", path,
@@ -266,8 +267,8 @@ int mh__imp_segment(struct mh__imp *im, const struct mh__pv *s, uint64_t i)
     if (!rc)
         rc = opt_u64(im, s, "device", path, 0, &dev);
     if (!rc && dev >= MAX_DEVICES)
-        rc = mh__imp_fail(im, MH_ELIMIT, "%s: device %lld is not a device number (0 to %d)",
-                          path, (long long)dev, MAX_DEVICES - 1);
+        rc = mh__imp_fail(im, MH_ELIMIT, "%s: device %lld is not a device number (0 to %d)", path,
+                          (long long)dev, MAX_DEVICES - 1);
     if (!rc)
         rc = need_u64(im, s, "address", path, &g.address);
     if (!rc)
@@ -385,8 +386,8 @@ uint32_t mh__imp_before_trace_stack(struct mh__imp *im)
 {
     if (!im->saw_frames || im->before_stack)
         return im->before_stack;
-    int64_t frame = mh_writer_intern_frame(im->w, "before recording",
-                                           "allocated before recording started", 0);
+    int64_t frame =
+        mh_writer_intern_frame(im->w, "before recording", "allocated before recording started", 0);
     uint32_t f = frame > 0 ? (uint32_t)frame : 0;
     int64_t stack = f ? mh_writer_intern_stack(im->w, &f, 1) : 0;
     im->before_stack = stack > 0 ? (uint32_t)stack : 0;

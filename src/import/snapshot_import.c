@@ -141,8 +141,8 @@ static int refill(struct mh__imp *im, int d, struct cursor *c, size_t cap, int *
 static int open_window_step(struct mh__imp *im, const struct mh__ient *e, int dev, int *phase,
                             int64_t *synth)
 {
-    struct mh__inote n = {.time_ns = e->time_ns, .device = dev, .begin = 1, .is_step = 1,
-                          .step = e->step_hint};
+    struct mh__inote n = {
+        .time_ns = e->time_ns, .device = dev, .begin = 1, .is_step = 1, .step = e->step_hint};
     *synth = e->step_hint;
     return emit_note(im, &n, phase);
 }
@@ -278,7 +278,8 @@ static int write_meta(struct mh__imp *im, const struct mh__pv *root)
         buf[ver->n] = '\0';
         rc = mh_writer_set_meta(im->w, "torch_version", buf);
     }
-    const struct mh__pv *hs = mh__pv_get(root, "host_segments"), *ht = mh__pv_get(root, "host_traces");
+    const struct mh__pv *hs = mh__pv_get(root, "host_segments"),
+                        *ht = mh__pv_get(root, "host_traces");
     if (!rc && hs && ht && mh__pv_is_seq(hs) && mh__pv_is_seq(ht) && !hs->n && !ht->n)
         rc = mh_writer_set_meta(im->w, "torch_host_memory", "empty");
     if (!rc && im->info->entries && im->entry_keys) {
@@ -302,7 +303,8 @@ static int write_meta(struct mh__imp *im, const struct mh__pv *root)
     for (int d = 0; !rc && d < im->ndev; d++)
         rc = mh_writer_set_device(im->w, d, "", 0);
     for (size_t i = 0; !rc && i < im->nsegs; i++) /* a bare segment list has no traces */
-        if (im->segs[i].device >= im->ndev && (i == 0 || im->segs[i].device != im->segs[i - 1].device))
+        if (im->segs[i].device >= im->ndev &&
+            (i == 0 || im->segs[i].device != im->segs[i - 1].device))
             rc = mh_writer_set_device(im->w, im->segs[i].device, "", 0);
     return rc < 0 ? mh__imp_fail(im, rc, "writing metadata: %s", mh_strerror(rc)) : 0;
 }
@@ -432,9 +434,9 @@ static int read_pickle(struct mh__imp *im, const void *data, size_t len,
     if (!o->whole) {
         struct sink_ctx ctx = {im, o};
         struct mh__pickle_sink sink = {&ctx, sink_item, sink_keep, sink_batch_end,
-                                      im->progress.fn ? sink_progress : NULL};
-        rc = mh__pickle_stream(data, len, o->lim, o->mapped, &sink, doc, &sunk, im->err,
-                               im->errlen);
+                                       im->progress.fn ? sink_progress : NULL};
+        rc =
+            mh__pickle_stream(data, len, o->lim, o->mapped, &sink, doc, &sunk, im->err, im->errlen);
         if (rc == 0)
             mh__progress_report(&im->progress, im->what, len, len);
         im->info->streamed = rc == 0;

@@ -38,10 +38,11 @@ struct mh__import_info {
     int synthetic_times;       /* some entries had no time_us */
     int legacy_history;        /* 2.0 blocks with `history` */
     int overflowed;            /* allocator_settings says the ring wrapped */
-    uint64_t steps;            /* complete steps built from Optimizer.step#/ProfilerStep# annotations */
-    uint64_t unknown_initial;  /* blocks live before the trace and freed during it:
-                                * their real size is unknown (rounded from the request) */    int streamed;              /* read record by record (memory follows the largest
-                                * record); 0: read whole (memory follows the file) */
+    uint64_t steps; /* complete steps built from Optimizer.step#/ProfilerStep# annotations */
+    uint64_t unknown_initial; /* blocks live before the trace and freed during it:
+                               * their real size is unknown (rounded from the request) */
+    int streamed;             /* read record by record (memory follows the largest
+                               * record); 0: read whole (memory follows the file) */
 };
 
 struct mh__import_opts {
@@ -62,7 +63,8 @@ struct mh__import_opts {
  * a negative MH_E* code with a one-line message in err (parse errors name the
  * opcode and offset, schema errors the path, e.g. "segments[2].blocks[0]"). */
 int mh__snapshot_import(const void *data, size_t len, const struct mh__pickle_limits *lim,
-                        struct mh_writer *w, struct mh__import_info *info, char *err, size_t errlen);
+                        struct mh_writer *w, struct mh__import_info *info, char *err,
+                        size_t errlen);
 /* As mh__snapshot_import with options (`o` may be NULL). Snapshots laid out
  * as Python's pickler writes them are streamed (pickle_stream.h): the trace
  * goes to a temporary file when it is large, and memory follows the largest

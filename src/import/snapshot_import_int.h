@@ -41,8 +41,8 @@ struct mh__ient {
     uint32_t aux; /* segment events: the segment's own stack (MH_EVF_SEGMENT_STACK) */
     uint32_t pool[2];
     uint8_t kind, flags, has_pool;
-    uint8_t backward; /* an alloc whose stack runs inside autograd's backward */
-    uint8_t program;  /* an alloc whose stack reaches a script's top level (mh__imp_flags) */
+    uint8_t backward;  /* an alloc whose stack runs inside autograd's backward */
+    uint8_t program;   /* an alloc whose stack reaches a script's top level (mh__imp_flags) */
     int8_t phase_hint; /* -1 = none */
     int64_t step_hint; /* INT64_MIN = none */
 };
@@ -54,7 +54,7 @@ struct mh__inote {
     int is_step; /* name is "step N" */
     int64_t step;
     int range_kind; /* enum mh__range_class of snapshot_isteps.c */
-    uint32_t str; /* name, for ranges */
+    uint32_t str;   /* name, for ranges */
 };
 
 /* Optional trace-entry keys (meta "torch_entry_keys"): newer torch writes
@@ -101,21 +101,21 @@ struct mh__imp {
     size_t nblks;
     struct mh__itrace *traces; /* per device index */
     int ndev, tracecap;
-    int cur_dev;               /* device of the last entry stored */
+    int cur_dev; /* device of the last entry stored */
     struct mh__istore store;
-    int step_hints;            /* some entry carries memhist's step metadata */
+    int step_hints; /* some entry carries memhist's step metadata */
     struct mh__inote *notes;
     size_t nnotes, notecap;
-    unsigned entry_keys; /* MH__IK_* bits: optional keys torch wrote on every entry */
+    unsigned entry_keys;     /* MH__IK_* bits: optional keys torch wrote on every entry */
     uint64_t t_start;        /* time of the preexisting events */
     size_t seg_cur, blk_cur; /* per-device cursors into the sorted arrays */
     struct mh__progress progress;
-    char what[300];          /* the piece of work being reported */
+    char what[300]; /* the piece of work being reported */
     uint64_t units, units_total, units_told;
     /* caches: tree node pointer -> interned id */
     struct mh__ptrmap *frame_ids, *stack_ids;
-    int saw_frames;          /* some block or entry has a stack */
-    uint32_t before_stack;   /* mh__imp_before_trace_stack's, once made */
+    int saw_frames;        /* some block or entry has a stack */
+    uint32_t before_stack; /* mh__imp_before_trace_stack's, once made */
 };
 
 /* Counts `n` units of the replay's progress and reports every so often. */
@@ -147,7 +147,8 @@ int mh__imp_note(struct mh__imp *im, const struct mh__pv *d);
 int mh__imp_keep(struct mh__imp *im, const struct mh__pv *v, struct mh__pv *h);
 /* Drops the caches keyed by tree nodes (the streaming reader frees them). */
 void mh__imp_forget_nodes(struct mh__imp *im);
-int mh__imp_frames(struct mh__imp *im, const struct mh__pv *list, const char *path, uint32_t *stack);
+int mh__imp_frames(struct mh__imp *im, const struct mh__pv *list, const char *path,
+                   uint32_t *stack);
 int mh__imp_visit(struct mh__imp *im, const struct mh__pv *v, const char *path);
 int mh__imp_opt_u64(struct mh__imp *im, const struct mh__pv *d, const char *key, const char *path,
                     uint64_t dflt, uint64_t *out);

@@ -30,7 +30,7 @@ struct seen_alloc {
 };
 
 struct rstate {
-    struct mh__isegset segs; /* by address (snapshot_isegs.c) */
+    struct mh__isegset segs;   /* by address (snapshot_isegs.c) */
     struct seen_alloc *allocs; /* every alloc entry, sorted by address before use */
     size_t nallocs, alloccap;
     struct rblk *blk;
@@ -239,12 +239,9 @@ static int undo(struct rstate *st, struct mh__ient *e, int device, uint64_t at)
         e->flags = seg_flags(&g);
         return mh__isegset_insert(&st->segs, &g);
     }
-    case MH_EV_SEGMENT_MAP:
-        return unmap_range(st, e);
-    case MH_EV_SEGMENT_UNMAP:
-        return map_range(st, e, device);
-    default:
-        return 0;
+    case MH_EV_SEGMENT_MAP: return unmap_range(st, e);
+    case MH_EV_SEGMENT_UNMAP: return map_range(st, e, device);
+    default: return 0;
     }
 }
 

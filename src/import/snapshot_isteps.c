@@ -63,7 +63,8 @@ uint64_t mh__imp_frame_flags(const struct mh__pv *f)
     if (f->type != MH__PV_DICT)
         return 0;
     const struct mh__pv *name = mh__pv_get(f, "name"), *file = mh__pv_get(f, "filename");
-    int backward = contains(name, "_engine_run_backward") || contains(name, "torch::autograd::Engine::") ||
+    int backward = contains(name, "_engine_run_backward") ||
+                   contains(name, "torch::autograd::Engine::") ||
                    (contains(name, "backward") &&
                     (contains(file, "torch/autograd/") || contains(file, "torch/_tensor.py")));
     return (backward ? MH__H_BACKWARD : 0) | (contains(name, "<module>") ? MH__H_PROGRAM : 0);
@@ -72,7 +73,8 @@ uint64_t mh__imp_frame_flags(const struct mh__pv *f)
 uint64_t mh__imp_flags(const struct mh__pv *frames)
 {
     if (frames && frames->type == MH__PV_HANDLE)
-        return frames->n == MH__H_STACK ? (uint64_t)frames->u.i & (MH__H_BACKWARD | MH__H_PROGRAM) : 0;
+        return frames->n == MH__H_STACK ? (uint64_t)frames->u.i & (MH__H_BACKWARD | MH__H_PROGRAM)
+                                        : 0;
     if (!frames || !mh__pv_is_seq(frames))
         return 0;
     if (frames->n == 0)
@@ -159,7 +161,8 @@ int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__
             if (!rc)
                 rc = set_phase(im, st, n->time_ns, n->device, MH_PHASE_OPTIMIZER);
         } else if (!st->profiler_mode) {
-            uint64_t devices = 0; /* an annotation's device is the current one, not the optimizer's */
+            uint64_t devices =
+                0; /* an annotation's device is the current one, not the optimizer's */
             rc = maybe_begin(im, st, n->time_ns, n->device);
             if (!rc && !mh_opt_steps_end(&st->opt, (uint64_t)n->str + 1, &devices))
                 return set_phase(im, st, n->time_ns, n->device, MH_PHASE_FORWARD);

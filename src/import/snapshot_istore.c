@@ -119,8 +119,7 @@ int mh__istore_put(struct mh__istore *s, size_t first, size_t n, const struct mh
         return 0;
     }
     int rc = flush(s);
-    return rc ? rc
-              : io(s->fd, (void *)in, n * sizeof *in, (off_t)(first * sizeof *in), 1);
+    return rc ? rc : io(s->fd, (void *)in, n * sizeof *in, (off_t)(first * sizeof *in), 1);
 }
 
 void mh__istore_free(struct mh__istore *s)

@@ -235,7 +235,8 @@ static int conv_entry(struct mh__imp *im, const struct mh__pv *d, const char *pa
         e->backward = (flags & MH__H_BACKWARD) != 0;
         e->program = (flags & MH__H_PROGRAM) != 0;
     }
-    im->entry_keys &= (cc ? MH__IK_COMPILE : 0) | (mh__pv_get(d, "user_metadata") ? MH__IK_USER : 0) |
+    im->entry_keys &= (cc ? MH__IK_COMPILE : 0) |
+                      (mh__pv_get(d, "user_metadata") ? MH__IK_USER : 0) |
                       (mh__pv_get(d, "pool_id") ? MH__IK_POOL : 0) |
                       (mh__pv_get(d, "frames") ? MH__IK_FRAMES : 0);
     if (!rc && mh__pv_get(d, "pool_id")) {
@@ -282,8 +283,7 @@ int mh__imp_entry(struct mh__imp *im, int dev, uint64_t i, const struct mh__pv *
     char path[64];
     snprintf(path, sizeof path, "device_traces[%d][%llu]", dev, (unsigned long long)i);
     if (d->type != MH__PV_DICT)
-        return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path,
-                            mh__pv_type_name(d));
+        return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path, mh__pv_type_name(d));
     int has_time = 0, rc = mh__imp_visit(im, d, path);
     struct mh__ient e;
     if (!rc)

@@ -52,7 +52,8 @@ static int next_token(struct conf_parser *ps)
     while (*ps->p && !is_punct(*ps->p)) {
         if (*ps->p != ' ') {
             if (n + 1 >= TOK_MAX)
-                return fail(ps, MH_ECONFIG, "allocator setting: token too long near '%.16s'", ps->p);
+                return fail(ps, MH_ECONFIG, "allocator setting: token too long near '%.16s'",
+                            ps->p);
             ps->tok[n++] = *ps->p;
         }
         ps->p++;
@@ -340,8 +341,8 @@ static void format_rp2(struct conf_out *o, const uint32_t *tab)
     }
     for (unsigned i = 0; i < s; i++)
         if (i == 0 || tab[i] || (i == s - 1 && tab[15]))
-            n += (size_t)snprintf(list + n, sizeof list - n, "%s%llu:%u", n ? "," : "",
-                                  1ull << i, (unsigned)tab[i]);
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%llu:%u", n ? "," : "", 1ull << i,
+                                  (unsigned)tab[i]);
     if (tab[15])
         n += (size_t)snprintf(list + n, sizeof list - n, ",>:%u", (unsigned)tab[15]);
     out_add(o, "roundup_power2_divisions:[%s]", list);
@@ -359,7 +360,8 @@ int mh_alloc_conf_format(const struct mh_alloc_conf *conf, char *buf, size_t len
     if (conf->garbage_collection_threshold > 0)
         out_add(&o, "garbage_collection_threshold:%g", conf->garbage_collection_threshold);
     if (conf->large_segment_size)
-        out_add(&o, "large_segment_size_mb:%llu", (unsigned long long)(conf->large_segment_size / MH_MB));
+        out_add(&o, "large_segment_size_mb:%llu",
+                (unsigned long long)(conf->large_segment_size / MH_MB));
     if (conf->max_non_split_rounding)
         out_add(&o, "max_non_split_rounding_mb:%llu",
                 (unsigned long long)(conf->max_non_split_rounding / MH_MB));

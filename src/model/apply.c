@@ -58,7 +58,7 @@ static int apply_alloc(struct mh_model *m, struct mh__device *d, const struct mh
         mh__model_anomaly(m, res, anom);
         return 0;
     }
-    if (b->size < ev->size) { /* the request itself runs into the next block */
+    if (b->size < ev->size) {      /* the request itself runs into the next block */
         mh__mblock_merge(m, d, b); /* undo a split made by free_block_at */
         mh__model_anomaly(m, res, MH_ANOM_ALLOC_OVERLAP);
         return 0;
@@ -66,8 +66,9 @@ static int apply_alloc(struct mh_model *m, struct mh__device *d, const struct mh
     /* A block smaller than the rounded size (settings differ from the run's)
      * is taken whole. An imported block of known size (larger than the
      * rounding when torch did not split the rest off) keeps its size. */
-    uint64_t rounded = ev->block_size >= ev->size && ev->block_size ? ev->block_size
-                                                                    : mh_round_size(&m->conf, ev->size);
+    uint64_t rounded = ev->block_size >= ev->size && ev->block_size
+                           ? ev->block_size
+                           : mh_round_size(&m->conf, ev->size);
     uint64_t take = rounded < b->size ? rounded : b->size;
     struct mh__segment *s = b->seg;
     int split = ev->block_size ? b->size > take
@@ -174,22 +175,14 @@ int mh__apply_allocator(struct mh_model *m, struct mh__device *d, const struct m
                         struct mh_apply_result *res)
 {
     switch (ev->kind) {
-    case MH_EV_ALLOC:
-        return apply_alloc(m, d, ev, res);
+    case MH_EV_ALLOC: return apply_alloc(m, d, ev, res);
     case MH_EV_FREE_REQUESTED:
-    case MH_EV_FREE_COMPLETED:
-        return apply_free(m, d, ev, res);
-    case MH_EV_SEGMENT_ALLOC:
-        return apply_segment_alloc(m, d, ev, res);
-    case MH_EV_SEGMENT_FREE:
-        return apply_segment_free(m, d, ev, res);
-    case MH_EV_SEGMENT_MAP:
-        return mh__apply_map(m, d, ev, res);
-    case MH_EV_SEGMENT_UNMAP:
-        return mh__apply_unmap(m, d, ev, res);
-    case MH_EV_OOM:
-        return mh__oom_record(m, d, ev);
-    default:
-        return 0;
+    case MH_EV_FREE_COMPLETED: return apply_free(m, d, ev, res);
+    case MH_EV_SEGMENT_ALLOC: return apply_segment_alloc(m, d, ev, res);
+    case MH_EV_SEGMENT_FREE: return apply_segment_free(m, d, ev, res);
+    case MH_EV_SEGMENT_MAP: return mh__apply_map(m, d, ev, res);
+    case MH_EV_SEGMENT_UNMAP: return mh__apply_unmap(m, d, ev, res);
+    case MH_EV_OOM: return mh__oom_record(m, d, ev);
+    default: return 0;
     }
 }

@@ -117,13 +117,10 @@ static int bad_range(const struct mh_event *ev)
     switch (ev->kind) {
     case MH_EV_SEGMENT_ALLOC:
     case MH_EV_SEGMENT_MAP:
-    case MH_EV_SEGMENT_UNMAP:
-        return ev->size == 0 || ev->addr + ev->size < ev->addr;
+    case MH_EV_SEGMENT_UNMAP: return ev->size == 0 || ev->addr + ev->size < ev->addr;
     case MH_EV_ALLOC:
-    case MH_EV_DRIVER_ALLOC:
-        return ev->addr + ev->size < ev->addr;
-    default:
-        return 0;
+    case MH_EV_DRIVER_ALLOC: return ev->addr + ev->size < ev->addr;
+    default: return 0;
     }
 }
 
@@ -176,20 +173,14 @@ int mh_model_apply(struct mh_model *m, const struct mh_event *ev, struct mh_appl
     mh__steps_event(m, ev);
     switch (ev->kind) {
     case MH_EV_STEP_BEGIN:
-    case MH_EV_PHASE:
-        return mh__steps_marker(m, ev);
-    case MH_EV_STEP_END:
-        return step_end(m, ev, res);
-    case MH_EV_SNAPSHOT:
-        return 0;
+    case MH_EV_PHASE: return mh__steps_marker(m, ev);
+    case MH_EV_STEP_END: return step_end(m, ev, res);
+    case MH_EV_SNAPSHOT: return 0;
     case MH_EV_SCOPE_ENTER:
-    case MH_EV_SCOPE_EXIT:
-        return mh__scopes_apply(m, ev);
+    case MH_EV_SCOPE_EXIT: return mh__scopes_apply(m, ev);
     case MH_EV_DRIVER_ALLOC:
-    case MH_EV_DRIVER_FREE:
-        return apply_device_event(m, ev, res, idx);
-    default:
-        return is_allocator_kind(ev->kind) ? apply_device_event(m, ev, res, idx) : 0;
+    case MH_EV_DRIVER_FREE: return apply_device_event(m, ev, res, idx);
+    default: return is_allocator_kind(ev->kind) ? apply_device_event(m, ev, res, idx) : 0;
     }
 }
 

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memhist/model.h"
 #include "addrmap.h"
+#include "memhist/model.h"
 
 #define MH__MAX_DEVICES 256
 
@@ -96,8 +96,8 @@ struct mh__device {
     int has_setup;
     struct mh_step_stats tail; /* after the last complete step, when has_tail */
     int has_tail;
-    int own_steps;    /* steps come from markers naming this device (steps.c) */
-    int64_t own_step; /* with own_steps: the step the device's next event belongs to */
+    int own_steps;     /* steps come from markers naming this device (steps.c) */
+    int64_t own_step;  /* with own_steps: the step the device's next event belongs to */
     int release_burst; /* the last allocator event released cached memory */
 };
 
@@ -113,8 +113,8 @@ void mh__mslab_put(struct mh__slab *s, void *p);
 void mh__mslab_destroy(struct mh__slab *s);
 
 enum mh__step_state {
-    MH__STEPS_SETUP = 0, /* before any step marker: step -1 */
-    MH__STEPS_OPEN = 1,  /* a step is open */
+    MH__STEPS_SETUP = 0,  /* before any step marker: step -1 */
+    MH__STEPS_OPEN = 1,   /* a step is open */
     MH__STEPS_PENDING = 2 /* after STEP_END(N): N+1 opens with the next timed event */
 };
 
@@ -126,10 +126,10 @@ struct mh_model {
     size_t ndev;
     struct mh__slab block_slab, seg_slab;
     int step_state;
-    int any_step;          /* a step was opened or closed */
-    int saw_end;           /* a STEP_END was seen: what is open at the end is a tail */
-    int step_closed;       /* a listed step was closed */
-    int64_t cur_step;      /* step the next event belongs to */
+    int any_step;     /* a step was opened or closed */
+    int saw_end;      /* a STEP_END was seen: what is open at the end is a tail */
+    int step_closed;  /* a listed step was closed */
+    int64_t cur_step; /* step the next event belongs to */
     uint64_t period_begin_ns;
     uint64_t last_time_ns;
     int phase;
@@ -155,12 +155,12 @@ void mh__seg_destroy(struct mh_model *m, struct mh__device *d, struct mh__segmen
 /* A new inactive block [addr, addr+size) of s, in the map and the heap but
  * not yet linked into the segment's list; NULL when memory runs out. */
 struct mh__block *mh__mblock_new(struct mh_model *m, struct mh__device *d, struct mh__segment *s,
-                                uint64_t addr, uint64_t size);
+                                 uint64_t addr, uint64_t size);
 /* Unlinked block out of the map and heap, back to the slab. */
 void mh__mblock_drop(struct mh_model *m, struct mh__device *d, struct mh__block *b);
 /* Splits inactive block b at `at` (strictly inside); returns the tail block. */
 struct mh__block *mh__mblock_split(struct mh_model *m, struct mh__device *d, struct mh__block *b,
-                                  uint64_t at);
+                                   uint64_t at);
 /* Merges inactive b with inactive neighbours; returns the surviving block. */
 struct mh__block *mh__mblock_merge(struct mh_model *m, struct mh__device *d, struct mh__block *b);
 void mh__mblock_set_state(struct mh__device *d, struct mh__block *b, int state);

@@ -1,9 +1,9 @@
 /* progress.h - how the offline libraries tell how far long work has got
  * without printing: a callback, handed to a replay session (session.h) or
- * an importer, called every so often with the units done of the total. A program installs a default once (as with diag.h) that every
- * session and importer starts with; src/cli draws it as the progress line
- * on stderr (src/cli/progress_line.c). Lives in the lowest offline library so
- * every one above it can report. */
+ * an importer, called every so often with the units done of the total. A program installs a default
+ * once (as with diag.h) that every session and importer starts with; src/cli draws it as the
+ * progress line on stderr (src/cli/progress_line.c). Lives in the lowest offline library so every
+ * one above it can report. */
 #ifndef MH_MODEL_PROGRESS_H
 #define MH_MODEL_PROGRESS_H
 

@@ -17,9 +17,8 @@ static const struct mh__device *device_of(const struct mh_model *m, int device)
 const char *mh_anomaly_name(int anomaly)
 {
     switch (anomaly) {
-#define MH__X_ANOM_NAME(name, value, text) \
-    case value:                            \
-        return text;
+#define MH__X_ANOM_NAME(name, value, text)                                                         \
+    case value: return text;
         MH_ANOMALY_LIST(MH__X_ANOM_NAME)
 #undef MH__X_ANOM_NAME
     }

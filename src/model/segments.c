@@ -32,8 +32,8 @@ void mh__seg_leave(struct mh__device *d, struct mh__segment *s)
     d->stats.inactive_split += inactive_split_of(s);
 }
 
-struct mh__block *mh__mblock_new(struct mh_model *m, struct mh__device *d,
-                                   struct mh__segment *s, uint64_t addr, uint64_t size)
+struct mh__block *mh__mblock_new(struct mh_model *m, struct mh__device *d, struct mh__segment *s,
+                                 uint64_t addr, uint64_t size)
 {
     struct mh__block *b = mh__mslab_get(&m->block_slab);
     if (!b)
@@ -111,7 +111,7 @@ void mh__seg_destroy(struct mh_model *m, struct mh__device *d, struct mh__segmen
 }
 
 struct mh__block *mh__mblock_split(struct mh_model *m, struct mh__device *d, struct mh__block *b,
-                                  uint64_t at)
+                                   uint64_t at)
 {
     struct mh__segment *s = b->seg;
     struct mh__block *t = mh__mblock_new(m, d, s, at, b->addr + b->size - at);

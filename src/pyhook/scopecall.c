@@ -19,8 +19,7 @@
 #include "pystack.h"
 
 struct module_call {
-    PyObject_HEAD
-    PyObject *wrapped; /* torch's Module.__call__ */
+    PyObject_HEAD PyObject *wrapped; /* torch's Module.__call__ */
     vectorcallfunc vectorcall;
     int serving; /* its scopes are on (methods bound to it outlive its place) */
 };
@@ -125,7 +124,7 @@ PyObject *mh_scopehook_call(PyObject *wrapped)
         return NULL;
     mc->wrapped = Py_NewRef(wrapped);
     mc->vectorcall = module_call_vectorcall;
-    mh_scopehook_call_stop(); /* one serves at a time */
+    mh_scopehook_call_stop();                                    /* one serves at a time */
     mh__stack_hide_module((const void *)module_call_vectorcall); /* not the program's frames */
     mc->serving = 1;
     current = mc;

@@ -263,7 +263,8 @@ static int root_begins(PyObject *m)
 static int is_open_again(long i, uintptr_t frame)
 {
     uint32_t top = fw.mod[fw.n - 1] & ~AGAIN;
-    return (top == (uint32_t)i && frame) || (top != (uint32_t)i && H.mods[top].sid == H.mods[i].sid);
+    return (top == (uint32_t)i && frame) ||
+           (top != (uint32_t)i && H.mods[top].sid == H.mods[i].sid);
 }
 
 PyObject *mh__scope_enter(PyObject *m, uintptr_t frame)

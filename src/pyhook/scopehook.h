@@ -47,8 +47,9 @@ void mh_scopehook_release(void);
  * PY_START and PY_RETURN events, to be set on the code of module forwards
  * only, and PY_UNWIND, set globally: a start whose first argument is an
  * instance of `module_type` (torch.nn.Module) opens that module's scope as
- * the forward pre hook would, the frame's return or unwinding closes it. Use after mh_scopehook_open. None where the library was
- * built for a Python without sys.monitoring; NULL with an exception set. */
+ * the forward pre hook would, the frame's return or unwinding closes it. Use after
+ * mh_scopehook_open. None where the library was built for a Python without sys.monitoring; NULL
+ * with an exception set. */
 PyObject *mh_scopehook_monitor(PyObject *module_type);
 
 /* Makes the start callable know `code` (a function's code with at least

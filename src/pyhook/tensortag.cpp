@@ -26,10 +26,10 @@ namespace
 {
 
 struct Slot {
-    uintptr_t key = 0;                            /* TensorImpl address | 1 for its gradient; 0: empty */
+    uintptr_t key = 0; /* TensorImpl address | 1 for its gradient; 0: empty */
     /* what was tagged (null: nothing); keeps its address from being reused */
     c10::weak_intrusive_ptr<c10::TensorImpl> ref{c10::intrusive_ptr<c10::TensorImpl>()};
-    const void *data = nullptr;                   /* where it was when tagged */
+    const void *data = nullptr; /* where it was when tagged */
     unsigned role = 0;
 };
 
@@ -119,7 +119,8 @@ void tag_wrapper(Call &c, PyObject *obj, const at::Tensor &t, uintptr_t key, uin
         return;
     PyObject *flat = PyObject_CallMethod(obj, "__tensor_flatten__", nullptr);
     PyObject *names = flat && PyTuple_Check(flat) && PyTuple_GET_SIZE(flat) > 0
-                          ? PyTuple_GET_ITEM(flat, 0) : nullptr;
+                          ? PyTuple_GET_ITEM(flat, 0)
+                          : nullptr;
     for (Py_ssize_t i = 0; names && PyList_Check(names) && i < PyList_GET_SIZE(names); i++) {
         PyObject *inner = PyObject_GetAttr(obj, PyList_GET_ITEM(names, i));
         if (!inner) {
@@ -148,8 +149,7 @@ bool is_wrapper(const at::Tensor &t)
 /* Tags `t` (Python object `obj`; null where none is at hand, which leaves a
  * wrapper out) under `key` unless it has this role already at its present
  * address; a tensor torch cannot give an address for is left out. */
-void tag_tensor(Call &c, PyObject *obj, const at::Tensor &t, uintptr_t key, uint32_t sid,
-                int depth)
+void tag_tensor(Call &c, PyObject *obj, const at::Tensor &t, uintptr_t key, uint32_t sid, int depth)
 {
     if (!t.defined() || !t.is_cuda())
         return;

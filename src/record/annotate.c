@@ -3,8 +3,8 @@
  * Called by the Python package's module and optimizer hooks (ctypes), on
  * the program's threads, never from an allocator callback; each call builds
  * one event and hands it to mh_emit like any other producer. */
-#include "memhist/event.h"
 #include "memhist/error.h"
+#include "memhist/event.h"
 #include "memhist/recorder.h"
 #include "torch_support.h"
 

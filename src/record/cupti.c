@@ -23,10 +23,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "cupti_walk.h"
 #include "memhist/cupti.h"
 #include "memhist/error.h"
 #include "memhist/recorder.h"
-#include "cupti_walk.h"
 
 /* ---- the slice of the CUPTI ABI used here -------------------------------- */
 typedef int cupti_result;
@@ -49,8 +49,13 @@ enum {
 /* CUpti_CallbackData offsets, and the cuMem* parameter structs. */
 enum { CBD_SITE = 0, CBD_PARAMS = 16, CBD_RETVAL = 24, CBD_CORR = 64 };
 enum {
-    CBID_ADDR_RESERVE = 547, CBID_ADDR_FREE = 548, CBID_CREATE = 549, CBID_RELEASE = 550,
-    CBID_MAP = 551, CBID_UNMAP = 552, CBID_SET_ACCESS = 553
+    CBID_ADDR_RESERVE = 547,
+    CBID_ADDR_FREE = 548,
+    CBID_CREATE = 549,
+    CBID_RELEASE = 550,
+    CBID_MAP = 551,
+    CBID_UNMAP = 552,
+    CBID_SET_ACCESS = 553
 };
 
 struct cupti_api {
@@ -152,8 +157,7 @@ static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records
     *max_records = 0;
 }
 
-static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t size,
-                             size_t valid)
+static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
 {
     if (!buffer)
         return;
@@ -366,7 +370,8 @@ static void vmm_event(uint32_t cbid, const void *params, struct mh_event *ev)
 
 static const char *vmm_name(uint32_t cbid)
 {
-    return cbid == CBID_SET_ACCESS ? "cuMemSetAccess" : mh__cupti_api_name(MH__CUPTI_KIND_DRIVER, cbid);
+    return cbid == CBID_SET_ACCESS ? "cuMemSetAccess"
+                                   : mh__cupti_api_name(MH__CUPTI_KIND_DRIVER, cbid);
 }
 
 static void vmm_callback(void *user, int domain, uint32_t cbid, const void *data)
@@ -445,11 +450,11 @@ static const char *result_text(cupti_result rc)
 
 static int load_symbols(void *lib)
 {
-#define MH__SYM(field, name)                                                                \
-    do {                                                                                   \
-        *(void **)&g.api.field = dlsym(lib, name);                                          \
-        if (!g.api.field)                                                                  \
-            return -1;                                                                     \
+#define MH__SYM(field, name)                                                                       \
+    do {                                                                                           \
+        *(void **)&g.api.field = dlsym(lib, name);                                                 \
+        if (!g.api.field)                                                                          \
+            return -1;                                                                             \
     } while (0)
     MH__SYM(get_version, "cuptiGetVersion");
     MH__SYM(get_result_string, "cuptiGetResultString");
@@ -594,9 +599,12 @@ static void free_state(void)
 
 static void disable_all(void)
 {
-    static const int kinds[] = {MH__CUPTI_KIND_CONCURRENT_KERNEL, MH__CUPTI_KIND_MEMORY2,
-                                MH__CUPTI_KIND_MEMORY_POOL,       MH__CUPTI_KIND_MEMCPY,
-                                MH__CUPTI_KIND_MEMSET,            MH__CUPTI_KIND_RUNTIME,
+    static const int kinds[] = {MH__CUPTI_KIND_CONCURRENT_KERNEL,
+                                MH__CUPTI_KIND_MEMORY2,
+                                MH__CUPTI_KIND_MEMORY_POOL,
+                                MH__CUPTI_KIND_MEMCPY,
+                                MH__CUPTI_KIND_MEMSET,
+                                MH__CUPTI_KIND_RUNTIME,
                                 MH__CUPTI_KIND_DRIVER};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         g.api.disable(kinds[i]);

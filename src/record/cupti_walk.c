@@ -22,6 +22,7 @@ struct api_name {
 };
 
 /* Runtime API calls worth a track: launches, copies, sets, allocations. */
+/* clang-format off */
 static const struct api_name runtime_names[] = {
     {20, "cudaMalloc"},           {21, "cudaMallocPitch"},       {22, "cudaFree"},
     {25, "cudaMallocHost"},       {26, "cudaFreeHost"},          {27, "cudaHostAlloc"},
@@ -34,11 +35,13 @@ static const struct api_name runtime_names[] = {
     {391, "cudaMallocFromPoolAsync"}, {430, "cudaLaunchKernelExC"},
     {431, "cudaLaunchKernelExC_ptsz"},
 };
+/* clang-format on */
 static const uint32_t runtime_cbids[] = {20,  21,  22,  25,  26,  27,  31,  32,  41,
                                          49,  51,  160, 161, 206, 211, 214, 215, 225,
                                          269, 311, 373, 374, 375, 376, 391, 430, 431};
 
 /* Driver API calls (the runtime calls these too; correlation ids differ). */
+/* clang-format off */
 static const struct api_name driver_names[] = {
     {38, "cuMemFreeHost"},       {39, "cuMemHostAlloc"},       {243, "cuMemAlloc_v2"},
     {244, "cuMemAllocPitch_v2"}, {245, "cuMemFree_v2"},        {249, "cuMemsetD8_v2"},
@@ -50,6 +53,7 @@ static const struct api_name driver_names[] = {
     {551, "cuMemMap"},           {552, "cuMemUnmap"},          {598, "cuMemAllocAsync"},
     {600, "cuMemFreeAsync"},     {652, "cuLaunchKernelEx"},
 };
+/* clang-format on */
 static const uint32_t driver_cbids[] = {38,  39,  243, 244, 245, 249, 251, 276, 277,
                                         278, 279, 280, 294, 305, 306, 307, 371, 547,
                                         548, 549, 550, 551, 552, 598, 600, 652};
@@ -177,7 +181,8 @@ static int timed(struct mh__cupti_item *it, uint64_t start, uint64_t end,
     return 1;
 }
 
-static int parse_kernel(const uint8_t *r, struct mh__cupti_item *it, struct mh__cupti_walk_stats *st)
+static int parse_kernel(const uint8_t *r, struct mh__cupti_item *it,
+                        struct mh__cupti_walk_stats *st)
 {
     if (!timed(it, rd64(r, MH__CUPTI_K_START), rd64(r, MH__CUPTI_K_END), st))
         return 0;
@@ -189,7 +194,8 @@ static int parse_kernel(const uint8_t *r, struct mh__cupti_item *it, struct mh__
     return 1;
 }
 
-static int parse_memcpy(const uint8_t *r, struct mh__cupti_item *it, struct mh__cupti_walk_stats *st)
+static int parse_memcpy(const uint8_t *r, struct mh__cupti_item *it,
+                        struct mh__cupti_walk_stats *st)
 {
     if (!timed(it, rd64(r, MH__CUPTI_CPY_START), rd64(r, MH__CUPTI_CPY_END), st))
         return 0;
@@ -204,7 +210,8 @@ static int parse_memcpy(const uint8_t *r, struct mh__cupti_item *it, struct mh__
     return 1;
 }
 
-static int parse_memset(const uint8_t *r, struct mh__cupti_item *it, struct mh__cupti_walk_stats *st)
+static int parse_memset(const uint8_t *r, struct mh__cupti_item *it,
+                        struct mh__cupti_walk_stats *st)
 {
     if (!timed(it, rd64(r, MH__CUPTI_SET_START), rd64(r, MH__CUPTI_SET_END), st))
         return 0;

@@ -43,28 +43,55 @@ enum {
 /* Field offsets used by the walker (and by tests that build buffers). */
 enum {
     /* CUpti_ActivityMemory4 */
-    MH__CUPTI_MEM_OP = 4, MH__CUPTI_MEM_KIND = 8, MH__CUPTI_MEM_CORR = 12, MH__CUPTI_MEM_ADDR = 16,
-    MH__CUPTI_MEM_BYTES = 24, MH__CUPTI_MEM_TS = 32, MH__CUPTI_MEM_DEVICE = 52,
-    MH__CUPTI_MEM_STREAM = 60, MH__CUPTI_MEM_NAME = 64, MH__CUPTI_MEM_ASYNC = 72,
+    MH__CUPTI_MEM_OP = 4,
+    MH__CUPTI_MEM_KIND = 8,
+    MH__CUPTI_MEM_CORR = 12,
+    MH__CUPTI_MEM_ADDR = 16,
+    MH__CUPTI_MEM_BYTES = 24,
+    MH__CUPTI_MEM_TS = 32,
+    MH__CUPTI_MEM_DEVICE = 52,
+    MH__CUPTI_MEM_STREAM = 60,
+    MH__CUPTI_MEM_NAME = 64,
+    MH__CUPTI_MEM_ASYNC = 72,
     MH__CUPTI_MEM_POOL_ADDR = 88,
     /* CUpti_ActivityMemoryPool3 */
-    MH__CUPTI_POOL_OP = 4, MH__CUPTI_POOL_CORR = 12, MH__CUPTI_POOL_DEVICE = 20,
-    MH__CUPTI_POOL_ADDR = 32, MH__CUPTI_POOL_SIZE = 40, MH__CUPTI_POOL_TS = 56,
+    MH__CUPTI_POOL_OP = 4,
+    MH__CUPTI_POOL_CORR = 12,
+    MH__CUPTI_POOL_DEVICE = 20,
+    MH__CUPTI_POOL_ADDR = 32,
+    MH__CUPTI_POOL_SIZE = 40,
+    MH__CUPTI_POOL_TS = 56,
     MH__CUPTI_POOL_MANAGED = 72,
     /* CUpti_ActivityKernel10 */
-    MH__CUPTI_K_START = 16, MH__CUPTI_K_END = 24, MH__CUPTI_K_DEVICE = 40, MH__CUPTI_K_STREAM = 48,
-    MH__CUPTI_K_CORR = 92, MH__CUPTI_K_NAME = 104,
+    MH__CUPTI_K_START = 16,
+    MH__CUPTI_K_END = 24,
+    MH__CUPTI_K_DEVICE = 40,
+    MH__CUPTI_K_STREAM = 48,
+    MH__CUPTI_K_CORR = 92,
+    MH__CUPTI_K_NAME = 104,
     /* CUpti_ActivityMemcpy6 */
-    MH__CUPTI_CPY_KIND = 4, MH__CUPTI_CPY_BYTES = 8, MH__CUPTI_CPY_START = 16, MH__CUPTI_CPY_END = 24,
-    MH__CUPTI_CPY_DEVICE = 32, MH__CUPTI_CPY_STREAM = 40, MH__CUPTI_CPY_CORR = 44,
+    MH__CUPTI_CPY_KIND = 4,
+    MH__CUPTI_CPY_BYTES = 8,
+    MH__CUPTI_CPY_START = 16,
+    MH__CUPTI_CPY_END = 24,
+    MH__CUPTI_CPY_DEVICE = 32,
+    MH__CUPTI_CPY_STREAM = 40,
+    MH__CUPTI_CPY_CORR = 44,
     MH__CUPTI_CPY_RTCORR = 48,
     /* CUpti_ActivityMemset4 */
-    MH__CUPTI_SET_BYTES = 8, MH__CUPTI_SET_START = 16, MH__CUPTI_SET_END = 24,
-    MH__CUPTI_SET_DEVICE = 32, MH__CUPTI_SET_STREAM = 40, MH__CUPTI_SET_CORR = 44,
+    MH__CUPTI_SET_BYTES = 8,
+    MH__CUPTI_SET_START = 16,
+    MH__CUPTI_SET_END = 24,
+    MH__CUPTI_SET_DEVICE = 32,
+    MH__CUPTI_SET_STREAM = 40,
+    MH__CUPTI_SET_CORR = 44,
     MH__CUPTI_SET_MEMKIND = 50,
     /* CUpti_ActivityAPI */
-    MH__CUPTI_API_CBID = 4, MH__CUPTI_API_START = 8, MH__CUPTI_API_END = 16,
-    MH__CUPTI_API_THREAD = 28, MH__CUPTI_API_CORR = 32
+    MH__CUPTI_API_CBID = 4,
+    MH__CUPTI_API_START = 8,
+    MH__CUPTI_API_END = 16,
+    MH__CUPTI_API_THREAD = 28,
+    MH__CUPTI_API_CORR = 32
 };
 
 /* One walked record. `ev` has every field but the interned strings set;
@@ -83,11 +110,11 @@ struct mh__cupti_item {
 typedef int (*mh__cupti_item_fn)(void *user, const struct mh__cupti_item *item);
 
 struct mh__cupti_walk_stats {
-    uint64_t records;     /* complete records seen */
-    uint64_t events;      /* items delivered */
-    uint64_t ignored;     /* records that yield no event (filtered cbids, trims, ...) */
-    uint64_t no_timestamp;/* device records with start == end == 0 (lost timing) */
-    size_t consumed;      /* bytes walked */
+    uint64_t records;      /* complete records seen */
+    uint64_t events;       /* items delivered */
+    uint64_t ignored;      /* records that yield no event (filtered cbids, trims, ...) */
+    uint64_t no_timestamp; /* device records with start == end == 0 (lost timing) */
+    size_t consumed;       /* bytes walked */
 };
 
 /* Walks `valid` bytes of `buf` (any alignment). Returns 0 at the clean end,

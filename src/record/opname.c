@@ -24,7 +24,7 @@ const char *mh__torch_op_short(const char *demangled, char *out, size_t cap)
     if (!out || cap == 0)
         return out;
     const char *s = demangled ? demangled : "";
-    size_t end = strcspn(s, "<(");   /* template arguments, parameters */
+    size_t end = strcspn(s, "<("); /* template arguments, parameters */
     const char *start = s;
     for (size_t i = 0; i + 1 < end; i++)
         if (s[i] == ':' && s[i + 1] == ':')
@@ -64,7 +64,8 @@ static uint32_t intern_op(struct mh_recorder *rec, uint64_t token, mh__torch_op_
 uint32_t mh__torch_op_stack(struct mh_recorder *rec, uint64_t token, mh__torch_op_namer name)
 {
     pthread_mutex_lock(&cache_mu);
-    if (cache_rec != mh_recorder_serial(rec)) { /* a new recorder: ids of the old one mean nothing */
+    if (cache_rec !=
+        mh_recorder_serial(rec)) { /* a new recorder: ids of the old one mean nothing */
         cache_rec = mh_recorder_serial(rec);
         cache_n = 0;
     }

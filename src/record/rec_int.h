@@ -23,12 +23,12 @@ struct mh__tbuf {
     uint64_t cached_tail;
     _Atomic uint64_t dropped; /* written by the producer only */
     _Alignas(64) _Atomic uint64_t tail;
-    uint64_t dropped_told;    /* drain thread: part of `dropped` given to the writer */
-    uint64_t populated;       /* drain thread: slots [0, populated) have their pages mapped */
-    _Atomic int dead;         /* set by the thread-exit destructor */
+    uint64_t dropped_told; /* drain thread: part of `dropped` given to the writer */
+    uint64_t populated;    /* drain thread: slots [0, populated) have their pages mapped */
+    _Atomic int dead;      /* set by the thread-exit destructor */
     uint32_t tid;
     uint64_t mask;
-    struct mh__tbuf *next;    /* list link; changed only by the drain thread */
+    struct mh__tbuf *next; /* list link; changed only by the drain thread */
     struct mh_event slots[];
 };
 
@@ -47,7 +47,7 @@ struct mh_recorder {
     pthread_mutex_t intern_mu; /* the writer: interning, meta, writing */
     pthread_mutex_t list_mu;   /* unlinking buffers vs. walking the list */
 
-    pthread_mutex_t mu; /* drain thread control */
+    pthread_mutex_t mu;        /* drain thread control */
     pthread_cond_t wake, done; /* `wake` waits on CLOCK_MONOTONIC */
     uint64_t flush_req, flush_done;
     int stop, exited;

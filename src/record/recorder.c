@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "rec_int.h"
 #include "memhist/error.h"
+#include "rec_int.h"
 
 void mh__rec_fail(struct mh_recorder *rec, const char *what, int code, int errnum)
 {
@@ -36,8 +36,8 @@ static void tbuf_dead(void *p)
 
 static struct mh__tbuf *tbuf_register(struct mh_recorder *rec)
 {
-    struct mh__tbuf *b = aligned_alloc(64, (sizeof *b + sizeof b->slots[0] * (rec->mask + 1) +
-                                            63) & ~(size_t)63);
+    struct mh__tbuf *b =
+        aligned_alloc(64, (sizeof *b + sizeof b->slots[0] * (rec->mask + 1) + 63) & ~(size_t)63);
     if (!b)
         return NULL;
     memset(b, 0, sizeof *b);
@@ -151,8 +151,8 @@ static int rec_init(struct mh_recorder *rec, const struct mh_recorder_opts *opts
         rec->opts.flush_interval_ms = 20;
     if (rec->opts.flush_interval_ms > 1000)
         rec->opts.flush_interval_ms = 1000;
-    rec->mask = pow2_at_least(rec->opts.thread_buffer_events ? rec->opts.thread_buffer_events
-                                                             : 65536) - 1;
+    rec->mask =
+        pow2_at_least(rec->opts.thread_buffer_events ? rec->opts.thread_buffer_events : 65536) - 1;
     rec->batch = malloc(sizeof *rec->batch * MH__BATCH);
     rec->tokens = malloc(sizeof *rec->tokens * MH__BATCH);
     if (!rec->batch || !rec->tokens)

@@ -14,7 +14,7 @@
 #include "torch_support.h"
 
 #define CALIBRATION_READINGS 201
-#define READING_GAP_NS 20000ull         /* about 4 ms in all */
+#define READING_GAP_NS 20000ull /* about 4 ms in all */
 #define REFINE_EVERY_NS 10000000000ull
 
 static struct mh__tick_fit fits[2];

@@ -42,34 +42,35 @@
 #include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/version.h>
 
+#include "emit_gate.h"
 #include "memhist/cupti.h"
 #include "memhist/error.h"
 #include "memhist/torch.h"
-#include "emit_gate.h"
+#include "pystack.h"
+#include "symtab.h"
 #include "torch_emit.h"
 #include "torch_entry.h"
 #include "torch_state.h"
-#include "pystack.h"
-#include "symtab.h"
 #include "torch_steps.h"
 #include "torch_support.h"
 
-#define MH__TORCH_AT_LEAST(maj, min)                                                        \
+#define MH__TORCH_AT_LEAST(maj, min)                                                               \
     (TORCH_VERSION_MAJOR > (maj) || (TORCH_VERSION_MAJOR == (maj) && TORCH_VERSION_MINOR >= (min)))
 #if !MH__TORCH_AT_LEAST(2, 4)
 #error "memhist's torch bridge needs torch 2.4 or newer"
 #endif
 
-namespace {
+namespace
+{
 
 namespace cca = c10::cuda::CUDACachingAllocator;
 using Entry = cca::TraceEntry;
-using mh__torch_entry::copy_optional_fields;
-using mh__torch_entry::map_action;
 using mh__torch_emit::emit_guard;
 using mh__torch_emit::emit_simple;
 using mh__torch_emit::thread_id;
 using mh__torch_emit::ticks_now;
+using mh__torch_entry::copy_optional_fields;
+using mh__torch_entry::map_action;
 namespace steps = mh__torch_steps;
 
 /* ---- clock: torch's approximate-clock ticks (tick_clock.c) ------------------ */
@@ -152,7 +153,8 @@ ctx_ring *my_ring()
         return t_ring.ring;
     for (ctx_ring *r = g.rings.load(std::memory_order_acquire); r; r = r->next) {
         int zero = 0;
-        if (r->owned.load(std::memory_order_relaxed) == 0 && r->owned.compare_exchange_strong(zero, 1))
+        if (r->owned.load(std::memory_order_relaxed) == 0 &&
+            r->owned.compare_exchange_strong(zero, 1))
             return t_ring.ring = r;
     }
     ctx_ring *r = new ctx_ring; /* a thread's first event: the one allowed allocation */
@@ -188,7 +190,8 @@ ctx_slot *park_context(const std::shared_ptr<c10::GatheredContext> &ctx)
 /* torch::symbolize needs the GIL for Python frames; the drain thread is not an
  * allocator thread, so it may take it. Without Python there are no Python
  * frames and nothing to lock. Returns false if Python is shutting down. */
-bool symbolize_batch(const std::vector<torch::CapturedTraceback *> &tbs, torch::SymbolizedTracebacks *out)
+bool symbolize_batch(const std::vector<torch::CapturedTraceback *> &tbs,
+                     torch::SymbolizedTracebacks *out)
 {
     int gil = mh__python_gil_take();
     if (gil == MH_ESTATE)
@@ -213,7 +216,8 @@ uint32_t intern_traceback(mh_recorder *rec, const torch::SymbolizedTracebacks &s
             break;
         if (frame_ids[fi] == 0) {
             const torch::unwind::Frame &f = st.all_frames[fi];
-            int64_t id = mh_intern_frame(rec, f.filename.c_str(), f.funcname.c_str(), (uint32_t)f.lineno);
+            int64_t id =
+                mh_intern_frame(rec, f.filename.c_str(), f.funcname.c_str(), (uint32_t)f.lineno);
             frame_ids[fi] = id > 0 ? id : -1;
         }
         if (frame_ids[fi] > 0)
@@ -267,7 +271,7 @@ inline bool own_token(uint64_t token)
 uint64_t current_op_token()
 {
     auto node = torch::autograd::get_current_node();
-    return node ? (uint64_t)(uintptr_t)&typeid(*node) | 2 : 2;
+    return node ? (uint64_t)(uintptr_t) & typeid(*node) | 2 : 2;
 }
 
 void op_type_name(uint64_t token, char *buf, size_t cap)
@@ -356,8 +360,8 @@ void on_trace(const Entry &e)
     /* Stacks ride on the events that create memory; frees refer to the block's
      * allocation, whose stack the model already knows. */
     ctx_slot *slot = nullptr;
-    bool wants_ctx = kind == MH_EV_ALLOC || kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_MAP ||
-                     kind == MH_EV_OOM;
+    bool wants_ctx = kind == MH_EV_ALLOC || kind == MH_EV_SEGMENT_ALLOC ||
+                     kind == MH_EV_SEGMENT_MAP || kind == MH_EV_OOM;
     if (wants_ctx && g.own_stacks) {
         uint32_t node = capture_stack(); /* none: no Python frame, name the op */
         ev.ctx = node ? (uint64_t)node << 1 | 1 : current_op_token();
@@ -380,7 +384,8 @@ void on_trace(const Entry &e)
 uint32_t range_name_id(mh_recorder *rec, const char *name)
 {
     thread_local std::unordered_map<std::string, uint32_t> cache;
-    thread_local uint64_t cache_rec = 0; /* mh_recorder_serial: a new recorder may reuse the address */
+    thread_local uint64_t cache_rec =
+        0; /* mh_recorder_serial: a new recorder may reuse the address */
     if (cache_rec != mh_recorder_serial(rec)) {
         cache.clear();
         cache_rec = mh_recorder_serial(rec);
@@ -409,7 +414,8 @@ void on_range(const char *name, bool begin)
     else if (kind == MH__RANGE_OPTIMIZER_STEP && !g.caller_steps) /* else the caller's hooks */
         steps::on_optimizer(rec, t, begin, steps::range_optimizer_id(name));
     if (g.op_ranges)
-        emit_simple(rec, begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END, t, 0, range_name_id(rec, name));
+        emit_simple(rec, begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END, t, 0,
+                    range_name_id(rec, name));
 }
 
 std::unique_ptr<at::ObserverContext> rf_start(const at::RecordFunction &fn)
@@ -446,11 +452,12 @@ template <class F>
 void call_record_history(F f, bool enabled, cca::CreateContextFn fn, cca::RecordContext when)
 {
     using skip_t = const std::vector<std::string> &;
-    if constexpr (std::is_invocable_v<F, bool, cca::CreateContextFn, size_t, cca::RecordContext, bool, skip_t>) {
+    if constexpr (std::is_invocable_v<F, bool, cca::CreateContextFn, size_t, cca::RecordContext,
+                                      bool, skip_t>) {
         /* everything skipped: torch's own ring buffer stays empty */
-        static const std::vector<std::string> skip_all = {"alloc",         "free_requested", "free_completed",
-                                                          "segment_alloc", "segment_free",   "oom",
-                                                          "snapshot"};
+        static const std::vector<std::string> skip_all = {
+            "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
+            "oom",   "snapshot"};
         static const std::vector<std::string> none;
         f(enabled, fn, 1, when, false, enabled ? skip_all : none);
     } else {
@@ -484,8 +491,8 @@ void choose_stacks()
         }
         mh__stack_skip_module((const void *)&choose_stacks);
     } else {
-        snprintf(g.stack_source, sizeof g.stack_source, "torch CapturedTraceback (own capture off: %s)",
-                 why);
+        snprintf(g.stack_source, sizeof g.stack_source,
+                 "torch CapturedTraceback (own capture off: %s)", why);
     }
     mh__stack_forget();
 }
@@ -498,7 +505,9 @@ void enable_history()
     if (g.stacks == MH_TORCH_STACKS_NONE || g.own_stacks || cca::isHistoryEnabled())
         return;
     using ctx_ptr = std::shared_ptr<c10::GatheredContext>;
-    cca::CreateContextFn fn = [] { return ctx_ptr(torch::CapturedTraceback::gather(true, true, false)); };
+    cca::CreateContextFn fn = [] {
+        return ctx_ptr(torch::CapturedTraceback::gather(true, true, false));
+    };
     if (g.stacks == MH_TORCH_STACKS_ALL)
         fn = [] { return ctx_ptr(torch::CapturedTraceback::gather(true, true, true)); };
     if (g.stacks == MH_TORCH_STACKS_ALL)
@@ -521,8 +530,8 @@ void on_oom(int64_t device, size_t allocated, size_t total, size_t free_bytes)
     if (!guard.rec)
         return;
     char buf[160];
-    snprintf(buf, sizeof buf, "device=%lld allocated=%zu device_total=%zu device_free=%zu", (long long)device,
-             allocated, total, free_bytes);
+    snprintf(buf, sizeof buf, "device=%lld allocated=%zu device_total=%zu device_free=%zu",
+             (long long)device, allocated, total, free_bytes);
     mh_recorder_set_meta(guard.rec, "last_oom", buf);
 }
 
@@ -563,18 +572,21 @@ void update_range_hook()
 
 void record_meta(mh_recorder *rec, const mh_torch_opts *o, int devices)
 {
-    mh_recorder_set_meta(rec, "torch_version", o && o->torch_version ? o->torch_version : TORCH_VERSION);
+    mh_recorder_set_meta(rec, "torch_version",
+                         o && o->torch_version ? o->torch_version : TORCH_VERSION);
     const char *conf = mh__torch_alloc_conf_env();
     mh_recorder_set_meta(rec, "alloc_conf", conf ? conf : "");
     static const char *names[] = {"python", "none", "python", "all"};
     mh_recorder_set_meta(rec, "torch_stacks", names[g.stacks]);
     if (g.stacks != MH_TORCH_STACKS_NONE)
-        mh_recorder_set_meta(rec, "stack_frames",
-                             std::to_string(g.max_frames ? g.max_frames : MH_TORCH_FRAMES_MAX).c_str());
+        mh_recorder_set_meta(
+            rec, "stack_frames",
+            std::to_string(g.max_frames ? g.max_frames : MH_TORCH_FRAMES_MAX).c_str());
     mh_recorder_set_meta(rec, "stack_capture", g.stack_source);
-    mh_recorder_set_meta(rec, "step_source",
-                         g.caller_steps ? "optimizer hooks, ProfilerStep# ranges while a profiler runs, or explicit"
-                                        : "record_function (Optimizer.step#, ProfilerStep#) or explicit");
+    mh_recorder_set_meta(
+        rec, "step_source",
+        g.caller_steps ? "optimizer hooks, ProfilerStep# ranges while a profiler runs, or explicit"
+                       : "record_function (Optimizer.step#, ProfilerStep#) or explicit");
     mh__torch_record_devices(rec, devices);
 }
 
@@ -619,14 +631,17 @@ void reset_steps(mh_recorder *rec)
 int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
 {
     if (mh__gate_current()) {
-        set_error("%s", "the torch bridge is already attached to a recorder (call mh_torch_stop first)");
+        set_error("%s",
+                  "the torch bridge is already attached to a recorder (call mh_torch_stop first)");
         return MH_ESTATE;
     }
     int rc = apply_options(o);
     if (rc < 0 || (rc = check_environment()) < 0)
         return rc;
     if (!at::globalContext().hasCUDA() || c10::cuda::device_count() == 0) {
-        set_error("%s", "no CUDA device: torch sees no GPU (or was built without CUDA), nothing to record");
+        set_error(
+            "%s",
+            "no CUDA device: torch sees no GPU (or was built without CUDA), nothing to record");
         return MH_EUNAVAILABLE;
     }
 #if MH__TORCH_AT_LEAST(2, 6)
@@ -640,7 +655,8 @@ int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
     }
     std::string name = cca::name();
     if (name != "native") {
-        set_error("the CUDA allocator backend is '%s'; only the native caching allocator has a trace hook",
+        set_error("the CUDA allocator backend is '%s'; only the native caching allocator has a "
+                  "trace hook",
                   name.c_str());
         return MH_EUNSUPPORTED;
     }

@@ -14,7 +14,8 @@
 #include "memhist/event.h"
 #include "torch_support.h"
 
-namespace mh__torch_entry {
+namespace mh__torch_entry
+{
 
 using Entry = c10::cuda::CUDACachingAllocator::TraceEntry;
 
@@ -46,14 +47,22 @@ inline uint32_t meta_id(const std::string &s)
 
 /* TraceEntry fields that appeared over releases, detected by C++17 SFINAE
  * rather than by guessing the release that added them. */
-template <class T, class = void> struct has_mempool : std::false_type {};
-template <class T> struct has_mempool<T, std::void_t<decltype(std::declval<T>().mempool_)>> : std::true_type {};
-template <class T, class = void> struct has_compile_ctx : std::false_type {};
+template <class T, class = void> struct has_mempool : std::false_type {
+};
 template <class T>
-struct has_compile_ctx<T, std::void_t<decltype(std::declval<T>().compile_context_)>> : std::true_type {};
-template <class T, class = void> struct has_user_md : std::false_type {};
+struct has_mempool<T, std::void_t<decltype(std::declval<T>().mempool_)>> : std::true_type {
+};
+template <class T, class = void> struct has_compile_ctx : std::false_type {
+};
 template <class T>
-struct has_user_md<T, std::void_t<decltype(std::declval<T>().user_metadata_)>> : std::true_type {};
+struct has_compile_ctx<T, std::void_t<decltype(std::declval<T>().compile_context_)>>
+    : std::true_type {
+};
+template <class T, class = void> struct has_user_md : std::false_type {
+};
+template <class T>
+struct has_user_md<T, std::void_t<decltype(std::declval<T>().user_metadata_)>> : std::true_type {
+};
 
 template <class T> inline void copy_optional_fields(const T &e, mh_event *ev)
 {

@@ -34,8 +34,8 @@ struct state {
     std::atomic<uint64_t> owned{0};    /* devices an optimizer's or a model's parameters are on */
     /* devices the allocator holds memory on (bit d), or null; set by the bridge */
     uint64_t (*in_use)(void) = nullptr;
-    mh_opt_steps opt_steps{};          /* each device's key optimizer */
-    std::mutex opt_lock;               /* opt_steps, from any thread stepping an optimizer */
+    mh_opt_steps opt_steps{}; /* each device's key optimizer */
+    std::mutex opt_lock;      /* opt_steps, from any thread stepping an optimizer */
     std::atomic<int> phase{MH_PHASE_NONE};
     std::atomic<uint32_t> main_thread{0}; /* the thread that runs the optimizer */
 };

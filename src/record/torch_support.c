@@ -110,20 +110,22 @@ int mh__torch_env_check(char *why, size_t len)
         }
     }
     if (env_true("PYTORCH_NO_CUDA_MEMORY_CACHING")) {
-        snprintf(why, len, "PYTORCH_NO_CUDA_MEMORY_CACHING=1 disables the caching allocator, "
-                           "which then reports no events; unset it to record");
+        snprintf(why, len,
+                 "PYTORCH_NO_CUDA_MEMORY_CACHING=1 disables the caching allocator, "
+                 "which then reports no events; unset it to record");
         return MH_EUNSUPPORTED;
     }
     return 0;
 }
 
-
 void mh__torch_record_devices(struct mh_recorder *rec, int count)
 {
     void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     int (*get_dev)(int *, int) = cuda ? (int (*)(int *, int))dlsym(cuda, "cuDeviceGet") : NULL;
-    int (*get_name)(char *, int, int) = cuda ? (int (*)(char *, int, int))dlsym(cuda, "cuDeviceGetName") : NULL;
-    int (*total_mem)(size_t *, int) = cuda ? (int (*)(size_t *, int))dlsym(cuda, "cuDeviceTotalMem_v2") : NULL;
+    int (*get_name)(char *, int, int) =
+        cuda ? (int (*)(char *, int, int))dlsym(cuda, "cuDeviceGetName") : NULL;
+    int (*total_mem)(size_t *, int) =
+        cuda ? (int (*)(size_t *, int))dlsym(cuda, "cuDeviceTotalMem_v2") : NULL;
     for (int i = 0; i < count; i++) {
         char name[256] = "";
         size_t total = 0;

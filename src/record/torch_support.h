@@ -79,8 +79,8 @@ uint32_t mh__torch_op_stack(struct mh_recorder *rec, uint64_t token, mh__torch_o
 
 enum mh__range_class {
     MH__RANGE_OTHER = 0,
-    MH__RANGE_PROFILER_STEP,  /* "ProfilerStep#N" (torch.profiler) */
-    MH__RANGE_OPTIMIZER_STEP  /* "Optimizer.step#<Class>.step" (torch.optim) */
+    MH__RANGE_PROFILER_STEP, /* "ProfilerStep#N" (torch.profiler) */
+    MH__RANGE_OPTIMIZER_STEP /* "Optimizer.step#<Class>.step" (torch.optim) */
 };
 /* Classifies a record_function name; *step gets N for ProfilerStep#N. */
 enum mh__range_class mh__range_kind(const char *name, int64_t *step);

@@ -73,7 +73,8 @@ uint64_t mh__sim_largest_free(const struct mh__sim *s, uint64_t stream, int smal
     uint64_t best = 0;
     for (size_t i = 0; i < s->npools; i++) {
         const struct mh__sim_pool *p = s->pools[i];
-        if ((stream != UINT64_MAX && p->stream != stream) || (small_pool >= 0 && p->small != small_pool))
+        if ((stream != UINT64_MAX && p->stream != stream) ||
+            (small_pool >= 0 && p->small != small_pool))
             continue;
         const struct mh__sim_block *m = mh__tree_max(p->free_root);
         if (m && m->size > best)

@@ -30,7 +30,7 @@ int mh__sim_new(const struct mh__sim_opts *opts, struct mh__sim **out)
     if (s->o.capacity) {
         /* a fraction of a capacity near 2^64 rounds up past it as a double */
         double part = f * (double)s->o.capacity;
-        s->allowed = !s->set_fraction          ? s->o.capacity
+        s->allowed = !s->set_fraction                 ? s->o.capacity
                      : part >= 18446744073709551615.0 ? s->o.capacity
                                                       : (uint64_t)part;
     }
@@ -102,8 +102,8 @@ struct mh__sim_pool *mh__pool_get(struct mh__sim *s, uint64_t stream, int small)
     if (lp && lp->stream == stream && lp->small == small)
         return lp;
     size_t i = 0;
-    while (i < s->npools &&
-           (s->pools[i]->stream < stream || (s->pools[i]->stream == stream && s->pools[i]->small < small)))
+    while (i < s->npools && (s->pools[i]->stream < stream ||
+                             (s->pools[i]->stream == stream && s->pools[i]->small < small)))
         i++;
     if (i < s->npools && s->pools[i]->stream == stream && s->pools[i]->small == small)
         return s->last_pool = s->pools[i];
@@ -144,8 +144,8 @@ int mh__deliver(struct mh__sim *s, const struct mh_event *ev)
     return rc;
 }
 
-int mh__emit_alloc_event(struct mh__sim *s, int kind, uint64_t addr, uint64_t size,
-                         uint64_t stream, uint32_t stack, uint32_t str, uint8_t flags)
+int mh__emit_alloc_event(struct mh__sim *s, int kind, uint64_t addr, uint64_t size, uint64_t stream,
+                         uint32_t stack, uint32_t str, uint8_t flags)
 {
     struct mh_event ev;
     memset(&ev, 0, sizeof ev);

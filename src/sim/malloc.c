@@ -76,8 +76,8 @@ static struct mh__sim_block *alloc_block(struct mh__sim *s, struct mh__sim_pool 
 
 /* torch's alloc_found_block: split off the front when should_split says so,
  * mark allocated and emit ALLOC with the requested size. */
-static int alloc_found(struct mh__sim *s, struct mh__sim_block *b, uint64_t rounded,
-                       uint64_t size, uint64_t *addr)
+static int alloc_found(struct mh__sim *s, struct mh__sim_block *b, uint64_t rounded, uint64_t size,
+                       uint64_t *addr)
 {
     struct mh__sim_pool *p = b->pool;
     if (mh_should_split(&s->o.conf, p->small, s->o.conf.expandable_segments, b->size, rounded)) {

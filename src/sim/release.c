@@ -94,8 +94,7 @@ static uint64_t age_of(const struct mh__sim *s, const struct mh__sim_block *b)
  * reserved memory is back under threshold x allowed. */
 void mh__garbage_collect(struct mh__sim *s)
 {
-    uint64_t threshold =
-        (uint64_t)(s->o.conf.garbage_collection_threshold * (double)s->allowed);
+    uint64_t threshold = (uint64_t)(s->o.conf.garbage_collection_threshold * (double)s->allowed);
     if (s->st.reserved <= threshold)
         return;
     uint64_t target = s->st.reserved - threshold, reclaimed = 0, total_age = 0;

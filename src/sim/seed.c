@@ -157,14 +157,9 @@ int mh__sim_seed(struct mh__sim *s, const struct mh_event *ev)
                          : mh__expandable_seed(s, p, ev->addr, ev->size);
         rc = s->seed_at ? 0 : 1;
         break;
-    case MH_EV_ALLOC:
-        rc = seed_block(s, ev);
-        break;
-    case MH_EV_FREE_REQUESTED:
-        rc = seed_pending(s, ev);
-        break;
-    default:
-        break;
+    case MH_EV_ALLOC: rc = seed_block(s, ev); break;
+    case MH_EV_FREE_REQUESTED: rc = seed_pending(s, ev); break;
+    default: break;
     }
     if (rc == 0) {
         struct mh_event e = *ev;

@@ -33,7 +33,7 @@ typedef int (*mh__sim_event_fn)(void *user, const struct mh_event *ev);
  * *addr to use that address, 0 to let the simulator choose. An address that
  * overlaps a live range is ignored. */
 typedef int (*mh__sim_addr_fn)(void *user, int expandable, uint64_t size, uint64_t stream,
-                              int small_pool, uint64_t *addr);
+                               int small_pool, uint64_t *addr);
 
 struct mh__sim_opts {
     struct mh_alloc_conf conf; /* allocator settings (zero = PyTorch defaults) */
@@ -41,12 +41,12 @@ struct mh__sim_opts {
     int device;                /* device index put into events */
     uint64_t base_addr;        /* lowest device address; 0 = 0x7f0000000000 */
     uint64_t start_ns;         /* time of the first event; 0 = 1.7e18 ns */
-    mh__sim_event_fn emit;      /* optional callback */
+    mh__sim_event_fn emit;     /* optional callback */
     void *emit_user;
     /* optional writer (borrowed, must outlive the simulator): events are
      * written to it and stacks/strings interned in it */
     struct mh_writer *writer;
-    mh__sim_addr_fn addr_fn;    /* optional address oracle */
+    mh__sim_addr_fn addr_fn; /* optional address oracle */
     void *addr_user;
     /* best fit breaks ties between equal free blocks by address alone, as
      * torch did before it preferred the older segment (0: the older

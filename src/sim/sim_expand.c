@@ -149,8 +149,7 @@ static struct mh__sim_block *map_block(struct mh__sim *s, struct mh__sim_block *
     return b;
 }
 
-struct mh__sim_block *mh__alloc_expandable(struct mh__sim *s, struct mh__sim_pool *p,
-                                           uint64_t size)
+struct mh__sim_block *mh__alloc_expandable(struct mh__sim *s, struct mh__sim_pool *p, uint64_t size)
 {
     struct mh__sim_block *c = find_block(s, p, size);
     if (!c) {
@@ -193,7 +192,8 @@ void mh__unmap_block(struct mh__sim *s, struct mh__sim_block *b)
     uint64_t end = r->base + (b->addr + b->size - r->base) / r->page * r->page;
     if (begin >= end)
         return;
-    struct mh__sim_block *before = begin > b->addr ? splice_free(s, b, b->addr, begin - b->addr) : NULL;
+    struct mh__sim_block *before =
+        begin > b->addr ? splice_free(s, b, b->addr, begin - b->addr) : NULL;
     struct mh__sim_block *after =
         b->addr + b->size > end ? splice_free(s, b, end, b->addr + b->size - end) : NULL;
     if ((begin > b->addr && !before) || (b->addr + b->size > end && !after)) {
@@ -260,17 +260,26 @@ static int cut_unmapped(struct mh__sim *s, struct mh__sim_block *u, uint64_t add
     }
     mh__remove_free(u);
     if (front) {
-        *front = (struct mh__sim_block){.addr = u->addr, .size = addr - u->addr, .stream = u->stream,
-                                        .pool = u->pool, .resv = u->resv, .prev = u->prev, .next = u};
+        *front = (struct mh__sim_block){.addr = u->addr,
+                                        .size = addr - u->addr,
+                                        .stream = u->stream,
+                                        .pool = u->pool,
+                                        .resv = u->resv,
+                                        .prev = u->prev,
+                                        .next = u};
         if (front->prev)
             front->prev->next = front;
         u->prev = front;
         insert_unmapped(front);
     }
     if (rest) {
-        *rest = (struct mh__sim_block){.addr = addr + size, .size = u->addr + u->size - addr - size,
-                                       .stream = u->stream, .pool = u->pool, .resv = u->resv,
-                                       .prev = u, .next = u->next};
+        *rest = (struct mh__sim_block){.addr = addr + size,
+                                       .size = u->addr + u->size - addr - size,
+                                       .stream = u->stream,
+                                       .pool = u->pool,
+                                       .resv = u->resv,
+                                       .prev = u,
+                                       .next = u->next};
         if (rest->next)
             rest->next->prev = rest;
         u->next = rest;
@@ -306,8 +315,8 @@ static int end_reservation_at(struct mh__sim *s, uint64_t addr)
     return 0;
 }
 
-struct mh__sim_block *mh__expandable_seed(struct mh__sim *s, struct mh__sim_pool *p,
-                                          uint64_t addr, uint64_t size)
+struct mh__sim_block *mh__expandable_seed(struct mh__sim *s, struct mh__sim_pool *p, uint64_t addr,
+                                          uint64_t size)
 {
     struct mh__sim_block *u = mh__tree_lower_bound(p->unmapped_root, 0, 0, 0);
     while (u && !(u->addr <= addr && addr - u->addr <= u->size && size <= u->addr + u->size - addr))

@@ -24,12 +24,12 @@ struct mh__sim_block {
     struct mh__sim_block *prev, *next;  /* neighbours inside the segment */
     struct mh__sim_block *left, *right; /* treap children */
     struct mh__sim_pool *pool;
-    struct mh__sim_resv *resv;          /* expandable reservation, or NULL */
-    uint64_t key1;                      /* treap key: size (free) or 0 (unmapped) */
-    uint64_t seq;                       /* creation order of its segment (0: expandable) */
-    uint64_t gc_base;                   /* pool call count when it became free */
-    uint64_t ready_ns;                  /* pending free: completes at this time */
-    uint64_t pending_seq;               /* order among pending frees */
+    struct mh__sim_resv *resv; /* expandable reservation, or NULL */
+    uint64_t key1;             /* treap key: size (free) or 0 (unmapped) */
+    uint64_t seq;              /* creation order of its segment (0: expandable) */
+    uint64_t gc_base;          /* pool call count when it became free */
+    uint64_t ready_ns;         /* pending free: completes at this time */
+    uint64_t pending_seq;      /* order among pending frees */
     uint32_t prio;
     uint32_t stack, str, seg_stack;
     uint8_t allocated, pending, mapped, in_tree;
@@ -61,7 +61,7 @@ struct mh__sim_range {
 struct mh__sim {
     struct mh__sim_opts o;
     uint64_t now;
-    uint64_t allowed;      /* allocation limit in bytes (UINT64_MAX none) */
+    uint64_t allowed; /* allocation limit in bytes (UINT64_MAX none) */
     int set_fraction;
     struct mh__sim_stats st;
     struct mh__sim_pool **pools; /* sorted by (stream, small) */
@@ -69,21 +69,21 @@ struct mh__sim {
     struct mh__sim_pool *last_pool;
     struct mh__sim_resv **resvs;
     size_t nresvs, cap_resvs;
-    struct mh__sim_map live;     /* allocated and pending blocks */
+    struct mh__sim_map live;        /* allocated and pending blocks */
     struct mh__sim_block **pending; /* pending frees in free order */
     size_t npending, cap_pending;
     uint64_t pending_seq;
-    uint64_t gc_calls[2];        /* get_free_block calls per pool kind (large, small) */
-    uint64_t segments_made;      /* cudaMalloc'd segments so far: the next one's seq */
+    uint64_t gc_calls[2];         /* get_free_block calls per pool kind (large, small) */
+    uint64_t segments_made;       /* cudaMalloc'd segments so far: the next one's seq */
     struct mh__sim_range *ranges; /* used device address ranges, sorted */
     size_t nranges, cap_ranges;
     struct mh__sim_block *spare; /* free list of block structs (linked by next) */
     void **slabs;                /* every block struct lives in one of these */
     size_t nslabs, cap_slabs;
-    uint32_t local_ids;          /* interning without a writer */
-    uint32_t cur_stack, cur_str; /* context of the current call */
+    uint32_t local_ids;            /* interning without a writer */
+    uint32_t cur_stack, cur_str;   /* context of the current call */
     struct mh__sim_block *seed_at; /* seeding: the block the next seeded block goes in */
-    int err;                     /* first callback/writer error */
+    int err;                       /* first callback/writer error */
 };
 
 /* tree.c */
@@ -119,8 +119,8 @@ void mh__block_drop(struct mh__sim *s, struct mh__sim_block *b);
 struct mh__sim_pool *mh__pool_get(struct mh__sim *s, uint64_t stream, int small);
 /* Hands an event to the writer and the callback; the first error sticks. */
 int mh__deliver(struct mh__sim *s, const struct mh_event *ev);
-int mh__emit_alloc_event(struct mh__sim *s, int kind, uint64_t addr, uint64_t size,
-                         uint64_t stream, uint32_t stack, uint32_t str, uint8_t flags);
+int mh__emit_alloc_event(struct mh__sim *s, int kind, uint64_t addr, uint64_t size, uint64_t stream,
+                         uint32_t stack, uint32_t str, uint8_t flags);
 uint8_t mh__pool_flags(const struct mh__sim_pool *p, int expandable);
 void mh__insert_free(struct mh__sim *s, struct mh__sim_block *b);
 void mh__remove_free(struct mh__sim_block *b);
@@ -145,8 +145,8 @@ void mh__unmap_block(struct mh__sim *s, struct mh__sim_block *b);
 /* Maps [addr, addr + size) of the pool's reservation holding addr, made
  * at addr when there is none (seeding, seed.c): the mapped block, free, or
  * NULL when the range does not fit the reservation's unmapped space. */
-struct mh__sim_block *mh__expandable_seed(struct mh__sim *s, struct mh__sim_pool *p,
-                                          uint64_t addr, uint64_t size);
+struct mh__sim_block *mh__expandable_seed(struct mh__sim *s, struct mh__sim_pool *p, uint64_t addr,
+                                          uint64_t size);
 /* Best-fit successor rule for expandable blocks (see expand.c). */
 struct mh__sim_block *mh__expandable_best(struct mh__sim_pool *p, struct mh__sim_block *it);
 

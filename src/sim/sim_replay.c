@@ -100,10 +100,10 @@ struct replay {
     struct mh__sim_replay_result *res;
     struct mh__sim *sim;
     struct window in;
-    int err;                /* the first error reading the input */
-    struct amap addr;       /* recorded block address -> simulated */
+    int err;          /* the first error reading the input */
+    struct amap addr; /* recorded block address -> simulated */
     struct mh__rmatch match;
-    uint64_t seg_cursor;    /* segment creations the simulator emitted */
+    uint64_t seg_cursor; /* segment creations the simulator emitted */
 };
 
 /* Reads until the window holds `k + 1` events or the input ends. */
@@ -285,16 +285,14 @@ static int run_seed(struct replay *rp, const struct mh_event *e)
 static int run_free(struct replay *rp, const struct mh_event *e)
 {
     uint64_t addr = aget(&rp->addr, e->addr);
-    if (!addr ||
-        mh__sim_free_block(rp->sim, addr, e->stack, deferred_free(rp, e), UINT64_MAX) ==
-            MH_ENOTFOUND)
+    if (!addr || mh__sim_free_block(rp->sim, addr, e->stack, deferred_free(rp, e), UINT64_MAX) ==
+                     MH_ENOTFOUND)
         rp->res->unknown_frees++;
     return 0;
 }
 
 /* Replays `e`, the window's first event (input position `index`). */
-static int run_event(struct replay *rp, const struct mh_event *e, uint64_t index,
-                     int *in_release)
+static int run_event(struct replay *rp, const struct mh_event *e, uint64_t index, int *in_release)
 {
     uint64_t addr;
     mh__sim_set_time(rp->sim, e->time_ns);
@@ -306,10 +304,8 @@ static int run_event(struct replay *rp, const struct mh_event *e, uint64_t index
         *in_release = release;
     switch (e->kind) {
     case MH_EV_ALLOC:
-    case MH_EV_OOM:
-        return run_alloc(rp, e, index);
-    case MH_EV_FREE_REQUESTED:
-        return run_free(rp, e);
+    case MH_EV_OOM: return run_alloc(rp, e, index);
+    case MH_EV_FREE_REQUESTED: return run_free(rp, e);
     case MH_EV_FREE_COMPLETED:
         addr = aget(&rp->addr, e->addr);
         if (addr)
@@ -324,10 +320,8 @@ static int run_event(struct replay *rp, const struct mh_event *e, uint64_t index
         return 0;
     case MH_EV_SEGMENT_ALLOC:
     case MH_EV_SEGMENT_MAP:
-    case MH_EV_SNAPSHOT:
-        return 0;
-    default:
-        return mh__sim_emit(rp->sim, e);
+    case MH_EV_SNAPSHOT: return 0;
+    default: return mh__sim_emit(rp->sim, e);
     }
 }
 
@@ -386,10 +380,12 @@ static int replay_open(struct replay *rp)
     const struct mh_event *first = rc == 0 ? ahead(rp, 0) : NULL;
     if (rc == 0 && rp->err)
         return rp->err;
-    struct mh__sim_opts so = {.conf = o->conf, .capacity = o->capacity,
-                             .address_ties = o->address_ties,
-                             .emit = on_sim_event, .emit_user = rp,
-                             .start_ns = first ? first->time_ns : 0};
+    struct mh__sim_opts so = {.conf = o->conf,
+                              .capacity = o->capacity,
+                              .address_ties = o->address_ties,
+                              .emit = on_sim_event,
+                              .emit_user = rp,
+                              .start_ns = first ? first->time_ns : 0};
     if (o->use_oracle) {
         so.addr_fn = oracle;
         so.addr_user = rp;

@@ -38,7 +38,7 @@ struct mh__sim_replay_opts {
     /* take segment addresses from the recorded segment_alloc/segment_map
      * events in order when sizes agree (replay under the recorded settings) */
     int use_oracle;
-    mh__sim_event_fn emit;      /* receives every event of the what-if run */
+    mh__sim_event_fn emit; /* receives every event of the what-if run */
     void *emit_user;
     /* told how far the replay has read (progress.h), under the name
      * `progress_what`; none when progress.fn is NULL */
@@ -58,21 +58,21 @@ struct mh__sim_replay_result {
      * the driver's free memory, which a simulation cannot know, so kind and
      * size) */
     uint64_t matched;
-    uint64_t requests;       /* allocations replayed */
-    uint64_t allocs;         /* recorded allocations that succeeded in the replay */
-    uint64_t placed;         /* of those, placed at the recorded address */
-    uint64_t unknown_frees;  /* frees of blocks allocated before the recording began */
+    uint64_t requests;      /* allocations replayed */
+    uint64_t allocs;        /* recorded allocations that succeeded in the replay */
+    uint64_t placed;        /* of those, placed at the recorded address */
+    uint64_t unknown_frees; /* frees of blocks allocated before the recording began */
     /* a trace that starts mid-run: the state at its start seeded first
      * (mh__sim_seed), from its preexisting events */
     uint64_t seeded_segments, seeded_blocks;
-    uint64_t seeded_unknown; /* seeded blocks of unknown size (freed during the trace) */
-    uint64_t seed_rejected;  /* preexisting events that did not fit the seeded state */
+    uint64_t seeded_unknown;          /* seeded blocks of unknown size (freed during the trace) */
+    uint64_t seed_rejected;           /* preexisting events that did not fit the seeded state */
     uint64_t recorded_segment_events; /* segment allocs/frees/maps/unmaps in the input */
     uint64_t matched_segment_events;  /* of those, reproduced at the same position */
-    uint64_t empty_caches;   /* recorded empty_cache() calls replayed */
-    int oom;                 /* the what-if run hit an OOM the recording did not */
-    size_t oom_index;        /* index in the input of the request that failed */
-    uint64_t input_events;   /* events the source gave (all of them, also after an OOM) */
+    uint64_t empty_caches;            /* recorded empty_cache() calls replayed */
+    int oom;                          /* the what-if run hit an OOM the recording did not */
+    size_t oom_index;                 /* index in the input of the request that failed */
+    uint64_t input_events;            /* events the source gave (all of them, also after an OOM) */
 };
 
 /* Replays the events of `src` (one device, file order; non-allocator events
@@ -92,7 +92,8 @@ struct mh__sim_event_array {
 void mh__sim_source_array(struct mh__sim_source *src, struct mh__sim_event_array *arr);
 /* mh__sim_replay over `n` events in memory. */
 int mh__sim_replay_events(const struct mh_event *events, size_t n,
-                          const struct mh__sim_replay_opts *opts, struct mh__sim_replay_result *res);
+                          const struct mh__sim_replay_opts *opts,
+                          struct mh__sim_replay_result *res);
 
 /* 1 for the kinds the caching allocator emits (alloc ... oom). */
 static inline int mh__sim_is_allocator_kind(unsigned kind)

@@ -38,9 +38,8 @@ int mh__space_take(struct mh__sim *s, uint64_t size, uint64_t want, uint64_t *ad
 {
     if (size == 0 || size > UINT64_MAX / 4)
         return MH_EINVAL;
-    uint64_t at = want && want <= UINT64_MAX - size && !overlaps(s, want, size)
-                      ? want
-                      : first_fit(s, size);
+    uint64_t at =
+        want && want <= UINT64_MAX - size && !overlaps(s, want, size) ? want : first_fit(s, size);
     if (s->nranges == s->cap_ranges) {
         size_t nc = s->cap_ranges ? s->cap_ranges * 2 : 64;
         struct mh__sim_range *nr = realloc(s->ranges, nc * sizeof *nr);

@@ -2,9 +2,8 @@
  * address). Free blocks use key1 = size, giving the (size, segment age,
  * address) order in which torch's best fit searches (torch 2.15 breaks ties
  * between equal sizes by the age of the segment, then by address); unmapped
- * expandable blocks use key1 = 0 and seq = 0, giving address order. Nodes are the blocks themselves (intrusive); the
- * priority is a hash of the address, so shapes are deterministic. Owns
- * nothing. */
+ * expandable blocks use key1 = 0 and seq = 0, giving address order. Nodes are the blocks themselves
+ * (intrusive); the priority is a hash of the address, so shapes are deterministic. Owns nothing. */
 #include <stdlib.h>
 
 #include "sim_int.h"

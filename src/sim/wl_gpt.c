@@ -55,7 +55,7 @@ struct gpt {
     uint64_t T, Sn;                            /* tokens and sequence length this step */
 };
 
-#define LS(g, l, site) ((g)->sites.layer[(size_t)(l) * L_NSITES + (site)])
+#define LS(g, l, site) ((g)->sites.layer[(size_t)(l)*L_NSITES + (site)])
 #define GS(g, site) ((g)->sites.global[site])
 
 static uint64_t *param_ref(struct gpt *g, uint64_t *arr, uint64_t l, int j)
@@ -175,8 +175,8 @@ static int checkpointed(const struct gpt *g, uint64_t l)
 
 static void drop_attention_saved(struct gpt *g, struct layer_saved *s)
 {
-    uint64_t *t[] = {&s->ln1_stats, &s->ln1_cast, &s->w_attn,  &s->b_attn,   &s->qkv,
-                     &s->y,         &s->lse,      &s->softmax, &s->att_mask, &s->att_bf16,
+    uint64_t *t[] = {&s->ln1_stats, &s->ln1_cast, &s->w_attn,     &s->b_attn,   &s->qkv,
+                     &s->y,         &s->lse,      &s->softmax,    &s->att_mask, &s->att_bf16,
                      &s->w_aproj,   &s->b_aproj,  &s->aresid_mask};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         mh__wl_free(&g->w, t[i]);
@@ -184,8 +184,8 @@ static void drop_attention_saved(struct gpt *g, struct layer_saved *s)
 
 static void drop_mlp_saved(struct gpt *g, struct layer_saved *s)
 {
-    uint64_t *t[] = {&s->ln2_stats, &s->ln2_cast, &s->w_fc,        &s->b_fc,   &s->fc,
-                     &s->gelu,      &s->w_mproj,  &s->b_mproj,     &s->mresid_mask, &s->resid_a};
+    uint64_t *t[] = {&s->ln2_stats, &s->ln2_cast, &s->w_fc,    &s->b_fc,        &s->fc,
+                     &s->gelu,      &s->w_mproj,  &s->b_mproj, &s->mresid_mask, &s->resid_a};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         mh__wl_free(&g->w, t[i]);
 }

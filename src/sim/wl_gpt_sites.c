@@ -10,7 +10,9 @@
 #include "memhist/error.h"
 #include "wl_gpt_sites.h"
 
+/* clang-format off */
 #define CALL {"torch/nn/modules/module.py", "Module._call_impl", 1762}
+/* clang-format on */
 
 enum site_cls { C_LN1, C_ATTN, C_LN2, C_MLP, C_BLOCK1, C_BLOCK2, C_BWD };
 enum site_inner { I_NONE, I_LINEAR, I_LAYERNORM, I_DROPOUT, I_GELU };
@@ -59,9 +61,11 @@ static const struct lsite_desc ldesc[L_NSITES] = {
     [L_BWD_BLOCK] = {C_BWD, 0, I_NONE, NULL},
 };
 
-static const struct wl_frame fwd_tail[] = {
-    CALL, {"model.py", "GPT.forward", 260}, CALL, {"train.py", "train_step", 88},
-    {"train.py", "<module>", 120}};
+static const struct wl_frame fwd_tail[] = {CALL,
+                                           {"model.py", "GPT.forward", 260},
+                                           CALL,
+                                           {"train.py", "train_step", 88},
+                                           {"train.py", "<module>", 120}};
 static const struct wl_frame bwd_frames[] = {
     {"torch/autograd/graph.py", "_engine_run_backward", 825},
     {"torch/autograd/__init__.py", "backward", 347},
@@ -78,10 +82,20 @@ static size_t add_inner(struct wl_frame *f, size_t n, int inner)
     static const struct wl_frame gelu = {"torch/nn/modules/activation.py", "GELU.forward", 734};
     static const struct wl_frame call = CALL;
     switch (inner) {
-    case I_LINEAR: f[n++] = lin; f[n++] = call; break;
+    case I_LINEAR:
+        f[n++] = lin;
+        f[n++] = call;
+        break;
     case I_LAYERNORM: f[n++] = ln; break;
-    case I_DROPOUT: f[n++] = drop[0]; f[n++] = drop[1]; f[n++] = call; break;
-    case I_GELU: f[n++] = gelu; f[n++] = call; break;
+    case I_DROPOUT:
+        f[n++] = drop[0];
+        f[n++] = drop[1];
+        f[n++] = call;
+        break;
+    case I_GELU:
+        f[n++] = gelu;
+        f[n++] = call;
+        break;
     default: break;
     }
     return n;
@@ -127,21 +141,36 @@ struct gsite_desc {
     const char *meta;
 };
 
-#define FR(...) (const struct wl_frame[]){__VA_ARGS__}, sizeof((const struct wl_frame[]){__VA_ARGS__}) / sizeof(struct wl_frame)
-#define GPT_TAIL(line) {"model.py", "GPT.forward", line}, CALL, {"train.py", "train_step", 88}, {"train.py", "<module>", 120}
-#define BWD_TAIL {"torch/autograd/graph.py", "_engine_run_backward", 825}, {"torch/autograd/__init__.py", "backward", 347}, {"torch/_tensor.py", "Tensor.backward", 626}, {"train.py", "train_step", 92}, {"train.py", "<module>", 120}
+#define FR(...)                                                                                    \
+    (const struct wl_frame[]){__VA_ARGS__},                                                        \
+        sizeof((const struct wl_frame[]){__VA_ARGS__}) / sizeof(struct wl_frame)
+#define GPT_TAIL(line)                                                                             \
+    {"model.py", "GPT.forward", line}, CALL, {"train.py", "train_step", 88},                       \
+    {                                                                                              \
+        "train.py", "<module>", 120                                                                \
+    }
+#define BWD_TAIL                                                                                   \
+    {"torch/autograd/graph.py", "_engine_run_backward", 825},                                      \
+        {"torch/autograd/__init__.py", "backward", 347},                                           \
+        {"torch/_tensor.py", "Tensor.backward", 626}, {"train.py", "train_step", 92},              \
+    {                                                                                              \
+        "train.py", "<module>", 120                                                                \
+    }
 
 static const struct gsite_desc gdesc[G_NSITES] = {
     [G_INIT] = {FR({"torch/nn/modules/module.py", "Module._apply", 942},
                    {"torch/nn/modules/module.py", "Module.to", 1340}, {"train.py", "<module>", 45}),
                 NULL},
     [G_BATCH] = {FR({"train.py", "get_batch", 61}, {"train.py", "train_step", 86},
-                    {"train.py", "<module>", 120}), NULL},
+                    {"train.py", "<module>", 120}),
+                 NULL},
     [G_TOK_EMB] = {FR({"torch/nn/functional.py", "embedding", 2551},
-                      {"torch/nn/modules/sparse.py", "Embedding.forward", 190}, CALL, GPT_TAIL(248)),
+                      {"torch/nn/modules/sparse.py", "Embedding.forward", 190}, CALL,
+                      GPT_TAIL(248)),
                    "transformer.wte"},
     [G_POS_EMB] = {FR({"torch/nn/functional.py", "embedding", 2551},
-                      {"torch/nn/modules/sparse.py", "Embedding.forward", 190}, CALL, GPT_TAIL(249)),
+                      {"torch/nn/modules/sparse.py", "Embedding.forward", 190}, CALL,
+                      GPT_TAIL(249)),
                    "transformer.wpe"},
     [G_EMB_ADD] = {FR(GPT_TAIL(250)), NULL},
     [G_EMB_MASK] = {FR({"torch/nn/functional.py", "dropout", 1425},
@@ -150,13 +179,16 @@ static const struct gsite_desc gdesc[G_NSITES] = {
     [G_EMB_DROP] = {FR({"torch/nn/functional.py", "dropout", 1425},
                        {"torch/nn/modules/dropout.py", "Dropout.forward", 70}, CALL, GPT_TAIL(250)),
                     "transformer.drop"},
-    [G_LNF] = {FR({"torch/nn/functional.py", "layer_norm", 2910}, {"model.py", "LayerNorm.forward", 28},
-                  CALL, GPT_TAIL(265)), "transformer.ln_f"},
+    [G_LNF] = {FR({"torch/nn/functional.py", "layer_norm", 2910},
+                  {"model.py", "LayerNorm.forward", 28}, CALL, GPT_TAIL(265)),
+               "transformer.ln_f"},
     [G_LNF_STATS] = {FR({"torch/nn/functional.py", "layer_norm", 2910},
-                        {"model.py", "LayerNorm.forward", 28}, CALL, GPT_TAIL(265)), "transformer.ln_f"},
+                        {"model.py", "LayerNorm.forward", 28}, CALL, GPT_TAIL(265)),
+                     "transformer.ln_f"},
     [G_LNF_CAST] = {FR({"torch/nn/modules/linear.py", "Linear.forward", 125}, CALL, GPT_TAIL(266)),
                     "lm_head"},
-    [G_HEAD_WCAST] = {FR({"torch/nn/modules/linear.py", "Linear.forward", 125}, CALL, GPT_TAIL(266)),
+    [G_HEAD_WCAST] = {FR({"torch/nn/modules/linear.py", "Linear.forward", 125}, CALL,
+                         GPT_TAIL(266)),
                       "lm_head"},
     [G_LOGITS] = {FR({"torch/nn/modules/linear.py", "Linear.forward", 125}, CALL, GPT_TAIL(266)),
                   "lm_head"},
@@ -170,11 +202,14 @@ static const struct gsite_desc gdesc[G_NSITES] = {
     [G_OPT_INIT] = {FR({"torch/optim/adamw.py", "AdamW._init_group", 160},
                        {"torch/optim/adamw.py", "AdamW.step", 215},
                        {"torch/optim/optimizer.py", "wrapper", 487}, {"train.py", "train_step", 95},
-                       {"train.py", "<module>", 120}), "optimizer.state"},
+                       {"train.py", "<module>", 120}),
+                    "optimizer.state"},
     [G_OPT_TEMP] = {FR({"torch/optim/adamw.py", "_multi_tensor_adamw", 596},
-                       {"torch/optim/adamw.py", "adamw", 780}, {"torch/optim/adamw.py", "AdamW.step", 230},
+                       {"torch/optim/adamw.py", "adamw", 780},
+                       {"torch/optim/adamw.py", "AdamW.step", 230},
                        {"torch/optim/optimizer.py", "wrapper", 487}, {"train.py", "train_step", 95},
-                       {"train.py", "<module>", 120}), "optimizer"},
+                       {"train.py", "<module>", 120}),
+                    "optimizer"},
 };
 
 int mh__gpt_sites_init(struct wl *w, struct gpt_sites *s, int layers)

@@ -23,8 +23,8 @@ struct wl {
     uint64_t rng;
     uint64_t stream;
     int64_t step;
-    int stopped;  /* OOM met (or an error): every helper becomes a no-op */
-    int err;      /* negative error other than OOM */
+    int stopped; /* OOM met (or an error): every helper becomes a no-op */
+    int err;     /* negative error other than OOM */
     struct mh__workload_result *res;
 };
 

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "memhist/error.h"
 #include "wl_int.h"
-#include "grow.h"
 
 enum { P_DEPTH, P_BATCH, P_IMAGE, P_WIDTH, P_CLASSES, P_AMP, P_COUNT };
 
@@ -25,11 +25,11 @@ static const struct mh__workload_param resnet_params[] = {
     {NULL, 0, 0, 0, NULL}};
 
 struct conv {
-    uint64_t cin, cout, k, hw;      /* hw: output side */
+    uint64_t cin, cout, k, hw; /* hw: output side */
     struct wl_site fwd, bn, ws, bwd;
-    uint64_t out, bn_out, stats;    /* saved */
-    uint64_t w, g, mom;             /* weight, grad, momentum (fp32) */
-    int block_end;                  /* last conv of a block: residual add follows */
+    uint64_t out, bn_out, stats; /* saved */
+    uint64_t w, g, mom;          /* weight, grad, momentum (fp32) */
+    int block_end;               /* last conv of a block: residual add follows */
 };
 
 struct resnet {
@@ -42,9 +42,15 @@ struct resnet {
     uint64_t fc_w, fc_g, fc_mom;
 };
 
+/* clang-format off */
 #define CALL {"torch/nn/modules/module.py", "Module._call_impl", 1762}
 #define MAIN_TAIL {"train_cnn.py", "train_step", 64}, {"train_cnn.py", "<module>", 101}
-#define BWD_FRAMES {"torch/autograd/graph.py", "_engine_run_backward", 825}, {"torch/autograd/__init__.py", "backward", 347}, {"torch/_tensor.py", "Tensor.backward", 626}, {"train_cnn.py", "train_step", 66}, {"train_cnn.py", "<module>", 101}
+#define BWD_FRAMES {"torch/autograd/graph.py", "_engine_run_backward", 825}, \
+    {"torch/autograd/__init__.py", "backward", 347}, \
+    {"torch/_tensor.py", "Tensor.backward", 626}, \
+    {"train_cnn.py", "train_step", 66}, \
+    {"train_cnn.py", "<module>", 101}
+/* clang-format on */
 
 static int add_conv(struct resnet *r, const char *name, int stage, uint64_t cin, uint64_t cout,
                     uint64_t k, uint64_t hw, uint32_t line)
@@ -67,15 +73,25 @@ static int add_conv(struct resnet *r, const char *name, int stage, uint64_t cin,
         memcpy(last, "bn", 2);
         memmove(last + 2, last + 4, strlen(last + 4) + 1);
     }
-    struct wl_frame f[] = {{"torch/nn/modules/conv.py", "Conv2d._conv_forward", 549}, CALL,
-                           {"resnet.py", "Bottleneck.forward", line}, CALL,
-                           {"torch/nn/modules/container.py", "Sequential.forward", 250}, CALL,
-                           {"resnet.py", "ResNet.forward", 270 + (uint32_t)stage}, CALL, MAIN_TAIL};
+    struct wl_frame f[] = {{"torch/nn/modules/conv.py", "Conv2d._conv_forward", 549},
+                           CALL,
+                           {"resnet.py", "Bottleneck.forward", line},
+                           CALL,
+                           {"torch/nn/modules/container.py", "Sequential.forward", 250},
+                           CALL,
+                           {"resnet.py", "ResNet.forward", 270 + (uint32_t)stage},
+                           CALL,
+                           MAIN_TAIL};
     struct wl_frame fb[] = {{"torch/nn/functional.py", "batch_norm", 2822},
-                            {"torch/nn/modules/batchnorm.py", "BatchNorm2d.forward", 193}, CALL,
-                            {"resnet.py", "Bottleneck.forward", line + 1}, CALL,
-                            {"torch/nn/modules/container.py", "Sequential.forward", 250}, CALL,
-                            {"resnet.py", "ResNet.forward", 270 + (uint32_t)stage}, CALL, MAIN_TAIL};
+                            {"torch/nn/modules/batchnorm.py", "BatchNorm2d.forward", 193},
+                            CALL,
+                            {"resnet.py", "Bottleneck.forward", line + 1},
+                            CALL,
+                            {"torch/nn/modules/container.py", "Sequential.forward", 250},
+                            CALL,
+                            {"resnet.py", "ResNet.forward", 270 + (uint32_t)stage},
+                            CALL,
+                            MAIN_TAIL};
     struct wl_frame bw[] = {BWD_FRAMES};
     size_t nf = sizeof f / sizeof *f;
     if (stage == 0) {
@@ -91,8 +107,8 @@ static int add_conv(struct resnet *r, const char *name, int stage, uint64_t cin,
 
 static int build(struct resnet *r, const int64_t *v)
 {
-    static const int counts[][4] = {{2, 2, 2, 2}, {3, 4, 6, 3}, {3, 4, 6, 3}, {3, 4, 23, 3},
-                                    {3, 8, 36, 3}};
+    static const int counts[][4] = {
+        {2, 2, 2, 2}, {3, 4, 6, 3}, {3, 4, 6, 3}, {3, 4, 23, 3}, {3, 8, 36, 3}};
     int depth = (int)v[P_DEPTH];
     int idx = depth <= 18 ? 0 : depth <= 34 ? 1 : depth <= 50 ? 2 : depth <= 101 ? 3 : 4;
     int bottleneck = depth >= 50;
@@ -132,25 +148,37 @@ static void model_sites(struct resnet *r)
     struct wl_frame init[] = {{"torch/nn/modules/module.py", "Module._apply", 942},
                               {"torch/nn/modules/module.py", "Module.to", 1340},
                               {"train_cnn.py", "<module>", 40}};
-    struct wl_frame data[] = {{"train_cnn.py", "train_step", 60}, {"train_cnn.py", "<module>", 101}};
-    struct wl_frame add[] = {{"resnet.py", "Bottleneck.forward", 112}, CALL,
-                             {"torch/nn/modules/container.py", "Sequential.forward", 250}, CALL,
-                             {"resnet.py", "ResNet.forward", 272}, CALL, MAIN_TAIL};
+    struct wl_frame data[] = {{"train_cnn.py", "train_step", 60},
+                              {"train_cnn.py", "<module>", 101}};
+    struct wl_frame add[] = {{"resnet.py", "Bottleneck.forward", 112},
+                             CALL,
+                             {"torch/nn/modules/container.py", "Sequential.forward", 250},
+                             CALL,
+                             {"resnet.py", "ResNet.forward", 272},
+                             CALL,
+                             MAIN_TAIL};
     struct wl_frame pool[] = {{"resnet.py", "ResNet.forward", 278}, CALL, MAIN_TAIL};
-    struct wl_frame fc[] = {{"torch/nn/modules/linear.py", "Linear.forward", 125}, CALL,
-                            {"resnet.py", "ResNet.forward", 280}, CALL, MAIN_TAIL};
+    struct wl_frame fc[] = {{"torch/nn/modules/linear.py", "Linear.forward", 125},
+                            CALL,
+                            {"resnet.py", "ResNet.forward", 280},
+                            CALL,
+                            MAIN_TAIL};
     struct wl_frame loss[] = {{"torch/nn/functional.py", "cross_entropy", 3494},
-                              {"train_cnn.py", "train_step", 65}, {"train_cnn.py", "<module>", 101}};
+                              {"train_cnn.py", "train_step", 65},
+                              {"train_cnn.py", "<module>", 101}};
     struct wl_frame bwd[] = {BWD_FRAMES};
     struct wl_frame oi[] = {{"torch/optim/sgd.py", "SGD._init_group", 97},
                             {"torch/optim/sgd.py", "_multi_tensor_sgd", 401},
                             {"torch/optim/sgd.py", "SGD.step", 125},
                             {"torch/optim/optimizer.py", "wrapper", 487},
-                            {"train_cnn.py", "train_step", 67}, {"train_cnn.py", "<module>", 101}};
+                            {"train_cnn.py", "train_step", 67},
+                            {"train_cnn.py", "<module>", 101}};
     struct wl_frame ot[] = {{"torch/optim/sgd.py", "_multi_tensor_sgd", 372},
-                            {"torch/optim/sgd.py", "sgd", 300}, {"torch/optim/sgd.py", "SGD.step", 125},
+                            {"torch/optim/sgd.py", "sgd", 300},
+                            {"torch/optim/sgd.py", "SGD.step", 125},
                             {"torch/optim/optimizer.py", "wrapper", 487},
-                            {"train_cnn.py", "train_step", 67}, {"train_cnn.py", "<module>", 101}};
+                            {"train_cnn.py", "train_step", 67},
+                            {"train_cnn.py", "<module>", 101}};
 #define SITE(fr, meta) mh__wl_site(w, fr, sizeof fr / sizeof *fr, meta)
     r->s_init = SITE(init, NULL);
     r->s_data = SITE(data, NULL);
@@ -227,7 +255,8 @@ static void backward(struct resnet *r, uint64_t *logits, uint64_t *pooled)
         mh__wl_free(w, &c->bn_out);
         mh__wl_free(w, &c->stats);
         uint64_t ws = mh__wl_alloc(w, workspace(r, c), c->bwd);
-        uint64_t gin = mh__wl_alloc(w, c->cin == 3 ? 0 : r->N * c->cin * c->hw * c->hw * r->act, c->bwd);
+        uint64_t gin =
+            mh__wl_alloc(w, c->cin == 3 ? 0 : r->N * c->cin * c->hw * c->hw * r->act, c->bwd);
         if (!c->g)
             c->g = mh__wl_alloc(w, weight_bytes(c), c->bwd);
         mh__wl_free(w, &ws);

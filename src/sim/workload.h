@@ -29,7 +29,7 @@ struct mh__workload_result {
     uint64_t steps_done; /* completed steps */
     int oom;             /* 1 if the run stopped on a simulated OOM */
     int64_t oom_step;
-    uint64_t oom_size;   /* requested bytes of the failed allocation */
+    uint64_t oom_size; /* requested bytes of the failed allocation */
 };
 
 struct mh__workload {

@@ -62,25 +62,15 @@ int mh__vdev_attribute(int attr, int dev)
 {
     const struct mh__vdev_gpu *g = mh__vdev_config()->gpu;
     switch (attr) {
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-        return g->sms;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-        return g->major;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-        return g->minor;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
-        return g->bus_width;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
-        return g->l2_bytes;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
-        return dev + 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
-        return 0;
-    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
-        return 0;
-    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
-        return g->major >= 9;
-    default:
-        return shared_value(attr);
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return g->sms;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return g->major;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return g->minor;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return g->bus_width;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return g->l2_bytes;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return dev + 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: return g->major >= 9;
+    default: return shared_value(attr);
     }
 }

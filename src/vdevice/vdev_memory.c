@@ -173,8 +173,8 @@ void mh__vdev_physical_give(int dev, size_t size)
 void *mh__vdev_reserve(int dev, size_t size)
 {
     size_t len = round_page(size);
-    void *p = mmap(NULL, len + MH__VDEV_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void *p = mmap(NULL, len + MH__VDEV_PAGE, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     uintptr_t base = ((uintptr_t)p + MH__VDEV_PAGE - 1) / MH__VDEV_PAGE * MH__VDEV_PAGE;

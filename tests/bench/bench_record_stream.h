@@ -42,7 +42,7 @@ static inline uint64_t bs_size(struct bs_stream *s)
     if (r < 80)
         return 512 * (64 + bs_rand(s) % 4096); /* activations */
     if (r < 97)
-        return (2u << 20) * (1 + bs_rand(s) % 32); /* large activations */
+        return (2u << 20) * (1 + bs_rand(s) % 32);    /* large activations */
     return (64u << 20) + 512 * (bs_rand(s) % 100000); /* weights, buffers */
 }
 

@@ -44,7 +44,8 @@ int main(void)
     o.emit = sink;
     if (mh__sim_new(&o, &s) != 0)
         return 1;
-    static const uint64_t sizes[] = {512, 4096, 65536, 1 << 20, 3 << 20, 8 << 20, 24 << 20, 96 << 20};
+    static const uint64_t sizes[] = {512,     4096,    65536,    1 << 20,
+                                     3 << 20, 8 << 20, 24 << 20, 96 << 20};
     enum { DEPTH = 64, OPS = 5000000 };
     uint64_t stack[DEPTH];
     size_t top = 0;

@@ -39,7 +39,6 @@
  * addresses. Optionally the events are also exported as a flat binary table
  * for the matplotlib comparison (plot_matplotlib.py reads it). */
 
-
 #define GEN_LAYERS 24
 #define GEN_SITES 4
 #define GEN_SEG (1ull << 30)
@@ -60,7 +59,7 @@ struct gen {
     uint32_t site_stack[GEN_SITES + 4];
     uint64_t seg_addr[GEN_MAX_SEGS];
     int nsegs, cur_seg;
-    uint64_t top;           /* bump pointer inside segment cur_seg */
+    uint64_t top; /* bump pointer inside segment cur_seg */
     uint64_t stack_addr[GEN_LAYERS * GEN_SITES * 2 + 8];
     uint64_t stack_size[GEN_LAYERS * GEN_SITES * 2 + 8];
     int stack_seg[GEN_LAYERS * GEN_SITES * 2 + 8];
@@ -114,8 +113,8 @@ static int gen_push(struct gen *g, uint64_t size, int site)
     }
     if (g->cur_seg >= g->nsegs) {
         g->seg_addr[g->nsegs] = 0x7f0000000000ull + (uint64_t)(g->nsegs + 1) * 2 * GEN_SEG;
-        gen_emit(g, MH_EV_SEGMENT_ALLOC, g->seg_addr[g->nsegs], GEN_SEG, g->site_stack[site], 0,
-                 -1, 0, (int64_t)GEN_SEG);
+        gen_emit(g, MH_EV_SEGMENT_ALLOC, g->seg_addr[g->nsegs], GEN_SEG, g->site_stack[site], 0, -1,
+                 0, (int64_t)GEN_SEG);
         g->nsegs++;
     }
     uint64_t addr = g->seg_addr[g->cur_seg] + g->top;
@@ -197,11 +196,11 @@ static int gen_write(const char *path, const char *export_path, uint64_t events)
     }
     mh_writer_set_meta(g.w, "torch_version", "2.5.1 (synthetic)");
     mh_writer_set_device(g.w, 0, "Synthetic GPU 80GB", 80ull << 30);
-    static const char *const files[] = {"model/attention.py", "model/mlp.py", "model/norm.py",
+    static const char *const files[] = {"model/attention.py", "model/mlp.py",  "model/norm.py",
                                         "model/attention.py", "model/head.py", "model/ops.py",
-                                        "train.py", "model/build.py"};
-    static const char *const funcs[] = {"forward", "forward", "forward", "softmax", "forward",
-                                        "gelu", "backward_hook", "build_model"};
+                                        "train.py",           "model/build.py"};
+    static const char *const funcs[] = {"forward", "forward", "forward",       "softmax",
+                                        "forward", "gelu",    "backward_hook", "build_model"};
     static const uint32_t lines[] = {61, 34, 17, 75, 22, 9, 120, 40};
     for (int i = 0; i < GEN_SITES + 4; i++)
         g.site_stack[i] = gen_stack(g.w, files[i], funcs[i], lines[i]);
@@ -312,8 +311,10 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--no-matplotlib") == 0)
             with_mpl = 0;
         else {
-            fprintf(stderr, "usage: %s [--events N] [--write FILE [--export FILE]] "
-                            "[--no-matplotlib]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--events N] [--write FILE [--export FILE]] "
+                    "[--no-matplotlib]\n",
+                    argv[0]);
             return 2;
         }
     }

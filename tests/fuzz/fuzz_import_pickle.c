@@ -48,8 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             struct mh_writer *w;
             rc[whole] = -1;
             if (mh_writer_open_mem(&o, &w) == 0) {
-                rc[whole] = mh__snapshot_import_with(data, size, &io, w, &info[whole], err,
-                                                     sizeof err);
+                rc[whole] =
+                    mh__snapshot_import_with(data, size, &io, w, &info[whole], err, sizeof err);
                 mh_writer_close(w);
                 mh_writer_free_mem(w);
             }

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "cupti_walk.h"
+#include "memhist/error.h"
 
 static int check_item(void *user, const struct mh__cupti_item *it)
 {

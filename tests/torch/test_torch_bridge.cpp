@@ -34,7 +34,7 @@ uint64_t mh__torch_test_ticks_now(void);
 }
 
 static int failures = 0;
-#define T_CHECK(cond, ...)                                                                           \
+#define T_CHECK(cond, ...)                                                                         \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
             failures++;                                                                            \
@@ -55,13 +55,14 @@ static void test_fit()
         t.push_back(1000000 + i * 60000);
         ns.push_back(1700000000000000000ull + i * 20000 + (i == 37 ? 900000 : i % 3));
     }
-    struct mh__tick_fit f{};
+    struct mh__tick_fit f {
+    };
     T_CHECK(mh__tick_fit(t.data(), ns.data(), t.size(), &f) == 0, "fit failed");
     double scale = f.scale;
     uint64_t ns0 = f.ns0;
     T_CHECK(std::fabs(scale - 1.0 / 3.0) < 1e-4, "scale %.9f", scale);
     T_CHECK(ns0 >= 1700000000000000000ull && ns0 <= 1700000000000000003ull, "ns0 %llu",
-          (unsigned long long)ns0);
+            (unsigned long long)ns0);
     T_CHECK(mh__tick_fit(t.data(), ns.data(), 2, &f) == MH_EINVAL, "too few pairs accepted");
 }
 
@@ -74,17 +75,18 @@ static uint64_t now_ns()
 
 #if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 14
 #define MH_TEST_ENTRIES 1
-static void trace(Entry::Action a, size_t addr, size_t size, std::shared_ptr<c10::GatheredContext> ctx = nullptr,
-                  std::string md = "")
+static void trace(Entry::Action a, size_t addr, size_t size,
+                  std::shared_ptr<c10::GatheredContext> ctx = nullptr, std::string md = "")
 {
-    Entry e(a, 0, addr, size, (void *)0x5000, c10::MempoolId_t{0, 0}, c10::getApproximateTime(), std::move(ctx), "",
-            std::move(md));
+    Entry e(a, 0, addr, size, (void *)0x5000, c10::MempoolId_t{0, 0}, c10::getApproximateTime(),
+            std::move(ctx), "", std::move(md));
     mh__torch_test_trace(&e);
 }
 
 static void drive_events()
 {
-    auto ctx = torch::CapturedTraceback::gather(false, false, true); /* C++ frames; no Python here */
+    auto ctx =
+        torch::CapturedTraceback::gather(false, false, true); /* C++ frames; no Python here */
     trace(Entry::SEGMENT_ALLOC, 0x10000000, 2 << 20, ctx);
     trace(Entry::ALLOC, 0x10000000, 1000, ctx);
     trace(Entry::ALLOC, 0x10000200, 300); /* no context */
@@ -104,7 +106,9 @@ static void drive_events()
 }
 #else
 #define MH_TEST_ENTRIES 0
-static void drive_events() {}
+static void drive_events()
+{
+}
 #endif
 
 static void drive_ranges()
@@ -116,7 +120,7 @@ static void drive_ranges()
     mh__torch_test_range("Optimizer.step#SGD.step", 1);
     mh__torch_test_range("Optimizer.step#SGD.step", 0); /* another optimizer: step 1 goes on */
     mh__torch_test_range("Optimizer.step#AdamW.step", 1);
-    mh__torch_test_range("Optimizer.step#AdamW.step", 0); /* step 1 ends */
+    mh__torch_test_range("Optimizer.step#AdamW.step", 0);    /* step 1 ends */
     mh__torch_test_range("Optimizer.step#SGD.zero_grad", 0); /* not a step */
     T_CHECK(mh_torch_step_devices(0x5) == 0, "step devices");
     mh__torch_test_range("Optimizer.step#AdamW.step", 1);
@@ -143,8 +147,9 @@ static void check_allocator_events(mh_reader *r, const seen &s, uint64_t t0, uin
     for (const mh_event &e : s.ev) {
         kinds[e.kind]++;
         if (e.kind <= MH_EV_SNAPSHOT) {
-            T_CHECK(e.time_ns >= t0 - 2000000 && e.time_ns <= t1 + 2000000, "event time %llu outside [%llu,%llu]",
-                  (unsigned long long)e.time_ns, (unsigned long long)t0, (unsigned long long)t1);
+            T_CHECK(e.time_ns >= t0 - 2000000 && e.time_ns <= t1 + 2000000,
+                    "event time %llu outside [%llu,%llu]", (unsigned long long)e.time_ns,
+                    (unsigned long long)t0, (unsigned long long)t1);
             T_CHECK(e.device == 0, "device %d", e.device);
         }
         if (e.kind == MH_EV_ALLOC && e.addr == 0x10000000)
@@ -157,23 +162,28 @@ static void check_allocator_events(mh_reader *r, const seen &s, uint64_t t0, uin
             oom = &e;
     }
     T_CHECK(kinds[MH_EV_ALLOC] == 5, "allocs %d", kinds[MH_EV_ALLOC]);
-    for (int k : {MH_EV_FREE_REQUESTED, MH_EV_FREE_COMPLETED, MH_EV_SEGMENT_ALLOC, MH_EV_SEGMENT_FREE,
-                  MH_EV_SEGMENT_MAP, MH_EV_SEGMENT_UNMAP, MH_EV_SNAPSHOT, MH_EV_OOM})
+    for (int k :
+         {MH_EV_FREE_REQUESTED, MH_EV_FREE_COMPLETED, MH_EV_SEGMENT_ALLOC, MH_EV_SEGMENT_FREE,
+          MH_EV_SEGMENT_MAP, MH_EV_SEGMENT_UNMAP, MH_EV_SNAPSHOT, MH_EV_OOM})
         T_CHECK(kinds[k] == 1, "kind %s seen %d times", mh_event_kind_name(k), kinds[k]);
     T_CHECK(alloc_ctx && alloc_ctx->size == 1000 && alloc_ctx->stream == 0x5000, "alloc fields");
     if (alloc_ctx) {
         const uint32_t *frames = nullptr;
         size_t n = 0;
         T_CHECK(alloc_ctx->stack != 0, "alloc with context has no stack");
-        T_CHECK(mh_reader_stack(r, alloc_ctx->stack, &frames, &n) == 0 && n > 0, "stack unreadable");
+        T_CHECK(mh_reader_stack(r, alloc_ctx->stack, &frames, &n) == 0 && n > 0,
+                "stack unreadable");
         /* own capture: C++ frames of this test, none of the bridge's own */
         mh_frame f{};
-        T_CHECK(n > 0 && mh_reader_frame(r, frames[0], &f) == 0 && f.file && !strstr(f.file, "libmemhist_torch"),
+        T_CHECK(n > 0 && mh_reader_frame(r, frames[0], &f) == 0 && f.file &&
+                    !strstr(f.file, "libmemhist_torch"),
                 "innermost frame is the bridge's own: %s", f.file ? f.file : "?");
     }
-    T_CHECK(oom && oom->addr == 12345 && oom->size == (1u << 30), "oom carries device_free and the size");
-    T_CHECK(md && md->str && mh_reader_string(r, md->str) && !strcmp(mh_reader_string(r, md->str), "phase-A"),
-          "announced user metadata carried");
+    T_CHECK(oom && oom->addr == 12345 && oom->size == (1u << 30),
+            "oom carries device_free and the size");
+    T_CHECK(md && md->str && mh_reader_string(r, md->str) &&
+                !strcmp(mh_reader_string(r, md->str), "phase-A"),
+            "announced user metadata carried");
     T_CHECK(md_unknown && md_unknown->str == 0, "unknown metadata left out");
     int backward = 0;
     for (uint32_t p : s.phases)
@@ -191,7 +201,8 @@ static void check_steps(mh_reader *r, const seen &s)
     for (const mh_event &e : s.ev)
         if (e.kind == MH_EV_STEP_END && (e.flags & MH_EVF_DEVICE_STEP))
             own.push_back(e.device);
-    T_CHECK((own == std::vector<int>{0, 2}), "device step ends on devices 0 and 2 only (%zu)", own.size());
+    T_CHECK((own == std::vector<int>{0, 2}), "device step ends on devices 0 and 2 only (%zu)",
+            own.size());
     T_CHECK(!s.step_begins.empty() && s.step_begins.front() == 0, "first step begin");
     bool saw7 = false;
     for (uint32_t b : s.step_begins)
@@ -200,7 +211,8 @@ static void check_steps(mh_reader *r, const seen &s)
     int ranges = 0, marks = 0;
     for (const mh_event &e : s.ev) {
         const char *name = e.str ? mh_reader_string(r, e.str) : nullptr;
-        if ((e.kind == MH_EV_RANGE_BEGIN || e.kind == MH_EV_RANGE_END) && name && !strcmp(name, "my_block"))
+        if ((e.kind == MH_EV_RANGE_BEGIN || e.kind == MH_EV_RANGE_END) && name &&
+            !strcmp(name, "my_block"))
             ranges++;
         if (e.kind == MH_EV_MARK && name && !strcmp(name, "checkpoint"))
             marks++;
@@ -250,7 +262,7 @@ int main()
     uint64_t tick = mh__torch_test_ticks_now(), real = now_ns();
     uint64_t conv = mh__torch_test_ticks_to_ns(tick);
     T_CHECK((conv > real ? conv - real : real - conv) < 2000000, "calibrated clock off by %lld ns",
-          (long long)(conv - real));
+            (long long)(conv - real));
     uint64_t t0 = now_ns();
     drive_events();
     drive_ranges();
@@ -265,6 +277,7 @@ int main()
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     else
-        printf("test_torch_bridge: all checks passed%s\n", MH_TEST_ENTRIES ? "" : " (TraceEntry part skipped)");
+        printf("test_torch_bridge: all checks passed%s\n",
+               MH_TEST_ENTRIES ? "" : " (TraceEntry part skipped)");
     return failures ? 1 : 0;
 }

@@ -86,7 +86,8 @@ static int check_file(const char *path, uint64_t dropped_by_recorder)
     mh_reader_summary(r, &s);
     mh_reader_close(r);
     if (rc < 0 || bad)
-        return fail(rc < 0 ? "the file does not read back" : "an event is duplicated or out of order");
+        return fail(rc < 0 ? "the file does not read back"
+                           : "an event is duplicated or out of order");
     if (seen + s.dropped != (uint64_t)WAVES * THREADS * EVENTS || s.dropped != dropped_by_recorder)
         return fail("events lost: written + dropped != emitted");
     printf("stress_recorder: %llu events written, %llu dropped, order kept\n",

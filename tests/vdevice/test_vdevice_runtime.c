@@ -126,9 +126,11 @@ Test(vdevice, stats_written_at_exit)
     unlink(path);
     int p, dev;
     unsigned long long peak, refused, info, late, cap;
-    cr_assert_eq(sscanf(line, "pid %d device %d peak_used %llu refused %llu mem_info %llu "
-                              "mem_info_after_refusal %llu capacity %llu",
-                        &p, &dev, &peak, &refused, &info, &late, &cap), 7, "%s", line);
+    cr_assert_eq(sscanf(line,
+                        "pid %d device %d peak_used %llu refused %llu mem_info %llu "
+                        "mem_info_after_refusal %llu capacity %llu",
+                        &p, &dev, &peak, &refused, &info, &late, &cap),
+                 7, "%s", line);
     cr_assert_eq(p, pid);
     cr_assert_eq(dev, 0);
     cr_assert_eq(peak, 52 * MIB, "48 MiB allocated and the 4 MiB context: %llu", peak);

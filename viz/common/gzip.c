@@ -44,7 +44,8 @@ int mh__gzip_inflate(const char *data, size_t len, size_t limit, char **out, siz
         zs.avail_out = (uInt)(cap - n < UINT32_MAX ? cap - n : UINT32_MAX);
         zr = inflate(&zs, Z_NO_FLUSH);
         n = (size_t)((char *)zs.next_out - buf);
-        if (zr == Z_STREAM_END && zs.avail_in > 0 && mh__gzip_is((const char *)zs.next_in, zs.avail_in))
+        if (zr == Z_STREAM_END && zs.avail_in > 0 &&
+            mh__gzip_is((const char *)zs.next_in, zs.avail_in))
             zr = inflateReset(&zs); /* another member follows */
         else if (zr == Z_STREAM_END)
             break;

@@ -21,8 +21,8 @@ struct scanner {
 
 static void skip_ws(struct scanner *s)
 {
-    while (s->pos < s->n && (s->b[s->pos] == ' ' || s->b[s->pos] == '\t' ||
-                             s->b[s->pos] == '\n' || s->b[s->pos] == '\r'))
+    while (s->pos < s->n && (s->b[s->pos] == ' ' || s->b[s->pos] == '\t' || s->b[s->pos] == '\n' ||
+                             s->b[s->pos] == '\r'))
         s->pos++;
 }
 
@@ -282,8 +282,8 @@ int mh__jr_string(const struct mh__jr_doc *doc, const struct mh__jr_value *v, ch
             char e = p[1];
             p += 2;
             if (e == 'u') { /* surrogate halves are encoded one by one */
-                unsigned cp = hexval(p[0]) << 12 | hexval(p[1]) << 8 | hexval(p[2]) << 4 |
-                              hexval(p[3]);
+                unsigned cp =
+                    hexval(p[0]) << 12 | hexval(p[1]) << 8 | hexval(p[2]) << 4 | hexval(p[3]);
                 p += 4;
                 k = utf8(cp, tmp);
             } else {

@@ -11,7 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum mh__jr_type { MH__JR_NULL, MH__JR_BOOL, MH__JR_NUMBER, MH__JR_STRING, MH__JR_ARRAY, MH__JR_OBJECT };
+enum mh__jr_type {
+    MH__JR_NULL,
+    MH__JR_BOOL,
+    MH__JR_NUMBER,
+    MH__JR_STRING,
+    MH__JR_ARRAY,
+    MH__JR_OBJECT
+};
 
 /* A value: its type and its bytes [off, off + len) in the document (strings
  * include their quotes). */

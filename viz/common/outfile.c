@@ -33,8 +33,8 @@ static int check_inputs(struct mh__outfile *o, const struct stat *out, const cha
         if (!inputs[i] || !strcmp(inputs[i], "-") || stat(inputs[i], &in) != 0)
             continue;
         if (in.st_dev == out->st_dev && in.st_ino == out->st_ino)
-            return fail(o, MH_EINVAL, "is the same file as the input %s; choose another output file",
-                        inputs[i]);
+            return fail(o, MH_EINVAL,
+                        "is the same file as the input %s; choose another output file", inputs[i]);
     }
     return 0;
 }
@@ -102,7 +102,7 @@ static int open_path(struct mh__outfile *o, const char *path)
 }
 
 int mh__outfile_open(struct mh__outfile *o, const char *path, const char *const *inputs,
-                    size_t ninputs)
+                     size_t ninputs)
 {
     memset(o, 0, sizeof *o);
     o->fd = -1;

@@ -21,7 +21,7 @@
 #include <stdio.h>
 
 struct mh__outfile {
-    FILE *fp;      /* where to write; the same file as `fd` */
+    FILE *fp; /* where to write; the same file as `fd` */
     int fd;
     char *target;  /* the file finally written (a symlink resolved); owned */
     char *tmp;     /* temporary file renamed over target at commit, or NULL */
@@ -34,7 +34,7 @@ struct mh__outfile {
  * is one of them is refused. Returns 0, or a negative MH_E* code with `msg`
  * set and nothing left on disk. */
 int mh__outfile_open(struct mh__outfile *o, const char *path, const char *const *inputs,
-                    size_t ninputs);
+                     size_t ninputs);
 /* Flushes, syncs and closes the output, then renames the temporary file over
  * the target. Returns 0, or MH_EIO with `msg` set after removing the
  * temporary file. */

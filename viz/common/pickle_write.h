@@ -24,7 +24,7 @@
 
 struct mh__pw {
     struct mh__sink *sink; /* borrowed */
-    uint32_t memo_next;   /* index the next MEMOIZE assigns */
+    uint32_t memo_next;    /* index the next MEMOIZE assigns */
     int error;
     size_t len;
     unsigned char buf[MH__PW_BUF];

@@ -11,12 +11,12 @@
 #include <stdio.h>
 
 struct mh__sink {
-    FILE *fp;        /* file output, or NULL for memory */
-    char *buf;       /* memory output: owned, grown as needed */
+    FILE *fp;  /* file output, or NULL for memory */
+    char *buf; /* memory output: owned, grown as needed */
     size_t len, cap;
-    uint64_t bytes;  /* total bytes accepted */
-    int error;       /* first error (negative MH_E* code), 0 if none */
-    int errnum;      /* the system's errno behind a file error, 0 if none */
+    uint64_t bytes; /* total bytes accepted */
+    int error;      /* first error (negative MH_E* code), 0 if none */
+    int errnum;     /* the system's errno behind a file error, 0 if none */
 };
 
 /* A sink writing to `fp` (borrowed; not closed by the sink). */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "font.h"
+#include "memhist/error.h"
 
 int mh__canvas_init(struct mh__canvas *c, int width, int height, uint32_t bg)
 {
@@ -203,7 +203,7 @@ int mh__canvas_text_fit(struct mh__canvas *c, int x, int y, const char *text, ui
         scale = 1;
     int adv = MH__FONT_ADVANCE * scale;
     int fit = (max_w + scale) / adv; /* glyphs that fit */
-    int total = 0; /* glyphs in the text */
+    int total = 0;                   /* glyphs in the text */
     for (const char *p = text; mh__font_next_char(&p);)
         total++;
     int n = total <= fit ? total : (fit > 2 ? fit - 2 : 0);

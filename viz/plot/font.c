@@ -7,9 +7,11 @@
 
 #include <string.h>
 
+/* clang-format off */
 #define E "....."
 #define G(a, b, c, d, e, f, g) {a, b, c, d, e, f, g, E, E}
 #define D(a, b, c, d, e, f, g, h, i) {a, b, c, d, e, f, g, h, i}
+/* clang-format on */
 
 static const char *const glyphs[95][MH__FONT_GLYPH_ROWS] = {
     /* ' ' */ G(E, E, E, E, E, E, E),

@@ -10,9 +10,9 @@
 
 #define MH__FONT_GLYPH_COLS 5
 #define MH__FONT_GLYPH_ROWS 9
-#define MH__FONT_ADVANCE 6   /* horizontal distance between glyphs */
-#define MH__FONT_LINE 11     /* distance between text lines */
-#define MH__FONT_CAP 7       /* rows above the baseline */
+#define MH__FONT_ADVANCE 6 /* horizontal distance between glyphs */
+#define MH__FONT_LINE 11   /* distance between text lines */
+#define MH__FONT_CAP 7     /* rows above the baseline */
 
 /* Rows of one glyph: MH__FONT_GLYPH_ROWS strings of MH__FONT_GLYPH_COLS characters,
  * '#' for a set pixel. Characters outside 32-126 give the glyph of '?'. */

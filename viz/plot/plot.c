@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "font.h"
+#include "memhist/error.h"
 #include "palette.h"
 #include "plot_int.h"
 #include "png_out.h"
@@ -28,7 +28,8 @@ int mh__plot_title(struct mh__canvas *c, struct mh__session *r, const struct mh_
         const char *dname = "";
         struct mh_device_info di;
         for (size_t i = 0; i < mh_reader_device_count(mh__session_reader(r)); i++)
-            if (mh_reader_device(mh__session_reader(r), i, &di) == 0 && di.device == device && di.name)
+            if (mh_reader_device(mh__session_reader(r), i, &di) == 0 && di.device == device &&
+                di.name)
                 dname = di.name;
         snprintf(part, sizeof part, "  |  device %d%s%s%s", device, *dname ? " (" : "", dname,
                  *dname ? ")" : "");

@@ -66,7 +66,8 @@ static int decimals(double step)
 }
 
 /* --x events: ticks at round event counts ("25k events"). */
-static void event_ticks(struct mh__canvas *c, const struct mh__plot_axis *a, int y, int gy0, int gy1)
+static void event_ticks(struct mh__canvas *c, const struct mh__plot_axis *a, int y, int gy0,
+                        int gy1)
 {
     double span = a->v1 - a->v0;
     int px = a->p1 - a->p0;
@@ -146,8 +147,10 @@ void mh__plot_time_ticks(struct mh__canvas *c, const struct mh__plot_axis *a, in
     double span = a->v1 - a->v0;
     int px = a->p1 - a->p0;
     double step = mh__plot_nice_step(span > 0 ? span : 1, px / 110 > 1 ? px / 110 : 1);
-    static const struct { double ns; const char *name; } units[] = {
-        {1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
+    static const struct {
+        double ns;
+        const char *name;
+    } units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
     size_t u = 0;
     while (u < 3 && step < units[u].ns)
         u++;

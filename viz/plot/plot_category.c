@@ -53,8 +53,8 @@ void mh__plot_cat_release(struct mh__plot_catacc *a)
 }
 
 int mh__plot_cat_observe(struct mh__plot_catacc *a, const struct mh_model *m,
-                         const struct mh_event *ev, const struct mh_apply_result *res,
-                         uint64_t ord, struct mh__livecat_end *end)
+                         const struct mh_event *ev, const struct mh_apply_result *res, uint64_t ord,
+                         struct mh__livecat_end *end)
 {
     int rc = mh__livecat_observe(a->lc, m, ev, res, ord, end);
     if (rc < 0)
@@ -137,4 +137,3 @@ int mh__plot_cat_finish(struct mh__plot_catacc *a, struct mh__plot_cols *c)
     memcpy(c->cat_peak, a->at_peak, sizeof c->cat_peak);
     return 0;
 }
-

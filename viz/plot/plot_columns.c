@@ -24,10 +24,10 @@ struct pass {
     struct mh__plot_cols *c;
     struct mh_model *model;
     struct state now;
-    int last;      /* last column filled, -1 before the window */
-    int done;      /* the window is behind us */
-    uint64_t ord;  /* ordinal of the event being applied */
-    uint64_t seen; /* events seen so far */
+    int last;                    /* last column filled, -1 before the window */
+    int done;                    /* the window is behind us */
+    uint64_t ord;                /* ordinal of the event being applied */
+    uint64_t seen;               /* events seen so far */
     struct mh__plot_catacc *cat; /* by category, else NULL */
     struct mh__hmap live;        /* live blocks' sites (plot_sites.c) */
     int error;
@@ -77,15 +77,16 @@ static void carry_to(struct pass *p, int col)
         p->cat->open = p->last;
 }
 
-static void apply_deltas(struct pass *p, const struct mh_event *ev, const struct mh_apply_result *res)
+static void apply_deltas(struct pass *p, const struct mh_event *ev,
+                         const struct mh_apply_result *res)
 {
     const struct mh__plot_scan *s = p->s;
     p->now.alloc += (uint64_t)res->allocated_delta;
     p->now.reserved += (uint64_t)res->reserved_delta;
     if (res->block_size && res->allocated_delta) {
         unsigned g = p->c->ngroups;
-        uint32_t site = p->cat ? UINT32_MAX
-                               : mh__plot_site_find(&s->sites, &p->live, p->model, ev, res);
+        uint32_t site =
+            p->cat ? UINT32_MAX : mh__plot_site_find(&s->sites, &p->live, p->model, ev, res);
         if (site < s->nstacks && s->stacks[site].seen)
             g = (unsigned)s->stacks[site].group;
         p->now.groups[g] += (uint64_t)res->allocated_delta;

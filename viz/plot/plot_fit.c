@@ -198,7 +198,8 @@ static void draw(struct mh__canvas *c, const struct mh__fit_plot *p,
         draw_series(c, &f, p, sorted, (int)s);
 }
 
-int mh__plot_fit_render(const struct mh__fit_plot *p, struct mh__sink *out, char *err, size_t errlen)
+int mh__plot_fit_render(const struct mh__fit_plot *p, struct mh__sink *out, char *err,
+                        size_t errlen)
 {
     struct mh__canvas c;
     if (p->npoints == 0) {

@@ -45,6 +45,7 @@ struct mh__fit_plot {
 
 /* Draws the plot and writes it to `out` as PNG. Returns 0 or a negative
  * code (MH_EINVAL with a message in err for input that cannot be drawn). */
-int mh__plot_fit_render(const struct mh__fit_plot *p, struct mh__sink *out, char *err, size_t errlen);
+int mh__plot_fit_render(const struct mh__fit_plot *p, struct mh__sink *out, char *err,
+                        size_t errlen);
 
 #endif

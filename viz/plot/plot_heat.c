@@ -18,12 +18,12 @@
 #include "palette.h"
 #include "plot_int.h"
 
-#define HEAT_LEFT 84        /* rank labels */
-#define HEAT_RIGHT 170      /* colour scale */
-#define HEAT_MAX_GRID 640   /* most pixels the rows take */
+#define HEAT_LEFT 84      /* rank labels */
+#define HEAT_RIGHT 170    /* colour scale */
+#define HEAT_MAX_GRID 640 /* most pixels the rows take */
 #define HEAT_MAX_ROW 22
 #define HEAT_MIN_ROW 4
-#define HEAT_BOTTOM 46      /* step axis and its title */
+#define HEAT_BOTTOM 46 /* step axis and its title */
 #define HEAT_EMPTY 0xF4F4F4u
 
 /* Light to dark, yellow-orange-brown (ColorBrewer YlOrBr, 5 classes). */
@@ -134,7 +134,8 @@ static int step_range(const struct mh__plot_opts *o, const struct mh__plot_scan 
         size_t k = has_steps(&scans[i]) ? mh_model_step_count(scans[i].model, scans[i].device) : 0;
         for (size_t j = 0; j < k; j++) {
             struct mh_step_stats st;
-            if (mh_model_step(scans[i].model, scans[i].device, j, &st) != 0 || !in_window(o, st.step))
+            if (mh_model_step(scans[i].model, scans[i].device, j, &st) != 0 ||
+                !in_window(o, st.step))
                 continue;
             *lo = any && *lo < st.step ? *lo : st.step;
             *hi = any && *hi > st.step ? *hi : st.step;
@@ -191,8 +192,9 @@ static void find_worst(struct heat *h, const struct mh__plot_scan *scans, size_t
 }
 
 /* Builds the cells for a grid `width` pixels wide. */
-static int heat_build(struct heat *h, const struct mh__plot_opts *o, const struct mh__plot_scan *scans,
-                      struct mh__session *const *rd, const char *const *names, size_t n, int width)
+static int heat_build(struct heat *h, const struct mh__plot_opts *o,
+                      const struct mh__plot_scan *scans, struct mh__session *const *rd,
+                      const char *const *names, size_t n, int width)
 {
     int64_t lo = 0, hi = 0;
     memset(h, 0, sizeof *h);
@@ -344,10 +346,11 @@ static void heat_title(struct mh__canvas *c, const struct heat *h, struct mh__se
     mh__canvas_text_fit(c, 12, y + 10, title, MH__COL_TEXT, 2, c->width - 24);
     size_t f = h->order[h->worst_row];
     rank_label(rd[f], names[f], f, label, sizeof label);
-    snprintf(sub, sizeof sub, "darker = more reserved (from %s to %s); worst cell, outlined: %s, "
-             "step %lld, %s (%s)", mh__plot_bytes(h->lo, b1, sizeof b1),
-             mh__plot_bytes(h->hi, b2, sizeof b2), label, (long long)h->worst_step,
-             mh__plot_bytes(h->worst_bytes, b3, sizeof b3),
+    snprintf(sub, sizeof sub,
+             "darker = more reserved (from %s to %s); worst cell, outlined: %s, "
+             "step %lld, %s (%s)",
+             mh__plot_bytes(h->lo, b1, sizeof b1), mh__plot_bytes(h->hi, b2, sizeof b2), label,
+             (long long)h->worst_step, mh__plot_bytes(h->worst_bytes, b3, sizeof b3),
              h->worst_own ? "its timeline is below" : "below: the worst rank by peak reserved");
     mh__canvas_text_fit(c, 12, y + 34, sub, MH__COL_MUTED, 1, c->width - 24);
 }
@@ -364,8 +367,9 @@ int mh__plot_heatmap(struct mh__canvas *c, int y, const struct mh__plot_opts *o,
     if (h.cell)
         find_worst(&h, scans, *worst);
     if (!h.cell) {
-        mh__canvas_text(c, 12, y + 10, o->has_steps ? "memhist heat map: no rank has these steps"
-                                                    : "memhist heat map: no rank has step markers",
+        mh__canvas_text(c, 12, y + 10,
+                        o->has_steps ? "memhist heat map: no rank has these steps"
+                                     : "memhist heat map: no rank has step markers",
                         MH__COL_TEXT, 2);
         return 0;
     }

@@ -21,8 +21,8 @@
 #include <stdint.h>
 
 #include "addrmap.h"
-#include "categories.h"
 #include "canvas.h"
+#include "categories.h"
 #include "layer_names.h"
 #include "plot.h"
 
@@ -30,10 +30,10 @@
 
 /* Per allocation stack, on the plotted device. */
 struct mh__plot_stack {
-    uint64_t cur;      /* live bytes now */
-    uint64_t saved;    /* live bytes at the latest peak, valid when seq == peak_seq */
-    uint32_t seq;      /* peak sequence number when `saved` was taken */
-    int16_t group;     /* index into the groups, or the "rest" group */
+    uint64_t cur;   /* live bytes now */
+    uint64_t saved; /* live bytes at the latest peak, valid when seq == peak_seq */
+    uint32_t seq;   /* peak sequence number when `saved` was taken */
+    int16_t group;  /* index into the groups, or the "rest" group */
     uint8_t seen;
 };
 
@@ -49,14 +49,14 @@ struct mh__plot_warp {
     int n;
     uint64_t a[MH__PLOT_GAPS], len[MH__PLOT_GAPS]; /* absolute start, length (ns) */
     uint64_t keep;
-    int mode;             /* enum mh__plot_x the knots implement (X_TIME: no knots) */
+    int mode; /* enum mh__plot_x the knots implement (X_TIME: no knots) */
     size_t nk, capk;
-    uint64_t *kt;         /* knot times (absolute ns), non-decreasing */
-    double *kv;           /* knot values, non-decreasing */
-    int64_t *kstep;       /* steps: the step starting at the knot (-1 set-up, -2 before the
-                           * first step, INT64_MIN the end) */
+    uint64_t *kt;   /* knot times (absolute ns), non-decreasing */
+    double *kv;     /* knot values, non-decreasing */
+    int64_t *kstep; /* steps: the step starting at the knot (-1 set-up, -2 before the
+                     * first step, INT64_MIN the end) */
     uint64_t stride, last_t, last_ord; /* events: knot spacing, last event offered */
-    double setup_scale;   /* compressed: the set-up drawn at this scale (1: as the steps) */
+    double setup_scale; /* compressed: the set-up drawn at this scale (1: as the steps) */
 };
 void mh__plot_warp_offer(struct mh__plot_warp *w, uint64_t a, uint64_t b);
 void mh__plot_warp_finish(struct mh__plot_warp *w, uint64_t span);
@@ -88,11 +88,11 @@ void mh__plot_xmap_free(struct mh__plot_warp *w);
  * stack), numbered from 0 in order of appearance; the per-site counters
  * and groups of the scan are indexed by site. */
 struct mh__plot_sites {
-    struct mh__hmap pairs;   /* (str << 32 | stack) + 1 -> site + 1 */
-    struct mh__hmap live;    /* pass 1: block address -> site + 1 */
-    uint32_t *str, *stack;   /* per site */
+    struct mh__hmap pairs; /* (str << 32 | stack) + 1 -> site + 1 */
+    struct mh__hmap live;  /* pass 1: block address -> site + 1 */
+    uint32_t *str, *stack; /* per site */
     size_t n, cap;
-    uint64_t scopes;         /* module scope events seen: sites are named by module */
+    uint64_t scopes; /* module scope events seen: sites are named by module */
 };
 /* The site of an allocation or free of the device (after mh_model_apply);
  * `live` maps the pass's live blocks to their sites. */
@@ -116,16 +116,16 @@ void mh__plot_sites_free(struct mh__plot_sites *ps);
 /* Result of pass 1. */
 struct mh__plot_scan {
     int device, has_device;
-    uint64_t events;          /* events read */
+    uint64_t events; /* events read */
     int read_error;
-    int event_order;          /* times only order the events (an imported snapshot
-                               * without time_us, meta synthetic_times) */
-    uint64_t t0;              /* time of the first event, or the job's start */
-    int from_job_start;       /* t0 is the job's start (opts origin_ns) */
+    int event_order;              /* times only order the events (an imported snapshot
+                                   * without time_us, meta synthetic_times) */
+    uint64_t t0;                  /* time of the first event, or the job's start */
+    int from_job_start;           /* t0 is the job's start (opts origin_ns) */
     uint64_t win_first, win_last; /* span of the events in the window (absolute ns) */
-    uint64_t win_events;      /* events in the window (any device) */
-    uint64_t dev_events;      /* memory events of the device in the window */
-    struct mh_peak peak;      /* allocated peak inside the window */
+    uint64_t win_events;          /* events in the window (any device) */
+    uint64_t dev_events;          /* memory events of the device in the window */
+    struct mh_peak peak;          /* allocated peak inside the window */
     int has_peak;
     uint64_t max_reserved, max_driver; /* maxima inside the window */
     int has_driver;
@@ -139,20 +139,20 @@ struct mh__plot_scan {
     unsigned ngroups;
     char labels[MH__PLOT_MAX_TOP][MH__PLOT_LABEL];
     uint64_t group_peak[MH__PLOT_MAX_TOP + 1];
-    struct mh_model *model;   /* replayed over the whole file: steps, OOMs, devices */
+    struct mh_model *model;    /* replayed over the whole file: steps, OOMs, devices */
     struct mh__plot_warp warp; /* idle stretches (empty with --x time) */
-    uint64_t last_mem_ns;     /* time of the device's previous memory event in the window */
+    uint64_t last_mem_ns;      /* time of the device's previous memory event in the window */
 };
 
 /* Result of pass 2: per pixel column, the maxima inside the column and the
  * group breakdown at the moment of the column's allocated maximum. */
 struct mh__plot_cols {
     int n;
-    uint64_t t_begin, t_end;  /* absolute ns mapped to columns 0 and n */
+    uint64_t t_begin, t_end;          /* absolute ns mapped to columns 0 and n */
     const struct mh__plot_warp *warp; /* the scan's; with t0, the axis mapping */
     uint64_t t0;
-    unsigned ngroups;         /* coloured groups; the breakdown has ngroups + 1 entries */
-    int by_category;          /* the breakdown is by enum mh__category */
+    unsigned ngroups;                 /* coloured groups; the breakdown has ngroups + 1 entries */
+    int by_category;                  /* the breakdown is by enum mh__category */
     uint64_t cat_peak[MH__CAT_COUNT]; /* by category: bytes live at the scan's peak */
     uint64_t *alloc, *reserved, *driver, *groups;
 };
@@ -175,11 +175,11 @@ void mh__plot_scan_free(struct mh__plot_scan *s);
 struct mh__plot_catacc {
     struct mh__livecat *lc;
     int device, n;
-    int64_t *moment;   /* per column: ordinal of the event whose state it shows, -1 none */
-    int64_t *diff;     /* (n + 1) x MH__CAT_COUNT */
-    int open;          /* column whose moment may still move, -1 if none */
+    int64_t *moment; /* per column: ordinal of the event whose state it shows, -1 none */
+    int64_t *diff;   /* (n + 1) x MH__CAT_COUNT */
+    int open;        /* column whose moment may still move, -1 if none */
     uint64_t pending[MH__CAT_COUNT];
-    int64_t peak;      /* ordinal of the peak event, -1 if none */
+    int64_t peak; /* ordinal of the peak event, -1 if none */
     uint64_t at_peak[MH__CAT_COUNT];
 };
 int mh__plot_cat_init(struct mh__plot_catacc *a, int ncols, int device, int64_t peak);
@@ -187,8 +187,8 @@ void mh__plot_cat_release(struct mh__plot_catacc *a);
 /* Observes event `ord` (after mh_model_apply); fills *end and returns 1
  * when it ends an allocation of the device. */
 int mh__plot_cat_observe(struct mh__plot_catacc *a, const struct mh_model *m,
-                         const struct mh_event *ev, const struct mh_apply_result *res,
-                         uint64_t ord, struct mh__livecat_end *end);
+                         const struct mh_event *ev, const struct mh_apply_result *res, uint64_t ord,
+                         struct mh__livecat_end *end);
 /* Books an ended allocation (ord: event that ended it). */
 void mh__plot_cat_end(struct mh__plot_catacc *a, const struct mh__livecat_end *end, int64_t ord);
 /* Closes the open column (its moment is final). */
@@ -211,8 +211,8 @@ const char *mh__plot_duration(uint64_t ns, char *buf, size_t len);
 
 /* Axes. A linear map from a value range to a pixel range. */
 struct mh__plot_axis {
-    double v0, v1;   /* values at the two ends */
-    int p0, p1;      /* pixels of those ends (p1 < p0 for a y axis) */
+    double v0, v1;                    /* values at the two ends */
+    int p0, p1;                       /* pixels of those ends (p1 < p0 for a y axis) */
     const struct mh__plot_warp *warp; /* time axis: values are warped (NULL: linear) */
     uint64_t t0;
 };
@@ -237,10 +237,10 @@ int mh__plot_message(struct mh__canvas *c, struct mh__session *r, const struct m
 /* Timeline drawing (plot_timeline.c) with its strip (plot_strip.c) and
  * legend (plot_legend.c). */
 struct mh__plot_frame {
-    int x, y, w, h;               /* the main panel */
+    int x, y, w, h; /* the main panel */
     int legend_x, legend_y, legend_w;
     int strip_y, strip_h, strip_gap;
-    struct mh__plot_axis tx;      /* time axis (ns since t0) over the panel */
+    struct mh__plot_axis tx; /* time axis (ns since t0) over the panel */
 };
 /* Places the main panel, the legend and the strip below a header `top`
  * pixels tall; the time axis (tx) is left for the caller. */

@@ -19,8 +19,8 @@ static int swatch_row(struct mh__canvas *c, int x, int y, int w, uint32_t col, c
     return y + 14;
 }
 
-static int line_row(struct mh__canvas *c, int x, int y, int w, uint32_t col, int thick,
-                    int dashed, const char *label)
+static int line_row(struct mh__canvas *c, int x, int y, int w, uint32_t col, int thick, int dashed,
+                    const char *label)
 {
     if (dashed)
         for (int i = 0; i < 14; i += 4)
@@ -38,7 +38,8 @@ static int category_rows(struct mh__canvas *c, const struct mh__plot_scan *s, in
     snprintf(head, sizeof head, "Live at the peak (%s),",
              mh__plot_bytes(s->peak.value, b, sizeof b));
     mh__canvas_text_fit(c, x, y, head, MH__COL_TEXT, 1, w);
-    mh__canvas_text_fit(c, x, y + 11, "by memory category (as memhist report):", MH__COL_TEXT, 1, w);
+    mh__canvas_text_fit(c, x, y + 11, "by memory category (as memhist report):", MH__COL_TEXT, 1,
+                        w);
     y += 28;
     for (int k = 0; k < MH__CAT_COUNT; k++)
         y = swatch_row(c, x, y, w, mh__palette_category(k),
@@ -63,11 +64,10 @@ static int group_rows(struct mh__canvas *c, const struct mh__plot_scan *s, int x
         y = swatch_row(c, x, y, w, mh__palette_group(g),
                        mh__plot_bytes(s->group_peak[g], b, sizeof b), s->labels[g]);
     if (s->group_peak[s->ngroups] > 0 || s->ngroups == 0)
-        y = swatch_row(c, x, y, w, MH__COL_REST,
-                       mh__plot_bytes(s->group_peak[s->ngroups], b, sizeof b),
-                       s->ngroups ? (s->sites.scopes ? "all other modules and sites"
-                                                     : "all other sites")
-                                  : "all allocations");
+        y = swatch_row(
+            c, x, y, w, MH__COL_REST, mh__plot_bytes(s->group_peak[s->ngroups], b, sizeof b),
+            s->ngroups ? (s->sites.scopes ? "all other modules and sites" : "all other sites")
+                       : "all allocations");
     return y;
 }
 

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "memhist/error.h"
 #include "job_ranks.h"
+#include "memhist/error.h"
 #include "palette.h"
 #include "plot_int.h"
 #include "png_out.h"
@@ -52,8 +52,8 @@ static int check(size_t n, const struct mh__plot_opts *o, int *w, int *h, char *
         snprintf(err, errlen, "%zu files: a multi-rank plot takes 1 to %d", n, MH__PLOT_MAX_RANKS);
         return MH_EINVAL;
     }
-    if (o->top > MH__PLOT_MAX_TOP || (o->color != MH__PLOT_COLOR_STACK &&
-                                     o->color != MH__PLOT_COLOR_CATEGORY)) {
+    if (o->top > MH__PLOT_MAX_TOP ||
+        (o->color != MH__PLOT_COLOR_STACK && o->color != MH__PLOT_COLOR_CATEGORY)) {
         snprintf(err, errlen, "--top %u or colouring %d is out of range", o->top, o->color);
         return MH_EINVAL;
     }
@@ -63,9 +63,10 @@ static int check(size_t n, const struct mh__plot_opts *o, int *w, int *h, char *
     }
     if (*w < MH__PLOT_MIN_WIDTH || *h < MH__PLOT_MIN_HEIGHT || *w > MH__CANVAS_MAX_SIDE ||
         image_height(n, o, *h) > MH__CANVAS_MAX_SIDE) {
-        snprintf(err, errlen, "%zu panels of %dx%d pixels: each must be at least %dx%d and all "
-                 "together at most %d pixels tall (--ranks heatmap draws one panel)", n, *w, *h,
-                 MH__PLOT_MIN_WIDTH, MH__PLOT_MIN_HEIGHT, MH__CANVAS_MAX_SIDE);
+        snprintf(err, errlen,
+                 "%zu panels of %dx%d pixels: each must be at least %dx%d and all "
+                 "together at most %d pixels tall (--ranks heatmap draws one panel)",
+                 n, *w, *h, MH__PLOT_MIN_WIDTH, MH__PLOT_MIN_HEIGHT, MH__CANVAS_MAX_SIDE);
         return MH_EINVAL;
     }
     return 0;
@@ -135,7 +136,7 @@ static int scan_all(struct mh__session *const *rd, const char *const *names, siz
 struct axis_plan {
     int shared;
     uint64_t t0, begin, end;
-    size_t worst;     /* index of the highest reserved peak, n if none */
+    size_t worst; /* index of the highest reserved peak, n if none */
 };
 
 /* The worst rank by the job's one rule (job_ranks.h) over the files drawn:

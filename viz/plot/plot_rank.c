@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "stacks.h"
 #include "plot_int.h"
+#include "stacks.h"
 
 struct site {
     char label[MH__PLOT_LABEL];
@@ -77,8 +77,7 @@ int mh__plot_scan_rank(struct mh__session *r, struct mh__plot_scan *s, unsigned 
         if (s->stacks[i].seen) {
             sites[k].stack = (uint32_t)i;
             sites[k].bytes = at_peak(s, &s->stacks[i]);
-            mh__plot_site_label(&nm, &s->sites, (uint32_t)i, sites[k].label,
-                                sizeof sites[k].label);
+            mh__plot_site_label(&nm, &s->sites, (uint32_t)i, sites[k].label, sizeof sites[k].label);
             k++;
         }
     size_t m = merge_sites(sites, n);

@@ -16,12 +16,17 @@
 static int is_device_event(const struct mh_event *ev)
 {
     switch (ev->kind) {
-    case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED:
-    case MH_EV_SEGMENT_ALLOC: case MH_EV_SEGMENT_FREE: case MH_EV_SEGMENT_MAP:
-    case MH_EV_SEGMENT_UNMAP: case MH_EV_OOM: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE:
-        return ev->device >= 0;
-    default:
-        return 0;
+    case MH_EV_ALLOC:
+    case MH_EV_FREE_REQUESTED:
+    case MH_EV_FREE_COMPLETED:
+    case MH_EV_SEGMENT_ALLOC:
+    case MH_EV_SEGMENT_FREE:
+    case MH_EV_SEGMENT_MAP:
+    case MH_EV_SEGMENT_UNMAP:
+    case MH_EV_OOM:
+    case MH_EV_DRIVER_ALLOC:
+    case MH_EV_DRIVER_FREE: return ev->device >= 0;
+    default: return 0;
     }
 }
 

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "font.h"
+#include "grow.h"
+#include "memhist/error.h"
 #include "palette.h"
 #include "plot_int.h"
-#include "grow.h"
 
 struct seg_box {
     uint64_t addr, size;
@@ -24,7 +24,7 @@ struct seg_view {
     struct seg_box *boxes;
     size_t n, cap, cur;
     int bar_h, row_h, labels;
-    uint64_t bpp;  /* bytes per pixel */
+    uint64_t bpp; /* bytes per pixel */
     uint64_t waste;
     uint32_t blocks;
 };
@@ -195,7 +195,11 @@ static int pick_moment(struct mh__session *r, const struct mh__plot_opts *o,
 static void legend_row(struct mh__canvas *c, int y)
 {
     int x = 12;
-    static const struct { uint32_t col; int hatch; const char *text; } items[] = {
+    static const struct {
+        uint32_t col;
+        int hatch;
+        const char *text;
+    } items[] = {
         {MH__COL_BLOCK_ALLOC, 0, "allocated block"},
         {MH__COL_BLOCK_WASTE, 1, "rounding waste (block size - requested)"},
         {MH__COL_BLOCK_PENDING, 0, "freed, waiting for its stream"},

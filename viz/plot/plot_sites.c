@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "stacks.h"
 #include "plot_int.h"
+#include "stacks.h"
 
 static int add_site(struct mh__plot_sites *ps, uint32_t str, uint32_t stack, uint32_t *site)
 {

@@ -31,7 +31,8 @@ static int64_t step_stride(const struct mh__plot_frame *f, size_t visible_steps,
     static const int mult[] = {1, 2, 5};
     for (int64_t dec = 1; dec < INT64_MAX / 100; dec *= 10)
         for (int i = 0; i < 3; i++)
-            if (visible_steps == 0 || (double)f->w * (double)(mult[i] * dec) / visible_steps >= min_gap)
+            if (visible_steps == 0 ||
+                (double)f->w * (double)(mult[i] * dec) / visible_steps >= min_gap)
                 return mult[i] * dec;
     return 1;
 }
@@ -41,7 +42,8 @@ static size_t count_visible(const struct mh__plot_scan *s, const struct mh__plot
     size_t n = mh_model_step_count(s->model, s->device), v = 0;
     struct mh_step_stats st;
     for (size_t i = 0; i < n; i++)
-        if (mh_model_step(s->model, s->device, i, &st) == 0 && visible(f, time_x(s, f, st.begin_ns)))
+        if (mh_model_step(s->model, s->device, i, &st) == 0 &&
+            visible(f, time_x(s, f, st.begin_ns)))
             v++;
     return v;
 }
@@ -161,8 +163,9 @@ static void axis_title(const struct mh__plot_scan *s, char *buf, size_t len)
                  s->warp.n ? "breaks: idle stretches; " : "");
         break;
     case MH__PLOT_X_STEPS:
-        snprintf(buf, len, "steps, each the same width (setup: before the first step; --x time "
-                           "for time)");
+        snprintf(buf, len,
+                 "steps, each the same width (setup: before the first step; --x time "
+                 "for time)");
         break;
     case MH__PLOT_X_COMPRESSED: {
         char setup[48] = "";
@@ -172,8 +175,7 @@ static void axis_title(const struct mh__plot_scan *s, char *buf, size_t len)
                  s->warp.n ? "hatched: idle stretches, compressed; " : "");
         break;
     }
-    default:
-        snprintf(buf, len, "%s", since);
+    default: snprintf(buf, len, "%s", since);
     }
 }
 
@@ -187,13 +189,12 @@ void mh__plot_strip(struct mh__canvas *c, const struct mh__plot_scan *s,
     uint64_t top = 1;
     int xa, xb;
     for (size_t i = 0; i < n; i++)
-        if (period(s, has_setup, i, &st) == 0 && st.end_ns >= t_begin &&
-            st.begin_ns <= t_end && step_span(s, f, &st, t_end, &xa, &xb) &&
-            st.peak_reserved > top)
+        if (period(s, has_setup, i, &st) == 0 && st.end_ns >= t_begin && st.begin_ns <= t_end &&
+            step_span(s, f, &st, t_end, &xa, &xb) && st.peak_reserved > top)
             top = st.peak_reserved;
     for (size_t i = 0; i < n; i++) {
-        if (period(s, has_setup, i, &st) != 0 || st.end_ns < t_begin ||
-            st.begin_ns > t_end || !step_span(s, f, &st, t_end, &xa, &xb))
+        if (period(s, has_setup, i, &st) != 0 || st.end_ns < t_begin || st.begin_ns > t_end ||
+            !step_span(s, f, &st, t_end, &xa, &xb))
             continue;
         int w = xb - xa > 2 ? xb - xa : 1; /* one pixel of air between steps */
         int hr = (int)((double)st.peak_reserved / top * h + 0.5);

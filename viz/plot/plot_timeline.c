@@ -98,7 +98,8 @@ static void draw_gaps(struct mh__canvas *c, const struct mh__plot_scan *s,
         longest = s->warp.len[i] > longest ? s->warp.len[i] : longest;
     for (int i = 0; i < s->warp.n; i++) {
         int xa = mh__plot_axis_px(&f->tx, mh__plot_warp(&s->warp, s->t0, s->warp.a[i]));
-        int xb = mh__plot_axis_px(&f->tx, mh__plot_warp(&s->warp, s->t0, s->warp.a[i] + s->warp.len[i]));
+        int xb =
+            mh__plot_axis_px(&f->tx, mh__plot_warp(&s->warp, s->t0, s->warp.a[i] + s->warp.len[i]));
         if (xb <= f->x || xa >= f->x + f->w)
             continue;
         xa = xa < f->x ? f->x : xa;
@@ -144,7 +145,8 @@ int mh__plot_timeline(struct mh__canvas *c, struct mh__session *r, const struct 
                      mh__plot_bytes(s->peak.value, b1, sizeof b1),
                      mh__plot_duration(s->peak.time_ns - s->t0, t1, sizeof t1));
     struct mh_step_stats tail; /* a peak after the last complete step */
-    if (s->peak.step > 0 && mh_model_tail(s->model, s->device, &tail) == 0 && tail.step == s->peak.step)
+    if (s->peak.step > 0 && mh_model_tail(s->model, s->device, &tail) == 0 &&
+        tail.step == s->peak.step)
         n += snprintf(sub + n, sizeof sub - (size_t)n, " (after step %lld)",
                       (long long)s->peak.step - 1);
     else if (s->peak.step >= 0)
@@ -154,7 +156,8 @@ int mh__plot_timeline(struct mh__canvas *c, struct mh__session *r, const struct 
              o->has_steps || o->has_time ? "  |  window of the run" : "");
     mh__plot_title(c, r, o, s->device, "memhist timeline", sub);
 
-    struct mh__plot_axis ya = {.v0 = 0, .v1 = (double)column_top(s, cols) * 1.08, .p0 = f->y + f->h - 1, .p1 = f->y};
+    struct mh__plot_axis ya = {
+        .v0 = 0, .v1 = (double)column_top(s, cols) * 1.08, .p0 = f->y + f->h - 1, .p1 = f->y};
     mh__plot_byte_ticks(c, &ya, f->x - 1, f->x, f->x + f->w - 1, f->h / 60);
     mh__plot_time_ticks(c, &f->tx, f->y + f->h, f->y, f->y + f->h - 1);
     draw_gaps(c, s, f);

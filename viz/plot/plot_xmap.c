@@ -82,7 +82,8 @@ int mh__plot_xmap_events_finish(struct mh__plot_warp *w, uint64_t first, uint64_
         w->nk = 0;
         return 0;
     }
-    if (w->kv[w->nk - 1] != (double)w->last_ord && knot_add(w, w->last_t, (double)w->last_ord, 0) < 0)
+    if (w->kv[w->nk - 1] != (double)w->last_ord &&
+        knot_add(w, w->last_t, (double)w->last_ord, 0) < 0)
         return MH_ENOMEM;
     if (last > w->kt[w->nk - 1] && knot_add(w, last, (double)w->last_ord, 0) < 0)
         return MH_ENOMEM;

@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "categories.h"
+#include "memhist/error.h"
 #include "snapshot_int.h"
 
 enum { PASS_COUNT, PASS_NARROW, PASS_WRITE };
@@ -306,8 +306,8 @@ static int build_event(void *user, struct mh__session *ses, const struct mh_even
     /* other kinds belong to the window once it has started */
     int inside = b->entered;
     if (windowed_kind(ev->kind))
-        inside = !s->opts.in_window ||
-                 s->opts.in_window(s->opts.window_user, b->t0, ev->time_ns, step);
+        inside =
+            !s->opts.in_window || s->opts.in_window(s->opts.window_user, b->t0, ev->time_ns, step);
     if (!inside && b->entered) {
         b->done = 1; /* first event past the window: the state before it is final */
         b->end_index = index;

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "categories.h"
+#include "memhist/error.h"
 #include "snapshot_int.h"
 
 static uint64_t slot(const struct mh__catstore *c, uint64_t pos)
@@ -181,6 +181,6 @@ static int category_end(void *user, struct mh__session *ses)
 int mh__snapshot_categorize(struct mh__snapshot *s, struct mh__session *ses)
 {
     const struct mh__observer o = {"snapshot-categories", s, category_begin, category_event,
-                                  category_end};
+                                   category_end};
     return mh__session_observe(ses, &o);
 }

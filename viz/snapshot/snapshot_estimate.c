@@ -90,8 +90,8 @@ static uint64_t frame_bytes(const struct mh_reader *r, struct mh__est *e, uint32
     if (!mark(&e->frame_seen, &e->frame_cap, id))
         return get_len(e);
     mh_reader_frame(r, id, &f);
-    return 2 + 3 * 2 + str_len(f.func ? strlen(f.func) : 2) +
-           str_len(f.file ? strlen(f.file) : 2) + int_len(f.line) + 1 + memoize(e);
+    return 2 + 3 * 2 + str_len(f.func ? strlen(f.func) : 2) + str_len(f.file ? strlen(f.file) : 2) +
+           int_len(f.line) + 1 + memoize(e);
 }
 
 /* The frames list of a stack: in full the first time (into dict_bytes),
@@ -112,7 +112,8 @@ static unsigned add_stack(const struct mh_reader *r, struct mh__est *e, uint32_t
 }
 
 /* user_metadata: a reference when it repeats the previous entry's text. */
-static unsigned add_user(const struct mh__snapshot *s, struct mh__est *e, const struct mh__sentry *x)
+static unsigned add_user(const struct mh__snapshot *s, struct mh__est *e,
+                         const struct mh__sentry *x)
 {
     size_t n;
     const char *text = mh__snapshot_user_cached(s, &e->um, x, &n);
@@ -183,8 +184,8 @@ static int sample(struct mh__snapshot *s, const struct mh__sentry *x)
     if (MH__GROW(s->samples, s->nsamples, s->samples_cap, 1024) < 0)
         return MH_ENOMEM;
     uint64_t t0 = s->build.t0, t = x->time_ns;
-    s->samples[s->nsamples++] = (struct mh__tsample){t >= t0 ? t - t0 : 0, x->index, s->collected,
-                                                     s->est.entry_bytes};
+    s->samples[s->nsamples++] =
+        (struct mh__tsample){t >= t0 ? t - t0 : 0, x->index, s->collected, s->est.entry_bytes};
     return 0;
 }
 
@@ -208,8 +209,8 @@ static int est_block(void *user, const struct mh_segment_view *seg, const struct
 {
     struct mh__snapshot *s = user;
     (void)seg;
-    s->est.dict_bytes += BLOCK_BYTES + add_stack(s->reader, &s->est,
-                                                 b->state == MH_BLOCK_INACTIVE ? 0 : b->stack);
+    s->est.dict_bytes +=
+        BLOCK_BYTES + add_stack(s->reader, &s->est, b->state == MH_BLOCK_INACTIVE ? 0 : b->stack);
     return 0;
 }
 

@@ -46,7 +46,7 @@ typedef int (*mh__snapshot_window_fn)(void *user, uint64_t t0_ns, uint64_t time_
 struct mh__snapshot_opts {
     int only_device; /* restrict to `device` */
     int device;
-    uint64_t max_entries;            /* keep the last N entries per device (0 = all) */
+    uint64_t max_entries;             /* keep the last N entries per device (0 = all) */
     mh__snapshot_window_fn in_window; /* NULL = the whole file */
     void *window_user;
     int no_categories; /* leave out the trace entries' "category" keys */

@@ -93,7 +93,7 @@ struct mh__est {
     uint64_t dict_bytes;  /* stacks and frames written in full, once each */
     uint64_t memo;        /* memo indices handed out so far */
     struct mh__um_cache um;
-    char last_um[512];    /* the last user_metadata written */
+    char last_um[512]; /* the last user_metadata written */
     int have_um;
 };
 
@@ -122,7 +122,7 @@ struct mh__focus {
 struct mh__pw;
 
 struct mh__snapshot {
-    struct mh__session *ses;         /* replayed again when writing */
+    struct mh__session *ses;        /* replayed again when writing */
     const struct mh_reader *reader; /* the session's */
     struct mh_model *model;         /* the state at the end of the window */
     struct mh_model *window_model;  /* the first pass's, up to the window's end */
@@ -135,14 +135,14 @@ struct mh__snapshot {
     struct mh__sdev *dev; /* indexed by device */
     int ndev;
     struct mh__sring notes; /* step (and range) annotations */
-    int keep_off;            /* entries are not kept (too many; or narrowed) */
-    uint64_t kept_total;     /* entries kept, all devices */
-    int export_ranges;       /* ranges came from an imported snapshot */
-    uint64_t categorized;    /* entries given a category (snapshot_category.c) */
-    int lend_device;         /* the entry written "unknown" in place of its category */
-    uint64_t lend_pos;       /* (store position; lend_device -1: none) */
-    int saw_steps;           /* the window has step markers */
-    int derived_steps;       /* steps inferred on import (not written as "step N") */
+    int keep_off;           /* entries are not kept (too many; or narrowed) */
+    uint64_t kept_total;    /* entries kept, all devices */
+    int export_ranges;      /* ranges came from an imported snapshot */
+    uint64_t categorized;   /* entries given a category (snapshot_category.c) */
+    int lend_device;        /* the entry written "unknown" in place of its category */
+    uint64_t lend_pos;      /* (store position; lend_device -1: none) */
+    int saw_steps;          /* the window has step markers */
+    int derived_steps;      /* steps inferred on import (not written as "step N") */
     /* the entry the last event gave (snapshot_category.c tags allocations with it) */
     uint64_t last_index, last_pos;
     int16_t last_device;

@@ -37,7 +37,7 @@ static int split(char *l, char *t, char **key, char **val)
 }
 
 int mh__snapshot_settings_write(struct mh__pw *w, const char *text,
-                               int (*skip)(void *user, const char *key), void *user)
+                                int (*skip)(void *user, const char *key), void *user)
 {
     char *copy = strdup(text ? text : "");
     if (!copy)

@@ -13,29 +13,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "categories.h"
+#include "grow.h"
+#include "memhist/error.h"
 #include "pickle_write.h"
 #include "snapshot_int.h"
-#include "grow.h"
 
-#define KEY_LIST(X)                                                                                \
-    X(K_ACTION, "action")                                                                          \
-    X(K_ADDR, "addr") X(K_SIZE, "size") X(K_STREAM, "stream") X(K_TIME_US, "time_us")              \
-        X(K_FRAMES, "frames") X(K_COMPILE, "compile_context") X(K_USER, "user_metadata")           \
-            X(K_DEVICE_FREE, "device_free") X(K_POOL_ID, "pool_id") X(K_NAME, "name")              \
-                X(K_FILENAME, "filename") X(K_LINE, "line") X(K_DEVICE, "device")                  \
-                    X(K_ADDRESS, "address") X(K_TOTAL, "total_size")                               \
-                        X(K_ALLOCATED, "allocated_size") X(K_ACTIVE, "active_size")                \
-                            X(K_REQUESTED, "requested_size") X(K_SEGTYPE, "segment_type")          \
-                                X(K_SEGPOOL, "segment_pool_id") X(K_EXPANDABLE, "is_expandable")   \
-                                    X(K_BLOCKS, "blocks") X(K_STATE, "state")                      \
-                                        X(V_ALLOCATED, "active_allocated")                         \
-                                            X(V_PENDING, "active_pending_free")                    \
-                                                X(V_INACTIVE, "inactive") X(V_SMALL, "small")      \
-                                                    X(V_LARGE, "large") X(K_STAGE, "stage")        \
-                                                        X(V_START, "START") X(V_END, "END")    \
-                                                            X(K_CATEGORY, "category")
+/* clang-format off */
+#define KEY_LIST(X) \
+    X(K_ACTION, "action") \
+    X(K_ADDR, "addr") \
+    X(K_SIZE, "size") \
+    X(K_STREAM, "stream") \
+    X(K_TIME_US, "time_us") \
+    X(K_FRAMES, "frames") \
+    X(K_COMPILE, "compile_context") \
+    X(K_USER, "user_metadata") \
+    X(K_DEVICE_FREE, "device_free") \
+    X(K_POOL_ID, "pool_id") \
+    X(K_NAME, "name") \
+    X(K_FILENAME, "filename") \
+    X(K_LINE, "line") \
+    X(K_DEVICE, "device") \
+    X(K_ADDRESS, "address") \
+    X(K_TOTAL, "total_size") \
+    X(K_ALLOCATED, "allocated_size") \
+    X(K_ACTIVE, "active_size") \
+    X(K_REQUESTED, "requested_size") \
+    X(K_SEGTYPE, "segment_type") \
+    X(K_SEGPOOL, "segment_pool_id") \
+    X(K_EXPANDABLE, "is_expandable") \
+    X(K_BLOCKS, "blocks") \
+    X(K_STATE, "state") \
+    X(V_ALLOCATED, "active_allocated") \
+    X(V_PENDING, "active_pending_free") \
+    X(V_INACTIVE, "inactive") \
+    X(V_SMALL, "small") \
+    X(V_LARGE, "large") \
+    X(K_STAGE, "stage") \
+    X(V_START, "START") \
+    X(V_END, "END") \
+    X(K_CATEGORY, "category")
+/* clang-format on */
 
 enum {
 #define X_ENUM(id, text) id,

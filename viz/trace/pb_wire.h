@@ -43,8 +43,8 @@ size_t mh__pb_varint(uint8_t out[MH__PB_VARINT_MAX], uint64_t v);
 size_t mh__pb_varint_len(uint64_t v);
 
 /* Fields. `field` is the field number (1 .. 2^29 - 1). */
-void mh__pb_uint(struct mh__pb *p, uint32_t field, uint64_t v);   /* uint32/64, bool, enum */
-void mh__pb_int(struct mh__pb *p, uint32_t field, int64_t v);     /* int32/64 */
+void mh__pb_uint(struct mh__pb *p, uint32_t field, uint64_t v); /* uint32/64, bool, enum */
+void mh__pb_int(struct mh__pb *p, uint32_t field, int64_t v);   /* int32/64 */
 void mh__pb_fixed64(struct mh__pb *p, uint32_t field, uint64_t v);
 void mh__pb_bytes(struct mh__pb *p, uint32_t field, const void *data, size_t len);
 void mh__pb_string(struct mh__pb *p, uint32_t field, const char *s);

@@ -1,7 +1,8 @@
 /* trace_around.c - the moment `memhist trace --around peak|oom` centres its
  * window on: a replay of the file (one session pass, src/analysis/session.h)
  * whose model gives each device's allocated peak and the OOMs, with the
- * step each happened in (the one moment resolver, moment.h). The window itself is the CLI's choice. */
+ * step each happened in (the one moment resolver, moment.h). The window itself is the CLI's choice.
+ */
 #include <string.h>
 
 #include "memhist/error.h"

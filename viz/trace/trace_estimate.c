@@ -17,8 +17,8 @@
  * string left out, and the comma that separates it from the next. */
 #define LEN(s) (sizeof(s) - 1)
 #define BEGIN_FIXED LEN("{\"ph\":\"\",\"cat\":\"\",\"name\":\"\",\"pid\":,\"tid\":,\"ts\":,")
-#define COUNTER_FIXED                                                                       \
-    LEN("{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU  memory\",\"pid\":,\"tid\":0," \
+#define COUNTER_FIXED                                                                              \
+    LEN("{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU  memory\",\"pid\":,\"tid\":0,"        \
         "\"ts\":,\"args\":{\"allocated\":,\"reserved\":,\"outside allocator\":,\"total\":}},")
 #define INSTANT_EXTRA LEN(",\"s\":\"t\"")
 #define MEMORY_ARGS LEN("\"args\":{\"addr\":\"0x\",\"bytes\":,\"stream\":\"0x\"}}")
@@ -140,8 +140,8 @@ static uint64_t device_activity(struct mh__trace_estimate *e, const struct mh_ev
 
 static uint64_t api_call(struct mh__trace_estimate *e, const struct mh_event *ev)
 {
-    uint64_t n = begin_len(e, 1 + 12 + name_len(e, ev->str, 8), e->host_pid_digits,
-                           ev->thread, ev->time_ns) +
+    uint64_t n = begin_len(e, 1 + 12 + name_len(e, ev->str, 8), e->host_pid_digits, ev->thread,
+                           ev->time_ns) +
                  API_ARGS + digits(ev->dur_ns / 1000) + 4 + digits(ev->aux) +
                  digits(ev->correlation);
     if (ev->size)
@@ -158,29 +158,34 @@ uint64_t mh__trace_estimate_event(struct mh__trace_estimate *e, const struct mh_
         e->have_base = 1;
     }
     switch (ev->kind) {
-    case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED:
-        return counter(e, ev->device, ev->time_ns);
-    case MH_EV_SEGMENT_ALLOC: case MH_EV_SEGMENT_FREE: case MH_EV_SEGMENT_MAP:
-    case MH_EV_SEGMENT_UNMAP: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE:
-        return memory_instant(e, ev) + counter(e, ev->device, ev->time_ns);
-    case MH_EV_OOM:
-        return OOM_TOTAL + layout(e, 8, 10) + counter(e, ev->device, ev->time_ns);
-    case MH_EV_KERNEL: case MH_EV_MEMCPY: case MH_EV_MEMSET:
-        return device_activity(e, ev);
-    case MH_EV_API_CALL:
-        return api_call(e, ev);
+    case MH_EV_ALLOC:
+    case MH_EV_FREE_REQUESTED:
+    case MH_EV_FREE_COMPLETED: return counter(e, ev->device, ev->time_ns);
+    case MH_EV_SEGMENT_ALLOC:
+    case MH_EV_SEGMENT_FREE:
+    case MH_EV_SEGMENT_MAP:
+    case MH_EV_SEGMENT_UNMAP:
+    case MH_EV_DRIVER_ALLOC:
+    case MH_EV_DRIVER_FREE: return memory_instant(e, ev) + counter(e, ev->device, ev->time_ns);
+    case MH_EV_OOM: return OOM_TOTAL + layout(e, 8, 10) + counter(e, ev->device, ev->time_ns);
+    case MH_EV_KERNEL:
+    case MH_EV_MEMCPY:
+    case MH_EV_MEMSET: return device_activity(e, ev);
+    case MH_EV_API_CALL: return api_call(e, ev);
     case MH_EV_RANGE_END: /* the range's complete slice */
         return begin_len(e, 1 + 6 + name_len(e, ev->str, 5), e->host_pid_digits, ev->thread,
-                         ev->time_ns) + SLICE_TAIL + 8 + layout(e, 7, 0);
+                         ev->time_ns) +
+               SLICE_TAIL + 8 + layout(e, 7, 0);
     case MH_EV_STEP_END:
         return begin_len(e, 1 + 4 + 5 + sdigits((int64_t)ev->aux), e->host_pid_digits, 0,
-                         ev->time_ns) + SLICE_TAIL + 8 + layout(e, 7, 0);
-    case MH_EV_MARK: case MH_EV_PHASE:
+                         ev->time_ns) +
+               SLICE_TAIL + 8 + layout(e, 7, 0);
+    case MH_EV_MARK:
+    case MH_EV_PHASE:
         return begin_len(e, 1 + 5 + (ev->kind == MH_EV_PHASE ? 9 : name_len(e, ev->str, 4)),
-                         e->host_pid_digits, 0, ev->time_ns) + INSTANT_EXTRA + MARK_TAIL +
-               layout(e, 7, 0);
-    default:
-        return 0;
+                         e->host_pid_digits, 0, ev->time_ns) +
+               INSTANT_EXTRA + MARK_TAIL + layout(e, 7, 0);
+    default: return 0;
     }
 }
 

@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "memhist/error.h"
 #include "memhist/model.h"
 #include "stacks.h"
 #include "trace_int.h"
-#include "grow.h"
 
 #define HOST_PID_DEFAULT 4194305 /* above Linux's pid_max: never a real pid */
 #define TID_STEPS 0
-#define TID_SEGMENTS 2147483000  /* allocator segments and OOMs, per GPU */
-#define TID_DRIVER 2147483001    /* driver-level allocations */
+#define TID_SEGMENTS 2147483000 /* allocator segments and OOMs, per GPU */
+#define TID_DRIVER 2147483001   /* driver-level allocations */
 
 const char *mh__trace_ts(const struct mh__trace *t, uint64_t ns, char buf[32])
 {
@@ -309,10 +309,9 @@ static void oom_instant(struct mh__trace *t, const struct mh_event *ev)
 /* ---- device activity and the calls that launched it ------------------------------ */
 static const char *copy_name(unsigned kind)
 {
-    static const char *const names[] = {"Memcpy", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA",
-                                        "Memcpy AtoH", "Memcpy AtoA", "Memcpy AtoD",
-                                        "Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH",
-                                        "Memcpy PtoP"};
+    static const char *const names[] = {"Memcpy",      "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA",
+                                        "Memcpy AtoH", "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA",
+                                        "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "Memcpy";
 }
 
@@ -447,7 +446,8 @@ static void step_event(struct mh__trace *t, const struct mh_event *ev)
 
 static void mark_event(struct mh__trace *t, const struct mh_event *ev)
 {
-    const char *name = ev->kind == MH_EV_PHASE ? mh_phase_name(ev->aux) : str_of(t, ev->str, "mark");
+    const char *name =
+        ev->kind == MH_EV_PHASE ? mh_phase_name(ev->aux) : str_of(t, ev->str, "mark");
     instant(t, ev->kind == MH_EV_PHASE ? "phase" : "mark", name, "t", t->host_pid, TID_STEPS,
             ev->time_ns);
     mh__json_end_object(t->j);
@@ -485,11 +485,15 @@ int mh__trace_events_begin(struct mh__trace *t, const struct mh_reader *r, struc
 static int dispatch(struct mh__trace *t, const struct mh_event *ev)
 {
     switch (ev->kind) {
-    case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED:
-        counter(t, ev->device, ev->time_ns);
-        break;
-    case MH_EV_SEGMENT_ALLOC: case MH_EV_SEGMENT_FREE: case MH_EV_SEGMENT_MAP:
-    case MH_EV_SEGMENT_UNMAP: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE:
+    case MH_EV_ALLOC:
+    case MH_EV_FREE_REQUESTED:
+    case MH_EV_FREE_COMPLETED: counter(t, ev->device, ev->time_ns); break;
+    case MH_EV_SEGMENT_ALLOC:
+    case MH_EV_SEGMENT_FREE:
+    case MH_EV_SEGMENT_MAP:
+    case MH_EV_SEGMENT_UNMAP:
+    case MH_EV_DRIVER_ALLOC:
+    case MH_EV_DRIVER_FREE:
         memory_instant(t, ev);
         counter(t, ev->device, ev->time_ns);
         break;
@@ -497,7 +501,9 @@ static int dispatch(struct mh__trace *t, const struct mh_event *ev)
         oom_instant(t, ev);
         counter(t, ev->device, ev->time_ns);
         break;
-    case MH_EV_KERNEL: case MH_EV_MEMCPY: case MH_EV_MEMSET:
+    case MH_EV_KERNEL:
+    case MH_EV_MEMCPY:
+    case MH_EV_MEMSET:
         if (!t->o.memory_only)
             device_activity(t, ev);
         break;
@@ -505,11 +511,9 @@ static int dispatch(struct mh__trace *t, const struct mh_event *ev)
         if (!t->o.memory_only)
             api_call(t, ev);
         break;
-    case MH_EV_MARK: case MH_EV_PHASE:
-        mark_event(t, ev);
-        break;
-    default: /* steps and ranges are handled before the window test */
-        break;
+    case MH_EV_MARK:
+    case MH_EV_PHASE: mark_event(t, ev); break;
+    default: /* steps and ranges are handled before the window test */ break;
     }
     return 0;
 }

@@ -37,7 +37,7 @@ struct mh__track {
 /* A device's memory counters at one moment: the model's values after an event. */
 struct mh__counter_sample {
     uint64_t time_ns;
-    uint64_t n;             /* its order within the microsecond */
+    uint64_t n; /* its order within the microsecond */
     struct mh_mem_stats st;
 };
 /* The pending microsecond of a device's counters. They are written once per
@@ -59,9 +59,9 @@ struct mh__trace {
     int scanned;
     struct mh__corr_map corr;
     /* clock */
-    uint64_t base_ns;       /* ts origin (0 = absolute) */
-    int base_fixed;         /* set by the merge: keep base_ns after the scan */
-    uint64_t t0_ns;         /* time of the file's first event */
+    uint64_t base_ns; /* ts origin (0 = absolute) */
+    int base_fixed;   /* set by the merge: keep base_ns after the scan */
+    uint64_t t0_ns;   /* time of the file's first event */
     int have_t0;
     uint64_t clip_lo_ns, clip_hi_ns; /* extra absolute clip (merge), 0/0 = none */
     /* pass 2 */
@@ -77,10 +77,13 @@ struct mh__trace {
     int64_t open_step;
     int in_window_seen;
     /* step begin times (from the scan), for events that arrive late */
-    struct mh__step_time { uint64_t begin_ns; int64_t step; } *step_times;
+    struct mh__step_time {
+        uint64_t begin_ns;
+        int64_t step;
+    } * step_times;
     size_t nstep_times, step_times_cap;
     struct mh__counter_state counters[MH__TRACE_MAX_DEVICES];
-    struct mh__pftrace *pf;  /* the protobuf write pass (trace_pf.h) */
+    struct mh__pftrace *pf; /* the protobuf write pass (trace_pf.h) */
 };
 
 /* trace_estimate.c: the output size, worked out during the scan. */

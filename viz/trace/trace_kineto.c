@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "gzip.h"
 #include "json_read.h"
+#include "memhist/error.h"
 #include "trace_int.h"
 
 struct kineto_info {
@@ -115,7 +115,8 @@ static void no_overlap(const struct mh__trace *t, char *err, size_t errlen)
     }
     uint64_t lo = t->clip_lo_ns, hi = t->clip_hi_ns;
     int after = p->file_first_ns > hi;
-    double gap = after ? (double)(p->file_first_ns - hi) / 1e9 : (double)(lo - p->file_last_ns) / 1e9;
+    double gap =
+        after ? (double)(p->file_first_ns - hi) / 1e9 : (double)(lo - p->file_last_ns) / 1e9;
     snprintf(err, errlen,
              "the profile and the recording do not overlap in time (the profile %s %.3f s %s the "
              "recording); nothing to add: profile and record the same run",

@@ -38,7 +38,7 @@ enum {
     PF_PKT_INTERNED_DATA = 12,
     PF_PKT_SEQUENCE_FLAGS = 13,
     PF_PKT_TIMESTAMP_CLOCK_ID = 58,
-    PF_PKT_DEFAULTS = 59,    /* trace_packet_defaults */
+    PF_PKT_DEFAULTS = 59, /* trace_packet_defaults */
     PF_PKT_TRACK_DESCRIPTOR = 60,
     /* TracePacket.SequenceFlags */
     PF_SEQ_INCREMENTAL_STATE_CLEARED = 1,
@@ -53,7 +53,7 @@ enum {
     PF_CLOCK_ID = 1,
     PF_CLOCK_TIMESTAMP = 2,
     PF_CLOCK_IS_INCREMENTAL = 3,
-    PF_CLOCK_REALTIME = 1,     /* BuiltinClock */
+    PF_CLOCK_REALTIME = 1, /* BuiltinClock */
     PF_CLOCK_BOOTTIME = 6,
     PF_CLOCK_INCREMENTAL = 64, /* the first sequence-scoped clock id */
     /* TrackDescriptor */
@@ -111,20 +111,51 @@ enum {
  * the sequence's first packet; a recording's strings (kernel, op and API
  * names) get iid PF_NAME_STRINGS + their string id when first used. */
 enum pf_category {
-    PF_CAT_KERNEL = 1, PF_CAT_MEMCPY, PF_CAT_MEMSET, PF_CAT_CUDA_RUNTIME, PF_CAT_CUDA_DRIVER,
-    PF_CAT_CPU_OP, PF_CAT_STEP, PF_CAT_GPU_MEMORY, PF_CAT_PHASE, PF_CAT_MARK, PF_CAT_MEMHIST,
+    PF_CAT_KERNEL = 1,
+    PF_CAT_MEMCPY,
+    PF_CAT_MEMSET,
+    PF_CAT_CUDA_RUNTIME,
+    PF_CAT_CUDA_DRIVER,
+    PF_CAT_CPU_OP,
+    PF_CAT_STEP,
+    PF_CAT_GPU_MEMORY,
+    PF_CAT_PHASE,
+    PF_CAT_MARK,
+    PF_CAT_MEMHIST,
     PF_CAT_COUNT
 };
 enum pf_arg {
-    PF_ARG_ADDR = 1, PF_ARG_BYTES, PF_ARG_STREAM, PF_ARG_MEMORY_KIND, PF_ARG_CORRELATION,
-    PF_ARG_STACK, PF_ARG_REQUEST, PF_ARG_DEVICE_FREE, PF_ARG_ALLOCATED, PF_ARG_RESERVED,
-    PF_ARG_LARGEST_FREE, PF_ARG_LARGEST_FREE_STREAM, PF_ARG_RESERVED_UNALLOCATED, PF_ARG_STEP,
-    PF_ARG_DEVICE, PF_ARG_CBID, PF_ARG_COUNT
+    PF_ARG_ADDR = 1,
+    PF_ARG_BYTES,
+    PF_ARG_STREAM,
+    PF_ARG_MEMORY_KIND,
+    PF_ARG_CORRELATION,
+    PF_ARG_STACK,
+    PF_ARG_REQUEST,
+    PF_ARG_DEVICE_FREE,
+    PF_ARG_ALLOCATED,
+    PF_ARG_RESERVED,
+    PF_ARG_LARGEST_FREE,
+    PF_ARG_LARGEST_FREE_STREAM,
+    PF_ARG_RESERVED_UNALLOCATED,
+    PF_ARG_STEP,
+    PF_ARG_DEVICE,
+    PF_ARG_CBID,
+    PF_ARG_COUNT
 };
 enum pf_name {
-    PF_NAME_SEGMENT_ALLOC = 1, PF_NAME_SEGMENT_FREE, PF_NAME_SEGMENT_MAP,
-    PF_NAME_SEGMENT_UNMAP, PF_NAME_DRIVER_ALLOC, PF_NAME_DRIVER_FREE, PF_NAME_OOM,
-    PF_NAME_KERNEL, PF_NAME_API_CALL, PF_NAME_RANGE, PF_NAME_MARK, PF_NAME_MEMSET,
+    PF_NAME_SEGMENT_ALLOC = 1,
+    PF_NAME_SEGMENT_FREE,
+    PF_NAME_SEGMENT_MAP,
+    PF_NAME_SEGMENT_UNMAP,
+    PF_NAME_DRIVER_ALLOC,
+    PF_NAME_DRIVER_FREE,
+    PF_NAME_OOM,
+    PF_NAME_KERNEL,
+    PF_NAME_API_CALL,
+    PF_NAME_RANGE,
+    PF_NAME_MARK,
+    PF_NAME_MEMSET,
     PF_NAME_MEMCPY, /* then the 11 copy kinds, as trace_events.c names them */
     PF_NAME_STRINGS = PF_NAME_MEMCPY + 11
 };
@@ -143,8 +174,13 @@ enum pf_track_kind {
     PF_TRACK_STREAM,   /* a GPU stream's device activity (device, key: stream) */
     PF_TRACK_JOB,      /* the job's start, with several files */
 };
-enum { PF_SERIES_ALLOCATED, PF_SERIES_RESERVED, PF_SERIES_OUTSIDE, PF_SERIES_TOTAL,
-       PF_SERIES_COUNT };
+enum {
+    PF_SERIES_ALLOCATED,
+    PF_SERIES_RESERVED,
+    PF_SERIES_OUTSIDE,
+    PF_SERIES_TOTAL,
+    PF_SERIES_COUNT
+};
 
 struct pf_track {
     int kind, device;
@@ -156,10 +192,10 @@ struct pf_track {
 /* A slice opened at its begin (op range or step), written as a begin event
  * once it is known to overlap the window, clipped to it. */
 struct pf_open {
-    uint32_t str;    /* range name (string id) */
-    int64_t step;    /* the step, for the steps track */
+    uint32_t str; /* range name (string id) */
+    int64_t step; /* the step, for the steps track */
     uint64_t begin_ns;
-    int begun;       /* its begin event is written */
+    int begun; /* its begin event is written */
 };
 
 struct pf_thread {
@@ -171,19 +207,19 @@ struct pf_thread {
 struct mh__pftrace {
     struct mh__pb pb;
     struct mh__sink *sink;
-    const char *path;        /* the recording (borrowed) */
-    uint32_t seq;            /* trusted_packet_sequence_id */
-    unsigned file_index;     /* < MH__TRACE_MAX_FILES: part of every uuid */
-    uint64_t last_rel_ns;    /* the incremental clock's value */
-    uint64_t default_track;  /* TrackEventDefaults.track_uuid */
+    const char *path;       /* the recording (borrowed) */
+    uint32_t seq;           /* trusted_packet_sequence_id */
+    unsigned file_index;    /* < MH__TRACE_MAX_FILES: part of every uuid */
+    uint64_t last_rel_ns;   /* the incremental clock's value */
+    uint64_t default_track; /* TrackEventDefaults.track_uuid */
     struct pf_track *tracks;
     size_t ntracks, tracks_cap;
-    uint8_t *names_seen;     /* bit per string id: its EventName is interned */
+    uint8_t *names_seen; /* bit per string id: its EventName is interned */
     size_t names_seen_len;
-    uint32_t pending_name;   /* string id to intern in the packet being written, 0 = none */
+    uint32_t pending_name; /* string id to intern in the packet being written, 0 = none */
     struct pf_thread *threads;
     size_t nthreads, threads_cap;
-    struct pf_open step;     /* the open step (step < 0: none) */
+    struct pf_open step; /* the open step (step < 0: none) */
     /* counter values last written per device and series */
     uint64_t written_value[MH__TRACE_MAX_DEVICES][PF_SERIES_COUNT];
     uint8_t have_written[MH__TRACE_MAX_DEVICES];

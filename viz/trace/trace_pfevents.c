@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "memhist/model.h"
 #include "grow.h"
+#include "memhist/model.h"
 #include "stacks.h"
 #include "trace_pf.h"
 
@@ -345,11 +345,15 @@ static void mark_event(struct mh__trace *t, const struct mh_event *ev)
 static int dispatch(struct mh__trace *t, const struct mh_event *ev)
 {
     switch (ev->kind) {
-    case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED:
-        counter(t, ev->device, ev->time_ns);
-        break;
-    case MH_EV_SEGMENT_ALLOC: case MH_EV_SEGMENT_FREE: case MH_EV_SEGMENT_MAP:
-    case MH_EV_SEGMENT_UNMAP: case MH_EV_DRIVER_ALLOC: case MH_EV_DRIVER_FREE:
+    case MH_EV_ALLOC:
+    case MH_EV_FREE_REQUESTED:
+    case MH_EV_FREE_COMPLETED: counter(t, ev->device, ev->time_ns); break;
+    case MH_EV_SEGMENT_ALLOC:
+    case MH_EV_SEGMENT_FREE:
+    case MH_EV_SEGMENT_MAP:
+    case MH_EV_SEGMENT_UNMAP:
+    case MH_EV_DRIVER_ALLOC:
+    case MH_EV_DRIVER_FREE:
         memory_instant(t, ev);
         counter(t, ev->device, ev->time_ns);
         break;
@@ -357,7 +361,9 @@ static int dispatch(struct mh__trace *t, const struct mh_event *ev)
         oom_instant(t, ev);
         counter(t, ev->device, ev->time_ns);
         break;
-    case MH_EV_KERNEL: case MH_EV_MEMCPY: case MH_EV_MEMSET:
+    case MH_EV_KERNEL:
+    case MH_EV_MEMCPY:
+    case MH_EV_MEMSET:
         if (!t->o.memory_only)
             device_activity(t, ev);
         break;
@@ -365,11 +371,9 @@ static int dispatch(struct mh__trace *t, const struct mh_event *ev)
         if (!t->o.memory_only)
             api_call(t, ev);
         break;
-    case MH_EV_MARK: case MH_EV_PHASE:
-        mark_event(t, ev);
-        break;
-    default: /* steps and ranges are handled before the window test */
-        break;
+    case MH_EV_MARK:
+    case MH_EV_PHASE: mark_event(t, ev); break;
+    default: /* steps and ranges are handled before the window test */ break;
     }
     return 0;
 }

@@ -7,24 +7,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "memhist/error.h"
 #include "memhist/model.h"
-#include "grow.h"
 #include "trace_pf.h"
 #include "utf8.h"
 
 static const char *const category_names[PF_CAT_COUNT] = {
-    NULL, "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver",
-    "cpu_op", "step", "gpu_memory", "phase", "mark", "memhist"};
-static const char *const arg_names[PF_ARG_COUNT] = {
-    NULL, "addr", "bytes", "stream", "memory kind", "correlation", "stack", "request",
-    "device_free", "allocated", "reserved", "largest free block",
-    "largest free block on the stream", "reserved but unallocated", "step", "device", "cbid"};
+    NULL,     "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver",
+    "cpu_op", "step",   "gpu_memory", "phase",      "mark",         "memhist"};
+static const char *const arg_names[PF_ARG_COUNT] = {NULL,
+                                                    "addr",
+                                                    "bytes",
+                                                    "stream",
+                                                    "memory kind",
+                                                    "correlation",
+                                                    "stack",
+                                                    "request",
+                                                    "device_free",
+                                                    "allocated",
+                                                    "reserved",
+                                                    "largest free block",
+                                                    "largest free block on the stream",
+                                                    "reserved but unallocated",
+                                                    "step",
+                                                    "device",
+                                                    "cbid"};
 static const char *const fixed_names[PF_NAME_STRINGS] = {
-    NULL, "segment alloc", "segment free", "segment map", "segment unmap", "driver alloc",
-    "driver free", "OOM", "kernel", "api call", "range", "mark", "Memset",
-    "Memcpy", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA", "Memcpy AtoH", "Memcpy AtoA",
-    "Memcpy AtoD", "Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP"};
+    NULL,          "segment alloc", "segment free", "segment map", "segment unmap", "driver alloc",
+    "driver free", "OOM",           "kernel",       "api call",    "range",         "mark",
+    "Memset",      "Memcpy",        "Memcpy HtoD",  "Memcpy DtoH", "Memcpy HtoA",   "Memcpy AtoH",
+    "Memcpy AtoA", "Memcpy AtoD",   "Memcpy DtoA",  "Memcpy DtoD", "Memcpy HtoH",   "Memcpy PtoP"};
 static const char *const series_names[PF_SERIES_COUNT] = {"allocated", "reserved",
                                                           "outside allocator", "total"};
 
@@ -203,8 +216,8 @@ static void gpu_descriptor(struct mh__trace *t, struct mh__pb *p, int device)
 static void meta_description(struct mh__trace *t, struct mh__pb *p, const char *path)
 {
     char text[2048];
-    size_t n = (size_t)snprintf(text, sizeof text, "memhist recording%s%s",
-                                path ? " " : "", path ? path : "");
+    size_t n = (size_t)snprintf(text, sizeof text, "memhist recording%s%s", path ? " " : "",
+                                path ? path : "");
     const char *k, *v;
     for (size_t i = 0; mh_reader_meta_at(t->r, i, &k, &v) > 0 && n < sizeof text; i++)
         n += (size_t)snprintf(text + n, sizeof text - n, "%s%s=%s", i ? "; " : ": ", k, v);
@@ -265,9 +278,7 @@ static void describe(struct mh__trace *t, struct mh__pb *p, const struct pf_trac
     uint64_t parent;
     switch (k->kind) {
     case PF_TRACK_HOST: host_descriptor(t, p); break;
-    case PF_TRACK_STEPS:
-        named_child(p, mh__pf_track(t, PF_TRACK_HOST, -1, 0), "steps", 0);
-        break;
+    case PF_TRACK_STEPS: named_child(p, mh__pf_track(t, PF_TRACK_HOST, -1, 0), "steps", 0); break;
     case PF_TRACK_THREAD:
         mh__pb_uint(p, PF_TD_PARENT_UUID, mh__pf_track(t, PF_TRACK_HOST, -1, 0));
         mh__pb_int(p, PF_TD_SIBLING_ORDER_RANK, rank_of(k->key, 1));

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "memhist/error.h"
 #include "memhist/model.h"
 #include "trace_int.h"
-#include "grow.h"
 
 int mh__trace_new(const struct mh__trace_opts *opts, struct mh__trace **out)
 {
@@ -130,10 +130,9 @@ void mh__counter_add(struct mh__counter_state *c, int64_t us, uint64_t ns,
 /* Whether a moment of the microsecond before its end is a new peak. */
 static int new_peak(const struct mh__counter_state *c, const struct mh__counter_sample *s)
 {
-    return s->n != c->last.n && ((s->st.allocated > c->written_allocated &&
-                                  s->st.allocated > c->last.st.allocated) ||
-                                 (s->st.reserved > c->written_reserved &&
-                                  s->st.reserved > c->last.st.reserved));
+    return s->n != c->last.n &&
+           ((s->st.allocated > c->written_allocated && s->st.allocated > c->last.st.allocated) ||
+            (s->st.reserved > c->written_reserved && s->st.reserved > c->last.st.reserved));
 }
 
 size_t mh__counter_take(struct mh__counter_state *c, struct mh__counter_sample out[3])
@@ -170,8 +169,7 @@ int mh__trace_device_ok(const struct mh__trace *t, int device)
 
 int mh__trace_in_window(struct mh__trace *t, const struct mh_event *ev, int64_t step)
 {
-    if (t->clip_hi_ns &&
-        (ev->time_ns + ev->dur_ns < t->clip_lo_ns || ev->time_ns > t->clip_hi_ns))
+    if (t->clip_hi_ns && (ev->time_ns + ev->dur_ns < t->clip_lo_ns || ev->time_ns > t->clip_hi_ns))
         return 0;
     if (t->o.has_steps)
         return step >= t->o.step_lo && step <= t->o.step_hi;

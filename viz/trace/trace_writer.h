@@ -21,10 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json.h"
 #include "memhist/allocconf.h"
 #include "memhist/reader.h"
 #include "session.h"
-#include "json.h"
 #include "sink.h"
 
 /* What a browser viewer opens, in bytes of trace: V8's longest string,
@@ -40,15 +40,15 @@
 #define MH__TRACE_MAX_FILES 64
 
 struct mh__trace_opts {
-    int perfetto;               /* Perfetto protobuf instead of Chrome JSON */
-    int has_steps;              /* keep events of steps [step_lo, step_hi] */
+    int perfetto;  /* Perfetto protobuf instead of Chrome JSON */
+    int has_steps; /* keep events of steps [step_lo, step_hi] */
     int64_t step_lo, step_hi;
-    int has_time;               /* keep events in [t_lo_ns, t_hi_ns] from the first event */
+    int has_time; /* keep events in [t_lo_ns, t_hi_ns] from the first event */
     uint64_t t_lo_ns, t_hi_ns;
-    int device;                 /* only this device's GPU tracks; -1 = all */
-    int memory_only;            /* counters, memory instants, steps and marks only */
-    uint64_t warn_bytes;        /* JSON size above which the plan suggests a window;
-                                 * 0 = MH__TRACE_VIEWER_LIMIT */
+    int device;          /* only this device's GPU tracks; -1 = all */
+    int memory_only;     /* counters, memory instants, steps and marks only */
+    uint64_t warn_bytes; /* JSON size above which the plan suggests a window;
+                          * 0 = MH__TRACE_VIEWER_LIMIT */
     int pretty;
     /* several files of one job in one trace (mh__trace_write_files): ts and
      * --time count from origin_ns, the job's start (src/analysis/job_origin.h;
@@ -64,15 +64,15 @@ struct mh__trace_opts {
 
 /* What the scan found. */
 struct mh__trace_plan {
-    uint64_t events;            /* events in the window */
-    uint64_t first_ns, last_ns; /* span of the window's events (0 if none) */
-    uint64_t file_first_ns, file_last_ns; /* span of all the file's events */
+    uint64_t events;                            /* events in the window */
+    uint64_t first_ns, last_ns;                 /* span of the window's events (0 if none) */
+    uint64_t file_first_ns, file_last_ns;       /* span of all the file's events */
     uint64_t profile_first_ns, profile_last_ns; /* --into: the profile's span (0 if none) */
-    uint64_t flows;             /* launch -> device-activity pairs */
-    uint64_t est_bytes;         /* estimated size of the Chrome JSON */
-    uint64_t counter_devices;   /* bit d: the window has GPU d's memory counters */
-    int too_big;                /* est_bytes > warn_bytes */
-    char suggestion[96];        /* e.g. "--steps 3:5" when too_big, else "" */
+    uint64_t flows;                             /* launch -> device-activity pairs */
+    uint64_t est_bytes;                         /* estimated size of the Chrome JSON */
+    uint64_t counter_devices;                   /* bit d: the window has GPU d's memory counters */
+    int too_big;                                /* est_bytes > warn_bytes */
+    char suggestion[96];                        /* e.g. "--steps 3:5" when too_big, else "" */
 };
 
 struct mh__trace;

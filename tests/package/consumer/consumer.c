@@ -49,16 +49,27 @@ int main(int argc, char **argv)
     uint32_t frame = (uint32_t)mh_intern_frame(rec, "consumer.c", "main", 27);
     uint32_t stack = (uint32_t)mh_intern_stack(rec, &frame, 1);
     uint64_t mib = 1024 * 1024;
-    struct mh_event seg = {.kind = MH_EV_SEGMENT_ALLOC, .time_ns = mh_clock_ns(), .addr = 1 << 30,
-                           .size = 2 * mib, .thread = mh_thread_id()};
+    struct mh_event seg = {.kind = MH_EV_SEGMENT_ALLOC,
+                           .time_ns = mh_clock_ns(),
+                           .addr = 1 << 30,
+                           .size = 2 * mib,
+                           .thread = mh_thread_id()};
     mh_emit(rec, &seg);
     for (uint64_t i = 0; i < 2; i++) {
-        struct mh_event ev = {.kind = MH_EV_ALLOC, .time_ns = mh_clock_ns(), .addr = (1 << 30) + i * mib,
-                              .size = mib, .stack = stack, .thread = mh_thread_id()};
+        struct mh_event ev = {.kind = MH_EV_ALLOC,
+                              .time_ns = mh_clock_ns(),
+                              .addr = (1 << 30) + i * mib,
+                              .size = mib,
+                              .stack = stack,
+                              .thread = mh_thread_id()};
         mh_emit(rec, &ev);
     }
-    struct mh_event fr = {.kind = MH_EV_FREE_REQUESTED, .time_ns = mh_clock_ns(), .addr = 1 << 30,
-                          .size = mib, .stack = stack, .thread = mh_thread_id()};
+    struct mh_event fr = {.kind = MH_EV_FREE_REQUESTED,
+                          .time_ns = mh_clock_ns(),
+                          .addr = 1 << 30,
+                          .size = mib,
+                          .stack = stack,
+                          .thread = mh_thread_id()};
     mh_emit(rec, &fr);
     rc = mh_recorder_close(rec);
     if (rc < 0) {
