@@ -96,9 +96,11 @@ class TestRun:
             self._check_baseline(store, d, tolerance, update)
 
     def _warn(self, why):
+        """A warning at the test's own line."""
         if self.budget.checks():
-            warnings.warn(GpuMemoryWarning("%s: @pytest.mark.gpu_memory was not checked: %s"
-                                           % (self.item.nodeid, why)))
+            path, line, _ = self.item.location
+            warnings.warn_explicit(GpuMemoryWarning("@pytest.mark.gpu_memory was not checked: %s" % why),
+                                   GpuMemoryWarning, str(self.item.path), line + 1)
 
     def _check_budget(self, d):
         b = self.budget

@@ -94,7 +94,7 @@ def summary(measured, budgets, growth_checks, baselines, largest, failed):
     if baselines:
         text += ", %d baseline%s compared" % (baselines, "" if baselines == 1 else "s")
     if failed:
-        text += ", %d over" % failed
+        text += ", %d failed a memory check" % failed
     if largest:
         text += "; largest peak %s allocated (%s reserved) in %s" % (
             bytes_text(largest[0]), bytes_text(largest[1]), largest[2])
