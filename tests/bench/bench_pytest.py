@@ -89,9 +89,9 @@ def run(way, path, work):
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     n1 = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    n2 = int(sys.argv[3]) if len(sys.argv) > 3 else 45
+    n2 = int(sys.argv[3]) if len(sys.argv) > 3 else 105
     try:
         import pytest  # noqa: F401
         import torch  # noqa: F401

@@ -195,11 +195,15 @@ def check_bad_input(tmp):
                 "--memhist-device-memory: invalid value '8 parsecs'", "bad device memory")
     usage_error(tmp, [no_cuda, "--memhist-gpu", "T4", "--memhist-tolerance", "lots"],
                 "--memhist-tolerance: invalid value 'lots'", "bad tolerance")
+    usage_error(tmp, [no_cuda, "--memhist-gpu", "T4", "--memhist-update-baseline"],
+                "--memhist-update-baseline writes the baselines of --memhist-baseline DIR", "update without a baseline")
     usage_error(tmp, [os.path.join(EXAMPLES, "bad", "test_bad_size.py"), "--memhist-gpu", "T4"],
                 "test_bad_size.py::test_bad_size: @pytest.mark.gpu_memory: max_allocated='1.5 parsecs'", "bad marker")
     p, t = pytest_run(tmp, [no_cuda, "--memhist-gpu", "T4"])
     check(p.returncode == 0 and "GpuMemoryWarning: @pytest.mark.gpu_memory was not checked: it used no CUDA memory"
           in p.stdout, "marker without CUDA: passes with a warning:\n%s" % p.stdout[-1500:])
+    check("GpuMemoryWarning: @pytest.mark.gpu_memory was not checked: it allocated nothing on device 1" in p.stdout,
+          "marker on a device the test did not use: a warning")
     p, t = pytest_run(tmp, [os.path.join(EXAMPLES, "bad", "test_without_flags.py"), "--strict-markers"])
     check(p.returncode == 0 and t.get("test_nothing_imported", ("",))[0] == "passed"
           and t.get("test_fixture_skips", ("",))[0] == "skipped" and "memhist:" not in p.stdout,

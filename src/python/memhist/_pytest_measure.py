@@ -3,7 +3,8 @@
 Registered by memhist.pytest_plugin only when GPU memory is measured
 (--memhist-gpu, --memhist-device-memory, --memhist). Around each test
 function (pytest_pyfunc_call, as pytest-memray measures) it collects
-garbage, empties torch's cache and resets its peak counters, records the
+garbage (when device memory is still allocated), empties torch's cache and
+resets its peak counters, records the
 call with memhist.start()/stop() into DIR/<test>.memhist (what is live when
 it starts is in the recording as preexisting), then asks memhist's own
 analyses for the answers: `memhist report --json` for the peaks, their step
@@ -60,11 +61,13 @@ class TestRun:
     def start(self):
         import torch
         import memhist
-        gc.collect()
         if torch.cuda.is_initialized():
+            devices = range(torch.cuda.device_count())
+            if any(torch.cuda.memory_allocated(d) for d in devices):
+                gc.collect()  # garbage of earlier tests holding device memory (a full pass costs ~0.2 s)
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
-            for d in range(torch.cuda.device_count()):
+            for d in devices:
                 torch.cuda.reset_peak_memory_stats(d)
         self.allocs_before = _alloc_count(torch)
         if os.path.exists(self.path):
@@ -86,7 +89,7 @@ class TestRun:
     def analyse(self, store, tolerance, update):
         dev = self.budget.device
         report = json.loads(memhist_cli("report", "--json", "--device", dev, self.path))
-        devices = [d for d in report["files"][0]["devices"] if d["device"] == dev]
+        devices = [d for f in report["files"] for d in f["devices"] if d["device"] == dev]
         if not devices:
             return self._warn("it allocated nothing on device %d" % dev)
         self.device = d = devices[0]
@@ -98,9 +101,8 @@ class TestRun:
     def _warn(self, why):
         """A warning at the test's own line."""
         if self.budget.checks():
-            path, line, _ = self.item.location
             warnings.warn_explicit(GpuMemoryWarning("@pytest.mark.gpu_memory was not checked: %s" % why),
-                                   GpuMemoryWarning, str(self.item.path), line + 1)
+                                   GpuMemoryWarning, str(self.item.path), self.item.location[1] + 1)
 
     def _check_budget(self, d):
         b = self.budget
@@ -169,6 +171,9 @@ class Measurer:
         self.tolerance = _pytest_budget.option_size("--memhist-tolerance", options.memhist_tolerance)
         self.store = _pytest_baseline.Store(options.memhist_baseline) if options.memhist_baseline else None
         self.update = options.memhist_update_baseline
+        if self.update and self.store is None:
+            raise pytest.UsageError("memhist: --memhist-update-baseline writes the baselines of "
+                                    "--memhist-baseline DIR: give the directory")
         self.dir = options.memhist_dir
         self.budgets, self.runs = {}, {}
         self.tally = {"measured": 0, "budget": 0, "growth": 0, "baseline": 0, "failed": 0, "largest": None}
