@@ -21,7 +21,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 import xml.etree.ElementTree as ET
 
 MEMHIST = os.environ.get("MEMHIST")
@@ -222,8 +221,9 @@ def check_bad_input(tmp):
 def check_entry_point(tmp):
     """pyproject.toml's pytest11 entry point, as an installed memhist has it
     (a dist-info on the path): loaded by autoload and by -p memhist."""
-    with open(os.path.join(SRC, "pyproject.toml"), "rb") as f:
-        entry = tomllib.load(f)["project"]["entry-points"]["pytest11"]
+    with open(os.path.join(SRC, "pyproject.toml")) as f:
+        section = re.search(r"^\[project\.entry-points\.pytest11\]\n((?:\w+ = \"[\w.]+\"\n)+)", f.read(), re.M)
+    entry = dict(re.findall(r'(\w+) = "([\w.]+)"', section.group(1))) if section else {}
     check(entry == {"memhist": "memhist.pytest_plugin"}, "pyproject.toml: pytest11 memhist: %s" % entry)
     site = os.path.join(tmp, "site")
     info = os.path.join(site, "memhist-0.0.0.dist-info")

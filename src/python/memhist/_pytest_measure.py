@@ -20,6 +20,7 @@ import gc
 import json
 import os
 import subprocess
+import tempfile
 import warnings
 
 import pytest
@@ -91,14 +92,14 @@ class TestRun:
         report = json.loads(memhist_cli("report", "--json", self.path))  # every device: N may be absent
         devices = [d for f in report["files"] for d in f["devices"] if d["device"] == dev]
         if not devices:
-            return self._warn("it allocated nothing on device %d" % dev)
+            return self.warn("it allocated nothing on device %d" % dev)
         self.device = d = devices[0]
         self._check_budget(d)
         self._check_growth(d)
         if store is not None:
             self._check_baseline(store, d, tolerance, update)
 
-    def _warn(self, why):
+    def warn(self, why):
         """A warning at the test's own line."""
         if self.budget.checks():
             warnings.warn_explicit(GpuMemoryWarning("@pytest.mark.gpu_memory was not checked: %s" % why),
@@ -124,7 +125,7 @@ class TestRun:
         growth = d.get("growth")
         if not growth or growth.get("window_steps", 0) < 2:
             steps = len(d.get("steps") or [])
-            return self._warn("no_growth needs at least 3 complete training steps, the test ran %d"
+            return self.warn("no_growth needs at least 3 complete training steps, the test ran %d"
                               % steps)
         self.checks.append("growth")
         if growth["entries"]:
@@ -181,8 +182,7 @@ class Measurer:
     def recordings_dir(self):
         if self.dir is None:
             factory = getattr(self.config, "_tmp_path_factory", None)
-            self.dir = str(factory.mktemp("memhist")) if factory else __import__("tempfile").mkdtemp(
-                prefix="memhist-pytest-")
+            self.dir = str(factory.mktemp("memhist")) if factory else tempfile.mkdtemp(prefix="memhist-pytest-")
         os.makedirs(self.dir, exist_ok=True)
         return self.dir
 
@@ -207,7 +207,7 @@ class Measurer:
         if outcome.excinfo is not None:
             return  # the test failed on its own: its recording is kept, nothing is judged
         if not used:
-            return run._warn("it used no CUDA memory")
+            return run.warn("it used no CUDA memory")
         try:
             run.analyse(self.store, self.tolerance, self.update)
         except (RuntimeError, ValueError, OSError) as e:
