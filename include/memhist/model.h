@@ -26,20 +26,16 @@ struct mh_model_opts {
     struct mh_alloc_conf conf; /* settings of the recorded run (defaults if zero) */
 };
 
-enum mh_block_state {
-    MH_BLOCK_INACTIVE = 0,
-    MH_BLOCK_ALLOCATED = 1,
-    MH_BLOCK_PENDING_FREE = 2
-};
+enum mh_block_state { MH_BLOCK_INACTIVE = 0, MH_BLOCK_ALLOCATED = 1, MH_BLOCK_PENDING_FREE = 2 };
 
 /* Memory statistics of one device at one moment. */
 struct mh_mem_stats {
-    uint64_t allocated;    /* sum of block sizes of allocated blocks */
-    uint64_t reserved;     /* sum of segment sizes (mapped bytes for expandable) */
-    uint64_t active;       /* allocated + pending free */
-    uint64_t requested;    /* sum of requested sizes of active blocks (torch's requested_bytes) */
-    uint64_t inactive_split;       /* bytes in free blocks of split, non-expandable segments */
-    uint64_t driver_outside;       /* driver-level bytes outside the caching allocator */
+    uint64_t allocated;      /* sum of block sizes of allocated blocks */
+    uint64_t reserved;       /* sum of segment sizes (mapped bytes for expandable) */
+    uint64_t active;         /* allocated + pending free */
+    uint64_t requested;      /* sum of requested sizes of active blocks (torch's requested_bytes) */
+    uint64_t inactive_split; /* bytes in free blocks of split, non-expandable segments */
+    uint64_t driver_outside; /* driver-level bytes outside the caching allocator */
     uint32_t segments;
     uint32_t allocated_blocks;
     uint64_t allocs, frees, segment_allocs, segment_frees, maps, unmaps, ooms;
@@ -48,7 +44,7 @@ struct mh_mem_stats {
 struct mh_peak {
     uint64_t value;
     uint64_t time_ns;
-    int64_t step;        /* -1 before the first step */
+    int64_t step;         /* -1 before the first step */
     uint64_t event_index; /* 0-based index of the event that set it */
     int phase;            /* enum mh_phase current when it was set (MH_PHASE_NONE: none) */
 };
@@ -59,20 +55,20 @@ struct mh_step_stats {
     uint64_t peak_allocated, peak_reserved;
     uint64_t end_allocated, end_reserved;
     uint64_t allocated_at_reserved_peak;
-    double fragmentation;        /* 1 - allocated/reserved at the reserved peak */
+    double fragmentation; /* 1 - allocated/reserved at the reserved peak */
     uint64_t inactive_split_at_reserved_peak;
     uint64_t largest_free_at_reserved_peak;
     uint32_t segments_at_end;
     uint64_t segment_allocs, segment_frees, allocs, frees, ooms;
-    uint64_t retries;            /* segment frees of cached blocks followed by an alloc (release-and-retry) */
+    uint64_t retries; /* segment frees of cached blocks followed by an alloc (release-and-retry) */
 };
 
 struct mh_oom_info {
     uint64_t time_ns;
     int device;
     uint64_t stream;
-    uint64_t request;            /* rounded request (event size) */
-    uint64_t device_free;        /* free device bytes reported by CUDA */
+    uint64_t request;     /* rounded request (event size) */
+    uint64_t device_free; /* free device bytes reported by CUDA */
     uint64_t allocated, reserved;
     uint64_t largest_free_same_stream; /* largest inactive block on the request's stream and pool */
     uint64_t largest_free_any;
@@ -88,7 +84,7 @@ struct mh_segment_view {
     uint32_t pool[2];
     int small_pool;
     int expandable;
-    uint32_t stack;          /* stack of the segment allocation */
+    uint32_t stack; /* stack of the segment allocation */
     uint64_t allocated, active, requested;
     uint32_t nblocks;
 };
@@ -96,11 +92,11 @@ struct mh_segment_view {
 struct mh_block_view {
     uint64_t address, size, requested;
     enum mh_block_state state;
-    uint32_t stack;          /* stack at allocation (0 for inactive blocks) */
-    uint32_t str;            /* user metadata at allocation */
+    uint32_t stack; /* stack at allocation (0 for inactive blocks) */
+    uint32_t str;   /* user metadata at allocation */
     uint64_t alloc_time_ns;
     int64_t alloc_step;
-    uint8_t alloc_phase;     /* enum mh_phase current at allocation */
+    uint8_t alloc_phase; /* enum mh_phase current at allocation */
     uint64_t stream;
 };
 
@@ -114,9 +110,9 @@ struct mh_block_view {
 struct mh_apply_result {
     int64_t allocated_delta;
     int64_t reserved_delta;
-    uint64_t block_size;     /* block touched by an alloc/free, 0 otherwise */
-    uint32_t block_stack;    /* its allocation stack */
-    int anomaly;             /* 0 or an enum mh_anomaly value */
+    uint64_t block_size;  /* block touched by an alloc/free, 0 otherwise */
+    uint32_t block_stack; /* its allocation stack */
+    int anomaly;          /* 0 or an enum mh_anomaly value */
     /* the block's MH_BLOCK_WORDS words: at an allocation the new block's own,
      * for its observers to set; at a free a copy of them (the block may be
      * merged away); NULL for other events. Valid until the next event. */
@@ -124,23 +120,23 @@ struct mh_apply_result {
     uint32_t freed_words[MH_BLOCK_WORDS];
 };
 
-#define MH_ANOMALY_LIST(X)                                                        \
-    X(MH_ANOM_NONE, 0, "none")                                                     \
-    X(MH_ANOM_FREE_UNKNOWN, 1, "free of an unknown address")                       \
-    X(MH_ANOM_ALLOC_OUTSIDE_SEGMENT, 2, "allocation outside any segment")          \
-    X(MH_ANOM_ALLOC_OVERLAP, 3, "allocation overlaps a live block")                \
-    X(MH_ANOM_SEGMENT_OVERLAP, 4, "segment overlaps an existing segment")          \
-    X(MH_ANOM_SEGMENT_FREE_UNKNOWN, 5, "segment free of an unknown segment")       \
-    X(MH_ANOM_SEGMENT_FREE_BUSY, 6, "segment freed while blocks are live")         \
-    X(MH_ANOM_UNMAP_UNKNOWN, 7, "unmap outside a mapped range")                    \
-    X(MH_ANOM_BAD_DEVICE, 8, "device index out of range")                         \
+#define MH_ANOMALY_LIST(X)                                                                         \
+    X(MH_ANOM_NONE, 0, "none")                                                                     \
+    X(MH_ANOM_FREE_UNKNOWN, 1, "free of an unknown address")                                       \
+    X(MH_ANOM_ALLOC_OUTSIDE_SEGMENT, 2, "allocation outside any segment")                          \
+    X(MH_ANOM_ALLOC_OVERLAP, 3, "allocation overlaps a live block")                                \
+    X(MH_ANOM_SEGMENT_OVERLAP, 4, "segment overlaps an existing segment")                          \
+    X(MH_ANOM_SEGMENT_FREE_UNKNOWN, 5, "segment free of an unknown segment")                       \
+    X(MH_ANOM_SEGMENT_FREE_BUSY, 6, "segment freed while blocks are live")                         \
+    X(MH_ANOM_UNMAP_UNKNOWN, 7, "unmap outside a mapped range")                                    \
+    X(MH_ANOM_BAD_DEVICE, 8, "device index out of range")                                          \
     X(MH_ANOM_BAD_SIZE, 9, "zero size or address range past 2^64")
 
 enum mh_anomaly {
 #define MH_X_ANOM(name, value, text) name = value,
     MH_ANOMALY_LIST(MH_X_ANOM)
 #undef MH_X_ANOM
-    MH_ANOM_COUNT
+        MH_ANOM_COUNT
 };
 const char *mh_anomaly_name(int anomaly);
 

@@ -69,7 +69,7 @@ static const char usage[] =
     "  -o, --output FILE      output file (default sim.memhist)\n"
     "  -h, --help             show this help\n";
 
-extern const struct mh_cli_command mh__cmd_simulate;
+extern const struct mh__cli_command mh__cmd_simulate;
 
 struct sim_args {
     const char *workload, *conf_text, *params, *out;
@@ -85,40 +85,40 @@ struct sim_args {
 static int list_workloads(void)
 {
     for (size_t i = 0; i < mh__workload_count(); i++) {
-        const struct mh_workload *w = mh__workload_at(i);
+        const struct mh__workload *w = mh__workload_at(i);
         printf("%s%s - %s\n", i ? "\n" : "", w->name, w->summary);
         for (size_t j = 0; w->params[j].name; j++)
             printf("  %-8s default %-8lld %s\n", w->params[j].name, (long long)w->params[j].dflt,
                    w->params[j].help);
     }
-    return mh__cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH__EXIT_OK);
 }
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
 {
-    const struct mh_cli_command *cmd = &mh__cmd_simulate;
+    const struct mh__cli_command *cmd = &mh__cmd_simulate;
     const char *context = NULL;
     int seen[12] = {0};
-    const struct mh_cli_opt opts[] = {
+    const struct mh__cli_opt opts[] = {
         /* the built-in workloads only (--steps: both) */
-        {"workload", 0, MH_OPT_TEXT, &a->workload, 0, 0, NULL, &seen[0]},
-        {"param", 0, MH_OPT_TEXT, &a->params, 0, 0, NULL, &seen[1]},
-        {"steps", 0, MH_OPT_UINT, &a->steps, 1, 1000000, "1 to 1000000", &seen[2]},
-        {"seed", 0, MH_OPT_UINT, &a->seed, 0, UINT64_MAX, NULL, &seen[3]},
-        MH_CLI_OPT_MEMORY_FRACTION(&a->fraction, &seen[4]),
+        {"workload", 0, MH__OPT_TEXT, &a->workload, 0, 0, NULL, &seen[0]},
+        {"param", 0, MH__OPT_TEXT, &a->params, 0, 0, NULL, &seen[1]},
+        {"steps", 0, MH__OPT_UINT, &a->steps, 1, 1000000, "1 to 1000000", &seen[2]},
+        {"seed", 0, MH__OPT_UINT, &a->seed, 0, UINT64_MAX, NULL, &seen[3]},
+        MH__CLI_OPT_MEMORY_FRACTION(&a->fraction, &seen[4]),
         /* a command only */
-        {"devices", 0, MH_OPT_UINT, &a->devices, 1, 16, "1 to 16", &seen[5]},
-        {"context-memory", 0, MH_OPT_TEXT, &context, 0, 0, NULL, &seen[6]},
-        {"events", 0, MH_OPT_TEXT, &a->events, 0, 0, NULL, &seen[7]},
-        {"stacks", 0, MH_OPT_TEXT, &a->stacks, 0, 0, NULL, &seen[8]},
-        {"no-report", 0, MH_OPT_FLAG, &a->no_report, 0, 0, NULL, &seen[9]},
-        {"op-ranges", 0, MH_OPT_FLAG, &a->op_ranges, 0, 0, NULL, &seen[10]},
-        {"print-env", 0, MH_OPT_FLAG, &a->print_env, 0, 0, NULL, &seen[11]},
+        {"devices", 0, MH__OPT_UINT, &a->devices, 1, 16, "1 to 16", &seen[5]},
+        {"context-memory", 0, MH__OPT_TEXT, &context, 0, 0, NULL, &seen[6]},
+        {"events", 0, MH__OPT_TEXT, &a->events, 0, 0, NULL, &seen[7]},
+        {"stacks", 0, MH__OPT_TEXT, &a->stacks, 0, 0, NULL, &seen[8]},
+        {"no-report", 0, MH__OPT_FLAG, &a->no_report, 0, 0, NULL, &seen[9]},
+        {"op-ranges", 0, MH__OPT_FLAG, &a->op_ranges, 0, 0, NULL, &seen[10]},
+        {"print-env", 0, MH__OPT_FLAG, &a->print_env, 0, 0, NULL, &seen[11]},
         /* both */
-        MH_CLI_OPT_DEVICE_MEMORY(&a->capacity, &a->has_capacity),
-        {"alloc-conf", 0, MH_OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
-        {"gpu", 0, MH_OPT_TEXT, &a->gpu, 0, 0, NULL, NULL},
-        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        MH__CLI_OPT_DEVICE_MEMORY(&a->capacity, &a->has_capacity),
+        {"alloc-conf", 0, MH__OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
+        {"gpu", 0, MH__OPT_TEXT, &a->gpu, 0, 0, NULL, NULL},
+        {"output", 'o', MH__OPT_TEXT, &a->out, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options_in_order(cmd, argc, argv, opts, &first);
     if (rc)
@@ -128,8 +128,10 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         if (seen[i] && i != 2)
             *(i < 5 ? &a->builtin_only : &a->command_only) = opts[i].name;
     if (context && mh__cli_parse_size(context, &a->context))
-        return mh__cli_usage_error(cmd, "invalid value '%s' for --context-memory (a size such as "
-                                        "512MiB)", context);
+        return mh__cli_usage_error(cmd,
+                                   "invalid value '%s' for --context-memory (a size such as "
+                                   "512MiB)",
+                                   context);
     if (first == argc && strcmp(argv[first - 1], "--") == 0)
         return mh__cli_usage_error(cmd, "no command after '--'");
     a->cmd_index = first < argc ? first : 0;
@@ -144,27 +146,33 @@ static int list_gpus(void)
         const struct mh__vdev_gpu *g = mh__vdev_preset_at(i);
         char cc[16];
         snprintf(cc, sizeof cc, "%d.%d", g->major, g->minor);
-        printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc, mh__bytes_text(g->memory, b));
+        printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc,
+               mh__bytes_text(g->memory, b));
     }
-    return mh__cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH__EXIT_OK);
 }
 
 /* Checks the virtual device settings and runs the command on it (cmd), or
  * prints the environment it would run under (--print-env, no cmd). */
 static int simulate_command(const struct sim_args *a, char **cmd)
 {
-    const struct mh_cli_command *c = &mh__cmd_simulate;
+    const struct mh__cli_command *c = &mh__cmd_simulate;
     if (a->builtin_only)
         return mh__cli_usage_error(c, "--%s applies to the built-in workloads, not to a command",
-                                  a->builtin_only);
+                                   a->builtin_only);
     if (a->print_env && cmd)
         return mh__cli_usage_error(c, "--print-env runs nothing: give no command after it");
     const char *gpu = a->gpu ? a->gpu : "H100";
-    struct mh_cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu), .devices = (int)a->devices,
-                                 .context = a->context, .events = a->events, .alloc_conf = a->conf_text,
-                                 .output = a->out, .stacks = a->stacks, .op_ranges = a->op_ranges,
-                                 .report = !a->no_report,
-                                 .stop_after_steps = a->has_steps ? a->steps : 0};
+    struct mh__cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu),
+                                  .devices = (int)a->devices,
+                                  .context = a->context,
+                                  .events = a->events,
+                                  .alloc_conf = a->conf_text,
+                                  .output = a->out,
+                                  .stacks = a->stacks,
+                                  .op_ranges = a->op_ranges,
+                                  .report = !a->no_report,
+                                  .stop_after_steps = a->has_steps ? a->steps : 0};
     if (!o.gpu)
         return mh__cli_usage_error(c, "--gpu: no preset named '%s' (try --gpu list)", gpu);
     o.capacity = a->has_capacity ? a->capacity : o.gpu->memory;
@@ -183,8 +191,9 @@ static int simulate_command(const struct sim_args *a, char **cmd)
     return cmd ? mh__cli_simulate_program(&o, cmd) : mh__cli_simulate_print_env(&o);
 }
 
-static int write_header(struct mh_writer *w, const struct sim_args *a, const struct mh_workload *wl,
-                        const int64_t *values, const struct mh_alloc_conf *conf)
+static int write_header(struct mh_writer *w, const struct sim_args *a,
+                        const struct mh__workload *wl, const int64_t *values,
+                        const struct mh_alloc_conf *conf)
 {
     char buf[1024];
     int rc = 0;
@@ -203,39 +212,41 @@ static int write_header(struct mh_writer *w, const struct sim_args *a, const str
     return rc;
 }
 
-static void print_result(const struct sim_args *a, const struct mh_workload *wl,
-                         const struct mh_workload_result *res, const struct mh_sim_stats *st)
+static void print_result(const struct sim_args *a, const struct mh__workload *wl,
+                         const struct mh__workload_result *res, const struct mh__sim_stats *st)
 {
     char b1[32], b2[32], b3[32];
-    mh__cli_status_wrote(a->out, NULL, "simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s, "
-           "device %s",
-           wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
-           mh__bytes_text(st->peak_allocated, b1), mh__bytes_text(st->peak_reserved, b2),
-           mh__bytes_text(a->capacity, b3));
+    mh__cli_status_wrote(a->out, NULL,
+                         "simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s, "
+                         "device %s",
+                         wl->name, res->steps_done, res->steps_done == 1 ? "" : "s",
+                         mh__bytes_text(st->peak_allocated, b1),
+                         mh__bytes_text(st->peak_reserved, b2), mh__bytes_text(a->capacity, b3));
     if (res->oom)
         mh__cli_status("out of memory in step %" PRId64 " allocating %s: the run stopped there, "
-                       "as a real one would", res->oom_step, mh__bytes_text(res->oom_size, b1));
+                       "as a real one would",
+                       res->oom_step, mh__bytes_text(res->oom_size, b1));
     mh__cli_status("next: memhist %s %s", res->oom ? "oom" : "report", a->out);
 }
 
-static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const int64_t *values,
+static int run_sim(const struct sim_args *a, const struct mh__workload *wl, const int64_t *values,
                    const struct mh_alloc_conf *conf)
 {
     struct mh_writer_opts wo = {.source = "simulated"};
     struct mh_writer *w = NULL;
-    struct mh_sim *s = NULL;
-    struct mh_workload_result res;
-    struct mh_sim_stats st;
-    struct mh_outfile of;
+    struct mh__sim *s = NULL;
+    struct mh__workload_result res;
+    struct mh__sim_stats st;
+    struct mh__outfile of;
     if (mh__cli_output_open(&of, a->out, NULL, 0) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     int rc = mh_writer_open_fd(of.fd, &wo, &w);
     if (rc < 0) {
         mh__cli_error("%s: %s", a->out, mh_strerror(rc));
         mh__outfile_abort(&of);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
-    struct mh_sim_opts so = {.conf = *conf, .capacity = a->capacity, .writer = w};
+    struct mh__sim_opts so = {.conf = *conf, .capacity = a->capacity, .writer = w};
     rc = write_header(w, a, wl, values, conf);
     if (rc == 0)
         rc = mh__sim_new(&so, &s);
@@ -251,16 +262,21 @@ static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const
     if (rc < 0 && !errnum)
         mh__cli_error("%s: %s", a->out, mh_strerror(rc));
     if (mh__cli_output_close(&of, a->out, rc, errnum) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     print_result(a, wl, &res, &st);
-    return MH_EXIT_OK;
+    return MH__EXIT_OK;
 }
 
 static int simulate_main(int argc, char **argv)
 {
-    struct sim_args a = {.workload = "gpt", .out = "sim.memhist", .steps = 8, .seed = 1,
-                         .capacity = 80ull << 30, .events = "immediate",
-                         .stacks = "python", .context = 512ull << 20};
+    struct sim_args a = {.workload = "gpt",
+                         .out = "sim.memhist",
+                         .steps = 8,
+                         .seed = 1,
+                         .capacity = 80ull << 30,
+                         .events = "immediate",
+                         .stacks = "python",
+                         .context = 512ull << 20};
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
@@ -271,21 +287,24 @@ static int simulate_main(int argc, char **argv)
     if (a.print_env)
         return mh__cli_finish(simulate_command(&a, NULL));
     if (a.command_only)
-        return mh__cli_usage_error(&mh__cmd_simulate, "--%s applies to a command (after --), not to "
-                                   "the built-in workloads", a.command_only);
+        return mh__cli_usage_error(&mh__cmd_simulate,
+                                   "--%s applies to a command (after --), not to "
+                                   "the built-in workloads",
+                                   a.command_only);
     if (!a.has_capacity && a.gpu != NULL) {
         const struct mh__vdev_gpu *g = mh__vdev_preset_find(a.gpu);
         if (!g)
-            return mh__cli_usage_error(&mh__cmd_simulate, "--gpu: no preset named '%s' (try --gpu list)", a.gpu);
+            return mh__cli_usage_error(&mh__cmd_simulate,
+                                       "--gpu: no preset named '%s' (try --gpu list)", a.gpu);
         a.capacity = g->memory;
     }
     if (strcmp(a.workload, "list") == 0)
         return list_workloads();
-    const struct mh_workload *wl = mh__workload_find(a.workload);
+    const struct mh__workload *wl = mh__workload_find(a.workload);
     if (!wl)
         return mh__cli_usage_error(&mh__cmd_simulate,
-                                  "no workload named '%s' (try --workload list)", a.workload);
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+                                   "no workload named '%s' (try --workload list)", a.workload);
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[256];
     if (mh__workload_parse_params(wl, a.params, values, err, sizeof err))
         return mh__cli_usage_error(&mh__cmd_simulate, "--param: %s", err);
@@ -296,6 +315,6 @@ static int simulate_main(int argc, char **argv)
     return mh__cli_finish(run_sim(&a, wl, values, &conf));
 }
 
-const struct mh_cli_command mh__cmd_simulate = {
+const struct mh__cli_command mh__cmd_simulate = {
     "simulate", "run a PyTorch program on a virtual GPU, or a built-in training run (no GPU)",
     usage, simulate_main};

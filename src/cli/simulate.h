@@ -9,19 +9,19 @@
 #include "cli.h"
 #include "vdev_presets.h"
 
-struct mh_cli_vdev_opts {
+struct mh__cli_vdev_opts {
     const struct mh__vdev_gpu *gpu;
     uint64_t capacity, context; /* bytes per device */
     int devices;                /* 0: one, or one per local rank under torchrun */
     const char *events;         /* immediate or sync */
     const char *alloc_conf;     /* PYTORCH_CUDA_ALLOC_CONF for the program, or NULL */
     const char *output, *stacks;
-    int op_ranges; /* record record_function ranges too */
-    int report;    /* print `memhist report` of the file afterwards */
+    int op_ranges;             /* record record_function ranges too */
+    int report;                /* print `memhist report` of the file afterwards */
     uint64_t stop_after_steps; /* end the program after this many steps; 0: never */
 };
 
-extern const struct mh_cli_command mh__cmd_report;
+extern const struct mh__cli_command mh__cmd_report;
 
 /* Prints whether the recording at `path` (named in each line if `name_file`)
  * fit each device it used, given the memory the CUDA context took; returns 0,
@@ -34,9 +34,9 @@ int mh__cli_command_exists(const char *name);
 /* Prints the environment a program would run under on the virtual device
  * (NAME=VALUE lines, an empty value for a variable to unset); returns 0, or 1
  * when the device libraries are not found. */
-int mh__cli_simulate_print_env(const struct mh_cli_vdev_opts *o);
+int mh__cli_simulate_print_env(const struct mh__cli_vdev_opts *o);
 
 /* Returns the program's exit status, or 1 when it could not be started. */
-int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd);
+int mh__cli_simulate_program(const struct mh__cli_vdev_opts *o, char **cmd);
 
 #endif

@@ -86,7 +86,7 @@ static int set_preload(const char *dir)
     return rc;
 }
 
-static int set_device_env(const struct mh_cli_vdev_opts *o)
+static int set_device_env(const struct mh__cli_vdev_opts *o)
 {
     char buf[64];
     int rc = setenv("MEMHIST_VDEVICE", "1", 1) | setenv("MEMHIST_VDEVICE_GPU", o->gpu->key, 1);
@@ -106,37 +106,38 @@ static int set_device_env(const struct mh_cli_vdev_opts *o)
     return rc ? -1 : 0;
 }
 
-static void say_what_runs(const struct mh_cli_vdev_opts *o)
+static void say_what_runs(const struct mh__cli_vdev_opts *o)
 {
     char cap[32], ctx[32];
     if (!mh__cli_is_quiet())
         mh__cli_error("running on a virtual %s (%s, %s of it taken by the CUDA context): "
                       "PyTorch's allocator is real, tensor values are not computed",
-                      o->gpu->name, mh__bytes_text(o->capacity, cap), mh__bytes_text(o->context, ctx));
+                      o->gpu->name, mh__bytes_text(o->capacity, cap),
+                      mh__bytes_text(o->context, ctx));
 }
 
 /* `memhist report` of what was written: FILE, or FILE.rank<R> under torchrun. */
-static int report_files(const struct mh_cli_vdev_opts *o)
+static int report_files(const struct mh__cli_vdev_opts *o)
 {
     char pattern[PATH_MAX + 16];
     glob_t g = {0};
     snprintf(pattern, sizeof pattern, "%s.rank*", o->output);
     if (access(o->output, R_OK) != 0 && glob(pattern, 0, NULL, &g) != 0)
-        return MH_EXIT_OK; /* nothing recorded: already said */
+        return MH__EXIT_OK; /* nothing recorded: already said */
     size_t n = g.gl_pathc ? g.gl_pathc : 1;
     char **argv = calloc(n + 2, sizeof *argv);
     if (!argv) {
         globfree(&g);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     argv[0] = "report";
     for (size_t i = 0; i < n; i++)
         argv[i + 1] = g.gl_pathc ? g.gl_pathv[i] : (char *)o->output;
     fflush(stderr);
     int rc = mh__cmd_report.run((int)n + 1, argv);
-    if (rc == MH_EXIT_OK)
+    if (rc == MH__EXIT_OK)
         printf("\n");
-    for (size_t i = 0; i < n && rc == MH_EXIT_OK; i++)
+    for (size_t i = 0; i < n && rc == MH__EXIT_OK; i++)
         rc = mh__cli_simulate_verdict(argv[i + 1], n > 1, o->context);
     free(argv);
     globfree(&g);
@@ -145,7 +146,7 @@ static int report_files(const struct mh_cli_vdev_opts *o)
 
 /* Puts the stand-in libraries in LD_PRELOAD and the device settings in this
  * process's environment, which the program inherits; 0, or -1 (said why). */
-static int set_vdevice_env(const struct mh_cli_vdev_opts *o)
+static int set_vdevice_env(const struct mh__cli_vdev_opts *o)
 {
     char dir[PATH_MAX];
     if (find_vdevice_dir(dir, sizeof dir) < 0) {
@@ -162,7 +163,7 @@ static int set_vdevice_env(const struct mh_cli_vdev_opts *o)
     return 0;
 }
 
-int mh__cli_simulate_print_env(const struct mh_cli_vdev_opts *o)
+int mh__cli_simulate_print_env(const struct mh__cli_vdev_opts *o)
 {
     static const char *const names[] = {"LD_PRELOAD",
                                         "MEMHIST_VDEVICE",
@@ -173,27 +174,30 @@ int mh__cli_simulate_print_env(const struct mh_cli_vdev_opts *o)
                                         "MEMHIST_VDEVICE_COUNT",
                                         "PYTORCH_CUDA_ALLOC_CONF"};
     if (set_vdevice_env(o) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *v = getenv(names[i]);
         printf("%s=%s\n", names[i], v ? v : "");
     }
-    return MH_EXIT_OK;
+    return MH__EXIT_OK;
 }
 
-int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
+int mh__cli_simulate_program(const struct mh__cli_vdev_opts *o, char **cmd)
 {
     if (!mh__cli_command_exists(cmd[0])) {
         mh__cli_error("simulate: cannot run '%s': command not found", cmd[0]);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     if (!mh__record_output_ok("simulate", o->output))
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     if (set_vdevice_env(o) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     say_what_runs(o);
-    struct mh_cli_record_opts ro = {.output = o->output, .stacks = o->stacks, .op_ranges = o->op_ranges,
-                                    .who = "simulate", .stop_after_steps = o->stop_after_steps};
+    struct mh__cli_record_opts ro = {.output = o->output,
+                                     .stacks = o->stacks,
+                                     .op_ranges = o->op_ranges,
+                                     .who = "simulate",
+                                     .stop_after_steps = o->stop_after_steps};
     int code = mh__cli_record_command(&ro, cmd);
     if (o->report) {
         int rrc = report_files(o);

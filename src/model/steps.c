@@ -4,13 +4,12 @@
  * never listed; when a STEP_BEGIN ends it, its statistics are kept apart as
  * the set-up (mh_model_setup). A STEP_BEGIN(N) while N is the first step
  * and still open (a recorder opens step 0 when it starts, the model's first
- * forward opens it again) turns what N held so far into that set-up. STEP_BEGIN(N) closes the open step and opens N. STEP_END(N)
- * closes the open step and records it as step N (the marker's number wins);
- * step N+1 then opens implicitly at the next event that carries a time, so
- * traces with only STEP_END markers still get per-step statistics. When the
- * first marker is a STEP_END(N), the period from the start of the trace is
- * step N (there is no other place its allocations could belong), and peaks,
- * OOMs and live blocks recorded as step -1 are relabelled N.
+ * forward opens it again) turns what N held so far into that set-up. STEP_BEGIN(N) closes the open
+ * step and opens N. STEP_END(N) closes the open step and records it as step N (the marker's number
+ * wins); step N+1 then opens implicitly at the next event that carries a time, so traces with only
+ * STEP_END markers still get per-step statistics. When the first marker is a STEP_END(N), the
+ * period from the start of the trace is step N (there is no other place its allocations could
+ * belong), and peaks, OOMs and live blocks recorded as step -1 are relabelled N.
  *
  * The "reserved peak" moment of a step is the event at which reserved is at
  * its maximum for the step and, among those, allocated is highest: the
@@ -37,7 +36,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 static void acc_begin(struct mh__device *d, int64_t step, uint64_t t)
 {
@@ -83,9 +82,9 @@ static struct mh_step_stats *acc_end(struct mh__device *d, int64_t label, uint64
     s->end_allocated = d->stats.allocated;
     s->end_reserved = d->stats.reserved;
     s->segments_at_end = d->stats.segments;
-    s->fragmentation =
-        s->peak_reserved ? 1.0 - (double)s->allocated_at_reserved_peak / (double)s->peak_reserved
-                         : 0.0;
+    s->fragmentation = s->peak_reserved
+                           ? 1.0 - (double)s->allocated_at_reserved_peak / (double)s->peak_reserved
+                           : 0.0;
     return s;
 }
 
@@ -259,13 +258,9 @@ int mh__steps_marker(struct mh_model *m, const struct mh_event *ev)
         open_period(m, (int64_t)ev->aux, t);
         m->any_step = 1;
         return rc;
-    case MH_EV_STEP_END:
-        return step_end(m, (int64_t)ev->aux, t);
-    case MH_EV_PHASE:
-        m->phase = ev->aux < MH_PHASE_COUNT ? (int)ev->aux : MH_PHASE_NONE;
-        return 0;
-    default:
-        return 0;
+    case MH_EV_STEP_END: return step_end(m, (int64_t)ev->aux, t);
+    case MH_EV_PHASE: m->phase = ev->aux < MH_PHASE_COUNT ? (int)ev->aux : MH_PHASE_NONE; return 0;
+    default: return 0;
     }
 }
 
