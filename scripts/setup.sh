@@ -7,7 +7,8 @@
 # docs/schema), perfetto and protobuf (decode `memhist trace`'s protobuf output with the
 # classes generated from Perfetto's trace proto), pyarrow and pandas (memhist.read() and
 # `memhist export`), duckdb and pyspark with a Java runtime (the queries over an exported
-# dataset, tests/export). Set MEMHIST_SKIP_PIP=1 to skip pip.
+# dataset, tests/export), pytest (the pytest plugin's tests, tests/pytest_plugin). Set
+# MEMHIST_SKIP_PIP=1 to skip pip.
 # `setup.sh --viewer` also installs headless Chromium and its driver, which the memory_viz
 # harness (tests/python/viewer_harness.py, docs/memory-viz.md) drives; nothing else needs them.
 set -euo pipefail
@@ -53,6 +54,7 @@ if [ "${MEMHIST_SKIP_PIP:-0}" != "1" ]; then
     python3 -c "import pandas" 2>/dev/null || py_missing+=(pandas)
     python3 -c "import duckdb" 2>/dev/null || py_missing+=(duckdb)
     python3 -c "import pyspark" 2>/dev/null || py_missing+=(pyspark)
+    python3 -c "import pytest" 2>/dev/null || py_missing+=(pytest)
     if [ ${#py_missing[@]} -gt 0 ]; then
         echo "setup: pip installing ${py_missing[*]} (torch is large; this takes a few minutes once)"
         python3 -m pip install -q "${py_missing[@]}" ||

@@ -46,6 +46,7 @@ struct mh_peak {
     uint64_t time_ns;
     int64_t step;         /* -1 before the first step */
     uint64_t event_index; /* 0-based index of the event that set it */
+    int phase;            /* enum mh_phase current when it was set (MH_PHASE_NONE: none) */
 };
 
 struct mh_step_stats {

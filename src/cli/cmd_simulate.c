@@ -43,6 +43,9 @@ static const char usage[] =
     "  --steps N              end the program once N training steps are complete\n"
     "                         (as memhist record --steps; default: run it to its end)\n"
     "  --no-report            do not print the report afterwards\n"
+    "  --print-env            print the environment a command would run under\n"
+    "                         (NAME=VALUE lines: the stand-in libraries in LD_PRELOAD,\n"
+    "                         the device settings) and exit, running nothing\n"
     "  -o, --output FILE      output file (default sim.memhist)\n\n"
     "example: memhist simulate --gpu RTX4090 -- python train.py --batch 16\n\n"
     "Without a command: simulates a built-in training run with PyTorch's CUDA\n"
@@ -75,7 +78,7 @@ struct sim_args {
     /* the virtual device (with a command) */
     const char *gpu, *events, *stacks;
     uint64_t devices, context;
-    int has_capacity, no_report, op_ranges, cmd_index, has_steps;
+    int has_capacity, no_report, op_ranges, print_env, cmd_index, has_steps;
     const char *builtin_only, *command_only; /* an option given for the other mode */
 };
 
@@ -95,7 +98,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
 {
     const struct mh__cli_command *cmd = &mh__cmd_simulate;
     const char *context = NULL;
-    int seen[11] = {0};
+    int seen[12] = {0};
     const struct mh__cli_opt opts[] = {
         /* the built-in workloads only (--steps: both) */
         {"workload", 0, MH__OPT_TEXT, &a->workload, 0, 0, NULL, &seen[0]},
@@ -110,6 +113,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         {"stacks", 0, MH__OPT_TEXT, &a->stacks, 0, 0, NULL, &seen[8]},
         {"no-report", 0, MH__OPT_FLAG, &a->no_report, 0, 0, NULL, &seen[9]},
         {"op-ranges", 0, MH__OPT_FLAG, &a->op_ranges, 0, 0, NULL, &seen[10]},
+        {"print-env", 0, MH__OPT_FLAG, &a->print_env, 0, 0, NULL, &seen[11]},
         /* both */
         MH__CLI_OPT_DEVICE_MEMORY(&a->capacity, &a->has_capacity),
         {"alloc-conf", 0, MH__OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
@@ -120,7 +124,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
     if (rc)
         return rc;
     a->has_steps = seen[2]; /* --steps applies to both */
-    for (int i = 0; i < 11; i++)
+    for (int i = 0; i < 12; i++)
         if (seen[i] && i != 2)
             *(i < 5 ? &a->builtin_only : &a->command_only) = opts[i].name;
     if (context && mh__cli_parse_size(context, &a->context))
@@ -148,13 +152,16 @@ static int list_gpus(void)
     return mh__cli_finish(MH__EXIT_OK);
 }
 
-/* Checks the virtual device settings and runs the command on it. */
+/* Checks the virtual device settings and runs the command on it (cmd), or
+ * prints the environment it would run under (--print-env, no cmd). */
 static int simulate_command(const struct sim_args *a, char **cmd)
 {
     const struct mh__cli_command *c = &mh__cmd_simulate;
     if (a->builtin_only)
         return mh__cli_usage_error(c, "--%s applies to the built-in workloads, not to a command",
                                    a->builtin_only);
+    if (a->print_env && cmd)
+        return mh__cli_usage_error(c, "--print-env runs nothing: give no command after it");
     const char *gpu = a->gpu ? a->gpu : "H100";
     struct mh__cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu),
                                   .devices = (int)a->devices,
@@ -181,7 +188,7 @@ static int simulate_command(const struct sim_args *a, char **cmd)
     struct mh_alloc_conf conf;
     if (o.alloc_conf && mh_alloc_conf_parse(o.alloc_conf, &conf, err, sizeof err))
         return mh__cli_usage_error(c, "--alloc-conf: %s", err);
-    return mh__cli_simulate_program(&o, cmd);
+    return cmd ? mh__cli_simulate_program(&o, cmd) : mh__cli_simulate_print_env(&o);
 }
 
 static int write_header(struct mh_writer *w, const struct sim_args *a,
@@ -277,6 +284,8 @@ static int simulate_main(int argc, char **argv)
         return list_gpus();
     if (a.cmd_index)
         return simulate_command(&a, argv + a.cmd_index);
+    if (a.print_env)
+        return mh__cli_finish(simulate_command(&a, NULL));
     if (a.command_only)
         return mh__cli_usage_error(&mh__cmd_simulate,
                                    "--%s applies to a command (after --), not to "

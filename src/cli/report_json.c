@@ -149,6 +149,16 @@ static void json_final(struct mh__json *j, const struct mh_mem_stats *s)
     mh__json_end_object(j);
 }
 
+/* The phase a peak was set in: "forward", "backward", "optimizer", or null. */
+static void json_phase(struct mh__json *j, const char *key, int phase)
+{
+    mh__json_key(j, key);
+    if (phase > MH_PHASE_NONE && phase < MH_PHASE_COUNT)
+        mh__json_string(j, mh_phase_name((unsigned)phase));
+    else
+        mh__json_null(j);
+}
+
 static void json_device(struct mh__json *j, const struct mh__replay *rp, const struct mh__window *w,
                         const struct mh__device_report *d)
 {
@@ -159,9 +169,11 @@ static void json_device(struct mh__json *j, const struct mh__replay *rp, const s
     mh__json_kv_uint(j, "peak_allocated", d->peak_allocated.value);
     mh__json_kv_uint(j, "peak_allocated_time_ns", d->peak_allocated.time_ns);
     mh__json_kv_int(j, "peak_allocated_step", d->peak_allocated.step);
+    json_phase(j, "peak_allocated_phase", d->peak_allocated.phase);
     mh__json_kv_uint(j, "peak_reserved", d->peak_reserved.value);
     mh__json_kv_uint(j, "peak_reserved_time_ns", d->peak_reserved.time_ns);
     mh__json_kv_int(j, "peak_reserved_step", d->peak_reserved.step);
+    json_phase(j, "peak_reserved_phase", d->peak_reserved.phase);
     mh__json_kv_uint(j, "live_at_peak_bytes", d->live_at_peak_bytes);
     mh__json_kv_uint(j, "live_at_peak_count", d->live_at_peak_count);
     json_final(j, &d->final);

@@ -31,6 +31,11 @@ int mh__cli_simulate_verdict(const char *path, int name_file, uint64_t context);
 /* Whether `name` can be executed (as execvp would find it on PATH). */
 int mh__cli_command_exists(const char *name);
 
+/* Prints the environment a program would run under on the virtual device
+ * (NAME=VALUE lines, an empty value for a variable to unset); returns 0, or 1
+ * when the device libraries are not found. */
+int mh__cli_simulate_print_env(const struct mh__cli_vdev_opts *o);
+
 /* Returns the program's exit status, or 1 when it could not be started. */
 int mh__cli_simulate_program(const struct mh__cli_vdev_opts *o, char **cmd);
 

@@ -5,7 +5,9 @@
  * finds the stand-in libraries, puts them in LD_PRELOAD with the device
  * settings in the environment, says what is simulated, and prints the report
  * of the recording and whether it fit (simulate_verdict.c) when the program
- * ends. cmd_simulate.c parses the options. */
+ * ends; or, with --print-env, prints that environment instead of running
+ * anything (the pytest plugin runs its session under it). cmd_simulate.c
+ * parses the options. */
 #include <errno.h>
 #include <glob.h>
 #include <limits.h>
@@ -142,26 +144,54 @@ static int report_files(const struct mh__cli_vdev_opts *o)
     return rc;
 }
 
-int mh__cli_simulate_program(const struct mh__cli_vdev_opts *o, char **cmd)
+/* Puts the stand-in libraries in LD_PRELOAD and the device settings in this
+ * process's environment, which the program inherits; 0, or -1 (said why). */
+static int set_vdevice_env(const struct mh__cli_vdev_opts *o)
 {
     char dir[PATH_MAX];
+    if (find_vdevice_dir(dir, sizeof dir) < 0) {
+        mh__cli_error(
+            "simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "
+            "$MEMHIST_VDEVICE_DIR or next to memhist (built without CUDA headers? see "
+            "MEMHIST_WITH_VDEVICE)");
+        return -1;
+    }
+    if (set_preload(dir) < 0 || set_device_env(o) < 0) {
+        mh__cli_error("simulate: cannot set the environment: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int mh__cli_simulate_print_env(const struct mh__cli_vdev_opts *o)
+{
+    static const char *const names[] = {"LD_PRELOAD",
+                                        "MEMHIST_VDEVICE",
+                                        "MEMHIST_VDEVICE_GPU",
+                                        "MEMHIST_VDEVICE_MEMORY",
+                                        "MEMHIST_VDEVICE_CONTEXT",
+                                        "MEMHIST_VDEVICE_EVENTS",
+                                        "MEMHIST_VDEVICE_COUNT",
+                                        "PYTORCH_CUDA_ALLOC_CONF"};
+    if (set_vdevice_env(o) < 0)
+        return MH__EXIT_FAIL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        printf("%s=%s\n", names[i], v ? v : "");
+    }
+    return MH__EXIT_OK;
+}
+
+int mh__cli_simulate_program(const struct mh__cli_vdev_opts *o, char **cmd)
+{
     if (!mh__cli_command_exists(cmd[0])) {
         mh__cli_error("simulate: cannot run '%s': command not found", cmd[0]);
         return MH__EXIT_FAIL;
     }
     if (!mh__record_output_ok("simulate", o->output))
         return MH__EXIT_FAIL;
-    if (find_vdevice_dir(dir, sizeof dir) < 0) {
-        mh__cli_error(
-            "simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "
-            "$MEMHIST_VDEVICE_DIR or next to memhist (built without CUDA headers? see "
-            "MEMHIST_WITH_VDEVICE)");
+    if (set_vdevice_env(o) < 0)
         return MH__EXIT_FAIL;
-    }
-    if (set_preload(dir) < 0 || set_device_env(o) < 0) {
-        mh__cli_error("simulate: cannot set the environment: %s", strerror(errno));
-        return MH__EXIT_FAIL;
-    }
     say_what_runs(o);
     struct mh__cli_record_opts ro = {.output = o->output,
                                      .stacks = o->stacks,

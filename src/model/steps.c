@@ -271,6 +271,7 @@ static void set_peak(struct mh_peak *p, uint64_t v, const struct mh_model *m,
     p->time_ns = ev->time_ns ? ev->time_ns : m->last_time_ns;
     p->step = mh__device_step(m, d);
     p->event_index = idx;
+    p->phase = m->phase;
 }
 
 static void reserved_peak_moment(struct mh__device *d)

@@ -8,10 +8,13 @@ again), and from outside the source tree runs `memhist --version`,
 package, checks that it loads the libraries from the wheel (the torch bridge
 too, when the build tree has one: built against the same torch), and that
 without a GPU `memhist.start` warns and writes no file, as `memhist record`
-does. Environment: MH_SOURCE_DIR, MH_BINARY_DIR.
+does; and that installing it enables its pytest plugin (pytest11 entry
+point: `pytest --memhist-gpu T4` without -p). Environment: MH_SOURCE_DIR,
+MH_BINARY_DIR.
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -66,6 +69,10 @@ def check_wheel_files(wheel):
         check("memhist/lib/memhist/vdevice/libcudart.so.13" in names, "wheel holds the virtual device")
     check(not [n for n in names if n.startswith(("tests/", "include/")) or "/test_" in n],
           "no tests or headers in the wheel")
+    entry_points = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    text = zipfile.ZipFile(wheel).read(entry_points[0]).decode() if entry_points else ""
+    check(re.search(r"\[pytest11\]\s*memhist\s*=\s*memhist\.pytest_plugin\s", text) is not None,
+          "the pytest plugin's entry point: %r" % text)
 
 
 def check_tool(venv, tmp):
@@ -126,6 +133,15 @@ def check_package(venv, tmp):
              os.path.join(venv, "bin", "python"), "-c", code], tmp)
     check(p.returncode == 0 and "on NVIDIA" in p.stdout and os.path.exists(os.path.join(tmp, "v.memhist")),
           "simulate -- CMD on the wheel's virtual device: %r" % p.stderr[-500:])
+    # installing memhist enables its pytest plugin (the entry point, no -p)
+    test = os.path.join(SRC, "tests", "pytest_plugin", "bad", "test_no_cuda.py")
+    p = run([os.path.join(venv, "bin", "python"), "-c", "import pytest"], tmp)
+    if p.returncode != 0:
+        return
+    p = run([os.path.join(venv, "bin", "python"), "-m", "pytest", "-p", "no:cacheprovider", test,
+             "--memhist-gpu", "T4"], tmp)
+    check(p.returncode == 0 and "virtual T4" in p.stdout and "GpuMemoryWarning" in p.stdout,
+          "pytest --memhist-gpu T4 with the installed plugin: %r" % p.stdout[-1000:])
 
 
 with tempfile.TemporaryDirectory() as tmp:

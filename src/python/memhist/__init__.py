@@ -38,6 +38,10 @@ __all__ = ["start", "stop", "step", "mark", "status", "Session", "MemhistWarning
 
 StepLimitReached = _steps.StepLimitReached
 
+# `pytest -p memhist` imports this package when memhist is not installed
+# (an installation's pytest11 entry point "memhist" names the plugin itself)
+pytest_plugins = ["memhist.pytest_plugin"]
+
 _lock = threading.RLock()
 _session = None
 _last = None

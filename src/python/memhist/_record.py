@@ -3,7 +3,8 @@
 Installed by the bootstrap sitecustomize. Watches for `torch.nn.modules.module`
 being imported, to watch which module holds which from then on
 (memhist._scopes.watch_holders), and for `torch.cuda` being
-imported (a meta-path finder that wraps their loaders), then queues the attach
+imported (a meta-path finder that wraps their loaders: watch_imports, which the
+pytest plugin uses too), then queues the attach
 on torch.cuda's lazy-initialization queue (torch.cuda._lazy_call), so the
 recorder starts exactly when the program initializes CUDA, and never earlier.
 The file is created only then, so helper processes that never use CUDA
@@ -108,8 +109,9 @@ def header_meta():
     return {k: str(v) for k, v in meta.items()}
 
 
-def _on_torch_cuda(module):
-    _state["torch_seen"] = True
+def adapt_to_vdevice(module):
+    """torch.cuda is imported: on the virtual device (MEMHIST_VDEVICE=1),
+    torch is adapted to it (memhist._vdevice)."""
     if os.environ.get("MEMHIST_VDEVICE") == "1":
         try:
             from memhist import _vdevice
@@ -117,6 +119,11 @@ def _on_torch_cuda(module):
         except Exception as e:
             sys.stderr.write("memhist: warning: %s: virtual device settings not applied: %s\n"
                              % (who(), e))
+
+
+def _on_torch_cuda(module):
+    _state["torch_seen"] = True
+    adapt_to_vdevice(module)
     import memhist
     stacks = os.environ.get("MEMHIST_STACKS", "python")
     try:
@@ -128,7 +135,7 @@ def _on_torch_cuda(module):
         sys.stderr.write("memhist: warning: %s: recording disabled: %s\n" % (who(), e))
 
 
-def _on_torch_module(module):
+def watch_module_holders(module):
     """torch.nn.modules.module is defined: module registrations are watched
     from now on, before the program builds its model (memhist._scopes)."""
     try:
@@ -152,12 +159,11 @@ class _LoaderWrapper(importlib.abc.Loader):
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loaders of `torch.cuda` (then
-    _on_torch_cuda runs) and `torch.nn.modules.module` (_on_torch_module)
-    once each."""
+    """Finds nothing itself: wraps the loaders of the modules `watched` names
+    (name -> what runs once it is executed) once each."""
 
-    def __init__(self):
-        self.watched = {"torch.cuda": _on_torch_cuda, "torch.nn.modules.module": _on_torch_module}
+    def __init__(self, watched):
+        self.watched = dict(watched)
 
     def find_spec(self, name, path, target=None):
         then = self.watched.pop(name, None)
@@ -217,6 +223,16 @@ def _on_sigterm(signum, frame):
     sys.exit(128 + signum)  # unwinds through atexit, so the file is finished
 
 
+def watch_imports(watched):
+    """Runs watched[name](module) once each module is executed, at once for
+    those imported already (before memhist)."""
+    finder = _TorchFinder(watched)
+    for name in [n for n in finder.watched if n in sys.modules]:
+        finder.watched.pop(name)(sys.modules[name])
+    if finder.watched:
+        sys.meta_path.insert(0, finder)
+
+
 def install():
     if _state["installed"]:
         return
@@ -227,11 +243,7 @@ def install():
     os.environ["MEMHIST_INJECT_SHARED"] = "1"
     if env_rank() is not None and "MEMHIST_RANK_PID" not in os.environ:
         os.environ["MEMHIST_RANK_PID"] = str(os.getpid())  # children inherit it
-    finder = _TorchFinder()
-    for name in [n for n in finder.watched if n in sys.modules]:  # imported before memhist
-        finder.watched.pop(name)(sys.modules[name])
-    if finder.watched:
-        sys.meta_path.insert(0, finder)
+    watch_imports({"torch.cuda": _on_torch_cuda, "torch.nn.modules.module": watch_module_holders})
     atexit.register(_finish)
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         try:
