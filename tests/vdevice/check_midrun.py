@@ -67,6 +67,10 @@ def check_setting(memhist, work, conf):
     check(dev["category_at_peak"]["parameter"] == truth["parameters"],
           "parameters at the peak %d == the model's %d (tagged though allocated before recording)" %
           (dev["category_at_peak"]["parameter"], truth["parameters"]))
+    info = cli(memhist, "info", rec).stdout
+    where = re.search(r"^cwd\s+(.+)$", info, re.M)
+    check(where and where.group(1) == os.getcwd() and re.search(r"^sys_prefix\s+\S", info, re.M),
+          "memhist.start() writes where the program ran (cwd, sys_prefix), as `memhist record` does")
     found = re.search(r"^found_at_start\s+(\d+) blocks \((\d+) bytes\)", cli(memhist, "info", rec).stdout, re.M)
     check(found and int(found.group(2)) == truth["live_at_start"],
           "memhist info: found at the start %s bytes == torch's memory_allocated() then, %d" %
