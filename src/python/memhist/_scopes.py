@@ -44,6 +44,11 @@ HANDED_OVER = "forward hooks in C (Module.__call__ wrapped until torch.compile b
 
 
 class Scopes:
+    """The module scopes and tensor roles of one recording `rec`, through the
+    recorder library `core`; `session` keeps the status a failure is noted
+    in; `bridge`: libmemhist_torch (per-device steps) or None; `native`:
+    libmemhist_pyhook or None (the rules in Python)."""
+
     def __init__(self, core, rec, session, bridge=None, native=None):
         self.core = core
         self.rec = rec
