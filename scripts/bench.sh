@@ -56,7 +56,7 @@ torch_bench() {
             python3 "$root/tests/bench/torch_stacks.py"
             if [ "${INSTRUCTIONS:-0}" = 1 ]; then
                 python3 "$root/tests/bench/torch_stacks.py" --instructions \
-                    --configs none,torch_python,memhist_none,memhist_python,memhist_none_noscopes
+                    --configs none,torch_python,memhist_none,memhist_python,memhist_none_noscopes,memhist_python_noscopes
             fi
         )
     else

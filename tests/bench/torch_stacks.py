@@ -23,7 +23,11 @@ threads), the first step against no recording, bytes per event of the file
 written (torch: the pickle of _dump_snapshot), the time spent after the
 last step (dump or close) and the runs with a step over twice their
 median; then the overhead ratio memhist/torch per stack mode and each
-target of issue 20 with its figure. Needs torch with a
+target of issue 20 with its figure, and those of issue 45: memhist as
+`memhist record` runs it with Python stacks (memhist_python) at most 0.35 of
+torch's overhead (torch_python), and its module scopes and tensor roles
+adding at most 3 % of the step to the recorder alone
+(memhist_python_noscopes). Needs torch with a
 CUDA device (a real GPU or memhist's virtual device); exits 77 otherwise.
 --configs runs only the named configurations ("none" always among them; the
 ratios and targets that need a missing one are left out), for example
@@ -43,7 +47,8 @@ threads (all but the drain thread) against no recording, the part of
 memhist's that is torch's own work on its trace entries for an attached
 tracker (callgrind_annotate's record_trace less the tracker's call), and
 the ratio memhist/torch of the instructions added per stack mode where both
-ran; minutes per configuration.
+ran, and issue 45's targets counted in instructions; minutes per
+configuration.
 Environment: MEMHIST_LIB_DIR (libmemhist*.so), PYTHONPATH with src/python.
 """
 import argparse
@@ -230,6 +235,36 @@ def trace_entry_cost(path):
     return found[RECORD_TRACE] - found[TRACKER_CALL]
 
 
+def tracker_calls(prefix):
+    """(calls, instructions) of the trackers torch calls for its trace
+    entries over a whole callgrind run (every thread and part): the calls
+    counted from the call records of the raw files, the instructions
+    inclusive. torch calls them holding the device's allocator mutex, so
+    instructions per call are what each event keeps other allocating
+    threads (autograd's device thread) waiting."""
+    import re
+    calls = cost = 0
+    for _, path in callgrind_parts(prefix):
+        tracker, pending, callee = set(), 0, None
+        with open(path, errors="replace") as f:
+            for line in f:
+                if pending:
+                    if pending > 0:
+                        cost += int(line.split()[1])
+                    pending = 0
+                    continue
+                m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
+                if m:
+                    if m.group(2) and TRACKER_CALL in m.group(2) and "_M_invoke" in m.group(2):
+                        tracker.add(m.group(1))
+                    callee = m.group(1) if line.startswith("cfn=") else None
+                elif line.startswith("calls="):
+                    pending = 1 if callee in tracker else -1
+                    if callee in tracker:
+                        calls += int(line.split()[0][6:])
+    return calls, cost
+
+
 def trace_entries_per_step(prefix, short_prefix, skip, steps):
     """trace_entry_cost per step, as instructions() counts a step: the
     training thread's median step after `skip`, and the other threads'
@@ -257,7 +292,7 @@ def instructions(args, out):
                PYTHONHASHSEED="0")
     short, long_, skip = 5, 25, 5
     env["MH_BENCH_STEP_MARKS"] = "1"
-    per_step, entries = {}, {}
+    per_step, entries, tracked = {}, {}, {}
     for c in args.configs:
         name, extra = config_run(c)
         runs = []
@@ -277,6 +312,7 @@ def instructions(args, out):
         per_step[c] = (main + others, drain, main + others - drain)
         prefixes = [os.path.join(out, "callgrind.%s.%d" % (c, n)) for n in (long_, short)]
         entries[c] = trace_entries_per_step(*prefixes, skip, long_ - short)
+        tracked[c] = tracker_calls(prefixes[0])
         print("instructions: %s done" % c, file=sys.stderr, flush=True)
     base = per_step["none"][0]
     print("instructions per step (callgrind: the training thread's median step of steps %d..%d, each"
@@ -294,6 +330,15 @@ def instructions(args, out):
         if c.startswith("memhist_"):
             print("  %-22s %12.0f %7.1f%%" % (c, entries[c] - entries["none"],
                                               100 * (entries[c] - entries["none"]) / base))
+    print("memhist's tracker call, under torch's allocator mutex (instructions per trace entry,"
+          " inclusive, all threads, whole run):")
+    for c, (calls, cost) in tracked.items():
+        if calls and c.startswith("memhist_"):
+            print("  %-22s %8.0f  (%d calls)" % (c, cost / calls, calls))
+    print("targets (instructions per step, all threads):")
+    scope_targets(lambda c: per_step[c][0] / base - 1,
+                  lambda ok, text: print("  %-4s %s" % ("met" if ok else "MISS", text)), set(per_step),
+                  "instructions")
     for mode in ("python", "all"):
         torch_c, memhist_c = "torch_" + mode, "memhist_" + mode
         if torch_c in per_step and memhist_c in per_step:
@@ -381,6 +426,7 @@ def targets(res, med, cpu, base_first, args):
         line(r <= 0.25, "memhist_python%s overhead <= 1/4 of torch_python's: %.2f" % (suffix, r))
         line(over("memhist_none" + suffix) < 0.03, "memhist_none%s overhead < 3 %%: %+.1f %%" %
              (suffix, 100 * over("memhist_none" + suffix)))
+    scope_targets(over, line, set(res), "CPU per step")
     for c in res:
         if not c.startswith("memhist_"):
             continue
@@ -388,6 +434,25 @@ def targets(res, med, cpu, base_first, args):
         line(res[c]["stall_runs"] <= res["none"]["stall_runs"] and first <= 5,
              "%s: runs with a step over 2x median %d/%d (no recording: %d), first step %+.1f ms (<= 5)" %
              (c, res[c]["stall_runs"], args.rounds, res["none"]["stall_runs"], first))
+
+
+def scope_targets(over, line, ran, unit):
+    """Issue 45's targets for memhist as `memhist record` runs it with Python
+    stacks (module scopes and tensor roles on), against torch's recorder and
+    against the recorder alone (MEMHIST_SCOPES=0); over(c): configuration
+    c's overhead against no recording, as a fraction of that step."""
+    named = (("memhist_python", "record as run"), ("memhist_python_noscopes", "the recorder alone"),
+             ("torch_python", "torch"))
+    print("  stacks=python, %s: %s" % (unit, ", ".join("%s %+.1f %%" % (label, 100 * over(c))
+                                                      for c, label in named if c in ran)))
+    if {"memhist_python", "torch_python"} <= ran and over("torch_python") > 0:
+        r = over("memhist_python") / over("torch_python")
+        line(r <= 0.35, "record-as-run memhist_python overhead <= 0.35 of torch_python's (%s): %.2f"
+             % (unit, r))
+    if {"memhist_python", "memhist_python_noscopes"} <= ran:
+        d = over("memhist_python") - over("memhist_python_noscopes")
+        line(d <= 0.03, "scopes and roles add <= +3 %% over the recorder alone, stacks=python (%s): %+.1f %%"
+             % (unit, 100 * d))
 
 
 def main():

@@ -19,9 +19,12 @@ Checks, over src/ and viz/:
   - docs/DESIGN.md's boundary table is the one LIBRARIES and MODULES give
     (`python3 tests/python/test_layout.py --table` prints it);
   - every case of tests/vdevice/check_workload.py is a test registered by
-    its full name in tests/vdevice/ground_truth.cmake.
+    its full name in tests/vdevice/ground_truth.cmake;
+  - the Python package's modules (src/python/memhist) import one another in
+    no cycle, counting imports inside functions too.
 Prints one line per problem and exits 1 if there is any.
 """
+import ast
 import glob
 import os
 import re
@@ -281,6 +284,96 @@ def check_vdevice_cases(problems):
             problems.append("tests/vdevice/ground_truth.cmake: no test vdevice_truth_%s" % case)
 
 
+PACKAGE = "memhist"
+
+
+def package_modules():
+    """{module name: path} of the Python package (its __init__ is `memhist`)."""
+    out = {}
+    top = os.path.join(ROOT, "src", "python", PACKAGE)
+    for path in sorted(glob.glob(os.path.join(top, "**", "*.py"), recursive=True)):
+        rel = os.path.relpath(path, top)[:-3].replace(os.sep, ".")
+        name = PACKAGE if rel == "__init__" else PACKAGE + "." + rel
+        out[name[:-len(".__init__")] if name.endswith(".__init__") else name] = path
+    return out
+
+
+def top_names(path):
+    """The names a module binds at its top level."""
+    out = set()
+    for node in ast.parse(open(path, encoding="utf-8").read(), path).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign):
+            out.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return out
+
+
+def imported(tree, name, modules, defined):
+    """The package's modules that module `name` imports anywhere in `tree`
+    (at its top or inside functions): `from . import x` and `from memhist
+    import x` import module x, or the package itself where x is a name it
+    defines (`defined`: {package: its top-level names}); a module the build
+    makes (_install) is not in the source tree and left out."""
+    base = name if modules[name].endswith("__init__.py") else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            where = node.module or ""
+            if node.level:
+                up = base.split(".")[:len(base.split(".")) - node.level + 1]
+                where = ".".join(up + ([where] if where else []))
+            targets = [where + "." + a.name if where + "." + a.name in modules else
+                       where if where not in defined or a.name in defined[where] else "" for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in modules:  # a.b.c imports its innermost module of the package
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                out.add(t)
+    return out
+
+
+def import_cycle(graph):
+    """One cycle of `graph` ({module: modules it imports}) as a list, or None."""
+    state = {}
+
+    def visit(m, path):
+        state[m] = 1
+        path.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                return path[path.index(n):] + [n]
+            if n not in state:
+                found = visit(n, path)
+                if found:
+                    return found
+        state[m] = 2
+        path.pop()
+        return None
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m, [])
+            if found:
+                return found
+    return None
+
+
+def check_python_imports(problems):
+    modules = package_modules()
+    defined = {name: top_names(path) for name, path in modules.items() if path.endswith("__init__.py")}
+    graph = {name: imported(ast.parse(open(path, encoding="utf-8").read(), path), name, modules, defined)
+             for name, path in modules.items()}
+    cycle = import_cycle(graph)
+    if cycle:
+        problems.append("src/python/memhist: modules import one another in a cycle: " + " -> ".join(cycle))
+
+
 def main():
     if sys.argv[1:] == ["--table"]:
         sys.stdout.write(design_table())
@@ -294,6 +387,7 @@ def main():
     check_pyhook_exports(problems)
     check_design_table(problems)
     check_vdevice_cases(problems)
+    check_python_imports(problems)
     for p in sorted(set(problems)):
         print(p)
     print(f"{len(set(problems))} layout problem(s)")

@@ -1,4 +1,4 @@
-"""Recording file names of distributed runs (src/python/memhist/_record.py,
+"""Recording file names of distributed runs (src/python/memhist/_record.py, _rank.py,
 src/cli/record_summary.c): FILE.rank<R> for a rank's own process,
 .attempt<N> after an elastic restart, .pid<P> for processes a rank starts,
 FILE.pid<P> outside torchrun; exclusive creation that takes the next free
@@ -14,7 +14,7 @@ SRC = os.environ.get("MH_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path
 MEMHIST = os.environ.get("MEMHIST")
 sys.path.insert(0, os.path.join(SRC, "src", "python"))
 import memhist  # noqa: E402
-from memhist import _record  # noqa: E402
+from memhist import _rank, _record  # noqa: E402
 
 failures = []
 
@@ -32,7 +32,7 @@ def names(env):
         os.environ.pop(k, None)
     os.environ.update(env, MEMHIST_RECORD_PATH="/x/run.memhist")
     try:
-        return _record.output_path(), _record.header_meta()
+        return _record.output_path(), _rank.header_meta()
     finally:
         os.environ.clear()
         os.environ.update(saved)

@@ -22,7 +22,7 @@ except ImportError:
     print("skipped: torch is not installed")
     sys.exit(77)
 
-from memhist import _scopes  # noqa: E402
+from memhist import _scopebase, _scopes  # noqa: E402
 
 failures = []
 
@@ -98,14 +98,14 @@ def main():
             opt.zero_grad(set_to_none=True)
     finally:
         s.remove()
-    fwd = scopes(log, strings, _scopes.FORWARD)
+    fwd = scopes(log, strings, _scopebase.FORWARD)
     first = fwd[:12]
     check(first[0] == ("enter", "Net", 1), "the root is named by its class: %s" % (first[0],))
     check(("enter", "body.0", 1) in first and ("enter", "head", 1) in first,
           "children by their path from the root: %s" % [f[1] for f in first])
     check(first.index(("enter", "body.1", 1)) < first.index(("exit", "body", 1)), "scopes nest")
     check(log.count(("mh_recorder_step_begin", rec, 0)) == 1, "step 0 opened once, at the first root forward")
-    bwd = scopes(log, strings, _scopes.BACKWARD)
+    bwd = scopes(log, strings, _scopebase.BACKWARD)
     order = [b[1] for b in bwd if b[0] == "enter"][:6]
     # Net returns head's output and body body.2's: they open at that node, outermost first
     check(order == ["Net", "head", "body", "body.2", "body.1", "body.0"],
@@ -114,10 +114,10 @@ def main():
     check(sorted(b[1] for b in first_step if b[0] == "enter") ==
           sorted(b[1] for b in first_step if b[0] == "exit"),
           "every backward scope that opens closes: %s" % first_step)
-    threads = {c[5] for c in log if c[0] == "mh_recorder_scope" and c[4] == _scopes.BACKWARD}
+    threads = {c[5] for c in log if c[0] == "mh_recorder_scope" and c[4] == _scopebase.BACKWARD}
     check(len(threads) >= 1, "backward scopes carry the autograd thread")
-    enters = sum(1 for b in scopes(log, strings, _scopes.FORWARD) if b[0] == "enter")
-    exits = sum(1 for b in scopes(log, strings, _scopes.FORWARD) if b[0] == "exit")
+    enters = sum(1 for b in scopes(log, strings, _scopebase.FORWARD) if b[0] == "enter")
+    exits = sum(1 for b in scopes(log, strings, _scopebase.FORWARD) if b[0] == "exit")
     check(enters == exits == 2 * 6, "every forward scope closes (%d enters, %d exits)" % (enters, exits))
     # tags: CPU tensors are skipped (addresses of host memory mean nothing to the model)
     check(not any(c[0].startswith("mh_recorder_tag") for c in log), "CPU tensors are not tagged")

@@ -81,7 +81,7 @@ def record(path, native, broken=False, raises=RuntimeError("naming failed")):
     if broken:
         def fail(module):
             raise raises
-        s._name_root = fail
+        s.names.name_root = fail
     torch.manual_seed(0)
     net = Net()
     opt = torch.optim.AdamW(net.parameters())

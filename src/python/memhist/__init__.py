@@ -31,7 +31,8 @@ import sys
 import threading
 import warnings
 
-from . import _native, _scopes, _steps
+from . import _native, _rank, _scopenames, _scopes, _steps
+from ._warning import MemhistWarning
 
 __all__ = ["start", "stop", "step", "mark", "status", "Session", "MemhistWarning", "StepLimitReached",
            "read", "stream", "schema"]
@@ -45,10 +46,6 @@ pytest_plugins = ["memhist.pytest_plugin"]
 _lock = threading.RLock()
 _session = None
 _last = None
-
-
-class MemhistWarning(RuntimeWarning):
-    """Recording could not start or stopped early; the program runs on."""
 
 
 def _scope_hooks():
@@ -71,7 +68,8 @@ def _not_recording(session, reason):
 class Session:
     """One recording; also a context manager that stops it on exit."""
 
-    def __init__(self, path, stacks, op_ranges, lazy_open, meta=None, frames=None, stop_after=None):
+    def __init__(self, path, stacks, op_ranges, lazy_open, meta=None, frames=None, stop_after=None,
+                 finish=None):
         self.path = os.path.abspath(path)
         self.stop_after = stop_after
         self.meta = meta or {}
@@ -79,6 +77,7 @@ class Session:
         self.frames = frames
         self.op_ranges = op_ranges
         self.lazy_open = lazy_open
+        self.finish = finish  # finishes the recording and reports it (memhist record), or None: stop()
         self.rec = None
         self.attached = False
         self.status = "waiting for CUDA initialization"
@@ -108,8 +107,7 @@ class Session:
                 n += 1
                 self.path = "%s.%d" % (wanted, n)
         if self.path != wanted:
-            from memhist._record import who
-            sys.stderr.write("memhist: %s: %s exists; recording to %s\n" % (who(), wanted, self.path))
+            sys.stderr.write("memhist: %s: %s exists; recording to %s\n" % (_rank.who(), wanted, self.path))
 
     def open(self):
         lib = _native.bridge()
@@ -180,9 +178,8 @@ class Session:
     def _finish(self):
         """Finishes the recording where the program is ended outside its
         main thread: as at exit under `memhist record` (its status line too)."""
-        if self.lazy_open:
-            from memhist import _record
-            _record._finish()
+        if self.finish is not None:
+            self.finish()
         else:
             stop()
 
@@ -253,7 +250,7 @@ def _wrap_metadata(torch, lib):
 
 
 def start(path="record.memhist", stacks="python", op_ranges=False, frames=None, stop_after_steps=None,
-          _lazy_open=False, _cuda=None, _meta=None):
+          _lazy_open=False, _cuda=None, _meta=None, _finish=None):
     """Starts recording to `path`. stacks: "python" (default), "all" (with C++
     frames; slower), or "none"/None. op_ranges: also record record_function
     ranges. frames: the most frames kept per stack, innermost first (1 to
@@ -275,17 +272,14 @@ def start(path="record.memhist", stacks="python", op_ranges=False, frames=None, 
     with _lock:
         if _session is not None:
             raise RuntimeError("memhist is already recording to %s" % _session.path)
-        if _meta is None:  # the header says where the program ran, as `memhist record`'s does
-            from memhist._record import header_meta
-            _meta = header_meta()
-        s = Session(path, stacks, op_ranges, _lazy_open, _meta, frames, stop_after_steps)
+        s = Session(path, stacks, op_ranges, _lazy_open, _meta, frames, stop_after_steps, _finish)
         _session = s
         try:
             if _cuda is None:
                 import torch
                 _cuda = torch.cuda
                 if os.environ.get("MEMHIST_SCOPES", "1") != "0":  # holders of modules built from now on
-                    _scopes.watch_holders(torch.nn.modules.module)
+                    _scopenames.watch_holders(torch.nn.modules.module)
             if not _lazy_open and not _cuda.is_available():
                 _not_recording(s, "no CUDA device (torch.cuda.is_available() is False); no file written")
                 return s
@@ -313,8 +307,7 @@ def _limit_from_env(lazy_open):
         return _steps.limit_from_env()
     except ValueError as e:
         if lazy_open:
-            from memhist._record import who
-            sys.stderr.write("memhist: warning: %s: %s; the program is not stopped\n" % (who(), e))
+            sys.stderr.write("memhist: warning: %s: %s; the program is not stopped\n" % (_rank.who(), e))
         else:
             warnings.warn("memhist: %s; the program is not stopped" % e, MemhistWarning, stacklevel=3)
         return None

@@ -17,6 +17,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 from . import _arrow
+from ._warning import MemhistWarning
 
 TABLES = _arrow.TABLES
 
@@ -41,11 +42,6 @@ def expand(paths):
     if not out:
         raise ValueError("no recording given")
     return out
-
-
-def _warning_class():
-    from . import MemhistWarning
-    return MemhistWarning
 
 
 class Recordings:
@@ -109,7 +105,7 @@ def read(paths, tables=None, jobs=None, batch_rows=0):
         results = list(pool.map(lambda p: _read_file(p, tables, batch_rows), files))
     for _, warned in results:
         for w in warned:
-            warnings.warn("memhist: %s" % w, _warning_class(), stacklevel=2)
+            warnings.warn("memhist: %s" % w, MemhistWarning, stacklevel=2)
     out = {}
     for t in tables:
         parts = [r[0][t] for r in results]
@@ -131,7 +127,7 @@ def stream(paths, table="events", batch_rows=0):
         for p in files:
             with _arrow.ArrowFile(p, batch_rows) as f:
                 for w in f.warnings():
-                    warnings.warn("memhist: %s" % w, _warning_class(), stacklevel=2)
+                    warnings.warn("memhist: %s" % w, MemhistWarning, stacklevel=2)
                 yield from f.reader(table)
 
     return pa.RecordBatchReader.from_batches(_arrow.schema(table), batches())

@@ -2,16 +2,16 @@
 
 Installed by the bootstrap sitecustomize. Watches for `torch.nn.modules.module`
 being imported, to watch which module holds which from then on
-(memhist._scopes.watch_holders), and for `torch.cuda` being
-imported (a meta-path finder that wraps their loaders: watch_imports, which the
-pytest plugin uses too), then queues the attach
+(memhist._scopenames.watch_holders), and for `torch.cuda` being
+imported (a meta-path finder that wraps their loaders), then queues the attach
 on torch.cuda's lazy-initialization queue (torch.cuda._lazy_call), so the
 recorder starts exactly when the program initializes CUDA, and never earlier.
 The file is created only then, so helper processes that never use CUDA
 (data-loader workers) write nothing. At exit (normal, exception, SIGTERM) it
 finishes the file and appends one status line for the `memhist record`
 command to $MEMHIST_STATUS_FILE:  who <TAB> file <TAB> events <TAB> status,
-where who is "process PID", or "rank R (process PID)" under torchrun.
+where who is "process PID", or "rank R (process PID)" under torchrun
+(memhist._rank, which also gives the header's metadata about the process).
 Files are created exclusively: a name already taken gets ".2", ".3", ...
 
 Environment (set by `memhist record`): MEMHIST_RECORD_PATH, MEMHIST_STACKS,
@@ -27,50 +27,10 @@ import os
 import signal
 import sys
 
-_state = {"installed": False, "torch_seen": False, "session": None, "reported": False,
-          "start_rank": (), "dist_rank": None}
+from . import _rank
+from ._rank import env_int, env_rank, is_rank_main, who
 
-
-def _env_int(name):
-    value = os.environ.get(name, "").strip()
-    return int(value) if value.isdigit() else None
-
-
-def env_rank():
-    """The rank torchrun's environment gives (RANK, else LOCAL_RANK), or None."""
-    rank = _env_int("RANK")
-    return rank if rank is not None else _env_int("LOCAL_RANK")
-
-
-def start_rank():
-    """env_rank() when recording was installed in this process (else now):
-    a launcher that sets RANK or LOCAL_RANK in its own process later
-    (Lightning's, as rank 0) stays the process it was, and its rank comes
-    from torch.distributed (note_dist_rank)."""
-    return _state["start_rank"][0] if _state["start_rank"] else env_rank()
-
-
-def note_dist_rank(rank):
-    """The rank torch.distributed gave a process started without one."""
-    _state["dist_rank"] = rank
-
-
-def _is_rank_main():
-    """True in the process torchrun started for the rank; False in processes
-    it spawned (they inherit RANK and MEMHIST_RANK_PID)."""
-    return os.environ.get("MEMHIST_RANK_PID") == str(os.getpid())
-
-
-def who():
-    """How the status lines name this process."""
-    rank = start_rank()
-    if rank is None and _state["dist_rank"] is not None:
-        return "rank %d (process %d)" % (_state["dist_rank"], os.getpid())
-    if rank is None:
-        return "process %d" % os.getpid()
-    if not _is_rank_main():
-        return "rank %d helper (process %d)" % (rank, os.getpid())
-    return "rank %d (process %d)" % (rank, os.getpid())
+_state = {"installed": False, "torch_seen": False, "session": None, "reported": False}
 
 
 def output_path():
@@ -82,10 +42,10 @@ def output_path():
     rank = env_rank()
     if rank is not None:
         path = "%s.rank%d" % (path, rank)
-        attempt = _env_int("TORCHELASTIC_RESTART_COUNT")
+        attempt = env_int("TORCHELASTIC_RESTART_COUNT")
         if attempt:
             path += ".attempt%d" % attempt
-        if not _is_rank_main():
+        if not is_rank_main():
             path += ".pid%d" % os.getpid()
         return path
     if os.environ.get("MEMHIST_ROOT_PID") not in (None, str(os.getpid())):
@@ -93,25 +53,8 @@ def output_path():
     return path
 
 
-def header_meta():
-    """What the recording's header says about the process, so rank files
-    can be grouped without relying on their names."""
-    import socket
-    meta = {"host": socket.gethostname(), "pid": os.getpid(), "parent_pid": os.getppid(),
-            "cwd": os.getcwd(), "sys_prefix": sys.prefix}
-    keys = (("rank", "RANK"), ("local_rank", "LOCAL_RANK"), ("world_size", "WORLD_SIZE"),
-            ("attempt", "TORCHELASTIC_RESTART_COUNT"))
-    for key, env in keys:
-        if _env_int(env) is not None:
-            meta[key] = _env_int(env)
-    if env_rank() is not None:
-        meta["rank_process"] = "main" if _is_rank_main() else "helper"
-    return {k: str(v) for k, v in meta.items()}
-
-
-def adapt_to_vdevice(module):
-    """torch.cuda is imported: on the virtual device (MEMHIST_VDEVICE=1),
-    torch is adapted to it (memhist._vdevice)."""
+def _on_torch_cuda(module):
+    _state["torch_seen"] = True
     if os.environ.get("MEMHIST_VDEVICE") == "1":
         try:
             from memhist import _vdevice
@@ -129,18 +72,19 @@ def _on_torch_cuda(module):
     try:
         _state["session"] = memhist.start(output_path(), stacks=None if stacks == "none" else stacks,
                                           op_ranges=os.environ.get("MEMHIST_OP_RANGES") == "1",
-                                          frames=_env_int("MEMHIST_FRAMES") or None,
-                                          _lazy_open=True, _cuda=module, _meta=header_meta())
+                                          frames=env_int("MEMHIST_FRAMES") or None,
+                                          _lazy_open=True, _cuda=module, _meta=_rank.header_meta(),
+                                          _finish=_finish)
     except Exception as e:
         sys.stderr.write("memhist: warning: %s: recording disabled: %s\n" % (who(), e))
 
 
 def watch_module_holders(module):
     """torch.nn.modules.module is defined: module registrations are watched
-    from now on, before the program builds its model (memhist._scopes)."""
+    from now on, before the program builds its model (memhist._scopenames)."""
     try:
-        from memhist import _scopes
-        _scopes.watch_holders(module)
+        from memhist import _scopenames
+        _scopenames.watch_holders(module)
     except Exception as e:
         sys.stderr.write("memhist: warning: %s: module holders not watched: %s\n" % (who(), e))
 
@@ -237,7 +181,7 @@ def install():
     if _state["installed"]:
         return
     _state["installed"] = True
-    _state["start_rank"] = (env_rank(),)
+    _rank.remember_start_rank()
     # CUPTI (loaded by the CUDA driver through CUDA_INJECTION64_PATH) records
     # into this process's torch recorder instead of a file of its own.
     os.environ["MEMHIST_INJECT_SHARED"] = "1"

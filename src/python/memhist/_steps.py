@@ -11,7 +11,9 @@ profile runs, whose ProfilerStep#N ranges then define the steps as before.
 Each hook names its optimizer, so a loop that steps several optimizers per
 iteration gets one training step per iteration (the bridge ends steps at the
 steps of the first optimizer only), and tells the bridge when an optimizer
-is garbage collected (a loop making a new optimizer each iteration).
+is garbage collected (a loop making a new optimizer each iteration). The
+module scopes' optimizer hooks (OptimizerRoles: the tensor roles a step
+tells) sit between the step hooks' pre and post hooks.
 
 MEMHIST_STEP_HOOK=record_function keeps the callback on for the whole run:
 needed where an optimizer step runs compiled (torch.compile(opt.step)), which
@@ -25,6 +27,9 @@ fit` runs them, with the recording finished as at a normal exit.
 """
 import os
 import weakref
+
+from . import _rank
+from ._scopebase import GRADIENT, OPTIMIZER_STATE, PARAMETER
 
 
 def from_record_function():
@@ -184,6 +189,81 @@ class ClosurePhases:
                     on_error(e)
         return phased
 
+
+
+class OptimizerRoles:
+    """The tensor roles an optimizer step tells, from its global pre and post
+    hooks (installed between the step hooks' pre and post hooks) and from
+    the closure it calls (ClosurePhases' done): gradients are tagged before
+    the update, parameters too (a program may build its optimizer over other
+    tensors), and the optimizer's state after it. The pre hook also closes
+    the backward scopes, tells the bridge which devices the parameters are
+    on (the step ends on those devices only: one process driving models on
+    two devices has each device's own steps), and notes the rank
+    torch.distributed gave a process started without one (memhist._rank).
+    `scopes` (memhist._scopes.Scopes) tags and closes; `dist` is
+    torch.distributed while the rank is not known, else None."""
+
+    def __init__(self, scopes, bridge, core, rec, dist):
+        self.scopes, self.bridge, self.core, self.rec, self.dist = scopes, bridge, core, rec, dist
+        self.devmask = {}  # id(optimizer) -> (ids of its parameters, their devices as bits)
+        self.handles = []
+
+    def install(self, torch):
+        from torch.optim import optimizer as opt
+        self.handles.append(opt.register_optimizer_step_pre_hook(self.scopes.guard(self._pre)))
+        self.handles.append(opt.register_optimizer_step_post_hook(self.scopes.guard(self._post)))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def _pre(self, optimizer, args, kwargs):
+        scopes = self.scopes
+        scopes.close_backward()
+        if self.dist is not None and self.dist.is_initialized():
+            _rank.note_dist_rank(self.core, self.rec, self.dist)
+            self.dist = None
+        scopes.first_step()
+        params = self._params(optimizer)
+        devices = scopes.tag_all(params, PARAMETER, id(optimizer))
+        scopes.tag_all(params, GRADIENT, id(optimizer), grads=True)
+        if self.bridge is not None:
+            self.bridge.mh_torch_step_devices(self._devices(optimizer, params) if devices is None else devices)
+
+    def _post(self, optimizer, args, kwargs):
+        state = optimizer.state if self.scopes.nested else list(optimizer.state.values())
+        self.scopes.tag_all(state, OPTIMIZER_STATE, id(optimizer))
+
+    def closure_done(self, optimizer):
+        """The closure an optimizer step called (its forward and backward:
+        Lightning, LBFGS) returned: backward is over and the gradients it
+        made are tagged before the update runs."""
+        if not self.scopes.on:
+            return
+        self.scopes.close_backward()
+        self.scopes.tag_all(self._params(optimizer), GRADIENT, id(optimizer), grads=True)
+
+    def _params(self, optimizer):
+        if self.scopes.nested:  # C walks each group's list
+            return [group["params"] for group in optimizer.param_groups]
+        return [p for group in optimizer.param_groups for p in group["params"]]
+
+    def _devices(self, optimizer, params):
+        """Bit d set for each CUDA device (0-63) holding one of `params`;
+        remembered per optimizer while its parameters are the same objects."""
+        ids = tuple(map(id, params))
+        known = self.devmask.get(id(optimizer))
+        if known is not None and known[0] == ids:
+            return known[1]
+        mask = 0
+        for p in params:
+            d = p.get_device() if getattr(p, "is_cuda", False) else -1
+            if 0 <= d < 64:
+                mask |= 1 << d
+        self.devmask[id(optimizer)] = (ids, mask)
+        return mask
 
 
 class StepLimitReached(SystemExit):

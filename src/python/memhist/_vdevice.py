@@ -25,13 +25,14 @@ import importlib.abc
 import importlib.util
 import sys
 
+from ._rank import who
+
 _warned = set()
 
 
 def warn(key, text):
     if key not in _warned:
         _warned.add(key)
-        from memhist._record import who
         sys.stderr.write("memhist: warning: %s: %s\n" % (who(), text))
 
 
