@@ -12,7 +12,7 @@
 
 #define MH_COMMANDS(X)                                                                     \
     X(record) X(info) X(report) X(oom) X(layers) X(growth) X(plot) X(flame) X(snapshot)     \
-        X(import) X(trace) X(simulate) X(fit) X(whatif) X(diff) X(export)
+        X(import) X(trace) X(simulate) X(fit) X(whatif) X(diff) X(export) X(view)
 
 #define MH_X_DECL(n) extern const struct mh_cli_command mh__cmd_##n __attribute__((weak));
 MH_COMMANDS(MH_X_DECL)

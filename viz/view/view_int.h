@@ -1,0 +1,95 @@
+/* view_int.h - the parts of `memhist view`'s writer (view_html.h) shared
+ * between its files: the page's string table, the timeline pass and the
+ * moments' flame trees, each writing its share of one recording's JSON. */
+#ifndef MH_VIZ_VIEW_INT_H
+#define MH_VIZ_VIEW_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json.h"
+#include "memhist/reader.h"
+#include "view_html.h"
+
+struct mh_analysis;
+
+/* ---- strings: each distinct text written once, referred to by index ---- */
+struct mh__vstr {
+    char **text;
+    size_t n, cap;
+    uint32_t *slot; /* open addressing: index + 1, 0 empty */
+    size_t nslot;
+    uint32_t *stack_label; /* stack id -> label index + 1 (mh__stack_label), 0 unknown */
+    size_t nstack;
+    int error;
+};
+void mh__vstr_init(struct mh__vstr *s);
+void mh__vstr_free(struct mh__vstr *s);
+/* Index of `text` (NULL reads ""), added if new; 0 with s->error set when
+ * out of memory. */
+uint32_t mh__vstr_id(struct mh__vstr *s, const char *text);
+/* Index of the label of `stack` (stacks.h: mh__stack_label), cached. */
+uint32_t mh__vstr_stack(struct mh__vstr *s, const struct mh_reader *r, uint32_t stack);
+/* The table as a JSON array of strings. */
+void mh__vstr_json(const struct mh__vstr *s, struct mh_json *j);
+/* A stack as a list of [display path, line, function, full path] index
+ * quadruples, innermost frame first (stacks.h: mh__display_path). */
+void mh__vstr_frames(struct mh__vstr *s, struct mh_json *j, const struct mh_reader *r,
+                     uint32_t stack);
+
+/* ---- the timeline: one streaming pass over the file -------------------- */
+/* Per device of the analysis: min/max allocated and reserved per bucket of
+ * events at two levels of detail, each step's first and last event, and the
+ * raw allocator events of chosen steps (the allocated peak's, each OOM's,
+ * then the first ones) up to the limits. Writes "timeline" and "events"
+ * keys into the device objects through mh__vt_device_json. */
+struct mh__vt;
+int mh__vt_run(const struct mh_analysis *a, const struct mh_view_opts *o, struct mh__vt **out);
+void mh__vt_free(struct mh__vt *t);
+void mh__vt_device_json(const struct mh__vt *t, int device, struct mh_json *j, struct mh__vstr *s,
+                        const struct mh_reader *r);
+
+/* ---- moments: what is live at a bounded set of event indices ----------- */
+/* The indices per device (its allocated peak, its OOMs, each step's peak as
+ * `step_peaks` gives, evenly spaced samples), their records gathered in one
+ * more pass, each written as flame trees by module and by stack. */
+struct mh__vmoments;
+struct mh__vmoment_want {
+    int device;
+    const uint64_t *step_peaks; /* event indices of each step's allocated peak */
+    const int64_t *step_numbers;
+    size_t nsteps;
+};
+int mh__vmoments_make(const struct mh_analysis *a, const struct mh_view_opts *o,
+                      const struct mh__vmoment_want *want, size_t nwant, struct mh__vmoments **out);
+void mh__vmoments_free(struct mh__vmoments *m);
+/* Writes the device's "moments" array and "moments_dropped" count. */
+int mh__vmoments_json(const struct mh__vmoments *m, int device, struct mh_json *j,
+                      struct mh__vstr *s, const struct mh_view_opts *o);
+
+/* ---- one device's answers (view_device.c, view_answers.c) -------------- */
+struct mh__vdev {
+    const struct mh_analysis *a;
+    const struct mh_reader *r;
+    struct mh__vstr *s;
+    const struct mh_view_opts *o;
+};
+struct mh_device_report;
+struct mh_layers_answer;
+struct mh_oom_cases;
+struct mh_oom_case;
+/* The device's report, layers answer (`la` may be NULL) and OOM cases
+ * (`cs` may be NULL) as keys of the device object being written. */
+void mh__vdev_json(struct mh_json *j, struct mh__vdev *v, const struct mh_device_report *d,
+                   const struct mh_layers_answer *la, const struct mh_oom_cases *cs);
+void mh__vdev_oom_case(struct mh_json *j, struct mh__vdev *v, const struct mh_oom_case *c);
+void mh__vdev_layers(struct mh_json *j, const struct mh_layers_answer *la);
+
+/* The JSON of a part (borrowed), for the page writer. */
+const char *mh__view_part_json(const struct mh_view_part *p, size_t *len);
+
+/* ---- the page's template (view.css, view.js, embedded at build time) ---- */
+extern const char mh__view_css[];
+extern const char mh__view_js[];
+
+#endif

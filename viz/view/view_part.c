@@ -1,0 +1,209 @@
+/* view_part.c - one recording's part of `memhist view`'s page: gathers the
+ * answers of a file opened as an analysis (device reports, layers answers,
+ * OOM cases, the timeline pass, the moments' trees) and writes them as one
+ * JSON object in memory, with what the recording lacks (a cut or damaged
+ * file, dropped events) and what the page leaves out for size. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "layers_answer.h"
+#include "oom_explain.h"
+#include "view_int.h"
+
+struct mh_view_part {
+    struct mh_sink sink;
+};
+
+/* What one file's answers are made of, freed together. */
+struct gathered {
+    struct mh_device_reports reps;
+    struct mh_layers_answer *la; /* per report; la_ok[i] when made */
+    int *la_ok;
+    struct mh_oom_cases *oom;
+    struct mh__vt *vt;
+    struct mh__vmoments *mom;
+    struct mh__vmoment_want *want;
+    int64_t **step_numbers;
+    uint64_t **step_peaks;
+};
+
+static struct mh_view_opts with_defaults(const struct mh_view_opts *o)
+{
+    struct mh_view_opts d = o ? *o : (struct mh_view_opts){0};
+    d.max_moments = d.max_moments ? d.max_moments : 64;
+    d.max_tree_nodes = d.max_tree_nodes ? d.max_tree_nodes : 400;
+    d.max_events = d.max_events ? d.max_events : 40000;
+    d.max_step_events = d.max_step_events ? d.max_step_events : 6000;
+    d.max_steps_table = d.max_steps_table ? d.max_steps_table : 5000;
+    return d;
+}
+
+static void release(struct gathered *g)
+{
+    for (size_t i = 0; i < g->reps.n; i++) {
+        if (g->la_ok && g->la_ok[i])
+            mh__layers_answer_free(&g->la[i]);
+        if (g->oom)
+            mh__oom_cases_free(&g->oom[i]);
+        if (g->step_numbers)
+            free(g->step_numbers[i]);
+        if (g->step_peaks)
+            free(g->step_peaks[i]);
+    }
+    free(g->la);
+    free(g->la_ok);
+    free(g->oom);
+    free(g->want);
+    free(g->step_numbers);
+    free(g->step_peaks);
+    mh__vt_free(g->vt);
+    mh__vmoments_free(g->mom);
+    mh__device_reports_free(&g->reps);
+}
+
+/* Each step's allocated peak, from the layers answer, for the moments. */
+static int step_peaks(struct gathered *g, size_t i)
+{
+    struct mh__vmoment_want *w = &g->want[i];
+    w->device = g->reps.devs[i].device;
+    if (!g->la_ok[i])
+        return 0;
+    const struct mh_layers_answer *la = &g->la[i];
+    g->step_numbers[i] = malloc((la->nsteps + 1) * sizeof **g->step_numbers);
+    g->step_peaks[i] = malloc((la->nsteps + 1) * sizeof **g->step_peaks);
+    if (!g->step_numbers[i] || !g->step_peaks[i])
+        return MH_ENOMEM;
+    for (size_t k = 0; k < la->nsteps; k++) {
+        g->step_numbers[i][k] = la->steps[k].step;
+        g->step_peaks[i][k] = la->steps[k].index;
+    }
+    w->step_numbers = g->step_numbers[i];
+    w->step_peaks = g->step_peaks[i];
+    w->nsteps = la->nsteps;
+    return 0;
+}
+
+static int gather(const struct mh_analysis *a, const struct mh_view_opts *o, struct gathered *g)
+{
+    int rc = mh__device_reports(a, -1, 10, &g->reps);
+    size_t n = g->reps.n ? g->reps.n : 1;
+    if (rc == 0) {
+        g->la = calloc(n, sizeof *g->la);
+        g->la_ok = calloc(n, sizeof *g->la_ok);
+        g->oom = calloc(n, sizeof *g->oom);
+        g->want = calloc(n, sizeof *g->want);
+        g->step_numbers = calloc(n, sizeof *g->step_numbers);
+        g->step_peaks = calloc(n, sizeof *g->step_peaks);
+        if (!g->la || !g->la_ok || !g->oom || !g->want || !g->step_numbers || !g->step_peaks)
+            rc = MH_ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < g->reps.n; i++) {
+        int dev = g->reps.devs[i].device;
+        g->la_ok[i] = mh__layers_answer(a, dev, &g->la[i]) == 0;
+        struct mh_oom_opts oo = {.top = 10};
+        if (mh__oom_cases(a, dev, &oo, &g->oom[i]) < 0)
+            memset(&g->oom[i], 0, sizeof g->oom[i]);
+        rc = step_peaks(g, i);
+    }
+    if (rc == 0)
+        rc = mh__vt_run(a, o, &g->vt);
+    if (rc == 0)
+        rc = mh__vmoments_make(a, o, g->want, g->reps.n, &g->mom);
+    return rc;
+}
+
+static void json_head(struct mh_json *j, const struct mh_analysis *a)
+{
+    const struct mh_file_summary *s = &a->rp.summary;
+    mh__json_kv_string(j, "path", a->rp.path);
+    mh__json_kv_string(j, "source", mh_reader_meta(a->rp.reader, "source"));
+    mh__json_kv_uint(j, "events", s->events);
+    mh__json_kv_uint(j, "dropped", s->dropped);
+    mh__json_kv_bool(j, "complete", s->has_trailer);
+    mh__json_kv_bool(j, "damaged", a->rp.read_error != 0 || s->damaged);
+    mh__json_kv_uint(j, "damage_offset", s->damage_offset);
+    mh__json_kv_string(j, "damage", a->rp.read_error ? mh_reader_errmsg(a->rp.reader) : NULL);
+    mh__json_kv_uint(j, "t0_ns", a->rp.t0_ns ? a->rp.t0_ns : s->first_time_ns);
+    mh__json_kv_uint(j, "first_time_ns", s->first_time_ns);
+    mh__json_kv_uint(j, "last_time_ns", s->last_time_ns);
+    mh__json_key(j, "anomalies");
+    mh__json_begin_object(j);
+    for (int k = 1; k < MH_ANOM_COUNT; k++)
+        if (mh_model_anomaly_count(a->rp.model, k))
+            mh__json_kv_uint(j, mh_anomaly_name(k), mh_model_anomaly_count(a->rp.model, k));
+    mh__json_end_object(j);
+}
+
+static int json_part(struct mh_json *j, const struct mh_analysis *a, const struct mh_view_opts *o,
+                     struct gathered *g, struct mh__vstr *s)
+{
+    struct mh__vdev v = {a, a->rp.reader, s, o};
+    int rc = 0;
+    mh__json_begin_object(j);
+    json_head(j, a);
+    mh__json_kv_uint(j, "moments_limit", o->max_moments);
+    mh__json_kv_uint(j, "tree_node_limit", o->max_tree_nodes);
+    mh__json_key(j, "devices");
+    mh__json_begin_array(j);
+    for (size_t i = 0; i < g->reps.n && rc == 0; i++) {
+        mh__json_begin_object(j);
+        mh__vdev_json(j, &v, &g->reps.devs[i], g->la_ok[i] ? &g->la[i] : NULL, &g->oom[i]);
+        mh__vt_device_json(g->vt, g->reps.devs[i].device, j, s, a->rp.reader);
+        rc = mh__vmoments_json(g->mom, g->reps.devs[i].device, j, s, o);
+        mh__json_end_object(j);
+    }
+    mh__json_end_array(j);
+    mh__json_key(j, "strings");
+    mh__vstr_json(s, j);
+    mh__json_end_object(j);
+    return rc ? rc : s->error;
+}
+
+int mh__view_part_make(const struct mh_analysis *a, const struct mh_view_opts *o_in,
+                       struct mh_view_part **out)
+{
+    struct mh_view_opts o = with_defaults(o_in);
+    struct mh_view_part *p = calloc(1, sizeof *p);
+    if (!p)
+        return MH_ENOMEM;
+    struct gathered g = {0};
+    struct mh__vstr s;
+    struct mh_json j;
+    mh__vstr_init(&s);
+    mh__sink_init_mem(&p->sink);
+    int rc = gather(a, &o, &g);
+    if (rc == 0) {
+        mh__json_init(&j, &p->sink, 0);
+        rc = json_part(&j, a, &o, &g, &s);
+    }
+    rc = rc ? rc : p->sink.error;
+    release(&g);
+    mh__vstr_free(&s);
+    if (rc < 0) {
+        mh__view_part_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void mh__view_part_free(struct mh_view_part *p)
+{
+    if (!p)
+        return;
+    mh__sink_free(&p->sink);
+    free(p);
+}
+
+size_t mh__view_part_size(const struct mh_view_part *p)
+{
+    return p->sink.len;
+}
+
+/* The part's JSON, for the page writer. */
+const char *mh__view_part_json(const struct mh_view_part *p, size_t *len)
+{
+    *len = p->sink.len;
+    return p->sink.buf;
+}
