@@ -298,7 +298,7 @@
       return;
     }
     const shown = list.filter(e => matches(str(e[5])));
-    const rows = shown.slice(0, 400).map(e => el('tr', {}, [td(num(e[0]), 'n'), td(KINDS[e[1]]), bytesTd(e[2]),
+    const rows = shown.slice(0, 4000).map(e => el('tr', {}, [td(num(e[0]), 'n'), td(KINDS[e[1]]), bytesTd(e[2]),
       bytesTd(e[3]), bytesTd(e[4]), td(stepText(e[6])), td(str(e[5]), 'frame')]));
     evBox.append(el('div', { cls: 'muted', text: num(shown.length) + ' events in view' + (shown.length > 400 ? ', the first 400 listed' : '') +
       (st.query ? ' matching “' + st.query + '”' : '') }),

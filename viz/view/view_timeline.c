@@ -188,7 +188,7 @@ static int cmp_i64(const void *a, const void *b)
 static int choose_steps(struct vt_device *d, const struct mh_model *m, size_t budget)
 {
     size_t nsteps = mh_model_step_count(m, d->device), used = 0;
-    d->want_steps = calloc(nsteps + 8 + mh_model_oom_count(m), sizeof *d->want_steps);
+    d->want_steps = calloc(nsteps + 9 + mh_model_oom_count(m), sizeof *d->want_steps);
     if (!d->want_steps)
         return MH_ENOMEM;
     struct mh_peak pa, pr;
@@ -202,6 +202,9 @@ static int choose_steps(struct vt_device *d, const struct mh_model *m, size_t bu
             d->want_steps[d->nwant++] = o.step;
     }
     d->want_steps[d->nwant++] = -1;
+    struct mh_step_stats tail;
+    if (mh_model_tail(m, d->device, &tail) == 0)
+        d->want_steps[d->nwant++] = tail.step;
     for (size_t i = 0; i < nsteps && used < budget; i++) {
         struct mh_step_stats st;
         if (mh_model_step(m, d->device, i, &st) != 0)
