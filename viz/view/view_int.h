@@ -41,10 +41,17 @@ void mh__vstr_frames(struct mh__vstr *s, struct mh_json *j, const struct mh_read
 /* Per device of the analysis: min/max allocated and reserved per bucket of
  * events at two levels of detail, each step's first and last event, and the
  * raw allocator events of chosen steps (the allocated peak's, each OOM's,
- * then the first ones) up to the limits. Writes "timeline" and "events"
+ * then the first ones) up to the limits. The pass may be one another
+ * analysis makes (the layers'), seen through the observer. Writes "timeline" and "events"
  * keys into the device objects through mh__vt_device_json. */
 struct mh__vt;
-int mh__vt_run(const struct mh_analysis *a, const struct mh_view_opts *o, struct mh__vt **out);
+struct mh_observer;
+int mh__vt_new(const struct mh_analysis *a, const struct mh_view_opts *o, struct mh__vt **out);
+/* Its session observer, to ride another full pass of the analysis's session
+ * (registered with mh__session_observe); each pass starts it afresh. */
+const struct mh_observer *mh__vt_observer(struct mh__vt *t);
+/* Makes a pass of its own unless a pass it observed ended. */
+int mh__vt_complete(const struct mh_analysis *a, struct mh__vt *t);
 void mh__vt_free(struct mh__vt *t);
 void mh__vt_device_json(const struct mh__vt *t, int device, struct mh_json *j, struct mh__vstr *s,
                         const struct mh_reader *r);

@@ -9,23 +9,31 @@
 #include "analysis.h"
 #include "layers_answer.h"
 #include "oom_explain.h"
+#include "session.h"
 #include "view_int.h"
 
 struct mh_view_part {
     struct mh_sink sink;
 };
 
+/* One device's answers besides its report. */
+struct gdev {
+    int device;
+    struct mh_layers_answer la;
+    int la_ok;
+    struct mh_oom_cases oom;
+    int64_t *step_numbers; /* each step's allocated peak, for the moments */
+    uint64_t *step_peaks;
+};
+
 /* What one file's answers are made of, freed together. */
 struct gathered {
     struct mh_device_reports reps;
-    struct mh_layers_answer *la; /* per report; la_ok[i] when made */
-    int *la_ok;
-    struct mh_oom_cases *oom;
+    struct gdev *dev; /* in the model's device order */
+    size_t ndev;
+    struct mh__vmoment_want *want;
     struct mh__vt *vt;
     struct mh__vmoments *mom;
-    struct mh__vmoment_want *want;
-    int64_t **step_numbers;
-    uint64_t **step_peaks;
 };
 
 static struct mh_view_opts with_defaults(const struct mh_view_opts *o)
@@ -41,75 +49,83 @@ static struct mh_view_opts with_defaults(const struct mh_view_opts *o)
 
 static void release(struct gathered *g)
 {
-    for (size_t i = 0; i < g->reps.n; i++) {
-        if (g->la_ok && g->la_ok[i])
-            mh__layers_answer_free(&g->la[i]);
-        if (g->oom)
-            mh__oom_cases_free(&g->oom[i]);
-        if (g->step_numbers)
-            free(g->step_numbers[i]);
-        if (g->step_peaks)
-            free(g->step_peaks[i]);
+    for (size_t i = 0; g->dev && i < g->ndev; i++) {
+        if (g->dev[i].la_ok)
+            mh__layers_answer_free(&g->dev[i].la);
+        mh__oom_cases_free(&g->dev[i].oom);
+        free(g->dev[i].step_numbers);
+        free(g->dev[i].step_peaks);
     }
-    free(g->la);
-    free(g->la_ok);
-    free(g->oom);
+    free(g->dev);
     free(g->want);
-    free(g->step_numbers);
-    free(g->step_peaks);
     mh__vt_free(g->vt);
     mh__vmoments_free(g->mom);
     mh__device_reports_free(&g->reps);
 }
 
-/* Each step's allocated peak, from the layers answer, for the moments. */
-static int step_peaks(struct gathered *g, size_t i)
+static const struct gdev *find_gdev(const struct gathered *g, int device)
 {
-    struct mh__vmoment_want *w = &g->want[i];
-    w->device = g->reps.devs[i].device;
-    if (!g->la_ok[i])
+    for (size_t i = 0; i < g->ndev; i++)
+        if (g->dev[i].device == device)
+            return &g->dev[i];
+    return NULL;
+}
+
+/* Each step's allocated peak, from the layers answer, for the moments. */
+static int step_peaks(struct gdev *d, struct mh__vmoment_want *w)
+{
+    w->device = d->device;
+    if (!d->la_ok)
         return 0;
-    const struct mh_layers_answer *la = &g->la[i];
-    g->step_numbers[i] = malloc((la->nsteps + 1) * sizeof **g->step_numbers);
-    g->step_peaks[i] = malloc((la->nsteps + 1) * sizeof **g->step_peaks);
-    if (!g->step_numbers[i] || !g->step_peaks[i])
+    const struct mh_layers_answer *la = &d->la;
+    d->step_numbers = malloc((la->nsteps + 1) * sizeof *d->step_numbers);
+    d->step_peaks = malloc((la->nsteps + 1) * sizeof *d->step_peaks);
+    if (!d->step_numbers || !d->step_peaks)
         return MH_ENOMEM;
     for (size_t k = 0; k < la->nsteps; k++) {
-        g->step_numbers[i][k] = la->steps[k].step;
-        g->step_peaks[i][k] = la->steps[k].index;
+        d->step_numbers[k] = la->steps[k].step;
+        d->step_peaks[k] = la->steps[k].index;
     }
-    w->step_numbers = g->step_numbers[i];
-    w->step_peaks = g->step_peaks[i];
+    w->step_numbers = d->step_numbers;
+    w->step_peaks = d->step_peaks;
     w->nsteps = la->nsteps;
     return 0;
 }
 
+/* The layers answer of each device, the timeline riding the first one's
+ * pass, and each device's OOM cases. */
+static int gather_devices(const struct mh_analysis *a, struct gathered *g)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < g->ndev; i++) {
+        struct gdev *d = &g->dev[i];
+        d->device = mh_model_device_at(a->rp.model, i);
+        if (i == 0)
+            rc = mh__session_observe(a->session, mh__vt_observer(g->vt));
+        d->la_ok = rc == 0 && mh__layers_answer(a, d->device, &d->la) == 0;
+        mh__session_forget(a->session);
+        struct mh_oom_opts oo = {.top = 10};
+        if (rc == 0 && mh__oom_cases(a, d->device, &oo, &d->oom) < 0)
+            memset(&d->oom, 0, sizeof d->oom);
+        rc = rc ? rc : step_peaks(d, &g->want[i]);
+    }
+    return rc ? rc : mh__vt_complete(a, g->vt);
+}
+
+/* The report comes last: its what-if replay, started during the first
+ * pass, runs on its own thread while the other passes read the file. */
 static int gather(const struct mh_analysis *a, const struct mh_view_opts *o, struct gathered *g)
 {
-    int rc = mh__device_reports(a, -1, 10, &g->reps);
-    size_t n = g->reps.n ? g->reps.n : 1;
-    if (rc == 0) {
-        g->la = calloc(n, sizeof *g->la);
-        g->la_ok = calloc(n, sizeof *g->la_ok);
-        g->oom = calloc(n, sizeof *g->oom);
-        g->want = calloc(n, sizeof *g->want);
-        g->step_numbers = calloc(n, sizeof *g->step_numbers);
-        g->step_peaks = calloc(n, sizeof *g->step_peaks);
-        if (!g->la || !g->la_ok || !g->oom || !g->want || !g->step_numbers || !g->step_peaks)
-            rc = MH_ENOMEM;
-    }
-    for (size_t i = 0; rc == 0 && i < g->reps.n; i++) {
-        int dev = g->reps.devs[i].device;
-        g->la_ok[i] = mh__layers_answer(a, dev, &g->la[i]) == 0;
-        struct mh_oom_opts oo = {.top = 10};
-        if (mh__oom_cases(a, dev, &oo, &g->oom[i]) < 0)
-            memset(&g->oom[i], 0, sizeof g->oom[i]);
-        rc = step_peaks(g, i);
-    }
+    g->ndev = mh_model_device_count(a->rp.model);
+    g->dev = calloc(g->ndev ? g->ndev : 1, sizeof *g->dev);
+    g->want = calloc(g->ndev ? g->ndev : 1, sizeof *g->want);
+    int rc = g->dev && g->want ? mh__vt_new(a, o, &g->vt) : MH_ENOMEM;
     if (rc == 0)
-        rc = mh__vt_run(a, o, &g->vt);
+        rc = gather_devices(a, g);
     if (rc == 0)
-        rc = mh__vmoments_make(a, o, g->want, g->reps.n, &g->mom);
+        rc = mh__vmoments_make(a, o, g->want, g->ndev, &g->mom);
+    if (rc == 0)
+        rc = mh__device_reports(a, -1, 10, &g->reps);
     return rc;
 }
 
@@ -148,7 +164,8 @@ static int json_part(struct mh_json *j, const struct mh_analysis *a, const struc
     mh__json_begin_array(j);
     for (size_t i = 0; i < g->reps.n && rc == 0; i++) {
         mh__json_begin_object(j);
-        mh__vdev_json(j, &v, &g->reps.devs[i], g->la_ok[i] ? &g->la[i] : NULL, &g->oom[i]);
+        const struct gdev *d = find_gdev(g, g->reps.devs[i].device);
+        mh__vdev_json(j, &v, &g->reps.devs[i], d && d->la_ok ? &d->la : NULL, d ? &d->oom : NULL);
         mh__vt_device_json(g->vt, g->reps.devs[i].device, j, s, a->rp.reader);
         rc = mh__vmoments_json(g->mom, g->reps.devs[i].device, j, s, o);
         mh__json_end_object(j);

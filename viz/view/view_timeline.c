@@ -57,7 +57,8 @@ struct mh__vt {
     struct vt_device *dev;
     size_t ndev;
     size_t max_events, max_step_events;
-    int error;
+    int done; /* a pass it observed ended */
+    struct mh_observer ob;
 };
 
 static int is_allocator(unsigned kind)
@@ -166,10 +167,28 @@ static int on_event(void *user, struct mh_session *s, const struct mh_event *ev,
     return rc ? rc : keep_event(t, d, ev, res, index, step);
 }
 
+/* A pass starts: everything a pass before gathered is forgotten. */
+static int on_begin(void *user, struct mh_session *s)
+{
+    struct mh__vt *t = user;
+    (void)s;
+    t->done = 0;
+    for (size_t i = 0; i < t->ndev; i++) {
+        struct vt_device *d = &t->dev[i];
+        d->allocated = d->reserved = 0;
+        for (int k = 0; k < VT_LEVELS; k++)
+            d->lv[k].last = -1;
+        d->nspans = d->nev = 0;
+        d->step_kept = d->dropped = 0;
+    }
+    return 0;
+}
+
 static int on_end(void *user, struct mh_session *s)
 {
     struct mh__vt *t = user;
     (void)s;
+    t->done = 1;
     for (size_t i = 0; i < t->ndev; i++)
         for (int k = 0; k < VT_LEVELS; k++)
             fill_to(&t->dev[i].lv[k], (int64_t)t->dev[i].lv[k].n - 1, (uint64_t)t->dev[i].allocated,
@@ -257,7 +276,7 @@ void mh__vt_free(struct mh__vt *t)
     free(t);
 }
 
-int mh__vt_run(const struct mh_analysis *a, const struct mh_view_opts *o, struct mh__vt **out)
+int mh__vt_new(const struct mh_analysis *a, const struct mh_view_opts *o, struct mh__vt **out)
 {
     const struct mh_model *m = a->rp.model;
     struct mh__vt *t = calloc(1, sizeof *t);
@@ -268,20 +287,27 @@ int mh__vt_run(const struct mh_analysis *a, const struct mh_view_opts *o, struct
         t->max_step_events = o->max_step_events;
         t->ndev = mh_model_device_count(m);
         t->dev = calloc(t->ndev ? t->ndev : 1, sizeof *t->dev);
+        t->ob = (struct mh_observer){"view timeline", t, on_begin, on_event, on_end};
         rc = t->dev ? 0 : MH_ENOMEM;
     }
     for (size_t i = 0; rc == 0 && i < t->ndev; i++)
         rc = device_new(t, &t->dev[i], mh_model_device_at(m, i), m);
-    if (rc == 0) {
-        const struct mh_observer ob = {"view timeline", t, NULL, on_event, on_end};
-        rc = mh__session_pass(a->session, &ob);
-    }
     if (rc < 0) {
         mh__vt_free(t);
         return rc;
     }
     *out = t;
     return 0;
+}
+
+const struct mh_observer *mh__vt_observer(struct mh__vt *t)
+{
+    return &t->ob;
+}
+
+int mh__vt_complete(const struct mh_analysis *a, struct mh__vt *t)
+{
+    return t->done ? 0 : mh__session_pass(a->session, &t->ob);
 }
 
 /* Bytes in KiB: the lowest rounded down, the highest up. */
