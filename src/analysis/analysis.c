@@ -154,21 +154,31 @@ int mh__analysis_records_at(const struct mh_analysis *a, const uint64_t *index, 
     return rc;
 }
 
+int mh__analysis_moments_observer(const struct mh_analysis *a, const uint64_t *index, size_t n,
+                                  struct mh_lifetimes **out, struct mh_observer *obs)
+{
+    *out = NULL;
+    int rc = mh__lifetimes_new_after(a->lt, out);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = mh__lifetimes_keep_at(*out, index[i]);
+    if (rc < 0) {
+        mh__lifetimes_free(*out);
+        *out = NULL;
+        return rc;
+    }
+    *obs = (struct mh_observer){"moments", out, NULL, observe_kept, finish_kept};
+    return 0;
+}
+
 int mh__analysis_moments(const struct mh_analysis *a, const uint64_t *index, size_t n,
                          struct mh_lifetimes **out)
 {
-    struct mh_lifetimes *lt = NULL;
-    int rc = mh__lifetimes_new_after(a->lt, &lt);
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = mh__lifetimes_keep_at(lt, index[i]);
-    const struct mh_observer obs = {"moments", &lt, NULL, observe_kept, finish_kept};
-    if (rc == 0)
-        rc = mh__session_pass(a->session, &obs);
-    if (rc < 0) {
-        mh__lifetimes_free(lt);
-        lt = NULL;
+    struct mh_observer obs;
+    int rc = mh__analysis_moments_observer(a, index, n, out, &obs);
+    if (rc == 0 && (rc = mh__session_pass(a->session, &obs)) < 0) {
+        mh__lifetimes_free(*out);
+        *out = NULL;
     }
-    *out = lt;
     return rc;
 }
 

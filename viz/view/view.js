@@ -675,6 +675,7 @@
     window.addEventListener('resize', () => { if (cv && cv.isConnected) drawTimeline(); });
     Object.assign(api, { zoomTo: (lo, hi) => { st.lo = lo; st.hi = hi; drawTimeline(); return cv.dataset.mode; }, zoomToStep, clickMoment,
       openFile, state: () => ({ file: st.file, dev: st.dev, lo: st.lo, hi: st.hi, moment: st.moment, mode: cv && cv.dataset.mode }) });
+    api.readyMs = performance.now();
     api.ready = true;
   } catch (e) {
     api.errors.push(String(e && e.stack || e));

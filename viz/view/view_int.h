@@ -50,26 +50,27 @@ int mh__vt_new(const struct mh_analysis *a, const struct mh_view_opts *o, struct
 /* Its session observer, to ride another full pass of the analysis's session
  * (registered with mh__session_observe); each pass starts it afresh. */
 const struct mh_observer *mh__vt_observer(struct mh__vt *t);
-/* Makes a pass of its own unless a pass it observed ended. */
-int mh__vt_complete(const struct mh_analysis *a, struct mh__vt *t);
+/* Whether a pass it observed ended. */
+int mh__vt_observed(const struct mh__vt *t);
+/* A pass of its own. */
+int mh__vt_pass(const struct mh_analysis *a, struct mh__vt *t);
 void mh__vt_free(struct mh__vt *t);
 void mh__vt_device_json(const struct mh__vt *t, int device, struct mh_json *j, struct mh__vstr *s,
                         const struct mh_reader *r);
 
 /* ---- moments: what is live at a bounded set of event indices ----------- */
 /* The indices per device (its allocated peak, its OOMs, each step's peak as
- * `step_peaks` gives, evenly spaced samples), their records gathered in one
- * more pass, each written as flame trees by module and by stack. */
+ * the first pass found them, evenly spaced samples), their records gathered
+ * by an observer riding another full pass of the session (or by a pass of
+ * their own), each written as flame trees by module and by stack. */
 struct mh__vmoments;
-struct mh__vmoment_want {
-    int device;
-    const uint64_t *step_peaks; /* event indices of each step's allocated peak */
-    const int64_t *step_numbers;
-    size_t nsteps;
-};
-int mh__vmoments_make(const struct mh_analysis *a, const struct mh_view_opts *o,
-                      const struct mh__vmoment_want *want, size_t nwant, struct mh__vmoments **out);
+int mh__vmoments_new(const struct mh_analysis *a, const struct mh_view_opts *o,
+                     struct mh__vmoments **out);
 void mh__vmoments_free(struct mh__vmoments *m);
+/* The observer to register for a full pass (NULL when there is no moment). */
+const struct mh_observer *mh__vmoments_observer(const struct mh__vmoments *m);
+/* After that pass (`rode`: it ended), or in a pass of its own (rode 0). */
+int mh__vmoments_complete(const struct mh_analysis *a, struct mh__vmoments *m, int rode);
 /* Writes the device's "moments" array and "moments_dropped" count. */
 int mh__vmoments_json(const struct mh__vmoments *m, int device, struct mh_json *j,
                       struct mh__vstr *s, const struct mh_view_opts *o);

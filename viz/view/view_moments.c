@@ -1,7 +1,9 @@
 /* view_moments.c - "click a moment" in `memhist view`: the allocations live
  * at a bounded set of event indices per device (its allocated peak, each
- * OOM, the peaks of steps, evenly spaced samples), gathered for every
- * device in one more pass (analysis.h: mh__analysis_records_at) and written
+ * OOM, the peaks of steps as the first pass found them, evenly spaced
+ * samples), gathered for every device by an observer riding another
+ * analysis's pass (analysis.h: mh__analysis_moments_observer), or by a
+ * pass of their own, and written
  * as the flame trees of flame.h, by module path and by stack. A tree keeps
  * its largest nodes (a node is never dropped before its parent); what a
  * node holds beyond its kept children is the page's "smaller frames". */
@@ -11,6 +13,7 @@
 #include "analysis.h"
 #include "flame.h"
 #include "grow.h"
+#include "session.h"
 #include "view_int.h"
 
 enum { VM_PEAK, VM_OOM, VM_STEP_PEAK, VM_SAMPLE };
@@ -33,6 +36,7 @@ struct mh__vmoments {
     size_t nindex;
     const struct mh_lifetimes *use;
     struct mh_lifetimes *own;
+    struct mh_observer ob; /* gathers into own */
     const struct mh_reader *reader;
     int scopes_any;
 };
@@ -45,39 +49,61 @@ static int add(struct mh__vmoments *v, struct vmoment m)
     return 0;
 }
 
-static int add_device(struct mh__vmoments *v, const struct mh_analysis *a, size_t limit,
-                      const struct mh__vmoment_want *w)
+/* Each step's allocated peak: the highest of its passes (categories.h). */
+static int add_step_peaks(struct mh__vmoments *v, const struct mh_analysis *a, int device,
+                          size_t room)
+{
+    size_t np, nsteps = 0;
+    mh__lifetimes_passes(a->lt, &np);
+    const struct mh_step_peak *pp = mh__lifetimes_pass_peaks(a->lt, device);
+    struct mh_step_peak *steps = malloc((np ? np : 1) * sizeof *steps);
+    if (!steps)
+        return MH_ENOMEM;
+    for (size_t i = 0; pp && i < np; i++) {
+        if (pp[i].step < 0 || pp[i].bytes == 0)
+            continue;
+        if (nsteps && steps[nsteps - 1].step == pp[i].step) {
+            if (pp[i].bytes > steps[nsteps - 1].bytes)
+                steps[nsteps - 1] = pp[i];
+        } else {
+            steps[nsteps++] = pp[i];
+        }
+    }
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < nsteps && k < room; k++) {
+        const struct mh_step_peak *sp = &steps[nsteps <= room ? k : k * nsteps / room];
+        rc = add(v, (struct vmoment){device, VM_STEP_PEAK, sp->index, 0, sp->bytes, sp->step, 0});
+    }
+    v->dropped_steps += nsteps > room ? nsteps - room : 0;
+    free(steps);
+    return rc;
+}
+
+static int add_device(struct mh__vmoments *v, const struct mh_analysis *a, size_t limit, int device)
 {
     const struct mh_model *m = a->rp.model;
     struct mh_peak pa;
     size_t used = 0;
     int rc = 0;
-    if (mh_model_peak_allocated(m, w->device, &pa) == 0 && pa.value > 0) {
-        rc = add(v, (struct vmoment){w->device, VM_PEAK, pa.event_index, pa.time_ns, pa.value,
-                                     pa.step, 1});
+    if (mh_model_peak_allocated(m, device, &pa) == 0 && pa.value > 0) {
+        rc = add(
+            v, (struct vmoment){device, VM_PEAK, pa.event_index, pa.time_ns, pa.value, pa.step, 1});
         used++;
     }
     for (size_t i = 0; rc == 0 && i < mh_model_oom_count(m) && used < 1 + VM_MAX_OOMS; i++) {
         struct mh_oom_info o;
-        if (mh_model_oom(m, i, &o) == 0 && o.device == w->device) {
-            rc = add(v, (struct vmoment){w->device, VM_OOM, o.event_index, o.time_ns, o.request,
+        if (mh_model_oom(m, i, &o) == 0 && o.device == device) {
+            rc = add(v, (struct vmoment){device, VM_OOM, o.event_index, o.time_ns, o.request,
                                          o.step, 1});
             used++;
         }
     }
     uint64_t events = a->rp.summary.events;
     for (size_t i = 1; rc == 0 && events > VM_SAMPLES && i <= VM_SAMPLES; i++)
-        rc = add(v, (struct vmoment){w->device, VM_SAMPLE, i * (events - 1) / (VM_SAMPLES + 1), 0,
-                                     0, -1, 0});
+        rc = add(v, (struct vmoment){device, VM_SAMPLE, i * (events - 1) / (VM_SAMPLES + 1), 0, 0,
+                                     -1, 0});
     used += VM_SAMPLES;
-    size_t room = limit > used ? limit - used : 0;
-    for (size_t k = 0; rc == 0 && k < w->nsteps && k < room; k++) {
-        size_t i = w->nsteps <= room ? k : k * w->nsteps / room;
-        rc = add(v, (struct vmoment){w->device, VM_STEP_PEAK, w->step_peaks[i], 0, 0,
-                                     w->step_numbers[i], 0});
-    }
-    v->dropped_steps += w->nsteps > room ? w->nsteps - room : 0;
-    return rc;
+    return rc ? rc : add_step_peaks(v, a, device, limit > used ? limit - used : 0);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -86,7 +112,7 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int gather(struct mh__vmoments *v, const struct mh_analysis *a)
+static int gather_indices(struct mh__vmoments *v)
 {
     v->index = malloc((v->n ? v->n : 1) * sizeof *v->index);
     if (!v->index)
@@ -97,29 +123,44 @@ static int gather(struct mh__vmoments *v, const struct mh_analysis *a)
     for (size_t i = 0; i < v->n; i++)
         if (v->nindex == 0 || v->index[v->nindex - 1] != v->index[i])
             v->index[v->nindex++] = v->index[i];
-    if (v->nindex == 0)
-        return 0;
-    return mh__analysis_records_at(a, v->index, v->nindex, &v->use, &v->own);
+    return 0;
 }
 
-int mh__vmoments_make(const struct mh_analysis *a, const struct mh_view_opts *o,
-                      const struct mh__vmoment_want *want, size_t nwant, struct mh__vmoments **out)
+int mh__vmoments_new(const struct mh_analysis *a, const struct mh_view_opts *o,
+                     struct mh__vmoments **out)
 {
     struct mh__vmoments *v = calloc(1, sizeof *v);
     if (!v)
         return MH_ENOMEM;
     v->reader = a->rp.reader;
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < nwant; i++)
-        rc = add_device(v, a, o->max_moments, &want[i]);
+    for (size_t i = 0; rc == 0 && i < mh_model_device_count(a->rp.model); i++)
+        rc = add_device(v, a, o->max_moments, mh_model_device_at(a->rp.model, i));
     if (rc == 0)
-        rc = gather(v, a);
+        rc = gather_indices(v);
+    if (rc == 0 && v->nindex)
+        rc = mh__analysis_moments_observer(a, v->index, v->nindex, &v->own, &v->ob);
     if (rc < 0) {
         mh__vmoments_free(v);
         return rc;
     }
+    v->use = v->own;
     *out = v;
     return 0;
+}
+
+const struct mh_observer *mh__vmoments_observer(const struct mh__vmoments *v)
+{
+    return v->nindex ? &v->ob : NULL;
+}
+
+int mh__vmoments_complete(const struct mh_analysis *a, struct mh__vmoments *v, int rode)
+{
+    if (rode || !v->nindex)
+        return 0;
+    mh__lifetimes_free(v->own);
+    v->own = NULL;
+    return mh__analysis_records_at(a, v->index, v->nindex, &v->use, &v->own);
 }
 
 void mh__vmoments_free(struct mh__vmoments *v)

@@ -22,8 +22,6 @@ struct gdev {
     struct mh_layers_answer la;
     int la_ok;
     struct mh_oom_cases oom;
-    int64_t *step_numbers; /* each step's allocated peak, for the moments */
-    uint64_t *step_peaks;
 };
 
 /* What one file's answers are made of, freed together. */
@@ -31,7 +29,6 @@ struct gathered {
     struct mh_device_reports reps;
     struct gdev *dev; /* in the model's device order */
     size_t ndev;
-    struct mh__vmoment_want *want;
     struct mh__vt *vt;
     struct mh__vmoments *mom;
 };
@@ -53,11 +50,8 @@ static void release(struct gathered *g)
         if (g->dev[i].la_ok)
             mh__layers_answer_free(&g->dev[i].la);
         mh__oom_cases_free(&g->dev[i].oom);
-        free(g->dev[i].step_numbers);
-        free(g->dev[i].step_peaks);
     }
     free(g->dev);
-    free(g->want);
     mh__vt_free(g->vt);
     mh__vmoments_free(g->mom);
     mh__device_reports_free(&g->reps);
@@ -71,45 +65,37 @@ static const struct gdev *find_gdev(const struct gathered *g, int device)
     return NULL;
 }
 
-/* Each step's allocated peak, from the layers answer, for the moments. */
-static int step_peaks(struct gdev *d, struct mh__vmoment_want *w)
+/* Registers the timeline's and the moments' observers for one pass. */
+static int ride(const struct mh_analysis *a, struct gathered *g)
 {
-    w->device = d->device;
-    if (!d->la_ok)
-        return 0;
-    const struct mh_layers_answer *la = &d->la;
-    d->step_numbers = malloc((la->nsteps + 1) * sizeof *d->step_numbers);
-    d->step_peaks = malloc((la->nsteps + 1) * sizeof *d->step_peaks);
-    if (!d->step_numbers || !d->step_peaks)
-        return MH_ENOMEM;
-    for (size_t k = 0; k < la->nsteps; k++) {
-        d->step_numbers[k] = la->steps[k].step;
-        d->step_peaks[k] = la->steps[k].index;
-    }
-    w->step_numbers = d->step_numbers;
-    w->step_peaks = d->step_peaks;
-    w->nsteps = la->nsteps;
-    return 0;
+    int rc = mh__session_observe(a->session, mh__vt_observer(g->vt));
+    const struct mh_observer *mo = mh__vmoments_observer(g->mom);
+    return rc == 0 && mo ? mh__session_observe(a->session, mo) : rc;
 }
 
-/* The layers answer of each device, the timeline riding the first one's
- * pass, and each device's OOM cases. */
+/* The layers answer and OOM cases of each device; the timeline and the
+ * moments ride the first device's layers pass when it is exactly one
+ * full pass, else they make passes of their own. */
 static int gather_devices(const struct mh_analysis *a, struct gathered *g)
 {
-    int rc = 0;
+    int rc = 0, rode = 0;
     for (size_t i = 0; rc == 0 && i < g->ndev; i++) {
         struct gdev *d = &g->dev[i];
         d->device = mh_model_device_at(a->rp.model, i);
+        unsigned passes = mh__session_passes(a->session);
         if (i == 0)
-            rc = mh__session_observe(a->session, mh__vt_observer(g->vt));
+            rc = ride(a, g);
         d->la_ok = rc == 0 && mh__layers_answer(a, d->device, &d->la) == 0;
         mh__session_forget(a->session);
+        if (i == 0)
+            rode = mh__session_passes(a->session) == passes + 1 && mh__vt_observed(g->vt);
         struct mh_oom_opts oo = {.top = 10};
         if (rc == 0 && mh__oom_cases(a, d->device, &oo, &d->oom) < 0)
             memset(&d->oom, 0, sizeof d->oom);
-        rc = rc ? rc : step_peaks(d, &g->want[i]);
     }
-    return rc ? rc : mh__vt_complete(a, g->vt);
+    if (rc == 0 && !rode)
+        rc = mh__vt_pass(a, g->vt);
+    return rc ? rc : mh__vmoments_complete(a, g->mom, rode);
 }
 
 /* The report comes last: its what-if replay, started during the first
@@ -118,12 +104,11 @@ static int gather(const struct mh_analysis *a, const struct mh_view_opts *o, str
 {
     g->ndev = mh_model_device_count(a->rp.model);
     g->dev = calloc(g->ndev ? g->ndev : 1, sizeof *g->dev);
-    g->want = calloc(g->ndev ? g->ndev : 1, sizeof *g->want);
-    int rc = g->dev && g->want ? mh__vt_new(a, o, &g->vt) : MH_ENOMEM;
+    int rc = g->dev ? mh__vt_new(a, o, &g->vt) : MH_ENOMEM;
+    if (rc == 0)
+        rc = mh__vmoments_new(a, o, &g->mom);
     if (rc == 0)
         rc = gather_devices(a, g);
-    if (rc == 0)
-        rc = mh__vmoments_make(a, o, g->want, g->ndev, &g->mom);
     if (rc == 0)
         rc = mh__device_reports(a, -1, 10, &g->reps);
     return rc;

@@ -305,9 +305,14 @@ const struct mh_observer *mh__vt_observer(struct mh__vt *t)
     return &t->ob;
 }
 
-int mh__vt_complete(const struct mh_analysis *a, struct mh__vt *t)
+int mh__vt_observed(const struct mh__vt *t)
 {
-    return t->done ? 0 : mh__session_pass(a->session, &t->ob);
+    return t->done;
+}
+
+int mh__vt_pass(const struct mh_analysis *a, struct mh__vt *t)
+{
+    return mh__session_pass(a->session, &t->ob);
 }
 
 /* Bytes in KiB: the lowest rounded down, the highest up. */
