@@ -626,8 +626,8 @@
     const steps = DATA.files.map((f, i) => { const d = f.devices.find(x => x.device === R.rows[i].device) || f.devices[0]; return d ? d.steps : []; });
     const n = Math.max(0, ...steps.map(s => s.length));
     if (!n) return null;
-    const top = Math.max(1, ...steps.flat().map(s => s[4])), cw = Math.max(1, Math.min(12, 1100 / n)), ch = Math.max(4, Math.min(18, 300 / steps.length));
-    const c = el('canvas', { id: 'heat', width: Math.ceil(cw * n) + 60, height: Math.ceil(ch * steps.length) + 20, 'data-testid': 'heat-map' });
+    const top = Math.max(1, ...steps.flat().map(s => s[4])), cw = Math.max(1, Math.min(24, 1100 / n)), ch = Math.max(4, Math.min(22, 300 / steps.length));
+    const c = el('canvas', { id: 'heat', width: Math.max(620, Math.ceil(cw * n) + 60), height: Math.ceil(ch * steps.length) + 20, 'data-testid': 'heat-map' });
     const g = c.getContext('2d');
     g.font = '10px system-ui, sans-serif';
     steps.forEach((s, r) => {
