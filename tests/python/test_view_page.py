@@ -6,6 +6,7 @@ device is built) a recording of tests/vdevice/gpt_train.py, each page must draw 
 console error, no uncaught exception and no network request. Then, against the other
 commands' JSON and the recording's own events (memhist.read()):
 - the peaks shown (exact bytes and their text) are `report --json`'s;
+- the whole-run level's site groups add up to its allocated maxima;
 - a click on the timeline at the allocated peak shows the peak's moment, and the layers
   listed there start with `layers --json`'s largest layer;
 - a double-click on a step zooms to it and lists exactly that step's allocator events
@@ -229,11 +230,26 @@ def check_oom(pg, src):
     print("%s: %d OOM card(s) as oom --json" % (pg.name, n))
 
 
+def check_stacking(pg):
+    """The whole-run level's site groups add up to its allocated maxima (KiB, each rounded
+    up), and the page draws them."""
+    lv = pg.js("return JSON.parse(document.getElementById('mh-data').textContent)"
+               ".files[0].devices[0].timeline.levels[0];")
+    ng = len(lv["groups"]) + 1
+    off = [b for b in range(lv["buckets"])
+           if not 0 <= sum(lv["group_bytes"][b * ng:(b + 1) * ng]) - lv["amax"][b] <= ng]
+    if ng < 2 or off or not pg.count("group-legend"):
+        sc.fail("%s: %d site groups, %d buckets whose groups do not add up (first %s)" % (
+            pg.name, ng - 1, len(off), off[:1]))
+    print("%s: %d sites stacked, adding up in every bucket" % (pg.name, ng - 1))
+
+
 def full_check(drv, d, src, step):
     html = make_page(src, os.path.join(d, os.path.basename(src) + ".html"))
     pg = Page(drv, html)
     pg.clean()
     check_peaks(pg, cli_json("report", src))
+    check_stacking(pg)
     check_click_peak(pg, cli_json("layers", src))
     check_zoom_step(pg, src, step)
     check_search(pg)

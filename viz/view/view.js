@@ -9,6 +9,7 @@
   const DATA = JSON.parse(document.getElementById('mh-data').textContent);
   const CATS = DATA.categories;
   const KINDS = DATA.event_kinds;
+  const GROUP_COLORS = DATA.group_colors;
   const api = window.mhView = { ready: false, errors: [] };
   const st = { file: 0, dev: 0, by: 'module', query: '', lo: 0, hi: 1, moment: -1, clicked: null,
                focus: 0, stepsShown: 200 };
@@ -202,20 +203,22 @@
     let cols = null, top = 0;
     const win = raw ? eventsIn(d, lo - 1, hi + 1) : null;
     if (!raw) {
-      const lv = pickLevel(d, W), nb = lv.buckets, K = 1024;
+      const lv = pickLevel(d, W), nb = lv.buckets, K = 1024, ng = lv.groups ? lv.groups.length + 1 : 0;
       cols = [];
       for (let c = 0; c < W; c++) {
         let b0 = Math.floor((lo + span * c / W) * nb / N), b1 = Math.ceil((lo + span * (c + 1) / W) * nb / N);
         b0 = Math.max(0, Math.min(nb - 1, b0)); b1 = Math.max(b0 + 1, Math.min(nb, b1));
-        let amin = Infinity, amax = 0, rmin = Infinity, rmax = 0;
+        let amin = Infinity, amax = 0, rmin = Infinity, rmax = 0, at = b0;
         for (let b = b0; b < b1; b++) {
+          if (lv.amax[b] > amax) at = b;
           amin = Math.min(amin, lv.amin[b]); amax = Math.max(amax, lv.amax[b]);
           rmin = Math.min(rmin, lv.rmin[b]); rmax = Math.max(rmax, lv.rmax[b]);
         }
-        cols.push([amin * K, amax * K, rmin * K, rmax * K]);
+        cols.push([amin * K, amax * K, rmin * K, rmax * K, ng ? lv.group_bytes.slice(at * ng, at * ng + ng).map(v => v * K) : null]);
         top = Math.max(top, rmax * K, amax * K);
       }
-      cvInfo.mode = 'columns of ' + num(Math.max(1, Math.round(N / nb))) + ' events (level ' + nb + ' buckets)' +
+      cvInfo.stacked = !!ng;
+      cvInfo.mode = (ng ? 'stacked by the sites largest at the peak · ' : '') + 'columns of ' + num(Math.max(1, Math.round(N / nb))) + ' events (level ' + nb + ' buckets)' +
         (span / W < N / nb ? '; zoomed past this level: each column repeats its bucket' : '');
     } else {
       for (const e of win.list) top = Math.max(top, e[4], e[3]);
@@ -245,10 +248,20 @@
       cols.forEach((c, i) => g.fillRect(L + i, Y(c[3]), 1, Y(0) - Y(c[3])));
       g.fillStyle = '#aa3377';
       cols.forEach((c, i) => g.fillRect(L + i, Y(c[3]), 1, Math.max(1, Y(c[2]) - Y(c[3]))));
-      g.fillStyle = 'rgba(34,34,34,.28)';
-      cols.forEach((c, i) => g.fillRect(L + i, Y(c[1]), 1, Y(0) - Y(c[1])));
-      g.fillStyle = '#222';
+      if (cols[0][4]) /* the sites at each column's allocated maximum, stacked */
+        cols.forEach((c, i) => {
+          let y = 0;
+          c[4].forEach((v, k) => { g.fillStyle = GROUP_COLORS[k === c[4].length - 1 ? GROUP_COLORS.length - 1 : k % (GROUP_COLORS.length - 1)];
+            g.fillRect(L + i, Y(y + v), 1, Y(y) - Y(y + v)); y += v; });
+        });
+      else {
+        g.fillStyle = 'rgba(34,34,34,.28)';
+        cols.forEach((c, i) => g.fillRect(L + i, Y(c[1]), 1, Y(0) - Y(c[1])));
+      }
+      g.fillStyle = cols[0][4] ? 'rgba(34,34,34,.35)' : '#222';
       cols.forEach((c, i) => g.fillRect(L + i, Y(c[1]), 1, Math.max(1, Y(c[0]) - Y(c[1]))));
+      g.fillStyle = '#222';
+      cols.forEach((c, i) => g.fillRect(L + i, Y(c[1]), 1, 1.5));
     } else {
       for (const [k, col, fill] of [[4, '#aa3377', 'rgba(170,51,119,.18)'], [3, '#222', 'rgba(34,34,34,.28)']]) {
         g.beginPath(); g.moveTo(L, Y(0));
@@ -303,6 +316,13 @@
     evBox.append(el('div', { cls: 'muted', text: num(shown.length) + ' events in view' + (shown.length > 400 ? ', the first 400 listed' : '') +
       (st.query ? ' matching “' + st.query + '”' : '') }),
     el('div', { cls: 'scroll' }, table(['#event', 'kind', '#size', '#allocated', '#reserved', 'step', 'site'], rows, { 'data-testid': 'events-table' })));
+  }
+  function groupLegend() { /* the sites the whole-run level is stacked by */
+    const lv = dev().timeline.levels[0], n = GROUP_COLORS.length - 1;
+    if (!lv.groups || !lv.groups.length) return null;
+    const names = lv.groups.map(str).concat(['everything else']);
+    return el('div', { cls: 'legend', 'data-testid': 'group-legend' }, [el('span', { text: 'At the whole-run level the allocated memory is stacked by site:' })].concat(
+      names.map((t, k) => el('span', { cls: 'mono' }, [el('i', { style: 'background:' + GROUP_COLORS[k === names.length - 1 ? n : k % n] }), t]))));
   }
   function zoomAt(x, factor) {
     const d = dev(), N = d.timeline.events, r = cv.getBoundingClientRect(), L = 70, W = r.width - 80;
@@ -373,7 +393,7 @@
         el('span', {}, [el('i', { style: 'background:#cc3311' }), 'OOM']),
         el('span', {}, [el('i', { style: 'background:#0077bb' }), 'moments with what is live (click near one)']),
         el('span', { text: 'wheel or +/− zoom · drag or ←/→ pan · double-click a step to zoom to it · 0 whole run' })]),
-      el('div', { id: 'tl-wrap' }, cv), el('div', { id: 'tl-info' }, [cvInfo, el('span', {}, [reset, ' ', peak])]), evBox]);
+      el('div', { id: 'tl-wrap' }, cv), el('div', { id: 'tl-info' }, [cvInfo, el('span', {}, [reset, ' ', peak])]), groupLegend(), evBox]);
   }
 
   /* ---- what is live at a moment ----------------------------------------- */

@@ -67,13 +67,18 @@ static void json_ranks(struct mh_json *j, const struct mh_rank_row *rows, size_t
     mh__json_end_object(j);
 }
 
-/* The categories' names and colours (palette.h) and the event kinds' names. */
+/* The categories' names and colours, the site groups' colours (the last for
+ * everything else; palette.h) and the event kinds' names. */
 static void put_legend(struct mh_sink *out)
 {
     mh__sink_puts(out, "\"categories\":[");
     for (int c = 0; c < MH_CAT_COUNT; c++)
         mh__sink_printf(out, "%s[\"%s\",\"#%06x\"]", c ? "," : "", mh__category_name(c),
                         (unsigned)mh__palette_category(c));
+    mh__sink_puts(out, "],\"group_colors\":[");
+    for (unsigned g = 0; g < MH_PALETTE_GROUPS; g++)
+        mh__sink_printf(out, "%s\"#%06x\"", g ? "," : "", (unsigned)mh__palette_group(g));
+    mh__sink_printf(out, ",\"#%06x\"", (unsigned)MH_COL_REST);
     mh__sink_puts(out, "],\"event_kinds\":[");
     for (unsigned k = 0; k <= MH_EV_OOM; k++)
         mh__sink_printf(out, "%s\"%s\"", k ? "," : "", mh_event_kind_name(k));

@@ -17,6 +17,7 @@
 #include "view_int.h"
 
 #define VT_LEVELS 2
+#define VT_GROUPS 8
 static const size_t level_buckets[VT_LEVELS] = {2048, 32768};
 
 struct vt_level {
@@ -50,6 +51,12 @@ struct vt_device {
     size_t nev, capev;
     uint64_t step_kept; /* events kept of the current span */
     uint64_t dropped;   /* events of wanted steps past the limits */
+    /* the whole-run level stacked by site: the largest groups at the
+     * allocated peak (device_report.h), then everything else */
+    uint32_t gstack[VT_GROUPS];
+    size_t ng;
+    int64_t gnow[VT_GROUPS + 1];
+    uint64_t *gcol; /* (ng + 1) per bucket of level 0, at its allocated maximum */
 };
 
 struct mh__vt {
@@ -83,6 +90,31 @@ static void fill_to(struct vt_level *l, int64_t b, uint64_t a, uint64_t r)
     }
 }
 
+static void copy_groups(struct vt_device *d, size_t bucket)
+{
+    for (size_t g = 0; g <= d->ng; g++)
+        d->gcol[bucket * (d->ng + 1) + g] = d->gnow[g] > 0 ? (uint64_t)d->gnow[g] : 0;
+}
+
+/* Level 0's buckets up to `b` carry the state before the event, groups too. */
+static void fill_groups_to(struct vt_device *d, int64_t b, uint64_t a, uint64_t r)
+{
+    struct vt_level *l = &d->lv[0];
+    while (l->last < b) {
+        copy_groups(d, (size_t)l->last + 1);
+        fill_to(l, l->last + 1, a, r);
+    }
+}
+
+/* The site group of an allocation's stack (the last one: everything else). */
+static size_t group_of(const struct vt_device *d, uint32_t stack)
+{
+    for (size_t g = 0; g < d->ng; g++)
+        if (d->gstack[g] == stack)
+            return g;
+    return d->ng;
+}
+
 static void bucket_event(struct mh__vt *t, struct vt_device *d, uint64_t index,
                          const struct mh_apply_result *res)
 {
@@ -95,6 +127,12 @@ static void bucket_event(struct mh__vt *t, struct vt_device *d, uint64_t index,
         uint64_t b = t->events ? index * l->n / t->events : 0;
         if (b >= l->n)
             b = l->n - 1;
+        if (k == 0) {
+            fill_groups_to(d, (int64_t)b, a0, r0);
+            d->gnow[group_of(d, res->block_stack)] += res->allocated_delta;
+            if (a > l->amax[b])
+                copy_groups(d, b);
+        }
         fill_to(l, (int64_t)b, a0, r0);
         l->amin[b] = a < l->amin[b] ? a : l->amin[b];
         l->amax[b] = a > l->amax[b] ? a : l->amax[b];
@@ -180,6 +218,7 @@ static int on_begin(void *user, struct mh_session *s)
             d->lv[k].last = -1;
         d->nspans = d->nev = 0;
         d->step_kept = d->dropped = 0;
+        memset(d->gnow, 0, sizeof d->gnow);
     }
     return 0;
 }
@@ -189,10 +228,13 @@ static int on_end(void *user, struct mh_session *s)
     struct mh__vt *t = user;
     (void)s;
     t->done = 1;
-    for (size_t i = 0; i < t->ndev; i++)
-        for (int k = 0; k < VT_LEVELS; k++)
-            fill_to(&t->dev[i].lv[k], (int64_t)t->dev[i].lv[k].n - 1, (uint64_t)t->dev[i].allocated,
-                    (uint64_t)t->dev[i].reserved);
+    for (size_t i = 0; i < t->ndev; i++) {
+        struct vt_device *d = &t->dev[i];
+        uint64_t a = (uint64_t)d->allocated, r = (uint64_t)d->reserved;
+        fill_groups_to(d, (int64_t)d->lv[0].n - 1, a, r);
+        for (int k = 1; k < VT_LEVELS; k++)
+            fill_to(&d->lv[k], (int64_t)d->lv[k].n - 1, a, r);
+    }
     return 0;
 }
 
@@ -261,6 +303,22 @@ static int device_new(struct mh__vt *t, struct vt_device *d, int device, const s
     return choose_steps(d, m, t->max_events);
 }
 
+/* The site groups the whole-run level is stacked by. */
+static int device_groups(struct vt_device *d, const struct mh_analysis *a)
+{
+    struct mh_stack_group *top = NULL;
+    size_t n = 0;
+    uint64_t bytes, count;
+    if (a->peaks && mh__peak_groups_get(a->peaks, a->rp.model, d->device, VT_GROUPS, &top, &n,
+                                        &bytes, &count) < 0)
+        return MH_ENOMEM;
+    for (size_t g = 0; g < n && g < VT_GROUPS; g++)
+        d->gstack[d->ng++] = top[g].stack;
+    free(top);
+    d->gcol = calloc(d->lv[0].n * (d->ng + 1), sizeof *d->gcol);
+    return d->gcol ? 0 : MH_ENOMEM;
+}
+
 void mh__vt_free(struct mh__vt *t)
 {
     if (!t)
@@ -271,6 +329,7 @@ void mh__vt_free(struct mh__vt *t)
         free(t->dev[i].spans);
         free(t->dev[i].want_steps);
         free(t->dev[i].ev);
+        free(t->dev[i].gcol);
     }
     free(t->dev);
     free(t);
@@ -290,8 +349,10 @@ int mh__vt_new(const struct mh_analysis *a, const struct mh_view_opts *o, struct
         t->ob = (struct mh_observer){"view timeline", t, on_begin, on_event, on_end};
         rc = t->dev ? 0 : MH_ENOMEM;
     }
-    for (size_t i = 0; rc == 0 && i < t->ndev; i++)
+    for (size_t i = 0; rc == 0 && i < t->ndev; i++) {
         rc = device_new(t, &t->dev[i], mh_model_device_at(m, i), m);
+        rc = rc ? rc : device_groups(&t->dev[i], a);
+    }
     if (rc < 0) {
         mh__vt_free(t);
         return rc;
@@ -325,7 +386,19 @@ static void json_kib(struct mh_json *j, const char *key, const uint64_t *v, size
     mh__json_end_array(j);
 }
 
-static void json_levels(const struct mh__vt *t, const struct vt_device *d, struct mh_json *j)
+static void json_groups(const struct vt_device *d, struct mh_json *j, struct mh__vstr *s,
+                        const struct mh_reader *r)
+{
+    mh__json_key(j, "groups"); /* site labels; the last is everything else */
+    mh__json_begin_array(j);
+    for (size_t g = 0; g < d->ng; g++)
+        mh__json_uint(j, mh__vstr_stack(s, r, d->gstack[g]));
+    mh__json_end_array(j);
+    json_kib(j, "group_bytes", d->gcol, d->lv[0].n * (d->ng + 1), 1);
+}
+
+static void json_levels(const struct mh__vt *t, const struct vt_device *d, struct mh_json *j,
+                        struct mh__vstr *s, const struct mh_reader *r)
 {
     mh__json_key(j, "timeline");
     mh__json_begin_object(j);
@@ -343,6 +416,8 @@ static void json_levels(const struct mh__vt *t, const struct vt_device *d, struc
         json_kib(j, "amax", l->amax, l->n, 1);
         json_kib(j, "rmin", l->rmin, l->n, 0);
         json_kib(j, "rmax", l->rmax, l->n, 1);
+        if (k == 0)
+            json_groups(d, j, s, r);
         mh__json_end_object(j);
     }
     mh__json_end_array(j);
@@ -393,6 +468,6 @@ void mh__vt_device_json(const struct mh__vt *t, int device, struct mh_json *j, s
     const struct vt_device *d = find_device((struct mh__vt *)t, device);
     if (!d)
         return;
-    json_levels(t, d, j);
+    json_levels(t, d, j, s, r);
     json_events(t, d, j, s, r);
 }
