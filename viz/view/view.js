@@ -276,6 +276,14 @@
         g.fillRect(X(e[0]) - 1.5, Y(e[3]) - 1.5, 3, 3);
       }
     }
+    /* phases: a strip under the plot */
+    const PH = [null, ['forward', '#88ccee'], ['backward', '#cc6677'], ['optimizer', '#999933']], ph = tl.phases;
+    for (let k = 0; k < ph.length; k += 2) {
+      const a = ph[k], b = k + 2 < ph.length ? ph[k + 2] : N, p = PH[ph[k + 1]];
+      if (!p || b < lo || a > hi) continue;
+      const x0 = Math.max(L, X(a)), x1 = Math.min(L + W, X(b));
+      g.fillStyle = p[1]; g.fillRect(x0, T + H + 1, Math.max(1, x1 - x0), 3);
+    }
     /* OOMs, the peak, the moments */
     g.strokeStyle = '#cc3311'; g.fillStyle = '#cc3311';
     for (const o of d.oom_cases) {
@@ -392,6 +400,8 @@
         el('span', {}, [el('i', { style: 'background:#aa3377' }), 'reserved']),
         el('span', {}, [el('i', { style: 'background:#cc3311' }), 'OOM']),
         el('span', {}, [el('i', { style: 'background:#0077bb' }), 'moments with what is live (click near one)']),
+        el('span', {}, [el('i', { style: 'background:#88ccee' }), 'forward']), el('span', {}, [el('i', { style: 'background:#cc6677' }), 'backward']),
+        el('span', {}, [el('i', { style: 'background:#999933' }), 'optimizer (phases, under the plot)']),
         el('span', { text: 'wheel or +/− zoom · drag or ←/→ pan · double-click a step to zoom to it · 0 whole run' })]),
       el('div', { id: 'tl-wrap' }, cv), el('div', { id: 'tl-info' }, [cvInfo, el('span', {}, [reset, ' ', peak])]), groupLegend(), evBox]);
   }

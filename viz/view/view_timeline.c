@@ -18,6 +18,7 @@
 
 #define VT_LEVELS 2
 #define VT_GROUPS 8
+#define VT_MAX_PHASES 60000
 static const size_t level_buckets[VT_LEVELS] = {2048, 32768};
 
 struct vt_level {
@@ -59,8 +60,16 @@ struct vt_device {
     uint64_t *gcol; /* (ng + 1) per bucket of level 0, at its allocated maximum */
 };
 
+struct vt_phase {
+    uint64_t index;
+    uint32_t phase; /* enum mh_phase */
+};
+
 struct mh__vt {
-    uint64_t events; /* of the first pass: what the buckets divide */
+    uint64_t events;         /* of the first pass: what the buckets divide */
+    struct vt_phase *phases; /* where each phase starts, at most VT_MAX_PHASES */
+    size_t nphases, capphases;
+    uint64_t phases_dropped;
     struct vt_device *dev;
     size_t ndev;
     size_t max_events, max_step_events;
@@ -189,10 +198,26 @@ static int keep_event(struct mh__vt *t, struct vt_device *d, const struct mh_eve
     return 0;
 }
 
+static int note_phase(struct mh__vt *t, uint64_t index, uint32_t phase)
+{
+    if (t->nphases && t->phases[t->nphases - 1].phase == phase)
+        return 0;
+    if (t->nphases >= VT_MAX_PHASES) {
+        t->phases_dropped++;
+        return 0;
+    }
+    if (MH__GROW(t->phases, t->nphases, t->capphases, 256) < 0)
+        return MH_ENOMEM;
+    t->phases[t->nphases++] = (struct vt_phase){index, phase};
+    return 0;
+}
+
 static int on_event(void *user, struct mh_session *s, const struct mh_event *ev,
                     const struct mh_apply_result *res)
 {
     struct mh__vt *t = user;
+    if (ev->kind == MH_EV_PHASE)
+        return note_phase(t, mh__session_index(s), ev->aux);
     if (!is_allocator(ev->kind))
         return 0;
     struct vt_device *d = find_device(t, ev->device);
@@ -211,6 +236,8 @@ static int on_begin(void *user, struct mh_session *s)
     struct mh__vt *t = user;
     (void)s;
     t->done = 0;
+    t->nphases = 0;
+    t->phases_dropped = 0;
     for (size_t i = 0; i < t->ndev; i++) {
         struct vt_device *d = &t->dev[i];
         d->allocated = d->reserved = 0;
@@ -332,6 +359,7 @@ void mh__vt_free(struct mh__vt *t)
         free(t->dev[i].gcol);
     }
     free(t->dev);
+    free(t->phases);
     free(t);
 }
 
@@ -419,6 +447,14 @@ static void json_levels(const struct mh__vt *t, const struct vt_device *d, struc
         if (k == 0)
             json_groups(d, j, s, r);
         mh__json_end_object(j);
+    }
+    mh__json_end_array(j);
+    mh__json_kv_uint(j, "phases_dropped", t->phases_dropped);
+    mh__json_key(j, "phases"); /* [first event, phase]: forward 1, backward 2, optimizer 3 */
+    mh__json_begin_array(j);
+    for (size_t i = 0; i < t->nphases; i++) {
+        mh__json_uint(j, t->phases[i].index);
+        mh__json_uint(j, t->phases[i].phase);
     }
     mh__json_end_array(j);
     mh__json_key(j, "spans"); /* [step, first event, last event, events] */
