@@ -31,12 +31,13 @@ static const char usage[] =
     "module, file or function. Frames show package-relative paths, the full\n"
     "path on hover.\n\n"
     "The page never holds every event: the timeline is kept as the lowest and\n"
-    "highest memory per bucket at two levels (2048 and 32768 buckets), the raw\n"
-    "events of the peak's and the OOMs' steps and of the first steps up to\n"
-    "--events per device, and what is live at up to --moments moments per\n"
-    "device (the peak, each OOM, step peaks, evenly spaced samples); the page\n"
-    "says what it left out. A cut or damaged recording gives a page that says\n"
-    "what is missing.\n\n"
+    "highest memory per bucket at two levels (2048 and 32768 buckets; the first\n"
+    "alone from 9 files), the raw events of the peak's and the OOMs' steps and\n"
+    "of the first steps up to --events per device, and what is live at up to\n"
+    "--moments moments per device (the peak, each OOM, step peaks, evenly spaced\n"
+    "samples); from 8 files both defaults shrink with the number of files. The\n"
+    "page says what it left out. A cut or damaged recording gives a page that\n"
+    "says what is missing.\n\n"
     "options:\n"
     "  -o, --output OUT   the HTML file to write (required; '-' = stdout)\n"
     "  --moments N        moments with live trees per device (default 64, 4..1024)\n"
@@ -64,7 +65,7 @@ static int parse_args(int argc, char **argv, struct view_args *a)
     const struct mh_cli_opt opts[] = {
         {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
         {"moments", 0, MH_OPT_UINT, &a->moments, 4, 1024, NULL, NULL},
-        {"events", 0, MH_OPT_UINT, &a->events, 0, 5000000, NULL, &a->has_events},
+        {"events", 0, MH_OPT_UINT, &a->events, 1, 5000000, NULL, &a->has_events},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_view, argc, argv, opts, &first);
     if (rc)
@@ -75,8 +76,11 @@ static int parse_args(int argc, char **argv, struct view_args *a)
         return mh__cli_usage_error(&mh__cmd_view, "missing -o report.html ('-' for stdout)");
     a->paths = argv + first;
     a->npaths = (size_t)(argc - first);
-    a->opts.max_moments = (size_t)a->moments;
-    a->opts.max_events = a->has_events ? (a->events ? (size_t)a->events : 1) : 0;
+    /* one page for many ranks: each file's share of the detail shrinks */
+    size_t share = a->npaths > 4 ? a->npaths / 4 : 1;
+    a->opts.max_moments = a->moments ? (size_t)a->moments : (64 / share > 8 ? 64 / share : 8);
+    a->opts.max_events = a->has_events ? (size_t)a->events : 40000 / share;
+    a->opts.coarse_only = a->npaths > 8;
     return 0;
 }
 

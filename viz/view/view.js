@@ -97,6 +97,8 @@
       if (d.step_moments_dropped)
         out.push(['', 'What is live is kept at ' + d.moments.length + ' moments; the peaks of ' + d.step_moments_dropped +
           ' steps were left out (limit ' + f.moments_limit + ' moments per device).']);
+      if (d.timeline.phases_dropped)
+        out.push(['', 'The phase strip shows the first ' + num(d.timeline.phases.length / 2) + ' phases; ' + num(d.timeline.phases_dropped) + ' later ones were left out.']);
       if (d.step_count > d.steps.length)
         out.push(['', 'The step table lists the first ' + num(d.steps.length) + ' of ' + num(d.step_count) + ' steps.']);
     }

@@ -21,9 +21,10 @@
 struct mh_view_opts {
     size_t max_moments;     /* flame trees kept per device [64] */
     size_t max_tree_nodes;  /* nodes kept per tree, the smallest merged [400] */
-    size_t max_events;      /* raw events kept per device [60000] */
+    size_t max_events;      /* raw events kept per device [40000] */
     size_t max_step_events; /* raw events kept per step [6000] */
     size_t max_steps_table; /* rows of the per-step table per device [5000] */
+    int coarse_only;        /* the timeline's whole-run level alone (many files) */
 };
 
 struct mh_analysis;

@@ -73,6 +73,7 @@ struct mh__vt {
     struct vt_device *dev;
     size_t ndev;
     size_t max_events, max_step_events;
+    int coarse_only;
     int done; /* a pass it observed ended */
     struct mh_observer ob;
 };
@@ -318,7 +319,8 @@ static int device_new(struct mh__vt *t, struct vt_device *d, int device, const s
     d->device = device;
     for (int k = 0; k < VT_LEVELS; k++) {
         struct vt_level *l = &d->lv[k];
-        l->n = t->events < level_buckets[k] ? (t->events ? t->events : 1) : level_buckets[k];
+        size_t want = t->coarse_only ? level_buckets[0] : level_buckets[k];
+        l->n = t->events < want ? (t->events ? t->events : 1) : want;
         l->last = -1;
         l->amin = calloc(l->n * 4, sizeof *l->amin);
         if (!l->amin)
@@ -372,6 +374,7 @@ int mh__vt_new(const struct mh_analysis *a, const struct mh_view_opts *o, struct
         t->events = a->rp.summary.events;
         t->max_events = o->max_events;
         t->max_step_events = o->max_step_events;
+        t->coarse_only = o->coarse_only;
         t->ndev = mh_model_device_count(m);
         t->dev = calloc(t->ndev ? t->ndev : 1, sizeof *t->dev);
         t->ob = (struct mh_observer){"view timeline", t, on_begin, on_event, on_end};
