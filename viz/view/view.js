@@ -354,8 +354,7 @@
   function zoomToStep(step) {
     const s = dev().timeline.spans.find(x => x[0] === step);
     if (!s) return false;
-    const pad = Math.max(2, (s[2] - s[1]) * 0.02);
-    st.lo = Math.max(0, s[1] - pad); st.hi = Math.min(dev().timeline.events, s[2] + pad);
+    st.lo = Math.max(0, s[1] - 0.5); st.hi = Math.min(dev().timeline.events, s[2] + 1.5);
     drawTimeline();
     return true;
   }

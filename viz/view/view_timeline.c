@@ -272,42 +272,59 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The steps whose events are kept: the peaks', the OOMs', the set-up, then
- * the steps in order, while their counted events fit. */
+/* The allocator events a step holds, as the model counted them. */
+static size_t step_cost(const struct mh_model *m, int device, int64_t step)
+{
+    struct mh_step_stats st;
+    int rc = step < 0 ? mh_model_setup(m, device, &st) : mh__step_find(m, device, step, &st);
+    if (rc != 0 && mh_model_tail(m, device, &st) == 0 && st.step == step)
+        rc = 0;
+    return rc ? 0 : st.allocs + st.frees * 2 + st.segment_allocs + st.segment_frees;
+}
+
+/* Adds a step to those kept when `force`d or while its events fit. */
+static void want_step(struct vt_device *d, const struct mh_model *m, int64_t step, int force,
+                      size_t *used, size_t budget)
+{
+    for (size_t i = 0; i < d->nwant; i++)
+        if (d->want_steps[i] == step)
+            return;
+    size_t cost = step_cost(m, d->device, step);
+    if (!force && *used + cost > budget)
+        return;
+    *used += cost;
+    d->want_steps[d->nwant++] = step;
+}
+
+/* The steps whose events are kept: the peaks' and the OOMs' first, then
+ * the set-up, the steps in order and the tail while their events fit. */
 static int choose_steps(struct vt_device *d, const struct mh_model *m, size_t budget)
 {
     size_t nsteps = mh_model_step_count(m, d->device), used = 0;
-    d->want_steps = calloc(nsteps + 9 + mh_model_oom_count(m), sizeof *d->want_steps);
+    d->want_steps = calloc(nsteps + 5 + mh_model_oom_count(m), sizeof *d->want_steps);
     if (!d->want_steps)
         return MH_ENOMEM;
     struct mh_peak pa, pr;
     mh_model_peak_allocated(m, d->device, &pa);
     mh_model_peak_reserved(m, d->device, &pr);
-    d->want_steps[d->nwant++] = pa.step;
-    d->want_steps[d->nwant++] = pr.step;
+    want_step(d, m, pa.step, 1, &used, budget);
+    want_step(d, m, pr.step, 1, &used, budget);
     for (size_t i = 0; i < mh_model_oom_count(m); i++) {
         struct mh_oom_info o;
         if (mh_model_oom(m, i, &o) == 0 && o.device == d->device)
-            d->want_steps[d->nwant++] = o.step;
+            want_step(d, m, o.step, 1, &used, budget);
     }
-    d->want_steps[d->nwant++] = -1;
-    struct mh_step_stats tail;
-    if (mh_model_tail(m, d->device, &tail) == 0)
-        d->want_steps[d->nwant++] = tail.step;
+    want_step(d, m, -1, 0, &used, budget);
     for (size_t i = 0; i < nsteps && used < budget; i++) {
         struct mh_step_stats st;
-        if (mh_model_step(m, d->device, i, &st) != 0)
-            continue;
-        used += st.allocs + st.frees * 2 + st.segment_allocs + st.segment_frees;
-        if (used <= budget || i == 0)
-            d->want_steps[d->nwant++] = st.step;
+        if (mh_model_step(m, d->device, i, &st) == 0)
+            want_step(d, m, st.step, 0, &used, budget);
     }
+    struct mh_step_stats tail;
+    if (mh_model_tail(m, d->device, &tail) == 0)
+        want_step(d, m, tail.step, 0, &used, budget);
     qsort(d->want_steps, d->nwant, sizeof *d->want_steps, cmp_i64);
-    size_t k = 0;
-    for (size_t i = 0; i < d->nwant; i++)
-        if (k == 0 || d->want_steps[k - 1] != d->want_steps[i])
-            d->want_steps[k++] = d->want_steps[i];
-    d->nwant = nsteps ? k : 0;
+    d->nwant = nsteps ? d->nwant : 0;
     uint64_t half = budget / 2;
     d->lo = pa.event_index > half ? pa.event_index - half : 0;
     d->hi = pa.event_index + half;
