@@ -10,7 +10,8 @@ commands' JSON and the recording's own events (memhist.read()):
 - a click on the timeline at the allocated peak shows the peak's moment, and the layers
   listed there start with `layers --json`'s largest layer;
 - a double-click on a step zooms to it and lists exactly that step's allocator events
-  (count, indices and kinds from the events table);
+  (count, indices and kinds from the events table), and the peak's step keeps its events
+  in a run whose steps do not all fit;
 - the OOM run has one card per OOM with `oom --json`'s request; the others have none;
 - typing in the search box narrows the frame list to frames that match, and a query
   matching nothing empties it;
@@ -203,6 +204,16 @@ def check_zoom_step(pg, path, step):
     print("%s: zoomed to step %d: its %d events listed" % (pg.name, step, len(got)))
 
 
+def check_peak_step(pg):
+    """The peak's step keeps its events, however many steps come before it."""
+    st = pg.js("[...document.querySelectorAll('#tl-info button')]"
+               ".find(b => b.textContent.includes('peak step')).click();"
+               "return window.mhView.state();")
+    if st["mode"] != "events" or not pg.rows("events-table"):
+        sc.fail("%s: zoomed to the peak's step, the page shows %s" % (pg.name, st["mode"]))
+    print("%s: the peak's step lists its events" % pg.name)
+
+
 def check_search(pg):
     before = pg.rows("moment-list")
     word = "forward"
@@ -252,6 +263,7 @@ def full_check(drv, d, src, step):
     check_stacking(pg)
     check_click_peak(pg, cli_json("layers", src))
     check_zoom_step(pg, src, step)
+    check_peak_step(pg)
     check_search(pg)
     pg.clean()
     return pg
@@ -318,7 +330,7 @@ def main():
         sc.skip(str(e))
     d = sc.workdir("view_page")
     sim = os.path.join(d, "sim.memhist")
-    sc.run("simulate", "--steps", "8", "-o", sim)
+    sc.run("simulate", "--steps", "20", "-o", sim)
     oom = os.path.join(d, "oom.memhist")
     sc.run("simulate", "--steps", "6", "--device-memory", "12GiB", "-o", oom, check=False)
     gpt = vdevice_recording(d)
