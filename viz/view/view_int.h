@@ -42,8 +42,8 @@ void mh__vstr_frames(struct mh__vstr *s, struct mh_json *j, const struct mh_read
  * events at two levels of detail, each step's first and last event, and the
  * raw allocator events of chosen steps (the allocated peak's, each OOM's,
  * then the first ones) up to the limits. The pass may be one another
- * analysis makes (the layers'), seen through the observer. Writes "timeline" and "events"
- * keys into the device objects through mh__vt_device_json. */
+ * analysis makes (the layers'), seen through the observer. Writes the
+ * "timeline" and "events" keys of a device object (mh__vt_device_json). */
 struct mh__vt;
 struct mh_observer;
 int mh__vt_new(const struct mh_analysis *a, const struct mh_view_opts *o, struct mh__vt **out);
@@ -71,7 +71,7 @@ void mh__vmoments_free(struct mh__vmoments *m);
 const struct mh_observer *mh__vmoments_observer(const struct mh__vmoments *m);
 /* After that pass (`rode`: it ended), or in a pass of its own (rode 0). */
 int mh__vmoments_complete(const struct mh_analysis *a, struct mh__vmoments *m, int rode);
-/* Writes the device's "moments" array and "moments_dropped" count. */
+/* Writes the device's "moments" array and "step_moments_dropped" count. */
 int mh__vmoments_json(const struct mh__vmoments *m, int device, struct mh_json *j,
                       struct mh__vstr *s, const struct mh_view_opts *o);
 

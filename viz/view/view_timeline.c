@@ -5,9 +5,12 @@
  * 32768), each step's first and last event, and the allocator events
  * themselves for a few chosen steps (or, without steps, around the
  * allocated peak), so the page zooms down to single events without ever
- * holding every event. Memory follows the buckets and the kept events, not
- * the run. A bucket no event of the device falls in carries the state from
- * its left. */
+ * holding every event; the whole-run level also keeps, at each bucket's
+ * highest point, the bytes of the sites largest at the peak, and the pass
+ * notes where each phase starts. Memory follows the buckets and the kept
+ * events, not the run. A bucket no event of the device falls in carries
+ * the state from its left. The pass is usually the layers analysis's, which
+ * this observer rides (view_part.c). */
 #include <stdlib.h>
 #include <string.h>
 
