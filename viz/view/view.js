@@ -97,6 +97,10 @@
       if (d.step_moments_dropped)
         out.push(['', 'What is live is kept at ' + d.moments.length + ' moments; the peaks of ' + d.step_moments_dropped +
           ' steps were left out (limit ' + f.moments_limit + ' moments per device).']);
+      if (d.oom_error)
+        out.push(['bad', 'The OOMs of this device could not be explained (' + d.oom_error + '): no OOM card is shown.']);
+      if (d.layers_error)
+        out.push(['', 'The layers analysis could not be made for this device (' + d.layers_error + ').']);
       if (d.timeline.phases_dropped)
         out.push(['', 'The phase strip shows the first ' + num(d.timeline.phases.length / 2) + ' phases; ' + num(d.timeline.phases_dropped) + ' later ones were left out.']);
       if (d.step_count > d.steps.length)

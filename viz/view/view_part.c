@@ -21,6 +21,7 @@ struct gdev {
     int device;
     struct mh_layers_answer la;
     int la_ok;
+    int la_error, oom_error; /* why an answer is missing, 0 if none */
     struct mh_oom_cases oom;
 };
 
@@ -85,12 +86,13 @@ static int gather_devices(const struct mh_analysis *a, struct gathered *g)
         unsigned passes = mh__session_passes(a->session);
         if (i == 0)
             rc = ride(a, g);
-        d->la_ok = rc == 0 && mh__layers_answer(a, d->device, &d->la) == 0;
+        d->la_error = rc ? rc : mh__layers_answer(a, d->device, &d->la);
+        d->la_ok = d->la_error == 0;
         mh__session_forget(a->session);
         if (i == 0)
             rode = mh__session_passes(a->session) == passes + 1 && mh__vt_observed(g->vt);
         struct mh_oom_opts oo = {.top = 10};
-        if (rc == 0 && mh__oom_cases(a, d->device, &oo, &d->oom) < 0)
+        if (rc == 0 && (d->oom_error = mh__oom_cases(a, d->device, &oo, &d->oom)) < 0)
             memset(&d->oom, 0, sizeof d->oom);
     }
     if (rc == 0 && !rode)
@@ -151,6 +153,8 @@ static int json_part(struct mh_json *j, const struct mh_analysis *a, const struc
         mh__json_begin_object(j);
         const struct gdev *d = find_gdev(g, g->reps.devs[i].device);
         mh__vdev_json(j, &v, &g->reps.devs[i], d && d->la_ok ? &d->la : NULL, d ? &d->oom : NULL);
+        mh__json_kv_string(j, "layers_error", d && d->la_error ? mh_strerror(d->la_error) : NULL);
+        mh__json_kv_string(j, "oom_error", d && d->oom_error ? mh_strerror(d->oom_error) : NULL);
         mh__vt_device_json(g->vt, g->reps.devs[i].device, j, s, a->rp.reader);
         rc = mh__vmoments_json(g->mom, g->reps.devs[i].device, j, s, o);
         mh__json_end_object(j);
