@@ -157,25 +157,20 @@
     st.lo = 0; st.hi = Math.max(1, d.timeline.events); st.focus = 0; st.clicked = null;
     st.moment = d.moments.findIndex(m => m.kind === 'peak');
   }
-  function rawCoverage(d) { /* [lo, hi] windows whose every event is kept */
-    if (d._cover) return d._cover;
-    const ev = d.events.list, out = [];
-    if (!d.events.by_step) {
-      if (ev.length) out.push([ev[0][0], ev[ev.length - 1][0]]);
-    } else {
-      const kept = new Map();
-      for (const e of ev) kept.set(e[6], (kept.get(e[6]) || 0) + 1);
-      for (const s of d.timeline.spans)
-        if (kept.get(s[0]) === s[3]) {
-          const last = out[out.length - 1];
-          if (last && last[2] === s[0] - 1) { last[1] = s[2]; last[2] = s[0]; }
-          else out.push([s[1], s[2], s[0]]);
-        }
-    }
-    return (d._cover = out);
+  function keptSteps(d) { /* step -> whether every event of it was kept */
+    if (d._kept) return d._kept;
+    const kept = new Map(), full = new Map();
+    for (const e of d.events.list) kept.set(e[6], (kept.get(e[6]) || 0) + 1);
+    for (const s of d.timeline.spans) full.set(s[0], kept.get(s[0]) === s[3]);
+    return (d._kept = full);
   }
-  function rawWindow(d, lo, hi) {
-    return rawCoverage(d).some(c => lo >= c[0] - 0.5 && hi <= c[1] + 1.5);
+  function rawWindow(d, lo, hi) { /* every event of the device in [lo, hi] was kept */
+    if (!d.events.by_step) {
+      const w = d.events.window;
+      return !d.events.dropped || (lo >= w[0] - 0.5 && hi <= w[1] + 1.5);
+    }
+    const spans = d.timeline.spans.filter(s => s[2] >= lo && s[1] <= hi), full = keptSteps(d);
+    return spans.length > 0 && spans.every(s => full.get(s[0]));
   }
   function eventsIn(d, lo, hi) {
     const ev = d.events.list;
@@ -205,7 +200,7 @@
     const L = 70, R = 10, T = 18, B = 26, W = Wc - L - R, H = Hc - T - B;
     const lo = st.lo, hi = st.hi, span = hi - lo;
     const X = i => L + (i - lo) / span * W;
-    const raw = rawWindow(d, lo, hi) && span <= W * 8;
+    const raw = rawWindow(d, lo, hi) && span <= W * 3;
     let cols = null, top = 0;
     const win = raw ? eventsIn(d, lo - 1, hi + 1) : null;
     if (!raw) {

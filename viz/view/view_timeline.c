@@ -503,6 +503,13 @@ static void json_events(const struct mh__vt *t, const struct vt_device *d, struc
     mh__json_kv_uint(j, "step_limit", t->max_step_events);
     mh__json_kv_uint(j, "dropped", d->dropped);
     mh__json_kv_bool(j, "by_step", d->nwant > 0);
+    if (!d->nwant) { /* the window kept around the peak, every event of it */
+        mh__json_key(j, "window");
+        mh__json_begin_array(j);
+        mh__json_uint(j, d->lo);
+        mh__json_uint(j, d->hi < t->events ? d->hi : t->events);
+        mh__json_end_array(j);
+    }
     mh__json_key(j, "list"); /* [index, kind, size, allocated, reserved, site, step] */
     mh__json_begin_array(j);
     for (size_t i = 0; i < d->nev; i++) {
