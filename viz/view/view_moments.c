@@ -3,8 +3,8 @@
  * OOM, the peaks of steps as the first pass found them, evenly spaced
  * samples), gathered for every device by an observer riding another
  * analysis's pass (analysis.h: mh__analysis_moments_observer), or by a
- * pass of their own, and written
- * as the flame trees of flame.h, by module path and by stack. A tree keeps
+ * pass of their own, and written as the flame trees of flame.h, by module
+ * path and by stack. A tree keeps
  * its largest nodes (a node is never dropped before its parent); what a
  * node holds beyond its kept children is the page's "smaller frames". */
 #include <stdlib.h>
@@ -31,14 +31,15 @@ struct vmoment {
 struct mh__vmoments {
     struct vmoment *m;
     size_t n, cap;
-    size_t dropped_steps; /* step peaks left out for the limit, all devices */
-    uint64_t *index;      /* sorted unique indices of m */
+    int *devices;    /* the model's devices, and for each */
+    size_t *dropped; /* the step peaks left out for the limit */
+    size_t ndev;
+    uint64_t *index; /* sorted unique indices of m */
     size_t nindex;
     const struct mh_lifetimes *use;
     struct mh_lifetimes *own;
     struct mh_observer ob; /* gathers into own */
     const struct mh_reader *reader;
-    int scopes_any;
 };
 
 static int add(struct mh__vmoments *v, struct vmoment m)
@@ -51,7 +52,7 @@ static int add(struct mh__vmoments *v, struct vmoment m)
 
 /* Each step's allocated peak: the highest of its passes (categories.h). */
 static int add_step_peaks(struct mh__vmoments *v, const struct mh_analysis *a, int device,
-                          size_t room)
+                          size_t room, size_t *dropped)
 {
     size_t np, nsteps = 0;
     mh__lifetimes_passes(a->lt, &np);
@@ -74,12 +75,13 @@ static int add_step_peaks(struct mh__vmoments *v, const struct mh_analysis *a, i
         const struct mh_step_peak *sp = &steps[nsteps <= room ? k : k * nsteps / room];
         rc = add(v, (struct vmoment){device, VM_STEP_PEAK, sp->index, 0, sp->bytes, sp->step, 0});
     }
-    v->dropped_steps += nsteps > room ? nsteps - room : 0;
+    *dropped = nsteps > room ? nsteps - room : 0;
     free(steps);
     return rc;
 }
 
-static int add_device(struct mh__vmoments *v, const struct mh_analysis *a, size_t limit, int device)
+static int add_device(struct mh__vmoments *v, const struct mh_analysis *a, size_t limit, int device,
+                      size_t *dropped)
 {
     const struct mh_model *m = a->rp.model;
     struct mh_peak pa;
@@ -103,7 +105,7 @@ static int add_device(struct mh__vmoments *v, const struct mh_analysis *a, size_
         rc = add(v, (struct vmoment){device, VM_SAMPLE, i * (events - 1) / (VM_SAMPLES + 1), 0, 0,
                                      -1, 0});
     used += VM_SAMPLES;
-    return rc ? rc : add_step_peaks(v, a, device, limit > used ? limit - used : 0);
+    return rc ? rc : add_step_peaks(v, a, device, limit > used ? limit - used : 0, dropped);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -133,9 +135,14 @@ int mh__vmoments_new(const struct mh_analysis *a, const struct mh_view_opts *o,
     if (!v)
         return MH_ENOMEM;
     v->reader = a->rp.reader;
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < mh_model_device_count(a->rp.model); i++)
-        rc = add_device(v, a, o->max_moments, mh_model_device_at(a->rp.model, i));
+    v->ndev = mh_model_device_count(a->rp.model);
+    v->devices = calloc(v->ndev ? v->ndev : 1, sizeof *v->devices);
+    v->dropped = calloc(v->ndev ? v->ndev : 1, sizeof *v->dropped);
+    int rc = v->devices && v->dropped ? 0 : MH_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < v->ndev; i++) {
+        v->devices[i] = mh_model_device_at(a->rp.model, i);
+        rc = add_device(v, a, o->max_moments, v->devices[i], &v->dropped[i]);
+    }
     if (rc == 0)
         rc = gather_indices(v);
     if (rc == 0 && v->nindex)
@@ -168,6 +175,8 @@ void mh__vmoments_free(struct mh__vmoments *v)
     if (!v)
         return;
     mh__lifetimes_free(v->own);
+    free(v->devices);
+    free(v->dropped);
     free(v->m);
     free(v->index);
     free(v);
@@ -281,7 +290,10 @@ int mh__vmoments_json(const struct mh__vmoments *v, int device, struct mh_json *
                       struct mh__vstr *s, const struct mh_view_opts *o)
 {
     int rc = 0;
-    mh__json_kv_uint(j, "step_moments_dropped", v->dropped_steps);
+    size_t dropped = 0;
+    for (size_t i = 0; i < v->ndev; i++)
+        dropped = v->devices[i] == device ? v->dropped[i] : dropped;
+    mh__json_kv_uint(j, "step_moments_dropped", dropped);
     mh__json_key(j, "moments");
     mh__json_begin_array(j);
     for (size_t i = 0; i < v->n && rc == 0; i++) {
