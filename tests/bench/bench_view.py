@@ -22,6 +22,7 @@ Exits 77 without MEMHIST or without Chromium.
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -149,8 +150,12 @@ def main():
         if not os.path.exists(run):
             timed("simulate", "--steps", n, "-o", run)
         runs.append(run)
-    for run in runs:
-        bench(run, d, chrome, driver, not a.no_memory_viz)
+    try:
+        for run in runs:
+            bench(run, d, chrome, driver, not a.no_memory_viz)
+    finally:
+        if not a.keep:
+            shutil.rmtree(d, ignore_errors=True)
     return 0
 
 
