@@ -24,14 +24,14 @@
 
 struct mem_run {
     struct mh_writer *w;
-    struct mh_analysis a;
+    struct mh__analysis a;
 };
 
 static void open_written(struct mem_run *r, int peak_groups)
 {
     const void *data;
     size_t len;
-    const struct mh_analysis_want want = {peak_groups ? MH_WANT_WHATIF_TREND : 0, peak_groups,
+    const struct mh__analysis_want want = {peak_groups ? MH__WANT_WHATIF_TREND : 0, peak_groups,
                                           peak_groups};
     cr_assert_eq(mh_writer_close(r->w), 0);
     cr_assert_eq(mh_writer_mem(r->w, &data, &len), 0);
@@ -40,13 +40,13 @@ static void open_written(struct mem_run *r, int peak_groups)
 
 static void simulate(const char *params, uint64_t steps, struct mem_run *r)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer_opts wo = {.source = "simulated"};
-    struct mh_sim_opts so;
-    struct mh_sim *s;
-    struct mh_workload_result res;
+    struct mh__sim_opts so;
+    struct mh__sim *s;
+    struct mh__workload_result res;
     memset(r, 0, sizeof *r);
     memset(&so, 0, sizeof so);
     cr_assert_eq(mh__workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
@@ -77,7 +77,7 @@ Test(layers_answer, a_plan_from_the_ranking)
 {
     struct mem_run r;
     gpt(4, 3, &r);
-    struct mh_layers_answer ans;
+    struct mh__layers_answer ans;
     cr_assert_eq(mh__layers_answer(&r.a, 0, &ans), 0);
     struct mh_peak p;
     cr_assert_eq(mh_model_peak_allocated(r.a.rp.model, 0, &p), 0);
@@ -87,7 +87,7 @@ Test(layers_answer, a_plan_from_the_ranking)
         cr_expect_geq(ans.layers[ans.by_live[i - 1]].live_at_peak,
                       ans.layers[ans.by_live[i]].live_at_peak, "largest first");
     cr_assert_gt(ans.best, 0, "the blocks' activations make a plan");
-    cr_expect_eq(ans.none_because, MH_NO_PLAN_NONE);
+    cr_expect_eq(ans.none_because, MH__NO_PLAN_NONE);
     cr_expect_null(mh__no_plan_name(ans.none_because));
     cr_expect_eq(ans.plan_peak, ans.peak_after[ans.best - 1]);
     cr_expect_lt(ans.plan_peak, ans.peak);
@@ -153,14 +153,14 @@ static void hand_made(int steps, int freed_in_forward, struct mem_run *r)
     open_written(r, 0);
 }
 
-static enum mh_no_plan reason_of(int steps, int freed_in_forward, uint64_t *bytes)
+static enum mh__no_plan reason_of(int steps, int freed_in_forward, uint64_t *bytes)
 {
     struct mem_run r;
-    struct mh_layers_answer ans;
+    struct mh__layers_answer ans;
     hand_made(steps, freed_in_forward, &r);
     cr_assert_eq(mh__layers_answer(&r.a, 0, &ans), 0);
     cr_expect_eq(ans.best, 0);
-    enum mh_no_plan why = ans.none_because;
+    enum mh__no_plan why = ans.none_because;
     *bytes = ans.none_bytes;
     cr_expect_not_null(mh__no_plan_name(why));
     mh__layers_answer_free(&ans);
@@ -171,11 +171,11 @@ static enum mh_no_plan reason_of(int steps, int freed_in_forward, uint64_t *byte
 Test(layers_answer, each_reason_for_no_plan)
 {
     uint64_t bytes;
-    cr_expect_eq(reason_of(0, 0, &bytes), MH_NO_PLAN_UNKNOWN, "no steps, no scopes");
+    cr_expect_eq(reason_of(0, 0, &bytes), MH__NO_PLAN_UNKNOWN, "no steps, no scopes");
     cr_expect_eq(bytes, 9u << 20, "all of the peak is unknown: %llu", (unsigned long long)bytes);
-    cr_expect_eq(reason_of(1, 0, &bytes), MH_NO_PLAN_NO_SCOPES, "activations, no scopes");
+    cr_expect_eq(reason_of(1, 0, &bytes), MH__NO_PLAN_NO_SCOPES, "activations, no scopes");
     cr_expect_eq(bytes, 8u << 20, "the activations at the peak: %llu", (unsigned long long)bytes);
-    cr_expect_eq(reason_of(1, 1, &bytes), MH_NO_PLAN_NOTHING, "temporaries only");
+    cr_expect_eq(reason_of(1, 1, &bytes), MH__NO_PLAN_NOTHING, "temporaries only");
 }
 
 Test(diff, layers_and_stacks_matched_and_ordered_by_change)
@@ -183,9 +183,9 @@ Test(diff, layers_and_stacks_matched_and_ordered_by_change)
     struct mem_run a, b;
     gpt(2, 3, &a);
     gpt(4, 2, &b);
-    const struct mh_analysis *run[2] = {&a.a, &b.a};
+    const struct mh__analysis *run[2] = {&a.a, &b.a};
     const int dev[2] = {-1, -1};
-    struct mh_diff d;
+    struct mh__diff d;
     cr_assert_eq(mh__diff_runs(run, dev, &d), 0);
     cr_expect_lt(d.allocated[0].value, d.allocated[1].value, "a larger batch peaks higher");
     cr_expect_eq(d.steps_a, 3);
@@ -240,17 +240,17 @@ Test(device_report, peaks_categories_groups_and_trend)
 {
     struct mem_run r;
     gpt(4, 4, &r);
-    struct mh_device_reports dr;
+    struct mh__device_reports dr;
     cr_assert_eq(mh__device_reports(&r.a, -1, 5, &dr), 0);
     cr_assert_eq(dr.n, 1);
-    const struct mh_device_report *d = &dr.devs[0];
+    const struct mh__device_report *d = &dr.devs[0];
     struct mh_peak pa, pr;
     cr_assert_eq(mh_model_peak_allocated(r.a.rp.model, 0, &pa), 0);
     cr_assert_eq(mh_model_peak_reserved(r.a.rp.model, 0, &pr), 0);
     cr_expect_eq(d->peak_allocated.value, pa.value);
     cr_expect_eq(d->peak_reserved.value, pr.value);
     uint64_t cats = 0, groups = 0;
-    for (int k = 0; k < MH_CAT_COUNT; k++)
+    for (int k = 0; k < MH__CAT_COUNT; k++)
         cats += d->category_at_peak[k];
     cr_expect_eq(cats, pa.value, "the categories partition the peak");
     cr_expect_eq(d->live_at_peak_bytes, pa.value, "the groups hold the peak");
@@ -278,10 +278,10 @@ Test(device_report, a_fragmenting_trend_and_its_checked_whatif)
 {
     struct mem_run r;
     simulate("", 12, &r);
-    struct mh_device_reports dr;
+    struct mh__device_reports dr;
     cr_assert_eq(mh__device_reports(&r.a, 0, 3, &dr), 0);
     cr_assert_eq(dr.n, 1);
-    const struct mh_frag_trend *t = &dr.devs[0].trend;
+    const struct mh__frag_trend *t = &dr.devs[0].trend;
     struct mh_step_stats first;
     cr_assert_eq(mh_model_step(r.a.rp.model, 0, 0, &first), 0);
     cr_expect_eq(t->steps, 12);
@@ -321,7 +321,7 @@ static void two_ooms(struct mem_run *r)
     put(r->w, MH_EV_OOM, 4, 8 * mib, 48 * mib, 0);
     const void *data;
     size_t len;
-    const struct mh_analysis_want want = {MH_WANT_WHATIF_OOM, 0, 0};
+    const struct mh__analysis_want want = {MH__WANT_WHATIF_OOM, 0, 0};
     cr_assert_eq(mh_writer_close(r->w), 0);
     cr_assert_eq(mh_writer_mem(r->w, &data, &len), 0);
     cr_assert_eq(mh__analysis_open_mem(data, len, "ooms", &want, &r->a), 0);
@@ -331,18 +331,18 @@ Test(oom_cases, each_oom_with_its_state_verdict_and_suggestions)
 {
     struct mem_run r;
     two_ooms(&r);
-    const struct mh_oom_opts o = {0, 0, 8};
-    struct mh_oom_cases cs;
+    const struct mh__oom_opts o = {0, 0, 8};
+    struct mh__oom_cases cs;
     cr_assert_eq(mh__oom_cases(&r.a, 0, &o, &cs), 0);
     cr_assert_eq(cs.n, 2);
     const uint64_t mib = 1 << 20, request[2] = {96 * mib, 48 * mib}, live[2] = {mib, 3 * mib};
     for (size_t i = 0; i < 2; i++) {
-        const struct mh_oom_case *c = &cs.c[i];
+        const struct mh__oom_case *c = &cs.c[i];
         cr_expect_eq(c->oom.request, request[i], "case %zu: request %llu", i,
                      (unsigned long long)c->oom.request);
         cr_expect_eq(c->live_bytes, live[i], "case %zu: live at the OOM %llu", i,
                      (unsigned long long)c->live_bytes);
-        cr_expect_eq(c->verdict, MH_OOM_VERDICT_EXHAUSTION, "case %zu: more than there is", i);
+        cr_expect_eq(c->verdict, MH__OOM_VERDICT_EXHAUSTION, "case %zu: more than there is", i);
         cr_expect_eq(c->nsugg, 3, "case %zu: three settings", i);
         cr_expect(c->sugg[0].ok, "case %zu: expandable segments replayed", i);
         uint64_t free_bytes = 0;
@@ -353,10 +353,10 @@ Test(oom_cases, each_oom_with_its_state_verdict_and_suggestions)
     cr_expect_eq(cs.c[0].sugg[0].peak_reserved, cs.c[1].sugg[0].peak_reserved,
                  "the cases share one replay of a setting");
     mh__oom_cases_free(&cs);
-    const struct mh_oom_opts peak = {1, 0, 8};
+    const struct mh__oom_opts peak = {1, 0, 8};
     cr_assert_eq(mh__oom_cases(&r.a, 0, &peak, &cs), 0);
     cr_expect_eq(cs.n, 1, "--at peak explains the allocated peak");
-    cr_expect_eq(cs.c[0].verdict, MH_OOM_VERDICT_NONE);
+    cr_expect_eq(cs.c[0].verdict, MH__OOM_VERDICT_NONE);
     mh__oom_cases_free(&cs);
     cr_assert_eq(mh__oom_cases(&r.a, 2, &o, &cs), 0);
     cr_expect_eq(cs.n, 0, "no case on a device without OOMs");

@@ -22,20 +22,20 @@
 #include "workload.h"
 
 /* Checks the sums of every node; returns the root's bytes. */
-static uint64_t check_sums(const struct mh_flame *f)
+static uint64_t check_sums(const struct mh__flame *f)
 {
     size_t n;
-    const struct mh_flame_node *nd = mh__flame_nodes(f, &n);
+    const struct mh__flame_node *nd = mh__flame_nodes(f, &n);
     cr_assert_gt(n, 0);
     for (size_t i = 0; i < n; i++) {
         uint64_t kids = 0, cats = 0;
-        for (uint32_t c = nd[i].first_child; c != MH_FLAME_NONE; c = nd[c].next_sibling) {
+        for (uint32_t c = nd[i].first_child; c != MH__FLAME_NONE; c = nd[c].next_sibling) {
             cr_expect_leq(nd[c].bytes, nd[i].bytes, "child %s > parent %s", nd[c].name, nd[i].name);
             cr_expect_eq(nd[c].parent, (uint32_t)i);
             cr_expect_eq(nd[c].depth, nd[i].depth + 1);
             kids += nd[c].bytes;
         }
-        for (int k = 0; k < MH_CAT_COUNT; k++)
+        for (int k = 0; k < MH__CAT_COUNT; k++)
             cats += nd[i].by_category[k];
         cr_expect_eq(nd[i].bytes, nd[i].self + kids, "node %s: %" PRIu64 " != self + children",
                      nd[i].name, nd[i].bytes);
@@ -55,7 +55,7 @@ static int on_line(void *user, const char *stack, uint64_t bytes)
 {
     struct folded *fo = user;
     if (strchr(stack, '\n') || strchr(stack, '\r') || stack[0] == '\0' || strstr(stack, ";;") ||
-        !mh__utf8_clean(stack, strlen(stack), MH_UTF8_ESC_CONTROL))
+        !mh__utf8_clean(stack, strlen(stack), MH__UTF8_ESC_CONTROL))
         fo->bad = 1;
     if (fo->lines++ == 0)
         snprintf(fo->first, sizeof fo->first, "%s", stack);
@@ -65,26 +65,26 @@ static int on_line(void *user, const char *stack, uint64_t bytes)
 
 Test(flame_tree, sums_fold_and_order)
 {
-    struct mh_flame *f;
+    struct mh__flame *f;
     cr_assert_eq(mh__flame_new("all", &f), 0);
     const char *a[] = {"model", "h", "10"}, *b[] = {"model", "h", "2"}, *c[] = {"model"};
     uint32_t la, lb, lc;
-    cr_assert_eq(mh__flame_path(f, 0, a, NULL, 3, MH_FLAME_MODULE, &la), 0);
-    cr_assert_eq(mh__flame_path(f, 0, b, NULL, 3, MH_FLAME_MODULE, &lb), 0);
-    cr_assert_eq(mh__flame_path(f, 0, c, NULL, 1, MH_FLAME_MODULE, &lc), 0);
+    cr_assert_eq(mh__flame_path(f, 0, a, NULL, 3, MH__FLAME_MODULE, &la), 0);
+    cr_assert_eq(mh__flame_path(f, 0, b, NULL, 3, MH__FLAME_MODULE, &lb), 0);
+    cr_assert_eq(mh__flame_path(f, 0, c, NULL, 1, MH__FLAME_MODULE, &lc), 0);
     uint32_t again;
-    cr_assert_eq(mh__flame_path(f, 0, a, NULL, 3, MH_FLAME_MODULE, &again), 0);
+    cr_assert_eq(mh__flame_path(f, 0, a, NULL, 3, MH__FLAME_MODULE, &again), 0);
     cr_expect_eq(again, la, "the same path gives the same node");
-    mh__flame_add(f, la, 1000, MH_CAT_ACTIVATION);
-    mh__flame_add(f, la, 24, MH_CAT_GRADIENT);
-    mh__flame_add(f, lb, 300, MH_CAT_ACTIVATION);
-    mh__flame_add(f, lc, 7, MH_CAT_PARAMETER);
+    mh__flame_add(f, la, 1000, MH__CAT_ACTIVATION);
+    mh__flame_add(f, la, 24, MH__CAT_GRADIENT);
+    mh__flame_add(f, lb, 300, MH__CAT_ACTIVATION);
+    mh__flame_add(f, lc, 7, MH__CAT_PARAMETER);
     mh__flame_finish(f);
     cr_expect_eq(check_sums(f), 1331);
     size_t n;
-    const struct mh_flame_node *nd = mh__flame_nodes(f, &n);
+    const struct mh__flame_node *nd = mh__flame_nodes(f, &n);
     cr_expect_eq(nd[la].count, 2);
-    cr_expect_eq(mh__flame_main_category(&nd[la]), MH_CAT_ACTIVATION);
+    cr_expect_eq(mh__flame_main_category(&nd[la]), MH__CAT_ACTIVATION);
     uint32_t h = nd[la].parent;
     cr_expect_str_eq(nd[nd[h].first_child].name, "2", "natural order: 2 before 10");
     struct folded fo = {0};
@@ -107,7 +107,7 @@ Test(flame_tree, names_made_safe)
     /* a cut never leaves half a character */
     char small[6];
     mh__flame_safe_name("ab\xc3\xa9\xc3\xa9", small, sizeof small);
-    cr_expect(mh__utf8_clean(small, strlen(small), MH_UTF8_ESC_CONTROL), "'%s'", small);
+    cr_expect(mh__utf8_clean(small, strlen(small), MH__UTF8_ESC_CONTROL), "'%s'", small);
 }
 
 /* ---- from recordings -------------------------------------------------------- */
@@ -195,15 +195,15 @@ static char *awkward_recording(uint64_t *live)
     return close_to_temp(w);
 }
 
-static uint64_t end_index(const struct mh_analysis *a)
+static uint64_t end_index(const struct mh__analysis *a)
 {
     return mh__lifetimes_event_count(a->lt) - 1;
 }
 
 /* The records live right after event `index` (one more pass). */
-static struct mh_lifetimes *records_at(const struct mh_analysis *a, uint64_t index)
+static struct mh__lifetimes *records_at(const struct mh__analysis *a, uint64_t index)
 {
-    struct mh_lifetimes *kept;
+    struct mh__lifetimes *kept;
     cr_assert_eq(mh__analysis_moments(a, &index, 1, &kept), 0);
     return kept;
 }
@@ -212,31 +212,31 @@ Test(flame_live, awkward_names_by_module_and_stack)
 {
     uint64_t live;
     char *path = awkward_recording(&live);
-    struct mh_analysis a;
+    struct mh__analysis a;
     cr_assert_eq(mh__analysis_open(path, NULL, &a), 0);
-    struct mh_lifetimes *kept = records_at(&a, end_index(&a));
-    struct mh_flame *f;
+    struct mh__lifetimes *kept = records_at(&a, end_index(&a));
+    struct mh__flame *f;
     int used;
-    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, end_index(&a), MH_FLAME_BY_AUTO, &f, &used),
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, end_index(&a), MH__FLAME_BY_AUTO, &f, &used),
                  0);
-    cr_expect_eq(used, MH_FLAME_BY_MODULE, "a module path is live: by module");
+    cr_expect_eq(used, MH__FLAME_BY_MODULE, "a module path is live: by module");
     cr_expect_eq(check_sums(f), live);
     struct folded fo = {0};
     cr_assert_eq(mh__flame_fold(f, on_line, &fo), 0);
     cr_expect_eq(fo.sum, live);
     cr_expect_eq(fo.bad, 0, "folded lines are one line each, valid UTF-8");
     size_t n;
-    const struct mh_flame_node *nd = mh__flame_nodes(f, &n);
+    const struct mh__flame_node *nd = mh__flame_nodes(f, &n);
     int blocks = 0, no_module = 0, no_stack = 0, param = 0;
     for (size_t i = 0; i < n; i++) {
         cr_expect_null(strchr(nd[i].name, ';'), "'%s' has a ';'", nd[i].name);
         blocks |= strcmp(nd[i].name, "3") == 0 && nd[i].detail &&
                   strcmp(nd[i].detail, "net.blocks.3") == 0 && nd[i].bytes == (20u << 20);
         param |= strcmp(nd[i].name, "weight") == 0 && nd[i].depth == 5 &&
-                 nd[i].by_category[MH_CAT_PARAMETER] == (16u << 20) && nd[i].bytes == (16u << 20);
-        no_module |= nd[i].depth == 1 && strcmp(nd[i].name, MH_FLAME_NO_MODULE) == 0 &&
+                 nd[i].by_category[MH__CAT_PARAMETER] == (16u << 20) && nd[i].bytes == (16u << 20);
+        no_module |= nd[i].depth == 1 && strcmp(nd[i].name, MH__FLAME_NO_MODULE) == 0 &&
                      nd[i].bytes == (3u << 20);
-        no_stack |= strcmp(nd[i].name, MH_FLAME_NO_STACK) == 0 && nd[i].bytes == (2u << 20);
+        no_stack |= strcmp(nd[i].name, MH__FLAME_NO_STACK) == 0 && nd[i].bytes == (2u << 20);
     }
     cr_expect(blocks, "net.blocks.3 holds the scope's allocation and the parameter");
     cr_expect(param, "the tagged parameter sits at net.blocks.3.mlp.weight");
@@ -244,18 +244,18 @@ Test(flame_live, awkward_names_by_module_and_stack)
     cr_expect(no_stack, "the allocation with no stack is under <no stack>");
     mh__flame_free(f);
 
-    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, end_index(&a), MH_FLAME_BY_STACK, &f, &used),
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, end_index(&a), MH__FLAME_BY_STACK, &f, &used),
                  0);
-    cr_expect_eq(used, MH_FLAME_BY_STACK);
+    cr_expect_eq(used, MH__FLAME_BY_STACK);
     cr_expect_eq(check_sums(f), live);
     nd = mh__flame_nodes(f, &n);
     int outer = 0;
-    for (uint32_t c = nd[0].first_child; c != MH_FLAME_NONE; c = nd[c].next_sibling)
+    for (uint32_t c = nd[0].first_child; c != MH__FLAME_NONE; c = nd[c].next_sibling)
         outer |= strcmp(nd[c].name, "<module> (x/train.py:1)") == 0 && nd[c].bytes == (21u << 20);
     cr_expect(outer, "by stack the root's child is the outermost frame");
     mh__flame_free(f);
 
-    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 1, end_index(&a), MH_FLAME_BY_AUTO, &f, &used),
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 1, end_index(&a), MH__FLAME_BY_AUTO, &f, &used),
                  0);
     cr_expect_eq(check_sums(f), 32u << 20, "device 1 alone");
     mh__flame_free(f);
@@ -267,14 +267,14 @@ Test(flame_live, awkward_names_by_module_and_stack)
 
 static char *simulate_gpt(void)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer_opts wo = {.source = "simulated"};
-    struct mh_sim_opts so;
-    struct mh_sim *s;
+    struct mh__sim_opts so;
+    struct mh__sim *s;
     struct mh_writer *w;
-    struct mh_workload_result res;
+    struct mh__workload_result res;
     memset(&so, 0, sizeof so);
     cr_assert_not_null(wl);
     cr_assert_eq(mh__workload_parse_params(wl, "layers=4", values, err, sizeof err), 0, "%s", err);
@@ -289,43 +289,43 @@ static char *simulate_gpt(void)
 Test(flame_live, gpt_peak_equals_the_model)
 {
     char *path = simulate_gpt();
-    struct mh_analysis a;
+    struct mh__analysis a;
     cr_assert_eq(mh__analysis_open(path, NULL, &a), 0);
-    struct mh_flame_moment m;
+    struct mh__flame_moment m;
     char err[160];
-    cr_assert_eq(mh__flame_moment(&a, 0, MH_MOMENT_PEAK, 0, &m, err, sizeof err), 0);
-    struct mh_lifetimes *kept = records_at(&a, m.index);
-    struct mh_flame *f;
+    cr_assert_eq(mh__flame_moment(&a, 0, MH__MOMENT_PEAK, 0, &m, err, sizeof err), 0);
+    struct mh__lifetimes *kept = records_at(&a, m.index);
+    struct mh__flame *f;
     int used;
-    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, m.index, MH_FLAME_BY_AUTO, &f, &used), 0);
-    cr_expect_eq(used, MH_FLAME_BY_MODULE);
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, m.index, MH__FLAME_BY_AUTO, &f, &used), 0);
+    cr_expect_eq(used, MH__FLAME_BY_MODULE);
     cr_expect_eq(check_sums(f), m.value, "the tree holds the allocated peak");
-    uint64_t cat[MH_CAT_COUNT], total = 0;
+    uint64_t cat[MH__CAT_COUNT], total = 0;
     cr_assert_eq(mh__lifetimes_live_by_category(kept, 0, m.index, cat, NULL), 0);
     size_t n;
-    const struct mh_flame_node *nd = mh__flame_nodes(f, &n);
-    for (int k = 0; k < MH_CAT_COUNT; k++) {
+    const struct mh__flame_node *nd = mh__flame_nodes(f, &n);
+    for (int k = 0; k < MH__CAT_COUNT; k++) {
         cr_expect_eq(nd[0].by_category[k], cat[k], "category %s", mh__category_name(k));
         total += cat[k];
     }
     cr_expect_eq(total, m.value);
     int blocks = 0;
     for (size_t i = 0; i < n; i++)
-        blocks += nd[i].kind == MH_FLAME_MODULE && nd[i].depth == 3 && nd[i].detail &&
+        blocks += nd[i].kind == MH__FLAME_MODULE && nd[i].depth == 3 && nd[i].detail &&
                   strncmp(nd[i].detail, "transformer.h.", 14) == 0;
     cr_expect_eq(blocks, 4, "one node per transformer block");
     mh__flame_free(f);
     /* by stack: the same bytes, no module nodes */
-    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, m.index, MH_FLAME_BY_STACK, &f, &used), 0);
+    cr_assert_eq(mh__flame_live(kept, a.rp.reader, 0, m.index, MH__FLAME_BY_STACK, &f, &used), 0);
     cr_expect_eq(check_sums(f), m.value);
     nd = mh__flame_nodes(f, &n);
     for (size_t i = 0; i < n; i++)
-        cr_expect_neq(nd[i].kind, MH_FLAME_MODULE);
+        cr_expect_neq(nd[i].kind, MH__FLAME_MODULE);
     mh__flame_free(f);
     /* no OOM on this run; a time after the end is refused */
-    cr_expect_eq(mh__flame_moment(&a, 0, MH_MOMENT_OOM, 0, &m, err, sizeof err), MH_EINVAL);
+    cr_expect_eq(mh__flame_moment(&a, 0, MH__MOMENT_OOM, 0, &m, err, sizeof err), MH_EINVAL);
     cr_expect_eq(
-        mh__flame_moment(&a, 0, MH_MOMENT_TIME, 1000000000000000ull, &m, err, sizeof err),
+        mh__flame_moment(&a, 0, MH__MOMENT_TIME, 1000000000000000ull, &m, err, sizeof err),
         MH_EINVAL);
     cr_expect(strstr(err, "after the end"), "%s", err);
     mh__lifetimes_free(kept);

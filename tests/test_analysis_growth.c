@@ -58,12 +58,12 @@ static void rec_open(struct rec *r)
 }
 
 /* Replays the recording with a growth observer; returns it (caller frees). */
-static struct mh_growth *replay(struct rec *r)
+static struct mh__growth *replay(struct rec *r)
 {
     const void *data;
     size_t len;
-    struct mh_session *s;
-    struct mh_growth *g;
+    struct mh__session *s;
+    struct mh__growth *g;
     cr_assert_eq(mh_writer_close(r->w), 0);
     cr_assert_eq(mh_writer_mem(r->w, &data, &len), 0);
     cr_assert_eq(mh__session_open_mem(data, len, "growth", &s), 0);
@@ -107,8 +107,8 @@ static void training(struct rec *r, int dev, int steps, uint64_t leak, uint64_t 
 /* Replays the recording: a window of k steps on device 0, and no site grows. */
 static void expect_no_growth(struct rec *r, uint32_t k_wanted)
 {
-    struct mh_growth *g = replay(r);
-    struct mh_growth_entry *e;
+    struct mh__growth *g = replay(r);
+    struct mh__growth_entry *e;
     size_t n;
     uint32_t k;
     cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);
@@ -123,8 +123,8 @@ Test(growth, a_leak_is_found_with_its_site_rate_and_first_step)
     struct rec r;
     rec_open(&r);
     training(&r, 0, 5, 3 * MB, 2 * MB, 0);
-    struct mh_growth *g = replay(&r);
-    struct mh_growth_entry *e;
+    struct mh__growth *g = replay(&r);
+    struct mh__growth_entry *e;
     size_t n;
     uint32_t k;
     cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);
@@ -154,8 +154,8 @@ Test(growth, too_few_steps_give_no_answer)
     struct rec r;
     rec_open(&r);
     training(&r, 0, 2, 3 * MB, 0, 0);
-    struct mh_growth *g = replay(&r);
-    struct mh_growth_entry *e;
+    struct mh__growth *g = replay(&r);
+    struct mh__growth_entry *e;
     size_t n;
     uint32_t k;
     cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);
@@ -178,8 +178,8 @@ Test(growth, per_device_steps_and_the_tail)
     training(&r, 1, 4, 1 * MB, 0, 1);
     for (int i = 0; i < 3; i++) /* a burst in device 0's tail */
         put(&r, 0, MH_EV_ALLOC, SEG + 300 * MB + (uint64_t)i * 4 * MB, 4 * MB, r.stack[1], 0, 0);
-    struct mh_growth *g = replay(&r);
-    struct mh_growth_entry *e;
+    struct mh__growth *g = replay(&r);
+    struct mh__growth_entry *e;
     size_t n;
     uint32_t k;
     cr_assert_eq(mh__growth_get(g, 0, &e, &n, &k), 0);

@@ -169,7 +169,7 @@ Test(analysis_layer_names, a_site_of_tagged_allocations_is_named_by_its_role)
 
 static void note(struct mh__site_roles *sr, uint32_t str, uint32_t stack, int role)
 {
-    struct mh_alloc_rec rec;
+    struct mh__alloc_rec rec;
     memset(&rec, 0, sizeof rec);
     rec.str = str;
     rec.stack = stack;

@@ -16,14 +16,14 @@
 
 #include "analysis.h"
 #include "layers_answer.h"
-#include "session.h"
 #include "memhist/memhist.h"
+#include "session.h"
 #include "sim.h"
 #include "workload.h"
 
 struct mem_run {
     struct mh_writer *w;
-    struct mh_analysis a;
+    struct mh__analysis a;
 };
 
 static void open_written(struct mem_run *r)
@@ -37,13 +37,13 @@ static void open_written(struct mem_run *r)
 
 static void simulate(const char *params, uint64_t steps, struct mem_run *r)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer_opts wo = {.source = "simulated"};
-    struct mh_sim_opts so;
-    struct mh_sim *s;
-    struct mh_workload_result res;
+    struct mh__sim_opts so;
+    struct mh__sim *s;
+    struct mh__workload_result res;
     memset(r, 0, sizeof *r);
     memset(&so, 0, sizeof so);
     cr_assert_eq(mh__workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
@@ -64,10 +64,11 @@ static void run_free(struct mem_run *r)
 #define SMALL "layers=2,hidden=256,heads=4,seq=256,batch=2,vocab=1000,seqvar=30"
 
 /* The kept records of two collections are the same, field by field. */
-static void expect_same_records(const struct mh_lifetimes *x, const struct mh_lifetimes *y)
+static void expect_same_records(const struct mh__lifetimes *x, const struct mh__lifetimes *y)
 {
     size_t nx, ny;
-    const struct mh_alloc_rec *rx = mh__lifetimes_records(x, &nx), *ry = mh__lifetimes_records(y, &ny);
+    const struct mh__alloc_rec *rx = mh__lifetimes_records(x, &nx),
+                               *ry = mh__lifetimes_records(y, &ny);
     cr_assert_eq(nx, ny, "%zu records kept, %zu by the second pass", nx, ny);
     cr_assert_gt(nx, 0);
     for (size_t i = 0; i < nx; i++) {
@@ -85,19 +86,19 @@ Test(lifetimes, first_pass_peak_records_equal_a_second_pass)
     simulate(SMALL, 12, &r);
     struct mh_peak p;
     cr_assert_eq(mh_model_peak_allocated(r.a.rp.model, 0, &p), 0);
-    struct mh_life_curve c;
+    struct mh__life_curve c;
     mh__lifetimes_curve(r.a.lt, 0, &c);
     cr_expect_eq(c.peak, p.value, "the curve's peak is the model's");
     cr_expect_eq(c.peak_index, p.event_index);
     cr_assert(mh__lifetimes_holds(r.a.lt, p.event_index), "the first pass kept the peak");
     cr_expect_not(mh__lifetimes_holds(r.a.lt, p.event_index - 1), "and nothing else");
-    struct mh_lifetimes *again;
+    struct mh__lifetimes *again;
     cr_assert_eq(mh__analysis_moments(&r.a, &p.event_index, 1, &again), 0);
     expect_same_records(r.a.lt, again);
-    uint64_t a[MH_CAT_COUNT], b[MH_CAT_COUNT], total = 0;
+    uint64_t a[MH__CAT_COUNT], b[MH__CAT_COUNT], total = 0;
     cr_assert_eq(mh__lifetimes_live_by_category(r.a.lt, 0, p.event_index, a, NULL), 0);
     cr_assert_eq(mh__lifetimes_live_by_category(again, 0, p.event_index, b, NULL), 0);
-    for (int k = 0; k < MH_CAT_COUNT; k++) {
+    for (int k = 0; k < MH__CAT_COUNT; k++) {
         cr_expect_eq(a[k], b[k], "%s", mh__category_name(k));
         total += a[k];
     }
@@ -114,11 +115,11 @@ struct check {
     uint64_t moment, live_at_moment, records, live_bytes;
 };
 
-static int count_record(void *user, const struct mh_alloc_rec *rec)
+static int count_record(void *user, const struct mh__alloc_rec *rec)
 {
     struct check *c = user;
     c->records++;
-    if (mh_alloc_rec_live_at(rec, c->moment)) {
+    if (mh__alloc_rec_live_at(rec, c->moment)) {
         c->live_at_moment++;
         c->live_bytes += rec->size;
     }
@@ -133,13 +134,13 @@ Test(lifetimes, kept_moment_holds_exactly_the_live_records)
     struct check c = {moment, 0, 0, 0};
     cr_assert_eq(mh__analysis_each_record(&r.a, count_record, &c), 0);
     cr_assert_gt(c.records, c.live_at_moment);
-    struct mh_lifetimes *kept;
+    struct mh__lifetimes *kept;
     cr_assert_eq(mh__analysis_moments(&r.a, &moment, 1, &kept), 0);
     size_t n;
-    const struct mh_alloc_rec *rec = mh__lifetimes_records(kept, &n);
+    const struct mh__alloc_rec *rec = mh__lifetimes_records(kept, &n);
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
-        cr_expect(mh_alloc_rec_live_at(&rec[i], moment));
+        cr_expect(mh__alloc_rec_live_at(&rec[i], moment));
         cr_expect(i == 0 || rec[i - 1].alloc_index < rec[i].alloc_index, "allocation order");
         bytes += rec[i].size;
     }
@@ -156,19 +157,19 @@ Test(lifetimes, moments_riding_the_layers_pass_equal_their_own_pass)
     simulate(SMALL, 6, &r);
     uint64_t moments[2] = {mh__lifetimes_event_count(r.a.lt) / 3,
                            mh__lifetimes_event_count(r.a.lt) / 2};
-    struct mh_lifetimes *rode, *own;
-    struct mh_observer obs;
+    struct mh__lifetimes *rode, *own;
+    struct mh__observer obs;
     cr_assert_eq(mh__analysis_moments_observer(&r.a, moments, 2, &rode, &obs), 0);
     cr_assert_eq(mh__session_observe(r.a.session, &obs), 0);
     unsigned passes = mh__session_passes(r.a.session);
-    struct mh_layers_answer la;
+    struct mh__layers_answer la;
     cr_assert_eq(mh__layers_answer(&r.a, 0, &la), 0);
     cr_assert_eq(mh__session_passes(r.a.session), passes + 1, "the layers make one pass");
     mh__session_forget(r.a.session);
     cr_assert_eq(mh__analysis_moments(&r.a, moments, 2, &own), 0);
     expect_same_records(rode, own);
     for (int k = 0; k < 2; k++) {
-        uint64_t a[MH_CAT_COUNT], b[MH_CAT_COUNT];
+        uint64_t a[MH__CAT_COUNT], b[MH__CAT_COUNT];
         cr_assert_eq(mh__lifetimes_live_by_category(rode, 0, moments[k], a, NULL), 0);
         cr_assert_eq(mh__lifetimes_live_by_category(own, 0, moments[k], b, NULL), 0);
         cr_expect_arr_eq(a, b, sizeof a, "moment %d", k);
@@ -210,7 +211,7 @@ struct early {
     uint64_t records, not_setup;
 };
 
-static int note_early(void *user, const struct mh_alloc_rec *rec)
+static int note_early(void *user, const struct mh__alloc_rec *rec)
 {
     struct early *e = user;
     e->records++;
@@ -218,7 +219,8 @@ static int note_early(void *user, const struct mh_alloc_rec *rec)
     return 0;
 }
 
-static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size, uint32_t aux)
+static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
+                uint32_t aux)
 {
     struct mh_event ev;
     memset(&ev, 0, sizeof ev);
@@ -238,11 +240,11 @@ Test(lifetimes, a_first_step_found_to_be_setup_makes_its_records_setup)
     memset(&r, 0, sizeof r);
     cr_assert_eq(mh_writer_open_mem(&wo, &r.w), 0);
     put(r.w, MH_EV_SEGMENT_ALLOC, 0, seg, 2 << 20, 0);
-    put(r.w, MH_EV_STEP_END, 1, 0, 0, 0);        /* the model counts step 1 from here */
-    put(r.w, MH_EV_ALLOC, 2, seg, 4096, 0);      /* freed before the step is found set-up */
+    put(r.w, MH_EV_STEP_END, 1, 0, 0, 0);   /* the model counts step 1 from here */
+    put(r.w, MH_EV_ALLOC, 2, seg, 4096, 0); /* freed before the step is found set-up */
     put(r.w, MH_EV_ALLOC, 3, seg + 4096, 8192, 0);
     put(r.w, MH_EV_FREE_REQUESTED, 4, seg, 4096, 0);
-    put(r.w, MH_EV_STEP_BEGIN, 5, 0, 0, 1);      /* step 1 begins: before was set-up */
+    put(r.w, MH_EV_STEP_BEGIN, 5, 0, 0, 1); /* step 1 begins: before was set-up */
     put(r.w, MH_EV_PHASE, 6, 0, 0, MH_PHASE_FORWARD);
     put(r.w, MH_EV_ALLOC, 7, seg + 12288, 4096, 0);
     open_written(&r);
@@ -251,10 +253,10 @@ Test(lifetimes, a_first_step_found_to_be_setup_makes_its_records_setup)
     cr_expect_eq(e.records, 3);
     cr_expect_eq(e.not_setup, 0, "a record made before the STEP_BEGIN is not set-up");
     uint64_t at = 3; /* after the second allocation: both early blocks live */
-    struct mh_lifetimes *kept;
+    struct mh__lifetimes *kept;
     cr_assert_eq(mh__analysis_moments(&r.a, &at, 1, &kept), 0);
     size_t n;
-    const struct mh_alloc_rec *rec = mh__lifetimes_records(kept, &n);
+    const struct mh__alloc_rec *rec = mh__lifetimes_records(kept, &n);
     cr_assert_eq(n, 2);
     for (size_t i = 0; i < n; i++)
         cr_expect_eq(rec[i].alloc_step, -1, "record %zu: made before the first step", i);

@@ -21,14 +21,14 @@
 /* Simulates `workload` with `params` into a temporary file; returns its path. */
 static char *simulate(const char *workload, const char *params, uint64_t steps)
 {
-    const struct mh_workload *wl = mh__workload_find(workload);
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find(workload);
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer_opts wo = {.source = "simulated"};
-    struct mh_sim_opts so;
-    struct mh_sim *s;
+    struct mh__sim_opts so;
+    struct mh__sim *s;
     struct mh_writer *w;
-    struct mh_workload_result res;
+    struct mh__workload_result res;
     memset(&so, 0, sizeof so);
     cr_assert_not_null(wl);
     cr_assert_eq(mh__workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
@@ -57,7 +57,7 @@ struct counter {
     int allocated_mismatch;
 };
 
-static int c_begin(void *user, struct mh_session *s)
+static int c_begin(void *user, struct mh__session *s)
 {
     struct counter *c = user;
     cr_expect_not_null(mh__session_model(s));
@@ -67,7 +67,7 @@ static int c_begin(void *user, struct mh_session *s)
     return 0;
 }
 
-static int c_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int c_event(void *user, struct mh__session *s, const struct mh_event *ev,
                    const struct mh_apply_result *res)
 {
     struct counter *c = user;
@@ -86,16 +86,16 @@ static int c_event(void *user, struct mh_session *s, const struct mh_event *ev,
     return 0;
 }
 
-static int c_end(void *user, struct mh_session *s)
+static int c_end(void *user, struct mh__session *s)
 {
     (void)s;
     ((struct counter *)user)->ends++;
     return 0;
 }
 
-static struct mh_observer counting(struct counter *c)
+static struct mh__observer counting(struct counter *c)
 {
-    return (struct mh_observer){"counter", c, c_begin, c_event, c_end};
+    return (struct mh__observer){"counter", c, c_begin, c_event, c_end};
 }
 
 static uint64_t peak_reserved(const struct mh_model *m)
@@ -108,10 +108,10 @@ static uint64_t peak_reserved(const struct mh_model *m)
 Test(session, observers_see_every_event_in_order_and_passes_rewind)
 {
     char *path = simulate("gpt", "layers=2,hidden=256,heads=4,seq=128,batch=2,vocab=1000", 3);
-    struct mh_session *s;
+    struct mh__session *s;
     struct counter c = {0};
     cr_assert_eq(mh__session_open(path, &s), 0);
-    struct mh_observer o = counting(&c);
+    struct mh__observer o = counting(&c);
     cr_assert_eq(mh__session_observe(s, &o), 0);
     cr_assert_eq(mh__session_run(s, 0), 0);
     struct mh_file_summary sum;
@@ -138,7 +138,7 @@ Test(session, observers_see_every_event_in_order_and_passes_rewind)
 Test(session, a_pass_and_a_state_query_stop_at_an_event)
 {
     char *path = simulate("resnet", "depth=18,batch=8,image=64", 2);
-    struct mh_session *s;
+    struct mh__session *s;
     cr_assert_eq(mh__session_open(path, &s), 0);
     cr_assert_eq(mh__session_run(s, 0), 0);
     struct mh_peak pa;
@@ -156,7 +156,7 @@ Test(session, a_pass_and_a_state_query_stop_at_an_event)
     mh_model_free(at);
 
     struct counter c = {0};
-    struct mh_observer o = counting(&c);
+    struct mh__observer o = counting(&c);
     cr_assert_eq(mh__session_observe(s, &o), 0);
     cr_assert_eq(mh__session_run(s, pa.event_index + 1), 0);
     cr_expect_eq(c.events, pa.event_index + 1);
@@ -170,10 +170,10 @@ Test(session, a_pass_and_a_state_query_stop_at_an_event)
 Test(session, observer_codes_end_the_pass)
 {
     char *path = simulate("resnet", "depth=18,batch=8,image=64", 1);
-    struct mh_session *s;
+    struct mh__session *s;
     cr_assert_eq(mh__session_open(path, &s), 0);
     struct counter c = {.stop_at = 50, .code_at_stop = 1};
-    struct mh_observer o = counting(&c);
+    struct mh__observer o = counting(&c);
     cr_assert_eq(mh__session_observe(s, &o), 0);
     cr_assert_eq(mh__session_run(s, 0), 0, "1 ends the pass early, not in error");
     cr_expect_eq(c.events, 50);
@@ -191,7 +191,7 @@ Test(session, observer_codes_end_the_pass)
     free(path);
 }
 
-static int same_groups(const struct mh_stack_group *a, size_t na, const struct mh_stack_group *b,
+static int same_groups(const struct mh__stack_group *a, size_t na, const struct mh__stack_group *b,
                        size_t nb)
 {
     if (na != nb)
@@ -206,8 +206,8 @@ static int same_groups(const struct mh_stack_group *a, size_t na, const struct m
  * the peak, for every device, with and without a top-N cut. */
 static void check_peak_groups(const char *path)
 {
-    struct mh_analysis a;
-    const struct mh_analysis_want want = {0, 1, 0};
+    struct mh__analysis a;
+    const struct mh__analysis_want want = {0, 1, 0};
     cr_assert_eq(mh__analysis_open(path, &want, &a), 0, "%s", path);
     const struct mh_model *m = a.rp.model;
     size_t checked = 0;
@@ -217,7 +217,7 @@ static void check_peak_groups(const char *path)
         if (mh_model_peak_allocated(m, dev, &p) != 0 || p.value == 0)
             continue;
         for (size_t top = 0; top <= 3; top += 3) {
-            struct mh_stack_group *g1, *g2;
+            struct mh__stack_group *g1, *g2;
             size_t n1, n2;
             uint64_t b1, c1, b2, c2;
             struct mh_model *at;
@@ -256,7 +256,7 @@ Test(session, peak_groups_in_one_pass_equal_a_replay_to_the_peak)
 
 Test(session, a_missing_file_is_an_error)
 {
-    struct mh_session *s = (struct mh_session *)1;
+    struct mh__session *s = (struct mh__session *)1;
     cr_expect_eq(mh__session_open("/nonexistent-dir/x.memhist", &s), MH_ENOTFOUND);
     cr_expect_null(s);
 }
@@ -291,9 +291,9 @@ Test(session, progress_reports_the_bytes_read_of_the_file_and_each_pass_ends)
     fseek(f, 0, SEEK_END);
     uint64_t size = (uint64_t)ftell(f);
     fclose(f);
-    struct mh_session *s;
+    struct mh__session *s;
     struct heard h = {0};
-    const struct mh_progress p = {on_progress, &h};
+    const struct mh__progress p = {on_progress, &h};
     cr_assert_eq(mh__session_open(path, &s), 0);
     mh__session_set_progress(s, &p);
     cr_assert_eq(mh__session_run(s, 0), 0);

@@ -26,8 +26,8 @@
 static char *recording(const char *run_conf, const char *file_conf, int ndev, uint64_t capacity,
                        uint64_t steps)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     struct mh_alloc_conf conf;
     struct mh_writer *w;
     cr_assert_eq(mh__workload_parse_params(wl, PARAMS, values, NULL, 0), 0);
@@ -39,9 +39,9 @@ static char *recording(const char *run_conf, const char *file_conf, int ndev, ui
     cr_assert_eq(mh_writer_set_meta(w, "alloc_conf", file_conf), 0);
     uint64_t start = 0;
     for (int d = 0; d < ndev; d++) {
-        struct mh_sim *s;
-        struct mh_workload_result res;
-        struct mh_sim_opts so = {.conf = conf,
+        struct mh__sim *s;
+        struct mh__workload_result res;
+        struct mh__sim_opts so = {.conf = conf,
                                  .capacity = capacity,
                                  .writer = w,
                                  .device = d,
@@ -84,8 +84,8 @@ static void input_events(const char *path, int device, struct evs *out)
     mh_reader_close(r);
 }
 
-static void expect_same_result(const struct mh_sim_replay_result *a,
-                               const struct mh_sim_replay_result *b, const char *what)
+static void expect_same_result(const struct mh__sim_replay_result *a,
+                               const struct mh__sim_replay_result *b, const char *what)
 {
     cr_expect(
         a->recorded_alloc_events == b->recorded_alloc_events &&
@@ -103,8 +103,8 @@ static void expect_same_result(const struct mh_sim_replay_result *a,
         (unsigned long long)a->recorded_alloc_events, a->oom, b->oom);
 }
 
-static void expect_same_outcome(const struct mh_whatif_outcome *a,
-                                const struct mh_whatif_outcome *b, const char *what)
+static void expect_same_outcome(const struct mh__whatif_outcome *a,
+                                const struct mh__whatif_outcome *b, const char *what)
 {
     cr_expect(a->peak_allocated == b->peak_allocated && a->peak_reserved == b->peak_reserved &&
                   a->end_reserved == b->end_reserved &&
@@ -122,7 +122,7 @@ static void expect_same_outcome(const struct mh_whatif_outcome *a,
 /* The recorded run of an array of events, as the runner figured it before
  * it read recordings again: a model of its own. */
 static void recorded_of(const struct evs *in, const struct mh_alloc_conf *conf, int device,
-                        struct mh_whatif_outcome *out)
+                        struct mh__whatif_outcome *out)
 {
     struct mh__wtrack t;
     cr_assert_eq(mh__wtrack_open(&t, conf, device), 0);
@@ -134,7 +134,7 @@ static void recorded_of(const struct evs *in, const struct mh_alloc_conf *conf, 
 }
 
 /* The settings each file is replayed under. */
-static int replay_opts(const struct mh_whatif_input *in, int i, struct mh_sim_replay_opts *ro)
+static int replay_opts(const struct mh__whatif_input *in, int i, struct mh__sim_replay_opts *ro)
 {
     memset(ro, 0, sizeof *ro);
     ro->conf = in->conf;
@@ -164,8 +164,8 @@ static int replay_opts(const struct mh_whatif_input *in, int i, struct mh_sim_re
  * from the array agree, as does the recorded run. */
 static void check_file(const char *path, int ndev)
 {
-    struct mh_session *s;
-    struct mh_whatif_source *file, *copy;
+    struct mh__session *s;
+    struct mh__whatif_source *file, *copy;
     cr_assert_eq(mh__session_open(path, &s), 0);
     mh__session_set_progress(s, NULL);
     cr_assert_eq(mh__whatif_source_new(&file), 0);
@@ -177,22 +177,22 @@ static void check_file(const char *path, int ndev)
     cr_expect_null(file->copy, "a file is read again, not copied");
     cr_expect_not_null(copy->copy);
     for (int d = 0; d < ndev; d++) {
-        struct mh_whatif_input fin, cin;
+        struct mh__whatif_input fin, cin;
         struct evs arr;
         cr_assert_eq(mh__whatif_input(file, s, d, &fin), 0);
         cr_assert_eq(mh__whatif_input(copy, s, d, &cin), 0);
         input_events(path, d, &arr);
         cr_expect_eq(fin.t0_ns, arr.ev[0].time_ns);
-        struct mh_whatif_outcome fo, co, ao;
+        struct mh__whatif_outcome fo, co, ao;
         cr_assert_eq(mh__whatif_recorded(&fin, &fo), 0);
         cr_assert_eq(mh__whatif_recorded(&cin, &co), 0);
         recorded_of(&arr, &fin.conf, d, &ao);
         expect_same_outcome(&fo, &ao, "recorded run, file");
         expect_same_outcome(&co, &ao, "recorded run, copy");
         cr_expect_gt(ao.peak_reserved, 0);
-        struct mh_sim_replay_opts ro;
+        struct mh__sim_replay_opts ro;
         for (int i = 0; replay_opts(&fin, i, &ro); i++) {
-            struct mh_sim_replay_result fr, cr, ar;
+            struct mh__sim_replay_result fr, cr, ar;
             char what[64];
             snprintf(what, sizeof what, "%s device %d settings %d", path, d, i);
             fin.address_ties = cin.address_ties = ro.address_ties;
@@ -228,8 +228,8 @@ Test(whatif_source, file_copy_and_array_agree)
 }
 
 /* The expandable-segments what-if of the file's first device. */
-static void expandable(void *user, const struct mh_whatif_input *in,
-                       const struct mh_whatif_outcome *recorded, struct mh_sim_replay_opts *ro,
+static void expandable(void *user, const struct mh__whatif_input *in,
+                       const struct mh__whatif_outcome *recorded, struct mh__sim_replay_opts *ro,
                        int *baseline)
 {
     (void)user;
@@ -243,13 +243,13 @@ static void expandable(void *user, const struct mh_whatif_input *in,
 
 /* The run `expandable` asks for, with the replay started during the pass
  * (`early`) or not; `append` bytes are added to the file after the pass. */
-static void run_expandable(const char *path, int early, int append, struct mh_whatif_outcome *out,
-                           struct mh_sim_replay_result *res)
+static void run_expandable(const char *path, int early, int append, struct mh__whatif_outcome *out,
+                           struct mh__sim_replay_result *res)
 {
-    struct mh_session *s;
-    struct mh_whatif_source *w;
-    struct mh_whatif_input in;
-    struct mh_sim_replay_opts ro;
+    struct mh__session *s;
+    struct mh__whatif_source *w;
+    struct mh__whatif_input in;
+    struct mh__sim_replay_opts ro;
     int baseline;
     cr_assert_eq(mh__session_open(path, &s), 0);
     mh__session_set_progress(s, NULL);
@@ -276,8 +276,8 @@ static void run_expandable(const char *path, int early, int append, struct mh_wh
 Test(whatif_source, replay_started_during_the_pass)
 {
     char *path = recording("", "", 1, 80ull << 30, 8);
-    struct mh_whatif_outcome a, b, c;
-    struct mh_sim_replay_result ra, rb, rc;
+    struct mh__whatif_outcome a, b, c;
+    struct mh__sim_replay_result ra, rb, rc;
     run_expandable(path, 0, 0, &a, &ra);
     run_expandable(path, 1, 0, &b, &rb);
     expect_same_outcome(&a, &b, "started during the pass");
@@ -292,9 +292,9 @@ Test(whatif_source, replay_started_during_the_pass)
 Test(whatif_source, two_at_once_equal_one_after_the_other)
 {
     char *path = recording("expandable_segments:True", "", 1, 80ull << 30, 6);
-    struct mh_session *s;
-    struct mh_whatif_source *w;
-    struct mh_whatif_input in;
+    struct mh__session *s;
+    struct mh__whatif_source *w;
+    struct mh__whatif_input in;
     cr_assert_eq(mh__session_open(path, &s), 0);
     mh__session_set_progress(s, NULL);
     cr_assert_eq(mh__whatif_source_new(&w), 0);
@@ -302,9 +302,9 @@ Test(whatif_source, two_at_once_equal_one_after_the_other)
     cr_assert_eq(mh__session_run(s, 0), 0);
     cr_assert_eq(mh__whatif_input(w, s, -1, &in), 0);
     /* the recorded settings are wrong: the tie rule is tried both ways */
-    struct mh_sim_replay_opts ro;
-    struct mh_whatif_outcome base1, base2, out1, out2;
-    struct mh_sim_replay_result res1, res2;
+    struct mh__sim_replay_opts ro;
+    struct mh__whatif_outcome base1, base2, out1, out2;
+    struct mh__sim_replay_result res1, res2;
     int base_rc;
     expandable(NULL, &in, NULL, &ro, &(int){0});
     cr_assert_eq(mh__whatif_pick_ties(&in, in.total_bytes, &base1), 0);
@@ -320,7 +320,7 @@ Test(whatif_source, two_at_once_equal_one_after_the_other)
     cr_expect_eq(base1.events, base2.events);
     expect_same_outcome(&out1, &out2, "what-if run");
     expect_same_result(&res1, &res2, "what-if run");
-    struct mh_whatif_job jobs[3];
+    struct mh__whatif_job jobs[3];
     memset(jobs, 0, sizeof jobs);
     for (int i = 0; i < 3; i++) {
         jobs[i].ro = ro;
@@ -331,7 +331,7 @@ Test(whatif_source, two_at_once_equal_one_after_the_other)
     jobs[2].ro.conf = in.conf;
     cr_assert_eq(mh__whatif_run_all(&in, jobs, 3), 0);
     for (int i = 0; i < 3; i++) {
-        struct mh_whatif_outcome o;
+        struct mh__whatif_outcome o;
         char what[32];
         snprintf(what, sizeof what, "job %d", i);
         if (jobs[i].baseline)

@@ -21,14 +21,14 @@
  * allocation's record (classified, in allocation order). */
 struct run {
     struct mh_writer *w;
-    struct mh_analysis a;
+    struct mh__analysis a;
     const struct mh_reader *r;
     const struct mh_model *m;
-    struct mh_alloc_rec *recs;
+    struct mh__alloc_rec *recs;
     size_t nrecs, cap;
 };
 
-static int keep_record(void *user, const struct mh_alloc_rec *rec)
+static int keep_record(void *user, const struct mh__alloc_rec *rec)
 {
     struct run *run = user;
     if (run->nrecs == run->cap) {
@@ -42,7 +42,7 @@ static int keep_record(void *user, const struct mh_alloc_rec *rec)
 
 static int by_alloc_index(const void *x, const void *y)
 {
-    const struct mh_alloc_rec *a = x, *b = y;
+    const struct mh__alloc_rec *a = x, *b = y;
     return (a->alloc_index > b->alloc_index) - (a->alloc_index < b->alloc_index);
 }
 
@@ -63,13 +63,13 @@ static void open_run(struct run *out)
 
 static void simulate(const char *params, uint64_t steps, struct run *out)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer_opts wo = {.source = "simulated"};
-    struct mh_sim_opts so;
-    struct mh_sim *s;
-    struct mh_workload_result res;
+    struct mh__sim_opts so;
+    struct mh__sim *s;
+    struct mh__workload_result res;
     memset(out, 0, sizeof *out);
     memset(&so, 0, sizeof so);
     cr_assert_eq(mh__workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
@@ -108,31 +108,31 @@ Test(answers_categories, known_parameter_gradient_optimizer_input_bytes)
     struct run r;
     simulate(SMALL, 3, &r);
     size_t n = r.nrecs;
-    const struct mh_alloc_rec *recs = r.recs;
-    uint64_t by[MH_CAT_COUNT] = {0}, grads_step1 = 0, inputs_step1 = 0;
+    const struct mh__alloc_rec *recs = r.recs;
+    uint64_t by[MH__CAT_COUNT] = {0}, grads_step1 = 0, inputs_step1 = 0;
     for (size_t i = 0; i < n; i++) {
         by[recs[i].category] += recs[i].requested;
-        if (recs[i].alloc_step == 1 && recs[i].category == MH_CAT_GRADIENT)
+        if (recs[i].alloc_step == 1 && recs[i].category == MH__CAT_GRADIENT)
             grads_step1 += recs[i].requested;
-        if (recs[i].alloc_step == 1 && recs[i].category == MH_CAT_INPUT)
+        if (recs[i].alloc_step == 1 && recs[i].category == MH__CAT_INPUT)
             inputs_step1 += recs[i].requested;
     }
-    cr_expect_eq(by[MH_CAT_PARAMETER], param_bytes());
-    cr_expect_eq(by[MH_CAT_OPTIMIZER_STATE], 2 * param_bytes());
+    cr_expect_eq(by[MH__CAT_PARAMETER], param_bytes());
+    cr_expect_eq(by[MH__CAT_OPTIMIZER_STATE], 2 * param_bytes());
     cr_expect_eq(grads_step1, param_bytes(), "one fp32 gradient per parameter per step");
     cr_expect_eq(inputs_step1, 2ull * T * 8, "tokens and targets");
-    cr_expect_gt(by[MH_CAT_ACTIVATION], 0);
-    cr_expect_gt(by[MH_CAT_TEMPORARY], 0);
+    cr_expect_gt(by[MH__CAT_ACTIVATION], 0);
+    cr_expect_gt(by[MH__CAT_TEMPORARY], 0);
     struct mh_peak p;
-    struct mh_lifetimes *kept;
-    uint64_t bytes[MH_CAT_COUNT], req[MH_CAT_COUNT];
+    struct mh__lifetimes *kept;
+    uint64_t bytes[MH__CAT_COUNT], req[MH__CAT_COUNT];
     cr_assert_eq(mh_model_peak_allocated(r.m, 0, &p), 0);
     cr_assert_eq(mh__analysis_moments(&r.a, &p.event_index, 1, &kept), 0);
     cr_assert_eq(mh__lifetimes_live_by_category(kept, 0, p.event_index, bytes, req), 0);
     mh__lifetimes_free(kept);
-    cr_expect_eq(req[MH_CAT_PARAMETER], param_bytes());
+    cr_expect_eq(req[MH__CAT_PARAMETER], param_bytes());
     uint64_t total = 0;
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         total += bytes[c];
     cr_expect_eq(total, p.value, "categories partition the allocated bytes at the peak");
     run_free(&r);
@@ -158,9 +158,9 @@ Test(answers_categories, no_steps_means_unknown)
     struct run r;
     replay(ev, 2, &r);
     size_t n = r.nrecs;
-    const struct mh_alloc_rec *recs = r.recs;
+    const struct mh__alloc_rec *recs = r.recs;
     cr_assert_eq(n, 1);
-    cr_expect_eq(recs[0].category, MH_CAT_UNKNOWN);
+    cr_expect_eq(recs[0].category, MH__CAT_UNKNOWN);
     cr_expect_eq(recs[0].size, 4096);
     run_free(&r);
 }
@@ -188,7 +188,7 @@ static void backward_leftover(int tag_grad, int step_ends, int *grad_cat, int *l
     struct run r;
     replay(ev, sizeof ev / sizeof ev[0], &r);
     size_t n = r.nrecs;
-    const struct mh_alloc_rec *recs = r.recs;
+    const struct mh__alloc_rec *recs = r.recs;
     cr_assert_eq(n, 2);
     *grad_cat = recs[0].category;
     *leftover_cat = recs[1].category;
@@ -199,13 +199,13 @@ Test(answers_categories, backward_leftover_is_no_gradient_where_gradients_are_ta
 {
     int grad, leftover;
     backward_leftover(1, 1, &grad, &leftover);
-    cr_expect_eq(grad, MH_CAT_GRADIENT);
-    cr_expect_eq(leftover, MH_CAT_UNKNOWN, "torch named the gradients: the block kept from backward is not one");
+    cr_expect_eq(grad, MH__CAT_GRADIENT);
+    cr_expect_eq(leftover, MH__CAT_UNKNOWN, "torch named the gradients: the block kept from backward is not one");
     backward_leftover(0, 1, &grad, &leftover);
-    cr_expect_eq(grad, MH_CAT_GRADIENT);
-    cr_expect_eq(leftover, MH_CAT_GRADIENT, "no gradient tags: by lifetime, a block kept from backward is one");
+    cr_expect_eq(grad, MH__CAT_GRADIENT);
+    cr_expect_eq(leftover, MH__CAT_GRADIENT, "no gradient tags: by lifetime, a block kept from backward is one");
     backward_leftover(1, 0, &grad, &leftover);
-    cr_expect_eq(leftover, MH_CAT_GRADIENT, "a step still open at the end: its gradients are not tagged yet");
+    cr_expect_eq(leftover, MH__CAT_GRADIENT, "a step still open at the end: its gradients are not tagged yet");
 }
 
 /* Forward blocks of three steps: A is kept to the end (a DDP bucket rebuilt
@@ -233,7 +233,7 @@ static const struct mh_event forward_kept[] = {
 };
 #define FORWARD_KEPT_N (sizeof forward_kept / sizeof forward_kept[0])
 
-static int note_livecat_end(void *user, const struct mh_livecat_end *end)
+static int note_livecat_end(void *user, const struct mh__livecat_end *end)
 {
     ((int *)user)[end->tag] = end->category;
     return 0;
@@ -244,9 +244,9 @@ Test(answers_categories, forward_block_kept_through_the_next_step_is_no_activati
     struct run r;
     replay(forward_kept, FORWARD_KEPT_N, &r);
     size_t n = r.nrecs;
-    const struct mh_alloc_rec *recs = r.recs;
+    const struct mh__alloc_rec *recs = r.recs;
     cr_assert_eq(n, 4);
-    int want[4] = {MH_CAT_UNKNOWN, MH_CAT_ACTIVATION, MH_CAT_ACTIVATION, MH_CAT_ACTIVATION};
+    int want[4] = {MH__CAT_UNKNOWN, MH__CAT_ACTIVATION, MH__CAT_ACTIVATION, MH__CAT_ACTIVATION};
     for (size_t i = 0; i < n; i++)
         cr_expect_eq(recs[i].category, want[i], "block %c: category %d, want %d", (int)('A' + i),
                      recs[i].category, want[i]);
@@ -254,7 +254,7 @@ Test(answers_categories, forward_block_kept_through_the_next_step_is_no_activati
     /* the streaming classifier agrees, at each block's free and at the end */
     struct mh_model_opts mo;
     struct mh_model *m;
-    struct mh_livecat *lc;
+    struct mh__livecat *lc;
     memset(&mo, 0, sizeof mo);
     cr_assert_eq(mh_model_new(&mo, &m), 0);
     cr_assert_eq(mh__livecat_new(&lc), 0);
@@ -262,7 +262,7 @@ Test(answers_categories, forward_block_kept_through_the_next_step_is_no_activati
     uint64_t allocs = 0;
     for (size_t i = 0; i < FORWARD_KEPT_N; i++) {
         struct mh_apply_result ar;
-        struct mh_livecat_end end;
+        struct mh__livecat_end end;
         cr_assert_eq(mh_model_apply(m, &forward_kept[i], &ar), 0);
         uint64_t tag = forward_kept[i].kind == MH_EV_ALLOC ? allocs++ : 0;
         if (mh__livecat_observe(lc, m, &forward_kept[i], &ar, tag, &end) == 1 && end.ended)
@@ -275,10 +275,10 @@ Test(answers_categories, forward_block_kept_through_the_next_step_is_no_activati
     mh_model_free(m);
 }
 
-static const struct mh_layer_stats *find_layer(const struct mh_layers *ly, const char *name)
+static const struct mh__layer_stats *find_layer(const struct mh__layers *ly, const char *name)
 {
     size_t n;
-    const struct mh_layer_stats *st = mh__layers_list(ly, &n);
+    const struct mh__layer_stats *st = mh__layers_list(ly, &n);
     for (size_t i = 0; i < n; i++)
         if (strcmp(st[i].name, name) == 0)
             return &st[i];
@@ -288,7 +288,7 @@ static const struct mh_layer_stats *find_layer(const struct mh_layers *ly, const
 Test(answers_layers, attribution_matches_the_shapes)
 {
     struct run r;
-    struct mh_layers *ly;
+    struct mh__layers *ly;
     simulate(SMALL, 3, &r);
     cr_assert_eq(mh__layers_analyze(&r.a, 0, NULL, 0, &ly), 0);
     struct mh_peak p;
@@ -300,7 +300,7 @@ Test(answers_layers, attribution_matches_the_shapes)
     for (int l = 0; l < L; l++) {
         char name[32];
         snprintf(name, sizeof name, "transformer.h.%d", l);
-        const struct mh_layer_stats *s = find_layer(ly, name);
+        const struct mh__layer_stats *s = find_layer(ly, name);
         cr_assert_not_null(s, "%s", name);
         cr_expect_leq(llabs((long long)s->live_at_peak - (long long)(saved + output)),
                       (long long)(saved + output) / 100, "%s live %llu want %llu", name,
@@ -328,7 +328,7 @@ static uint64_t simulated_peak(const char *params)
 static void check_estimate(const char *base, size_t k_wanted)
 {
     struct run r;
-    struct mh_layers *ly;
+    struct mh__layers *ly;
     simulate(base, 3, &r);
     cr_assert_eq(mh__layers_analyze(&r.a, 0, NULL, 0, &ly), 0);
     const size_t *plan;
@@ -336,7 +336,7 @@ static void check_estimate(const char *base, size_t k_wanted)
     size_t n, best, nl, order[64];
     cr_assert_eq(mh__layers_plan(ly, &plan, &after, &n, &best), 0);
     cr_assert_geq(n, k_wanted);
-    const struct mh_layer_stats *st = mh__layers_list(ly, &nl);
+    const struct mh__layer_stats *st = mh__layers_list(ly, &nl);
     uint64_t mask = 0;
     size_t k = 0;
     for (size_t i = 0; i < n && k < k_wanted; i++) {

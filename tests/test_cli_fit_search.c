@@ -73,7 +73,7 @@ static int truly_fits(int kind, int64_t v, uint64_t usable)
 
 static int runs_started;
 
-int mh__fit_trial_start(const struct mh_fit_opts *o, struct mh_fit_trial *t)
+int mh__fit_trial_start(const struct mh__fit_opts *o, struct mh__fit_trial *t)
 {
     (void)o;
     t->running = 1;
@@ -81,7 +81,7 @@ int mh__fit_trial_start(const struct mh_fit_opts *o, struct mh_fit_trial *t)
     return 0;
 }
 
-int mh__fit_trial_wait(struct mh_fit *f)
+int mh__fit_trial_wait(struct mh__fit *f)
 {
     int best = -1;
     for (int i = 0; i < f->ntrials; i++)
@@ -95,7 +95,7 @@ int mh__fit_trial_wait(struct mh_fit *f)
     return best;
 }
 
-void mh__fit_trial_stop_all(struct mh_fit *f)
+void mh__fit_trial_stop_all(struct mh__fit *f)
 {
     for (int i = 0; i < f->ntrials; i++)
         f->trials[i].running = 0;
@@ -106,7 +106,7 @@ uint64_t mh__fit_host_available(void)
     return 16ull << 30;
 }
 
-int mh__fit_trial_read(const struct mh_fit_opts *o, struct mh_fit_trial *t)
+int mh__fit_trial_read(const struct mh__fit_opts *o, struct mh__fit_trial *t)
 {
     uint64_t usable = t->capacity - o->context;
     double d = demand(t->kind, t->value);
@@ -116,7 +116,7 @@ int mh__fit_trial_read(const struct mh_fit_opts *o, struct mh_fit_trial *t)
     t->steps = 4;
     t->persistent = (uint64_t)(prog.base * 0.9);
     if (p <= usable) { /* it never met the capacity */
-        t->outcome = MH_FIT_RAN;
+        t->outcome = MH__FIT_RAN;
         t->peak_reserved = t->peak_used = p;
         t->peak_used += o->context;
         t->peak_requested = (uint64_t)(d > prog.opt_peak ? d : prog.opt_peak);
@@ -127,14 +127,14 @@ int mh__fit_trial_read(const struct mh_fit_opts *o, struct mh_fit_trial *t)
     t->refused = 1 + hash3(t->kind, t->value, usable) % 3;
     t->mem_info_late = 1;
     if (truly_fits(t->kind, t->value, usable)) { /* retried and fitted */
-        t->outcome = MH_FIT_RAN;
+        t->outcome = MH__FIT_RAN;
         t->retries = t->early_retries = 1;
         t->peak_reserved = usable;
         t->peak_used = usable + o->context;
         t->peak_requested = (uint64_t)d;
         return 0;
     }
-    t->outcome = MH_FIT_OOM;
+    t->outcome = MH__FIT_OOM;
     t->steps = 1;
     t->oom.request = 64 * MIB;
     t->oom.reserved = usable;
@@ -144,7 +144,7 @@ int mh__fit_trial_read(const struct mh_fit_opts *o, struct mh_fit_trial *t)
     return 0;
 }
 
-const char *mh__fit_value_text(const struct mh_fit_opts *o, int64_t v, char *buf, size_t len)
+const char *mh__fit_value_text(const struct mh__fit_opts *o, int64_t v, char *buf, size_t len)
 {
     snprintf(buf, len, "%s=%" PRId64, o->cmd.name, v);
     return buf;
@@ -154,8 +154,8 @@ const char *mh__fit_value_text(const struct mh_fit_opts *o, int64_t v, char *buf
 
 struct setup {
     int ncards;
-    int kind_of[MH_FIT_MAX_CARDS]; /* preset index per card */
-    uint64_t capacity[MH_FIT_MAX_CARDS];
+    int kind_of[MH__FIT_MAX_CARDS]; /* preset index per card */
+    uint64_t capacity[MH__FIT_MAX_CARDS];
     int64_t lo, hi;
     int bisect;
     uint64_t max_runs;
@@ -165,7 +165,7 @@ static char *cmd_words[] = {"python", "train.py", "--batch", "{batch}", NULL};
 
 static const char *const preset_keys[] = {"H100", "A100-40GB", "RTX4090", "L4"};
 
-static struct mh_fit *search(const struct setup *s, struct mh_fit_opts *o)
+static struct mh__fit *search(const struct setup *s, struct mh__fit_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->cmd.argv = cmd_words;
@@ -180,7 +180,7 @@ static struct mh_fit *search(const struct setup *s, struct mh_fit_opts *o)
     o->bisect = s->bisect;
     o->ncards = s->ncards;
     for (int c = 0; c < s->ncards; c++) {
-        struct mh_fit_card *k = &o->cards[c];
+        struct mh__fit_card *k = &o->cards[c];
         k->gpu = mh__vdev_preset_find(preset_keys[s->kind_of[c]]);
         k->capacity = s->capacity[c];
         k->limit = k->capacity - CTX;
@@ -193,7 +193,7 @@ static struct mh_fit *search(const struct setup *s, struct mh_fit_opts *o)
             }
         snprintf(k->label, sizeof k->label, "card%d", c);
     }
-    struct mh_fit *f = calloc(1, sizeof *f);
+    struct mh__fit *f = calloc(1, sizeof *f);
     cr_assert(f);
     f->o = o;
     cr_assert_eq(mh__fit_search(f), 0);
@@ -201,11 +201,11 @@ static struct mh_fit *search(const struct setup *s, struct mh_fit_opts *o)
 }
 
 /* Every answer true; returns the runs made. */
-static int check_answers(const struct mh_fit *f, const struct setup *s, const char *what)
+static int check_answers(const struct mh__fit *f, const struct setup *s, const char *what)
 {
     for (int c = 0; c < s->ncards; c++) {
-        const struct mh_fit_answer *a = &f->answers[c];
-        const struct mh_fit_card *k = &f->o->cards[c];
+        const struct mh__fit_answer *a = &f->answers[c];
+        const struct mh__fit_card *k = &f->o->cards[c];
         int kind = k->kind;
         if (a->fit_value >= 0)
             cr_assert(truly_fits(kind, a->fit_value, k->limit), "%s: card %d: %" PRId64 " fits?",
@@ -213,11 +213,11 @@ static int check_answers(const struct mh_fit *f, const struct setup *s, const ch
         if (a->fail_value >= 0)
             cr_assert(!truly_fits(kind, a->fail_value, k->limit), "%s: card %d: %" PRId64 " fails?",
                       what, c, a->fail_value);
-        if (a->status == MH_FIT_BOUNDARY)
+        if (a->status == MH__FIT_BOUNDARY)
             cr_assert_eq(a->fail_value, a->fit_value + 1, "%s: card %d", what, c);
-        if (a->status == MH_FIT_ALL_FIT)
+        if (a->status == MH__FIT_ALL_FIT)
             cr_assert_eq(a->fit_value, s->hi, "%s", what);
-        if (a->status == MH_FIT_NONE_FIT)
+        if (a->status == MH__FIT_NONE_FIT)
             cr_assert_eq(a->fail_value, s->lo, "%s", what);
         if (a->fit_trial >= 0)
             cr_assert_eq(a->fit_peak_reserved, f->trials[a->fit_trial].peak_reserved);
@@ -269,7 +269,7 @@ static void random_setup(struct setup *s, int kinds)
 Test(fit_search, answers_are_true_on_random_programs)
 {
     mh__cli_set_quiet();
-    struct mh_fit_opts o;
+    struct mh__fit_opts o;
     for (int i = 0; i < 400; i++) {
         struct setup s;
         char what[64];
@@ -277,10 +277,10 @@ Test(fit_search, answers_are_true_on_random_programs)
         random_setup(&s, 1 + i % 4);
         s.bisect = i % 5 == 0;
         snprintf(what, sizeof what, "instance %d", i);
-        struct mh_fit *f = search(&s, &o);
+        struct mh__fit *f = search(&s, &o);
         check_answers(f, &s, what);
         for (int c = 0; c < s.ncards; c++)
-            cr_assert_neq(f->answers[c].status, MH_FIT_UNDECIDED, "%s: card %d undecided", what, c);
+            cr_assert_neq(f->answers[c].status, MH__FIT_UNDECIDED, "%s: card %d undecided", what, c);
         free(f);
     }
 }
@@ -288,7 +288,7 @@ Test(fit_search, answers_are_true_on_random_programs)
 Test(fit_search, few_runs_per_card_on_affine_memory)
 {
     mh__cli_set_quiet();
-    struct mh_fit_opts o;
+    struct mh__fit_opts o;
     int runs = 0, cards = 0, bisect_runs = 0;
     for (int i = 0; i < 200; i++) {
         struct setup s;
@@ -296,7 +296,7 @@ Test(fit_search, few_runs_per_card_on_affine_memory)
         random_setup(&s, 4);
         for (int c = 0; c < s.ncards; c++) /* one card per preset */
             s.kind_of[c] = c;
-        struct mh_fit *f = search(&s, &o);
+        struct mh__fit *f = search(&s, &o);
         runs += check_answers(f, &s, "affine");
         cards += s.ncards;
         free(f);
@@ -315,14 +315,14 @@ Test(fit_search, few_runs_per_card_on_affine_memory)
 Test(fit_search, cards_of_one_preset_share_runs)
 {
     mh__cli_set_quiet();
-    struct mh_fit_opts o;
+    struct mh__fit_opts o;
     memset(&prog, 0, sizeof prog);
     prog.base = 6.0 * (1u << 30);
     prog.slope = 1.9 * (1u << 30);
     prog.overhead = 0.02;
     prog.bump_at = -1;
     struct setup s = {3, {0, 0, 0}, {24ull << 30, 40ull << 30, 80ull << 30}, 1, 256, 0, 0};
-    struct mh_fit *f = search(&s, &o);
+    struct mh__fit *f = search(&s, &o);
     check_answers(f, &s, "shared");
     int own[3] = {0}, on_largest = 0;
     for (int i = 0; i < f->ntrials; i++) {
@@ -335,16 +335,16 @@ Test(fit_search, cards_of_one_preset_share_runs)
     int alone = 0; /* each card searched by itself */
     for (int c = 0; c < 3; c++) {
         struct setup one = {1, {0}, {s.capacity[c]}, 1, 256, 0, 0};
-        struct mh_fit_opts o1;
-        struct mh_fit *g = search(&one, &o1);
+        struct mh__fit_opts o1;
+        struct mh__fit *g = search(&one, &o1);
         alone += check_answers(g, &one, "alone");
         free(g);
     }
     cr_log_info("three cards of one preset: %d runs shared, %d alone\n", f->ntrials, alone);
     cr_assert_lt(f->ntrials, alone, "%d runs shared, %d alone", f->ntrials, alone);
     for (int c = 0; c < 3; c++) {
-        const struct mh_fit_answer *a = &f->answers[c];
-        cr_assert_eq(a->status, MH_FIT_BOUNDARY);
+        const struct mh__fit_answer *a = &f->answers[c];
+        cr_assert_eq(a->status, MH__FIT_BOUNDARY);
         cr_assert_eq(f->trials[a->fail_trial].capacity, s.capacity[c],
                      "card %d's first failing value ran on the card itself", c);
     }
@@ -354,16 +354,16 @@ Test(fit_search, cards_of_one_preset_share_runs)
 Test(fit_search, falling_memory_is_not_monotonic)
 {
     mh__cli_set_quiet();
-    struct mh_fit_opts o;
+    struct mh__fit_opts o;
     memset(&prog, 0, sizeof prog);
     prog.base = 30.0 * (1u << 30);
     prog.falling = 0.1 * (1u << 30);
     prog.bump_at = -1;
     struct setup s = {1, {0}, {24ull << 30}, 1, 100, 0, 0};
-    struct mh_fit *f = search(&s, &o);
+    struct mh__fit *f = search(&s, &o);
     check_answers(f, &s, "falling");
-    const struct mh_fit_answer *a = &f->answers[0];
-    cr_assert_eq(a->status, MH_FIT_ALL_FIT);
+    const struct mh__fit_answer *a = &f->answers[0];
+    cr_assert_eq(a->status, MH__FIT_ALL_FIT);
     cr_assert(a->not_monotonic);
     cr_assert_eq(a->nm_low, 1);
     cr_assert_eq(a->nm_high, 100);
@@ -373,7 +373,7 @@ Test(fit_search, falling_memory_is_not_monotonic)
 Test(fit_search, a_bump_never_gives_a_wrong_answer)
 {
     mh__cli_set_quiet();
-    struct mh_fit_opts o;
+    struct mh__fit_opts o;
     for (int64_t at = 2; at < 40; at++) {
         memset(&prog, 0, sizeof prog);
         prog.base = 4.0 * (1u << 30);
@@ -381,13 +381,13 @@ Test(fit_search, a_bump_never_gives_a_wrong_answer)
         prog.bump_at = at;
         prog.bump = 20.0 * (1u << 30);
         struct setup s = {1, {0}, {24ull << 30}, 1, 256, 0, 0};
-        struct mh_fit *f = search(&s, &o);
+        struct mh__fit *f = search(&s, &o);
         check_answers(f, &s, "bump");
-        const struct mh_fit_answer *a = &f->answers[0];
-        cr_assert_eq(a->status, MH_FIT_BOUNDARY);
+        const struct mh__fit_answer *a = &f->answers[0];
+        cr_assert_eq(a->status, MH__FIT_BOUNDARY);
         /* the boundary found is above every value that fitted */
         for (int i = 0; i < f->ntrials; i++)
-            if (f->trials[i].outcome == MH_FIT_RAN)
+            if (f->trials[i].outcome == MH__FIT_RAN)
                 cr_assert_leq(f->trials[i].value, a->fit_value);
         free(f);
     }
@@ -396,15 +396,15 @@ Test(fit_search, a_bump_never_gives_a_wrong_answer)
 Test(fit_search, the_run_limit_leaves_cards_undecided)
 {
     mh__cli_set_quiet();
-    struct mh_fit_opts o;
+    struct mh__fit_opts o;
     random_program(1);
     struct setup s = {2, {0, 1}, {24ull << 30, 80ull << 30}, 1, 1 << 20, 1, 3};
-    struct mh_fit *f = search(&s, &o);
+    struct mh__fit *f = search(&s, &o);
     cr_assert_leq(f->ntrials, 3);
     check_answers(f, &s, "limit");
     int undecided = 0;
     for (int c = 0; c < 2; c++)
-        undecided += f->answers[c].status == MH_FIT_UNDECIDED;
+        undecided += f->answers[c].status == MH__FIT_UNDECIDED;
     cr_assert_gt(undecided, 0);
     free(f);
 }
@@ -412,7 +412,7 @@ Test(fit_search, the_run_limit_leaves_cards_undecided)
 Test(fit_command, placeholders_are_replaced_in_arguments_and_assignments)
 {
     char *argv[] = {"BATCH={b}", "X=1", "python", "t.py", "--b={b}", "{b}{b}", "{bb}", "{b", NULL};
-    struct mh_fit_command c = {argv, 0, "b"};
+    struct mh__fit_command c = {argv, 0, "b"};
     c.nenv = mh__fit_command_env_count(argv);
     cr_assert_eq(c.nenv, 2);
     cr_assert(mh__fit_command_uses(&c));

@@ -21,14 +21,14 @@
 
 static char *simulate(uint64_t steps)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer_opts wo = {.source = "simulated"};
-    struct mh_sim_opts so;
-    struct mh_sim *s;
+    struct mh__sim_opts so;
+    struct mh__sim *s;
     struct mh_writer *w;
-    struct mh_workload_result res;
+    struct mh__workload_result res;
     memset(&so, 0, sizeof so);
     cr_assert_eq(mh__workload_parse_params(wl, "", values, err, sizeof err), 0, "%s", err);
     cr_assert_eq(mh_writer_open_mem(&wo, &w), 0);

@@ -11,9 +11,9 @@
 
 static char err[256];
 
-static struct mh_pickle_doc *parse_ok(const void *data, size_t len)
+static struct mh__pickle_doc *parse_ok(const void *data, size_t len)
 {
-    struct mh_pickle_doc *doc = NULL;
+    struct mh__pickle_doc *doc = NULL;
     int rc = mh__pickle_parse(data, len, NULL, &doc, err, sizeof err);
     cr_assert_eq(rc, 0, "parse failed: %d %s", rc, err);
     return doc;
@@ -21,7 +21,7 @@ static struct mh_pickle_doc *parse_ok(const void *data, size_t len)
 
 static int parse_rc(const void *data, size_t len)
 {
-    struct mh_pickle_doc *doc = NULL;
+    struct mh__pickle_doc *doc = NULL;
     int rc = mh__pickle_parse(data, len, NULL, &doc, err, sizeof err);
     mh__pickle_doc_free(doc);
     return rc;
@@ -43,11 +43,11 @@ static unsigned char *slurp(const char *name, size_t *len)
 
 Test(pickle_read, binary_ints)
 {
-    struct mh_pickle_doc *doc =
+    struct mh__pickle_doc *doc =
         parse_ok(P("\x80\x04(K\x07M\x34\x12J\xfe\xff\xff\xff\x8a\x09\x00\x00\x00\x00\x00\x00"
                    "\x00\x80\x00\x8a\x01\xff\x8b\x02\x00\x00\x00\x00\x01t."));
-    struct mh_pv *t = mh__pickle_doc_root(doc);
-    cr_assert_eq(t->type, MH_PV_TUPLE);
+    struct mh__pv *t = mh__pickle_doc_root(doc);
+    cr_assert_eq(t->type, MH__PV_TUPLE);
     cr_assert_eq(t->n, 6);
     int64_t v;
     uint64_t u;
@@ -63,34 +63,34 @@ Test(pickle_read, binary_ints)
 
 Test(pickle_read, strings_bytes_floats_singletons)
 {
-    struct mh_pickle_doc *doc = parse_ok(
+    struct mh__pickle_doc *doc = parse_ok(
         P("\x80\x03(\x8c\x03"
           "abcX\x02\x00\x00\x00\xc3\xa9\x8d\x01\x00\x00\x00\x00\x00\x00\x00z"
           "U\x01\xe9T\x01\x00\x00\x00qC\x02\x00\x01G\x3f\xf8\x00\x00\x00\x00\x00\x00N\x88\x89"
           "\x96\x01\x00\x00\x00\x00\x00\x00\x00\x05t."));
-    struct mh_pv *t = mh__pickle_doc_root(doc);
+    struct mh__pv *t = mh__pickle_doc_root(doc);
     cr_assert_eq(t->n, 11);
     cr_assert(mh__pv_is_str(mh__pv_at(t, 0), "abc"));
     cr_assert(mh__pv_is_str(mh__pv_at(t, 1), "\xc3\xa9"));
     cr_assert(mh__pv_is_str(mh__pv_at(t, 2), "z"));
     cr_assert(mh__pv_is_str(mh__pv_at(t, 3), "\xc3\xa9"), "BINSTRING bytes are Latin-1");
     cr_assert(mh__pv_is_str(mh__pv_at(t, 4), "q"));
-    cr_assert_eq(mh__pv_at(t, 5)->type, MH_PV_BYTES);
+    cr_assert_eq(mh__pv_at(t, 5)->type, MH__PV_BYTES);
     cr_assert_eq(mh__pv_at(t, 5)->n, 2);
     double f;
     cr_assert(!mh__pv_f64(mh__pv_at(t, 6), &f) && f == 1.5);
-    cr_assert_eq(mh__pv_at(t, 7)->type, MH_PV_NONE);
+    cr_assert_eq(mh__pv_at(t, 7)->type, MH__PV_NONE);
     int b;
     cr_assert(!mh__pv_bool(mh__pv_at(t, 8), &b) && b == 1);
     cr_assert(!mh__pv_bool(mh__pv_at(t, 9), &b) && b == 0);
-    cr_assert_eq(mh__pv_at(t, 10)->type, MH_PV_BYTES, "BYTEARRAY8 reads as bytes");
+    cr_assert_eq(mh__pv_at(t, 10)->type, MH__PV_BYTES, "BYTEARRAY8 reads as bytes");
     mh__pickle_doc_free(doc);
 }
 
 Test(pickle_read, containers_and_memo)
 {
     /* {"a": [1, 2], "b": <same list>, "c": (), "d": {3}, "e": frozenset()} */
-    struct mh_pickle_doc *doc = parse_ok(P("\x80\x04}\x94(\x8c\x01"
+    struct mh__pickle_doc *doc = parse_ok(P("\x80\x04}\x94(\x8c\x01"
                                            "a]\x94(K\x01K\x02"
                                            "e\x8c\x01"
                                            "bh\x01\x8c\x01"
@@ -98,17 +98,17 @@ Test(pickle_read, containers_and_memo)
                                            "d\x8f("
                                            "K\x03\x90\x8c\x01"
                                            "e(\x91u."));
-    struct mh_pv *d = mh__pickle_doc_root(doc);
-    cr_assert_eq(d->type, MH_PV_DICT);
+    struct mh__pv *d = mh__pickle_doc_root(doc);
+    cr_assert_eq(d->type, MH__PV_DICT);
     cr_assert_eq(d->n, 5);
-    const struct mh_pv *a = mh__pv_get(d, "a"), *b = mh__pv_get(d, "b");
+    const struct mh__pv *a = mh__pv_get(d, "a"), *b = mh__pv_get(d, "b");
     cr_assert_eq(a, b, "memo references give the same node");
-    cr_assert_eq(a->type, MH_PV_LIST);
+    cr_assert_eq(a->type, MH__PV_LIST);
     cr_assert_eq(a->n, 2);
-    cr_assert_eq(mh__pv_get(d, "c")->type, MH_PV_TUPLE);
-    cr_assert_eq(mh__pv_get(d, "d")->type, MH_PV_SET);
+    cr_assert_eq(mh__pv_get(d, "c")->type, MH__PV_TUPLE);
+    cr_assert_eq(mh__pv_get(d, "d")->type, MH__PV_SET);
     cr_assert_eq(mh__pv_get(d, "d")->n, 1);
-    cr_assert_eq(mh__pv_get(d, "e")->type, MH_PV_FROZENSET);
+    cr_assert_eq(mh__pv_get(d, "e")->type, MH__PV_FROZENSET);
     cr_assert_null(mh__pv_get(d, "zz"));
     mh__pickle_doc_free(doc);
 }
@@ -117,24 +117,24 @@ Test(pickle_read, stack_ops)
 {
     /* POP_MARK, POP, DUP, TUPLE1-3, LIST, DICT, SETITEM, APPEND:
      * ((5, 5), ([4],), ((1, 2, 3), ([1], {"k": 1}, {"x": 2}))) */
-    struct mh_pickle_doc *doc = parse_ok(P("\x80\x02(K\x01K\x02"
+    struct mh__pickle_doc *doc = parse_ok(P("\x80\x02(K\x01K\x02"
                                            "1K\x09"
                                            "0K\x05"
                                            "2\x86]K\x04"
                                            "a\x85K\x01K\x02K\x03\x87"
                                            "(K\x01l(\x8c\x01kK\x01"
                                            "d}\x8c\x01xK\x02s\x87\x86\x87."));
-    struct mh_pv *t = mh__pickle_doc_root(doc);
-    cr_assert_eq(t->type, MH_PV_TUPLE);
+    struct mh__pv *t = mh__pickle_doc_root(doc);
+    cr_assert_eq(t->type, MH__PV_TUPLE);
     cr_assert_eq(t->n, 3);
-    const struct mh_pv *pair = mh__pv_at(t, 0);
+    const struct mh__pv *pair = mh__pv_at(t, 0);
     int64_t v;
     cr_assert(!mh__pv_i64(mh__pv_at(pair, 0), &v) && v == 5);
     cr_assert(!mh__pv_i64(mh__pv_at(pair, 1), &v) && v == 5, "DUP");
-    cr_assert_eq(mh__pv_at(mh__pv_at(t, 1), 0)->type, MH_PV_LIST);
-    const struct mh_pv *last = mh__pv_at(t, 2);
+    cr_assert_eq(mh__pv_at(mh__pv_at(t, 1), 0)->type, MH__PV_LIST);
+    const struct mh__pv *last = mh__pv_at(t, 2);
     cr_assert_eq(mh__pv_at(last, 0)->n, 3);
-    const struct mh_pv *x = mh__pv_get(mh__pv_at(mh__pv_at(last, 1), 2), "x");
+    const struct mh__pv *x = mh__pv_get(mh__pv_at(mh__pv_at(last, 1), 2), "x");
     cr_assert(!mh__pv_i64(x, &v) && v == 2, "SETITEM");
     cr_assert(!mh__pv_i64(mh__pv_get(mh__pv_at(mh__pv_at(last, 1), 1), "k"), &v) && v == 1, "DICT");
     mh__pickle_doc_free(doc);
@@ -142,18 +142,18 @@ Test(pickle_read, stack_ops)
 
 Test(pickle_read, protocol0_text)
 {
-    struct mh_pickle_doc *doc = parse_ok(
+    struct mh__pickle_doc *doc = parse_ok(
         P("(dp0\nVk\\u00e9y\np1\n(lp2\nI42\naI01\naL123456789012345678901234567890L\naF2.5\n"
           "aS'it\\'s\\x41'\nag1\nas."));
-    struct mh_pv *d = mh__pickle_doc_root(doc);
-    cr_assert_eq(d->type, MH_PV_DICT);
-    const struct mh_pv *l = mh__pv_get(d, "k\xc3\xa9y");
+    struct mh__pv *d = mh__pickle_doc_root(doc);
+    cr_assert_eq(d->type, MH__PV_DICT);
+    const struct mh__pv *l = mh__pv_get(d, "k\xc3\xa9y");
     cr_assert_not_null(l);
     cr_assert_eq(l->n, 6);
     int64_t v;
     cr_assert(!mh__pv_i64(mh__pv_at(l, 0), &v) && v == 42);
-    cr_assert_eq(mh__pv_at(l, 1)->type, MH_PV_BOOL);
-    cr_assert_eq(mh__pv_at(l, 2)->type, MH_PV_BIGINT);
+    cr_assert_eq(mh__pv_at(l, 1)->type, MH__PV_BOOL);
+    cr_assert_eq(mh__pv_at(l, 2)->type, MH__PV_BIGINT);
     double f;
     cr_assert(!mh__pv_f64(mh__pv_at(l, 3), &f) && f == 2.5);
     cr_assert(mh__pv_is_str(mh__pv_at(l, 4), "it'sA"));
@@ -234,8 +234,8 @@ Test(pickle_read, limits)
     deep[601] = '.';
     cr_assert_eq(parse_rc(deep, 602), MH_ELIMIT, "nesting deeper than the limit");
     free(deep);
-    struct mh_pickle_limits lim = {4096, 0};
-    struct mh_pickle_doc *doc = NULL;
+    struct mh__pickle_limits lim = {4096, 0};
+    struct mh__pickle_doc *doc = NULL;
     size_t len;
     unsigned char *data = slurp("small.p4.pickle", &len);
     cr_assert_eq(mh__pickle_parse(data, len, &lim, &doc, err, sizeof err), MH_ELIMIT);
@@ -246,9 +246,9 @@ Test(pickle_read, limits)
 Test(pickle_read, shared_empties_keep_identity)
 {
     /* ([], [1], []): three distinct lists from EMPTY_LIST */
-    struct mh_pickle_doc *doc = parse_ok(P("\x80\x04(]]K\x01"
+    struct mh__pickle_doc *doc = parse_ok(P("\x80\x04(]]K\x01"
                                            "a]t."));
-    struct mh_pv *t = mh__pickle_doc_root(doc);
+    struct mh__pv *t = mh__pickle_doc_root(doc);
     cr_assert_eq(t->n, 3);
     cr_assert_eq(mh__pv_at(t, 0)->n, 0);
     cr_assert_eq(mh__pv_at(t, 1)->n, 1, "APPEND changes only its own list");
@@ -294,7 +294,7 @@ Test(pickle_read, memory_per_input_byte)
      * 8 of the outer list's items per list (16 more with a node each) */
     size_t len, n = 4u << 20;
     unsigned char *data = empty_lists(n, 0, &len);
-    struct mh_pickle_doc *doc = parse_ok(data, len);
+    struct mh__pickle_doc *doc = parse_ok(data, len);
     cr_assert_eq(mh__pickle_doc_root(doc)->n, n);
     double per = (double)mh__pickle_doc_bytes(doc) / (double)len;
     cr_log_info("%zu empty lists: %.1f bytes per input byte", n, per);
@@ -335,13 +335,13 @@ Test(pickle_read, committed_snapshots)
     for (int i = 0; i < 3; i++) {
         size_t len;
         unsigned char *data = slurp(names[i], &len);
-        struct mh_pickle_doc *doc = parse_ok(data, len);
-        struct mh_pv *root = mh__pickle_doc_root(doc);
-        cr_assert_eq(root->type, MH_PV_DICT);
+        struct mh__pickle_doc *doc = parse_ok(data, len);
+        struct mh__pv *root = mh__pickle_doc_root(doc);
+        cr_assert_eq(root->type, MH__PV_DICT);
         cr_assert(mh__pv_is_seq(mh__pv_get(root, "segments")));
-        const struct mh_pv *traces = mh__pv_get(root, "device_traces");
+        const struct mh__pv *traces = mh__pv_get(root, "device_traces");
         cr_assert_eq(traces->n, 1);
-        const struct mh_pv *e0 = mh__pv_at(mh__pv_at(traces, 0), 0);
+        const struct mh__pv *e0 = mh__pv_at(mh__pv_at(traces, 0), 0);
         cr_assert(mh__pv_is_str(mh__pv_get(e0, "action"), "segment_alloc"));
         cr_assert_eq(mh__pickle_doc_protocol(doc), i == 0 ? 2 : i == 1 ? 4 : 5);
         mh__pickle_doc_free(doc);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "snapshot_iint.h"
+#include "snapshot_import_int.h"
 
 #define SLOTS 512
 #define UNIT 4096ull

@@ -19,7 +19,7 @@
 
 struct imported {
     struct mh_writer *w;
-    struct mh_import_info info;
+    struct mh__import_info info;
     int rc;
     char err[256];
 };
@@ -27,7 +27,7 @@ struct imported {
 static void import(const void *pk, size_t n, int whole, struct imported *out)
 {
     struct mh_writer_opts o = {"imported", 0};
-    struct mh_import_opts io;
+    struct mh__import_opts io;
     memset(&io, 0, sizeof io);
     io.whole = whole;
     cr_assert_eq(mh_writer_open_mem(&o, &out->w), 0);
@@ -163,14 +163,14 @@ Test(import_stream, text_memo_read_whole)
 }
 
 /* 2 devices x 80,000 entries with stacks, exported by memhist's own writer. */
-static void export(const struct mh_writer *w, struct mh_sink *sink)
+static void export(const struct mh_writer *w, struct mh__sink *sink)
 {
     const void *data;
     size_t len;
     cr_assert_eq(mh_writer_mem(w, &data, &len), 0);
-    struct mh_session *r;
+    struct mh__session *r;
     cr_assert_eq(mh__session_open_mem(data, len, "recording", &r), 0);
-    struct mh_snapshot *s;
+    struct mh__snapshot *s;
     cr_assert_eq(mh__snapshot_build(r, NULL, &s), 0);
     mh__sink_init_mem(sink);
     cr_assert_eq(mh__snapshot_write(s, sink), 0);
@@ -236,7 +236,7 @@ Test(import_stream, large_trace_through_temporary_file, .timeout = 120)
 {
     struct mh_writer *w;
     big_recording(&w);
-    struct mh_sink sink;
+    struct mh__sink sink;
     export(w, &sink);
     check_same(sink.buf, sink.len, "exported recording", 1);
     struct imported one;
@@ -244,7 +244,7 @@ Test(import_stream, large_trace_through_temporary_file, .timeout = 120)
     cr_assert_geq(one.info.entries, 160000);
     cr_assert_eq(one.info.inconsistencies, 0);
     /* exported again: the very same pickle */
-    struct mh_sink again;
+    struct mh__sink again;
     export(one.w, &again);
     cr_assert_eq(again.len, sink.len);
     cr_assert_eq(memcmp(again.buf, sink.buf, sink.len), 0, "the re-exported pickle differs");

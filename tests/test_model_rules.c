@@ -7,7 +7,7 @@
 
 #include "memhist/allocconf.h"
 #include "memhist/model.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 static struct mh_alloc_conf conf_of(const char *text)
 {

@@ -34,11 +34,11 @@ Test(utf8, escape)
     size_t need = mh__utf8_escape(s, strlen(s), 0, out, sizeof out);
     cr_expect_str_eq(out, "m\\xff\x1b" "caf\xc3\xa9\xc2\x9b");
     cr_expect_eq(need, strlen(out));
-    need = mh__utf8_escape(s, strlen(s), MH_UTF8_ESC_CONTROL, out, sizeof out);
+    need = mh__utf8_escape(s, strlen(s), MH__UTF8_ESC_CONTROL, out, sizeof out);
     cr_expect_str_eq(out, "m\\xff\\x1bcaf\xc3\xa9\\xc2\\x9b");
     cr_expect_eq(need, strlen(out));
-    cr_expect(mh__utf8_clean("caf\xc3\xa9", 5, MH_UTF8_ESC_CONTROL));
-    cr_expect(!mh__utf8_clean("a\tb", 3, MH_UTF8_ESC_CONTROL));
+    cr_expect(mh__utf8_clean("caf\xc3\xa9", 5, MH__UTF8_ESC_CONTROL));
+    cr_expect(!mh__utf8_clean("a\tb", 3, MH__UTF8_ESC_CONTROL));
     cr_expect(mh__utf8_clean("a\tb", 3, 0));
 }
 

@@ -12,11 +12,11 @@
 #define MAX_ITEMS 64
 
 struct collected {
-    struct mh_cupti_item items[MAX_ITEMS];
+    struct mh__cupti_item items[MAX_ITEMS];
     size_t n;
 };
 
-static int collect(void *user, const struct mh_cupti_item *it)
+static int collect(void *user, const struct mh__cupti_item *it)
 {
     struct collected *c = user;
     if (c->n < MAX_ITEMS)
@@ -45,38 +45,38 @@ static void putptr(uint8_t *r, size_t off, const char *p) { memcpy(r + off, &p, 
 static void add_memory(struct buf *b, uint32_t op, uint32_t memkind, uint64_t addr,
                        uint64_t bytes, uint64_t ts, uint32_t dev, uint32_t corr)
 {
-    uint8_t *r = add_record(b, MH_CUPTI_KIND_MEMORY2, MH_CUPTI_SIZE_MEMORY4);
-    put32(r, MH_CUPTI_MEM_OP, op);
-    put32(r, MH_CUPTI_MEM_KIND, memkind);
-    put32(r, MH_CUPTI_MEM_CORR, corr);
-    put64(r, MH_CUPTI_MEM_ADDR, addr);
-    put64(r, MH_CUPTI_MEM_BYTES, bytes);
-    put64(r, MH_CUPTI_MEM_TS, ts);
-    put32(r, MH_CUPTI_MEM_DEVICE, dev);
-    put32(r, MH_CUPTI_MEM_STREAM, 0xFFFFFFFFu);
+    uint8_t *r = add_record(b, MH__CUPTI_KIND_MEMORY2, MH__CUPTI_SIZE_MEMORY4);
+    put32(r, MH__CUPTI_MEM_OP, op);
+    put32(r, MH__CUPTI_MEM_KIND, memkind);
+    put32(r, MH__CUPTI_MEM_CORR, corr);
+    put64(r, MH__CUPTI_MEM_ADDR, addr);
+    put64(r, MH__CUPTI_MEM_BYTES, bytes);
+    put64(r, MH__CUPTI_MEM_TS, ts);
+    put32(r, MH__CUPTI_MEM_DEVICE, dev);
+    put32(r, MH__CUPTI_MEM_STREAM, 0xFFFFFFFFu);
 }
 
 static void add_kernel(struct buf *b, const char *name, uint64_t start, uint64_t end,
                        uint32_t dev, uint32_t stream, uint32_t corr)
 {
-    uint8_t *r = add_record(b, MH_CUPTI_KIND_CONCURRENT_KERNEL, MH_CUPTI_SIZE_KERNEL10);
-    put64(r, MH_CUPTI_K_START, start);
-    put64(r, MH_CUPTI_K_END, end);
-    put32(r, MH_CUPTI_K_DEVICE, dev);
-    put32(r, MH_CUPTI_K_STREAM, stream);
-    put32(r, MH_CUPTI_K_CORR, corr);
-    putptr(r, MH_CUPTI_K_NAME, name);
+    uint8_t *r = add_record(b, MH__CUPTI_KIND_CONCURRENT_KERNEL, MH__CUPTI_SIZE_KERNEL10);
+    put64(r, MH__CUPTI_K_START, start);
+    put64(r, MH__CUPTI_K_END, end);
+    put32(r, MH__CUPTI_K_DEVICE, dev);
+    put32(r, MH__CUPTI_K_STREAM, stream);
+    put32(r, MH__CUPTI_K_CORR, corr);
+    putptr(r, MH__CUPTI_K_NAME, name);
 }
 
 static void add_api(struct buf *b, uint32_t kind, uint32_t cbid, uint64_t start, uint64_t end,
                     uint32_t thread, uint32_t corr)
 {
-    uint8_t *r = add_record(b, kind, MH_CUPTI_SIZE_API);
-    put32(r, MH_CUPTI_API_CBID, cbid);
-    put64(r, MH_CUPTI_API_START, start);
-    put64(r, MH_CUPTI_API_END, end);
-    put32(r, MH_CUPTI_API_THREAD, thread);
-    put32(r, MH_CUPTI_API_CORR, corr);
+    uint8_t *r = add_record(b, kind, MH__CUPTI_SIZE_API);
+    put32(r, MH__CUPTI_API_CBID, cbid);
+    put64(r, MH__CUPTI_API_START, start);
+    put64(r, MH__CUPTI_API_END, end);
+    put32(r, MH__CUPTI_API_THREAD, thread);
+    put32(r, MH__CUPTI_API_CORR, corr);
 }
 
 Test(cupti_walk, memory_alloc_and_free)
@@ -86,7 +86,7 @@ Test(cupti_walk, memory_alloc_and_free)
     add_memory(&b, 2, 3, 0x7f0000000000ull, 1 << 20, 2000, 1, 56);
     add_memory(&b, 1, 2, 0x1000, 4096, 3000, 0, 57); /* pinned host memory */
     struct collected c = {.n = 0};
-    struct mh_cupti_walk_stats st;
+    struct mh__cupti_walk_stats st;
     cr_assert_eq(mh__cupti_walk(b.data, b.len, collect, &c, &st), 0);
     cr_assert_eq(c.n, 3);
     cr_assert_eq(st.records, 3);
@@ -110,15 +110,15 @@ Test(cupti_walk, memory_pool_created_and_destroyed)
 {
     struct buf b = {.len = 0};
     for (uint32_t op = 1; op <= 3; op++) {
-        uint8_t *r = add_record(&b, MH_CUPTI_KIND_MEMORY_POOL, MH_CUPTI_SIZE_MEMORYPOOL3);
-        put32(r, MH_CUPTI_POOL_OP, op);
-        put32(r, MH_CUPTI_POOL_DEVICE, 2);
-        put64(r, MH_CUPTI_POOL_ADDR, 0xA000);
-        put64(r, MH_CUPTI_POOL_SIZE, 64 << 20);
-        put64(r, MH_CUPTI_POOL_TS, 10 * op);
+        uint8_t *r = add_record(&b, MH__CUPTI_KIND_MEMORY_POOL, MH__CUPTI_SIZE_MEMORYPOOL3);
+        put32(r, MH__CUPTI_POOL_OP, op);
+        put32(r, MH__CUPTI_POOL_DEVICE, 2);
+        put64(r, MH__CUPTI_POOL_ADDR, 0xA000);
+        put64(r, MH__CUPTI_POOL_SIZE, 64 << 20);
+        put64(r, MH__CUPTI_POOL_TS, 10 * op);
     }
     struct collected c = {.n = 0};
-    struct mh_cupti_walk_stats st;
+    struct mh__cupti_walk_stats st;
     cr_assert_eq(mh__cupti_walk(b.data, b.len, collect, &c, &st), 0);
     cr_assert_eq(c.n, 2, "trims yield no event");
     cr_assert_eq(st.ignored, 1);
@@ -134,26 +134,26 @@ Test(cupti_walk, kernel_copy_set)
     static const char kname[] = "_Z10add_kernelPfS_";
     struct buf b = {.len = 0};
     add_kernel(&b, kname, 5000, 7500, 0, 7, 902);
-    uint8_t *r = add_record(&b, MH_CUPTI_KIND_MEMCPY, MH_CUPTI_SIZE_MEMCPY6);
-    r[MH_CUPTI_CPY_KIND] = 1; /* HtoD */
-    put64(r, MH_CUPTI_CPY_BYTES, 4096);
-    put64(r, MH_CUPTI_CPY_START, 100);
-    put64(r, MH_CUPTI_CPY_END, 400);
-    put32(r, MH_CUPTI_CPY_DEVICE, 0);
-    put32(r, MH_CUPTI_CPY_STREAM, 3);
-    put32(r, MH_CUPTI_CPY_CORR, 11);
-    put32(r, MH_CUPTI_CPY_RTCORR, 10);
-    r = add_record(&b, MH_CUPTI_KIND_MEMSET, MH_CUPTI_SIZE_MEMSET4);
-    put64(r, MH_CUPTI_SET_BYTES, 512);
-    put64(r, MH_CUPTI_SET_START, 800);
-    put64(r, MH_CUPTI_SET_END, 900);
-    put32(r, MH_CUPTI_SET_DEVICE, 1);
-    put32(r, MH_CUPTI_SET_STREAM, 4);
-    put32(r, MH_CUPTI_SET_CORR, 12);
+    uint8_t *r = add_record(&b, MH__CUPTI_KIND_MEMCPY, MH__CUPTI_SIZE_MEMCPY6);
+    r[MH__CUPTI_CPY_KIND] = 1; /* HtoD */
+    put64(r, MH__CUPTI_CPY_BYTES, 4096);
+    put64(r, MH__CUPTI_CPY_START, 100);
+    put64(r, MH__CUPTI_CPY_END, 400);
+    put32(r, MH__CUPTI_CPY_DEVICE, 0);
+    put32(r, MH__CUPTI_CPY_STREAM, 3);
+    put32(r, MH__CUPTI_CPY_CORR, 11);
+    put32(r, MH__CUPTI_CPY_RTCORR, 10);
+    r = add_record(&b, MH__CUPTI_KIND_MEMSET, MH__CUPTI_SIZE_MEMSET4);
+    put64(r, MH__CUPTI_SET_BYTES, 512);
+    put64(r, MH__CUPTI_SET_START, 800);
+    put64(r, MH__CUPTI_SET_END, 900);
+    put32(r, MH__CUPTI_SET_DEVICE, 1);
+    put32(r, MH__CUPTI_SET_STREAM, 4);
+    put32(r, MH__CUPTI_SET_CORR, 12);
     struct collected c = {.n = 0};
     cr_assert_eq(mh__cupti_walk(b.data, b.len, collect, &c, NULL), 0);
     cr_assert_eq(c.n, 3);
-    const struct mh_cupti_item *k = &c.items[0];
+    const struct mh__cupti_item *k = &c.items[0];
     cr_assert_eq(k->ev.kind, MH_EV_KERNEL);
     cr_assert_eq(k->ev.time_ns, 5000);
     cr_assert_eq(k->ev.dur_ns, 2500);
@@ -177,7 +177,7 @@ Test(cupti_walk, kernel_without_timestamps_is_skipped)
     add_kernel(&b, "k", 0, 0, 0, 7, 1);
     add_kernel(&b, "k", 10, 20, 0, 7, 2);
     struct collected c = {.n = 0};
-    struct mh_cupti_walk_stats st;
+    struct mh__cupti_walk_stats st;
     cr_assert_eq(mh__cupti_walk(b.data, b.len, collect, &c, &st), 0);
     cr_assert_eq(c.n, 1);
     cr_assert_eq(st.no_timestamp, 1);
@@ -187,12 +187,12 @@ Test(cupti_walk, kernel_without_timestamps_is_skipped)
 Test(cupti_walk, api_records_filtered_and_named)
 {
     struct buf b = {.len = 0};
-    add_api(&b, MH_CUPTI_KIND_RUNTIME, 211, 100, 150, 4242, 902); /* cudaLaunchKernel */
-    add_api(&b, MH_CUPTI_KIND_RUNTIME, 3, 160, 170, 4242, 903);   /* not recorded */
-    add_api(&b, MH_CUPTI_KIND_DRIVER, 243, 200, 260, 4243, 904);  /* cuMemAlloc_v2 */
-    add_api(&b, MH_CUPTI_KIND_RUNTIME, 20, 300, 320, 4242, 905);  /* cudaMalloc */
+    add_api(&b, MH__CUPTI_KIND_RUNTIME, 211, 100, 150, 4242, 902); /* cudaLaunchKernel */
+    add_api(&b, MH__CUPTI_KIND_RUNTIME, 3, 160, 170, 4242, 903);   /* not recorded */
+    add_api(&b, MH__CUPTI_KIND_DRIVER, 243, 200, 260, 4243, 904);  /* cuMemAlloc_v2 */
+    add_api(&b, MH__CUPTI_KIND_RUNTIME, 20, 300, 320, 4242, 905);  /* cudaMalloc */
     struct collected c = {.n = 0};
-    struct mh_cupti_walk_stats st;
+    struct mh__cupti_walk_stats st;
     cr_assert_eq(mh__cupti_walk(b.data, b.len, collect, &c, &st), 0);
     cr_assert_eq(c.n, 3);
     cr_assert_eq(st.ignored, 1);
@@ -212,7 +212,7 @@ Test(cupti_walk, kernels_correlate_to_launches)
 {
     struct buf b = {.len = 0};
     for (uint32_t i = 0; i < 4; i++)
-        add_api(&b, MH_CUPTI_KIND_RUNTIME, 211, 100 * i, 100 * i + 10, 7, 500 + i);
+        add_api(&b, MH__CUPTI_KIND_RUNTIME, 211, 100 * i, 100 * i + 10, 7, 500 + i);
     for (uint32_t i = 0; i < 4; i++)
         add_kernel(&b, "k", 1000 + 100 * (3 - i), 1050 + 100 * (3 - i), 0, 1, 503 - i);
     struct collected c = {.n = 0};
@@ -236,10 +236,10 @@ Test(cupti_walk, unknown_kind_stops)
     add_record(&b, 77, 64);
     add_memory(&b, 1, 3, 0x2000, 64, 2, 0, 2);
     struct collected c = {.n = 0};
-    struct mh_cupti_walk_stats st;
+    struct mh__cupti_walk_stats st;
     cr_assert_eq(mh__cupti_walk(b.data, b.len, collect, &c, &st), MH_EFORMAT);
     cr_assert_eq(c.n, 1, "records before the unknown kind are kept");
-    cr_assert_eq(st.consumed, MH_CUPTI_SIZE_MEMORY4);
+    cr_assert_eq(st.consumed, MH__CUPTI_SIZE_MEMORY4);
 }
 
 Test(cupti_walk, short_record_stops)
@@ -248,7 +248,7 @@ Test(cupti_walk, short_record_stops)
     add_memory(&b, 1, 3, 0x1000, 64, 1, 0, 1);
     add_kernel(&b, "k", 1, 2, 0, 0, 1);
     struct collected c = {.n = 0};
-    for (size_t cut = 1; cut < MH_CUPTI_SIZE_KERNEL10; cut += 7) {
+    for (size_t cut = 1; cut < MH__CUPTI_SIZE_KERNEL10; cut += 7) {
         c.n = 0;
         int rc = mh__cupti_walk(b.data, b.len - cut, collect, &c, NULL);
         cr_assert_eq(rc, MH_ETRUNCATED, "cut %zu", cut);
@@ -272,7 +272,7 @@ Test(cupti_walk, unaligned_buffer)
     free(odd);
 }
 
-static int stop_after_one(void *user, const struct mh_cupti_item *it)
+static int stop_after_one(void *user, const struct mh__cupti_item *it)
 {
     (*(int *)user)++;
     return 42;
@@ -290,21 +290,21 @@ Test(cupti_walk, callback_stops_walk)
 
 Test(cupti_walk, record_sizes_and_cbid_tables)
 {
-    cr_assert_eq(mh__cupti_record_size(MH_CUPTI_KIND_MEMORY2), 128);
-    cr_assert_eq(mh__cupti_record_size(MH_CUPTI_KIND_CONCURRENT_KERNEL), 216);
-    cr_assert_eq(mh__cupti_record_size(MH_CUPTI_KIND_MEMCPY), 96);
-    cr_assert_eq(mh__cupti_record_size(MH_CUPTI_KIND_MEMSET), 88);
-    cr_assert_eq(mh__cupti_record_size(MH_CUPTI_KIND_RUNTIME), 40);
-    cr_assert_eq(mh__cupti_record_size(MH_CUPTI_KIND_MEMORY_POOL), 80);
-    cr_assert_eq(mh__cupti_record_size(MH_CUPTI_KIND_EXTERNAL_CORRELATION), 24);
+    cr_assert_eq(mh__cupti_record_size(MH__CUPTI_KIND_MEMORY2), 128);
+    cr_assert_eq(mh__cupti_record_size(MH__CUPTI_KIND_CONCURRENT_KERNEL), 216);
+    cr_assert_eq(mh__cupti_record_size(MH__CUPTI_KIND_MEMCPY), 96);
+    cr_assert_eq(mh__cupti_record_size(MH__CUPTI_KIND_MEMSET), 88);
+    cr_assert_eq(mh__cupti_record_size(MH__CUPTI_KIND_RUNTIME), 40);
+    cr_assert_eq(mh__cupti_record_size(MH__CUPTI_KIND_MEMORY_POOL), 80);
+    cr_assert_eq(mh__cupti_record_size(MH__CUPTI_KIND_EXTERNAL_CORRELATION), 24);
     cr_assert_eq(mh__cupti_record_size(3), 0, "KIND_KERNEL is never used");
     const uint32_t *cbids;
-    size_t n = mh__cupti_api_cbids(MH_CUPTI_KIND_RUNTIME, &cbids);
+    size_t n = mh__cupti_api_cbids(MH__CUPTI_KIND_RUNTIME, &cbids);
     cr_assert_gt(n, 10);
     for (size_t i = 0; i < n; i++)
-        cr_assert_not_null(mh__cupti_api_name(MH_CUPTI_KIND_RUNTIME, cbids[i]));
-    n = mh__cupti_api_cbids(MH_CUPTI_KIND_DRIVER, &cbids);
+        cr_assert_not_null(mh__cupti_api_name(MH__CUPTI_KIND_RUNTIME, cbids[i]));
+    n = mh__cupti_api_cbids(MH__CUPTI_KIND_DRIVER, &cbids);
     for (size_t i = 0; i < n; i++)
-        cr_assert_not_null(mh__cupti_api_name(MH_CUPTI_KIND_DRIVER, cbids[i]));
-    cr_assert_null(mh__cupti_api_name(MH_CUPTI_KIND_MEMCPY, 211));
+        cr_assert_not_null(mh__cupti_api_name(MH__CUPTI_KIND_DRIVER, cbids[i]));
+    cr_assert_null(mh__cupti_api_name(MH__CUPTI_KIND_MEMCPY, 211));
 }

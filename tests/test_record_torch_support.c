@@ -22,7 +22,7 @@ Test(torch_support, fit_recovers_scale_and_offset_despite_an_outlier)
         ns[i] = 1700000000000000000ull + (uint64_t)i * 1000; /* 1 us apart */
     }
     ns[7] += 250000; /* a preempted reading */
-    struct mh_tick_fit f;
+    struct mh__tick_fit f;
     cr_assert_eq(mh__tick_fit(ticks, ns, 41, &f), 0);
     cr_assert_float_eq(f.scale, 1.0 / 3.0, 1e-9);
     cr_assert_eq(mh__tick_to_ns(&f, ticks[20]), ns[20]);
@@ -32,7 +32,7 @@ Test(torch_support, fit_recovers_scale_and_offset_despite_an_outlier)
 Test(torch_support, fit_needs_enough_increasing_readings)
 {
     uint64_t same[8] = {5, 5, 5, 5, 5, 5, 5, 5};
-    struct mh_tick_fit f;
+    struct mh__tick_fit f;
     cr_assert_eq(mh__tick_fit(same, same, 3, &f), MH_EINVAL);
     cr_assert_eq(mh__tick_fit(same, same, 8, &f), MH_EINVAL);
 }
@@ -42,9 +42,9 @@ Test(torch_support, refine_bends_the_fit_without_a_jump)
     /* A 3 GHz counter; the old fit's slope is 1e-5 too steep, so 10 s after
      * its anchor it reads 100 us ahead of the real clock. */
     const uint64_t ns0 = 1700000000000000000ull, ten_s = 10000000000ull;
-    struct mh_tick_fit old = {.scale = 1.0 / 3.0 * (1 + 1e-5), .ticks0 = 1000, .ns0 = ns0};
+    struct mh__tick_fit old = {.scale = 1.0 / 3.0 * (1 + 1e-5), .ticks0 = 1000, .ns0 = ns0};
     uint64_t t = 1000 + 3 * ten_s, n = ns0 + ten_s;
-    struct mh_tick_fit g;
+    struct mh__tick_fit g;
     cr_assert_eq(mh__tick_fit_refine(&old, 1.0 / 3.0, t, n, ten_s, &g), 0);
     cr_assert_eq(mh__tick_to_ns(&g, t), mh__tick_to_ns(&old, t), "continuous where it takes over");
     int64_t ahead = (int64_t)(mh__tick_to_ns(&old, t) - n);
@@ -62,12 +62,12 @@ Test(torch_support, refine_bends_the_fit_without_a_jump)
 Test(torch_support, range_names_that_mark_steps)
 {
     int64_t step = -1;
-    cr_assert_eq(mh__range_kind("ProfilerStep#12", &step), MH_RANGE_PROFILER_STEP);
+    cr_assert_eq(mh__range_kind("ProfilerStep#12", &step), MH__RANGE_PROFILER_STEP);
     cr_assert_eq(step, 12);
-    cr_assert_eq(mh__range_kind("Optimizer.step#AdamW.step", &step), MH_RANGE_OPTIMIZER_STEP);
-    cr_assert_eq(mh__range_kind("Optimizer.zero_grad#AdamW.zero_grad", &step), MH_RANGE_OTHER);
-    cr_assert_eq(mh__range_kind("Optimizer.step#", &step), MH_RANGE_OTHER);
-    cr_assert_eq(mh__range_kind("aten::mm", &step), MH_RANGE_OTHER);
+    cr_assert_eq(mh__range_kind("Optimizer.step#AdamW.step", &step), MH__RANGE_OPTIMIZER_STEP);
+    cr_assert_eq(mh__range_kind("Optimizer.zero_grad#AdamW.zero_grad", &step), MH__RANGE_OTHER);
+    cr_assert_eq(mh__range_kind("Optimizer.step#", &step), MH__RANGE_OTHER);
+    cr_assert_eq(mh__range_kind("aten::mm", &step), MH__RANGE_OTHER);
 }
 
 Test(torch_support, refuses_settings_without_a_trace_hook)

@@ -27,10 +27,10 @@ static int capture(void *user, const struct mh_event *e)
 
 static struct cap C;
 
-static struct mh_sim *make(const char *conf, uint64_t capacity, double fraction)
+static struct mh__sim *make(const char *conf, uint64_t capacity, double fraction)
 {
-    struct mh_sim_opts o;
-    struct mh_sim *s = NULL;
+    struct mh__sim_opts o;
+    struct mh__sim *s = NULL;
     char err[128];
     memset(&o, 0, sizeof o);
     cr_assert_eq(mh_alloc_conf_parse(conf, &o.conf, err, sizeof err), 0, "%s", err);
@@ -43,7 +43,7 @@ static struct mh_sim *make(const char *conf, uint64_t capacity, double fraction)
     return s;
 }
 
-static uint64_t alloc(struct mh_sim *s, uint64_t size, uint64_t stream)
+static uint64_t alloc(struct mh__sim *s, uint64_t size, uint64_t stream)
 {
     uint64_t a = 0;
     cr_assert_eq(mh__sim_malloc(s, size, stream, 0, 0, &a), 0, "malloc %llu",
@@ -69,7 +69,7 @@ static const struct mh_event *last(int kind)
 
 Test(sim_rules, rounding_512_and_power2_divisions)
 {
-    struct mh_sim *s = make("", 0, 0);
+    struct mh__sim *s = make("", 0, 0);
     uint64_t a = alloc(s, 1, 0), b = alloc(s, 513, 0);
     cr_expect_eq(mh__sim_block_size(s, a), 512);
     cr_expect_eq(mh__sim_block_size(s, b), 1024);
@@ -87,7 +87,7 @@ Test(sim_rules, rounding_512_and_power2_divisions)
 
 Test(sim_rules, pool_choice_and_segment_sizes)
 {
-    struct mh_sim *s = make("", 0, 0);
+    struct mh__sim *s = make("", 0, 0);
     alloc(s, MB, 0); /* 1 MiB exactly: small pool, 2 MiB segment */
     const struct mh_event *seg = last(MH_EV_SEGMENT_ALLOC);
     cr_expect_eq(seg->size, 2 * MB);
@@ -105,7 +105,7 @@ Test(sim_rules, pool_choice_and_segment_sizes)
 
 Test(sim_rules, best_fit_by_size_then_address_per_stream)
 {
-    struct mh_sim *s = make("", 0, 0);
+    struct mh__sim *s = make("", 0, 0);
     uint64_t a = alloc(s, 12 * MB, 0), b = alloc(s, 14 * MB, 0), c = alloc(s, 12 * MB, 0);
     cr_assert_eq(mh__sim_free_block(s, c, 0, 0, 0), 0);
     cr_assert_eq(mh__sim_free_block(s, b, 0, 0, 0), 0);
@@ -125,7 +125,7 @@ Test(sim_rules, best_fit_by_size_then_address_per_stream)
 Test(sim_rules, equal_sizes_prefer_the_older_segment_over_the_lower_address)
 {
     /* torch 2.15 orders free blocks by (stream, size, segment age, address) */
-    struct mh_sim *s = make("", 0, 0);
+    struct mh__sim *s = make("", 0, 0);
     uint64_t x = alloc(s, 24 * MB, 0), y = alloc(s, 24 * MB, 0);
     cr_assert_eq(mh__sim_free_block(s, x, 0, 0, 0), 0);
     cr_assert_eq(mh__sim_empty_cache(s), 0);
@@ -141,7 +141,7 @@ Test(sim_rules, equal_sizes_prefer_the_older_segment_over_the_lower_address)
 
 Test(sim_rules, small_pool_splits_any_remainder_of_512)
 {
-    struct mh_sim *s = make("", 0, 0);
+    struct mh__sim *s = make("", 0, 0);
     uint64_t a = alloc(s, 1000, 0), b = alloc(s, 1000, 0);
     cr_expect_eq(b, a + 1024, "the remainder of the 2 MiB segment is split and reused");
     cr_expect_eq(count(MH_EV_SEGMENT_ALLOC), 1);
@@ -150,7 +150,7 @@ Test(sim_rules, small_pool_splits_any_remainder_of_512)
 
 Test(sim_rules, large_pool_splits_only_remainders_over_1mib)
 {
-    struct mh_sim *s = make("", 0, 0);
+    struct mh__sim *s = make("", 0, 0);
     uint64_t a = alloc(s, 19 * MB + 512, 0); /* 20 MiB segment, 0.5 MiB left: not split */
     cr_expect_eq(mh__sim_block_size(s, a), 20 * MB);
     uint64_t b = alloc(s, 18 * MB, 0); /* new segment; 2 MiB left: split */
@@ -163,7 +163,7 @@ Test(sim_rules, large_pool_splits_only_remainders_over_1mib)
 
 Test(sim_rules, max_split_size_oversize_blocks)
 {
-    struct mh_sim *s = make("max_split_size_mb:40", 0, 0);
+    struct mh__sim *s = make("max_split_size_mb:40", 0, 0);
     uint64_t big = alloc(s, 60 * MB, 0);
     cr_assert_eq(mh__sim_free_block(s, big, 0, 0, 0), 0);
     /* a request below max_split never takes an oversize block */
@@ -183,7 +183,7 @@ Test(sim_rules, max_split_size_oversize_blocks)
 
 Test(sim_rules, max_non_split_rounding_widens_reuse)
 {
-    struct mh_sim *s = make("max_split_size_mb:40,max_non_split_rounding_mb:32", 0, 0);
+    struct mh__sim *s = make("max_split_size_mb:40,max_non_split_rounding_mb:32", 0, 0);
     uint64_t big = alloc(s, 70 * MB, 0);
     cr_assert_eq(mh__sim_free_block(s, big, 0, 0, 0), 0);
     cr_expect_eq(alloc(s, 45 * MB, 0), big, "70 < 45 + 32: reused");
@@ -192,7 +192,7 @@ Test(sim_rules, max_non_split_rounding_widens_reuse)
 
 Test(sim_rules, pending_free_on_another_stream)
 {
-    struct mh_sim *s = make("", 0, 0);
+    struct mh__sim *s = make("", 0, 0);
     uint64_t a = alloc(s, 4 * MB, 0);
     uint64_t t = mh__sim_time(s);
     cr_assert_eq(mh__sim_free_block(s, a, 0, 1, t + 1000), 0);
@@ -212,7 +212,7 @@ Test(sim_rules, pending_free_on_another_stream)
 
 Test(sim_rules, release_and_retry_before_oom)
 {
-    struct mh_sim *s = make("", 64 * MB, 0);
+    struct mh__sim *s = make("", 64 * MB, 0);
     uint64_t a = alloc(s, 20 * MB, 0), b = alloc(s, 20 * MB, 0);
     cr_assert_eq(mh__sim_free_block(s, a, 0, 0, 0), 0);
     cr_assert_eq(mh__sim_free_block(s, b, 0, 0, 0), 0);
@@ -220,7 +220,7 @@ Test(sim_rules, release_and_retry_before_oom)
     uint64_t c = alloc(s, 30 * MB, 0);
     cr_expect_neq(c, 0);
     cr_expect_eq(count(MH_EV_SEGMENT_FREE), 2);
-    struct mh_sim_stats st;
+    struct mh__sim_stats st;
     mh__sim_stats(s, &st);
     cr_expect_eq(st.alloc_retries, 1);
     cr_expect_eq(st.reserved, 30 * MB);
@@ -236,13 +236,13 @@ Test(sim_rules, release_and_retry_before_oom)
 
 Test(sim_rules, release_available_frees_oversize_first)
 {
-    struct mh_sim *s = make("max_split_size_mb:20", 120 * MB, 0);
+    struct mh__sim *s = make("max_split_size_mb:20", 120 * MB, 0);
     uint64_t a = alloc(s, 80 * MB, 0), b = alloc(s, 2 * MB, 0);
     cr_assert_eq(mh__sim_free_block(s, a, 0, 0, 0), 0);
     /* the cached 80 MiB block is too big for 40 MiB (>= 40 + 20), and a new
      * segment does not fit: the oversize block is released, no full retry */
     alloc(s, 40 * MB, 0);
-    struct mh_sim_stats st;
+    struct mh__sim_stats st;
     mh__sim_stats(s, &st);
     cr_expect_eq(st.segment_frees, 1);
     cr_expect_eq(st.alloc_retries, 0);
@@ -254,7 +254,7 @@ Test(sim_rules, release_available_frees_oversize_first)
 Test(sim_rules, gc_threshold_needs_memory_fraction)
 {
     /* without a fraction the threshold does nothing */
-    struct mh_sim *s = make("garbage_collection_threshold:0.5", 100 * MB, 0);
+    struct mh__sim *s = make("garbage_collection_threshold:0.5", 100 * MB, 0);
     uint64_t a = alloc(s, 40 * MB, 0);
     cr_assert_eq(mh__sim_free_block(s, a, 0, 0, 0), 0);
     alloc(s, 30 * MB, 0);
@@ -274,7 +274,7 @@ Test(sim_rules, gc_threshold_needs_memory_fraction)
 
 Test(sim_rules, expandable_segments_map_unmap_reuse)
 {
-    struct mh_sim *s = make("expandable_segments:True", 1024 * MB, 0);
+    struct mh__sim *s = make("expandable_segments:True", 1024 * MB, 0);
     uint64_t a = alloc(s, 30 * MB, 0);
     const struct mh_event *m = last(MH_EV_SEGMENT_MAP);
     cr_assert_not_null(m);
@@ -293,7 +293,7 @@ Test(sim_rules, expandable_segments_map_unmap_reuse)
     cr_assert_not_null(u);
     cr_expect_eq(u->addr, a);
     cr_expect_eq(u->size, 20 * MB, "only whole free pages are unmapped");
-    struct mh_sim_stats st;
+    struct mh__sim_stats st;
     mh__sim_stats(s, &st);
     cr_expect_eq(st.reserved, 40 * MB);
     mh__sim_free(s);
@@ -301,7 +301,7 @@ Test(sim_rules, expandable_segments_map_unmap_reuse)
 
 Test(sim_rules, size_zero_and_unknown_free)
 {
-    struct mh_sim *s = make("", 0, 0);
+    struct mh__sim *s = make("", 0, 0);
     uint64_t a;
     cr_expect_eq(mh__sim_malloc(s, 0, 0, 0, 0, &a), MH_EINVAL);
     cr_expect_eq(C.n, 0, "size 0 emits nothing");

@@ -41,14 +41,14 @@ static int keep(void *user, const struct mh_event *e)
 
 static void simulate(struct evs *out)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t v[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t v[MH__WORKLOAD_MAX_PARAMS];
     cr_assert_eq(
         mh__workload_parse_params(
             wl, "layers=3,hidden=256,heads=4,seq=512,batch=4,vocab=6000,seqvar=40", v, NULL, 0),
         0);
-    struct mh_sim_opts o;
-    struct mh_sim *s;
+    struct mh__sim_opts o;
+    struct mh__sim *s;
     memset(&o, 0, sizeof o);
     o.emit = keep;
     o.emit_user = out;
@@ -128,10 +128,10 @@ static uint64_t cut_run(const struct evs *run, size_t cut, struct evs *in, struc
 }
 
 /* The largest reserved of a replay's own events. */
-static uint64_t replay_peak(const struct evs *in, struct mh_sim_replay_result *res)
+static uint64_t replay_peak(const struct evs *in, struct mh__sim_replay_result *res)
 {
     struct evs out = {0};
-    struct mh_sim_replay_opts o;
+    struct mh__sim_replay_opts o;
     memset(&o, 0, sizeof o);
     o.use_oracle = 1;
     o.emit = keep;
@@ -166,7 +166,7 @@ static size_t middle(const struct evs *run)
     return cut;
 }
 
-static double percent(const struct mh_sim_replay_result *r)
+static double percent(const struct mh__sim_replay_result *r)
 {
     return r->recorded_alloc_events ? 100.0 * (double)r->matched / (double)r->recorded_alloc_events
                                     : 0.0;
@@ -176,7 +176,7 @@ Test(sim_seed, seeded_replay_of_a_cut_run_reproduces_the_rest)
 {
     struct evs run = {0}, in = {0};
     struct state st = {0};
-    struct mh_sim_replay_result res;
+    struct mh__sim_replay_result res;
     simulate(&run);
     size_t cut = middle(&run);
     uint64_t torch_peak = cut_run(&run, cut, &in, &st);
@@ -202,7 +202,7 @@ Test(sim_seed, the_same_rest_without_its_starting_state_does_not_match)
 {
     struct evs run = {0}, in = {0};
     struct state st = {0};
-    struct mh_sim_replay_result res;
+    struct mh__sim_replay_result res;
     simulate(&run);
     size_t cut = middle(&run);
     cut_run(&run, cut, &in, &st);
@@ -224,7 +224,7 @@ Test(sim_seed, blocks_of_unknown_size_take_the_rounded_request)
 {
     struct evs run = {0}, in = {0};
     struct state st = {.unknown_sizes = 1};
-    struct mh_sim_replay_result res;
+    struct mh__sim_replay_result res;
     simulate(&run);
     cut_run(&run, middle(&run), &in, &st);
     replay_peak(&in, &res);
@@ -248,10 +248,10 @@ static struct mh_event pre(unsigned kind, uint64_t addr, uint64_t size, uint64_t
     return e;
 }
 
-static struct mh_sim *new_sim(const char *conf, struct evs *out)
+static struct mh__sim *new_sim(const char *conf, struct evs *out)
 {
-    struct mh_sim_opts o;
-    struct mh_sim *s;
+    struct mh__sim_opts o;
+    struct mh__sim *s;
     memset(&o, 0, sizeof o);
     cr_assert_eq(mh_alloc_conf_parse(conf, &o.conf, NULL, 0), 0);
     o.emit = keep;
@@ -264,7 +264,7 @@ Test(sim_seed, constructed_segments_and_blocks)
 {
     const uint64_t base = 0x7f4000000000ull;
     struct evs out = {0};
-    struct mh_sim *s = new_sim("", &out);
+    struct mh__sim *s = new_sim("", &out);
     struct mh_event e = pre(MH_EV_SEGMENT_ALLOC, base, 20 * MB, 0, MH_EVF_POOL_KNOWN);
     cr_assert_eq(mh__sim_seed(s, &e), 0);
     e = pre(MH_EV_ALLOC, base + 4 * MB, 3 * MB, 3 * MB, 0);
@@ -275,7 +275,7 @@ Test(sim_seed, constructed_segments_and_blocks)
     cr_expect_eq(mh__sim_seed(s, &e), 1);
     e.flags = 0;
     cr_expect_eq(mh__sim_seed(s, &e), MH_EINVAL);
-    struct mh_sim_stats st;
+    struct mh__sim_stats st;
     mh__sim_stats(s, &st);
     cr_expect_eq(st.reserved, 20 * MB);
     cr_expect_eq(st.allocated, 3 * MB);
@@ -298,7 +298,7 @@ Test(sim_seed, constructed_expandable_ranges)
 {
     const uint64_t small = 0x7f4000000000ull, large = 0x7f4100000000ull;
     struct evs out = {0};
-    struct mh_sim *s = new_sim("expandable_segments:True", &out);
+    struct mh__sim *s = new_sim("expandable_segments:True", &out);
     unsigned fl = MH_EVF_EXPANDABLE | MH_EVF_POOL_KNOWN;
     struct mh_event e = pre(MH_EV_SEGMENT_MAP, small, 2 * MB, 0, fl | MH_EVF_POOL_SMALL);
     cr_assert_eq(mh__sim_seed(s, &e), 0);
@@ -314,7 +314,7 @@ Test(sim_seed, constructed_expandable_ranges)
     /* the 10 MiB left plus one new 20 MiB page right after the seeded range */
     cr_assert_eq(mh__sim_malloc(s, 20 * MB, 0, 0, 0, &addr), 0);
     cr_expect_eq(addr, large + 30 * MB);
-    struct mh_sim_stats st;
+    struct mh__sim_stats st;
     mh__sim_stats(s, &st);
     cr_expect_eq(st.reserved, 62 * MB);
     cr_expect_eq(st.maps, 1);

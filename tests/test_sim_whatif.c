@@ -28,10 +28,10 @@ static int keep(void *user, const struct mh_event *e)
     return 0;
 }
 
-static struct mh_sim *make(const char *conf, uint64_t capacity, struct evs *out)
+static struct mh__sim *make(const char *conf, uint64_t capacity, struct evs *out)
 {
-    struct mh_sim_opts o;
-    struct mh_sim *s;
+    struct mh__sim_opts o;
+    struct mh__sim *s;
     memset(&o, 0, sizeof o);
     cr_assert_eq(mh_alloc_conf_parse(conf, &o.conf, NULL, 0), 0);
     o.capacity = capacity;
@@ -43,18 +43,18 @@ static struct mh_sim *make(const char *conf, uint64_t capacity, struct evs *out)
 
 static void simulate(const char *conf, uint64_t capacity, const char *params, struct evs *out)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t v[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t v[MH__WORKLOAD_MAX_PARAMS];
     cr_assert_eq(mh__workload_parse_params(wl, params, v, NULL, 0), 0);
-    struct mh_sim *s = make(conf, capacity, out);
+    struct mh__sim *s = make(conf, capacity, out);
     cr_assert_eq(mh__workload_run(wl, s, v, 4, 5, NULL), 0);
     mh__sim_free(s);
 }
 
 static void replay(const struct evs *in, const char *conf, uint64_t capacity, int oracle,
-                   struct evs *out, struct mh_sim_replay_result *res)
+                   struct evs *out, struct mh__sim_replay_result *res)
 {
-    struct mh_sim_replay_opts o;
+    struct mh__sim_replay_opts o;
     memset(&o, 0, sizeof o);
     cr_assert_eq(mh_alloc_conf_parse(conf, &o.conf, NULL, 0), 0);
     o.capacity = capacity;
@@ -69,7 +69,7 @@ static void replay(const struct evs *in, const char *conf, uint64_t capacity, in
 static void self_match(const char *conf, uint64_t capacity)
 {
     struct evs rec = {0}, out = {0};
-    struct mh_sim_replay_result res;
+    struct mh__sim_replay_result res;
     simulate(conf, capacity, PARAMS, &rec);
     replay(&rec, conf, capacity, 1, &out, &res);
     cr_expect_gt(res.recorded_alloc_events, 20);
@@ -108,7 +108,7 @@ Test(sim_whatif, retries_and_oom_match_too)
 Test(sim_whatif, pending_frees_and_empty_cache_match)
 {
     struct evs rec = {0}, out = {0};
-    struct mh_sim *s = make("", 0, &rec);
+    struct mh__sim *s = make("", 0, &rec);
     uint64_t a[8];
     for (int i = 0; i < 8; i++)
         cr_assert_eq(mh__sim_malloc(s, (uint64_t)(i + 1) << 21, (uint64_t)(i % 2), 0, 0, &a[i]), 0);
@@ -122,7 +122,7 @@ Test(sim_whatif, pending_frees_and_empty_cache_match)
     cr_assert_eq(mh__sim_empty_cache(s), 0);
     cr_assert_eq(mh__sim_malloc(s, 5 << 20, 1, 0, 0, &b), 0);
     mh__sim_free(s);
-    struct mh_sim_replay_result res;
+    struct mh__sim_replay_result res;
     replay(&rec, "", 0, 1, &out, &res);
     for (size_t i = 0; i < rec.n || i < out.n; i++) {
         const struct mh_event *x = i < rec.n ? &rec.ev[i] : NULL, *y = i < out.n ? &out.ev[i] : NULL;
@@ -141,7 +141,7 @@ Test(sim_whatif, pending_frees_and_empty_cache_match)
 Test(sim_whatif, other_settings_and_smaller_device)
 {
     struct evs rec = {0}, out = {0};
-    struct mh_sim_replay_result res;
+    struct mh__sim_replay_result res;
     simulate("", 0, PARAMS, &rec);
     replay(&rec, "expandable_segments:True", 0, 0, &out, &res);
     size_t segs = 0, maps = 0;
@@ -163,7 +163,7 @@ Test(sim_whatif, other_settings_and_smaller_device)
 /* Every figure of a replay is the same however far apart the simulated and
  * the recorded run may get before the comparison reads the recording with
  * a cursor of its own, and whether a segment the oracle needs is read ahead. */
-static void expect_same(const struct mh_sim_replay_result *a, const struct mh_sim_replay_result *b)
+static void expect_same(const struct mh__sim_replay_result *a, const struct mh__sim_replay_result *b)
 {
     cr_expect_eq(a->matched, b->matched);
     cr_expect_eq(a->matched_segment_events, b->matched_segment_events);
@@ -187,8 +187,8 @@ Test(sim_whatif, comparison_window_does_not_change_results)
         simulate(runs[r][0], 0, PARAMS, &rec);
         for (int oracle = 0; oracle <= 1; oracle++) {
             for (uint64_t cap = 0; cap <= 256ull << 20; cap += 256ull << 20) {
-                struct mh_sim_replay_opts o;
-                struct mh_sim_replay_result wide, narrow;
+                struct mh__sim_replay_opts o;
+                struct mh__sim_replay_result wide, narrow;
                 memset(&o, 0, sizeof o);
                 cr_assert_eq(mh_alloc_conf_parse(runs[r][1], &o.conf, NULL, 0), 0);
                 o.use_oracle = oracle;

@@ -29,14 +29,14 @@ static int hash_event(void *user, const struct mh_event *e)
 
 static int run(const char *wname, const char *params, const char *conf, uint64_t capacity,
                uint64_t steps, uint64_t seed, struct mh_writer *w, struct digest *d,
-               struct mh_workload_result *res, struct mh_sim_stats *st)
+               struct mh__workload_result *res, struct mh__sim_stats *st)
 {
-    const struct mh_workload *wl = mh__workload_find(wname);
+    const struct mh__workload *wl = mh__workload_find(wname);
     cr_assert_not_null(wl);
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     cr_assert_eq(mh__workload_parse_params(wl, params, values, err, sizeof err), 0, "%s", err);
-    struct mh_sim_opts o;
+    struct mh__sim_opts o;
     memset(&o, 0, sizeof o);
     cr_assert_eq(mh_alloc_conf_parse(conf, &o.conf, err, sizeof err), 0);
     o.capacity = capacity;
@@ -47,7 +47,7 @@ static int run(const char *wname, const char *params, const char *conf, uint64_t
         o.emit = hash_event;
         o.emit_user = d;
     }
-    struct mh_sim *s;
+    struct mh__sim *s;
     cr_assert_eq(mh__sim_new(&o, &s), 0);
     int rc = mh__workload_run(wl, s, values, steps, seed, res);
     if (st)
@@ -59,7 +59,7 @@ static int run(const char *wname, const char *params, const char *conf, uint64_t
 Test(sim_workload, deterministic_for_a_seed)
 {
     struct digest a, b, c;
-    struct mh_workload_result r;
+    struct mh__workload_result r;
     cr_assert_eq(run("gpt", SMALL_GPT ",seqvar=60", "", 0, 6, 7, NULL, &a, &r, NULL), 0);
     cr_assert_eq(run("gpt", SMALL_GPT ",seqvar=60", "", 0, 6, 7, NULL, &b, &r, NULL), 0);
     cr_assert_eq(run("gpt", SMALL_GPT ",seqvar=60", "", 0, 6, 8, NULL, &c, &r, NULL), 0);
@@ -71,8 +71,8 @@ Test(sim_workload, deterministic_for_a_seed)
 
 Test(sim_workload, oom_when_and_only_when_too_small)
 {
-    struct mh_workload_result r;
-    struct mh_sim_stats st;
+    struct mh__workload_result r;
+    struct mh__sim_stats st;
     struct digest d;
     cr_assert_eq(run("gpt", SMALL_GPT, "", 0, 3, 1, NULL, &d, &r, &st), 0);
     cr_expect_eq(r.oom, 0);
@@ -92,8 +92,8 @@ Test(sim_workload, oom_when_and_only_when_too_small)
 
 Test(sim_workload, expandable_segments_lower_peak_reserved)
 {
-    struct mh_workload_result r;
-    struct mh_sim_stats plain, exp;
+    struct mh__workload_result r;
+    struct mh__sim_stats plain, exp;
     const char *p = "layers=4,hidden=512,heads=8,seq=512,batch=8,vocab=8000,seqvar=50";
     cr_assert_eq(run("gpt", p, "", 0, 8, 3, NULL, NULL, &r, &plain), 0);
     cr_assert_eq(run("gpt", p, "expandable_segments:True", 0, 8, 3, NULL, NULL, &r, &exp), 0);
@@ -106,8 +106,8 @@ static void check_through_model(const char *wname, const char *params, const cha
 {
     struct mh_writer *w;
     struct mh_writer_opts wo = {.source = "simulated"};
-    struct mh_workload_result r;
-    struct mh_sim_stats st;
+    struct mh__workload_result r;
+    struct mh__sim_stats st;
     cr_assert_eq(mh_writer_open_mem(&wo, &w), 0);
     cr_assert_eq(mh_writer_set_meta(w, "alloc_conf", conf), 0);
     cr_assert_eq(run(wname, params, conf, capacity, 3, 1, w, NULL, &r, &st), 0);
@@ -159,8 +159,8 @@ Test(sim_workload, model_agrees_with_simulator)
 
 Test(sim_workload, bad_parameters_are_named)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t v[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t v[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     cr_expect_neq(mh__workload_parse_params(wl, "layerz=3", v, err, sizeof err), 0);
     cr_expect(strstr(err, "layerz") != NULL, "%s", err);

@@ -10,9 +10,9 @@
 
 Test(canvas, init_rejects_bad_sizes)
 {
-    struct mh_canvas c;
+    struct mh__canvas c;
     cr_assert_eq(mh__canvas_init(&c, 0, 10, 0), MH_EINVAL);
-    cr_assert_eq(mh__canvas_init(&c, 10, MH_CANVAS_MAX_SIDE + 1, 0), MH_EINVAL);
+    cr_assert_eq(mh__canvas_init(&c, 10, MH__CANVAS_MAX_SIDE + 1, 0), MH_EINVAL);
     cr_assert_eq(mh__canvas_init(&c, 3, 2, 0x123456), 0);
     cr_assert_eq(mh__canvas_get(&c, 2, 1), 0x123456u);
     mh__canvas_release(&c);
@@ -21,7 +21,7 @@ Test(canvas, init_rejects_bad_sizes)
 
 Test(canvas, drawing_is_clipped)
 {
-    struct mh_canvas c;
+    struct mh__canvas c;
     cr_assert_eq(mh__canvas_init(&c, 20, 10, 0xFFFFFF), 0);
     mh__canvas_rect(&c, -5, -5, 100, 100, 0xFF0000);
     mh__canvas_line(&c, -50, -50, 70, 70, 0x00FF00, 3);
@@ -33,7 +33,7 @@ Test(canvas, drawing_is_clipped)
 
 Test(canvas, line_and_polygon)
 {
-    struct mh_canvas c;
+    struct mh__canvas c;
     cr_assert_eq(mh__canvas_init(&c, 30, 30, 0), 0);
     mh__canvas_line(&c, 0, 0, 29, 29, 0xFFFFFF, 1);
     for (int i = 0; i < 30; i++)
@@ -50,8 +50,8 @@ Test(font, every_glyph_is_well_formed)
     for (int ch = 32; ch < 127; ch++) {
         const char *const *rows = mh__font_glyph(ch);
         for (int r = 0; r < MH_FONT_GLYPH_H; r++) {
-            cr_assert_eq(strlen(rows[r]), MH_FONT_GLYPH_W, "glyph %c row %d", ch, r);
-            cr_assert_eq(strspn(rows[r], ".#"), MH_FONT_GLYPH_W);
+            cr_assert_eq(strlen(rows[r]), MH__FONT_GLYPH_W, "glyph %c row %d", ch, r);
+            cr_assert_eq(strspn(rows[r], ".#"), MH__FONT_GLYPH_W);
         }
     }
     /* distinct shapes for characters people confuse */
@@ -71,16 +71,16 @@ Test(font, utf8_micro_sign_reads_as_u)
     cr_assert_eq(n, 6);
     cr_assert_eq(out[2], 'u');
     cr_assert_eq(out[5], '?');
-    cr_assert_eq(mh__font_text_width("ab", 1), 2 * MH_FONT_ADVANCE - 1);
+    cr_assert_eq(mh__font_text_width("ab", 1), 2 * MH__FONT_ADVANCE - 1);
 }
 
 Test(png, round_trip_is_exact_and_deterministic)
 {
-    struct mh_canvas c, back;
+    struct mh__canvas c, back;
     cr_assert_eq(mh__canvas_init(&c, 37, 19, 0xFFFFFF), 0);
     mh__canvas_text(&c, 1, 1, "Hi 42", 0x112233, 1);
     mh__canvas_hatch(&c, 0, 10, 37, 9, 0xAA3377, 4);
-    struct mh_sink a, b;
+    struct mh__sink a, b;
     mh__sink_init_mem(&a);
     mh__sink_init_mem(&b);
     cr_assert_eq(mh__png_write(&a, &c), 0);

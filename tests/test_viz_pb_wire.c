@@ -10,7 +10,7 @@
 #include "memhist/error.h"
 #include "pb_wire.h"
 
-static void expect_bytes(const struct mh_pb *p, const uint8_t *want, size_t n)
+static void expect_bytes(const struct mh__pb *p, const uint8_t *want, size_t n)
 {
     cr_assert_eq(p->error, 0);
     cr_assert_eq(p->len, n, "length %zu, expected %zu", p->len, n);
@@ -72,7 +72,7 @@ Test(pb_wire, varints_at_each_length)
         {UINT64_MAX, 10, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        uint8_t out[MH_PB_VARINT_MAX];
+        uint8_t out[MH__PB_VARINT_MAX];
         size_t n = mh__pb_varint(out, cases[i].v);
         cr_assert_eq(n, cases[i].n, "%llu: %zu bytes", (unsigned long long)cases[i].v, n);
         cr_assert_eq(mh__pb_varint_len(cases[i].v), n);
@@ -84,7 +84,7 @@ Test(pb_wire, varints_at_each_length)
 
 Test(pb_wire, fields_and_keys)
 {
-    struct mh_pb p;
+    struct mh__pb p;
     mh__pb_init(&p);
     mh__pb_uint(&p, 1, 150); /* the encoding guide's first example */
     expect_bytes(&p, (const uint8_t[]){0x08, 0x96, 0x01}, 3);
@@ -113,7 +113,7 @@ Test(pb_wire, fields_and_keys)
 
 Test(pb_wire, nested_message)
 {
-    struct mh_pb p;
+    struct mh__pb p;
     mh__pb_init(&p);
     mh__pb_begin(&p, 3); /* the encoding guide's embedded-message example */
     mh__pb_uint(&p, 1, 150);
@@ -134,7 +134,7 @@ static void nested_round_trip(size_t body, int levels)
     cr_assert_lt(body, sizeof text);
     for (size_t i = 0; i < body; i++)
         text[i] = (char)('a' + i % 26);
-    struct mh_pb p;
+    struct mh__pb p;
     mh__pb_init(&p);
     mh__pb_uint(&p, 1, 7); /* a field before, to check the body is moved, not the head */
     for (int l = 0; l < levels; l++)
@@ -187,9 +187,9 @@ Test(pb_wire, nested_lengths_cross_varint_boundaries)
 
 Test(pb_wire, errors_are_kept)
 {
-    struct mh_pb p;
+    struct mh__pb p;
     mh__pb_init(&p);
-    for (int i = 0; i < MH_PB_MAX_DEPTH; i++)
+    for (int i = 0; i < MH__PB_MAX_DEPTH; i++)
         mh__pb_begin(&p, 1);
     cr_assert_eq(p.error, 0);
     mh__pb_begin(&p, 1);

@@ -9,8 +9,8 @@
 #include "pickle_read.h"
 #include "pickle_write.h"
 
-static struct mh_sink sink;
-static struct mh_pw *w;
+static struct mh__sink sink;
+static struct mh__pw *w;
 
 static void start(void)
 {
@@ -113,10 +113,10 @@ Test(pickle_write, long_strings_read_back)
     mh__pw_appends(w);
     finish();
     cr_assert_eq(sink.buf[4], 'X', "300 bytes need BINUNICODE");
-    struct mh_pickle_doc *doc;
+    struct mh__pickle_doc *doc;
     char err[128];
     cr_assert_eq(mh__pickle_parse(sink.buf, sink.len, NULL, &doc, err, sizeof err), 0, "%s", err);
-    const struct mh_pv *l = mh__pickle_doc_root(doc);
+    const struct mh__pv *l = mh__pickle_doc_root(doc);
     cr_assert_eq(l->n, 2);
     cr_assert_eq(mh__pv_at(l, 1)->n, n);
     cr_assert_eq(memcmp(mh__pv_at(l, 1)->u.s, big, n), 0);
@@ -144,13 +144,13 @@ Test(pickle_write, batches_and_memo)
     mh__pw_setitems(w);
     finish();
     cr_assert_eq(key, 0);
-    struct mh_pickle_doc *doc;
+    struct mh__pickle_doc *doc;
     char err[128];
     cr_assert_eq(mh__pickle_parse(sink.buf, sink.len, NULL, &doc, err, sizeof err), 0, "%s", err);
-    const struct mh_pv *d = mh__pickle_doc_root(doc);
+    const struct mh__pv *d = mh__pickle_doc_root(doc);
     cr_assert_eq(d->n, 2, "pairs are kept; lookups take the last, as Python");
-    const struct mh_pv *l = mh__pv_get(d, "frames");
-    cr_assert_eq(l->type, MH_PV_LIST);
+    const struct mh__pv *l = mh__pv_get(d, "frames");
+    cr_assert_eq(l->type, MH__PV_LIST);
     cr_assert_eq(l->n, 0, "the second value wins");
     mh__pickle_doc_free(doc);
     /* the batched list alone */
@@ -187,10 +187,10 @@ Test(pickle_write, long_memo_index)
     mh__pw_get(w, 5);
     mh__pw_appends(w);
     finish();
-    struct mh_pickle_doc *doc;
+    struct mh__pickle_doc *doc;
     char err[128];
     cr_assert_eq(mh__pickle_parse(sink.buf, sink.len, NULL, &doc, err, sizeof err), 0, "%s", err);
-    const struct mh_pv *l = mh__pickle_doc_root(doc);
+    const struct mh__pv *l = mh__pickle_doc_root(doc);
     int64_t v;
     cr_assert(!mh__pv_i64(mh__pv_at(l, 300), &v) && v == 299, "LONG_BINGET");
     cr_assert(!mh__pv_i64(mh__pv_at(l, 301), &v) && v == 5, "BINGET");

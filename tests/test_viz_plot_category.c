@@ -1,8 +1,8 @@
 /* test_viz_plot_category.c - the timeline coloured by memory category and
  * the multi-rank image: small runs with steps and phases built with the
  * writer in memory. Category mode must agree with the categories library
- * (bytes at the peak equal mh__lifetimes_live_by_category, mh_livecat gives
- * every allocation mh_lifetimes' category), its stacked areas must add up to
+ * (bytes at the peak equal mh__lifetimes_live_by_category, mh__livecat gives
+ * every allocation mh__lifetimes' category), its stacked areas must add up to
  * the allocated curve in every column, its legend must show every category's
  * swatch and its fills must differ from the allocation-site colours.
  * Several files must give one panel each, stacked, each with a title, the
@@ -15,7 +15,7 @@
 #include "categories.h"
 #include "palette.h"
 #include "plot.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 #include "png_out.h"
 #include "test_viz_plot_util.h"
 
@@ -64,7 +64,7 @@ static void training_run(struct run *b, uint64_t t_start, uint64_t scale)
     run_close(b);
 }
 
-static void opts_for(struct mh_plot_opts *o, int color)
+static void opts_for(struct mh__plot_opts *o, int color)
 {
     memset(o, 0, sizeof *o);
     o->width = 1000;
@@ -75,11 +75,11 @@ static void opts_for(struct mh_plot_opts *o, int color)
 
 /* The records of the categories library, every allocation's once. */
 struct all_recs {
-    struct mh_alloc_rec rec[64];
+    struct mh__alloc_rec rec[64];
     size_t n;
 };
 
-static int add_rec(void *user, const struct mh_alloc_rec *r)
+static int add_rec(void *user, const struct mh__alloc_rec *r)
 {
     struct all_recs *a = user;
     cr_assert_lt(a->n, 64);
@@ -89,7 +89,7 @@ static int add_rec(void *user, const struct mh_alloc_rec *r)
 
 /* One pass of the reader through the model and `lt` (finished); each
  * record is added to `all` (if not NULL) when its life ends or at the end. */
-static void replay_lifetimes(struct mh_reader *r, struct mh_lifetimes *lt, struct all_recs *all)
+static void replay_lifetimes(struct mh_reader *r, struct mh__lifetimes *lt, struct all_recs *all)
 {
     struct mh_model *m;
     struct mh_model_opts mo;
@@ -98,7 +98,7 @@ static void replay_lifetimes(struct mh_reader *r, struct mh_lifetimes *lt, struc
     cr_assert_eq(mh_reader_rewind(r), 0);
     struct mh_event e;
     struct mh_apply_result res;
-    struct mh_life_change ch;
+    struct mh__life_change ch;
     while (mh_reader_next(r, &e) == 1) {
         memset(&res, 0, sizeof res);
         cr_assert_eq(mh_model_apply(m, &e, &res), 0);
@@ -114,9 +114,9 @@ static void replay_lifetimes(struct mh_reader *r, struct mh_lifetimes *lt, struc
 /* The categories library over the whole run: a first pass for the run's
  * facts, then a second that classifies every allocation (into `all`) and
  * keeps the records live right after event `index`. */
-static struct mh_lifetimes *lifetimes_of(struct mh_reader *r, uint64_t index, struct all_recs *all)
+static struct mh__lifetimes *lifetimes_of(struct mh_reader *r, uint64_t index, struct all_recs *all)
 {
-    struct mh_lifetimes *first, *lt;
+    struct mh__lifetimes *first, *lt;
     cr_assert_eq(mh__lifetimes_new(&first), 0);
     replay_lifetimes(r, first, NULL);
     cr_assert_eq(mh__lifetimes_new_after(first, &lt), 0);
@@ -130,7 +130,7 @@ struct seen {
     uint8_t cat[4096]; /* by alloc event index, 0xFF = not reported */
 };
 
-static int on_live(void *user, const struct mh_livecat_end *end)
+static int on_live(void *user, const struct mh__livecat_end *end)
 {
     ((struct seen *)user)->cat[end->tag] = end->category;
     return 0;
@@ -141,11 +141,11 @@ Test(plot_category, livecat_agrees_with_lifetimes)
     struct run b;
     training_run(&b, 0, 1);
     struct all_recs all = {.n = 0};
-    struct mh_lifetimes *lt = lifetimes_of(b.r, 0, &all);
+    struct mh__lifetimes *lt = lifetimes_of(b.r, 0, &all);
     struct seen seen;
     memset(&seen, 0xFF, sizeof seen);
     struct mh_model *m;
-    struct mh_livecat *lc;
+    struct mh__livecat *lc;
     struct mh_model_opts mo;
     memset(&mo, 0, sizeof mo);
     cr_assert_eq(mh_model_new(&mo, &m), 0);
@@ -153,7 +153,7 @@ Test(plot_category, livecat_agrees_with_lifetimes)
     cr_assert_eq(mh_reader_rewind(b.r), 0);
     struct mh_event e;
     struct mh_apply_result res;
-    struct mh_livecat_end end;
+    struct mh__livecat_end end;
     for (uint64_t i = 0; mh_reader_next(b.r, &e) == 1; i++) {
         memset(&res, 0, sizeof res);
         cr_assert_eq(mh_model_apply(m, &e, &res), 0);
@@ -165,9 +165,9 @@ Test(plot_category, livecat_agrees_with_lifetimes)
     mh_model_finish(m);
     cr_assert_eq(mh__livecat_finish(lc, on_live, &seen), 0);
     size_t n = all.n;
-    const struct mh_alloc_rec *recs = all.rec;
+    const struct mh__alloc_rec *recs = all.rec;
     cr_assert_eq(n, 1 + 3 * 4 + 1, "records: %zu", n);
-    int kinds[MH_CAT_COUNT] = {0};
+    int kinds[MH__CAT_COUNT] = {0};
     for (size_t i = 0; i < n; i++) {
         cr_assert_eq(seen.cat[recs[i].alloc_index], recs[i].category,
                      "allocation at event %llu: livecat %d, lifetimes %d",
@@ -175,7 +175,7 @@ Test(plot_category, livecat_agrees_with_lifetimes)
                      recs[i].category);
         kinds[recs[i].category]++;
     }
-    for (int k = 0; k < MH_CAT_UNKNOWN; k++)
+    for (int k = 0; k < MH__CAT_UNKNOWN; k++)
         cr_assert_gt(kinds[k], 0, "no %s in the run", mh__category_name(k));
     mh__livecat_free(lc);
     mh_model_free(m);
@@ -187,8 +187,8 @@ Test(plot_category, columns_add_up_and_peak_matches_the_library)
 {
     struct run b;
     training_run(&b, 0, 1);
-    struct mh_plot_opts o;
-    opts_for(&o, MH_PLOT_COLOR_CATEGORY);
+    struct mh__plot_opts o;
+    opts_for(&o, MH__PLOT_COLOR_CATEGORY);
     char err[256];
     struct mh__plot_scan s;
     cr_assert_eq(mh__plot_scan_run(b.s, &o, &s, err, sizeof err), 0, "%s", err);
@@ -196,7 +196,7 @@ Test(plot_category, columns_add_up_and_peak_matches_the_library)
     for (int ncols = 7; ncols <= 900; ncols = ncols * 5 + 3) {
         cr_assert_eq(mh__plot_cols_run(b.s, &o, &s, ncols, s.win_first, s.win_last, &c), 0);
         cr_assert_eq(c.by_category, 1);
-        cr_assert_eq(c.ngroups + 1, MH_CAT_COUNT);
+        cr_assert_eq(c.ngroups + 1, MH__CAT_COUNT);
         for (int i = 0; i < c.n; i++) {
             uint64_t sum = 0;
             for (unsigned g = 0; g <= c.ngroups; g++)
@@ -204,14 +204,14 @@ Test(plot_category, columns_add_up_and_peak_matches_the_library)
             cr_assert_eq(sum, c.alloc[i], "%d columns, column %d: categories %llu != allocated %llu",
                          ncols, i, (unsigned long long)sum, (unsigned long long)c.alloc[i]);
         }
-        struct mh_lifetimes *lt = lifetimes_of(b.r, s.peak.event_index, NULL);
-        uint64_t want[MH_CAT_COUNT];
+        struct mh__lifetimes *lt = lifetimes_of(b.r, s.peak.event_index, NULL);
+        uint64_t want[MH__CAT_COUNT];
         cr_assert_eq(mh__lifetimes_live_by_category(lt, 0, s.peak.event_index, want, NULL), 0);
-        for (int k = 0; k < MH_CAT_COUNT; k++)
+        for (int k = 0; k < MH__CAT_COUNT; k++)
             cr_assert_eq(c.cat_peak[k], want[k], "%s at the peak: plot %llu, library %llu",
                          mh__category_name(k), (unsigned long long)c.cat_peak[k],
                          (unsigned long long)want[k]);
-        cr_assert_gt(want[MH_CAT_ACTIVATION], 0);
+        cr_assert_gt(want[MH__CAT_ACTIVATION], 0);
         mh__lifetimes_free(lt);
         mh__plot_cols_free(&c);
     }
@@ -219,9 +219,9 @@ Test(plot_category, columns_add_up_and_peak_matches_the_library)
     run_free(&b);
 }
 
-static void render(struct run *b, const struct mh_plot_opts *o, struct mh_canvas *img)
+static void render(struct run *b, const struct mh__plot_opts *o, struct mh__canvas *img)
 {
-    struct mh_sink sink;
+    struct mh__sink sink;
     char err[256];
     mh__sink_init_mem(&sink);
     cr_assert_eq(mh__plot_render(b->s, o, &sink, NULL, err, sizeof err), 0, "%s", err);
@@ -229,7 +229,7 @@ static void render(struct run *b, const struct mh_plot_opts *o, struct mh_canvas
     mh__sink_free(&sink);
 }
 
-static int count_colour(const struct mh_canvas *img, int x0, int x1, int y0, int y1, uint32_t rgb)
+static int count_colour(const struct mh__canvas *img, int x0, int x1, int y0, int y1, uint32_t rgb)
 {
     int n = 0;
     for (int y = y0; y <= y1; y++)
@@ -242,30 +242,30 @@ Test(plot_category, colours_and_legend_differ_from_stack_mode)
 {
     struct run b;
     training_run(&b, 0, 1);
-    struct mh_plot_opts o;
-    struct mh_canvas cat, stack;
-    opts_for(&o, MH_PLOT_COLOR_CATEGORY);
+    struct mh__plot_opts o;
+    struct mh__canvas cat, stack;
+    opts_for(&o, MH__PLOT_COLOR_CATEGORY);
     render(&b, &o, &cat);
-    opts_for(&o, MH_PLOT_COLOR_STACK);
+    opts_for(&o, MH__PLOT_COLOR_STACK);
     render(&b, &o, &stack);
     struct mh__plot_frame f;
     mh__plot_layout(o.width, o.height, MH__PLOT_TOP, &f);
     int px0 = f.x, px1 = f.x + f.w - 1, py0 = f.y, py1 = f.y + f.h - 1;
     /* panel: category fills in category mode, site fills in stack mode */
-    for (int k = 0; k < MH_CAT_COUNT; k++) {
+    for (int k = 0; k < MH__CAT_COUNT; k++) {
         int in_cat = count_colour(&cat, px0, px1, py0, py1, mh__palette_category(k));
         int in_stack = count_colour(&stack, px0, px1, py0, py1, mh__palette_category(k));
-        if (k != MH_CAT_UNKNOWN)
+        if (k != MH__CAT_UNKNOWN)
             cr_assert_gt(in_cat, 20, "no %s area in the panel", mh__category_name(k));
         cr_assert_eq(in_stack, 0, "%s colour used in stack mode", mh__category_name(k));
     }
-    for (unsigned g = 0; g < MH_PALETTE_GROUPS; g++)
+    for (unsigned g = 0; g < MH__PALETTE_GROUPS; g++)
         cr_assert_eq(count_colour(&cat, px0, px1, py0, py1, mh__palette_group(g)), 0,
                      "site colour %u in category mode", g);
     cr_assert_gt(count_colour(&stack, px0, px1, py0, py1, mh__palette_group(0)), 20);
     /* legend: a swatch row per category, in enum order, top to bottom */
     int last_y = -1;
-    for (int k = 0; k < MH_CAT_COUNT; k++) {
+    for (int k = 0; k < MH__CAT_COUNT; k++) {
         int y = -1;
         for (int yy = f.legend_y; yy < o.height && y < 0; yy++)
             if (mh__canvas_get(&cat, f.legend_x + 3, yy) == mh__palette_category(k))
@@ -280,12 +280,12 @@ Test(plot_category, colours_and_legend_differ_from_stack_mode)
 }
 
 /* Rightmost pixel of title text in rows [y0, y1], or -1. */
-static int title_right(const struct mh_canvas *img, int y0, int y1)
+static int title_right(const struct mh__canvas *img, int y0, int y1)
 {
     int right = -1;
     for (int y = y0; y <= y1; y++)
         for (int x = 0; x < img->width; x++)
-            if (mh__canvas_get(img, x, y) == MH_COL_TEXT && x > right)
+            if (mh__canvas_get(img, x, y) == MH__COL_TEXT && x > right)
                 right = x;
     return right;
 }
@@ -295,18 +295,18 @@ Test(plot_category, ranks_stack_panels_and_mark_the_worst)
     struct run a, b;
     training_run(&a, 0, 1);
     training_run(&b, 50, 4); /* overlaps in time, reserves more: the worst */
-    struct mh_session *rd[2] = {a.s, b.s};
+    struct mh__session *rd[2] = {a.s, b.s};
     const char *names[2] = {"rank0.memhist", "rank1.memhist"};
-    struct mh_plot_opts o;
-    opts_for(&o, MH_PLOT_COLOR_STACK);
+    struct mh__plot_opts o;
+    opts_for(&o, MH__PLOT_COLOR_STACK);
     o.height = 400;
-    struct mh_sink sink;
-    struct mh_plot_result res[2];
+    struct mh__sink sink;
+    struct mh__plot_result res[2];
     char err[256];
     mh__sink_init_mem(&sink);
     cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, res, err, sizeof err), 0,
                  "%s", err);
-    struct mh_canvas img;
+    struct mh__canvas img;
     cr_assert_eq(mh__png_read(sink.buf, sink.len, &img), 0);
     cr_assert_eq(img.width, 1000);
     cr_assert_eq(img.height, 800);
@@ -314,16 +314,16 @@ Test(plot_category, ranks_stack_panels_and_mark_the_worst)
     int r0 = title_right(&img, 8, 28), r1 = title_right(&img, 408, 428);
     cr_assert_gt(r0, 200, "first panel has no title");
     cr_assert_gt(r1, r0 + 100, "the worst rank's title has no note (%d vs %d)", r1, r0);
-    cr_assert_eq(mh__canvas_get(&img, 500, 400), MH_COL_AXIS, "no rule between the panels");
+    cr_assert_eq(mh__canvas_get(&img, 500, 400), MH__COL_AXIS, "no rule between the panels");
     mh__canvas_release(&img);
     mh__sink_free(&sink);
 
-    o.kind = MH_PLOT_SEGMENTS;
+    o.kind = MH__PLOT_SEGMENTS;
     mh__sink_init_mem(&sink);
     cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, NULL, err, sizeof err),
                  MH_EINVAL);
     cr_assert(strstr(err, "segment view draws one file") != NULL, "%s", err);
-    o.kind = MH_PLOT_TIMELINE;
+    o.kind = MH__PLOT_TIMELINE;
     o.height = 9000;
     cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &sink, NULL, err, sizeof err),
                  MH_EINVAL);
@@ -338,21 +338,21 @@ Test(plot_category, ranks_share_the_time_axis_only_when_they_overlap)
     struct run a, b;
     training_run(&a, 0, 1);
     training_run(&b, 10000, 1); /* ten seconds later: no overlap */
-    struct mh_session *rd[2] = {a.s, b.s};
+    struct mh__session *rd[2] = {a.s, b.s};
     const char *names[2] = {"a.memhist", "b.memhist"};
-    struct mh_plot_opts o;
-    opts_for(&o, MH_PLOT_COLOR_CATEGORY);
+    struct mh__plot_opts o;
+    opts_for(&o, MH__PLOT_COLOR_CATEGORY);
     o.height = 400;
-    struct mh_sink s1, s2;
+    struct mh__sink s1, s2;
     char err[256];
     mh__sink_init_mem(&s1);
     mh__sink_init_mem(&s2);
     cr_assert_eq(mh__plot_render_ranks(rd, names, 2, &o, &s1, NULL, err, sizeof err), 0);
     /* separate axes: each panel draws like its own file alone */
-    struct mh_session *only_b[1] = {b.s};
+    struct mh__session *only_b[1] = {b.s};
     cr_assert_eq(mh__plot_render_ranks(only_b, names + 1, 1, &o, &s2, NULL, err, sizeof err),
                  0);
-    struct mh_canvas both, one;
+    struct mh__canvas both, one;
     cr_assert_eq(mh__png_read(s1.buf, s1.len, &both), 0);
     cr_assert_eq(mh__png_read(s2.buf, s2.len, &one), 0);
     cr_assert_eq(one.height, 400);

@@ -13,7 +13,7 @@
 #include "memhist/memhist.h"
 #include "palette.h"
 #include "plot.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 #include "png_out.h"
 #include "test_viz_plot_util.h"
 
@@ -58,10 +58,10 @@ static void basic_run(struct run *b)
     run_close(b);
 }
 
-static int render(struct run *b, const struct mh_plot_opts *o, struct mh_canvas *img,
-                  struct mh_plot_result *res, char *err)
+static int render(struct run *b, const struct mh__plot_opts *o, struct mh__canvas *img,
+                  struct mh__plot_result *res, char *err)
 {
-    struct mh_sink sink;
+    struct mh__sink sink;
     mh__sink_init_mem(&sink);
     int rc = mh__plot_render(b->s, o, &sink, res, err, 256);
     if (rc == 0) {
@@ -71,7 +71,7 @@ static int render(struct run *b, const struct mh_plot_opts *o, struct mh_canvas 
     return rc;
 }
 
-static void small_opts(struct mh_plot_opts *o)
+static void small_opts(struct mh__plot_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->width = 1000;
@@ -79,7 +79,7 @@ static void small_opts(struct mh_plot_opts *o)
     o->name = "basic.memhist";
 }
 
-static struct mh__plot_frame frame_for(const struct mh_plot_opts *o, uint64_t first_ms,
+static struct mh__plot_frame frame_for(const struct mh__plot_opts *o, uint64_t first_ms,
                                        uint64_t last_ms)
 {
     struct mh__plot_frame f;
@@ -91,7 +91,7 @@ static struct mh__plot_frame frame_for(const struct mh_plot_opts *o, uint64_t fi
     return f;
 }
 
-static int count_in_column(const struct mh_canvas *img, int x, int y0, int y1, uint32_t rgb)
+static int count_in_column(const struct mh__canvas *img, int x, int y0, int y1, uint32_t rgb)
 {
     int n = 0;
     for (int y = y0; y <= y1; y++)
@@ -103,11 +103,11 @@ Test(plot_render, peak_marker_at_the_peak_column)
 {
     struct run b;
     basic_run(&b);
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
-    o.x_axis = MH_PLOT_X_TIME; /* positions on a linear time axis */
-    struct mh_canvas img;
-    struct mh_plot_result res;
+    o.x_axis = MH__PLOT_X_TIME; /* positions on a linear time axis */
+    struct mh__canvas img;
+    struct mh__plot_result res;
     char err[256];
     cr_assert_eq(render(&b, &o, &img, &res, err), 0, "%s", err);
     cr_assert_eq(res.empty, 0);
@@ -116,7 +116,7 @@ Test(plot_render, peak_marker_at_the_peak_column)
     int expect = mh__plot_axis_px(&f.tx, 160.0 * MS);
     int best = -1, best_n = 0;
     for (int x = f.x; x < f.x + f.w; x++) {
-        int n = count_in_column(&img, x, f.y, f.y + f.h - 1, MH_COL_PEAK);
+        int n = count_in_column(&img, x, f.y, f.y + f.h - 1, MH__COL_PEAK);
         if (n > best_n) {
             best_n = n;
             best = x;
@@ -130,7 +130,7 @@ Test(plot_render, peak_marker_at_the_peak_column)
 }
 
 /* Topmost pixel of a colour in a column of the panel, or -1. */
-static int top_of(const struct mh_canvas *img, int x, int y0, int y1, uint32_t rgb)
+static int top_of(const struct mh__canvas *img, int x, int y0, int y1, uint32_t rgb)
 {
     for (int y = y0; y <= y1; y++)
         if (mh__canvas_get(img, x, y) == rgb)
@@ -142,16 +142,16 @@ Test(plot_render, reserved_never_below_allocated)
 {
     struct run b;
     basic_run(&b);
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
-    struct mh_canvas img;
+    struct mh__canvas img;
     char err[256];
     cr_assert_eq(render(&b, &o, &img, NULL, err), 0, "%s", err);
     struct mh__plot_frame f = frame_for(&o, 0, 300);
     int checked = 0;
     for (int x = f.x; x < f.x + f.w; x++) {
-        int ya = top_of(&img, x, f.y, f.y + f.h - 1, MH_COL_ALLOCATED);
-        int yr = top_of(&img, x, f.y, f.y + f.h - 1, MH_COL_RESERVED);
+        int ya = top_of(&img, x, f.y, f.y + f.h - 1, MH__COL_ALLOCATED);
+        int yr = top_of(&img, x, f.y, f.y + f.h - 1, MH__COL_RESERVED);
         if (ya < 0 || yr < 0)
             continue;
         cr_assert_leq(yr, ya, "column %d: reserved (y=%d) drawn below allocated (y=%d)", x, yr, ya);
@@ -166,10 +166,10 @@ Test(plot_render, step_lines_at_step_begins)
 {
     struct run b;
     basic_run(&b);
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
-    o.x_axis = MH_PLOT_X_TIME; /* positions on a linear time axis */
-    struct mh_canvas img;
+    o.x_axis = MH__PLOT_X_TIME; /* positions on a linear time axis */
+    struct mh__canvas img;
     char err[256];
     cr_assert_eq(render(&b, &o, &img, NULL, err), 0, "%s", err);
     struct mh__plot_frame f = frame_for(&o, 0, 300);
@@ -186,7 +186,7 @@ Test(plot_render, step_lines_at_step_begins)
     }
     mh__plot_scan_free(&s);
     for (int x = f.x; x < f.x + f.w; x++) {
-        int n = count_in_column(&img, x, f.y, f.y + f.h - 1, MH_COL_STEP);
+        int n = count_in_column(&img, x, f.y, f.y + f.h - 1, MH__COL_STEP);
         int is_step = x == expect[0] || x == expect[1] || x == expect[2];
         if (is_step)
             cr_assert_gt(n, f.h / 4, "no step line at x=%d", x);
@@ -201,7 +201,7 @@ Test(plot_render, columns_keep_reserved_above_allocated_and_groups_sum)
 {
     struct run b;
     basic_run(&b);
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
     char err[256];
     struct mh__plot_scan s;
@@ -233,10 +233,10 @@ Test(plot_render, columns_keep_reserved_above_allocated_and_groups_sum)
 
 static void expect_message_image(struct run *b)
 {
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
-    struct mh_canvas img;
-    struct mh_plot_result res;
+    struct mh__canvas img;
+    struct mh__plot_result res;
     char err[256];
     cr_assert_eq(render(b, &o, &img, &res, err), 0, "%s", err);
     cr_assert_eq(res.empty, 1);
@@ -244,7 +244,7 @@ static void expect_message_image(struct run *b)
     cr_assert_eq(img.height, 600);
     int text = 0;
     for (int x = 0; x < img.width; x++)
-        text += count_in_column(&img, x, img.height / 2 - 12, img.height / 2 + 12, MH_COL_TEXT);
+        text += count_in_column(&img, x, img.height / 2 - 12, img.height / 2 + 12, MH__COL_TEXT);
     cr_assert_gt(text, 50, "the message is missing");
     mh__canvas_release(&img);
 }
@@ -268,11 +268,11 @@ Test(plot_render, one_event_gives_a_message_image)
     run_free(&b);
 }
 
-static void expect_error(struct mh_plot_opts *o, const char *needle)
+static void expect_error(struct mh__plot_opts *o, const char *needle)
 {
     struct run b;
     basic_run(&b);
-    struct mh_canvas img;
+    struct mh__canvas img;
     char err[256];
     cr_assert_eq(render(&b, o, &img, NULL, err), MH_EINVAL);
     cr_assert(strstr(err, needle) != NULL, "message '%s' lacks '%s'", err, needle);
@@ -281,7 +281,7 @@ static void expect_error(struct mh_plot_opts *o, const char *needle)
 
 Test(plot_render, bad_options_are_clear_errors)
 {
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
     o.width = 10;
     expect_error(&o, "image size 10x600");
@@ -295,8 +295,8 @@ Test(plot_render, bad_options_are_clear_errors)
     o.step_hi = 9;
     expect_error(&o, "--steps window holds no events");
     small_opts(&o);
-    o.kind = MH_PLOT_SEGMENTS;
-    o.at = MH_MOMENT_OOM;
+    o.kind = MH__PLOT_SEGMENTS;
+    o.at = MH__MOMENT_OOM;
     expect_error(&o, "no out-of-memory event");
     small_opts(&o);
     o.top = 99;
@@ -307,7 +307,7 @@ Test(plot_render, window_narrows_the_time_axis)
 {
     struct run b;
     basic_run(&b);
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
     o.has_steps = 1;
     o.step_lo = o.step_hi = 2;
@@ -329,9 +329,9 @@ Test(plot_render, same_input_same_bytes)
 {
     struct run b;
     basic_run(&b);
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
-    struct mh_sink s1, s2;
+    struct mh__sink s1, s2;
     char err[256];
     mh__sink_init_mem(&s1);
     mh__sink_init_mem(&s2);
@@ -346,9 +346,9 @@ Test(plot_render, same_input_same_bytes)
 
 /* Golden images: compared byte for byte; MH_REGEN_GOLDEN=DIR writes them
  * into DIR instead (scripts/regen-golden.sh). */
-static void golden(const char *name, struct run *b, const struct mh_plot_opts *o)
+static void golden(const char *name, struct run *b, const struct mh__plot_opts *o)
 {
-    struct mh_sink sink;
+    struct mh__sink sink;
     char err[256], path[1024];
     mh__sink_init_mem(&sink);
     cr_assert_eq(mh__plot_render(b->s, o, &sink, NULL, err, sizeof err), 0, "%s", err);
@@ -392,7 +392,7 @@ Test(plot_golden, timeline_basic)
     struct run b;
     basic_run(&b);
     save_input("basic.memhist", &b);
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
     golden("plot_timeline_basic.png", &b, &o);
     run_free(&b);
@@ -402,9 +402,9 @@ Test(plot_golden, segments_at_peak)
 {
     struct run b;
     basic_run(&b);
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
-    o.kind = MH_PLOT_SEGMENTS;
+    o.kind = MH__PLOT_SEGMENTS;
     golden("plot_segments_peak.png", &b, &o);
     run_free(&b);
 }
@@ -415,7 +415,7 @@ Test(plot_golden, empty_file)
     run_open(&b);
     run_close(&b);
     save_input("empty.memhist", &b);
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     small_opts(&o);
     o.name = "empty.memhist";
     o.width = 640;

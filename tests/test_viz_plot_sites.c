@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "memhist/memhist.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 #include "test_viz_plot_util.h"
 
 #define SEG 0x20000000ull
@@ -63,7 +63,7 @@ static void two_blocks(struct run *b, int scopes)
 
 static void scan_and_rank(struct run *b, struct mh__plot_scan *s)
 {
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     memset(&o, 0, sizeof o);
     char err[256] = "";
     cr_assert_eq(mh__plot_scan_run(b->s, &o, s, err, sizeof err), 0, "%s", err);

@@ -19,7 +19,7 @@ struct run {
     struct mh_writer *w;
     uint32_t stack[4];
     struct mh_reader *r;
-    struct mh_session *s;
+    struct mh__session *s;
 };
 
 static inline void ev(struct run *b, int kind, uint64_t t_ms, uint64_t addr, uint64_t size,

@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "plot_internal.h"
+#include "plot_int.h"
 
 #define MS 1000000ull
 
@@ -82,7 +82,7 @@ Test(viz_plot_xmap, events_sit_at_their_ordinal_whatever_the_time_between_them)
             cr_assert_eq(mh__plot_xmap_event(&w, times[n], n), 0);
         }
     cr_assert_eq(mh__plot_xmap_events_finish(&w, 1 * MS, times[n - 1] + 10 * MS), 0);
-    cr_assert_eq(w.mode, MH_PLOT_X_EVENTS);
+    cr_assert_eq(w.mode, MH__PLOT_X_EVENTS);
     cr_expect_leq(w.nk, MH__PLOT_EVENT_KNOTS + 3, "the knots stay bounded (%zu)", w.nk);
     for (uint64_t i = 0; i < n; i += 997)
         cr_expect_float_eq(mh__plot_warp(&w, 0, times[i]), (double)i, 1e-6, "event %llu",
@@ -147,7 +147,7 @@ Test(viz_plot_xmap, every_step_and_the_setup_get_the_same_width)
     struct mh__plot_warp w;
     memset(&w, 0, sizeof w);
     cr_assert_eq(mh__plot_xmap_steps(&w, m, 0, 1 * MS, 9900 * MS), 0);
-    cr_assert_eq(w.mode, MH_PLOT_X_STEPS);
+    cr_assert_eq(w.mode, MH__PLOT_X_STEPS);
     cr_assert_eq(w.nk, 7, "setup, five steps and the end: %zu knots", w.nk);
     cr_expect_eq(w.kstep[0], -1, "the first piece is the setup");
     static const uint64_t bounds[] = {1, 3000, 3010, 3500, 3520, 9000, 9900};
@@ -171,7 +171,7 @@ Test(viz_plot_xmap, a_window_inside_one_step_is_a_time_axis)
     memset(&w, 0, sizeof w);
     cr_assert_eq(mh__plot_xmap_steps(&w, m, 0, 5000 * MS, 8000 * MS), 0);
     cr_expect_eq(w.nk, 0);
-    cr_expect_eq(w.mode, MH_PLOT_X_TIME);
+    cr_expect_eq(w.mode, MH__PLOT_X_TIME);
     mh__plot_xmap_free(&w);
     mh_model_free(m);
 }

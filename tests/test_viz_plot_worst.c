@@ -16,7 +16,7 @@
 
 /* A rank file reserving `seg_mib` in each of three steps. */
 static void rank_file(struct run *b, const char *rank, const char *role, uint64_t seg_mib,
-                      struct mh_analysis *a)
+                      struct mh__analysis *a)
 {
     struct mh_writer_opts wo = {.source = "recorded"};
     memset(b, 0, sizeof *b);
@@ -45,9 +45,9 @@ static void worst_of(const char *const *roles, const uint64_t *mib, size_t n, si
                      size_t *plot, int heat)
 {
     struct run b[4];
-    struct mh_analysis a[4];
-    struct mh_rank_row rows[4];
-    struct mh_session *rd[4];
+    struct mh__analysis a[4];
+    struct mh__rank_row rows[4];
+    struct mh__session *rd[4];
     const char *names[4] = {"job.rank0", "job.rank0.pid9", "job.rank1", "job.rank2"};
     char rank[4][8];
     for (size_t i = 0; i < n; i++) {
@@ -56,14 +56,14 @@ static void worst_of(const char *const *roles, const uint64_t *mib, size_t n, si
         mh__rank_row_fill(&a[i], &rows[i]);
         rd[i] = b[i].s;
     }
-    struct mh_job_spread s;
+    struct mh__job_spread s;
     mh__job_spread(rows, n, &s);
     *table = s.max;
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     memset(&o, 0, sizeof o);
-    o.ranks_view = heat ? MH_PLOT_RANKS_HEATMAP : MH_PLOT_RANKS_PANELS;
-    struct mh_plot_result res[4];
-    struct mh_sink sink;
+    o.ranks_view = heat ? MH__PLOT_RANKS_HEATMAP : MH__PLOT_RANKS_PANELS;
+    struct mh__plot_result res[4];
+    struct mh__sink sink;
     char err[256];
     mh__sink_init_mem(&sink);
     cr_assert_eq(mh__plot_render_ranks(rd, names, n, &o, &sink, res, err, sizeof err), 0, "%s", err);

@@ -67,13 +67,13 @@ static void make_file(struct file *f)
     cr_assert_eq(mh_writer_mem(f->w, &f->data, &f->len), 0);
 }
 
-static void export_mem(const void *data, size_t len, struct mh_sink *sink)
+static void export_mem(const void *data, size_t len, struct mh__sink *sink)
 {
-    struct mh_session *r;
+    struct mh__session *r;
     cr_assert_eq(mh__session_open_mem(data, len, "recording", &r), 0);
-    struct mh_snapshot *s;
+    struct mh__snapshot *s;
     cr_assert_eq(mh__snapshot_build(r, NULL, &s), 0);
-    struct mh_snapshot_info info;
+    struct mh__snapshot_info info;
     mh__snapshot_info(s, &info);
     cr_assert_eq(info.entries, 8);
     cr_assert_eq(info.anomalies, 0);
@@ -85,27 +85,27 @@ static void export_mem(const void *data, size_t len, struct mh_sink *sink)
     mh__session_close(r);
 }
 
-static const struct mh_pv *entry(const struct mh_pv *root, int dev, int i)
+static const struct mh__pv *entry(const struct mh__pv *root, int dev, int i)
 {
     return mh__pv_at(mh__pv_at(mh__pv_get(root, "device_traces"), (size_t)dev), (size_t)i);
 }
 
-static uint64_t u(const struct mh_pv *d, const char *key)
+static uint64_t u(const struct mh__pv *d, const char *key)
 {
     uint64_t v = 0;
     cr_assert_eq(mh__pv_u64(mh__pv_get(d, key), &v), 0, "'%s' missing", key);
     return v;
 }
 
-static void check_export(const struct mh_sink *sink)
+static void check_export(const struct mh__sink *sink)
 {
-    struct mh_pickle_doc *doc;
+    struct mh__pickle_doc *doc;
     char err[200];
     cr_assert_eq(mh__pickle_parse(sink->buf, sink->len, NULL, &doc, err, sizeof err), 0, "%s", err);
-    const struct mh_pv *root = mh__pickle_doc_root(doc);
+    const struct mh__pv *root = mh__pickle_doc_root(doc);
     cr_assert_eq(mh__pv_get(root, "device_traces")->n, 2);
     cr_assert_eq(mh__pv_at(mh__pv_get(root, "device_traces"), 0)->n, 6);
-    const struct mh_pv *e1 = entry(root, 0, 1), *e2 = entry(root, 0, 2);
+    const struct mh__pv *e1 = entry(root, 0, 1), *e2 = entry(root, 0, 2);
     cr_assert(mh__pv_is_str(mh__pv_get(e1, "action"), "alloc"));
     cr_assert_eq(u(e1, "addr"), A);
     cr_assert_eq(u(e1, "size"), 3 * MiB);
@@ -115,16 +115,16 @@ static void check_export(const struct mh_sink *sink)
     cr_assert(mh__pv_is_str(mh__pv_get(entry(root, 0, 3), "user_metadata"), "step 1 backward"));
     cr_assert_neq(e1, e2, "entry dicts are never shared");
     cr_assert_eq(mh__pv_get(e1, "frames"), mh__pv_get(e2, "frames"), "frame lists are shared");
-    const struct mh_pv *fr = mh__pv_at(mh__pv_get(e1, "frames"), 0);
+    const struct mh__pv *fr = mh__pv_at(mh__pv_get(e1, "frames"), 0);
     cr_assert(mh__pv_is_str(mh__pv_get(fr, "filename"), "train.py"));
     cr_assert(mh__pv_is_str(mh__pv_get(fr, "name"), "forward"), "innermost first");
-    const struct mh_pv *oom = entry(root, 0, 5);
+    const struct mh__pv *oom = entry(root, 0, 5);
     cr_assert(mh__pv_is_str(mh__pv_get(oom, "action"), "oom"));
     cr_assert_eq(u(oom, "device_free"), 1ull << 30);
     cr_assert_null(mh__pv_get(oom, "addr"));
-    const struct mh_pv *segs = mh__pv_get(root, "segments");
+    const struct mh__pv *segs = mh__pv_get(root, "segments");
     cr_assert_eq(segs->n, 2);
-    const struct mh_pv *s0 = mh__pv_at(segs, 0), *blocks = mh__pv_get(s0, "blocks");
+    const struct mh__pv *s0 = mh__pv_at(segs, 0), *blocks = mh__pv_get(s0, "blocks");
     cr_assert_eq(u(s0, "total_size"), 20 * MiB);
     cr_assert(mh__pv_is_str(mh__pv_get(s0, "segment_type"), "large"));
     cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(segs, 1), "segment_type"), "small"));
@@ -135,7 +135,7 @@ static void check_export(const struct mh_sink *sink)
     cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(blocks, 0), "state"), "inactive"));
     cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(blocks, 1), "state"), "active_allocated"));
     cr_assert_eq(u(mh__pv_at(blocks, 1), "requested_size"), 4 * MiB - 100);
-    const struct mh_pv *notes = mh__pv_get(root, "external_annotations");
+    const struct mh__pv *notes = mh__pv_get(root, "external_annotations");
     cr_assert_eq(notes->n, 2);
     cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(notes, 0), "name"), "step 1"));
     cr_assert(mh__pv_is_str(mh__pv_get(mh__pv_at(notes, 1), "stage"), "END"));
@@ -188,14 +188,14 @@ Test(snapshot, export_import_round_trip)
 {
     struct file f;
     make_file(&f);
-    struct mh_sink first;
+    struct mh__sink first;
     export_mem(f.data, f.len, &first);
     check_export(&first);
 
     struct mh_writer_opts o = {"imported", 0};
     struct mh_writer *w2;
     cr_assert_eq(mh_writer_open_mem(&o, &w2), 0);
-    struct mh_import_info info;
+    struct mh__import_info info;
     char err[200];
     cr_assert_eq(mh__snapshot_import(first.buf, first.len, NULL, w2, &info, err, sizeof err), 0,
                  "%s", err);
@@ -220,7 +220,7 @@ Test(snapshot, export_import_round_trip)
         cr_assert_str_eq(a->stack[i], b->stack[i], "stack of event %d", i);
         cr_assert_str_eq(a->str[i], b->str[i], "metadata of event %d", i);
     }
-    struct mh_sink second;
+    struct mh__sink second;
     export_mem(d2, l2, &second);
     cr_assert_eq(first.len, second.len);
     cr_assert_eq(memcmp(first.buf, second.buf, first.len), 0, "second export differs");
@@ -247,7 +247,7 @@ Test(snapshot, import_committed_and_refused)
         struct mh_writer_opts o = {"imported", 0};
         struct mh_writer *w;
         cr_assert_eq(mh_writer_open_mem(&o, &w), 0);
-        struct mh_import_info info;
+        struct mh__import_info info;
         char err[200];
         int rc = mh__snapshot_import(buf, len, NULL, w, &info, err, sizeof err);
         mh_writer_close(w);

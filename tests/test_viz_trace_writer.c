@@ -112,17 +112,17 @@ struct stats {
     int pid_named[8];
 };
 
-static void check_event(const struct mh_jr_doc *d, const struct mh_jr_value *ev, struct stats *st)
+static void check_event(const struct mh__jr_doc *d, const struct mh__jr_value *ev, struct stats *st)
 {
-    struct mh_jr_value ph, v, args, a;
+    struct mh__jr_value ph, v, args, a;
     cr_assert(mh__jr_find(d, ev, "ph", &ph));
     char p[8];
     mh__jr_string(d, &ph, p, sizeof p);
-    cr_assert(mh__jr_find(d, ev, "ts", &v) && v.type == MH_JR_NUMBER, "every event has a ts");
+    cr_assert(mh__jr_find(d, ev, "ts", &v) && v.type == MH__JR_NUMBER, "every event has a ts");
     cr_assert(mh__jr_find(d, ev, "pid", &v));
     if (!strcmp(p, "X")) {
         st->x++;
-        if (!mh__jr_find(d, ev, "dur", &v) || v.type != MH_JR_NUMBER)
+        if (!mh__jr_find(d, ev, "dur", &v) || v.type != MH__JR_NUMBER)
             st->x_nodur++;
         if (mh__jr_find(d, ev, "cat", &v) && mh__jr_string_eq(d, &v, "kernel"))
             st->kernels++;
@@ -130,9 +130,9 @@ static void check_event(const struct mh_jr_doc *d, const struct mh_jr_value *ev,
         st->c++;
         cr_assert(mh__jr_find(d, ev, "args", &args));
         size_t pos = 0;
-        struct mh_jr_value k;
+        struct mh__jr_value k;
         while (mh__jr_next(d, &args, &pos, &k, &a))
-            if (a.type != MH_JR_NUMBER)
+            if (a.type != MH__JR_NUMBER)
                 st->c_nonnum++;
     } else if (!strcmp(p, "s") || !strcmp(p, "f")) {
         uint64_t id;
@@ -154,7 +154,7 @@ static void check_event(const struct mh_jr_doc *d, const struct mh_jr_value *ev,
             static const char *const keys[] = {"request", "device_free", "allocated", "reserved",
                                                "largest free block"};
             for (size_t k = 0; k < 5; k++)
-                st->oom_args += mh__jr_find(d, &args, keys[k], &a) && a.type == MH_JR_NUMBER;
+                st->oom_args += mh__jr_find(d, &args, keys[k], &a) && a.type == MH__JR_NUMBER;
         }
     } else if (!strcmp(p, "M")) {
         st->m++;
@@ -167,8 +167,8 @@ static void check_event(const struct mh_jr_doc *d, const struct mh_jr_value *ev,
 
 static void check_doc(const char *json, size_t len, struct stats *st, uint64_t *base)
 {
-    struct mh_jr_doc d;
-    struct mh_jr_value root, evs, ev, v;
+    struct mh__jr_doc d;
+    struct mh__jr_value root, evs, ev, v;
     char err[160];
     cr_assert_eq(mh__jr_parse(&d, json, len, 0, 0, &root, err, sizeof err), 0, "%s", err);
     cr_assert(mh__jr_find(&d, &root, "traceEvents", &evs));
@@ -185,14 +185,14 @@ static void check_doc(const char *json, size_t len, struct stats *st, uint64_t *
     cr_assert_eq(st->b, st->e, "every B has an E");
 }
 
-static char *render(const struct mh_trace_opts *o, size_t *len, const struct mh_trace_plan **plan,
-                    struct mh_trace **tout)
+static char *render(const struct mh__trace_opts *o, size_t *len, const struct mh__trace_plan **plan,
+                    struct mh__trace **tout)
 {
-    struct mh_session *r;
+    struct mh__session *r;
     cr_assert_eq(mh__session_open(path, &r), 0);
-    struct mh_trace *t;
+    struct mh__trace *t;
     cr_assert_eq(mh__trace_new(o, &t), 0);
-    struct mh_sink s;
+    struct mh__sink s;
     mh__sink_init_mem(&s);
     cr_assert_eq(mh__trace_write(t, r, &s), 0);
     *plan = mh__trace_get_plan(t);
@@ -206,9 +206,9 @@ static char *render(const struct mh_trace_opts *o, size_t *len, const struct mh_
     return out;
 }
 
-static struct mh_trace_opts all_opts(void)
+static struct mh__trace_opts all_opts(void)
 {
-    struct mh_trace_opts o;
+    struct mh__trace_opts o;
     memset(&o, 0, sizeof o);
     o.device = -1;
     return o;
@@ -217,10 +217,10 @@ static struct mh_trace_opts all_opts(void)
 Test(trace_writer, whole_file)
 {
     write_sample();
-    struct mh_trace_opts o = all_opts();
+    struct mh__trace_opts o = all_opts();
     size_t len;
-    const struct mh_trace_plan *plan;
-    struct mh_trace *t;
+    const struct mh__trace_plan *plan;
+    struct mh__trace *t;
     char *json = render(&o, &len, &plan, &t);
     struct stats st;
     uint64_t base;
@@ -251,13 +251,13 @@ Test(trace_writer, whole_file)
 Test(trace_writer, step_window_and_device_filter)
 {
     write_sample();
-    struct mh_trace_opts o = all_opts();
+    struct mh__trace_opts o = all_opts();
     o.has_steps = 1;
     o.step_lo = o.step_hi = 1;
     o.device = 0;
     size_t len;
-    const struct mh_trace_plan *plan;
-    struct mh_trace *t;
+    const struct mh__trace_plan *plan;
+    struct mh__trace *t;
     char *json = render(&o, &len, &plan, &t);
     struct stats st;
     uint64_t base;
@@ -275,11 +275,11 @@ Test(trace_writer, step_window_and_device_filter)
 Test(trace_writer, size_warning_suggests_a_window)
 {
     write_sample();
-    struct mh_trace_opts o = all_opts();
+    struct mh__trace_opts o = all_opts();
     o.warn_bytes = 500;
     size_t len;
-    const struct mh_trace_plan *plan;
-    struct mh_trace *t;
+    const struct mh__trace_plan *plan;
+    struct mh__trace *t;
     char *json = render(&o, &len, &plan, &t);
     cr_assert(plan->too_big);
     cr_assert(strncmp(plan->suggestion, "--steps 0:", 10) == 0, "%s", plan->suggestion);
@@ -300,12 +300,12 @@ Test(trace_writer, merge_into_kineto)
     static char kin[1 << 16];
     size_t klen = fread(kin, 1, sizeof kin, f);
     fclose(f);
-    struct mh_session *r;
+    struct mh__session *r;
     cr_assert_eq(mh__session_open(path, &r), 0);
-    struct mh_trace *t;
-    struct mh_trace_opts o = all_opts();
+    struct mh__trace *t;
+    struct mh__trace_opts o = all_opts();
     cr_assert_eq(mh__trace_new(&o, &t), 0);
-    struct mh_sink s;
+    struct mh__sink s;
     mh__sink_init_mem(&s);
     char err[200] = "";
     cr_assert_eq(mh__trace_merge_kineto(t, r, kin, klen, &s, err, sizeof err), 0, "%s", err);
@@ -348,11 +348,11 @@ static size_t count_of(const char *buf, size_t len, const char *what)
 Test(trace_writer, perfetto_packets)
 {
     write_sample();
-    struct mh_trace_opts o = all_opts();
+    struct mh__trace_opts o = all_opts();
     o.perfetto = 1;
     size_t len;
-    const struct mh_trace_plan *plan;
-    struct mh_trace *t;
+    const struct mh__trace_plan *plan;
+    struct mh__trace *t;
     char *pb = render(&o, &len, &plan, &t);
     const unsigned char *p = (const unsigned char *)pb, *end = p + len;
     size_t packets = 0;

@@ -20,10 +20,10 @@
 
 struct page {
     struct mh_writer *w;
-    struct mh_analysis a;
-    struct mh_sink out;
-    struct mh_jr_doc doc;
-    struct mh_jr_value root;
+    struct mh__analysis a;
+    struct mh__sink out;
+    struct mh__jr_doc doc;
+    struct mh__jr_value root;
 };
 
 static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64_t size,
@@ -42,15 +42,15 @@ static void put(struct mh_writer *w, int kind, uint64_t t, uint64_t addr, uint64
 }
 
 /* Writes the page of the recording in p->w and parses its data block. */
-static void make_page(struct page *p, const struct mh_view_opts *o)
+static void make_page(struct page *p, const struct mh__view_opts *o)
 {
     const void *data;
     size_t len;
     cr_assert_eq(mh_writer_close(p->w), 0);
     cr_assert_eq(mh_writer_mem(p->w, &data, &len), 0);
-    const struct mh_analysis_want want = {MH_WANT_WHATIF_TREND, 1, 1};
+    const struct mh__analysis_want want = {MH__WANT_WHATIF_TREND, 1, 1};
     cr_assert_eq(mh__analysis_open_mem(data, len, "run", &want, &p->a), 0);
-    struct mh_view_part *part;
+    struct mh__view_part *part;
     cr_assert_eq(mh__view_part_make(&p->a, o, &part), 0);
     mh__sink_init_mem(&p->out);
     cr_assert_eq(mh__view_write(&p->out, "the title", &part, NULL, 1, 0), 0);
@@ -75,9 +75,9 @@ static void page_free(struct page *p)
 }
 
 /* The first device object of the first file. */
-static struct mh_jr_value first_device(const struct page *p)
+static struct mh__jr_value first_device(const struct page *p)
 {
-    struct mh_jr_value files, file, devs, dev;
+    struct mh__jr_value files, file, devs, dev;
     size_t pos = 0;
     cr_assert(mh__jr_find(&p->doc, &p->root, "files", &files));
     cr_assert(mh__jr_next(&p->doc, &files, &pos, NULL, &file));
@@ -87,9 +87,9 @@ static struct mh_jr_value first_device(const struct page *p)
     return dev;
 }
 
-static size_t count(const struct page *p, const struct mh_jr_value *v)
+static size_t count(const struct page *p, const struct mh__jr_value *v)
 {
-    struct mh_jr_value item;
+    struct mh__jr_value item;
     size_t pos = 0, n = 0;
     while (mh__jr_next(&p->doc, v, &pos, NULL, &item))
         n++;
@@ -111,7 +111,7 @@ Test(view_page, no_recorded_text_ends_the_data_block)
     put(p.w, MH_EV_ALLOC, 2, seg, 4 << 20, st, 0);
     put(p.w, MH_EV_SCOPE_EXIT, 3, 0, 0, 0, mod);
     make_page(&p, NULL);
-    struct mh_jr_value files, file, strings, s;
+    struct mh__jr_value files, file, strings, s;
     size_t pos = 0, found = 0;
     cr_assert(mh__jr_find(&p.doc, &p.root, "files", &files));
     cr_assert(mh__jr_next(&p.doc, &files, &pos, NULL, &file));
@@ -132,8 +132,8 @@ Test(view_page, limits_hold_and_say_what_they_left_out)
 {
     struct page p;
     memset(&p, 0, sizeof p);
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     cr_assert_eq(mh__workload_parse_params(wl,
                                            "layers=2,hidden=256,heads=4,seq=256,batch=2,"
@@ -142,17 +142,17 @@ Test(view_page, limits_hold_and_say_what_they_left_out)
                  0, "%s", err);
     struct mh_writer_opts wo = {.source = "simulated"};
     cr_assert_eq(mh_writer_open_mem(&wo, &p.w), 0);
-    struct mh_sim_opts so;
+    struct mh__sim_opts so;
     memset(&so, 0, sizeof so);
     so.writer = p.w;
-    struct mh_sim *sim;
-    struct mh_workload_result res;
+    struct mh__sim *sim;
+    struct mh__workload_result res;
     cr_assert_eq(mh__sim_new(&so, &sim), 0);
     cr_assert_eq(mh__workload_run(wl, sim, values, 30, 1, &res), 0);
     mh__sim_free(sim);
-    const struct mh_view_opts o = {.max_moments = 20, .max_tree_nodes = 12, .max_events = 100};
+    const struct mh__view_opts o = {.max_moments = 20, .max_tree_nodes = 12, .max_events = 100};
     make_page(&p, &o);
-    struct mh_jr_value dev = first_device(&p), ev, list, dropped, moments, m, trees, t, nodes;
+    struct mh__jr_value dev = first_device(&p), ev, list, dropped, moments, m, trees, t, nodes;
     cr_assert(mh__jr_find(&p.doc, &dev, "events", &ev));
     cr_assert(mh__jr_find(&p.doc, &ev, "list", &list));
     cr_assert(mh__jr_find(&p.doc, &ev, "dropped", &dropped));

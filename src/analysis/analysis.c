@@ -6,26 +6,27 @@
 #include "analysis.h"
 #include "diag.h"
 
-static int observe_lifetimes(void *user, struct mh_session *s, const struct mh_event *ev,
+static int observe_lifetimes(void *user, struct mh__session *s, const struct mh_event *ev,
                              const struct mh_apply_result *res)
 {
     return mh__lifetimes_observe(user, mh__session_model(s), ev, res, NULL);
 }
 
-static int finish_lifetimes(void *user, struct mh_session *s)
+static int finish_lifetimes(void *user, struct mh__session *s)
 {
     (void)s;
     return mh__lifetimes_finish(user, NULL, NULL);
 }
 
-static int add_observers(struct mh_analysis *a, const struct mh_analysis_want *want)
+static int add_observers(struct mh__analysis *a, const struct mh__analysis_want *want)
 {
-    struct mh_observer lt = {"lifetimes", a->lt, NULL, observe_lifetimes, finish_lifetimes};
+    struct mh__observer lt = {"lifetimes", a->lt, NULL, observe_lifetimes, finish_lifetimes};
     int rc = mh__session_observe(a->session, &lt);
     if (rc == 0 && want && want->whatif && (rc = mh__whatif_source_new(&a->whatif)) == 0) {
-        mh__whatif_source_expect(a->whatif, want->whatif == MH_WANT_WHATIF_OOM
-                                                ? mh__whatif_expect_baseline
-                                                : mh__report_trend_expect, NULL);
+        mh__whatif_source_expect(a->whatif,
+                                 want->whatif == MH__WANT_WHATIF_OOM ? mh__whatif_expect_baseline
+                                                                     : mh__report_trend_expect,
+                                 NULL);
         rc = mh__session_observe(a->session, mh__whatif_source_observer(a->whatif));
     }
     if (rc == 0 && want && want->peak_groups && (rc = mh__peak_groups_new(&a->peaks)) == 0)
@@ -36,7 +37,8 @@ static int add_observers(struct mh_analysis *a, const struct mh_analysis_want *w
 }
 
 /* The first pass over the session just opened (a->session). */
-static int first_pass(const char *path, const struct mh_analysis_want *want, struct mh_analysis *a)
+static int first_pass(const char *path, const struct mh__analysis_want *want,
+                      struct mh__analysis *a)
 {
     int rc;
     if ((rc = mh__lifetimes_new(&a->lt)) == 0)
@@ -60,7 +62,8 @@ static int first_pass(const char *path, const struct mh_analysis_want *want, str
     return 0;
 }
 
-int mh__analysis_open(const char *path, const struct mh_analysis_want *want, struct mh_analysis *a)
+int mh__analysis_open(const char *path, const struct mh__analysis_want *want,
+                      struct mh__analysis *a)
 {
     memset(a, 0, sizeof *a);
     int rc = mh__session_open(path, &a->session);
@@ -68,14 +71,14 @@ int mh__analysis_open(const char *path, const struct mh_analysis_want *want, str
 }
 
 int mh__analysis_open_mem(const void *data, size_t len, const char *name,
-                          const struct mh_analysis_want *want, struct mh_analysis *a)
+                          const struct mh__analysis_want *want, struct mh__analysis *a)
 {
     memset(a, 0, sizeof *a);
     int rc = mh__session_open_mem(data, len, name, &a->session);
     return rc < 0 ? rc : first_pass(name, want, a);
 }
 
-void mh__analysis_close(struct mh_analysis *a)
+void mh__analysis_close(struct mh__analysis *a)
 {
     mh__peak_groups_free(a->peaks);
     mh__growth_free(a->growth);
@@ -86,61 +89,61 @@ void mh__analysis_close(struct mh_analysis *a)
     memset(a, 0, sizeof *a);
 }
 
-int mh__analysis_state_at(const struct mh_analysis *a, uint64_t n, struct mh_model **out)
+int mh__analysis_state_at(const struct mh__analysis *a, uint64_t n, struct mh_model **out)
 {
     return mh__session_state_at(a->session, n, out);
 }
 
-static int observe_kept(void *user, struct mh_session *s, const struct mh_event *ev,
+static int observe_kept(void *user, struct mh__session *s, const struct mh_event *ev,
                         const struct mh_apply_result *res)
 {
-    return mh__lifetimes_observe(*(struct mh_lifetimes **)user, mh__session_model(s), ev, res,
+    return mh__lifetimes_observe(*(struct mh__lifetimes **)user, mh__session_model(s), ev, res,
                                  NULL);
 }
 
-static int finish_kept(void *user, struct mh_session *s)
+static int finish_kept(void *user, struct mh__session *s)
 {
     (void)s;
-    return mh__lifetimes_finish(*(struct mh_lifetimes **)user, NULL, NULL);
+    return mh__lifetimes_finish(*(struct mh__lifetimes **)user, NULL, NULL);
 }
 
 /* A pass handing every allocation's record to a callback. */
 struct each_record {
-    struct mh_lifetimes *lt;
-    int (*fn)(void *user, const struct mh_alloc_rec *r);
+    struct mh__lifetimes *lt;
+    int (*fn)(void *user, const struct mh__alloc_rec *r);
     void *user;
 };
 
-static int observe_each(void *user, struct mh_session *s, const struct mh_event *ev,
+static int observe_each(void *user, struct mh__session *s, const struct mh_event *ev,
                         const struct mh_apply_result *res)
 {
     struct each_record *e = user;
-    struct mh_life_change ch;
+    struct mh__life_change ch;
     int rc = mh__lifetimes_observe(e->lt, mh__session_model(s), ev, res, &ch);
     return rc == 0 && ch.ended ? e->fn(e->user, ch.ended) : rc;
 }
 
-static int finish_each(void *user, struct mh_session *s)
+static int finish_each(void *user, struct mh__session *s)
 {
     struct each_record *e = user;
     (void)s;
     return mh__lifetimes_finish(e->lt, e->fn, e->user);
 }
 
-int mh__analysis_each_record(const struct mh_analysis *a,
-                             int (*fn)(void *user, const struct mh_alloc_rec *r), void *user)
+int mh__analysis_each_record(const struct mh__analysis *a,
+                             int (*fn)(void *user, const struct mh__alloc_rec *r), void *user)
 {
     struct each_record e = {NULL, fn, user};
     int rc = mh__lifetimes_new_after(a->lt, &e.lt);
-    const struct mh_observer obs = {"records", &e, NULL, observe_each, finish_each};
+    const struct mh__observer obs = {"records", &e, NULL, observe_each, finish_each};
     if (rc == 0)
         rc = mh__session_pass(a->session, &obs);
     mh__lifetimes_free(e.lt);
     return rc;
 }
 
-int mh__analysis_records_at(const struct mh_analysis *a, const uint64_t *index, size_t n,
-                            const struct mh_lifetimes **use, struct mh_lifetimes **own)
+int mh__analysis_records_at(const struct mh__analysis *a, const uint64_t *index, size_t n,
+                            const struct mh__lifetimes **use, struct mh__lifetimes **own)
 {
     int held = 1;
     for (size_t i = 0; i < n; i++)
@@ -154,8 +157,8 @@ int mh__analysis_records_at(const struct mh_analysis *a, const uint64_t *index, 
     return rc;
 }
 
-int mh__analysis_moments_observer(const struct mh_analysis *a, const uint64_t *index, size_t n,
-                                  struct mh_lifetimes **out, struct mh_observer *obs)
+int mh__analysis_moments_observer(const struct mh__analysis *a, const uint64_t *index, size_t n,
+                                  struct mh__lifetimes **out, struct mh__observer *obs)
 {
     *out = NULL;
     int rc = mh__lifetimes_new_after(a->lt, out);
@@ -166,14 +169,14 @@ int mh__analysis_moments_observer(const struct mh_analysis *a, const uint64_t *i
         *out = NULL;
         return rc;
     }
-    *obs = (struct mh_observer){"moments", out, NULL, observe_kept, finish_kept};
+    *obs = (struct mh__observer){"moments", out, NULL, observe_kept, finish_kept};
     return 0;
 }
 
-int mh__analysis_moments(const struct mh_analysis *a, const uint64_t *index, size_t n,
-                         struct mh_lifetimes **out)
+int mh__analysis_moments(const struct mh__analysis *a, const uint64_t *index, size_t n,
+                         struct mh__lifetimes **out)
 {
-    struct mh_observer obs;
+    struct mh__observer obs;
     int rc = mh__analysis_moments_observer(a, index, n, out, &obs);
     if (rc == 0 && (rc = mh__session_pass(a->session, &obs)) < 0) {
         mh__lifetimes_free(*out);

@@ -1,6 +1,6 @@
 /* categories.c - the category of an allocation (the rule of categories.h,
  * category_rule.h) and the streaming classification that keeps only the
- * allocations not yet completely freed (mh_livecat, which the plots and
+ * allocations not yet completely freed (mh__livecat, which the plots and
  * snapshots use). The lifetimes of a pass are lifetimes.c. */
 #include <stdlib.h>
 #include <string.h>
@@ -11,17 +11,17 @@
 
 const char *mh__category_name(int category)
 {
-    static const char *const names[MH_CAT_COUNT] = {
+    static const char *const names[MH__CAT_COUNT] = {
         "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown"};
-    return category >= 0 && category < MH_CAT_COUNT ? names[category] : "unknown";
+    return category >= 0 && category < MH__CAT_COUNT ? names[category] : "unknown";
 }
 
-void mh__alloc_rec_fill(struct mh_alloc_rec *r, const struct mh_model *m, const struct mh_event *ev,
+void mh__alloc_rec_fill(struct mh__alloc_rec *r, const struct mh_model *m, const struct mh_event *ev,
                         const struct mh_apply_result *res, uint64_t index, int forward_seen)
 {
     memset(r, 0, sizeof *r);
     r->alloc_index = index;
-    r->free_index = MH_NEVER;
+    r->free_index = MH__NEVER;
     r->addr = ev->addr;
     r->size = res->block_size;
     r->requested = ev->size;
@@ -33,7 +33,7 @@ void mh__alloc_rec_fill(struct mh_alloc_rec *r, const struct mh_model *m, const 
     r->thread = ev->thread;
     r->alloc_phase = (uint8_t)mh_model_current_phase(m);
     r->before_forward = r->alloc_step >= 0 && !forward_seen;
-    r->category = MH_CAT_UNKNOWN;
+    r->category = MH__CAT_UNKNOWN;
 }
 
 void mh__newest_note(int64_t *newest, int device, int64_t step)
@@ -57,47 +57,47 @@ int64_t mh__newest_on(const int64_t *newest, int device)
  * (freed, or still alive, two steps later) is state that forward made (a
  * DDP gradient bucket rebuilt in forward, a cache a module keeps), not an
  * activation: unknown. */
-int mh__category_of(const struct mh_alloc_rec *r, const struct mh__cat_facts *f, int64_t newest)
+int mh__category_of(const struct mh__alloc_rec *r, const struct mh__cat_facts *f, int64_t newest)
 {
     switch (r->role) {
     case MH_ROLE_PARAMETER:
-    case MH_ROLE_BUFFER: return MH_CAT_PARAMETER;
-    case MH_ROLE_GRADIENT: return MH_CAT_GRADIENT;
-    case MH_ROLE_OPTIMIZER_STATE: return MH_CAT_OPTIMIZER_STATE;
+    case MH_ROLE_BUFFER: return MH__CAT_PARAMETER;
+    case MH_ROLE_GRADIENT: return MH__CAT_GRADIENT;
+    case MH_ROLE_OPTIMIZER_STATE: return MH__CAT_OPTIMIZER_STATE;
     default: break;
     }
-    int freed = r->free_index != MH_NEVER;
+    int freed = r->free_index != MH__NEVER;
     int same_phase = freed && r->free_step == r->alloc_step && r->free_phase == r->alloc_phase;
     if (f->first_step == INT64_MAX) /* no steps */
-        return MH_CAT_UNKNOWN;
+        return MH__CAT_UNKNOWN;
     if (r->alloc_step < f->first_step)
-        return !freed && !f->tagged ? MH_CAT_PARAMETER : MH_CAT_UNKNOWN;
+        return !freed && !f->tagged ? MH__CAT_PARAMETER : MH__CAT_UNKNOWN;
     if (r->before_forward)
-        return MH_CAT_INPUT;
+        return MH__CAT_INPUT;
     if (same_phase)
-        return MH_CAT_TEMPORARY;
+        return MH__CAT_TEMPORARY;
     switch (r->alloc_phase) {
     case MH_PHASE_FORWARD:
-        return (freed ? r->free_step : newest) >= r->alloc_step + 2 ? MH_CAT_UNKNOWN
-                                                                     : MH_CAT_ACTIVATION;
+        return (freed ? r->free_step : newest) >= r->alloc_step + 2 ? MH__CAT_UNKNOWN
+                                                                     : MH__CAT_ACTIVATION;
     case MH_PHASE_BACKWARD:
-        return f->grads_tagged && !freed && r->alloc_index < f->ended_before ? MH_CAT_UNKNOWN
-                                                                              : MH_CAT_GRADIENT;
-    case MH_PHASE_OPTIMIZER: return f->tagged ? MH_CAT_UNKNOWN : MH_CAT_OPTIMIZER_STATE;
-    default: return MH_CAT_UNKNOWN;
+        return f->grads_tagged && !freed && r->alloc_index < f->ended_before ? MH__CAT_UNKNOWN
+                                                                              : MH__CAT_GRADIENT;
+    case MH_PHASE_OPTIMIZER: return f->tagged ? MH__CAT_UNKNOWN : MH__CAT_OPTIMIZER_STATE;
+    default: return MH__CAT_UNKNOWN;
     }
 }
 
-/* ---- mh_livecat ---------------------------------------------------------- */
+/* ---- mh__livecat ---------------------------------------------------------- */
 
 struct livecat_slot {
-    struct mh_alloc_rec rec;
+    struct mh__alloc_rec rec;
     uint64_t tag;
     uint32_t next_free; /* free list, index + 1 */
     uint8_t used, ended;
 };
 
-struct mh_livecat {
+struct mh__livecat {
     struct livecat_slot *slots;
     size_t n, cap;
     uint32_t free_head; /* index + 1, 0 = none */
@@ -110,7 +110,7 @@ struct mh_livecat {
     int64_t newest[MH__NEWEST_DEVICES]; /* per device, the newest step of a block's allocation or free */
 };
 
-int mh__livecat_new(struct mh_livecat **out)
+int mh__livecat_new(struct mh__livecat **out)
 {
     *out = calloc(1, sizeof **out);
     if (!*out)
@@ -122,7 +122,7 @@ int mh__livecat_new(struct mh_livecat **out)
     return 0;
 }
 
-void mh__livecat_free(struct mh_livecat *lc)
+void mh__livecat_free(struct mh__livecat *lc)
 {
     if (!lc)
         return;
@@ -130,7 +130,7 @@ void mh__livecat_free(struct mh_livecat *lc)
     free(lc);
 }
 
-static int livecat_take(struct mh_livecat *lc, uint32_t *idx)
+static int livecat_take(struct mh__livecat *lc, uint32_t *idx)
 {
     if (lc->free_head) {
         *idx = lc->free_head - 1;
@@ -143,15 +143,15 @@ static int livecat_take(struct mh_livecat *lc, uint32_t *idx)
     return 0;
 }
 
-static void livecat_release(struct mh_livecat *lc, uint32_t idx)
+static void livecat_release(struct mh__livecat *lc, uint32_t idx)
 {
     lc->slots[idx].used = 0;
     lc->slots[idx].next_free = lc->free_head;
     lc->free_head = idx + 1;
 }
 
-static void livecat_fill(const struct mh_livecat *lc, const struct livecat_slot *sl,
-                         struct mh_livecat_end *end)
+static void livecat_fill(const struct mh__livecat *lc, const struct livecat_slot *sl,
+                         struct mh__livecat_end *end)
 {
     const struct mh__cat_facts f = {lc->first_step, lc->tagged, lc->grads_tagged, lc->ended_before};
     end->tag = sl->tag;
@@ -163,7 +163,7 @@ static void livecat_fill(const struct mh_livecat *lc, const struct livecat_slot 
 
 /* The slot of the tracked allocation of block words `w` (NULL: none) at
  * `addr` on `device`, or NULL. */
-static struct livecat_slot *livecat_slot_of(struct mh_livecat *lc, const uint32_t *w, int device,
+static struct livecat_slot *livecat_slot_of(struct mh__livecat *lc, const uint32_t *w, int device,
                                             uint64_t addr)
 {
     uint32_t i = w ? w[MH__WORD_LIVECAT] : 0;
@@ -173,7 +173,7 @@ static struct livecat_slot *livecat_slot_of(struct mh_livecat *lc, const uint32_
     return sl->used && sl->rec.addr == addr && sl->rec.device == device ? sl : NULL;
 }
 
-static int livecat_alloc(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
+static int livecat_alloc(struct mh__livecat *lc, const struct mh_model *m, const struct mh_event *ev,
                          const struct mh_apply_result *res, uint64_t tag)
 {
     uint32_t idx;
@@ -192,9 +192,9 @@ static int livecat_alloc(struct mh_livecat *lc, const struct mh_model *m, const 
 
 /* A free event of a tracked block: ends its life (first time) and, at
  * FREE_COMPLETED, forgets it. */
-static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
+static int livecat_on_free(struct mh__livecat *lc, const struct mh_model *m,
                            const struct mh_event *ev, const struct mh_apply_result *res,
-                           struct mh_livecat_end *end)
+                           struct mh__livecat_end *end)
 {
     struct livecat_slot *sl = livecat_slot_of(lc, res ? res->block_words : NULL, ev->device, ev->addr);
     if (!sl)
@@ -202,7 +202,7 @@ static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
     int completed = ev->kind == MH_EV_FREE_COMPLETED;
     int ends = !sl->ended && (!completed || (res && res->allocated_delta < 0));
     if (!sl->ended && !ends)
-        return 0; /* mh_lifetimes ignores this free too */
+        return 0; /* mh__lifetimes ignores this free too */
     if (ends) {
         sl->rec.free_index = lc->nevents - 1;
         sl->rec.free_step = mh_model_device_step(m, ev->device);
@@ -217,8 +217,8 @@ static int livecat_on_free(struct mh_livecat *lc, const struct mh_model *m,
     return 1;
 }
 
-int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const struct mh_event *ev,
-                        const struct mh_apply_result *res, uint64_t tag, struct mh_livecat_end *end)
+int mh__livecat_observe(struct mh__livecat *lc, const struct mh_model *m, const struct mh_event *ev,
+                        const struct mh_apply_result *res, uint64_t tag, struct mh__livecat_end *end)
 {
     lc->nevents++;
     int64_t step = mh_model_current_step(m);
@@ -262,14 +262,14 @@ int mh__livecat_observe(struct mh_livecat *lc, const struct mh_model *m, const s
     return 0;
 }
 
-int mh__livecat_finish(struct mh_livecat *lc,
-                       int (*fn)(void *user, const struct mh_livecat_end *end), void *user)
+int mh__livecat_finish(struct mh__livecat *lc,
+                       int (*fn)(void *user, const struct mh__livecat_end *end), void *user)
 {
     for (size_t i = 0; i < lc->n; i++) {
         const struct livecat_slot *sl = &lc->slots[i];
         if (!sl->used || sl->ended)
             continue;
-        struct mh_livecat_end end;
+        struct mh__livecat_end end;
         livecat_fill(lc, sl, &end);
         int rc = fn(user, &end);
         if (rc)

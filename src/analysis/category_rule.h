@@ -1,6 +1,6 @@
 /* category_rule.h - the rule that gives an allocation its category (see
  * categories.h), shared by the lifetimes of a pass (lifetimes.c) and the
- * streaming classification (mh_livecat, categories.c), so both give every
+ * streaming classification (mh__livecat, categories.c), so both give every
  * allocation the same answer. Internal to src/analysis. */
 #ifndef MH_ANALYSIS_CATEGORY_RULE_H
 #define MH_ANALYSIS_CATEGORY_RULE_H
@@ -24,11 +24,11 @@ int64_t mh__newest_on(const int64_t *newest, int device);
 
 /* The category of `r` given the run's facts and the newest step of its
  * device. */
-int mh__category_of(const struct mh_alloc_rec *r, const struct mh__cat_facts *f, int64_t newest);
+int mh__category_of(const struct mh__alloc_rec *r, const struct mh__cat_facts *f, int64_t newest);
 
 /* A record of the allocation `ev` (event number `index`) as the model
  * applied it: its block, stack, scope, step and phase. */
-void mh__alloc_rec_fill(struct mh_alloc_rec *r, const struct mh_model *m, const struct mh_event *ev,
+void mh__alloc_rec_fill(struct mh__alloc_rec *r, const struct mh_model *m, const struct mh_event *ev,
                         const struct mh_apply_result *res, uint64_t index, int forward_seen);
 
 /* Which of the model's block words (MH_BLOCK_WORDS) each observer of a

@@ -10,7 +10,7 @@
 #include "memhist/error.h"
 #include "layers_int.h"
 
-static struct mh__lgroup *group_of(const struct mh_layers *ly, size_t i)
+static struct mh__lgroup *group_of(const struct mh__layers *ly, size_t i)
 {
     return &ly->chunk.groups[ly->chunk.recs[i].group];
 }
@@ -20,28 +20,28 @@ static struct mh__lgroup *group_of(const struct mh_layers *ly, size_t i)
  * tensor the program's own thread frees after backward (a local variable of
  * a training-step function) is held by the program, which checkpointing
  * would not change. */
-int mh__chunk_moves(const struct mh_layers *ly, size_t i)
+int mh__chunk_moves(const struct mh__layers *ly, size_t i)
 {
     const struct mh__crec *h = &ly->chunk.recs[i];
-    const struct mh_alloc_rec *r = &h->rec;
+    const struct mh__alloc_rec *r = &h->rec;
     if (!h->ended || r->alloc_phase != MH_PHASE_FORWARD || r->before_forward ||
-        r->category != MH_CAT_ACTIVATION || r->free_step != r->alloc_step ||
+        r->category != MH__CAT_ACTIVATION || r->free_step != r->alloc_step ||
         r->free_phase != MH_PHASE_BACKWARD || (ly->threaded && !r->freed_elsewhere))
         return 0;
     const struct mh__lgroup *g = group_of(ly, i);
-    return g->bwd_start != MH_NEVER && r->free_index >= g->bwd_start;
+    return g->bwd_start != MH__NEVER && r->free_index >= g->bwd_start;
 }
 
 /* Saved for backward: such an activation that is not the layer's output
  * (where the recording tags module outputs), which the next layer keeps
  * even where the layer's own backward used it too (an in-place ReLU ending
  * a ResNet block). */
-int mh__chunk_is_saved(const struct mh_layers *ly, size_t i)
+int mh__chunk_is_saved(const struct mh__layers *ly, size_t i)
 {
     return !ly->chunk.recs[i].output && mh__chunk_moves(ly, i);
 }
 
-static int is_forward(const struct mh_alloc_rec *r)
+static int is_forward(const struct mh__alloc_rec *r)
 {
     return r->alloc_phase == MH_PHASE_FORWARD && !r->before_forward;
 }
@@ -59,14 +59,14 @@ static int by_index(const void *a, const void *b)
 
 /* Largest live bytes of one group's forward allocations within its
  * forward; `it` lists them in allocation order. */
-static uint64_t group_max_live(const struct mh_layers *ly, const size_t *it, size_t n,
+static uint64_t group_max_live(const struct mh__layers *ly, const size_t *it, size_t n,
                                struct sweep_ev *ev)
 {
     const struct mh__crec *recs = ly->chunk.recs;
     uint64_t last = recs[it[n - 1]].rec.alloc_index;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct mh_alloc_rec *r = &recs[it[i]].rec;
+        const struct mh__alloc_rec *r = &recs[it[i]].rec;
         ev[m++] = (struct sweep_ev){r->alloc_index, (int64_t)r->size};
         if (r->free_index <= last)
             ev[m++] = (struct sweep_ev){r->free_index, -(int64_t)r->size};
@@ -82,7 +82,7 @@ static uint64_t group_max_live(const struct mh_layers *ly, const size_t *it, siz
 }
 
 /* The held forward records grouped by group, in allocation order. */
-static size_t *forward_by_group(const struct mh_layers *ly, size_t *m)
+static size_t *forward_by_group(const struct mh__layers *ly, size_t *m)
 {
     const struct mh__chunk *c = &ly->chunk;
     size_t *first = calloc(c->ngroups + 1, sizeof *first);
@@ -106,7 +106,7 @@ static size_t *forward_by_group(const struct mh_layers *ly, size_t *m)
     return it;
 }
 
-static int transients(struct mh_layers *ly)
+static int transients(struct mh__layers *ly)
 {
     const struct mh__chunk *c = &ly->chunk;
     size_t m;
@@ -133,19 +133,19 @@ static int transients(struct mh_layers *ly)
 
 /* What the peak's pass span tells about each layer: its forward volume,
  * saved activations, recompute transient and whether it is a candidate. */
-static void attribute_peak_span(struct mh_layers *ly)
+static void attribute_peak_span(struct mh__layers *ly)
 {
     const struct mh__chunk *c = &ly->chunk;
     for (size_t i = 0; i < c->nrecs; i++) {
         const struct mh__crec *h = &c->recs[i];
         if (h->span != ly->peak_span || !is_forward(&h->rec))
             continue;
-        struct mh_layer_stats *st = &ly->stats[h->layer];
+        struct mh__layer_stats *st = &ly->stats[h->layer];
         st->forward_volume += h->rec.size;
         ly->forward_total += h->rec.size;
         if (mh__chunk_is_saved(ly, i)) {
             st->saved_total += h->rec.size;
-            if (mh_alloc_rec_live_at(&h->rec, ly->peak_index))
+            if (mh__alloc_rec_live_at(&h->rec, ly->peak_index))
                 st->saved_at_peak += h->rec.size;
         }
     }
@@ -153,18 +153,18 @@ static void attribute_peak_span(struct mh_layers *ly)
         const struct mh__lgroup *g = &c->groups[k];
         if (g->span != ly->peak_span)
             continue;
-        struct mh_layer_stats *st = &ly->stats[g->layer];
+        struct mh__layer_stats *st = &ly->stats[g->layer];
         if (g->transient > st->transient)
             st->transient = g->transient;
-        st->candidate |= g->bwd_start != MH_NEVER && g->moved > 0;
+        st->candidate |= g->bwd_start != MH__NEVER && g->moved > 0;
     }
 }
 
-int mh__chunk_fill_groups(struct mh_layers *ly)
+int mh__chunk_fill_groups(struct mh__layers *ly)
 {
     struct mh__chunk *c = &ly->chunk;
     for (size_t i = 0; i < c->nrecs; i++) {
-        const struct mh_alloc_rec *r = &c->recs[i].rec;
+        const struct mh__alloc_rec *r = &c->recs[i].rec;
         if (r->alloc_phase != MH_PHASE_BACKWARD || r->alloc_step < 0)
             continue;
         struct mh__lgroup *g = group_of(ly, i);

@@ -45,7 +45,7 @@ static int add_item(struct mh__csum *s, uint64_t rel, uint32_t kind, int32_t lay
 }
 
 /* The changes of each moved record and the spikes of each group. */
-static int collect_items(struct mh_layers *ly)
+static int collect_items(struct mh__layers *ly)
 {
     const struct mh__chunk *c = &ly->chunk;
     struct mh__csum *s = &ly->sum;
@@ -69,10 +69,10 @@ static int collect_items(struct mh_layers *ly)
     }
     for (size_t k = 0; k < c->ngroups && rc == 0; k++) {
         const struct mh__lgroup *g = &c->groups[k];
-        if (g->bwd_start == MH_NEVER || g->moved == 0)
+        if (g->bwd_start == MH__NEVER || g->moved == 0)
             continue;
         rc = add_item(s, g->bwd_start - c->lo, 0, g->layer, (int64_t)(g->moved + g->transient));
-        if (rc == 0 && g->fwd_first != MH_NEVER)
+        if (rc == 0 && g->fwd_first != MH__NEVER)
             rc = add_item(s, g->fwd_first - c->lo, 0, g->layer, (int64_t)g->transient);
     }
     return rc;
@@ -178,7 +178,7 @@ static uint64_t plain_peak(const struct mh__csum *s)
 
 /* Each layer alone; a layer with no entry in the chunk keeps its plain
  * curve. */
-static int raise_singles(struct mh_layers *ly)
+static int raise_singles(struct mh__layers *ly)
 {
     const struct mh__csum *s = &ly->sum;
     uint8_t *in = calloc(2 * ly->nlayers + 1, 1), *touched = in + ly->nlayers;
@@ -203,7 +203,7 @@ static int raise_singles(struct mh_layers *ly)
     return 0;
 }
 
-static int spool_summary(struct mh_layers *ly)
+static int spool_summary(struct mh__layers *ly)
 {
     const struct mh__csum *s = &ly->sum;
     struct mh__spool *sp = &ly->spool;
@@ -217,7 +217,7 @@ static int spool_summary(struct mh_layers *ly)
     return rc;
 }
 
-int mh__chunk_summarize(struct mh_layers *ly)
+int mh__chunk_summarize(struct mh__layers *ly)
 {
     struct mh__csum *s = &ly->sum;
     int rc = collect_items(ly);
@@ -254,7 +254,7 @@ static int read_summary(struct mh__spool *sp, struct mh__csum *s)
     return 0;
 }
 
-int mh__layers_prefix_peaks(struct mh_layers *ly, const size_t *order, size_t n, uint64_t *peak)
+int mh__layers_prefix_peaks(struct mh__layers *ly, const size_t *order, size_t n, uint64_t *peak)
 {
     uint8_t *in = calloc(ly->nlayers + 1, 1);
     int rc = in ? mh__spool_rewind(&ly->spool) : MH_ENOMEM;

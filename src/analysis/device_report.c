@@ -10,10 +10,10 @@
 #include "analysis.h"
 #include "device_report.h"
 
-static int build_device(const struct mh_analysis *a, const struct mh_lifetimes *at_peaks,
-                        int device, size_t top, struct mh_device_report *d)
+static int build_device(const struct mh__analysis *a, const struct mh__lifetimes *at_peaks,
+                        int device, size_t top, struct mh__device_report *d)
 {
-    const struct mh_replay *rp = &a->rp;
+    const struct mh__replay *rp = &a->rp;
     memset(d, 0, sizeof *d);
     d->device = device;
     mh__device_info(rp->reader, device, &d->info);
@@ -23,7 +23,7 @@ static int build_device(const struct mh_analysis *a, const struct mh_lifetimes *
     if (d->peak_allocated.value)
         mh__lifetimes_live_by_category(at_peaks, device, d->peak_allocated.event_index,
                                        d->category_at_peak, NULL);
-    struct mh_whatif_input in;
+    struct mh__whatif_input in;
     int rc = a->whatif ? mh__whatif_input(a->whatif, a->session, device, &in) : 0;
     if (rc < 0)
         return rc;
@@ -40,8 +40,8 @@ static int build_device(const struct mh_analysis *a, const struct mh_lifetimes *
 
 /* The records live at each device's allocated peak, for their categories
  * (mh__analysis_records_at). */
-static int records_at_peaks(const struct mh_analysis *a, const struct mh_lifetimes **use,
-                            struct mh_lifetimes **own)
+static int records_at_peaks(const struct mh__analysis *a, const struct mh__lifetimes **use,
+                            struct mh__lifetimes **own)
 {
     const struct mh_model *m = a->rp.model;
     size_t n = 0, ndev = mh_model_device_count(m);
@@ -59,12 +59,12 @@ static int records_at_peaks(const struct mh_analysis *a, const struct mh_lifetim
     return rc;
 }
 
-int mh__device_reports(const struct mh_analysis *a, int device, size_t top,
-                       struct mh_device_reports *out)
+int mh__device_reports(const struct mh__analysis *a, int device, size_t top,
+                       struct mh__device_reports *out)
 {
     const struct mh_model *m = a->rp.model;
-    const struct mh_lifetimes *at_peaks = NULL;
-    struct mh_lifetimes *again = NULL;
+    const struct mh__lifetimes *at_peaks = NULL;
+    struct mh__lifetimes *again = NULL;
     size_t n = mh_model_device_count(m);
     memset(out, 0, sizeof *out);
     out->devs = calloc(n ? n : 1, sizeof *out->devs);
@@ -80,7 +80,7 @@ int mh__device_reports(const struct mh_analysis *a, int device, size_t top,
     return rc;
 }
 
-void mh__device_reports_free(struct mh_device_reports *r)
+void mh__device_reports_free(struct mh__device_reports *r)
 {
     for (size_t i = 0; r->devs && i < r->n; i++) {
         free(r->devs[i].top);

@@ -15,7 +15,7 @@
 
 /* Names with their bytes in A and B, found by name. */
 struct delta_list {
-    struct mh_named_delta *items;
+    struct mh__named_delta *items;
     size_t n, cap;
     struct mh__hmap by_name; /* hash (rehashed on a collision) -> index + 1 */
 };
@@ -42,7 +42,7 @@ static int delta_add(struct delta_list *l, const char *name, uint64_t bytes, int
             continue; /* another name with this hash */
         if (MH__GROW(l->items, l->n, l->cap, 64) < 0)
             return MH_ENOMEM;
-        struct mh_named_delta *d = &l->items[l->n++];
+        struct mh__named_delta *d = &l->items[l->n++];
         memset(d, 0, sizeof *d);
         memcpy(d->name, cut, sizeof cut);
         *(which ? &d->b : &d->a) = bytes;
@@ -52,7 +52,7 @@ static int delta_add(struct delta_list *l, const char *name, uint64_t bytes, int
 
 static int by_abs_delta(const void *x, const void *y)
 {
-    const struct mh_named_delta *p = x, *q = y;
+    const struct mh__named_delta *p = x, *q = y;
     int64_t dp = (int64_t)p->b - (int64_t)p->a, dq = (int64_t)q->b - (int64_t)q->a;
     uint64_t ap = dp < 0 ? (uint64_t)-dp : (uint64_t)dp, aq = dq < 0 ? (uint64_t)-dq : (uint64_t)dq;
     if (ap != aq)
@@ -60,7 +60,7 @@ static int by_abs_delta(const void *x, const void *y)
     return strcmp(p->name, q->name);
 }
 
-static void list_done(struct delta_list *l, struct mh_named_delta **items, size_t *n)
+static void list_done(struct delta_list *l, struct mh__named_delta **items, size_t *n)
 {
     if (l->n)
         qsort(l->items, l->n, sizeof *l->items, by_abs_delta);
@@ -69,14 +69,14 @@ static void list_done(struct delta_list *l, struct mh_named_delta **items, size_
     *n = l->n;
 }
 
-static int layers_side(const struct mh_analysis *a, int device, int which, struct delta_list *l)
+static int layers_side(const struct mh__analysis *a, int device, int which, struct delta_list *l)
 {
-    struct mh_layers *ly;
+    struct mh__layers *ly;
     size_t n;
     int rc = mh__layers_analyze(a, device, NULL, 0, &ly);
     if (rc < 0)
         return rc;
-    const struct mh_layer_stats *st = mh__layers_list(ly, &n);
+    const struct mh__layer_stats *st = mh__layers_list(ly, &n);
     for (size_t i = 0; i < n && rc == 0; i++)
         if (st[i].live_at_peak)
             rc = delta_add(l, st[i].name, st[i].live_at_peak, which);
@@ -84,10 +84,10 @@ static int layers_side(const struct mh_analysis *a, int device, int which, struc
     return rc;
 }
 
-static int stacks_side(const struct mh_analysis *a, int device, const struct mh_peak *peak,
+static int stacks_side(const struct mh__analysis *a, int device, const struct mh_peak *peak,
                        int which, struct delta_list *l)
 {
-    struct mh_stack_group *g = NULL;
+    struct mh__stack_group *g = NULL;
     size_t n = 0;
     uint64_t tb, tc;
     if (peak->value == 0)
@@ -101,7 +101,7 @@ static int stacks_side(const struct mh_analysis *a, int device, const struct mh_
     return rc;
 }
 
-static int common_steps(const struct mh_analysis *run[2], struct mh_diff *d)
+static int common_steps(const struct mh__analysis *run[2], struct mh__diff *d)
 {
     const struct mh_model *ma = run[0]->rp.model, *mb = run[1]->rp.model;
     size_t n = d->steps_a = mh_model_step_count(ma, d->device[0]);
@@ -112,13 +112,13 @@ static int common_steps(const struct mh_analysis *run[2], struct mh_diff *d)
         if (mh_model_step(ma, d->device[0], i, &a) != 0 ||
             mh__step_find(mb, d->device[1], a.step, &b) != 0)
             continue;
-        d->steps[d->nsteps++] = (struct mh_diff_step){a.step, a.peak_allocated, b.peak_allocated,
+        d->steps[d->nsteps++] = (struct mh__diff_step){a.step, a.peak_allocated, b.peak_allocated,
                                                       a.peak_reserved, b.peak_reserved};
     }
     return 0;
 }
 
-int mh__diff_runs(const struct mh_analysis *run[2], const int dev[2], struct mh_diff *out)
+int mh__diff_runs(const struct mh__analysis *run[2], const int dev[2], struct mh__diff *out)
 {
     struct delta_list layers = {0}, stacks = {0};
     int rc = 0;
@@ -142,7 +142,7 @@ int mh__diff_runs(const struct mh_analysis *run[2], const int dev[2], struct mh_
     return rc;
 }
 
-void mh__diff_free(struct mh_diff *d)
+void mh__diff_free(struct mh__diff *d)
 {
     free(d->steps);
     free(d->layers);

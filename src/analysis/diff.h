@@ -13,33 +13,33 @@
 #include "memhist/model.h"
 
 /* Bytes at the peak of one name in A and in B. */
-struct mh_named_delta {
+struct mh__named_delta {
     char name[256];
     uint64_t a, b;
 };
 
 /* A step both runs have, by number. */
-struct mh_diff_step {
+struct mh__diff_step {
     int64_t step;
     uint64_t allocated_a, allocated_b, reserved_a, reserved_b; /* the step's peaks */
 };
 
-struct mh_diff {
+struct mh__diff {
     int device[2];
     struct mh_peak allocated[2], reserved[2];
-    struct mh_diff_step *steps; /* in A's order */
+    struct mh__diff_step *steps; /* in A's order */
     size_t nsteps, steps_a;     /* the common steps, A's steps */
-    struct mh_named_delta *layers, *stacks; /* largest change first, then by name */
+    struct mh__named_delta *layers, *stacks; /* largest change first, then by name */
     size_t nlayers, nstacks;
 };
 
-struct mh_analysis;
+struct mh__analysis;
 
 /* Compares device `dev[i]` (-1: the first device of its file) of the runs
  * `run[0]` (A) and `run[1]` (B), each opened as an analysis with the live
- * groups at the peak (mh_analysis_want.peak_groups); one more pass over
+ * groups at the peak (mh__analysis_want.peak_groups); one more pass over
  * each file for its layers. Returns 0 or a negative MH_E* code. */
-int mh__diff_runs(const struct mh_analysis *run[2], const int dev[2], struct mh_diff *out);
-void mh__diff_free(struct mh_diff *d);
+int mh__diff_runs(const struct mh__analysis *run[2], const int dev[2], struct mh__diff *out);
+void mh__diff_free(struct mh__diff *d);
 
 #endif

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memhist/error.h"
 #include "addrmap.h"
 #include "flame.h"
 #include "layer_names.h"
+#include "memhist/error.h"
 #include "stacks.h"
 
 #define MAX_PARTS 512
@@ -67,7 +67,7 @@ static void stack_parts(struct parts *p, const struct mh_reader *r, uint32_t sta
     const uint32_t *frames;
     size_t n;
     if (stack == 0 || mh_reader_stack(r, stack, &frames, &n) != 0 || n == 0) {
-        push(p, MH_FLAME_NO_STACK, NULL);
+        push(p, MH__FLAME_NO_STACK, NULL);
         return;
     }
     for (size_t i = n; i-- > 0;) {
@@ -93,7 +93,7 @@ static void stack_parts(struct parts *p, const struct mh_reader *r, uint32_t sta
 /* The module path of a record: the name torch tagged it with (a
  * parameter's "transformer.h.0.mlp.c_fc.weight") or its metadata or
  * scope; NULL if neither is a module path. */
-static const char *module_of(const struct mh_reader *r, const struct mh_alloc_rec *rec)
+static const char *module_of(const struct mh_reader *r, const struct mh__alloc_rec *rec)
 {
     const char *tag = rec->tag_str ? mh_reader_string(r, rec->tag_str) : NULL;
     if (mh__is_module_path(tag))
@@ -103,58 +103,58 @@ static const char *module_of(const struct mh_reader *r, const struct mh_alloc_re
 }
 
 /* The leaf of a record's path, made if new. */
-static int leaf_of(struct mh_flame *f, const struct mh_reader *r, const struct mh_alloc_rec *rec,
+static int leaf_of(struct mh__flame *f, const struct mh_reader *r, const struct mh__alloc_rec *rec,
                    int by, struct parts *p, uint32_t *leaf)
 {
     const char *meta = module_of(r, rec);
     uint32_t at = 0;
     int rc = 0;
     p->n = 0;
-    if (by == MH_FLAME_BY_MODULE && meta) {
+    if (by == MH__FLAME_BY_MODULE && meta) {
         module_parts(p, meta);
-        return mh__flame_path(f, 0, p->names, p->details, p->n, MH_FLAME_MODULE, leaf);
+        return mh__flame_path(f, 0, p->names, p->details, p->n, MH__FLAME_MODULE, leaf);
     }
-    if (by == MH_FLAME_BY_MODULE) {
-        const char *none = MH_FLAME_NO_MODULE;
-        rc = mh__flame_path(f, 0, &none, NULL, 1, MH_FLAME_OTHER, &at);
+    if (by == MH__FLAME_BY_MODULE) {
+        const char *none = MH__FLAME_NO_MODULE;
+        rc = mh__flame_path(f, 0, &none, NULL, 1, MH__FLAME_OTHER, &at);
     }
     stack_parts(p, r, rec->stack);
-    int kind =
-        p->n == 1 && strcmp(p->names[0], MH_FLAME_NO_STACK) == 0 ? MH_FLAME_OTHER : MH_FLAME_FRAME;
+    int kind = p->n == 1 && strcmp(p->names[0], MH__FLAME_NO_STACK) == 0 ? MH__FLAME_OTHER
+                                                                         : MH__FLAME_FRAME;
     return rc ? rc : mh__flame_path(f, at, p->names, p->details, p->n, kind, leaf);
 }
 
-static int choose_by(const struct mh_alloc_rec *recs, size_t n, const struct mh_reader *r,
+static int choose_by(const struct mh__alloc_rec *recs, size_t n, const struct mh_reader *r,
                      int device, uint64_t index)
 {
     for (size_t i = 0; i < n; i++)
-        if (recs[i].device == device && mh_alloc_rec_live_at(&recs[i], index) &&
+        if (recs[i].device == device && mh__alloc_rec_live_at(&recs[i], index) &&
             module_of(r, &recs[i]))
-            return MH_FLAME_BY_MODULE;
-    return MH_FLAME_BY_STACK;
+            return MH__FLAME_BY_MODULE;
+    return MH__FLAME_BY_STACK;
 }
 
-int mh__flame_live(const struct mh_lifetimes *lt, const struct mh_reader *r, int device,
-                   uint64_t index, int by, struct mh_flame **out, int *used)
+int mh__flame_live(const struct mh__lifetimes *lt, const struct mh_reader *r, int device,
+                   uint64_t index, int by, struct mh__flame **out, int *used)
 {
     size_t n;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(lt, &n);
-    if (by == MH_FLAME_BY_AUTO)
+    const struct mh__alloc_rec *recs = mh__lifetimes_records(lt, &n);
+    if (by == MH__FLAME_BY_AUTO)
         by = choose_by(recs, n, r, device, index);
     if (used)
         *used = by;
-    struct mh_flame *f = NULL;
+    struct mh__flame *f = NULL;
     struct parts *p = malloc(sizeof *p);
     struct mh__hmap cache = {0};
     int rc = p ? mh__flame_new("all", &f) : MH_ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        const struct mh_alloc_rec *rec = &recs[i];
-        if (rec->device != device || !mh_alloc_rec_live_at(rec, index))
+        const struct mh__alloc_rec *rec = &recs[i];
+        if (rec->device != device || !mh__alloc_rec_live_at(rec, index))
             continue;
         /* a path depends on the metadata and the stack, or by module on a
          * tagged module path alone */
         uint64_t key = ((uint64_t)rec->str << 32 | rec->stack) + 1;
-        if (by == MH_FLAME_BY_MODULE && rec->tag_str &&
+        if (by == MH__FLAME_BY_MODULE && rec->tag_str &&
             mh__is_module_path(mh_reader_string(r, rec->tag_str)))
             key = 1ull << 63 | rec->tag_str;
         uint32_t leaf = (uint32_t)(uintptr_t)mh__addrmap_get(&cache, key);

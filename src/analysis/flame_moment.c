@@ -8,7 +8,7 @@
 #include "flame.h"
 #include "moment.h"
 
-static int at_time(const struct mh_analysis *a, uint64_t at_ns, struct mh_flame_moment *out,
+static int at_time(const struct mh__analysis *a, uint64_t at_ns, struct mh__flame_moment *out,
                    char *err, size_t errlen)
 {
     const struct mh_file_summary *sum = &a->rp.summary;
@@ -19,8 +19,8 @@ static int at_time(const struct mh_analysis *a, uint64_t at_ns, struct mh_flame_
                  span / 1e9);
         return MH_EINVAL;
     }
-    struct mh_moment m;
-    int rc = mh__moment_at_time(a->session, MH_MOMENT_FIRST_EVENT, at_ns, &m);
+    struct mh__moment m;
+    int rc = mh__moment_at_time(a->session, MH__MOMENT_FIRST_EVENT, at_ns, &m);
     if (rc < 0)
         return rc;
     out->index = m.index;
@@ -29,22 +29,22 @@ static int at_time(const struct mh_analysis *a, uint64_t at_ns, struct mh_flame_
     return 0;
 }
 
-int mh__flame_moment(const struct mh_analysis *a, int device, int at, uint64_t at_ns,
-                     struct mh_flame_moment *out, char *err, size_t errlen)
+int mh__flame_moment(const struct mh__analysis *a, int device, int at, uint64_t at_ns,
+                     struct mh__flame_moment *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     uint64_t t0 = a->rp.summary.first_time_ns;
-    if (at == MH_MOMENT_TIME)
+    if (at == MH__MOMENT_TIME)
         return at_time(a, at_ns, out, err, errlen);
-    struct mh_moment m;
+    struct mh__moment m;
     mh__moment_in_model(a->rp.model, at, device, &m);
     if (!m.found) {
-        if (at == MH_MOMENT_OOM)
+        if (at == MH__MOMENT_OOM)
             snprintf(err, errlen, "--at oom: device %d has no out-of-memory event", device);
         else
             snprintf(err, errlen, "device %d has no allocated peak", device);
         return MH_EINVAL;
     }
-    *out = (struct mh_flame_moment){m.index, m.time_ns - t0, m.step, m.value};
+    *out = (struct mh__flame_moment){m.index, m.time_ns - t0, m.step, m.value};
     return 0;
 }

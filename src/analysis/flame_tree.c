@@ -11,8 +11,8 @@
 #include "grow.h"
 #include "utf8.h"
 
-struct mh_flame {
-    struct mh_flame_node *nodes;
+struct mh__flame {
+    struct mh__flame_node *nodes;
     size_t n, cap;
 };
 
@@ -21,7 +21,7 @@ const char *mh__flame_safe_name(const char *name, char *buf, size_t len)
     char tmp[1024];
     if (len == 0)
         return buf;
-    mh__utf8_escape(name ? name : "", name ? strlen(name) : 0, MH_UTF8_ESC_CONTROL, tmp,
+    mh__utf8_escape(name ? name : "", name ? strlen(name) : 0, MH__UTF8_ESC_CONTROL, tmp,
                     sizeof tmp);
     size_t o = 0;
     for (const char *p = tmp; *p; p++) {
@@ -34,7 +34,7 @@ const char *mh__flame_safe_name(const char *name, char *buf, size_t len)
     }
     buf[o] = '\0';
     /* a cut may have split an escape or a multi-byte character: keep whole ones */
-    mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
+    mh__utf8_escape_in_place(buf, len, MH__UTF8_ESC_CONTROL);
     if (!buf[0])
         snprintf(buf, len, "<unnamed>");
     return buf;
@@ -46,12 +46,12 @@ static char *dup_safe(const char *s)
     return strdup(mh__flame_safe_name(s, buf, sizeof buf));
 }
 
-static int add_node(struct mh_flame *f, uint32_t parent, const char *name, const char *detail,
+static int add_node(struct mh__flame *f, uint32_t parent, const char *name, const char *detail,
                     int kind, uint32_t *out)
 {
-    if (f->n >= MH_FLAME_NONE || MH__GROW(f->nodes, f->n, f->cap, 64) < 0)
+    if (f->n >= MH__FLAME_NONE || MH__GROW(f->nodes, f->n, f->cap, 64) < 0)
         return MH_ENOMEM;
-    struct mh_flame_node *nd = &f->nodes[f->n];
+    struct mh__flame_node *nd = &f->nodes[f->n];
     memset(nd, 0, sizeof *nd);
     nd->name = dup_safe(name);
     nd->detail = detail ? dup_safe(detail) : NULL;
@@ -61,9 +61,9 @@ static int add_node(struct mh_flame *f, uint32_t parent, const char *name, const
         return MH_ENOMEM;
     }
     nd->parent = parent;
-    nd->first_child = nd->next_sibling = MH_FLAME_NONE;
+    nd->first_child = nd->next_sibling = MH__FLAME_NONE;
     nd->kind = (uint8_t)kind;
-    if (parent != MH_FLAME_NONE) {
+    if (parent != MH__FLAME_NONE) {
         nd->depth = f->nodes[parent].depth + 1;
         nd->next_sibling = f->nodes[parent].first_child;
         f->nodes[parent].first_child = (uint32_t)f->n;
@@ -72,11 +72,11 @@ static int add_node(struct mh_flame *f, uint32_t parent, const char *name, const
     return 0;
 }
 
-int mh__flame_new(const char *root_name, struct mh_flame **out)
+int mh__flame_new(const char *root_name, struct mh__flame **out)
 {
-    struct mh_flame *f = calloc(1, sizeof *f);
+    struct mh__flame *f = calloc(1, sizeof *f);
     uint32_t root;
-    if (!f || add_node(f, MH_FLAME_NONE, root_name, NULL, MH_FLAME_ROOT, &root) < 0) {
+    if (!f || add_node(f, MH__FLAME_NONE, root_name, NULL, MH__FLAME_ROOT, &root) < 0) {
         free(f);
         return MH_ENOMEM;
     }
@@ -84,7 +84,7 @@ int mh__flame_new(const char *root_name, struct mh_flame **out)
     return 0;
 }
 
-void mh__flame_free(struct mh_flame *f)
+void mh__flame_free(struct mh__flame *f)
 {
     for (size_t i = 0; f && i < f->n; i++) {
         free((char *)f->nodes[i].name);
@@ -95,24 +95,24 @@ void mh__flame_free(struct mh_flame *f)
     free(f);
 }
 
-/* The child of `parent` named `name` once made safe, or MH_FLAME_NONE. */
-static uint32_t find_child(const struct mh_flame *f, uint32_t parent, const char *safe)
+/* The child of `parent` named `name` once made safe, or MH__FLAME_NONE. */
+static uint32_t find_child(const struct mh__flame *f, uint32_t parent, const char *safe)
 {
-    for (uint32_t c = f->nodes[parent].first_child; c != MH_FLAME_NONE;
+    for (uint32_t c = f->nodes[parent].first_child; c != MH__FLAME_NONE;
          c = f->nodes[c].next_sibling)
         if (strcmp(f->nodes[c].name, safe) == 0)
             return c;
-    return MH_FLAME_NONE;
+    return MH__FLAME_NONE;
 }
 
-int mh__flame_path(struct mh_flame *f, uint32_t parent, const char *const *names,
+int mh__flame_path(struct mh__flame *f, uint32_t parent, const char *const *names,
                    const char *const *details, size_t n, int kind, uint32_t *node)
 {
     uint32_t at = parent;
     char safe[512];
     for (size_t i = 0; i < n; i++) {
         uint32_t c = find_child(f, at, mh__flame_safe_name(names[i], safe, sizeof safe));
-        if (c == MH_FLAME_NONE &&
+        if (c == MH__FLAME_NONE &&
             add_node(f, at, names[i], details ? details[i] : NULL, kind, &c) < 0)
             return MH_ENOMEM;
         at = c;
@@ -121,11 +121,11 @@ int mh__flame_path(struct mh_flame *f, uint32_t parent, const char *const *names
     return 0;
 }
 
-void mh__flame_add(struct mh_flame *f, uint32_t node, uint64_t bytes, int category)
+void mh__flame_add(struct mh__flame *f, uint32_t node, uint64_t bytes, int category)
 {
-    int cat = category >= 0 && category < MH_CAT_COUNT ? category : MH_CAT_UNKNOWN;
+    int cat = category >= 0 && category < MH__CAT_COUNT ? category : MH__CAT_UNKNOWN;
     f->nodes[node].self += bytes;
-    for (uint32_t at = node; at != MH_FLAME_NONE; at = f->nodes[at].parent) {
+    for (uint32_t at = node; at != MH__FLAME_NONE; at = f->nodes[at].parent) {
         f->nodes[at].bytes += bytes;
         f->nodes[at].count++;
         f->nodes[at].by_category[cat] += bytes;
@@ -165,17 +165,17 @@ static int natural_cmp(const char *a, const char *b)
     return *a ? 1 : *b ? -1 : 0;
 }
 
-static const struct mh_flame *sort_tree;
+static const struct mh__flame *sort_tree;
 
 static int by_name(const void *x, const void *y)
 {
-    const struct mh_flame_node *a = &sort_tree->nodes[*(const uint32_t *)x];
-    const struct mh_flame_node *b = &sort_tree->nodes[*(const uint32_t *)y];
+    const struct mh__flame_node *a = &sort_tree->nodes[*(const uint32_t *)x];
+    const struct mh__flame_node *b = &sort_tree->nodes[*(const uint32_t *)y];
     int c = natural_cmp(a->name, b->name);
     return c ? c : strcmp(a->name, b->name);
 }
 
-void mh__flame_finish(struct mh_flame *f)
+void mh__flame_finish(struct mh__flame *f)
 {
     uint32_t *kids = malloc((f->n ? f->n : 1) * sizeof *kids);
     if (!kids)
@@ -183,29 +183,29 @@ void mh__flame_finish(struct mh_flame *f)
     sort_tree = f;
     for (size_t i = 0; i < f->n; i++) {
         size_t k = 0;
-        for (uint32_t c = f->nodes[i].first_child; c != MH_FLAME_NONE; c = f->nodes[c].next_sibling)
+        for (uint32_t c = f->nodes[i].first_child; c != MH__FLAME_NONE; c = f->nodes[c].next_sibling)
             kids[k++] = c;
         if (k < 2)
             continue;
         qsort(kids, k, sizeof *kids, by_name);
         f->nodes[i].first_child = kids[0];
         for (size_t j = 0; j < k; j++)
-            f->nodes[kids[j]].next_sibling = j + 1 < k ? kids[j + 1] : MH_FLAME_NONE;
+            f->nodes[kids[j]].next_sibling = j + 1 < k ? kids[j + 1] : MH__FLAME_NONE;
     }
     free(kids);
 }
 
-const struct mh_flame_node *mh__flame_nodes(const struct mh_flame *f, size_t *n)
+const struct mh__flame_node *mh__flame_nodes(const struct mh__flame *f, size_t *n)
 {
     *n = f->n;
     return f->nodes;
 }
 
-int mh__flame_main_category(const struct mh_flame_node *node)
+int mh__flame_main_category(const struct mh__flame_node *node)
 {
-    int best = MH_CAT_UNKNOWN;
+    int best = MH__CAT_UNKNOWN;
     uint64_t most = 0;
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         if (node->by_category[c] > most) {
             most = node->by_category[c];
             best = c;
@@ -215,7 +215,7 @@ int mh__flame_main_category(const struct mh_flame_node *node)
 
 /* ---- folded stacks ------------------------------------------------------------ */
 struct fold {
-    const struct mh_flame *f;
+    const struct mh__flame *f;
     char *buf;
     size_t len, cap;
     int (*fn)(void *, const char *, uint64_t);
@@ -224,7 +224,7 @@ struct fold {
 
 static int fold_node(struct fold *w, uint32_t node)
 {
-    const struct mh_flame_node *nd = &w->f->nodes[node];
+    const struct mh__flame_node *nd = &w->f->nodes[node];
     size_t keep = w->len;
     if (node != 0) {
         size_t k = strlen(nd->name) + 1;
@@ -244,7 +244,7 @@ static int fold_node(struct fold *w, uint32_t node)
     int rc = 0;
     if (node != 0 && nd->self)
         rc = w->fn(w->user, w->buf, nd->self);
-    for (uint32_t c = nd->first_child; c != MH_FLAME_NONE && rc == 0;
+    for (uint32_t c = nd->first_child; c != MH__FLAME_NONE && rc == 0;
          c = w->f->nodes[c].next_sibling)
         rc = fold_node(w, c);
     w->len = keep;
@@ -253,7 +253,7 @@ static int fold_node(struct fold *w, uint32_t node)
     return rc;
 }
 
-int mh__flame_fold(const struct mh_flame *f,
+int mh__flame_fold(const struct mh__flame *f,
                    int (*fn)(void *user, const char *stack, uint64_t bytes), void *user)
 {
     struct fold w = {f, NULL, 0, 0, fn, user};

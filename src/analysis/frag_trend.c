@@ -10,15 +10,15 @@
 /* Reserved grows by more than 5 % of its first-step peak and by more than
  * twice what allocated grows: the cache is fragmenting, not the program
  * needing more. */
-static int fragmenting(const struct mh_frag_trend *t, uint64_t first_reserved)
+static int fragmenting(const struct mh__frag_trend *t, uint64_t first_reserved)
 {
     return t->reserved_growth > 0 && (double)t->reserved_growth > 0.05 * (double)first_reserved &&
            t->reserved_growth > 2 * (t->allocated_growth > 0 ? t->allocated_growth : 0);
 }
 
-void mh__report_trend_expect(void *user, const struct mh_whatif_input *in,
-                             const struct mh_whatif_outcome *recorded,
-                             struct mh_sim_replay_opts *ro, int *baseline)
+void mh__report_trend_expect(void *user, const struct mh__whatif_input *in,
+                             const struct mh__whatif_outcome *recorded,
+                             struct mh__sim_replay_opts *ro, int *baseline)
 {
     (void)user;
     (void)recorded;
@@ -29,8 +29,8 @@ void mh__report_trend_expect(void *user, const struct mh_whatif_input *in,
     *baseline = 0;
 }
 
-void mh__report_trend(const struct mh_model *m, struct mh_whatif_input *in,
-                      struct mh_frag_trend *t)
+void mh__report_trend(const struct mh_model *m, struct mh__whatif_input *in,
+                      struct mh__frag_trend *t)
 {
     int device = in->device;
     struct mh_step_stats first, last;
@@ -56,8 +56,8 @@ void mh__report_trend(const struct mh_model *m, struct mh_whatif_input *in,
     /* a fragmenting run's what-if is checked by the replay under its own
      * settings, which also tells how the recording's torch broke ties; the
      * two replays run at once */
-    struct mh_whatif_outcome base, out;
-    struct mh_sim_replay_opts ro;
+    struct mh__whatif_outcome base, out;
+    struct mh__sim_replay_opts ro;
     int base_rc = -1, rc;
     mh__report_trend_expect(NULL, in, NULL, &ro, &rc);
     if (t->fragmenting)

@@ -32,8 +32,8 @@ struct live_block {
     uint64_t addr, size;
 };
 
-struct mh_growth {
-    struct mh_observer obs;
+struct mh__growth {
+    struct mh__observer obs;
     struct grp *g;
     size_t ng, capg;
     struct mh__hmap *bykey; /* per device: rotl(stack << 32 | module, 6) -> group index + 1 */
@@ -52,7 +52,7 @@ static uint64_t group_key(uint32_t stack, uint32_t module)
 }
 
 /* The group of (device, stack, module), created on first use; 0 on ENOMEM. */
-static uint32_t group_of(struct mh_growth *g, int device, uint32_t stack, uint32_t module)
+static uint32_t group_of(struct mh__growth *g, int device, uint32_t stack, uint32_t module)
 {
     struct mh__hmap *map = &g->bykey[device];
     uint64_t key = group_key(stack, module);
@@ -75,7 +75,7 @@ static uint32_t group_of(struct mh_growth *g, int device, uint32_t stack, uint32
  * a larger free block (it splits a large block only when more than 1 MiB
  * would be left) holds the same tensor in a bigger block, which is rounding
  * that moves from step to step, not growth. */
-static int on_alloc(struct mh_growth *g, const struct mh_model *m, const struct mh_event *ev,
+static int on_alloc(struct mh__growth *g, const struct mh_model *m, const struct mh_event *ev,
                     const struct mh_apply_result *res)
 {
     uint32_t module = ev->str ? ev->str : mh_model_scope(m, ev->thread);
@@ -97,7 +97,7 @@ static int on_alloc(struct mh_growth *g, const struct mh_model *m, const struct 
     return 0;
 }
 
-static int on_free(struct mh_growth *g, const struct mh_event *ev,
+static int on_free(struct mh__growth *g, const struct mh_event *ev,
                    const struct mh_apply_result *res)
 {
     size_t i = res->block_words ? res->block_words[MH__WORD_GROWTH] : 0;
@@ -115,7 +115,7 @@ static int on_free(struct mh_growth *g, const struct mh_event *ev,
 
 /* Device `device` completed its step `step`: every group of it notes its
  * live bytes. */
-static void step_end(struct mh_growth *g, int device, int64_t step)
+static void step_end(struct mh__growth *g, int device, int64_t step)
 {
     size_t e = g->ends[device]++;
     for (size_t i = 0; i < g->ng; i++) {
@@ -135,7 +135,7 @@ static void step_end(struct mh_growth *g, int device, int64_t step)
 }
 
 /* New complete steps in the model since the last look. */
-static void check_steps(struct mh_growth *g, const struct mh_model *m)
+static void check_steps(struct mh__growth *g, const struct mh_model *m)
 {
     for (size_t i = 0; i < mh_model_device_count(m); i++) {
         int dev = mh_model_device_at(m, i);
@@ -147,10 +147,10 @@ static void check_steps(struct mh_growth *g, const struct mh_model *m)
     }
 }
 
-static int observe(void *user, struct mh_session *s, const struct mh_event *ev,
+static int observe(void *user, struct mh__session *s, const struct mh_event *ev,
                    const struct mh_apply_result *res)
 {
-    struct mh_growth *g = user;
+    struct mh__growth *g = user;
     const struct mh_model *m = mh__session_model(s);
     if (ev->kind == MH_EV_STEP_END || ev->kind == MH_EV_STEP_BEGIN) {
         check_steps(g, m);
@@ -166,13 +166,13 @@ static int observe(void *user, struct mh_session *s, const struct mh_event *ev,
     return 0;
 }
 
-static int finish(void *user, struct mh_session *s)
+static int finish(void *user, struct mh__session *s)
 {
     check_steps(user, mh__session_model(s)); /* steps the end of the input closed */
     return 0;
 }
 
-static void reset(struct mh_growth *g)
+static void reset(struct mh__growth *g)
 {
     for (size_t d = 0; d < NDEV; d++)
         mh__addrmap_destroy(&g->bykey[d]);
@@ -180,34 +180,34 @@ static void reset(struct mh_growth *g)
     free(g->blk);
     free(g->freeblk);
     struct mh__hmap *maps = g->bykey;
-    struct mh_observer obs = g->obs;
+    struct mh__observer obs = g->obs;
     memset(g, 0, sizeof *g);
     g->bykey = maps;
     g->obs = obs;
 }
 
-static int begin(void *user, struct mh_session *s)
+static int begin(void *user, struct mh__session *s)
 {
     (void)s;
     reset(user); /* a later pass starts over */
     return 0;
 }
 
-int mh__growth_new(struct mh_growth **out)
+int mh__growth_new(struct mh__growth **out)
 {
-    struct mh_growth *g = calloc(1, sizeof *g);
+    struct mh__growth *g = calloc(1, sizeof *g);
     if (g)
         g->bykey = calloc(NDEV, sizeof *g->bykey);
     if (!g || !g->bykey) {
         free(g);
         return MH_ENOMEM;
     }
-    g->obs = (struct mh_observer){"growth", g, begin, observe, finish};
+    g->obs = (struct mh__observer){"growth", g, begin, observe, finish};
     *out = g;
     return 0;
 }
 
-void mh__growth_free(struct mh_growth *g)
+void mh__growth_free(struct mh__growth *g)
 {
     if (!g)
         return;
@@ -216,7 +216,7 @@ void mh__growth_free(struct mh_growth *g)
     free(g);
 }
 
-const struct mh_observer *mh__growth_observer(struct mh_growth *g)
+const struct mh__observer *mh__growth_observer(struct mh__growth *g)
 {
     return &g->obs;
 }
@@ -231,13 +231,13 @@ uint32_t mh__growth_window(size_t steps)
 
 static int by_rate_desc(const void *a, const void *b)
 {
-    const struct mh_growth_entry *x = a, *y = b;
+    const struct mh__growth_entry *x = a, *y = b;
     if (x->bytes_per_step != y->bytes_per_step)
         return x->bytes_per_step < y->bytes_per_step ? 1 : -1;
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-int mh__growth_get(const struct mh_growth *g, int device, struct mh_growth_entry **out, size_t *n,
+int mh__growth_get(const struct mh__growth *g, int device, struct mh__growth_entry **out, size_t *n,
                    uint32_t *k)
 {
     *out = NULL;
@@ -258,7 +258,7 @@ int mh__growth_get(const struct mh_growth *g, int device, struct mh_growth_entry
             return MH_ENOMEM;
         }
         uint64_t now = p->ends[last % RING], then = p->ends[base % RING];
-        (*out)[(*n)++] = (struct mh_growth_entry){device, p->stack, p->module, (now - then) / *k,
+        (*out)[(*n)++] = (struct mh__growth_entry){device, p->stack, p->module, (now - then) / *k,
                                                   now, p->streak_start, p->grown, (uint32_t)steps};
     }
     if (*n)

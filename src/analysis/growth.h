@@ -23,7 +23,7 @@
 #include "memhist/model.h"
 #include "session.h"
 
-struct mh_growth_entry {
+struct mh__growth_entry {
     int device;
     uint32_t stack;          /* allocation stack (reader's id) */
     uint32_t module;         /* string id of the module path or user metadata, 0 if none */
@@ -34,11 +34,11 @@ struct mh_growth_entry {
     uint32_t steps;          /* complete steps of the device */
 };
 
-struct mh_growth;
-int mh__growth_new(struct mh_growth **out);
-void mh__growth_free(struct mh_growth *g);
+struct mh__growth;
+int mh__growth_new(struct mh__growth **out);
+void mh__growth_free(struct mh__growth *g);
 /* The observer gathering the groups; borrows g until it is freed. */
-const struct mh_observer *mh__growth_observer(struct mh_growth *g);
+const struct mh__observer *mh__growth_observer(struct mh__growth *g);
 
 /* K for a device with `steps` complete steps; 0 when there are too few
  * (fewer than 3) to tell growth from set-up. */
@@ -47,7 +47,7 @@ uint32_t mh__growth_window(size_t steps);
 /* The groups of `device` that grew over the last K steps, largest
  * bytes_per_step first (the caller frees *out; *n may be 0). Returns 0 or
  * MH_ENOMEM. *k gets K (0: too few steps). */
-int mh__growth_get(const struct mh_growth *g, int device, struct mh_growth_entry **out, size_t *n,
+int mh__growth_get(const struct mh__growth *g, int device, struct mh__growth_entry **out, size_t *n,
                    uint32_t *k);
 
 #endif

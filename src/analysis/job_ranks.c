@@ -9,7 +9,7 @@
 #include "job_ranks.h"
 
 /* meta "rank", else the R of ".rank<R>" in the name, else -1. */
-static int64_t rank_of(const struct mh_replay *rp)
+static int64_t rank_of(const struct mh__replay *rp)
 {
     const char *m = mh_reader_meta(rp->reader, "rank");
     const char *p = strstr(rp->path, ".rank");
@@ -27,7 +27,7 @@ static double frag_at_peak(const struct mh_model *m, int dev, const struct mh_pe
     return -1.0;
 }
 
-void mh__rank_row_fill(const struct mh_analysis *a, struct mh_rank_row *r)
+void mh__rank_row_fill(const struct mh__analysis *a, struct mh__rank_row *r)
 {
     const struct mh_model *m = a->rp.model;
     memset(r, 0, sizeof *r);
@@ -60,7 +60,7 @@ void mh__rank_row_fill(const struct mh_analysis *a, struct mh_rank_row *r)
 
 static int by_reserved(const void *x, const void *y)
 {
-    uint64_t a = ((const struct mh_rank_row *)x)->reserved.value, b = ((const struct mh_rank_row *)y)->reserved.value;
+    uint64_t a = ((const struct mh__rank_row *)x)->reserved.value, b = ((const struct mh__rank_row *)y)->reserved.value;
     return a < b ? -1 : a > b;
 }
 
@@ -81,7 +81,7 @@ size_t mh__job_worst(const uint64_t *reserved, const uint8_t *helper, size_t n)
 }
 
 /* The worst of the rows by the one rule. */
-static size_t worst_row(const struct mh_rank_row *all, size_t n)
+static size_t worst_row(const struct mh__rank_row *all, size_t n)
 {
     uint64_t *reserved = malloc((n ? n : 1) * sizeof *reserved);
     uint8_t *helper = malloc(n ? n : 1);
@@ -98,9 +98,9 @@ static size_t worst_row(const struct mh_rank_row *all, size_t n)
     return worst < n ? worst : 0;
 }
 
-void mh__job_spread(const struct mh_rank_row *all, size_t n, struct mh_job_spread *s)
+void mh__job_spread(const struct mh__rank_row *all, size_t n, struct mh__job_spread *s)
 {
-    struct mh_rank_row *r = malloc((n ? n : 1) * sizeof *r);
+    struct mh__rank_row *r = malloc((n ? n : 1) * sizeof *r);
     size_t *idx = malloc((n ? n : 1) * sizeof *idx), m = 0;
     memset(s, 0, sizeof *s);
     if (!r || !idx || n == 0) {
@@ -121,7 +121,7 @@ void mh__job_spread(const struct mh_rank_row *all, size_t n, struct mh_job_sprea
     uint64_t fard = 0, top = all[s->max].reserved.value;
     size_t mn = idx[0], far = idx[0];
     for (size_t k = 0; k < m; k++) {
-        const struct mh_rank_row *row = &all[idx[k]];
+        const struct mh__rank_row *row = &all[idx[k]];
         uint64_t v = row->reserved.value, d = v > s->median ? v - s->median : s->median - v;
         mn = v < all[mn].reserved.value ? idx[k] : mn;
         if (d > fard) {

@@ -14,7 +14,7 @@
 #include "memhist/model.h"
 #include "memhist/reader.h"
 
-struct mh_rank_row {
+struct mh__rank_row {
     const char *path;
     char host[64]; /* "" when the header has none */
     int64_t rank;  /* -1 when neither the header nor the name says */
@@ -25,10 +25,10 @@ struct mh_rank_row {
     double frag;   /* at the reserved peak; < 0 when unknown */
 };
 
-struct mh_analysis;
+struct mh__analysis;
 
 /* The row of one file opened as an analysis. */
-void mh__rank_row_fill(const struct mh_analysis *a, struct mh_rank_row *r);
+void mh__rank_row_fill(const struct mh__analysis *a, struct mh__rank_row *r);
 
 /* Whether the file's process is one a rank started (header
  * rank_process=helper). */
@@ -38,7 +38,7 @@ int mh__rank_is_helper(const struct mh_reader *r);
  * NULL: none is); n if n is 0. */
 size_t mh__job_worst(const uint64_t *reserved, const uint8_t *helper, size_t n);
 
-struct mh_job_spread {
+struct mh__job_spread {
     size_t max, min, far; /* row indices: the worst rank, the least, the farthest from the median */
     uint64_t median;
     size_t tied;          /* rows sharing the max */
@@ -47,6 +47,6 @@ struct mh_job_spread {
 
 /* The spread of peak reserved over the ranks' own processes (every file
  * when all are helpers); s->max is mh__job_worst's answer. */
-void mh__job_spread(const struct mh_rank_row *rows, size_t n, struct mh_job_spread *s);
+void mh__job_spread(const struct mh__rank_row *rows, size_t n, struct mh__job_spread *s);
 
 #endif

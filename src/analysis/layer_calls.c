@@ -17,7 +17,7 @@
 /* Layer whose name is the module path `str`, or -1. The answer is cached
  * by string id; a miss remembers how many layers it looked at, so a layer
  * named later is still found. */
-static int32_t layer_named(struct mh_layers *ly, uint32_t str, int *rc)
+static int32_t layer_named(struct mh__layers *ly, uint32_t str, int *rc)
 {
     uintptr_t v = (uintptr_t)mh__addrmap_get(&ly->by_path, str);
     if (v & 1)
@@ -54,10 +54,10 @@ static int by_layer_span_phase_index(const void *a, const void *b)
 }
 
 /* The pass span of event `index` within the chunk's spans. */
-static uint32_t span_at(const struct mh_layers *ly, uint64_t index)
+static uint32_t span_at(const struct mh__layers *ly, uint64_t index)
 {
     size_t n;
-    const struct mh_step_span *spans = mh__lifetimes_passes(ly->lt, &n);
+    const struct mh__step_span *spans = mh__lifetimes_passes(ly->lt, &n);
     size_t s = ly->chunk.span_lo;
     while (s + 1 < n && s + 1 <= ly->chunk.span_hi && spans[s + 1].first_index <= index)
         s++;
@@ -66,7 +66,7 @@ static uint32_t span_at(const struct mh_layers *ly, uint64_t index)
 
 /* The scope openings of the layers' own modules, sorted by layer, span,
  * phase and event index. */
-static struct mark *layer_marks(struct mh_layers *ly, size_t *n, int *rc)
+static struct mark *layer_marks(struct mh__layers *ly, size_t *n, int *rc)
 {
     const struct mh__chunk *c = &ly->chunk;
     struct mark *m = malloc((c->nmarks ? c->nmarks : 1) * sizeof *m);
@@ -145,7 +145,7 @@ static size_t count_upto(const struct mark *m, size_t lo, size_t hi, uint64_t in
 }
 
 /* The call of a record within its (layer, span). */
-static size_t call_of(const struct mh_alloc_rec *r, const struct mark *m,
+static size_t call_of(const struct mh__alloc_rec *r, const struct mark *m,
                       const struct pass_marks *p)
 {
     size_t k, calls = p->calls;
@@ -162,7 +162,7 @@ static size_t call_of(const struct mh_alloc_rec *r, const struct mark *m,
     return 0;
 }
 
-static int make_groups(struct mh_layers *ly, struct mh__hmap *map, struct pass_marks **pm,
+static int make_groups(struct mh__layers *ly, struct mh__hmap *map, struct pass_marks **pm,
                        size_t *npm, size_t *cap, const struct mark *m)
 {
     struct mh__chunk *c = &ly->chunk;
@@ -177,7 +177,7 @@ static int make_groups(struct mh_layers *ly, struct mh__hmap *map, struct pass_m
         for (size_t g = 0; g < p->calls; g++) {
             if (MH__GROW(c->groups, c->ngroups, c->capgroups, 64) < 0)
                 return MH_ENOMEM;
-            c->groups[c->ngroups++] = (struct mh__lgroup){MH_NEVER, MH_NEVER, 0, 0,
+            c->groups[c->ngroups++] = (struct mh__lgroup){MH__NEVER, MH__NEVER, 0, 0,
                                                           c->recs[i].span, c->recs[i].layer};
         }
     }
@@ -189,7 +189,7 @@ static int make_groups(struct mh_layers *ly, struct mh__hmap *map, struct pass_m
     return 0;
 }
 
-int mh__chunk_groups(struct mh_layers *ly)
+int mh__chunk_groups(struct mh__layers *ly)
 {
     int rc = 0;
     size_t nm, npm = 0, cap = 0;

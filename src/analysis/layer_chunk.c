@@ -22,7 +22,7 @@ void mh__chunk_free(struct mh__chunk *c)
 
 /* The pass span event `index` belongs to (events before the first span
  * count as the first span's, as the curve's peaks do). */
-static uint32_t current_span(const struct mh_layers *ly)
+static uint32_t current_span(const struct mh__layers *ly)
 {
     size_t n;
     mh__lifetimes_passes(ly->lt, &n);
@@ -31,14 +31,14 @@ static uint32_t current_span(const struct mh_layers *ly)
 
 /* Whether an allocation concerns checkpointing: made in a step's forward
  * (what it saves) or in a step's backward (where it starts). */
-static int held_kind(const struct mh_alloc_rec *r)
+static int held_kind(const struct mh__alloc_rec *r)
 {
     return (r->alloc_phase == MH_PHASE_FORWARD && !r->before_forward) ||
            (r->alloc_phase == MH_PHASE_BACKWARD && r->alloc_step >= 0);
 }
 
 /* Holds a record in the chunk; the record's user[1] says where. */
-static int hold(struct mh_layers *ly, struct mh_alloc_rec *r, int32_t layer)
+static int hold(struct mh__layers *ly, struct mh__alloc_rec *r, int32_t layer)
 {
     struct mh__chunk *c = &ly->chunk;
     if (c->nrecs >= UINT32_MAX - 1 || MH__GROW(c->recs, c->nrecs, c->caprecs, 1024) < 0)
@@ -50,7 +50,7 @@ static int hold(struct mh_layers *ly, struct mh_alloc_rec *r, int32_t layer)
 
 /* The end of a record's life, if the chunk holds it (an allocation held by
  * an earlier chunk has another at its place, or none). */
-static void ended(struct mh_layers *ly, const struct mh_alloc_rec *r)
+static void ended(struct mh__layers *ly, const struct mh__alloc_rec *r)
 {
     struct mh__chunk *c = &ly->chunk;
     size_t i = r->user[1];
@@ -68,8 +68,8 @@ static int add_mark(struct mh__chunk *c, const struct mh_event *ev, uint64_t ind
     return 0;
 }
 
-int mh__chunk_event(struct mh_layers *ly, const struct mh_model *m, const struct mh_event *ev,
-                    struct mh_life_change *ch, uint64_t index)
+int mh__chunk_event(struct mh__layers *ly, const struct mh_model *m, const struct mh_event *ev,
+                    struct mh__life_change *ch, uint64_t index)
 {
     struct mh__chunk *c = &ly->chunk;
     if (c->nev == 0) {
@@ -103,11 +103,11 @@ int mh__chunk_event(struct mh_layers *ly, const struct mh_model *m, const struct
     return rc;
 }
 
-int mh__chunk_over(const struct mh_layers *ly, const struct mh_model *m)
+int mh__chunk_over(const struct mh__layers *ly, const struct mh_model *m)
 {
     const struct mh__chunk *c = &ly->chunk;
     for (size_t i = 0; i < c->nrecs; i++) {
-        const struct mh_alloc_rec *r = &c->recs[i].rec;
+        const struct mh__alloc_rec *r = &c->recs[i].rec;
         if (!c->recs[i].ended && r->alloc_phase == MH_PHASE_FORWARD && !r->before_forward &&
             mh_model_device_step(m, r->device) <= r->alloc_step)
             return 0; /* may still be freed in its step's backward */
@@ -123,7 +123,7 @@ static int leaves_layer(const char *path, const char *name)
     return n && strncmp(name, path, n) == 0 && (name[n] == '\0' || name[n] == '.');
 }
 
-static void mark_outputs(struct mh_layers *ly)
+static void mark_outputs(struct mh__layers *ly)
 {
     struct mh__chunk *c = &ly->chunk;
     for (size_t i = 0; i < c->nrecs; i++) {
@@ -133,7 +133,7 @@ static void mark_outputs(struct mh_layers *ly)
     }
 }
 
-int mh__chunk_close(struct mh_layers *ly, uint64_t index)
+int mh__chunk_close(struct mh__layers *ly, uint64_t index)
 {
     struct mh__chunk *c = &ly->chunk;
     int rc = 0;

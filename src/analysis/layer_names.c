@@ -258,5 +258,5 @@ const char *mh__layer_name(const struct mh__layer_namer *nm, uint32_t str, uint3
         snprintf(buf, len, "%s", by_role);
     else if (!layer_from_stack(nm->r, stack, buf, len))
         mh__stack_label(nm->r, stack, buf, len);
-    return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
+    return mh__utf8_escape_in_place(buf, len, MH__UTF8_ESC_CONTROL);
 }

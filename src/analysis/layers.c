@@ -15,14 +15,14 @@
 #include "grow.h"
 #include "stacks.h"
 
-static int add_layer(struct mh_layers *ly, const char *name)
+static int add_layer(struct mh__layers *ly, const char *name)
 {
     if (ly->nlayers == ly->caplayers) {
         size_t cap = ly->caplayers ? ly->caplayers * 2 : 32;
         char **p = realloc(ly->names, cap * sizeof *p);
         if (p)
             ly->names = p;
-        struct mh_layer_stats *st = realloc(ly->stats, cap * sizeof *st);
+        struct mh__layer_stats *st = realloc(ly->stats, cap * sizeof *st);
         if (st)
             ly->stats = st;
         uint64_t *live = realloc(ly->live, cap * sizeof *live);
@@ -46,7 +46,7 @@ static int add_layer(struct mh_layers *ly, const char *name)
     return 0;
 }
 
-int32_t mh__layers_name_of(struct mh_layers *ly, uint32_t str, uint32_t stack)
+int32_t mh__layers_name_of(struct mh__layers *ly, uint32_t str, uint32_t stack)
 {
     uint64_t key = ((uint64_t)str << 32 | stack) + 1;
     uintptr_t v = (uintptr_t)mh__addrmap_get(&ly->by_key, key);
@@ -66,23 +66,23 @@ int32_t mh__layers_name_of(struct mh_layers *ly, uint32_t str, uint32_t stack)
     return (int32_t)i;
 }
 
-int32_t mh__layers_layer_of(struct mh_layers *ly, const struct mh_alloc_rec *rec)
+int32_t mh__layers_layer_of(struct mh__layers *ly, const struct mh__alloc_rec *rec)
 {
     return rec->device == ly->device ? mh__layers_name_of(ly, rec->str, rec->stack) : -1;
 }
 
 /* ---- what the first pass tells ------------------------------------------------- */
 /* Each step's peak: the highest of its passes' (steps the model closed). */
-static int make_steps(struct mh_layers *ly, const struct mh_model *m)
+static int make_steps(struct mh__layers *ly, const struct mh_model *m)
 {
     size_t npasses;
-    const struct mh_step_span *passes = mh__lifetimes_passes(ly->first, &npasses);
-    const struct mh_step_peak *pp = mh__lifetimes_pass_peaks(ly->first, ly->device);
+    const struct mh__step_span *passes = mh__lifetimes_passes(ly->first, &npasses);
+    const struct mh__step_peak *pp = mh__lifetimes_pass_peaks(ly->first, ly->device);
     ly->steps = calloc(npasses ? npasses : 1, sizeof *ly->steps);
     if (!ly->steps)
         return MH_ENOMEM;
     for (size_t s = 0; pp && s < npasses; s++) {
-        struct mh_layer_step *last = ly->nsteps ? &ly->steps[ly->nsteps - 1] : NULL;
+        struct mh__layer_step *last = ly->nsteps ? &ly->steps[ly->nsteps - 1] : NULL;
         if (passes[s].step < 0)
             continue;
         if (last && last->step == passes[s].step) {
@@ -91,7 +91,7 @@ static int make_steps(struct mh_layers *ly, const struct mh_model *m)
                 last->bytes = pp[s].bytes;
             }
         } else {
-            ly->steps[ly->nsteps++] = (struct mh_layer_step){passes[s].step, pp[s].index, pp[s].bytes,
+            ly->steps[ly->nsteps++] = (struct mh__layer_step){passes[s].step, pp[s].index, pp[s].bytes,
                                                              {SIZE_MAX, SIZE_MAX, SIZE_MAX}, {0}};
         }
     }
@@ -106,7 +106,7 @@ static int make_steps(struct mh_layers *ly, const struct mh_model *m)
     return 0;
 }
 
-static int namer_of(struct mh_layers *ly)
+static int namer_of(struct mh__layers *ly)
 {
     size_t n;
     const uint32_t *strs = mh__lifetimes_strings(ly->first, &n);
@@ -118,7 +118,7 @@ static int namer_of(struct mh_layers *ly)
 }
 
 /* ---- the pass ----------------------------------------------------------------- */
-static void top3(const struct mh_layers *ly, struct mh_layer_step *st)
+static void top3(const struct mh__layers *ly, struct mh__layer_step *st)
 {
     for (size_t l = 0; l < ly->nlayers; l++)
         for (int k = 0; k < 3; k++)
@@ -134,9 +134,9 @@ static void top3(const struct mh_layers *ly, struct mh_layer_step *st)
 }
 
 /* Follows the layers' live bytes and reads the largest at each step's peak. */
-static int follow_live(struct mh_layers *ly, const struct mh_life_change *ch, uint64_t index)
+static int follow_live(struct mh__layers *ly, const struct mh__life_change *ch, uint64_t index)
 {
-    const struct mh_alloc_rec *r = ch->began ? ch->began : ch->ended;
+    const struct mh__alloc_rec *r = ch->began ? ch->began : ch->ended;
     if (r && r->device == ly->device && r->user[0]) /* named by mh__chunk_event */
         ly->live[r->user[0] - 1] += ch->began ? r->size : 0 - r->size;
     for (; ly->next_step < ly->nsteps && ly->steps[ly->next_step].index <= index; ly->next_step++)
@@ -145,9 +145,9 @@ static int follow_live(struct mh_layers *ly, const struct mh_life_change *ch, ui
     return 0;
 }
 
-static int pass_begin(void *user, struct mh_session *s)
+static int pass_begin(void *user, struct mh__session *s)
 {
-    struct mh_layers *ly = user;
+    struct mh__layers *ly = user;
     (void)s;
     mh__lifetimes_free(ly->lt);
     ly->lt = NULL;
@@ -167,14 +167,14 @@ static int pass_begin(void *user, struct mh_session *s)
     return rc;
 }
 
-static int pass_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int pass_event(void *user, struct mh__session *s, const struct mh_event *ev,
                       const struct mh_apply_result *res)
 {
-    struct mh_layers *ly = user;
+    struct mh__layers *ly = user;
     const struct mh_model *m = mh__session_model(s);
     uint64_t index = mh__session_index(s);
     size_t steps_before, steps_after;
-    struct mh_life_change ch;
+    struct mh__life_change ch;
     mh__lifetimes_steps(ly->lt, &steps_before);
     int rc = mh__lifetimes_observe(ly->lt, m, ev, res, &ch);
     mh__lifetimes_steps(ly->lt, &steps_after);
@@ -185,30 +185,30 @@ static int pass_event(void *user, struct mh_session *s, const struct mh_event *e
     return rc < 0 ? rc : follow_live(ly, &ch, index);
 }
 
-static int pass_end(void *user, struct mh_session *s)
+static int pass_end(void *user, struct mh__session *s)
 {
-    struct mh_layers *ly = user;
+    struct mh__layers *ly = user;
     (void)s;
     int rc = mh__chunk_close(ly, mh__lifetimes_event_count(ly->lt));
     return rc < 0 ? rc : mh__lifetimes_finish(ly->lt, NULL, NULL);
 }
 
 /* The pass over the file. */
-static int evaluate(struct mh_layers *ly)
+static int evaluate(struct mh__layers *ly)
 {
-    const struct mh_observer obs = {"layers", ly, pass_begin, pass_event, pass_end};
+    const struct mh__observer obs = {"layers", ly, pass_begin, pass_event, pass_end};
     return mh__session_pass(ly->session, &obs);
 }
 
 /* ---- after the first evaluation pass ---------------------------------------------- */
-static void attribute_peak(struct mh_layers *ly)
+static void attribute_peak(struct mh__layers *ly)
 {
     size_t n;
-    const struct mh_alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
+    const struct mh__alloc_rec *recs = mh__lifetimes_records(ly->lt, &n);
     memset(ly->category_at_peak, 0, sizeof ly->category_at_peak);
     for (size_t i = 0; i < n && ly->peak; i++) {
-        const struct mh_alloc_rec *r = &recs[i];
-        if (r->device != ly->device || !mh_alloc_rec_live_at(r, ly->peak_index))
+        const struct mh__alloc_rec *r = &recs[i];
+        if (r->device != ly->device || !mh__alloc_rec_live_at(r, ly->peak_index))
             continue;
         int32_t l = mh__layers_name_of(ly, r->str, r->stack);
         ly->category_at_peak[r->category] += r->size;
@@ -218,26 +218,26 @@ static void attribute_peak(struct mh_layers *ly)
         ly->stats[l].by_category[r->category] += r->size;
     }
     for (size_t l = 0; l < ly->nlayers; l++) {
-        struct mh_layer_stats *st = &ly->stats[l];
+        struct mh__layer_stats *st = &ly->stats[l];
         if (st->candidate)
             st->reduction = ly->peak > ly->single_peak[l] ? ly->peak - ly->single_peak[l] : 0;
     }
 }
 
-int mh__layers_analyze(const struct mh_analysis *a, int device, const uint64_t *keep,
-                       size_t nkeep, struct mh_layers **out)
+int mh__layers_analyze(const struct mh__analysis *a, int device, const uint64_t *keep,
+                       size_t nkeep, struct mh__layers **out)
 {
-    struct mh_session *s = a->session;
-    const struct mh_lifetimes *first = a->lt;
-    struct mh_layers *ly = calloc(1, sizeof *ly);
+    struct mh__session *s = a->session;
+    const struct mh__lifetimes *first = a->lt;
+    struct mh__layers *ly = calloc(1, sizeof *ly);
     *out = NULL;
     if (!ly)
         return MH_ENOMEM;
     mh__spool_init(&ly->spool);
-    struct mh_life_curve c;
+    struct mh__life_curve c;
     mh__lifetimes_curve(first, device, &c);
     size_t npasses;
-    const struct mh_step_span *passes = mh__lifetimes_passes(first, &npasses);
+    const struct mh__step_span *passes = mh__lifetimes_passes(first, &npasses);
     ly->session = s;
     ly->first = first;
     ly->r = mh__session_reader(s);
@@ -268,7 +268,7 @@ int mh__layers_analyze(const struct mh_analysis *a, int device, const uint64_t *
     return 0;
 }
 
-void mh__layers_free(struct mh_layers *ly)
+void mh__layers_free(struct mh__layers *ly)
 {
     if (!ly)
         return;
@@ -292,7 +292,7 @@ void mh__layers_free(struct mh_layers *ly)
     free(ly);
 }
 
-uint64_t mh__layers_peak(const struct mh_layers *ly, uint64_t *index, int64_t *step)
+uint64_t mh__layers_peak(const struct mh__layers *ly, uint64_t *index, int64_t *step)
 {
     if (index)
         *index = ly->peak_index;
@@ -301,23 +301,23 @@ uint64_t mh__layers_peak(const struct mh_layers *ly, uint64_t *index, int64_t *s
     return ly->peak;
 }
 
-const struct mh_layer_stats *mh__layers_list(const struct mh_layers *ly, size_t *n)
+const struct mh__layer_stats *mh__layers_list(const struct mh__layers *ly, size_t *n)
 {
     *n = ly->nlayers;
     return ly->stats;
 }
 
-const struct mh_alloc_rec *mh__layers_records(const struct mh_layers *ly, size_t *n)
+const struct mh__alloc_rec *mh__layers_records(const struct mh__layers *ly, size_t *n)
 {
     return mh__lifetimes_records(ly->lt, n);
 }
 
-const uint64_t *mh__layers_category_at_peak(const struct mh_layers *ly)
+const uint64_t *mh__layers_category_at_peak(const struct mh__layers *ly)
 {
     return ly->category_at_peak;
 }
 
-const struct mh_layer_step *mh__layers_steps(const struct mh_layers *ly, size_t *n)
+const struct mh__layer_step *mh__layers_steps(const struct mh__layers *ly, size_t *n)
 {
     *n = ly->nsteps;
     return ly->steps;
@@ -340,7 +340,7 @@ static int by_rank(const void *a, const void *b)
     return (x->layer > y->layer) - (x->layer < y->layer);
 }
 
-static int rank_candidates(struct mh_layers *ly)
+static int rank_candidates(struct mh__layers *ly)
 {
     struct rank *rk = malloc((ly->nlayers ? ly->nlayers : 1) * sizeof *rk);
     ly->plan_order = malloc((ly->nlayers ? ly->nlayers : 1) * sizeof *ly->plan_order);
@@ -360,7 +360,7 @@ static int rank_candidates(struct mh_layers *ly)
     return 0;
 }
 
-static int make_plan(struct mh_layers *ly)
+static int make_plan(struct mh__layers *ly)
 {
     int rc = rank_candidates(ly);
     if (rc == 0 && !(ly->plan_after = malloc((ly->nplan ? ly->nplan : 1) * sizeof *ly->plan_after)))
@@ -384,7 +384,7 @@ static int make_plan(struct mh_layers *ly)
     return 0;
 }
 
-int mh__layers_plan(struct mh_layers *ly, const size_t **order, const uint64_t **peak_after,
+int mh__layers_plan(struct mh__layers *ly, const size_t **order, const uint64_t **peak_after,
                     size_t *n, size_t *best)
 {
     int rc = 0;
@@ -397,7 +397,7 @@ int mh__layers_plan(struct mh_layers *ly, const size_t **order, const uint64_t *
     return rc;
 }
 
-int mh__layers_estimate(struct mh_layers *ly, const size_t *layers, size_t n, uint64_t *peak)
+int mh__layers_estimate(struct mh__layers *ly, const size_t *layers, size_t n, uint64_t *peak)
 {
     *peak = ly->peak;
     if (n == 0)
@@ -410,7 +410,7 @@ int mh__layers_estimate(struct mh_layers *ly, const size_t *layers, size_t n, ui
     return rc;
 }
 
-double mh__layers_recompute_share(const struct mh_layers *ly, const size_t *layers, size_t n)
+double mh__layers_recompute_share(const struct mh__layers *ly, const size_t *layers, size_t n)
 {
     uint64_t volume = 0;
     uint8_t *in = calloc(ly->nlayers ? ly->nlayers : 1, 1);

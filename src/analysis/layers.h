@@ -44,10 +44,10 @@
 #include "categories.h"
 #include "session.h"
 
-struct mh_layer_stats {
+struct mh__layer_stats {
     const char *name;              /* owned by the analysis */
     uint64_t live_at_peak;         /* block bytes live at the allocated peak */
-    uint64_t by_category[MH_CAT_COUNT];
+    uint64_t by_category[MH__CAT_COUNT];
     uint64_t saved_at_peak;        /* saved activations (peak step) live at the peak */
     uint64_t saved_total;          /* all saved activations of the peak step */
     uint64_t transient;            /* recompute transient (peak step) */
@@ -59,7 +59,7 @@ struct mh_layer_stats {
 };
 
 /* A step's allocated peak and the layers holding most at it. */
-struct mh_layer_step {
+struct mh__layer_step {
     int64_t step;
     uint64_t index; /* event index of the step's allocated peak */
     uint64_t bytes;
@@ -67,34 +67,34 @@ struct mh_layer_step {
     uint64_t top_bytes[3];
 };
 
-struct mh_layers;
+struct mh__layers;
 
-struct mh_analysis;
+struct mh__analysis;
 
 /* Analyses `device` of a file opened as an analysis (analysis.h: its first
  * pass made), with one more pass over the file. Keeps, besides the records
  * live at the device's allocated peak, those live right after each of the
  * `nkeep` event indices `keep` (mh__layers_records). The analysis is
  * borrowed until mh__layers_free. */
-int mh__layers_analyze(const struct mh_analysis *a, int device, const uint64_t *keep,
-                       size_t nkeep, struct mh_layers **out);
-void mh__layers_free(struct mh_layers *ly);
+int mh__layers_analyze(const struct mh__analysis *a, int device, const uint64_t *keep,
+                       size_t nkeep, struct mh__layers **out);
+void mh__layers_free(struct mh__layers *ly);
 
 /* The allocated peak (from the lifetimes; equals the model's). */
-uint64_t mh__layers_peak(const struct mh_layers *ly, uint64_t *index, int64_t *step);
+uint64_t mh__layers_peak(const struct mh__layers *ly, uint64_t *index, int64_t *step);
 /* Layers in first-seen order (borrowed). */
-const struct mh_layer_stats *mh__layers_list(const struct mh_layers *ly, size_t *n);
+const struct mh__layer_stats *mh__layers_list(const struct mh__layers *ly, size_t *n);
 /* The layer of a record of the lifetimes (-1 for another device or on
  * ENOMEM). */
-int32_t mh__layers_layer_of(struct mh_layers *ly, const struct mh_alloc_rec *rec);
+int32_t mh__layers_layer_of(struct mh__layers *ly, const struct mh__alloc_rec *rec);
 /* The records live at the peak or at the indices asked for (borrowed, in
  * allocation order, classified). */
-const struct mh_alloc_rec *mh__layers_records(const struct mh_layers *ly, size_t *n);
+const struct mh__alloc_rec *mh__layers_records(const struct mh__layers *ly, size_t *n);
 /* Block bytes of the device live at the allocated peak, by category. */
-const uint64_t *mh__layers_category_at_peak(const struct mh_layers *ly);
+const uint64_t *mh__layers_category_at_peak(const struct mh__layers *ly);
 /* Each step's allocated peak (the highest of its passes) with its largest
  * layers, for the steps the model closed (borrowed). */
-const struct mh_layer_step *mh__layers_steps(const struct mh_layers *ly, size_t *n);
+const struct mh__layer_step *mh__layers_steps(const struct mh__layers *ly, size_t *n);
 
 /* A plan saving less than this share of the peak is no plan: the recompute
  * costs more than the memory is worth (a model already checkpointed). */
@@ -106,14 +106,14 @@ const struct mh_layer_step *mh__layers_steps(const struct mh_layers *ly, size_t 
  * largest saving (0 if no candidate saves MH__PLAN_MIN_SHARE of the peak).
  * Made with one more pass over the file the first time; the arrays are
  * borrowed from the analysis. */
-int mh__layers_plan(struct mh_layers *ly, const size_t **order, const uint64_t **peak_after,
+int mh__layers_plan(struct mh__layers *ly, const size_t **order, const uint64_t **peak_after,
                     size_t *n, size_t *best);
 /* The estimated peak with the layers `layers[0..n)` checkpointed (from the
  * summaries the analysis keeps of each step, no pass over the file). */
-int mh__layers_estimate(struct mh_layers *ly, const size_t *layers, size_t n, uint64_t *peak);
+int mh__layers_estimate(struct mh__layers *ly, const size_t *layers, size_t n, uint64_t *peak);
 /* The recompute cost of checkpointing the layers `layers[0..n)`: their
  * share of the peak step's forward allocation volume (a proxy for forward
  * FLOPs). */
-double mh__layers_recompute_share(const struct mh_layers *ly, const size_t *layers, size_t n);
+double mh__layers_recompute_share(const struct mh__layers *ly, const size_t *layers, size_t n);
 
 #endif

@@ -11,10 +11,10 @@
 
 const char *mh__no_plan_name(int reason)
 {
-    static const char *const names[MH_NO_PLAN_COUNT] = {
+    static const char *const names[MH__NO_PLAN_COUNT] = {
         NULL,        "compiled_code", "saving_under_1_percent", "no_module_scopes",
         "unknown_categories", "no_gain", "no_saved_activations"};
-    return reason > 0 && reason < MH_NO_PLAN_COUNT ? names[reason] : NULL;
+    return reason > 0 && reason < MH__NO_PLAN_COUNT ? names[reason] : NULL;
 }
 
 /* A layer's sort key: largest live bytes first, then by name. */
@@ -32,7 +32,7 @@ static int by_live_desc(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static int order_by_live(struct mh_layers_answer *ans)
+static int order_by_live(struct mh__layers_answer *ans)
 {
     size_t n = ans->nlayers;
     struct by_live *k = malloc((n ? n : 1) * sizeof *k);
@@ -52,7 +52,7 @@ static int order_by_live(struct mh_layers_answer *ans)
 
 /* Activation bytes live at the peak in layers made by compiled code, but
  * for the ranking's first `planned` layers. */
-static uint64_t compiled_activations(const struct mh_layers_answer *ans, size_t planned)
+static uint64_t compiled_activations(const struct mh__layers_answer *ans, size_t planned)
 {
     uint64_t bytes = 0;
     for (size_t i = 0; i < ans->nlayers; i++) {
@@ -60,35 +60,35 @@ static uint64_t compiled_activations(const struct mh_layers_answer *ans, size_t 
         while (k < planned && ans->ranking[k] != i)
             k++;
         if (k == planned && ans->layers[i].compiled)
-            bytes += ans->layers[i].by_category[MH_CAT_ACTIVATION];
+            bytes += ans->layers[i].by_category[MH__CAT_ACTIVATION];
     }
     return bytes;
 }
 
-static enum mh_no_plan no_plan_reason(const struct mh_analysis *a,
-                                      const struct mh_layers_answer *ans, uint64_t *bytes)
+static enum mh__no_plan no_plan_reason(const struct mh__analysis *a,
+                                      const struct mh__layers_answer *ans, uint64_t *bytes)
 {
     uint64_t lowest = ans->peak;
     for (size_t k = 0; k < ans->nranking; k++)
         if (ans->peak_after[k] < lowest)
             lowest = ans->peak_after[k];
     if ((*bytes = compiled_activations(ans, 0)) > 0)
-        return MH_NO_PLAN_COMPILED;
+        return MH__NO_PLAN_COMPILED;
     if ((*bytes = ans->peak - lowest) > 0)
-        return MH_NO_PLAN_SMALL;
+        return MH__NO_PLAN_SMALL;
     const uint64_t *kinds = a->rp.summary.events_by_kind;
     int scopes = kinds[MH_EV_SCOPE_ENTER] > 0, steps = kinds[MH_EV_STEP_END] > 0;
-    if ((*bytes = ans->category_at_peak[MH_CAT_ACTIVATION]) > 0 && !scopes)
-        return MH_NO_PLAN_NO_SCOPES;
-    if (!*bytes && !scopes && !steps && (*bytes = ans->category_at_peak[MH_CAT_UNKNOWN]) > 0)
-        return MH_NO_PLAN_UNKNOWN;
+    if ((*bytes = ans->category_at_peak[MH__CAT_ACTIVATION]) > 0 && !scopes)
+        return MH__NO_PLAN_NO_SCOPES;
+    if (!*bytes && !scopes && !steps && (*bytes = ans->category_at_peak[MH__CAT_UNKNOWN]) > 0)
+        return MH__NO_PLAN_UNKNOWN;
     for (size_t i = 0; i < ans->nlayers; i++)
         if (ans->layers[i].saved_at_peak)
-            return MH_NO_PLAN_NO_GAIN;
-    return MH_NO_PLAN_NOTHING;
+            return MH__NO_PLAN_NO_GAIN;
+    return MH__NO_PLAN_NOTHING;
 }
 
-static int decide(const struct mh_analysis *a, struct mh_layers_answer *ans)
+static int decide(const struct mh__analysis *a, struct mh__layers_answer *ans)
 {
     int rc = mh__layers_plan(ans->ly, &ans->ranking, &ans->peak_after, &ans->nranking, &ans->best);
     if (rc < 0)
@@ -96,11 +96,11 @@ static int decide(const struct mh_analysis *a, struct mh_layers_answer *ans)
     ans->plan_peak = ans->best ? ans->peak_after[ans->best - 1] : ans->peak;
     ans->recompute_share = mh__layers_recompute_share(ans->ly, ans->ranking, ans->best);
     ans->compiled_outside_plan = compiled_activations(ans, ans->best);
-    ans->none_because = ans->best ? MH_NO_PLAN_NONE : no_plan_reason(a, ans, &ans->none_bytes);
+    ans->none_because = ans->best ? MH__NO_PLAN_NONE : no_plan_reason(a, ans, &ans->none_bytes);
     return 0;
 }
 
-int mh__layers_answer(const struct mh_analysis *a, int device, struct mh_layers_answer *out)
+int mh__layers_answer(const struct mh__analysis *a, int device, struct mh__layers_answer *out)
 {
     memset(out, 0, sizeof *out);
     out->device = device;
@@ -116,7 +116,7 @@ int mh__layers_answer(const struct mh_analysis *a, int device, struct mh_layers_
     return rc;
 }
 
-void mh__layers_answer_free(struct mh_layers_answer *ans)
+void mh__layers_answer_free(struct mh__layers_answer *ans)
 {
     mh__layers_free(ans->ly);
     free(ans->by_live);

@@ -10,29 +10,29 @@
 
 /* Why a device has no checkpointing plan, in the order they are told
  * apart. */
-enum mh_no_plan {
-    MH_NO_PLAN_NONE,      /* there is a plan */
-    MH_NO_PLAN_COMPILED,  /* activations made in code torch.compile generated */
-    MH_NO_PLAN_SMALL,     /* the most any prefix saves is under MH__PLAN_MIN_SHARE */
-    MH_NO_PLAN_NO_SCOPES, /* no module scopes: no layer's backward is seen */
-    MH_NO_PLAN_UNKNOWN,   /* no scopes and no steps: no memory is told to be activations */
-    MH_NO_PLAN_NO_GAIN,   /* saved activations live at the peak, but no layer's recompute lowers it */
-    MH_NO_PLAN_NOTHING,   /* no saved activation live at the peak */
-    MH_NO_PLAN_COUNT
+enum mh__no_plan {
+    MH__NO_PLAN_NONE,      /* there is a plan */
+    MH__NO_PLAN_COMPILED,  /* activations made in code torch.compile generated */
+    MH__NO_PLAN_SMALL,     /* the most any prefix saves is under MH__PLAN_MIN_SHARE */
+    MH__NO_PLAN_NO_SCOPES, /* no module scopes: no layer's backward is seen */
+    MH__NO_PLAN_UNKNOWN,   /* no scopes and no steps: no memory is told to be activations */
+    MH__NO_PLAN_NO_GAIN,   /* saved activations live at the peak, but no layer's recompute lowers it */
+    MH__NO_PLAN_NOTHING,   /* no saved activation live at the peak */
+    MH__NO_PLAN_COUNT
 };
 
 /* "compiled_code", "saving_under_1_percent", "no_module_scopes",
  * "unknown_categories", "no_gain", "no_saved_activations" (NULL for
- * MH_NO_PLAN_NONE): the names `layers --json` gives them. */
+ * MH__NO_PLAN_NONE): the names `layers --json` gives them. */
 const char *mh__no_plan_name(int reason);
 
-struct mh_layers_answer {
+struct mh__layers_answer {
     int device;
-    struct mh_layers *ly; /* owned */
+    struct mh__layers *ly; /* owned */
     uint64_t peak, peak_index;
     int64_t peak_step;
-    const uint64_t *category_at_peak; /* MH_CAT_COUNT block bytes live at the peak */
-    const struct mh_layer_stats *layers; /* first-seen order */
+    const uint64_t *category_at_peak; /* MH__CAT_COUNT block bytes live at the peak */
+    const struct mh__layer_stats *layers; /* first-seen order */
     size_t nlayers;
     size_t *by_live;                  /* layer indices, largest live_at_peak first, then by name */
     /* the ranking of the candidates, each with the estimated peak when it
@@ -44,19 +44,19 @@ struct mh_layers_answer {
     double recompute_share;           /* the plan's share of the forward allocation volume */
     uint64_t compiled_outside_plan;   /* activations live at the peak made by compiled code
                                        * in layers the plan leaves out */
-    enum mh_no_plan none_because;     /* MH_NO_PLAN_NONE when best > 0 */
+    enum mh__no_plan none_because;     /* MH__NO_PLAN_NONE when best > 0 */
     uint64_t none_bytes;              /* what the reason is about: the largest saving, the
                                        * compiled activations, the activations or the unknown
                                        * bytes at the peak */
-    const struct mh_layer_step *steps; /* each closed step's peak and largest layers */
+    const struct mh__layer_step *steps; /* each closed step's peak and largest layers */
     size_t nsteps;
 };
 
-struct mh_analysis;
+struct mh__analysis;
 
 /* The answer for `device` of a file opened as an analysis (one more pass
  * over the file). Returns 0 or a negative MH_E* code. */
-int mh__layers_answer(const struct mh_analysis *a, int device, struct mh_layers_answer *out);
-void mh__layers_answer_free(struct mh_layers_answer *ans);
+int mh__layers_answer(const struct mh__analysis *a, int device, struct mh__layers_answer *out);
+void mh__layers_answer_free(struct mh__layers_answer *ans);
 
 #endif

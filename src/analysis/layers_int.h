@@ -26,8 +26,8 @@
  * accumulation one micro-batch's forward and backward); a layer whose calls
  * are not told apart has one group per pass (layer_calls.c). */
 struct mh__lgroup {
-    uint64_t bwd_start; /* first backward allocation of the call; MH_NEVER if none */
-    uint64_t fwd_first; /* first forward allocation of the call; MH_NEVER if none */
+    uint64_t bwd_start; /* first backward allocation of the call; MH__NEVER if none */
+    uint64_t fwd_first; /* first forward allocation of the call; MH__NEVER if none */
     uint64_t moved;     /* saved activation bytes that checkpointing recomputes */
     uint64_t transient; /* recompute working set beyond them */
     uint32_t span;      /* its pass span */
@@ -36,7 +36,7 @@ struct mh__lgroup {
 
 /* A forward or backward allocation of the device, held by its chunk. */
 struct mh__crec {
-    struct mh_alloc_rec rec; /* final once its life ended within the chunk */
+    struct mh__alloc_rec rec; /* final once its life ended within the chunk */
     int32_t layer;
     uint32_t span;  /* its pass span */
     uint32_t group; /* set when the chunk is evaluated */
@@ -91,27 +91,27 @@ struct mh__csum {
     size_t nitems, capitems;
 };
 
-struct mh_layers {
-    struct mh_session *session; /* borrowed: the evaluation passes */
-    const struct mh_lifetimes *first;
+struct mh__layers {
+    struct mh__session *session; /* borrowed: the evaluation passes */
+    const struct mh__lifetimes *first;
     const struct mh_reader *r;
     int device;
     struct mh__layer_namer nm;
     struct mh__hmap by_key;  /* (metadata << 32 | stack) + 1 -> layer + 1 */
     struct mh__hmap by_path; /* string id of a module path -> layer + 2 (1: no layer) */
     size_t nlayers, caplayers;
-    struct mh_layer_stats *stats; /* by layer index */
+    struct mh__layer_stats *stats; /* by layer index */
     char **names;                 /* by layer index */
     uint64_t peak, peak_index;
     int64_t peak_step;
     size_t peak_span;
     uint64_t forward_total; /* forward allocation volume of the peak pass */
-    uint64_t category_at_peak[MH_CAT_COUNT];
-    struct mh_layer_step *steps; /* each step's peak and largest layers */
+    uint64_t category_at_peak[MH__CAT_COUNT];
+    struct mh__layer_step *steps; /* each step's peak and largest layers */
     size_t nsteps, next_step;
     uint64_t *live; /* by layer: block bytes of the device live now */
     int threaded;   /* mh__lifetimes_threaded of the first pass */
-    struct mh_lifetimes *lt; /* of the current pass; its kept records after the first */
+    struct mh__lifetimes *lt; /* of the current pass; its kept records after the first */
     uint64_t *keep;
     size_t nkeep;
     struct mh__chunk chunk;
@@ -131,47 +131,47 @@ struct mh_layers {
 
 /* The layer of an allocation (metadata `str`, `stack`), made if new; -1 on
  * ENOMEM. */
-int32_t mh__layers_name_of(struct mh_layers *ly, uint32_t str, uint32_t stack);
+int32_t mh__layers_name_of(struct mh__layers *ly, uint32_t str, uint32_t stack);
 
 /* ---- layer_chunk.c ---- */
 /* Holds what event `index` did (its change `ch`, the model after it);
  * names an allocation that began and keeps its layer + 1 in its user[0]
  * (user[1]: where the chunk holds it). */
-int mh__chunk_event(struct mh_layers *ly, const struct mh_model *m, const struct mh_event *ev,
-                    struct mh_life_change *ch, uint64_t index);
+int mh__chunk_event(struct mh__layers *ly, const struct mh_model *m, const struct mh_event *ev,
+                    struct mh__life_change *ch, uint64_t index);
 /* Whether the chunk can be evaluated before event `index` (a step began
  * there): no allocation it holds can still be freed in its own step. */
-int mh__chunk_over(const struct mh_layers *ly, const struct mh_model *m);
+int mh__chunk_over(const struct mh__layers *ly, const struct mh_model *m);
 /* Evaluates the chunk (groups, attribution of the peak span, the sets) and
  * starts the next one at event `index`. */
-int mh__chunk_close(struct mh_layers *ly, uint64_t index);
+int mh__chunk_close(struct mh__layers *ly, uint64_t index);
 void mh__chunk_free(struct mh__chunk *c);
 
 /* ---- layer_calls.c ---- */
 /* Makes the chunk's groups (one per layer, pass span and call) and each
  * held record's group. */
-int mh__chunk_groups(struct mh_layers *ly);
+int mh__chunk_groups(struct mh__layers *ly);
 
 /* ---- checkpoint.c ---- */
 /* 1 if held record `i` is a forward activation freed in its layer's
  * backward, which checkpointing the layer moves (mh__chunk_is_saved, or
  * the layer's output). */
-int mh__chunk_moves(const struct mh_layers *ly, size_t i);
+int mh__chunk_moves(const struct mh__layers *ly, size_t i);
 /* 1 if held record `i` is a saved activation that checkpointing its layer
  * drops. */
-int mh__chunk_is_saved(const struct mh_layers *ly, size_t i);
+int mh__chunk_is_saved(const struct mh__layers *ly, size_t i);
 /* Fills the groups' backward starts, moved bytes and transients, and on
  * the first evaluation pass the attribution of the peak's pass span. */
-int mh__chunk_fill_groups(struct mh_layers *ly);
+int mh__chunk_fill_groups(struct mh__layers *ly);
 
 /* ---- ckpt_curve.c ---- */
 /* Summarizes the chunk's allocated curve at the points where checkpointing
  * a layer changes it, raises each layer's single estimate to the chunk's
  * highest value with that layer checkpointed, and spools the summary. */
-int mh__chunk_summarize(struct mh_layers *ly);
+int mh__chunk_summarize(struct mh__layers *ly);
 /* The estimated peak with the first k layers of `order` checkpointed, for
  * k = 1..n, from the spooled summaries. */
-int mh__layers_prefix_peaks(struct mh_layers *ly, const size_t *order, size_t n, uint64_t *peak);
+int mh__layers_prefix_peaks(struct mh__layers *ly, const size_t *order, size_t n, uint64_t *peak);
 void mh__csum_free(struct mh__csum *s);
 
 #endif

@@ -18,7 +18,7 @@
 #include "site_roles.h"
 
 struct slot {
-    struct mh_alloc_rec rec;
+    struct mh__alloc_rec rec;
     uint32_t kept;      /* index + 1 of its copy in `kept`, 0 = none */
     uint32_t next_free; /* free list: index + 1 */
     uint8_t used;
@@ -28,13 +28,13 @@ struct slot {
 struct curve {
     int device;
     int64_t now;
-    struct mh_life_curve c;
-    struct mh_step_peak *pass_peaks; /* one per span of `passes` */
+    struct mh__life_curve c;
+    struct mh__step_peak *pass_peaks; /* one per span of `passes` */
     size_t npeaks, cappeaks;
-    struct mh_step_peak before; /* the highest point before the first span, which
+    struct mh__step_peak before; /* the highest point before the first span, which
                                  * counts as the first span's */
     /* with kept peaks: the records live at the peak whose lives ended since */
-    struct mh_alloc_rec *since;
+    struct mh__alloc_rec *since;
     size_t nsince, capsince;
 };
 
@@ -53,18 +53,18 @@ struct first_pass {
 /* Strings noted lately, by id modulo the size: most allocations repeat one. */
 #define RECENT_STRS 64
 
-struct mh_lifetimes {
+struct mh__lifetimes {
     struct slot *slots;
     size_t nslots, capslots;
     uint32_t free_head;
     uint64_t *moments;    /* event indices to keep the live records of, sorted */
     size_t nmoments, capmoments, next_moment;
     int keep_peaks;       /* keep the records live at each device's allocated peak */
-    struct mh_alloc_rec *kept;
+    struct mh__alloc_rec *kept;
     size_t nkept, capkept;
-    struct mh_step_span *steps;
+    struct mh__step_span *steps;
     size_t nsteps, capsteps;
-    struct mh_step_span *passes; /* steps cut again where a forward follows a backward */
+    struct mh__step_span *passes; /* steps cut again where a forward follows a backward */
     size_t npasses, cappasses;
     struct curve *curves;
     size_t ncurves, capcurves;
@@ -88,7 +88,7 @@ struct mh_lifetimes {
     struct mh__site_roles roles; /* once a record is tagged */
 };
 
-int mh__lifetimes_new(struct mh_lifetimes **out)
+int mh__lifetimes_new(struct mh__lifetimes **out)
 {
     *out = calloc(1, sizeof **out);
     if (!*out)
@@ -100,7 +100,7 @@ int mh__lifetimes_new(struct mh_lifetimes **out)
 }
 
 /* The smallest step >= 0 of the spans, INT64_MAX if none. */
-static int64_t first_step_of(const struct mh_lifetimes *lt)
+static int64_t first_step_of(const struct mh__lifetimes *lt)
 {
     int64_t first = INT64_MAX;
     for (size_t i = 0; i < lt->nsteps; i++)
@@ -109,13 +109,13 @@ static int64_t first_step_of(const struct mh_lifetimes *lt)
     return first;
 }
 
-static struct mh__cat_facts facts_of(const struct mh_lifetimes *lt)
+static struct mh__cat_facts facts_of(const struct mh__lifetimes *lt)
 {
     return (struct mh__cat_facts){first_step_of(lt), lt->tagged, lt->grads_tagged,
                                   lt->ended_before};
 }
 
-int mh__lifetimes_new_after(const struct mh_lifetimes *first, struct mh_lifetimes **out)
+int mh__lifetimes_new_after(const struct mh__lifetimes *first, struct mh__lifetimes **out)
 {
     int rc = mh__lifetimes_new(out);
     if (rc < 0)
@@ -125,7 +125,7 @@ int mh__lifetimes_new_after(const struct mh_lifetimes *first, struct mh_lifetime
     return 0;
 }
 
-void mh__lifetimes_free(struct mh_lifetimes *lt)
+void mh__lifetimes_free(struct mh__lifetimes *lt)
 {
     if (!lt)
         return;
@@ -145,12 +145,12 @@ void mh__lifetimes_free(struct mh_lifetimes *lt)
     free(lt);
 }
 
-void mh__lifetimes_keep_peaks(struct mh_lifetimes *lt)
+void mh__lifetimes_keep_peaks(struct mh__lifetimes *lt)
 {
     lt->keep_peaks = 1;
 }
 
-int mh__lifetimes_keep_at(struct mh_lifetimes *lt, uint64_t index)
+int mh__lifetimes_keep_at(struct mh__lifetimes *lt, uint64_t index)
 {
     size_t i = 0;
     while (i < lt->nmoments && lt->moments[i] < index)
@@ -166,7 +166,7 @@ int mh__lifetimes_keep_at(struct mh_lifetimes *lt, uint64_t index)
 }
 
 /* ---- curves -------------------------------------------------------------------- */
-static struct curve *curve_of(struct mh_lifetimes *lt, int device)
+static struct curve *curve_of(struct mh__lifetimes *lt, int device)
 {
     for (size_t i = 0; i < lt->ncurves; i++)
         if (lt->curves[i].device == device)
@@ -179,13 +179,13 @@ static struct curve *curve_of(struct mh_lifetimes *lt, int device)
     for (size_t p = 0; p < lt->npasses; p++) { /* spans before its first allocation */
         if (MH__GROW(c->pass_peaks, c->npeaks, c->cappeaks, 64) < 0)
             return NULL;
-        c->pass_peaks[c->npeaks++] = (struct mh_step_peak){0, lt->passes[p].first_index, 0};
+        c->pass_peaks[c->npeaks++] = (struct mh__step_peak){0, lt->passes[p].first_index, 0};
     }
     return c;
 }
 
 /* After event `index` moved a curve to c->now, or began a pass span. */
-static void curve_note(struct mh_lifetimes *lt, struct curve *c, uint64_t index)
+static void curve_note(struct mh__lifetimes *lt, struct curve *c, uint64_t index)
 {
     uint64_t v = c->now > 0 ? (uint64_t)c->now : 0;
     if (v > c->c.peak) {
@@ -194,20 +194,20 @@ static void curve_note(struct mh_lifetimes *lt, struct curve *c, uint64_t index)
         c->c.peak_pass = lt->npasses ? lt->npasses - 1 : 0;
         c->nsince = 0; /* what is live now is the peak's */
     }
-    struct mh_step_peak *p = c->npeaks ? &c->pass_peaks[c->npeaks - 1] : &c->before;
+    struct mh__step_peak *p = c->npeaks ? &c->pass_peaks[c->npeaks - 1] : &c->before;
     if (v > p->bytes) {
         p->index = index;
         p->bytes = v;
     }
 }
 
-static int curves_add_pass(struct mh_lifetimes *lt, uint64_t index)
+static int curves_add_pass(struct mh__lifetimes *lt, uint64_t index)
 {
     for (size_t i = 0; i < lt->ncurves; i++) {
         struct curve *c = &lt->curves[i];
         if (MH__GROW(c->pass_peaks, c->npeaks, c->cappeaks, 64) < 0)
             return MH_ENOMEM;
-        c->pass_peaks[c->npeaks] = (struct mh_step_peak){0, index, 0};
+        c->pass_peaks[c->npeaks] = (struct mh__step_peak){0, index, 0};
         if (c->npeaks == 0 && c->before.bytes > 0)
             c->pass_peaks[0] = c->before;
         c->npeaks++;
@@ -216,27 +216,27 @@ static int curves_add_pass(struct mh_lifetimes *lt, uint64_t index)
 }
 
 /* ---- spans ------------------------------------------------------------------- */
-static int add_pass(struct mh_lifetimes *lt, int64_t step, uint64_t index)
+static int add_pass(struct mh__lifetimes *lt, int64_t step, uint64_t index)
 {
     if (MH__GROW(lt->passes, lt->npasses, lt->cappasses, 64) < 0)
         return MH_ENOMEM;
-    lt->passes[lt->npasses++] = (struct mh_step_span){step, index};
+    lt->passes[lt->npasses++] = (struct mh__step_span){step, index};
     lt->pass_backward = 0;
     return curves_add_pass(lt, index);
 }
 
-static int add_step(struct mh_lifetimes *lt, int64_t step, uint64_t index)
+static int add_step(struct mh__lifetimes *lt, int64_t step, uint64_t index)
 {
     if (MH__GROW(lt->steps, lt->nsteps, lt->capsteps, 64) < 0)
         return MH_ENOMEM;
-    lt->steps[lt->nsteps++] = (struct mh_step_span){step, index};
+    lt->steps[lt->nsteps++] = (struct mh__step_span){step, index};
     return add_pass(lt, step, index);
 }
 
 /* A STEP_BEGIN of the step the model has counted since the first event:
  * what came before it was set-up, so the first step and the allocations
  * made in it so far become set-up (step -1). */
-static void relabel_first_step(struct mh_lifetimes *lt, int64_t step, uint64_t index)
+static void relabel_first_step(struct mh__lifetimes *lt, int64_t step, uint64_t index)
 {
     for (size_t i = 0; i < lt->nslots; i++)
         if (lt->slots[i].used && lt->slots[i].rec.alloc_step == step)
@@ -260,7 +260,7 @@ static void relabel_first_step(struct mh_lifetimes *lt, int64_t step, uint64_t i
 }
 
 /* Spans and phases at event `index`; returns 1 if a pass span began. */
-static int track_spans(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
+static int track_spans(struct mh__lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
                        uint64_t index, int *rc)
 {
     int64_t step = mh_model_current_step(m);
@@ -286,7 +286,7 @@ static int track_spans(struct mh_lifetimes *lt, const struct mh_model *m, const 
 }
 
 /* ---- allocations --------------------------------------------------------------- */
-static int take_slot(struct mh_lifetimes *lt, uint32_t *idx)
+static int take_slot(struct mh__lifetimes *lt, uint32_t *idx)
 {
     if (lt->free_head) {
         *idx = lt->free_head - 1;
@@ -299,14 +299,14 @@ static int take_slot(struct mh_lifetimes *lt, uint32_t *idx)
     return 0;
 }
 
-static void release_slot(struct mh_lifetimes *lt, uint32_t idx)
+static void release_slot(struct mh__lifetimes *lt, uint32_t idx)
 {
     lt->slots[idx].used = 0;
     lt->slots[idx].next_free = lt->free_head;
     lt->free_head = idx + 1;
 }
 
-static int note_string(struct mh_lifetimes *lt, uint32_t str)
+static int note_string(struct mh__lifetimes *lt, uint32_t str)
 {
     uint32_t *recent = &lt->recent_strs[str % RECENT_STRS];
     if (!str || *recent == str)
@@ -322,7 +322,7 @@ static int note_string(struct mh_lifetimes *lt, uint32_t str)
 
 /* The first pass made its first step set-up at relabel_index: an
  * allocation made before that in that step is set-up from the start. */
-static void relabel_as_first(const struct mh_lifetimes *lt, struct mh_alloc_rec *r)
+static void relabel_as_first(const struct mh__lifetimes *lt, struct mh__alloc_rec *r)
 {
     const struct first_pass *f = &lt->first;
     if (f->known && f->relabeled && r->alloc_index < f->relabel_index &&
@@ -330,8 +330,8 @@ static void relabel_as_first(const struct mh_lifetimes *lt, struct mh_alloc_rec 
         r->alloc_step = -1;
 }
 
-static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
-                    const struct mh_apply_result *res, uint64_t index, struct mh_life_change *ch)
+static int on_alloc(struct mh__lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
+                    const struct mh_apply_result *res, uint64_t index, struct mh__life_change *ch)
 {
     uint32_t idx;
     struct curve *c = curve_of(lt, ev->device);
@@ -355,7 +355,7 @@ static int on_alloc(struct mh_lifetimes *lt, const struct mh_model *m, const str
 
 /* The slot of the live allocation of block words `w` (NULL: none) at
  * `addr` on `device`, or NULL. */
-static struct slot *slot_of(struct mh_lifetimes *lt, const uint32_t *w, int device, uint64_t addr)
+static struct slot *slot_of(struct mh__lifetimes *lt, const uint32_t *w, int device, uint64_t addr)
 {
     uint32_t i = w ? w[LIFETIMES_WORD] : 0;
     if (i == 0 || i > lt->nslots)
@@ -365,7 +365,7 @@ static struct slot *slot_of(struct mh_lifetimes *lt, const uint32_t *w, int devi
 }
 
 /* With kept peaks: a record live at its device's peak whose life ended. */
-static int note_since_peak(struct mh_lifetimes *lt, struct curve *c, const struct mh_alloc_rec *r)
+static int note_since_peak(struct mh__lifetimes *lt, struct curve *c, const struct mh__alloc_rec *r)
 {
     if (!lt->keep_peaks || !c || !c->c.peak || r->alloc_index > c->c.peak_index)
         return 0;
@@ -375,13 +375,13 @@ static int note_since_peak(struct mh_lifetimes *lt, struct curve *c, const struc
     return 0;
 }
 
-static int on_free(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
-                   const struct mh_apply_result *res, uint64_t index, struct mh_life_change *ch)
+static int on_free(struct mh__lifetimes *lt, const struct mh_model *m, const struct mh_event *ev,
+                   const struct mh_apply_result *res, uint64_t index, struct mh__life_change *ch)
 {
     struct slot *sl = slot_of(lt, res ? res->block_words : NULL, ev->device, ev->addr);
     if (!sl)
         return 0;
-    struct mh_alloc_rec *r = &sl->rec;
+    struct mh__alloc_rec *r = &sl->rec;
     r->free_index = index;
     r->free_step = mh_model_device_step(m, ev->device);
     r->free_phase = (uint8_t)mh_model_current_phase(m);
@@ -400,11 +400,11 @@ static int on_free(struct mh_lifetimes *lt, const struct mh_model *m, const stru
     return rc ? rc : note_since_peak(lt, c, r);
 }
 
-static void on_tag(struct mh_lifetimes *lt, const struct mh_model *m, const struct mh_event *ev)
+static void on_tag(struct mh__lifetimes *lt, const struct mh_model *m, const struct mh_event *ev)
 {
     struct slot *sl =
         slot_of(lt, mh_model_block_words(m, ev->device, ev->addr), ev->device, ev->addr);
-    struct mh_alloc_rec *r = sl ? &sl->rec : NULL;
+    struct mh__alloc_rec *r = sl ? &sl->rec : NULL;
     if (ev->aux == MH_ROLE_OUTPUT) { /* not a role: the module that returned it last */
         if (r)
             r->out_str = ev->str;
@@ -418,7 +418,7 @@ static void on_tag(struct mh_lifetimes *lt, const struct mh_model *m, const stru
     lt->grads_tagged |= ev->aux == MH_ROLE_GRADIENT;
 }
 
-static void note_thread(struct mh_lifetimes *lt, uint32_t thread)
+static void note_thread(struct mh__lifetimes *lt, uint32_t thread)
 {
     if (!lt->thread_known) {
         lt->thread_known = 1;
@@ -428,7 +428,7 @@ static void note_thread(struct mh_lifetimes *lt, uint32_t thread)
 }
 
 /* Copies the records live after event `index` if it is one to keep. */
-static int keep_moment(struct mh_lifetimes *lt, uint64_t index)
+static int keep_moment(struct mh__lifetimes *lt, uint64_t index)
 {
     if (lt->next_moment >= lt->nmoments || lt->moments[lt->next_moment] != index)
         return 0;
@@ -445,9 +445,9 @@ static int keep_moment(struct mh_lifetimes *lt, uint64_t index)
     return 0;
 }
 
-static int observe_allocator(struct mh_lifetimes *lt, const struct mh_model *m,
+static int observe_allocator(struct mh__lifetimes *lt, const struct mh_model *m,
                              const struct mh_event *ev, const struct mh_apply_result *res,
-                             uint64_t index, struct mh_life_change *ch)
+                             uint64_t index, struct mh__life_change *ch)
 {
     if (res && res->anomaly)
         return 0;
@@ -467,12 +467,12 @@ static int observe_allocator(struct mh_lifetimes *lt, const struct mh_model *m,
     return 0;
 }
 
-int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
+int mh__lifetimes_observe(struct mh__lifetimes *lt, const struct mh_model *m,
                           const struct mh_event *ev, const struct mh_apply_result *res,
-                          struct mh_life_change *change)
+                          struct mh__life_change *change)
 {
-    struct mh_life_change own;
-    struct mh_life_change *ch = change ? change : &own;
+    struct mh__life_change own;
+    struct mh__life_change *ch = change ? change : &own;
     uint64_t index = lt->nevents++;
     int rc = 0;
     memset(ch, 0, sizeof *ch);
@@ -490,11 +490,11 @@ int mh__lifetimes_observe(struct mh_lifetimes *lt, const struct mh_model *m,
 /* ---- the end of the pass ------------------------------------------------------- */
 static int by_alloc_index(const void *a, const void *b)
 {
-    const struct mh_alloc_rec *x = a, *y = b;
+    const struct mh__alloc_rec *x = a, *y = b;
     return (x->alloc_index > y->alloc_index) - (x->alloc_index < y->alloc_index);
 }
 
-static int keep_copy(struct mh_lifetimes *lt, const struct mh_alloc_rec *r)
+static int keep_copy(struct mh__lifetimes *lt, const struct mh__alloc_rec *r)
 {
     if (MH__GROW(lt->kept, lt->nkept, lt->capkept, 1024) < 0)
         return MH_ENOMEM;
@@ -504,7 +504,7 @@ static int keep_copy(struct mh_lifetimes *lt, const struct mh_alloc_rec *r)
 
 /* With kept peaks: the records live at each device's peak join the kept
  * ones (those ended since, those alive now that began by then). */
-static int keep_peak_records(struct mh_lifetimes *lt)
+static int keep_peak_records(struct mh__lifetimes *lt)
 {
     int rc = 0;
     for (size_t k = 0; k < lt->ncurves && rc == 0 && lt->keep_peaks; k++) {
@@ -522,7 +522,7 @@ static int keep_peak_records(struct mh_lifetimes *lt)
 }
 
 /* Drops the copies of one record kept twice (at a moment and a peak). */
-static void drop_duplicates(struct mh_lifetimes *lt)
+static void drop_duplicates(struct mh__lifetimes *lt)
 {
     size_t out = 0;
     for (size_t i = 0; i < lt->nkept; i++)
@@ -531,8 +531,8 @@ static void drop_duplicates(struct mh_lifetimes *lt)
     lt->nkept = out;
 }
 
-int mh__lifetimes_finish(struct mh_lifetimes *lt,
-                         int (*alive)(void *user, const struct mh_alloc_rec *r), void *user)
+int mh__lifetimes_finish(struct mh__lifetimes *lt,
+                         int (*alive)(void *user, const struct mh__alloc_rec *r), void *user)
 {
     const struct mh__cat_facts f = facts_of(lt);
     int rc = keep_peak_records(lt);
@@ -542,7 +542,7 @@ int mh__lifetimes_finish(struct mh_lifetimes *lt,
         for (size_t p = 0; p < lt->curves[i].npeaks && p < lt->npasses; p++)
             lt->curves[i].pass_peaks[p].step = lt->passes[p].step;
     for (size_t i = 0; i < lt->nkept; i++) {
-        struct mh_alloc_rec *r = &lt->kept[i];
+        struct mh__alloc_rec *r = &lt->kept[i];
         r->category = (uint8_t)mh__category_of(r, &f, mh__newest_on(lt->newest, r->device));
     }
     for (size_t i = 0; i < lt->nslots && rc == 0; i++) {
@@ -567,35 +567,35 @@ int mh__lifetimes_finish(struct mh_lifetimes *lt,
 }
 
 /* ---- queries --------------------------------------------------------------------- */
-const struct mh_alloc_rec *mh__lifetimes_records(const struct mh_lifetimes *lt, size_t *n)
+const struct mh__alloc_rec *mh__lifetimes_records(const struct mh__lifetimes *lt, size_t *n)
 {
     *n = lt->nkept;
     return lt->kept;
 }
 
-const struct mh_step_span *mh__lifetimes_steps(const struct mh_lifetimes *lt, size_t *n)
+const struct mh__step_span *mh__lifetimes_steps(const struct mh__lifetimes *lt, size_t *n)
 {
     *n = lt->nsteps;
     return lt->steps;
 }
 
-const struct mh_step_span *mh__lifetimes_passes(const struct mh_lifetimes *lt, size_t *n)
+const struct mh__step_span *mh__lifetimes_passes(const struct mh__lifetimes *lt, size_t *n)
 {
     *n = lt->npasses;
     return lt->passes;
 }
 
-uint64_t mh__lifetimes_event_count(const struct mh_lifetimes *lt)
+uint64_t mh__lifetimes_event_count(const struct mh__lifetimes *lt)
 {
     return lt->nevents;
 }
 
-int mh__lifetimes_threaded(const struct mh_lifetimes *lt)
+int mh__lifetimes_threaded(const struct mh__lifetimes *lt)
 {
     return lt->threaded;
 }
 
-int64_t mh__lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index)
+int64_t mh__lifetimes_step_of(const struct mh__lifetimes *lt, uint64_t index)
 {
     size_t lo = 0, hi = lt->nsteps; /* last span with first_index <= index */
     while (lo < hi) {
@@ -608,7 +608,7 @@ int64_t mh__lifetimes_step_of(const struct mh_lifetimes *lt, uint64_t index)
     return lo ? lt->steps[lo - 1].step : -1;
 }
 
-static const struct curve *find_curve(const struct mh_lifetimes *lt, int device)
+static const struct curve *find_curve(const struct mh__lifetimes *lt, int device)
 {
     for (size_t i = 0; i < lt->ncurves; i++)
         if (lt->curves[i].device == device)
@@ -616,7 +616,7 @@ static const struct curve *find_curve(const struct mh_lifetimes *lt, int device)
     return NULL;
 }
 
-void mh__lifetimes_curve(const struct mh_lifetimes *lt, int device, struct mh_life_curve *out)
+void mh__lifetimes_curve(const struct mh__lifetimes *lt, int device, struct mh__life_curve *out)
 {
     const struct curve *c = find_curve(lt, device);
     memset(out, 0, sizeof *out);
@@ -624,24 +624,24 @@ void mh__lifetimes_curve(const struct mh_lifetimes *lt, int device, struct mh_li
         *out = c->c;
 }
 
-const struct mh_step_peak *mh__lifetimes_pass_peaks(const struct mh_lifetimes *lt, int device)
+const struct mh__step_peak *mh__lifetimes_pass_peaks(const struct mh__lifetimes *lt, int device)
 {
     const struct curve *c = find_curve(lt, device);
     return c ? c->pass_peaks : NULL;
 }
 
-int mh__lifetimes_site_role(const struct mh_lifetimes *lt, uint32_t str, uint32_t stack)
+int mh__lifetimes_site_role(const struct mh__lifetimes *lt, uint32_t str, uint32_t stack)
 {
     return mh__site_roles_of(&lt->roles, str, stack);
 }
 
-const uint32_t *mh__lifetimes_strings(const struct mh_lifetimes *lt, size_t *n)
+const uint32_t *mh__lifetimes_strings(const struct mh__lifetimes *lt, size_t *n)
 {
     *n = lt->nstrs;
     return lt->strs;
 }
 
-static int kept_moment(const struct mh_lifetimes *lt, uint64_t index)
+static int kept_moment(const struct mh__lifetimes *lt, uint64_t index)
 {
     for (size_t i = 0; i < lt->nmoments; i++)
         if (lt->moments[i] == index)
@@ -652,27 +652,27 @@ static int kept_moment(const struct mh_lifetimes *lt, uint64_t index)
     return 0;
 }
 
-int mh__lifetimes_peaks_kept(const struct mh_lifetimes *lt)
+int mh__lifetimes_peaks_kept(const struct mh__lifetimes *lt)
 {
     return lt->keep_peaks && !lt->relabeled;
 }
 
-int mh__lifetimes_holds(const struct mh_lifetimes *lt, uint64_t index)
+int mh__lifetimes_holds(const struct mh__lifetimes *lt, uint64_t index)
 {
     return kept_moment(lt, index) && (!lt->relabeled || lt->first.known);
 }
 
-int mh__lifetimes_live_by_category(const struct mh_lifetimes *lt, int device, uint64_t index,
-                                   uint64_t bytes[MH_CAT_COUNT], uint64_t *requested)
+int mh__lifetimes_live_by_category(const struct mh__lifetimes *lt, int device, uint64_t index,
+                                   uint64_t bytes[MH__CAT_COUNT], uint64_t *requested)
 {
-    memset(bytes, 0, MH_CAT_COUNT * sizeof *bytes);
+    memset(bytes, 0, MH__CAT_COUNT * sizeof *bytes);
     if (requested)
-        memset(requested, 0, MH_CAT_COUNT * sizeof *requested);
+        memset(requested, 0, MH__CAT_COUNT * sizeof *requested);
     if (!kept_moment(lt, index))
         return MH_EINVAL;
     for (size_t i = 0; i < lt->nkept; i++) {
-        const struct mh_alloc_rec *r = &lt->kept[i];
-        if (r->device != device || !mh_alloc_rec_live_at(r, index))
+        const struct mh__alloc_rec *r = &lt->kept[i];
+        if (r->device != device || !mh__alloc_rec_live_at(r, index))
             continue;
         bytes[r->category] += r->size;
         if (requested)

@@ -13,9 +13,9 @@
 #include "memhist/model.h"
 #include "session.h"
 
-enum mh_moment_kind { MH_MOMENT_PEAK, MH_MOMENT_OOM, MH_MOMENT_TIME };
+enum mh__moment_kind { MH__MOMENT_PEAK, MH__MOMENT_OOM, MH__MOMENT_TIME };
 
-struct mh_moment {
+struct mh__moment {
     int found;
     int device;
     uint64_t index;   /* the state right after this event */
@@ -24,18 +24,18 @@ struct mh_moment {
     uint64_t value;   /* the peak's allocated bytes, the OOM's request, 0 for a time */
 };
 
-/* A device's allocated peak or its last OOM (MH_MOMENT_PEAK, MH_MOMENT_OOM)
+/* A device's allocated peak or its last OOM (MH__MOMENT_PEAK, MH__MOMENT_OOM)
  * in model `m`; with `device` < 0, the highest peak of any device or the
  * last OOM of any. out->found is 0 when there is none. */
-void mh__moment_in_model(const struct mh_model *m, int kind, int device, struct mh_moment *out);
+void mh__moment_in_model(const struct mh_model *m, int kind, int device, struct mh__moment *out);
 
 /* `t0` of mh__moment_at_time: the time of the pass's first event. */
-#define MH_MOMENT_FIRST_EVENT UINT64_MAX
+#define MH__MOMENT_FIRST_EVENT UINT64_MAX
 
 /* The last event at or before `at_ns` after `t0` (an absolute time: the
- * job's start, or MH_MOMENT_FIRST_EVENT), found by one pass of session `s`
+ * job's start, or MH__MOMENT_FIRST_EVENT), found by one pass of session `s`
  * that ends just after it. Returns 0 (out->found 0 when the run has no
  * event by then) or the session's error (reported by it). */
-int mh__moment_at_time(struct mh_session *s, uint64_t t0, uint64_t at_ns, struct mh_moment *out);
+int mh__moment_at_time(struct mh__session *s, uint64_t t0, uint64_t at_ns, struct mh__moment *out);
 
 #endif

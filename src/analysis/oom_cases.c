@@ -13,12 +13,12 @@
 
 /* Reads each case's state as the pass goes by its event. */
 struct states {
-    struct mh_oom_case *c;
+    struct mh__oom_case *c;
     size_t n, next, top;
     int rc;
 };
 
-static int state_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int state_event(void *user, struct mh__session *s, const struct mh_event *ev,
                        const struct mh_apply_result *res)
 {
     struct states *st = user;
@@ -31,49 +31,49 @@ static int state_event(void *user, struct mh_session *s, const struct mh_event *
     return st->next == st->n ? 1 : 0; /* the last case's moment has passed */
 }
 
-static int read_states(const struct mh_analysis *a, struct mh_oom_case *c, size_t n, size_t top)
+static int read_states(const struct mh__analysis *a, struct mh__oom_case *c, size_t n, size_t top)
 {
     struct states st = {c, n, 0, top, 0};
-    const struct mh_observer obs = {"oom-states", &st, NULL, state_event, NULL};
+    const struct mh__observer obs = {"oom-states", &st, NULL, state_event, NULL};
     int rc = mh__session_pass(a->session, &obs);
     return rc < 0 ? rc : st.rc;
 }
 
 /* Layers, the case set-ups and their shared replay under the recorded
  * settings. */
-static int prepare(const struct mh_analysis *a, int device, const struct mh_oom_opts *o,
-                   struct mh_whatif_input *in, struct mh_oom_cases *cs,
+static int prepare(const struct mh__analysis *a, int device, const struct mh__oom_opts *o,
+                   struct mh__whatif_input *in, struct mh__oom_cases *cs,
                    const struct mh_oom_info *ooms)
 {
-    uint64_t at[MH_OOM_CASES_MAX];
+    uint64_t at[MH__OOM_CASES_MAX];
     for (size_t i = 0; i < cs->n; i++)
         at[i] = ooms[i].event_index;
     int rc = mh__layers_analyze(a, device, at, cs->n, &cs->ly);
     if (rc < 0)
         return rc;
-    struct mh_whatif_outcome recorded, base; /* the replay the cases share */
+    struct mh__whatif_outcome recorded, base; /* the replay the cases share */
     uint64_t usable = mh__whatif_recorded(in, &recorded) == 0 ? mh__whatif_capacity(in, &recorded) : 0;
     rc = mh__whatif_pick_ties(in, usable, &base);
     for (size_t i = 0; i < cs->n; i++) {
-        struct mh_oom_case *c = &cs->c[i];
+        struct mh__oom_case *c = &cs->c[i];
         c->device = device;
         c->usable = usable;
         c->baseline = base;
         c->baseline_given = 1;
         c->oom = ooms[i];
-        c->verdict = o->at_peak ? MH_OOM_VERDICT_NONE : MH_OOM_VERDICT_EXHAUSTION;
+        c->verdict = o->at_peak ? MH__OOM_VERDICT_NONE : MH__OOM_VERDICT_EXHAUSTION;
         mh__oom_setup(a, cs->ly, o, c);
     }
     return rc;
 }
 
-int mh__oom_cases(const struct mh_analysis *a, int device, const struct mh_oom_opts *o,
-                  struct mh_oom_cases *out)
+int mh__oom_cases(const struct mh__analysis *a, int device, const struct mh__oom_opts *o,
+                  struct mh__oom_cases *out)
 {
-    struct mh_oom_info ooms[MH_OOM_CASES_MAX];
-    struct mh_whatif_input in;
+    struct mh_oom_info ooms[MH__OOM_CASES_MAX];
+    struct mh__whatif_input in;
     memset(out, 0, sizeof *out);
-    size_t n = mh__oom_moments(a->rp.model, device, o->at_peak, ooms, MH_OOM_CASES_MAX);
+    size_t n = mh__oom_moments(a->rp.model, device, o->at_peak, ooms, MH__OOM_CASES_MAX);
     if (n == 0)
         return 0;
     int rc = mh__whatif_input(a->whatif, a->session, device, &in);
@@ -99,7 +99,7 @@ int mh__oom_cases(const struct mh_analysis *a, int device, const struct mh_oom_o
     return rc;
 }
 
-void mh__oom_cases_free(struct mh_oom_cases *cs)
+void mh__oom_cases_free(struct mh__oom_cases *cs)
 {
     for (size_t i = 0; cs->c && i < cs->n; i++)
         mh__oom_case_free(&cs->c[i]);

@@ -15,29 +15,29 @@
 const char *mh__oom_verdict_name(int verdict)
 {
     switch (verdict) {
-    case MH_OOM_VERDICT_FRAGMENTATION: return "fragmentation";
-    case MH_OOM_VERDICT_CROSS_STREAM: return "cross-stream caching";
-    case MH_OOM_VERDICT_EXHAUSTION: return "exhaustion";
+    case MH__OOM_VERDICT_FRAGMENTATION: return "fragmentation";
+    case MH__OOM_VERDICT_CROSS_STREAM: return "cross-stream caching";
+    case MH__OOM_VERDICT_EXHAUSTION: return "exhaustion";
     default: return "none";
     }
 }
 
 static int add_free(void *user, const struct mh_segment_view *seg, const struct mh_block_view *blk)
 {
-    struct mh_oom_case *c = user;
+    struct mh__oom_case *c = user;
     if (blk->state != MH_BLOCK_INACTIVE)
         return 0;
     size_t i = 0;
     while (i < c->nfree && !(c->free[i].stream == seg->stream && c->free[i].small_pool == seg->small_pool))
         i++;
     if (i == c->nfree) {
-        struct mh_free_stat *p = realloc(c->free, (c->nfree + 1) * sizeof *p);
+        struct mh__free_stat *p = realloc(c->free, (c->nfree + 1) * sizeof *p);
         if (!p)
             return MH_ENOMEM;
         c->free = p;
-        p[c->nfree++] = (struct mh_free_stat){seg->stream, seg->small_pool, 0, 0, 0};
+        p[c->nfree++] = (struct mh__free_stat){seg->stream, seg->small_pool, 0, 0, 0};
     }
-    struct mh_free_stat *f = &c->free[i];
+    struct mh__free_stat *f = &c->free[i];
     f->total += blk->size;
     f->blocks++;
     if (blk->size > f->largest)
@@ -45,11 +45,11 @@ static int add_free(void *user, const struct mh_segment_view *seg, const struct 
     return 0;
 }
 
-int mh__oom_read_state(const struct mh_model *at, struct mh_oom_case *c, size_t top)
+int mh__oom_read_state(const struct mh_model *at, struct mh__oom_case *c, size_t top)
 {
     int rc = mh_model_foreach_block(at, c->device, add_free, c);
     struct mh_mem_stats st;
-    if (c->verdict == MH_OOM_VERDICT_NONE && mh_model_stats(at, c->device, &st) == 0) {
+    if (c->verdict == MH__OOM_VERDICT_NONE && mh_model_stats(at, c->device, &st) == 0) {
         c->oom.allocated = st.allocated;
         c->oom.reserved = st.reserved;
         c->oom.largest_free_any = mh_model_largest_free(at, c->device, UINT64_MAX, -1);
@@ -60,7 +60,7 @@ int mh__oom_read_state(const struct mh_model *at, struct mh_oom_case *c, size_t 
     return rc < 0 ? rc : 0;
 }
 
-static void decide(struct mh_oom_case *c)
+static void decide(struct mh__oom_case *c)
 {
     const struct mh_oom_info *o = &c->oom;
     uint64_t other = 0;
@@ -69,29 +69,29 @@ static void decide(struct mh_oom_case *c)
         if (c->free[i].stream != o->stream && c->free[i].small_pool == c->small_pool &&
             c->free[i].largest > other)
             other = c->free[i].largest;
-    if (c->verdict == MH_OOM_VERDICT_NONE)
+    if (c->verdict == MH__OOM_VERDICT_NONE)
         return;
     if (other >= o->request && o->largest_free_same_stream < o->request)
-        c->verdict = MH_OOM_VERDICT_CROSS_STREAM;
+        c->verdict = MH__OOM_VERDICT_CROSS_STREAM;
     else if (o->allocated + o->request <= o->reserved + o->device_free)
-        c->verdict = MH_OOM_VERDICT_FRAGMENTATION;
+        c->verdict = MH__OOM_VERDICT_FRAGMENTATION;
     else
-        c->verdict = MH_OOM_VERDICT_EXHAUSTION;
+        c->verdict = MH__OOM_VERDICT_EXHAUSTION;
 }
 
 static int by_bytes(const void *a, const void *b)
 {
-    const struct mh_named_bytes *x = a, *y = b;
+    const struct mh__named_bytes *x = a, *y = b;
     if (x->bytes != y->bytes)
         return x->bytes < y->bytes ? 1 : -1;
     return strcmp(x->name, y->name);
 }
 
-static int layers_at(struct mh_oom_case *c)
+static int layers_at(struct mh__oom_case *c)
 {
     size_t nl, nrec;
-    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
-    const struct mh_alloc_rec *recs = mh__layers_records(c->ly, &nrec);
+    const struct mh__layer_stats *st = mh__layers_list(c->ly, &nl);
+    const struct mh__alloc_rec *recs = mh__layers_records(c->ly, &nrec);
     c->layers = calloc(nl ? nl : 1, sizeof *c->layers);
     if (!c->layers)
         return MH_ENOMEM;
@@ -99,7 +99,7 @@ static int layers_at(struct mh_oom_case *c)
         c->layers[l].name = st[l].name;
     for (size_t i = 0; i < nrec; i++) {
         int32_t l = mh__layers_layer_of(c->ly, &recs[i]);
-        if (l >= 0 && mh_alloc_rec_live_at(&recs[i], c->oom.event_index))
+        if (l >= 0 && mh__alloc_rec_live_at(&recs[i], c->oom.event_index))
             c->layers[l].bytes += recs[i].size;
     }
     qsort(c->layers, nl, sizeof *c->layers, by_bytes);
@@ -111,11 +111,11 @@ static int layers_at(struct mh_oom_case *c)
 
 /* max_split_size_mb candidate: half the request (or of the largest request
  * when explaining the peak), at least 20 MiB (torch's minimum). */
-static uint64_t split_candidate_mb(const struct mh_analysis *a, const struct mh_oom_case *c)
+static uint64_t split_candidate_mb(const struct mh__analysis *a, const struct mh__oom_case *c)
 {
     uint64_t size = c->oom.request;
-    if (c->verdict == MH_OOM_VERDICT_NONE) {
-        struct mh_life_curve curve;
+    if (c->verdict == MH__OOM_VERDICT_NONE) {
+        struct mh__life_curve curve;
         mh__lifetimes_curve(a->lt, c->device, &curve);
         if (curve.max_requested > size)
             size = curve.max_requested;
@@ -125,8 +125,8 @@ static uint64_t split_candidate_mb(const struct mh_analysis *a, const struct mh_
 }
 
 /* The three candidate settings, each the recorded ones with one change. */
-static void candidates(const struct mh_analysis *a, const struct mh_whatif_input *in,
-                       const struct mh_oom_case *c, struct mh_alloc_conf conf[3])
+static void candidates(const struct mh__analysis *a, const struct mh__whatif_input *in,
+                       const struct mh__oom_case *c, struct mh_alloc_conf conf[3])
 {
     uint64_t mb = split_candidate_mb(a, c);
     for (int i = 0; i < 3; i++)
@@ -137,7 +137,7 @@ static void candidates(const struct mh_analysis *a, const struct mh_whatif_input
     conf[2].memory_fraction = 1.0;
 }
 
-static void name_suggestion(struct mh_suggestion *s, int i, const struct mh_alloc_conf *conf)
+static void name_suggestion(struct mh__suggestion *s, int i, const struct mh_alloc_conf *conf)
 {
     if (i == 0)
         snprintf(s->setting, sizeof s->setting, "expandable_segments:True");
@@ -151,7 +151,7 @@ static void name_suggestion(struct mh_suggestion *s, int i, const struct mh_allo
 
 /* A replay the cases of a device ran already, or NULL. */
 static const struct mh__oom_replay *replayed(const struct mh__oom_replays *rs,
-                                             const struct mh_sim_replay_opts *ro, int baseline)
+                                             const struct mh__sim_replay_opts *ro, int baseline)
 {
     for (size_t i = 0; rs && i < rs->n; i++)
         if (rs->r[i].baseline == baseline && rs->r[i].capacity == ro->capacity &&
@@ -161,10 +161,10 @@ static const struct mh__oom_replay *replayed(const struct mh__oom_replays *rs,
 }
 
 /* Runs the jobs no case ran yet and keeps them for the next cases. */
-static void run_jobs(const struct mh_whatif_input *in, struct mh_whatif_job *jobs, size_t n,
+static void run_jobs(const struct mh__whatif_input *in, struct mh__whatif_job *jobs, size_t n,
                      struct mh__oom_replays *rs)
 {
-    struct mh_whatif_job todo[4];
+    struct mh__whatif_job todo[4];
     int from[4]; /* per job: its index in todo, or -1 when replayed already */
     size_t ntodo = 0;
     for (size_t i = 0; i < n; i++) {
@@ -189,29 +189,29 @@ static void run_jobs(const struct mh_whatif_input *in, struct mh_whatif_job *job
 /* The replays behind the suggestions (and the baseline where the case's
  * capacity is not the one it was given for) run at once, two at a time,
  * each once for all the cases of a device (`rs`). */
-static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *in,
-                    struct mh_oom_case *c, struct mh__oom_replays *rs)
+static void suggest(const struct mh__analysis *a, const struct mh__whatif_input *in,
+                    struct mh__oom_case *c, struct mh__oom_replays *rs)
 {
     struct mh_alloc_conf conf[3];
-    struct mh_whatif_job jobs[4];
+    struct mh__whatif_job jobs[4];
     int job_of[3];
     size_t njobs = 0;
     candidates(a, in, c, conf);
     /* replays get what the recorded allocator could use (the whole run's, as
      * `whatif` does), not the device's total, part of which the CUDA context holds */
     uint64_t capacity = 0;
-    if (!(c->capacity_estimated && c->verdict == MH_OOM_VERDICT_NONE))
+    if (!(c->capacity_estimated && c->verdict == MH__OOM_VERDICT_NONE))
         capacity = c->usable ? c->usable : c->capacity;
     int given = c->baseline_given && capacity == c->usable;
     memset(jobs, 0, sizeof jobs);
     if (!given) {
-        jobs[njobs].ro = (struct mh_sim_replay_opts){.conf = in->conf, .capacity = capacity,
+        jobs[njobs].ro = (struct mh__sim_replay_opts){.conf = in->conf, .capacity = capacity,
                                                      .use_oracle = 1};
         jobs[njobs].ro.progress_what = "replay under the recorded settings";
         jobs[njobs++].baseline = 1;
     }
     for (int i = 0; i < 3; i++) {
-        struct mh_suggestion *s = &c->sugg[i];
+        struct mh__suggestion *s = &c->sugg[i];
         c->nsugg = (size_t)i + 1;
         name_suggestion(s, i, &conf[1]);
         struct mh_alloc_conf probe = conf[i]; /* the change alone */
@@ -232,8 +232,8 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
     c->replay_match = given || jobs[0].rc == 0 ? c->baseline.match : -1;
     c->estimates = !mh__whatif_checked(c->replay_match < 0 ? NULL : &c->baseline);
     for (int i = 0; i < 3; i++) {
-        const struct mh_whatif_job *j = job_of[i] < 0 ? NULL : &jobs[job_of[i]];
-        struct mh_suggestion *s = &c->sugg[i];
+        const struct mh__whatif_job *j = job_of[i] < 0 ? NULL : &jobs[job_of[i]];
+        struct mh__suggestion *s = &c->sugg[i];
         if (j && j->rc == 0) {
             s->ok = 1;
             s->ooms = j->out.ooms;
@@ -243,7 +243,7 @@ static void suggest(const struct mh_analysis *a, const struct mh_whatif_input *i
     }
 }
 
-static int plan(struct mh_oom_case *c)
+static int plan(struct mh__oom_case *c)
 {
     const uint64_t *after;
     const size_t *order;
@@ -260,16 +260,16 @@ static int plan(struct mh_oom_case *c)
 }
 
 /* Forward activations of the OOM's step that each layer holds at the OOM. */
-static int drops_at_oom(const struct mh_oom_case *c, uint64_t *drop)
+static int drops_at_oom(const struct mh__oom_case *c, uint64_t *drop)
 {
     size_t nrec;
-    const struct mh_alloc_rec *recs = mh__layers_records(c->ly, &nrec);
+    const struct mh__alloc_rec *recs = mh__layers_records(c->ly, &nrec);
     for (size_t i = 0; i < nrec; i++) {
-        const struct mh_alloc_rec *r = &recs[i];
+        const struct mh__alloc_rec *r = &recs[i];
         int32_t l = mh__layers_layer_of(c->ly, r);
-        if (l >= 0 && mh_alloc_rec_live_at(r, c->oom.event_index) &&
+        if (l >= 0 && mh__alloc_rec_live_at(r, c->oom.event_index) &&
             r->alloc_phase == MH_PHASE_FORWARD && !r->before_forward &&
-            r->category == MH_CAT_ACTIVATION && r->alloc_step == c->oom.step)
+            r->category == MH__CAT_ACTIVATION && r->alloc_step == c->oom.step)
             drop[l] += r->size;
     }
     return 0;
@@ -280,10 +280,10 @@ static int drops_at_oom(const struct mh_oom_case *c, uint64_t *drop)
  * largest recompute transient, free what the request lacks (or, for
  * fragmentation, the request's size). Counts the layers' outputs too, so it
  * is an upper bound on what is freed. */
-static int oom_plan(struct mh_oom_case *c)
+static int oom_plan(struct mh__oom_case *c)
 {
     size_t nl;
-    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    const struct mh__layer_stats *st = mh__layers_list(c->ly, &nl);
     uint64_t *drop = calloc(nl ? nl : 1, sizeof *drop);
     c->plan = malloc((nl ? nl : 1) * sizeof *c->plan);
     if (!drop || !c->plan) {
@@ -320,7 +320,7 @@ static int oom_plan(struct mh_oom_case *c)
     return 0;
 }
 
-void mh__oom_case_free(struct mh_oom_case *c)
+void mh__oom_case_free(struct mh__oom_case *c)
 {
     free(c->free);
     free(c->stacks);
@@ -328,8 +328,8 @@ void mh__oom_case_free(struct mh_oom_case *c)
     free(c->plan);
 }
 
-void mh__oom_setup(const struct mh_analysis *a, struct mh_layers *ly, const struct mh_oom_opts *o,
-                   struct mh_oom_case *c)
+void mh__oom_setup(const struct mh__analysis *a, struct mh__layers *ly, const struct mh__oom_opts *o,
+                   struct mh__oom_case *c)
 {
     const struct mh_model *m = a->rp.model;
     struct mh_peak p;
@@ -343,18 +343,18 @@ void mh__oom_setup(const struct mh_analysis *a, struct mh_layers *ly, const stru
         /* at the peak there is no CUDA free figure: the capacity is unknown (0) */
         c->capacity = o->at_peak ? 0 : c->oom.reserved + c->oom.device_free;
         c->capacity_estimated = 1;
-    } else if (c->verdict != MH_OOM_VERDICT_NONE && c->capacity > c->oom.device_free + c->oom.reserved) {
+    } else if (c->verdict != MH__OOM_VERDICT_NONE && c->capacity > c->oom.device_free + c->oom.reserved) {
         c->outside = c->capacity - c->oom.device_free - c->oom.reserved;
     }
 }
 
-int mh__oom_conclude(const struct mh_analysis *a, const struct mh_whatif_input *in,
-                     struct mh_oom_case *c, struct mh__oom_replays *rs)
+int mh__oom_conclude(const struct mh__analysis *a, const struct mh__whatif_input *in,
+                     struct mh__oom_case *c, struct mh__oom_replays *rs)
 {
     int rc = layers_at(c);
     decide(c);
     if (rc == 0)
-        rc = c->verdict == MH_OOM_VERDICT_NONE ? plan(c) : oom_plan(c);
+        rc = c->verdict == MH__OOM_VERDICT_NONE ? plan(c) : oom_plan(c);
     if (rc == 0)
         suggest(a, in, c, rs);
     return rc;

@@ -14,7 +14,7 @@ struct mh__oom_replay {
     struct mh_alloc_conf conf;
     uint64_t capacity;
     int baseline, rc;
-    struct mh_whatif_outcome out;
+    struct mh__whatif_outcome out;
 };
 
 #define MH__OOM_REPLAYS 256
@@ -25,13 +25,13 @@ struct mh__oom_replays {
 };
 
 /* The case's device information, capacity and what lies outside it. */
-void mh__oom_setup(const struct mh_analysis *a, struct mh_layers *ly, const struct mh_oom_opts *o,
-                   struct mh_oom_case *c);
+void mh__oom_setup(const struct mh__analysis *a, struct mh__layers *ly, const struct mh__oom_opts *o,
+                   struct mh__oom_case *c);
 /* Reads the allocator state of model `at` (the state right after the
  * case's event): free blocks, the figures at the peak, the live groups. */
-int mh__oom_read_state(const struct mh_model *at, struct mh_oom_case *c, size_t top);
+int mh__oom_read_state(const struct mh_model *at, struct mh__oom_case *c, size_t top);
 /* Layers at the moment, verdict, plan and suggestions (replays in `rs`). */
-int mh__oom_conclude(const struct mh_analysis *a, const struct mh_whatif_input *in,
-                     struct mh_oom_case *c, struct mh__oom_replays *rs);
+int mh__oom_conclude(const struct mh__analysis *a, const struct mh__whatif_input *in,
+                     struct mh__oom_case *c, struct mh__oom_replays *rs);
 
 #endif

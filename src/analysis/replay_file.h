@@ -8,7 +8,7 @@
 
 #include "session.h"
 
-struct mh_replay {
+struct mh__replay {
     const char *path;
     const struct mh_reader *reader;
     const struct mh_model *model;

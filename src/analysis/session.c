@@ -13,27 +13,27 @@
  * enough for a few reports a second. */
 #define PROGRESS_EVERY 16384
 
-struct mh_session {
+struct mh__session {
     const char *path;
     const void *mem; /* the input of mh__session_open_mem, else NULL */
     size_t mem_len;
     struct mh_reader *reader;
     struct mh_model *model;
     struct mh_alloc_conf conf;
-    struct mh_observer obs[MAX_OBSERVERS];
+    struct mh__observer obs[MAX_OBSERVERS];
     size_t nobs;
     int conf_read;
     uint64_t index;
     int read_error, warned;
     unsigned passes;
-    struct mh_progress progress;
+    struct mh__progress progress;
     char what[320]; /* the name of the current pass for progress reports */
-    int (*stop_before)(void *user, struct mh_session *s, const struct mh_event *ev);
+    int (*stop_before)(void *user, struct mh__session *s, const struct mh_event *ev);
     void *stop_user;
 };
 
 /* The settings are metadata that precede the first event in the file. */
-static void read_conf(struct mh_session *s)
+static void read_conf(struct mh__session *s)
 {
     if (s->conf_read++)
         return;
@@ -46,10 +46,10 @@ static void read_conf(struct mh_session *s)
     }
 }
 
-int mh__session_open(const char *path, struct mh_session **out)
+int mh__session_open(const char *path, struct mh__session **out)
 {
     *out = NULL;
-    struct mh_session *s = calloc(1, sizeof *s);
+    struct mh__session *s = calloc(1, sizeof *s);
     if (!s) {
         mh__diag("%s: %s", path, mh_strerror(MH_ENOMEM));
         return MH_ENOMEM;
@@ -67,10 +67,10 @@ int mh__session_open(const char *path, struct mh_session **out)
     return 0;
 }
 
-int mh__session_open_mem(const void *data, size_t len, const char *name, struct mh_session **out)
+int mh__session_open_mem(const void *data, size_t len, const char *name, struct mh__session **out)
 {
     *out = NULL;
-    struct mh_session *s = calloc(1, sizeof *s);
+    struct mh__session *s = calloc(1, sizeof *s);
     if (!s)
         return MH_ENOMEM;
     s->path = name;
@@ -87,7 +87,7 @@ int mh__session_open_mem(const void *data, size_t len, const char *name, struct 
     return 0;
 }
 
-void mh__session_close(struct mh_session *s)
+void mh__session_close(struct mh__session *s)
 {
     if (!s)
         return;
@@ -96,7 +96,7 @@ void mh__session_close(struct mh_session *s)
     free(s);
 }
 
-int mh__session_observe(struct mh_session *s, const struct mh_observer *o)
+int mh__session_observe(struct mh__session *s, const struct mh__observer *o)
 {
     if (s->nobs == MAX_OBSERVERS)
         return MH_ELIMIT;
@@ -104,18 +104,18 @@ int mh__session_observe(struct mh_session *s, const struct mh_observer *o)
     return 0;
 }
 
-void mh__session_forget(struct mh_session *s)
+void mh__session_forget(struct mh__session *s)
 {
     s->nobs = 0;
 }
 
-void mh__session_set_progress(struct mh_session *s, const struct mh_progress *p)
+void mh__session_set_progress(struct mh__session *s, const struct mh__progress *p)
 {
-    s->progress = p ? *p : (struct mh_progress){NULL, NULL};
+    s->progress = p ? *p : (struct mh__progress){NULL, NULL};
 }
 
 /* Reports how far the reader has got; `end` ends the pass's piece of work. */
-static void report_progress(struct mh_session *s, int end)
+static void report_progress(struct mh__session *s, int end)
 {
     uint64_t done, total;
     if (!s->progress.fn)
@@ -126,7 +126,7 @@ static void report_progress(struct mh_session *s, int end)
     mh__progress_report(&s->progress, s->what, done, total);
 }
 
-static void name_pass(struct mh_session *s)
+static void name_pass(struct mh__session *s)
 {
     const char *name = strcmp(s->path, "-") == 0 ? "standard input" : s->path;
     if (s->passes <= 1)
@@ -138,7 +138,7 @@ static void name_pass(struct mh_session *s)
 /* Reads the first event into *ev (rc 1), or finds none (0), or fails (< 0).
  * The settings are metadata that precede the first event in the file, so
  * they are read once it has been. */
-static int start_pass(struct mh_session *s, struct mh_event *ev)
+static int start_pass(struct mh__session *s, struct mh_event *ev)
 {
     int rc = s->passes++ ? mh_reader_rewind(s->reader) : 0;
     if (rc < 0)
@@ -149,7 +149,7 @@ static int start_pass(struct mh_session *s, struct mh_event *ev)
     return rc;
 }
 
-static int new_model(const struct mh_session *s, struct mh_model **out)
+static int new_model(const struct mh__session *s, struct mh_model **out)
 {
     struct mh_model_opts opts;
     memset(&opts, 0, sizeof opts);
@@ -157,7 +157,7 @@ static int new_model(const struct mh_session *s, struct mh_model **out)
     return mh_model_new(&opts, out);
 }
 
-static int notify_event(struct mh_session *s, const struct mh_event *ev,
+static int notify_event(struct mh__session *s, const struct mh_event *ev,
                         const struct mh_apply_result *res)
 {
     for (size_t i = 0; i < s->nobs; i++) {
@@ -170,7 +170,7 @@ static int notify_event(struct mh_session *s, const struct mh_event *ev,
 
 /* Replays into `m`, calling the observers if `observe`; returns 0 at the
  * end or stop point, 1 if an observer ended the pass, < 0 on an error. */
-static int replay_events(struct mh_session *s, struct mh_model **m, uint64_t stop_after, int observe)
+static int replay_events(struct mh__session *s, struct mh_model **m, uint64_t stop_after, int observe)
 {
     struct mh_event ev;
     struct mh_apply_result res;
@@ -209,29 +209,29 @@ static int replay_events(struct mh_session *s, struct mh_model **m, uint64_t sto
 }
 
 /* replay_events, then the end of the pass's progress. */
-static int replay(struct mh_session *s, struct mh_model **m, uint64_t stop_after, int observe)
+static int replay(struct mh__session *s, struct mh_model **m, uint64_t stop_after, int observe)
 {
     int rc = replay_events(s, m, stop_after, observe);
     report_progress(s, 1);
     return rc;
 }
 
-static int fail(const struct mh_session *s, int rc)
+static int fail(const struct mh__session *s, int rc)
 {
     mh__diag("%s: %s%s", s->path, mh_strerror(rc),
              rc == MH_EUNSUPPORTED ? " (this needs a file it can read twice, not a pipe)" : "");
     return rc;
 }
 
-void mh__session_stop_before(struct mh_session *s,
-                             int (*fn)(void *user, struct mh_session *s, const struct mh_event *ev),
+void mh__session_stop_before(struct mh__session *s,
+                             int (*fn)(void *user, struct mh__session *s, const struct mh_event *ev),
                              void *user)
 {
     s->stop_before = fn;
     s->stop_user = user;
 }
 
-int mh__session_run(struct mh_session *s, uint64_t stop_after)
+int mh__session_run(struct mh__session *s, uint64_t stop_after)
 {
     mh_model_free(s->model);
     s->model = NULL;
@@ -245,7 +245,7 @@ int mh__session_run(struct mh_session *s, uint64_t stop_after)
     return rc < 0 ? rc : 0;
 }
 
-int mh__session_pass(struct mh_session *s, const struct mh_observer *o)
+int mh__session_pass(struct mh__session *s, const struct mh__observer *o)
 {
     int rc = mh__session_observe(s, o);
     if (rc < 0)
@@ -255,7 +255,7 @@ int mh__session_pass(struct mh_session *s, const struct mh_observer *o)
     return rc;
 }
 
-int mh__session_state_at(struct mh_session *s, uint64_t n, struct mh_model **out)
+int mh__session_state_at(struct mh__session *s, uint64_t n, struct mh_model **out)
 {
     *out = NULL;
     int rc = replay(s, out, n, 0);
@@ -269,7 +269,7 @@ int mh__session_state_at(struct mh_session *s, uint64_t n, struct mh_model **out
     return 0;
 }
 
-int mh__session_rereadable(const struct mh_session *s)
+int mh__session_rereadable(const struct mh__session *s)
 {
     struct stat st;
     if (s->mem)
@@ -277,7 +277,7 @@ int mh__session_rereadable(const struct mh_session *s)
     return strcmp(s->path, "-") != 0 && stat(s->path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int mh__session_reader_again(const struct mh_session *s, struct mh_reader **out)
+int mh__session_reader_again(const struct mh__session *s, struct mh_reader **out)
 {
     *out = NULL;
     if (s->mem)
@@ -287,32 +287,32 @@ int mh__session_reader_again(const struct mh_session *s, struct mh_reader **out)
     return mh_reader_open(s->path, out);
 }
 
-const char *mh__session_path(const struct mh_session *s)
+const char *mh__session_path(const struct mh__session *s)
 {
     return s->path;
 }
-const struct mh_reader *mh__session_reader(const struct mh_session *s)
+const struct mh_reader *mh__session_reader(const struct mh__session *s)
 {
     return s->reader;
 }
-struct mh_model *mh__session_model(const struct mh_session *s)
+struct mh_model *mh__session_model(const struct mh__session *s)
 {
     return s->model;
 }
 
-struct mh_model *mh__session_take_model(struct mh_session *s)
+struct mh_model *mh__session_take_model(struct mh__session *s)
 {
     struct mh_model *m = s->model;
     s->model = NULL;
     return m;
 }
-const struct mh_alloc_conf *mh__session_conf(struct mh_session *s)
+const struct mh_alloc_conf *mh__session_conf(struct mh__session *s)
 {
     read_conf(s);
     return &s->conf;
 }
 
-int mh__session_skim(struct mh_session *s)
+int mh__session_skim(struct mh__session *s)
 {
     struct mh_event ev;
     int rc = s->passes++ ? mh_reader_rewind(s->reader) : 0;
@@ -325,15 +325,15 @@ int mh__session_skim(struct mh_session *s)
     report_progress(s, 1);
     return rc;
 }
-uint64_t mh__session_index(const struct mh_session *s)
+uint64_t mh__session_index(const struct mh__session *s)
 {
     return s->index;
 }
-int mh__session_read_error(const struct mh_session *s)
+int mh__session_read_error(const struct mh__session *s)
 {
     return s->read_error;
 }
-unsigned mh__session_passes(const struct mh_session *s)
+unsigned mh__session_passes(const struct mh__session *s)
 {
     return s->passes;
 }

@@ -16,7 +16,7 @@ static int is_role(uint8_t role)
     return role > MH_ROLE_NONE && role < MH_ROLE_OUTPUT;
 }
 
-int mh__site_roles_note(struct mh__site_roles *sr, const struct mh_alloc_rec *r)
+int mh__site_roles_note(struct mh__site_roles *sr, const struct mh__alloc_rec *r)
 {
     uint64_t key = site_key(r->str, r->stack);
     uintptr_t at = (uintptr_t)mh__addrmap_get(&sr->index, key);

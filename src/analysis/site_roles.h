@@ -29,7 +29,7 @@ struct mh__site_roles {
 
 /* Counts record `r` whose life ended (or that is live at the end);
  * MH_ENOMEM. A zeroed struct is empty. */
-int mh__site_roles_note(struct mh__site_roles *sr, const struct mh_alloc_rec *r);
+int mh__site_roles_note(struct mh__site_roles *sr, const struct mh__alloc_rec *r);
 /* The role (enum mh_tensor_role) of most records of site (str, stack) when
  * those are at least half of its records counted, else MH_ROLE_NONE. */
 int mh__site_roles_of(const struct mh__site_roles *sr, uint32_t str, uint32_t stack);

@@ -9,7 +9,7 @@
 #include "grow.h"
 
 struct collect {
-    struct mh_stack_group *items;
+    struct mh__stack_group *items;
     size_t n, cap;
     int error;
 };
@@ -24,26 +24,26 @@ static int collect_block(void *user, const struct mh_segment_view *seg,
         c->error = MH_ENOMEM;
         return 1;
     }
-    c->items[c->n++] = (struct mh_stack_group){blk->stack, blk->size, 1};
+    c->items[c->n++] = (struct mh__stack_group){blk->stack, blk->size, 1};
     return 0;
 }
 
 static int by_stack(const void *a, const void *b)
 {
-    const struct mh_stack_group *x = a, *y = b;
+    const struct mh__stack_group *x = a, *y = b;
     return (x->stack > y->stack) - (x->stack < y->stack);
 }
 
 static int by_bytes_desc(const void *a, const void *b)
 {
-    const struct mh_stack_group *x = a, *y = b;
+    const struct mh__stack_group *x = a, *y = b;
     if (x->bytes != y->bytes)
         return x->bytes < y->bytes ? 1 : -1;
     return (x->stack > y->stack) - (x->stack < y->stack);
 }
 
 /* Merges runs of equal stacks in a sorted array; returns the new length. */
-static size_t merge_runs(struct mh_stack_group *g, size_t n)
+static size_t merge_runs(struct mh__stack_group *g, size_t n)
 {
     size_t out = 0;
     for (size_t i = 0; i < n; i++) {
@@ -63,7 +63,7 @@ static size_t merge_runs(struct mh_stack_group *g, size_t n)
 
 /* Sorts `c`'s items into groups by stack (dropping empty ones), largest
  * first, and hands them out. */
-static int finish_groups(struct collect *c, size_t top, struct mh_stack_group **out, size_t *nout,
+static int finish_groups(struct collect *c, size_t top, struct mh__stack_group **out, size_t *nout,
                          uint64_t *total_bytes, uint64_t *total_count)
 {
     if (c->error) {
@@ -87,7 +87,7 @@ static int finish_groups(struct collect *c, size_t top, struct mh_stack_group **
 }
 
 int mh__report_group_live(const struct mh_model *m, int device, size_t top,
-                          struct mh_stack_group **out, size_t *nout, uint64_t *total_bytes,
+                          struct mh__stack_group **out, size_t *nout, uint64_t *total_bytes,
                           uint64_t *total_count)
 {
     struct collect c = {0};
@@ -102,18 +102,18 @@ int mh__report_group_live(const struct mh_model *m, int device, size_t top,
  * the events after the peak. */
 struct peak_dev {
     int device;
-    struct mh_stack_group *since; /* per stack: bytes and count as unsigned deltas */
+    struct mh__stack_group *since; /* per stack: bytes and count as unsigned deltas */
     size_t n, cap;
     struct mh__hmap by_stack;     /* stack + 1 -> index + 1 in since */
 };
 
-struct mh_peak_groups {
+struct mh__peak_groups {
     struct peak_dev *dev;
     size_t ndev, cap;
-    struct mh_observer obs;
+    struct mh__observer obs;
 };
 
-static struct peak_dev *dev_of(struct mh_peak_groups *pg, int device)
+static struct peak_dev *dev_of(struct mh__peak_groups *pg, int device)
 {
     for (size_t i = 0; i < pg->ndev; i++)
         if (pg->dev[i].device == device)
@@ -138,7 +138,7 @@ static int since_add(struct peak_dev *d, uint32_t stack, uint64_t bytes, uint64_
     if (!i) {
         if (MH__GROW(d->since, d->n, d->cap, 256) < 0)
             return MH_ENOMEM;
-        d->since[d->n++] = (struct mh_stack_group){stack, 0, 0};
+        d->since[d->n++] = (struct mh__stack_group){stack, 0, 0};
         i = d->n;
         if (mh__addrmap_put(&d->by_stack, (uint64_t)stack + 1, (void *)i) < 0)
             return MH_ENOMEM;
@@ -148,16 +148,16 @@ static int since_add(struct peak_dev *d, uint32_t stack, uint64_t bytes, uint64_
     return 0;
 }
 
-static int peak_begin(void *user, struct mh_session *s)
+static int peak_begin(void *user, struct mh__session *s)
 {
-    struct mh_peak_groups *pg = user;
+    struct mh__peak_groups *pg = user;
     (void)s;
     for (size_t i = 0; i < pg->ndev; i++)
         since_clear(&pg->dev[i]);
     return 0;
 }
 
-static int peak_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int peak_event(void *user, struct mh__session *s, const struct mh_event *ev,
                       const struct mh_apply_result *res)
 {
     int block = ev->kind == MH_EV_ALLOC || ev->kind == MH_EV_FREE_REQUESTED ||
@@ -178,17 +178,17 @@ static int peak_event(void *user, struct mh_session *s, const struct mh_event *e
                      up ? 1 : UINT64_MAX);
 }
 
-int mh__peak_groups_new(struct mh_peak_groups **out)
+int mh__peak_groups_new(struct mh__peak_groups **out)
 {
-    struct mh_peak_groups *pg = calloc(1, sizeof *pg);
+    struct mh__peak_groups *pg = calloc(1, sizeof *pg);
     if (!pg)
         return MH_ENOMEM;
-    pg->obs = (struct mh_observer){"peak-groups", pg, peak_begin, peak_event, NULL};
+    pg->obs = (struct mh__observer){"peak-groups", pg, peak_begin, peak_event, NULL};
     *out = pg;
     return 0;
 }
 
-void mh__peak_groups_free(struct mh_peak_groups *pg)
+void mh__peak_groups_free(struct mh__peak_groups *pg)
 {
     for (size_t i = 0; pg && i < pg->ndev; i++) {
         free(pg->dev[i].since);
@@ -199,13 +199,13 @@ void mh__peak_groups_free(struct mh_peak_groups *pg)
     free(pg);
 }
 
-const struct mh_observer *mh__peak_groups_observer(struct mh_peak_groups *pg)
+const struct mh__observer *mh__peak_groups_observer(struct mh__peak_groups *pg)
 {
     return &pg->obs;
 }
 
-int mh__peak_groups_get(const struct mh_peak_groups *pg, const struct mh_model *end, int device,
-                        size_t top, struct mh_stack_group **out, size_t *nout,
+int mh__peak_groups_get(const struct mh__peak_groups *pg, const struct mh_model *end, int device,
+                        size_t top, struct mh__stack_group **out, size_t *nout,
                         uint64_t *total_bytes, uint64_t *total_count)
 {
     struct collect c = {0};
@@ -219,8 +219,8 @@ int mh__peak_groups_get(const struct mh_peak_groups *pg, const struct mh_model *
             c.error = MH_ENOMEM;
             break;
         }
-        const struct mh_stack_group *g = &d->since[i];
-        c.items[c.n++] = (struct mh_stack_group){g->stack, 0 - g->bytes, 0 - g->count};
+        const struct mh__stack_group *g = &d->since[i];
+        c.items[c.n++] = (struct mh__stack_group){g->stack, 0 - g->bytes, 0 - g->count};
     }
     return finish_groups(&c, top, out, nout, total_bytes, total_count);
 }

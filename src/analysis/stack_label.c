@@ -285,7 +285,7 @@ static const char *frame_line(const struct mh_reader *r, uint32_t frame, int dis
         snprintf(buf, len, "%s:%u %s", file, f.line, f.func);
     else
         snprintf(buf, len, "%s %s", file, f.func);
-    return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
+    return mh__utf8_escape_in_place(buf, len, MH__UTF8_ESC_CONTROL);
 }
 
 const char *mh__frame_text(const struct mh_reader *r, uint32_t frame, char *buf, size_t len)
@@ -354,5 +354,5 @@ const char *mh__stack_label(const struct mh_reader *r, uint32_t stack, char *buf
         snprintf(buf, len, "%s:%u %s", mh__short_path(f.file), f.line, f.func);
     else
         snprintf(buf, len, "%s %s", mh__short_path(f.file), f.func);
-    return mh__utf8_escape_in_place(buf, len, MH_UTF8_ESC_CONTROL);
+    return mh__utf8_escape_in_place(buf, len, MH__UTF8_ESC_CONTROL);
 }

@@ -11,10 +11,10 @@
 /* ---- one device's input ---------------------------------------------------------- */
 /* The time of the input's first event: the pass's first unless that is
  * another device's allocator event. */
-static int input_t0(const struct mh_whatif_input *in, uint64_t *t0)
+static int input_t0(const struct mh__whatif_input *in, uint64_t *t0)
 {
     struct mh__whatif_feed feed;
-    struct mh_sim_source src;
+    struct mh__sim_source src;
     struct mh_event ev;
     void *cur;
     *t0 = in->src->t0_ns;
@@ -30,8 +30,8 @@ static int input_t0(const struct mh_whatif_input *in, uint64_t *t0)
     return rc < 0 ? rc : 0;
 }
 
-int mh__whatif_input(const struct mh_whatif_source *w, struct mh_session *s, int device,
-                     struct mh_whatif_input *in)
+int mh__whatif_input(const struct mh__whatif_source *w, struct mh__session *s, int device,
+                     struct mh__whatif_input *in)
 {
     memset(in, 0, sizeof *in);
     in->src = w;
@@ -45,14 +45,14 @@ int mh__whatif_input(const struct mh_whatif_source *w, struct mh_session *s, int
 }
 
 /* ---- the runs ------------------------------------------------------------------- */
-int mh__whatif_recorded(const struct mh_whatif_input *in, struct mh_whatif_outcome *out)
+int mh__whatif_recorded(const struct mh__whatif_input *in, struct mh__whatif_outcome *out)
 {
     if (mh__whatif_source_recorded(in->src, in->device, out))
         return 0;
     /* other devices allocated too: the input alone through a model of its own */
     struct mh__wtrack t;
     struct mh__whatif_feed feed;
-    struct mh_sim_source src;
+    struct mh__sim_source src;
     struct mh_event ev;
     void *cur = NULL;
     mh__whatif_feed(in, &feed, &src);
@@ -72,7 +72,7 @@ int mh__whatif_recorded(const struct mh_whatif_input *in, struct mh_whatif_outco
 
 /* Percent of the allocator events the simulator reproduced as recorded
  * (same kind, address and size at the same position). */
-static double match_percent(const struct mh_sim_replay_result *r)
+static double match_percent(const struct mh__sim_replay_result *r)
 {
     uint64_t n = r->recorded_alloc_events > r->simulated_alloc_events ? r->recorded_alloc_events
                                                                       : r->simulated_alloc_events;
@@ -84,7 +84,7 @@ static double percent(uint64_t part, uint64_t whole)
     return whole ? 100.0 * (double)part / (double)whole : 100.0;
 }
 
-static void replay_figures(const struct mh_sim_replay_result *r, struct mh_whatif_outcome *out)
+static void replay_figures(const struct mh__sim_replay_result *r, struct mh__whatif_outcome *out)
 {
     out->match = match_percent(r);
     out->events = r->recorded_alloc_events;
@@ -95,15 +95,15 @@ static void replay_figures(const struct mh_sim_replay_result *r, struct mh_whati
     out->seeded_unknown = r->seeded_unknown;
 }
 
-int mh__whatif_replay_now(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
-                          int baseline, struct mh_whatif_outcome *out,
-                          struct mh_sim_replay_result *res)
+int mh__whatif_replay_now(const struct mh__whatif_input *in, const struct mh__sim_replay_opts *ro,
+                          int baseline, struct mh__whatif_outcome *out,
+                          struct mh__sim_replay_result *res)
 {
     struct mh__wtrack t = {0};
-    struct mh_sim_replay_result own;
-    struct mh_sim_replay_opts o = *ro;
+    struct mh__sim_replay_result own;
+    struct mh__sim_replay_opts o = *ro;
     struct mh__whatif_feed feed;
-    struct mh_sim_source src;
+    struct mh__sim_source src;
     if (!res)
         res = &own;
     int rc = baseline ? 0 : mh__wtrack_open(&t, &ro->conf, 0); /* the simulator emits device 0 */
@@ -126,26 +126,26 @@ int mh__whatif_replay_now(const struct mh_whatif_input *in, const struct mh_sim_
     return rc;
 }
 
-int mh__whatif_replay(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
-                      int baseline, struct mh_whatif_outcome *out,
-                      struct mh_sim_replay_result *res)
+int mh__whatif_replay(const struct mh__whatif_input *in, const struct mh__sim_replay_opts *ro,
+                      int baseline, struct mh__whatif_outcome *out,
+                      struct mh__sim_replay_result *res)
 {
     if (mh__wexpect_take(in, ro, baseline, out, res))
         return 0;
     return mh__whatif_replay_now(in, ro, baseline, out, res);
 }
 
-int mh__whatif_run(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
-                   struct mh_whatif_outcome *out, struct mh_sim_replay_result *res)
+int mh__whatif_run(const struct mh__whatif_input *in, const struct mh__sim_replay_opts *ro,
+                   struct mh__whatif_outcome *out, struct mh__sim_replay_result *res)
 {
-    struct mh_sim_replay_opts o = *ro;
+    struct mh__sim_replay_opts o = *ro;
     o.address_ties = in->address_ties;
     return mh__whatif_replay(in, &o, 0, out, res);
 }
 
-static struct mh_sim_replay_opts baseline_opts(const struct mh_whatif_input *in, uint64_t capacity)
+static struct mh__sim_replay_opts baseline_opts(const struct mh__whatif_input *in, uint64_t capacity)
 {
-    struct mh_sim_replay_opts ro;
+    struct mh__sim_replay_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.conf = in->conf;
     ro.capacity = capacity;
@@ -155,18 +155,18 @@ static struct mh_sim_replay_opts baseline_opts(const struct mh_whatif_input *in,
     return ro;
 }
 
-int mh__whatif_baseline(const struct mh_whatif_input *in, uint64_t capacity,
-                        struct mh_whatif_outcome *out)
+int mh__whatif_baseline(const struct mh__whatif_input *in, uint64_t capacity,
+                        struct mh__whatif_outcome *out)
 {
-    struct mh_sim_replay_opts ro = baseline_opts(in, capacity);
+    struct mh__sim_replay_opts ro = baseline_opts(in, capacity);
     return mh__whatif_replay(in, &ro, 1, out, NULL);
 }
 
-void mh__whatif_expect_baseline(void *user, const struct mh_whatif_input *in,
-                                const struct mh_whatif_outcome *recorded,
-                                struct mh_sim_replay_opts *ro, int *baseline)
+void mh__whatif_expect_baseline(void *user, const struct mh__whatif_input *in,
+                                const struct mh__whatif_outcome *recorded,
+                                struct mh__sim_replay_opts *ro, int *baseline)
 {
-    const struct mh_whatif_outcome none = {0};
+    const struct mh__whatif_outcome none = {0};
     (void)user;
     *ro = baseline_opts(in, mh__whatif_capacity(in, recorded ? recorded : &none));
     ro->address_ties = 0;
@@ -175,7 +175,7 @@ void mh__whatif_expect_baseline(void *user, const struct mh_whatif_input *in,
 
 /* Whether a replay under the recorded settings leaves the tie rule open:
  * it ran, had events to compare and did not reproduce all of them. */
-static int ties_open(int rc, const struct mh_whatif_outcome *first)
+static int ties_open(int rc, const struct mh__whatif_outcome *first)
 {
     return rc == 0 && first->events > 0 && first->match < 100.0;
 }
@@ -184,16 +184,16 @@ static const char again_what[] = "replay again, best-fit ties by address";
 
 /* The run under the recorded settings picking the tie rule, as
  * mh__whatif_run_picking_ties, with or without the model. */
-static int pick(struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro, int baseline,
-                struct mh_whatif_outcome *out, struct mh_sim_replay_result *res)
+static int pick(struct mh__whatif_input *in, const struct mh__sim_replay_opts *ro, int baseline,
+                struct mh__whatif_outcome *out, struct mh__sim_replay_result *res)
 {
-    struct mh_sim_replay_opts o = *ro;
+    struct mh__sim_replay_opts o = *ro;
     o.address_ties = in->address_ties = 0;
     int rc = mh__whatif_replay(in, &o, baseline, out, res);
     if (!ties_open(rc, out))
         return rc;
-    struct mh_whatif_outcome other;
-    struct mh_sim_replay_result other_res;
+    struct mh__whatif_outcome other;
+    struct mh__sim_replay_result other_res;
     o.progress_what = again_what;
     o.address_ties = 1;
     rc = mh__whatif_replay(in, &o, baseline, &other, &other_res);
@@ -206,23 +206,23 @@ static int pick(struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
     return rc < 0 ? rc : 0;
 }
 
-int mh__whatif_run_picking_ties(struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
-                                struct mh_whatif_outcome *out, struct mh_sim_replay_result *res)
+int mh__whatif_run_picking_ties(struct mh__whatif_input *in, const struct mh__sim_replay_opts *ro,
+                                struct mh__whatif_outcome *out, struct mh__sim_replay_result *res)
 {
     return pick(in, ro, 0, out, res);
 }
 
-int mh__whatif_pick_ties(struct mh_whatif_input *in, uint64_t capacity,
-                         struct mh_whatif_outcome *out)
+int mh__whatif_pick_ties(struct mh__whatif_input *in, uint64_t capacity,
+                         struct mh__whatif_outcome *out)
 {
-    struct mh_sim_replay_opts ro = baseline_opts(in, capacity);
+    struct mh__sim_replay_opts ro = baseline_opts(in, capacity);
     return pick(in, &ro, 1, out, NULL);
 }
 
 /* A baseline at `capacity` and the what-if `ro`, both under tie rule
  * `ties`, at once. */
-static void pair(const struct mh_whatif_input *in, uint64_t capacity,
-                 const struct mh_sim_replay_opts *ro, int ties, struct mh_whatif_job job[2])
+static void pair(const struct mh__whatif_input *in, uint64_t capacity,
+                 const struct mh__sim_replay_opts *ro, int ties, struct mh__whatif_job job[2])
 {
     memset(job, 0, 2 * sizeof *job);
     job[0].ro = baseline_opts(in, capacity);
@@ -238,13 +238,13 @@ static void pair(const struct mh_whatif_input *in, uint64_t capacity,
     mh__whatif_jobs(in, job, 2);
 }
 
-int mh__whatif_run_with_baseline(struct mh_whatif_input *in, uint64_t base_capacity,
-                                 const struct mh_sim_replay_opts *ro,
-                                 struct mh_whatif_outcome *base, int *base_rc,
-                                 struct mh_whatif_outcome *out, struct mh_sim_replay_result *res)
+int mh__whatif_run_with_baseline(struct mh__whatif_input *in, uint64_t base_capacity,
+                                 const struct mh__sim_replay_opts *ro,
+                                 struct mh__whatif_outcome *base, int *base_rc,
+                                 struct mh__whatif_outcome *out, struct mh__sim_replay_result *res)
 {
-    struct mh_whatif_job first[2], second[2];
-    const struct mh_whatif_job *run = &first[1];
+    struct mh__whatif_job first[2], second[2];
+    const struct mh__whatif_job *run = &first[1];
     pair(in, base_capacity, ro, 0, first);
     in->address_ties = 0;
     *base = first[0].out;
@@ -264,14 +264,14 @@ int mh__whatif_run_with_baseline(struct mh_whatif_input *in, uint64_t base_capac
     return run->rc;
 }
 
-int mh__whatif_run_all(const struct mh_whatif_input *in, struct mh_whatif_job *jobs, size_t n)
+int mh__whatif_run_all(const struct mh__whatif_input *in, struct mh__whatif_job *jobs, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         jobs[i].ro.address_ties = in->address_ties;
     return mh__whatif_jobs(in, jobs, n);
 }
 
-uint64_t mh__whatif_capacity(const struct mh_whatif_input *in, const struct mh_whatif_outcome *recorded)
+uint64_t mh__whatif_capacity(const struct mh__whatif_input *in, const struct mh__whatif_outcome *recorded)
 {
     uint64_t capacity = in->total_bytes;
     if (recorded->oom_available && (!capacity || recorded->oom_available < capacity))
@@ -279,7 +279,7 @@ uint64_t mh__whatif_capacity(const struct mh_whatif_input *in, const struct mh_w
     return capacity;
 }
 
-int mh__whatif_checked(const struct mh_whatif_outcome *base)
+int mh__whatif_checked(const struct mh__whatif_outcome *base)
 {
-    return base && base->events > 0 && base->match >= MH_WHATIF_CHECKED_MATCH;
+    return base && base->events > 0 && base->match >= MH__WHATIF_CHECKED_MATCH;
 }

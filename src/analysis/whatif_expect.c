@@ -20,20 +20,20 @@ struct mh__wexpect {
     pthread_t tid;
     pthread_mutex_t mu;
     int taken, joined;
-    struct mh_whatif_input in;
-    struct mh_sim_replay_opts ro;
+    struct mh__whatif_input in;
+    struct mh__sim_replay_opts ro;
     int baseline;
-    struct mh_whatif_outcome out;
-    struct mh_sim_replay_result res;
+    struct mh__whatif_outcome out;
+    struct mh__sim_replay_result res;
     int rc;
     _Atomic int cancel;
     _Atomic int pass_over;  /* the pass ended: the replay's progress is shown */
-    struct mh_progress fwd; /* where it is shown */
+    struct mh__progress fwd; /* where it is shown */
     int stat_rc;            /* the file when the replay started */
     struct stat st;
 };
 
-void mh__whatif_source_expect(struct mh_whatif_source *w, mh_whatif_expect_fn fn, void *user)
+void mh__whatif_source_expect(struct mh__whatif_source *w, mh__whatif_expect_fn fn, void *user)
 {
     w->expect_fn = fn;
     w->expect_user = user;
@@ -57,8 +57,8 @@ static void *run(void *arg)
 }
 
 /* The first allocator device's input as the pass has seen it so far. */
-static void input_so_far(struct mh_whatif_source *w, struct mh_session *s,
-                         struct mh_whatif_input *in)
+static void input_so_far(struct mh__whatif_source *w, struct mh__session *s,
+                         struct mh__whatif_input *in)
 {
     struct mh_device_info d;
     memset(in, 0, sizeof *in);
@@ -71,7 +71,7 @@ static void input_so_far(struct mh_whatif_source *w, struct mh_session *s,
     in->t0_ns = w->t0_ns;
 }
 
-void mh__wexpect_start(struct mh_whatif_source *w, struct mh_session *s)
+void mh__wexpect_start(struct mh__whatif_source *w, struct mh__session *s)
 {
     if (!w->expect_fn || w->copy || w->expect)
         return;
@@ -84,7 +84,7 @@ void mh__wexpect_start(struct mh_whatif_source *w, struct mh_session *s)
     w->expect_fn(w->expect_user, &e->in, NULL, &e->ro, &e->baseline);
     e->fwd = mh__progress_default();
     if (e->fwd.fn)
-        e->ro.progress = (struct mh_progress){progress, e};
+        e->ro.progress = (struct mh__progress){progress, e};
     e->stat_rc = stat(mh__session_path(s), &e->st);
     w->expect = e;
     if (pthread_create(&e->tid, NULL, run, e) != 0) {
@@ -94,12 +94,12 @@ void mh__wexpect_start(struct mh_whatif_source *w, struct mh_session *s)
     }
 }
 
-const _Atomic int *mh__wexpect_cancel(const struct mh_whatif_source *w)
+const _Atomic int *mh__wexpect_cancel(const struct mh__whatif_source *w)
 {
     return w->expect ? &w->expect->cancel : NULL;
 }
 
-void mh__wexpect_stop(struct mh_whatif_source *w)
+void mh__wexpect_stop(struct mh__whatif_source *w)
 {
     struct mh__wexpect *e = w->expect;
     if (!e)
@@ -118,10 +118,10 @@ static int same_conf(const struct mh_alloc_conf *a, const struct mh_alloc_conf *
 }
 
 /* The replay asked for is the one started. */
-static int same_replay(const struct mh__wexpect *e, const struct mh_whatif_input *in,
-                       const struct mh_sim_replay_opts *ro, int baseline)
+static int same_replay(const struct mh__wexpect *e, const struct mh__whatif_input *in,
+                       const struct mh__sim_replay_opts *ro, int baseline)
 {
-    const struct mh_sim_replay_opts *x = &e->ro;
+    const struct mh__sim_replay_opts *x = &e->ro;
     return in->device == e->in.device && in->total_bytes == e->in.total_bytes &&
            in->t0_ns == e->in.t0_ns && same_conf(&in->conf, &e->in.conf) &&
            baseline == e->baseline && same_conf(&ro->conf, &x->conf) &&
@@ -129,11 +129,11 @@ static int same_replay(const struct mh__wexpect *e, const struct mh_whatif_input
            ro->address_ties == x->address_ties && ro->compare_window == x->compare_window;
 }
 
-void mh__wexpect_check(struct mh_whatif_source *w, struct mh_session *s)
+void mh__wexpect_check(struct mh__whatif_source *w, struct mh__session *s)
 {
     struct mh__wexpect *e = w->expect;
-    struct mh_whatif_input in;
-    struct mh_sim_replay_opts ro;
+    struct mh__whatif_input in;
+    struct mh__sim_replay_opts ro;
     int baseline;
     if (!e)
         return;
@@ -149,9 +149,9 @@ void mh__wexpect_check(struct mh_whatif_source *w, struct mh_session *s)
 
 /* The replay read what the pass read: the file unchanged, every event of
  * the first device's input. */
-static int read_the_same(const struct mh__wexpect *e, const struct mh_whatif_input *in)
+static int read_the_same(const struct mh__wexpect *e, const struct mh__whatif_input *in)
 {
-    const struct mh_whatif_source *w = in->src;
+    const struct mh__whatif_source *w = in->src;
     struct stat st;
     int rc = stat(mh__session_path(w->s), &st);
     if (rc != e->stat_rc ||
@@ -162,8 +162,8 @@ static int read_the_same(const struct mh__wexpect *e, const struct mh_whatif_inp
     return w->done && e->res.input_events == w->events - w->other_alloc;
 }
 
-int mh__wexpect_take(const struct mh_whatif_input *in, const struct mh_sim_replay_opts *ro,
-                     int baseline, struct mh_whatif_outcome *out, struct mh_sim_replay_result *res)
+int mh__wexpect_take(const struct mh__whatif_input *in, const struct mh__sim_replay_opts *ro,
+                     int baseline, struct mh__whatif_outcome *out, struct mh__sim_replay_result *res)
 {
     struct mh__wexpect *e = in->src->expect;
     if (!e || in->events == UINT64_MAX)

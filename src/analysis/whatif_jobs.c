@@ -13,8 +13,8 @@
 #define JOB_THREADS 2
 
 struct batch {
-    const struct mh_whatif_input *in;
-    struct mh_whatif_job *jobs;
+    const struct mh__whatif_input *in;
+    struct mh__whatif_job *jobs;
     size_t n, next;
     pthread_mutex_t mu;
 };
@@ -28,7 +28,7 @@ static void *work(void *arg)
         pthread_mutex_unlock(&b->mu);
         if (i == b->n)
             return NULL;
-        struct mh_whatif_job *j = &b->jobs[i];
+        struct mh__whatif_job *j = &b->jobs[i];
         j->rc = mh__whatif_replay(b->in, &j->ro, j->baseline, &j->out, &j->res);
     }
 }
@@ -42,7 +42,7 @@ static size_t helpers(size_t n)
     return t ? t - 1 : 0;
 }
 
-int mh__whatif_jobs(const struct mh_whatif_input *in, struct mh_whatif_job *jobs, size_t n)
+int mh__whatif_jobs(const struct mh__whatif_input *in, struct mh__whatif_job *jobs, size_t n)
 {
     struct batch b = {.in = in, .jobs = jobs, .n = n};
     pthread_t tid[JOB_THREADS];

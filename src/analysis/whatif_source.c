@@ -14,9 +14,9 @@
 #include "event_pack.h"
 #include "whatif_int.h"
 
-static int source_begin(void *user, struct mh_session *s)
+static int source_begin(void *user, struct mh__session *s)
 {
-    struct mh_whatif_source *w = user;
+    struct mh__whatif_source *w = user;
     mh__wexpect_stop(w);
     mh__evpack_free(w->copy);
     w->copy = NULL;
@@ -30,10 +30,10 @@ static int source_begin(void *user, struct mh_session *s)
     return 0;
 }
 
-static int source_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int source_event(void *user, struct mh__session *s, const struct mh_event *ev,
                         const struct mh_apply_result *res)
 {
-    struct mh_whatif_source *w = user;
+    struct mh__whatif_source *w = user;
     if (w->events++ == 0)
         w->t0_ns = ev->time_ns;
     if (mh__sim_is_allocator_kind(ev->kind)) {
@@ -49,9 +49,9 @@ static int source_event(void *user, struct mh_session *s, const struct mh_event 
     return w->copy ? mh__evpack_add(w->copy, ev) : 0;
 }
 
-static int source_end(void *user, struct mh_session *s)
+static int source_end(void *user, struct mh__session *s)
 {
-    struct mh_whatif_source *w = user;
+    struct mh__whatif_source *w = user;
     w->rec.device = w->first_device;
     mh__wtrack_summarize(&w->rec, mh__session_model(s), w->t0_ns, &w->recorded);
     w->done = 1;
@@ -59,18 +59,18 @@ static int source_end(void *user, struct mh_session *s)
     return 0;
 }
 
-int mh__whatif_source_new(struct mh_whatif_source **out)
+int mh__whatif_source_new(struct mh__whatif_source **out)
 {
-    struct mh_whatif_source *w = calloc(1, sizeof *w);
+    struct mh__whatif_source *w = calloc(1, sizeof *w);
     if (!w)
         return MH_ENOMEM;
-    w->obs = (struct mh_observer){"whatif-source", w, source_begin, source_event, source_end};
+    w->obs = (struct mh__observer){"whatif-source", w, source_begin, source_event, source_end};
     w->first_device = -1;
     *out = w;
     return 0;
 }
 
-void mh__whatif_source_free(struct mh_whatif_source *w)
+void mh__whatif_source_free(struct mh__whatif_source *w)
 {
     if (!w)
         return;
@@ -79,23 +79,23 @@ void mh__whatif_source_free(struct mh_whatif_source *w)
     free(w);
 }
 
-const struct mh_observer *mh__whatif_source_observer(struct mh_whatif_source *w)
+const struct mh__observer *mh__whatif_source_observer(struct mh__whatif_source *w)
 {
     return &w->obs;
 }
 
-void mh__whatif_source_keep_copy(struct mh_whatif_source *w)
+void mh__whatif_source_keep_copy(struct mh__whatif_source *w)
 {
     w->keep_copy = 1;
 }
 
-int mh__whatif_source_whole(const struct mh_whatif_source *w, int device)
+int mh__whatif_source_whole(const struct mh__whatif_source *w, int device)
 {
     return !w->other_device && (w->first_device < 0 || w->first_device == device);
 }
 
-int mh__whatif_source_recorded(const struct mh_whatif_source *w, int device,
-                               struct mh_whatif_outcome *out)
+int mh__whatif_source_recorded(const struct mh__whatif_source *w, int device,
+                               struct mh__whatif_outcome *out)
 {
     if (!w->done || !mh__whatif_source_whole(w, device))
         return 0;
@@ -185,8 +185,8 @@ static void cursor_close(void *cursor)
     free(c);
 }
 
-void mh__whatif_feed(const struct mh_whatif_input *in, struct mh__whatif_feed *feed,
-                     struct mh_sim_source *src)
+void mh__whatif_feed(const struct mh__whatif_input *in, struct mh__whatif_feed *feed,
+                     struct mh__sim_source *src)
 {
     memset(feed, 0, sizeof *feed);
     feed->w = in->src;
@@ -194,5 +194,5 @@ void mh__whatif_feed(const struct mh_whatif_input *in, struct mh__whatif_feed *f
     feed->events = in->events;
     if (in->events == UINT64_MAX) /* the replay started during the pass */
         feed->cancel = mh__wexpect_cancel(in->src);
-    *src = (struct mh_sim_source){cursor_open, cursor_next, cursor_position, cursor_close, feed};
+    *src = (struct mh__sim_source){cursor_open, cursor_next, cursor_position, cursor_close, feed};
 }

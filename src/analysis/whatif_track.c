@@ -61,7 +61,7 @@ int mh__wtrack_event(void *tracker, const struct mh_event *ev)
 }
 
 void mh__wtrack_summarize(const struct mh__wtrack *t, const struct mh_model *m, uint64_t t0_ns,
-                          struct mh_whatif_outcome *s)
+                          struct mh__whatif_outcome *s)
 {
     struct mh_mem_stats st;
     struct mh_peak p;

@@ -14,7 +14,7 @@
 #define AROUND_STEPS 1           /* steps on each side */
 #define AROUND_NS 1000000000ull  /* without steps: a second on each side */
 
-static int better(int oom, const struct mh_trace_moment *m, const struct mh_trace_moment *best)
+static int better(int oom, const struct mh__trace_moment *m, const struct mh__trace_moment *best)
 {
     if (!m->found)
         return 0;
@@ -24,7 +24,7 @@ static int better(int oom, const struct mh_trace_moment *m, const struct mh_trac
 }
 
 /* "the allocated peak of GPU 0 (9.39 GiB, 12.3 s, step 42)". */
-static void describe(int oom, const struct mh_trace_moment *m, uint64_t t0, char *text,
+static void describe(int oom, const struct mh__trace_moment *m, uint64_t t0, char *text,
                      size_t len)
 {
     char b[32], d[32], s[24];
@@ -36,16 +36,16 @@ static void describe(int oom, const struct mh_trace_moment *m, uint64_t t0, char
              b, d, s);
 }
 
-int mh__cli_around_window(struct mh_session *const *ses, const char *const *paths, size_t n,
-                          int oom, int device, uint64_t origin, struct mh_window *w, char *text,
+int mh__cli_around_window(struct mh__session *const *ses, const char *const *paths, size_t n,
+                          int oom, int device, uint64_t origin, struct mh__window *w, char *text,
                           size_t len)
 {
-    struct mh_trace_moment best = {0}, m;
+    struct mh__trace_moment best = {0}, m;
     size_t at = 0;
     for (size_t i = 0; i < n; i++) {
-        if (mh__trace_moment(ses[i], oom ? MH_TRACE_AROUND_OOM : MH_TRACE_AROUND_PEAK, device,
+        if (mh__trace_moment(ses[i], oom ? MH__TRACE_AROUND_OOM : MH__TRACE_AROUND_PEAK, device,
                              &m) < 0)
-            return MH_EXIT_FAIL; /* the session reported it */
+            return MH__EXIT_FAIL; /* the session reported it */
         if (better(oom, &m, &best)) {
             best = m;
             at = i;
@@ -60,7 +60,7 @@ int mh__cli_around_window(struct mh_session *const *ses, const char *const *path
         mh__cli_error("%s%sno %s%s%s to centre --around %s on", n > 1 ? "" : paths[0],
                       n > 1 ? "" : ": ", oom ? "OOM" : "allocation", on, n > 1 ? where : "",
                       oom ? "oom" : "peak");
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     uint64_t t0 = n > 1 && origin ? origin : best.first_ns;
     char what[160], where[64] = "";

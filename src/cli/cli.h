@@ -1,12 +1,12 @@
 /* cli.h - shared pieces of the `memhist` command-line tool.
  *
  * main.c holds the command table; each subcommand lives in cmd_<name>.c and
- * defines one `const struct mh_cli_command mh__cmd_<name>`. This header gives
+ * defines one `const struct mh__cli_command mh__cmd_<name>`. This header gives
  * them the common conventions: errors go to stderr as one line naming the
  * file and the problem; usage errors exit 2, failures exit 1; stdout is
  * checked before exit. Only src/cli prints. */
-#ifndef MH_CLI_H
-#define MH_CLI_H
+#ifndef MH_CLI_CLI_H
+#define MH_CLI_CLI_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,11 +18,11 @@
 #include "replay_file.h"
 #include "units.h"
 
-#define MH_EXIT_OK 0
-#define MH_EXIT_FAIL 1
-#define MH_EXIT_USAGE 2
+#define MH__EXIT_OK 0
+#define MH__EXIT_FAIL 1
+#define MH__EXIT_USAGE 2
 
-struct mh_cli_command {
+struct mh__cli_command {
     const char *name;
     const char *summary; /* one line for `memhist --help` */
     const char *usage;   /* full text for `memhist help NAME` and -h */
@@ -61,10 +61,10 @@ void mh__cli_progress_clear(void);
 void mh__cli_progress(const char *what, uint64_t done, uint64_t total);
 
 /* Prints the message and a hint to run `memhist help NAME`; returns 2. */
-int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
+int mh__cli_usage_error(const struct mh__cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Prints the command's usage to stdout; returns 0. */
-int mh__cli_print_usage(const struct mh_cli_command *cmd);
+int mh__cli_print_usage(const struct mh__cli_command *cmd);
 /* 1 if argv holds -h or --help before a "--". */
 int mh__cli_wants_help(int argc, char **argv);
 /* Flushes stdout; on failure prints why and returns 1, else returns `code`. */
@@ -73,13 +73,13 @@ int mh__cli_finish(int code);
 /* Opens an output file through viz/common/outfile.h (temporary file and rename,
  * refusing an output that is one of the inputs); prints why on failure and
  * returns < 0. */
-int mh__cli_output_open(struct mh_outfile *o, const char *path, const char *const *inputs,
+int mh__cli_output_open(struct mh__outfile *o, const char *path, const char *const *inputs,
                        size_t ninputs);
 /* Finishes an output: when `rc` is 0 commits it, else abandons it (removing
  * the partial file). `errnum`, when not 0, is the system error behind a
  * failed write and is printed as "PATH: cannot write: <reason>". Returns 0
  * or the failure (< 0). */
-int mh__cli_output_close(struct mh_outfile *o, const char *path, int rc, int errnum);
+int mh__cli_output_close(struct mh__outfile *o, const char *path, int rc, int errnum);
 
 /* Parses "123", "4KiB", "1.5GiB", "80G", "512MB" (binary units) into bytes. */
 int mh__cli_parse_size(const char *text, uint64_t *out);
@@ -87,37 +87,37 @@ int mh__cli_parse_size(const char *text, uint64_t *out);
 int mh__cli_parse_uint(const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
 
 /* One option of a subcommand, for mh__cli_options. */
-enum mh_opt_kind {
-    MH_OPT_FLAG,     /* int, set to 1 */
-    MH_OPT_TEXT,     /* const char *, borrowed from argv */
-    MH_OPT_UINT,     /* uint64_t in [lo, hi] */
-    MH_OPT_INT,      /* int in [lo, hi] */
-    MH_OPT_SIZE,     /* uint64_t bytes, "80GiB"; not 0 */
-    MH_OPT_FRACTION, /* double in (0, 1] */
+enum mh__opt_kind {
+    MH__OPT_FLAG,     /* int, set to 1 */
+    MH__OPT_TEXT,     /* const char *, borrowed from argv */
+    MH__OPT_UINT,     /* uint64_t in [lo, hi] */
+    MH__OPT_INT,      /* int in [lo, hi] */
+    MH__OPT_SIZE,     /* uint64_t bytes, "80GiB"; not 0 */
+    MH__OPT_FRACTION, /* double in (0, 1] */
 };
-struct mh_cli_opt {
+struct mh__cli_opt {
     const char *name; /* long name, without "--"; NULL ends the table */
     char short_name;  /* 0 = none */
-    int kind;         /* enum mh_opt_kind */
+    int kind;         /* enum mh__opt_kind */
     void *out;
-    uint64_t lo, hi;  /* MH_OPT_UINT and MH_OPT_INT */
+    uint64_t lo, hi;  /* MH__OPT_UINT and MH__OPT_INT */
     const char *hint; /* added to the error for a bad value, e.g. "e.g. 80GiB" */
     int *seen;        /* set to 1 when the option is given (NULL = not wanted) */
 };
 /* The device options of the commands that replay or simulate a run. */
-#define MH_CLI_OPT_DEVICE_MEMORY(out, seen) \
-    {"device-memory", 0, MH_OPT_SIZE, (out), 0, 0, "a size such as 80GiB", (seen)}
-#define MH_CLI_OPT_MEMORY_FRACTION(out, seen) \
-    {"memory-fraction", 0, MH_OPT_FRACTION, (out), 0, 0, "in (0, 1]", (seen)}
+#define MH__CLI_OPT_DEVICE_MEMORY(out, seen) \
+    {"device-memory", 0, MH__OPT_SIZE, (out), 0, 0, "a size such as 80GiB", (seen)}
+#define MH__CLI_OPT_MEMORY_FRACTION(out, seen) \
+    {"memory-fraction", 0, MH__OPT_FRACTION, (out), 0, 0, "in (0, 1]", (seen)}
 /* Parses the options of argv[1..] (they may follow the operands) into their
- * `out`; on a bad one prints one usage error and returns MH_EXIT_USAGE.
+ * `out`; on a bad one prints one usage error and returns MH__EXIT_USAGE.
  * Returns 0 with *first at the first operand (operands are moved last). */
-int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
-                    const struct mh_cli_opt *opts, int *first);
+int mh__cli_options(const struct mh__cli_command *cmd, int argc, char **argv,
+                    const struct mh__cli_opt *opts, int *first);
 /* As mh__cli_options, but the options end at the first operand (or "--"):
  * for the commands that run a program given after them. */
-int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **argv,
-                             const struct mh_cli_opt *opts, int *first);
+int mh__cli_options_in_order(const struct mh__cli_command *cmd, int argc, char **argv,
+                             const struct mh__cli_opt *opts, int *first);
 
 /* The skeleton of a command over one file per rank (multi.c): with several
  * files, every file's header is read first (a file that does not open stops
@@ -132,26 +132,26 @@ int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **
  * table is text when there are several files (unless `no_worst`). `each`
  * runs on the calling thread; it returns 0 or an exit code / MH_E* (a
  * failure it has reported). Returns an exit code. */
-struct mh_json;
-struct mh_analysis;
-struct mh_analysis_want;
-struct mh_cli_multi {
+struct mh__json;
+struct mh__analysis;
+struct mh__analysis_want;
+struct mh__cli_multi {
     const char *command; /* names the JSON document (mh__cli_json_begin) */
-    const struct mh_analysis_want *want;
+    const struct mh__analysis_want *want;
     int json_files;
     int no_worst;
     /* file i of n: its analysis and what `prepare` made of it (NULL without) */
-    int (*each)(void *user, const struct mh_analysis *a, void *prepared, size_t i, size_t n,
-                struct mh_json *j);
+    int (*each)(void *user, const struct mh__analysis *a, void *prepared, size_t i, size_t n,
+                struct mh__json *j);
     void *user;
     /* optional: a file's work that prints nothing, run on the worker thread
      * right after its replay (so in parallel across files; `user` only
      * read): its result in *prepared goes to `each`, and `discard` frees
      * it. Returns 0 or MH_E* (the file then fails with that code). */
-    int (*prepare)(void *user, const struct mh_analysis *a, void **prepared);
+    int (*prepare)(void *user, const struct mh__analysis *a, void **prepared);
     void (*discard)(void *prepared);
 };
-int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m);
+int mh__cli_multi_run(char **paths, size_t n, const struct mh__cli_multi *m);
 
 /* 1 if DIR/NAME is a regular file. */
 int mh__cli_is_file(const char *dir, const char *name);
@@ -161,18 +161,18 @@ const char *mh__cli_duration(uint64_t ns, char buf[32]);
 
 /* A window of the run: --steps A:B (inclusive) or --time A:B (seconds from
  * the first event, "1.5:3", "2:" and ":4" allowed). */
-struct mh_window {
+struct mh__window {
     int has_steps, has_time;
     int64_t step_lo, step_hi;
     uint64_t t_lo_ns, t_hi_ns; /* relative to the first event */
 };
 /* Parses either option (the other NULL). Returns 0 or MH_EINVAL with a
  * message in err. */
-int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
+int mh__cli_parse_window(const char *steps, const char *time, struct mh__window *w, char *err,
                          size_t errlen);
 /* A moment of the run: --at peak|oom|SECONDS (seconds from the first event,
  * "2.5" or "2.5s"), as the segment plot and the flame graph take it: *at
- * an enum mh_moment_kind (moment.h). Returns 0 or MH_EINVAL. */
+ * an enum mh__moment_kind (moment.h). Returns 0 or MH_EINVAL. */
 int mh__cli_parse_at(const char *text, int *at, uint64_t *at_ns);
 /* `memhist trace --around peak|oom` (around_window.c): the window of the
  * step before, the step of and the step after the allocated peak of
@@ -182,20 +182,20 @@ int mh__cli_parse_at(const char *text, int *at, uint64_t *at_ns);
  * several files). Replays each session once. `text` gets the window as
  * options and what it is around ("--steps 41:43 around the allocated peak
  * of GPU 0 (...)"). Returns 0 or an exit code (the problem reported). */
-struct mh_session;
-int mh__cli_around_window(struct mh_session *const *ses, const char *const *paths, size_t n,
-                          int oom, int device, uint64_t origin, struct mh_window *w, char *text,
+struct mh__session;
+int mh__cli_around_window(struct mh__session *const *ses, const char *const *paths, size_t n,
+                          int oom, int device, uint64_t origin, struct mh__window *w, char *text,
                           size_t len);
 /* Whether an event at `time_ns` during `step` lies in the window; `t0_ns` is
  * the time of the first event. An empty window contains everything. */
-int mh__window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);
+int mh__window_contains(const struct mh__window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step);
 
 /* Runs `cmd` (NULL-terminated argv) recorded exactly as `memhist record`
  * does (cmd_record.c): the Python bootstrap and the torch bridge write
  * `output` (per rank under torchrun), then one line per process says what
  * was written. `who` names the command in messages. Returns the child's
  * exit status, or 1 if it could not be started. */
-struct mh_cli_record_opts {
+struct mh__cli_record_opts {
     const char *output, *stacks; /* stacks: python, all or none */
     int op_ranges;
     const char *who;
@@ -205,7 +205,7 @@ struct mh_cli_record_opts {
      * its end (unless the environment already sets it) */
     uint64_t stop_after_steps;
 };
-int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd);
+int mh__cli_record_command(const struct mh__cli_record_opts *o, char **cmd);
 /* cmd_record.c: whether `path` may be a recording's output, which the run
  * replaces: absent, or a regular file (or a link to one). A directory,
  * device or pipe is refused, saying so, before anything is removed (the
@@ -230,18 +230,18 @@ const char *mh__cli_stack_text(const struct mh_reader *r, uint32_t stack, const 
 
 /* Every --json output is one object that starts with "schema" (this number,
  * raised when a shape changes incompatibly; docs/json.md) and "command". */
-#define MH_JSON_SCHEMA 1
-struct mh_json;
-struct mh_sink;
+#define MH__JSON_SCHEMA 1
+struct mh__json;
+struct mh__sink;
 /* Starts that object on stdout: sink and j are set up, the caller ends the
  * object and finishes the sink. */
-void mh__cli_json_begin(struct mh_json *j, struct mh_sink *sink, const char *command);
+void mh__cli_json_begin(struct mh__json *j, struct mh__sink *sink, const char *command);
 
 /* Name columns of text tables, in characters (UTF-8 code points): a width
- * fits the names it is given, up to MH_CLI_NAME_MAX; a longer name keeps its
+ * fits the names it is given, up to MH__CLI_NAME_MAX; a longer name keeps its
  * head and tail around "...". */
-#define MH_CLI_NAME_MAX 60
-/* `width` widened to fit `name` (at most MH_CLI_NAME_MAX). */
+#define MH__CLI_NAME_MAX 60
+/* `width` widened to fit `name` (at most MH__CLI_NAME_MAX). */
 int mh__cli_fit_width(int width, const char *name);
 /* `name` in `width` characters: padded, or cut in the middle between
  * characters. */

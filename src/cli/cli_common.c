@@ -73,7 +73,7 @@ void mh__cli_print_status(void)
     nstatus = 0;
 }
 
-int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
+int mh__cli_usage_error(const struct mh__cli_command *cmd, const char *fmt, ...)
 {
     va_list ap;
     mh__cli_progress_clear();
@@ -82,13 +82,13 @@ int mh__cli_usage_error(const struct mh_cli_command *cmd, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nRun 'memhist help %s' for usage.\n", cmd->name);
-    return MH_EXIT_USAGE;
+    return MH__EXIT_USAGE;
 }
 
-int mh__cli_print_usage(const struct mh_cli_command *cmd)
+int mh__cli_print_usage(const struct mh__cli_command *cmd)
 {
     printf("memhist %s - %s\n\n%s", cmd->name, cmd->summary, cmd->usage);
-    return MH_EXIT_OK;
+    return MH__EXIT_OK;
 }
 
 int mh__cli_wants_help(int argc, char **argv)
@@ -106,7 +106,7 @@ int mh__cli_finish(int code)
 {
     if (fflush(stdout) != 0 || ferror(stdout)) {
         mh__cli_error("could not write to standard output: %s", strerror(errno));
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     return code;
 }
@@ -210,8 +210,8 @@ static size_t utf8_offset(const char *s, size_t len, size_t k)
 int mh__cli_fit_width(int width, const char *name)
 {
     size_t n = utf8_chars(name, strlen(name));
-    if (n > MH_CLI_NAME_MAX)
-        n = MH_CLI_NAME_MAX;
+    if (n > MH__CLI_NAME_MAX)
+        n = MH__CLI_NAME_MAX;
     return (int)n > width ? (int)n : width;
 }
 

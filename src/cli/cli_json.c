@@ -8,12 +8,12 @@
 #include "sink.h"
 #include "utf8.h"
 
-void mh__cli_json_begin(struct mh_json *j, struct mh_sink *sink, const char *command)
+void mh__cli_json_begin(struct mh__json *j, struct mh__sink *sink, const char *command)
 {
     mh__sink_init_file(sink, stdout);
     mh__json_init(j, sink, 1);
     mh__json_begin_object(j);
-    mh__json_kv_int(j, "schema", MH_JSON_SCHEMA);
+    mh__json_kv_int(j, "schema", MH__JSON_SCHEMA);
     mh__json_kv_string(j, "command", command);
 }
 
@@ -22,8 +22,8 @@ const char *mh__cli_text(const char *s, char *buf, size_t len)
     if (!s)
         return NULL;
     size_t n = strlen(s);
-    if (mh__utf8_clean(s, n, MH_UTF8_ESC_CONTROL))
+    if (mh__utf8_clean(s, n, MH__UTF8_ESC_CONTROL))
         return s;
-    mh__utf8_escape(s, n, MH_UTF8_ESC_CONTROL, buf, len);
+    mh__utf8_escape(s, n, MH__UTF8_ESC_CONTROL, buf, len);
     return buf;
 }

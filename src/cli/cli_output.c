@@ -25,7 +25,7 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-static void guard(const struct mh_outfile *o)
+static void guard(const struct mh__outfile *o)
 {
     if (!o->tmp || strlen(o->tmp) >= sizeof tmp_path)
         return;
@@ -47,7 +47,7 @@ static void unguard(void)
     pending_tmp = 0;
 }
 
-int mh__cli_output_open(struct mh_outfile *o, const char *path, const char *const *inputs,
+int mh__cli_output_open(struct mh__outfile *o, const char *path, const char *const *inputs,
                         size_t ninputs)
 {
     int rc = mh__outfile_open(o, path, inputs, ninputs);
@@ -58,7 +58,7 @@ int mh__cli_output_open(struct mh_outfile *o, const char *path, const char *cons
     return rc;
 }
 
-int mh__cli_output_close(struct mh_outfile *o, const char *path, int rc, int errnum)
+int mh__cli_output_close(struct mh__outfile *o, const char *path, int rc, int errnum)
 {
     if (rc < 0) {
         mh__outfile_abort(o);

@@ -26,7 +26,7 @@ static const char usage[] =
 
 static int run_diff(int argc, char **argv);
 
-const struct mh_cli_command mh__cmd_diff = {
+const struct mh__cli_command mh__cmd_diff = {
     "diff", "compare two runs: peaks, steps, layers and stacks that changed", usage, run_diff};
 
 static const char *signed_bytes(int64_t v, char buf[32])
@@ -47,7 +47,7 @@ static void text_row(const char *name, int width, uint64_t a, uint64_t b)
 }
 
 /* The name column: the longest layer or stack listed. */
-static int name_width(const struct mh_diff *d, uint64_t top)
+static int name_width(const struct mh__diff *d, uint64_t top)
 {
     int width = 34;
     for (size_t i = 0; i < d->nlayers && i < top; i++)
@@ -57,7 +57,7 @@ static int name_width(const struct mh_diff *d, uint64_t top)
     return width;
 }
 
-static void print_text(char *const path[2], const struct mh_diff *d, uint64_t top)
+static void print_text(char *const path[2], const struct mh__diff *d, uint64_t top)
 {
     printf("A: %s (device %d)\nB: %s (device %d)\n\n", path[0], d->device[0], path[1],
            d->device[1]);
@@ -68,7 +68,7 @@ static void print_text(char *const path[2], const struct mh_diff *d, uint64_t to
     if (d->steps_a)
         printf("\n  per step (peak allocated / peak reserved):\n");
     for (size_t i = 0; i < d->nsteps; i++) {
-        const struct mh_diff_step *s = &d->steps[i];
+        const struct mh__diff_step *s = &d->steps[i];
         char name[64];
         snprintf(name, sizeof name, "step %lld allocated", (long long)s->step);
         text_row(name, w, s->allocated_a, s->allocated_b);
@@ -83,8 +83,8 @@ static void print_text(char *const path[2], const struct mh_diff *d, uint64_t to
         text_row(d->stacks[i].name, w, d->stacks[i].a, d->stacks[i].b);
 }
 
-static void json_list(struct mh_json *j, const char *key, const char *field,
-                      const struct mh_named_delta *l, size_t n, uint64_t top)
+static void json_list(struct mh__json *j, const char *key, const char *field,
+                      const struct mh__named_delta *l, size_t n, uint64_t top)
 {
     mh__json_key(j, key);
     mh__json_begin_array(j);
@@ -99,7 +99,7 @@ static void json_list(struct mh_json *j, const char *key, const char *field,
     mh__json_end_array(j);
 }
 
-static void json_pair(struct mh_json *j, const char *key, uint64_t a, uint64_t b)
+static void json_pair(struct mh__json *j, const char *key, uint64_t a, uint64_t b)
 {
     mh__json_key(j, key);
     mh__json_begin_object(j);
@@ -109,10 +109,10 @@ static void json_pair(struct mh_json *j, const char *key, uint64_t a, uint64_t b
     mh__json_end_object(j);
 }
 
-static void print_json(char *const path[2], const struct mh_diff *d, uint64_t top)
+static void print_json(char *const path[2], const struct mh__diff *d, uint64_t top)
 {
-    struct mh_sink sink;
-    struct mh_json j;
+    struct mh__sink sink;
+    struct mh__json j;
     mh__cli_json_begin(&j, &sink, "diff");
     mh__json_kv_string(&j, "a", path[0]);
     mh__json_kv_string(&j, "b", path[1]);
@@ -139,27 +139,27 @@ static int run_diff(int argc, char **argv)
 {
     uint64_t top = 8;
     int device = -1, json = 0, first;
-    const struct mh_cli_opt opts[] = {
-        {"device", 0, MH_OPT_INT, &device, 0, 255, NULL, NULL},
-        {"top", 0, MH_OPT_UINT, &top, 1, 100000, NULL, NULL},
-        {"json", 0, MH_OPT_FLAG, &json, 0, 0, NULL, NULL},
+    const struct mh__cli_opt opts[] = {
+        {"device", 0, MH__OPT_INT, &device, 0, 255, NULL, NULL},
+        {"top", 0, MH__OPT_UINT, &top, 1, 100000, NULL, NULL},
+        {"json", 0, MH__OPT_FLAG, &json, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options(&mh__cmd_diff, argc, argv, opts, &first);
     if (rc)
         return rc;
     if (argc - first != 2)
         return mh__cli_usage_error(&mh__cmd_diff, "expected two files, A and B");
-    const struct mh_analysis_want want = {0, 1, 0};
-    struct mh_analysis an[2];
+    const struct mh__analysis_want want = {0, 1, 0};
+    struct mh__analysis an[2];
     if (mh__analysis_open(argv[first], &want, &an[0]) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     if (mh__analysis_open(argv[first + 1], &want, &an[1]) < 0) {
         mh__analysis_close(&an[0]);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
-    const struct mh_analysis *run[2] = {&an[0], &an[1]};
+    const struct mh__analysis *run[2] = {&an[0], &an[1]};
     const int dev[2] = {device, device};
-    struct mh_diff d;
+    struct mh__diff d;
     if ((rc = mh__diff_runs(run, dev, &d)) == 0 && json)
         print_json(argv + first, &d, top);
     else if (rc == 0)
@@ -169,5 +169,5 @@ static int run_diff(int argc, char **argv)
     mh__diff_free(&d);
     mh__analysis_close(&an[0]);
     mh__analysis_close(&an[1]);
-    return mh__cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
+    return mh__cli_finish(rc == 0 ? MH__EXIT_OK : MH__EXIT_FAIL);
 }

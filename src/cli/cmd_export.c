@@ -51,7 +51,7 @@ static const char usage[] =
 
 static int run_export(int argc, char **argv);
 
-const struct mh_cli_command mh__cmd_export = {
+const struct mh__cli_command mh__cmd_export = {
     "export", "the recordings' tables as a Parquet dataset or Arrow IPC files", usage, run_export};
 
 #ifndef MH_REL_LIBDIR
@@ -72,12 +72,12 @@ struct export_opts {
 static int parse_opts(int argc, char **argv, struct export_opts *o)
 {
     *o = (struct export_opts){.format = "parquet", .group_rows = 524288};
-    const struct mh_cli_opt opts[] = {
-        {"output", 'o', MH_OPT_TEXT, &o->output, 0, 0, NULL, NULL},
-        {"format", 0, MH_OPT_TEXT, &o->format, 0, 0, NULL, NULL},
-        {"jobs", 0, MH_OPT_UINT, &o->jobs, 1, 256, NULL, NULL},
-        {"row-group-rows", 0, MH_OPT_UINT, &o->group_rows, 1024, 1u << 26, NULL, NULL},
-        {"force", 0, MH_OPT_FLAG, &o->force, 0, 0, NULL, NULL},
+    const struct mh__cli_opt opts[] = {
+        {"output", 'o', MH__OPT_TEXT, &o->output, 0, 0, NULL, NULL},
+        {"format", 0, MH__OPT_TEXT, &o->format, 0, 0, NULL, NULL},
+        {"jobs", 0, MH__OPT_UINT, &o->jobs, 1, 256, NULL, NULL},
+        {"row-group-rows", 0, MH__OPT_UINT, &o->group_rows, 1024, 1u << 26, NULL, NULL},
+        {"force", 0, MH__OPT_FLAG, &o->force, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_export, argc, argv, opts, &first);
     if (rc)
@@ -179,7 +179,7 @@ static int run_exporter(char **args)
     pid_t pid = fork();
     if (pid < 0) {
         mh__cli_error("export: fork failed: %s", strerror(errno));
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     if (pid == 0) {
         execvp(args[0], args);
@@ -197,7 +197,7 @@ static int run_exporter(char **args)
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
-            return MH_EXIT_FAIL;
+            return MH__EXIT_FAIL;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -232,7 +232,7 @@ static int export_files(const struct export_opts *o)
     int fd = mkstemp(status);
     if (fd < 0) {
         mh__cli_error("export: cannot make a temporary file: %s", strerror(errno));
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     close(fd);
     snprintf(jobs, sizeof jobs, "%llu", (unsigned long long)o->jobs);
@@ -241,7 +241,7 @@ static int export_files(const struct export_opts *o)
     char **args = calloc(o->nfiles + 20, sizeof *args);
     if (!args) {
         unlink(status);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     size_t n = 0;
     const char *head[] = {python && *python ? python : "python3",
@@ -281,7 +281,7 @@ static int run_export(int argc, char **argv)
     if (rc)
         return rc;
     if (!inputs_ok(&o) || child_env() < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     mh__cli_progress_off(); /* the exporter draws its own */
     return export_files(&o);
 }

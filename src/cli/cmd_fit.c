@@ -73,7 +73,7 @@ static const char usage[] =
     "example: memhist fit --gpu RTX4090,A100-40GB,H100 --vary batch=1..256 --\n"
     "           python train_gpt.py --layers 24 --dim 1024 --batch {batch}\n";
 
-extern const struct mh_cli_command mh__cmd_fit;
+extern const struct mh__cli_command mh__cmd_fit;
 
 struct fit_args {
     const char *gpus, *sizes, *vary, *headroom, *context, *search, *steps_text;
@@ -81,9 +81,9 @@ struct fit_args {
 };
 
 /* --vary NAME=LO..HI, or the command's first {NAME} over 1..1024. */
-static int take_vary(const struct fit_args *a, struct mh_fit_opts *o, char *name, size_t len)
+static int take_vary(const struct fit_args *a, struct mh__fit_opts *o, char *name, size_t len)
 {
-    const struct mh_cli_command *cmd = &mh__cmd_fit;
+    const struct mh__cli_command *cmd = &mh__cmd_fit;
     o->lo = 1;
     o->hi = 1024;
     if (!a->vary) {
@@ -132,12 +132,12 @@ static void size_label(uint64_t v, char *buf, size_t len)
         snprintf(buf, len, "%" PRIu64 "B", v);
 }
 
-static int split_list(const char *text, char items[MH_FIT_MAX_CARDS][64], int *n)
+static int split_list(const char *text, char items[MH__FIT_MAX_CARDS][64], int *n)
 {
     *n = 0;
     for (const char *p = text; p && *p;) {
         size_t k = strcspn(p, ",");
-        if (k == 0 || k >= 64 || *n == MH_FIT_MAX_CARDS)
+        if (k == 0 || k >= 64 || *n == MH__FIT_MAX_CARDS)
             return -1;
         memcpy(items[*n], p, k);
         items[(*n)++][k] = '\0';
@@ -146,11 +146,11 @@ static int split_list(const char *text, char items[MH_FIT_MAX_CARDS][64], int *n
     return *n ? 0 : -1;
 }
 
-static int make_card(const struct fit_args *a, struct mh_fit_opts *o, const char *gpu,
+static int make_card(const struct fit_args *a, struct mh__fit_opts *o, const char *gpu,
                      const char *size)
 {
-    const struct mh_cli_command *cmd = &mh__cmd_fit;
-    struct mh_fit_card *c = &o->cards[o->ncards];
+    const struct mh__cli_command *cmd = &mh__cmd_fit;
+    struct mh__fit_card *c = &o->cards[o->ncards];
     char sz[32];
     c->gpu = mh__vdev_preset_find(gpu);
     if (!c->gpu)
@@ -192,22 +192,22 @@ static int make_card(const struct fit_args *a, struct mh_fit_opts *o, const char
     return 0;
 }
 
-static int make_cards(const struct fit_args *a, struct mh_fit_opts *o)
+static int make_cards(const struct fit_args *a, struct mh__fit_opts *o)
 {
-    const struct mh_cli_command *cmd = &mh__cmd_fit;
-    char gpus[MH_FIT_MAX_CARDS][64], sizes[MH_FIT_MAX_CARDS][64];
+    const struct mh__cli_command *cmd = &mh__cmd_fit;
+    char gpus[MH__FIT_MAX_CARDS][64], sizes[MH__FIT_MAX_CARDS][64];
     int ng = 1, ns = 0;
     strcpy(gpus[0], "H100");
     if (a->gpus && split_list(a->gpus, gpus, &ng) < 0)
         return mh__cli_usage_error(cmd,
                                    "invalid value '%s' for --gpu (PRESET,PRESET,..., at most "
                                    "%d)",
-                                   a->gpus, MH_FIT_MAX_CARDS);
+                                   a->gpus, MH__FIT_MAX_CARDS);
     if (a->sizes && split_list(a->sizes, sizes, &ns) < 0)
         return mh__cli_usage_error(cmd,
                                    "invalid value '%s' for --device-memory (SIZE,SIZE,..., at "
                                    "most %d)",
-                                   a->sizes, MH_FIT_MAX_CARDS);
+                                   a->sizes, MH__FIT_MAX_CARDS);
     if (ns && ng != 1 && ng != ns)
         return mh__cli_usage_error(cmd,
                                    "--gpu names %d presets and --device-memory %d sizes: give "
@@ -222,25 +222,25 @@ static int make_cards(const struct fit_args *a, struct mh_fit_opts *o)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct fit_args *a, struct mh_fit_opts *o)
+static int parse_args(int argc, char **argv, struct fit_args *a, struct mh__fit_opts *o)
 {
-    const struct mh_cli_command *cmd = &mh__cmd_fit;
-    const struct mh_cli_opt opts[] = {
-        {"gpu", 0, MH_OPT_TEXT, &a->gpus, 0, 0, NULL, NULL},
-        {"device-memory", 0, MH_OPT_TEXT, &a->sizes, 0, 0, NULL, NULL},
-        {"vary", 0, MH_OPT_TEXT, &a->vary, 0, 0, NULL, NULL},
-        {"steps", 0, MH_OPT_UINT, &o->steps, 1, 1000000, "1 to 1000000", NULL},
-        {"jobs", 0, MH_OPT_UINT, &o->jobs, 1, 256, "1 to 256", NULL},
-        {"host-memory", 0, MH_OPT_SIZE, &o->host_memory, 0, 0, "a size such as 8GiB", NULL},
-        {"headroom", 0, MH_OPT_TEXT, &a->headroom, 0, 0, NULL, NULL},
-        {"context-memory", 0, MH_OPT_TEXT, &a->context, 0, 0, NULL, NULL},
-        {"alloc-conf", 0, MH_OPT_TEXT, &o->alloc_conf, 0, 0, NULL, NULL},
-        {"max-runs", 0, MH_OPT_UINT, &o->max_trials, 1, MH_FIT_MAX_TRIALS, "1 to 200", NULL},
-        {"timeout", 0, MH_OPT_UINT, &o->timeout_s, 1, 604800, "1 to 604800 seconds", NULL},
-        {"search", 0, MH_OPT_TEXT, &a->search, 0, 0, NULL, NULL},
-        {"dir", 'o', MH_OPT_TEXT, &o->dir, 0, 0, NULL, NULL},
-        {"plot", 0, MH_OPT_TEXT, &o->plot, 0, 0, NULL, NULL},
-        {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+    const struct mh__cli_command *cmd = &mh__cmd_fit;
+    const struct mh__cli_opt opts[] = {
+        {"gpu", 0, MH__OPT_TEXT, &a->gpus, 0, 0, NULL, NULL},
+        {"device-memory", 0, MH__OPT_TEXT, &a->sizes, 0, 0, NULL, NULL},
+        {"vary", 0, MH__OPT_TEXT, &a->vary, 0, 0, NULL, NULL},
+        {"steps", 0, MH__OPT_UINT, &o->steps, 1, 1000000, "1 to 1000000", NULL},
+        {"jobs", 0, MH__OPT_UINT, &o->jobs, 1, 256, "1 to 256", NULL},
+        {"host-memory", 0, MH__OPT_SIZE, &o->host_memory, 0, 0, "a size such as 8GiB", NULL},
+        {"headroom", 0, MH__OPT_TEXT, &a->headroom, 0, 0, NULL, NULL},
+        {"context-memory", 0, MH__OPT_TEXT, &a->context, 0, 0, NULL, NULL},
+        {"alloc-conf", 0, MH__OPT_TEXT, &o->alloc_conf, 0, 0, NULL, NULL},
+        {"max-runs", 0, MH__OPT_UINT, &o->max_trials, 1, MH__FIT_MAX_TRIALS, "1 to 200", NULL},
+        {"timeout", 0, MH__OPT_UINT, &o->timeout_s, 1, 604800, "1 to 604800 seconds", NULL},
+        {"search", 0, MH__OPT_TEXT, &a->search, 0, 0, NULL, NULL},
+        {"dir", 'o', MH__OPT_TEXT, &o->dir, 0, 0, NULL, NULL},
+        {"plot", 0, MH__OPT_TEXT, &o->plot, 0, 0, NULL, NULL},
+        {"json", 0, MH__OPT_FLAG, &o->json, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options_in_order(cmd, argc, argv, opts, &first);
     if (rc)
@@ -263,7 +263,7 @@ static int parse_args(int argc, char **argv, struct fit_args *a, struct mh_fit_o
     return 0;
 }
 
-static int setup_command(struct mh_fit_opts *o, char **argv, char *name, size_t len,
+static int setup_command(struct mh__fit_opts *o, char **argv, char *name, size_t len,
                          const struct fit_args *a)
 {
     o->cmd.argv = argv;
@@ -277,7 +277,7 @@ static int setup_command(struct mh_fit_opts *o, char **argv, char *name, size_t 
 }
 
 /* DIR exists as a directory (made if absent); the plot's default path. */
-static int prepare_dir(struct mh_fit_opts *o, char *plot, size_t len)
+static int prepare_dir(struct mh__fit_opts *o, char *plot, size_t len)
 {
     struct stat st;
     if (mkdir(o->dir, 0755) != 0 && errno != EEXIST) {
@@ -302,15 +302,15 @@ static int prepare_dir(struct mh_fit_opts *o, char *plot, size_t len)
 }
 
 /* The run that stopped the search, said plainly; returns the exit code. */
-static int report_failure(const struct mh_fit *f)
+static int report_failure(const struct mh__fit *f)
 {
-    const struct mh_fit_trial *t = &f->trials[f->failed_trial];
+    const struct mh__fit_trial *t = &f->trials[f->failed_trial];
     char v[64];
     const char *card = f->o->cards[t->card].label;
     mh__fit_value_text(f->o, t->value, v, sizeof v);
-    if (t->outcome == MH_FIT_HOST_LIMIT || t->outcome == MH_FIT_TIMEOUT) {
+    if (t->outcome == MH__FIT_HOST_LIMIT || t->outcome == MH__FIT_TIMEOUT) {
         char b[32];
-        if (t->outcome == MH_FIT_HOST_LIMIT)
+        if (t->outcome == MH__FIT_HOST_LIMIT)
             mh__cli_error("fit: the run at %s on %s held more than %s of host memory and was "
                           "stopped: give fewer --jobs or a larger --host-memory",
                           v, card, mh__bytes_text(f->host_limit, b));
@@ -318,9 +318,9 @@ static int report_failure(const struct mh_fit *f)
             mh__cli_error("fit: the run at %s on %s took longer than %" PRIu64 " s and was "
                           "stopped (--timeout); its output is in %s",
                           v, card, f->o->timeout_s, t->log);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
-    if (t->outcome == MH_FIT_NO_STEP)
+    if (t->outcome == MH__FIT_NO_STEP)
         mh__cli_error("fit: at %s on %s the program ended (exit status 0) before it completed a "
                       "training step (an optimizer step): nothing to measure there; choose a range "
                       "in which it trains. The last lines of its output (%s):",
@@ -330,8 +330,8 @@ static int report_failure(const struct mh_fit *f)
                       "than running out of memory, so the search stopped. The last lines of its "
                       "output (%s):",
                       v, card, t->exit_status, t->log);
-    mh__fit_print_tail(t, MH_FIT_TAIL_LINES);
-    return MH_EXIT_USAGE;
+    mh__fit_print_tail(t, MH__FIT_TAIL_LINES);
+    return MH__EXIT_USAGE;
 }
 
 static double seconds_since(const struct timespec *t0)
@@ -341,7 +341,7 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-static int run_fit(struct mh_fit *f)
+static int run_fit(struct mh__fit *f)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -353,7 +353,7 @@ static int run_fit(struct mh_fit *f)
         return 130;
     }
     if (rc < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     if (f->failed_trial >= 0)
         return report_failure(f);
     for (int c = 0; c < f->o->ncards; c++)
@@ -363,22 +363,22 @@ static int run_fit(struct mh_fit *f)
     else
         mh__fit_print_text(f);
     if (mh__fit_write_plot(f) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     for (int c = 0; c < f->o->ncards; c++)
         if (f->answers[c].fail_trial >= 0) {
             mh__cli_status("next: memhist oom %s", f->trials[f->answers[c].fail_trial].path);
             break;
         }
-    return MH_EXIT_OK;
+    return MH__EXIT_OK;
 }
 
 static int fit_main(int argc, char **argv)
 {
     struct fit_args a = {0};
-    struct mh_fit_opts *o = calloc(1, sizeof *o);
-    struct mh_fit *f = calloc(1, sizeof *f);
+    struct mh__fit_opts *o = calloc(1, sizeof *o);
+    struct mh__fit *f = calloc(1, sizeof *f);
     char name[64], plot[PATH_MAX + 16];
-    int rc = MH_EXIT_FAIL;
+    int rc = MH__EXIT_FAIL;
     if (!o || !f) {
         mh__cli_error("fit: out of memory");
         goto out;
@@ -394,7 +394,7 @@ static int fit_main(int argc, char **argv)
         goto out;
     if ((rc = make_cards(&a, o)) != 0)
         goto out;
-    rc = MH_EXIT_FAIL;
+    rc = MH__EXIT_FAIL;
     if (prepare_dir(o, plot, sizeof plot) < 0)
         goto out;
     f->o = o;
@@ -405,6 +405,6 @@ out:
     return rc;
 }
 
-const struct mh_cli_command mh__cmd_fit = {
+const struct mh__cli_command mh__cmd_fit = {
     "fit", "the largest batch (or any setting) that fits each GPU, from short runs (no GPU)", usage,
     fit_main};

@@ -44,7 +44,7 @@ static const char usage[] =
     "  memhist flame run.memhist -o oom.svg --at oom\n"
     "  memhist flame run.memhist -o - --folded --by stack | flamegraph.pl > stacks.svg\n";
 
-extern const struct mh_cli_command mh__cmd_flame;
+extern const struct mh__cli_command mh__cmd_flame;
 
 struct flame_args {
     const char *file, *out, *at_text, *by_text;
@@ -55,13 +55,13 @@ struct flame_args {
 static int parse_args(int argc, char **argv, struct flame_args *a)
 {
     memset(a, 0, sizeof *a);
-    const struct mh_cli_opt opts[] = {
-        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
-        {"at", 0, MH_OPT_TEXT, &a->at_text, 0, 0, NULL, NULL},
-        {"device", 0, MH_OPT_INT, &a->device, 0, 32767, NULL, &a->has_device},
-        {"by", 0, MH_OPT_TEXT, &a->by_text, 0, 0, NULL, NULL},
-        {"folded", 0, MH_OPT_FLAG, &a->folded, 0, 0, NULL, NULL},
-        {"width", 0, MH_OPT_UINT, &a->width, 400, 16384, NULL, NULL},
+    const struct mh__cli_opt opts[] = {
+        {"output", 'o', MH__OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"at", 0, MH__OPT_TEXT, &a->at_text, 0, 0, NULL, NULL},
+        {"device", 0, MH__OPT_INT, &a->device, 0, 32767, NULL, &a->has_device},
+        {"by", 0, MH__OPT_TEXT, &a->by_text, 0, 0, NULL, NULL},
+        {"folded", 0, MH__OPT_FLAG, &a->folded, 0, 0, NULL, NULL},
+        {"width", 0, MH__OPT_UINT, &a->width, 400, 16384, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_flame, argc, argv, opts, &first);
     if (rc)
@@ -79,11 +79,11 @@ static int parse_args(int argc, char **argv, struct flame_args *a)
                                    "--at takes 'peak', 'oom' or seconds from the start, not '%s'",
                                    a->at_text);
     if (!a->by_text)
-        a->by = MH_FLAME_BY_AUTO;
+        a->by = MH__FLAME_BY_AUTO;
     else if (strcmp(a->by_text, "module") == 0)
-        a->by = MH_FLAME_BY_MODULE;
+        a->by = MH__FLAME_BY_MODULE;
     else if (strcmp(a->by_text, "stack") == 0)
-        a->by = MH_FLAME_BY_STACK;
+        a->by = MH__FLAME_BY_STACK;
     else
         return mh__cli_usage_error(&mh__cmd_flame, "--by is 'module' or 'stack', not '%s'",
                                    a->by_text);
@@ -105,51 +105,51 @@ static int pick_device(const struct flame_args *a, const struct mh_model *m, int
         mh__cli_missing_device(a->file, m, a->device, 0);
     else
         mh__cli_error("%s: no device has allocator events; nothing to draw", a->file);
-    return MH_EXIT_FAIL;
+    return MH__EXIT_FAIL;
 }
 
 /* "at the allocated peak (3.21 s, step 2)"; an OOM with its request. */
-static const char *moment_text(const struct flame_args *a, const struct mh_flame_moment *m,
+static const char *moment_text(const struct flame_args *a, const struct mh__flame_moment *m,
                                char *buf, size_t len)
 {
     char b[32], t[32], s[24];
-    if (a->at == MH_MOMENT_OOM)
+    if (a->at == MH__MOMENT_OOM)
         snprintf(buf, len, "at the last OOM (request %s, %s, %s)", mh__bytes_text(m->value, b),
                  mh__cli_duration(m->time_ns, t), mh__step_text(m->step, s));
     else
-        snprintf(buf, len, "at %s%s (%s)", a->at == MH_MOMENT_PEAK ? "the allocated peak, " : "",
+        snprintf(buf, len, "at %s%s (%s)", a->at == MH__MOMENT_PEAK ? "the allocated peak, " : "",
                  mh__cli_duration(m->time_ns, t), mh__step_text(m->step, s));
     return buf;
 }
 
-static int write_out(const struct flame_args *a, const struct mh_sink *sink)
+static int write_out(const struct flame_args *a, const struct mh__sink *sink)
 {
-    struct mh_outfile of;
+    struct mh__outfile of;
     if (mh__cli_output_open(&of, a->out, &a->file, 1) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     int rc = 0, errnum = 0;
     if (fwrite(sink->buf, 1, sink->len, of.fp) != sink->len) {
         errnum = errno ? errno : EIO;
         rc = MH_EIO;
     }
-    return mh__cli_output_close(&of, a->out, rc, errnum) < 0 ? MH_EXIT_FAIL : MH_EXIT_OK;
+    return mh__cli_output_close(&of, a->out, rc, errnum) < 0 ? MH__EXIT_FAIL : MH__EXIT_OK;
 }
 
 /* Draws the tree into memory, then writes it whole. */
-static int render(const struct flame_args *a, const struct mh_analysis *an, int device, int by,
-                  const char *moment, const struct mh_flame *f)
+static int render(const struct flame_args *a, const struct mh__analysis *an, int device, int by,
+                  const char *moment, const struct mh__flame *f)
 {
-    struct mh_sink sink;
+    struct mh__sink sink;
     char title[512], sub[512], b[32];
     struct mh_device_info info;
     mh__device_info(an->rp.reader, device, &info);
     size_t n;
-    const struct mh_flame_node *nodes = mh__flame_nodes(f, &n);
+    const struct mh__flame_node *nodes = mh__flame_nodes(f, &n);
     snprintf(title, sizeof title, "memhist flame: %s, device %d%s%s", a->file, device,
              info.name[0] ? " " : "", info.name);
     snprintf(sub, sizeof sub, "%s live %s, by %s", mh__bytes_text(nodes[0].bytes, b), moment,
-             by == MH_FLAME_BY_MODULE ? "module path" : "Python stack");
-    const struct mh_flame_svg_opts o = {title, sub, (int)a->width};
+             by == MH__FLAME_BY_MODULE ? "module path" : "Python stack");
+    const struct mh__flame_svg_opts o = {title, sub, (int)a->width};
     mh__sink_init_mem(&sink);
     int rc = a->folded ? mh__flame_folded_write(f, &sink) : mh__flame_svg_write(f, &o, &sink);
     if (rc < 0)
@@ -159,40 +159,40 @@ static int render(const struct flame_args *a, const struct mh_analysis *an, int 
     if (rc == 0 && strcmp(a->out, "-") != 0)
         mh__cli_status_wrote(a->out, NULL, "%s", sub);
     mh__sink_free(&sink);
-    return rc < 0 ? MH_EXIT_FAIL : rc;
+    return rc < 0 ? MH__EXIT_FAIL : rc;
 }
 
-static int flame_file(const struct flame_args *a, const struct mh_analysis *an)
+static int flame_file(const struct flame_args *a, const struct mh__analysis *an)
 {
     int device, by, rc = pick_device(a, an->rp.model, &device);
     if (rc)
         return rc;
-    struct mh_flame_moment m;
+    struct mh__flame_moment m;
     char err[256], when[160];
     rc = mh__flame_moment(an, device, a->at, a->at_ns, &m, err, sizeof err);
     if (rc == MH_EINVAL) {
         mh__cli_error("%s: %s", a->file, err);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     } else if (rc < 0) {
-        return MH_EXIT_FAIL; /* the session reported it (a pipe read twice, damage) */
+        return MH__EXIT_FAIL; /* the session reported it (a pipe read twice, damage) */
     }
     moment_text(a, &m, when, sizeof when);
-    struct mh_flame *f = NULL;
-    const struct mh_lifetimes *live_at;
-    struct mh_lifetimes *kept = NULL;
+    struct mh__flame *f = NULL;
+    const struct mh__lifetimes *live_at;
+    struct mh__lifetimes *kept = NULL;
     if ((rc = mh__analysis_records_at(an, &m.index, 1, &live_at, &kept)) < 0 ||
         (rc = mh__flame_live(live_at, an->rp.reader, device, m.index, a->by, &f, &by)) < 0) {
         if (rc != MH_EUNSUPPORTED) /* a pipe read twice: the session reported it */
             mh__cli_error("%s: %s", a->file, mh_strerror(rc));
         mh__lifetimes_free(kept);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     mh__lifetimes_free(kept);
     size_t n;
     if (mh__flame_nodes(f, &n)[0].bytes == 0) {
         mh__cli_error("%s: nothing is live on device %d %s; no flame graph written", a->file,
                       device, when);
-        rc = MH_EXIT_FAIL;
+        rc = MH__EXIT_FAIL;
     } else {
         rc = render(a, an, device, by, when, f);
     }
@@ -206,15 +206,15 @@ static int run(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    struct mh_analysis an;
+    struct mh__analysis an;
     if (mh__analysis_open(a.file, NULL, &an) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     rc = flame_file(&a, &an);
     mh__analysis_close(&an);
     return mh__cli_finish(rc);
 }
 
-const struct mh_cli_command mh__cmd_flame = {
+const struct mh__cli_command mh__cmd_flame = {
     .name = "flame",
     .summary = "flame graph (SVG or folded stacks) of what is live at the peak",
     .usage = usage,

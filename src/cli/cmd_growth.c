@@ -39,7 +39,7 @@ static const char usage[] =
 
 static int run_growth(int argc, char **argv);
 
-const struct mh_cli_command mh__cmd_growth = {
+const struct mh__cli_command mh__cmd_growth = {
     "growth", "allocations that stay live step after step (leaks across steps)", usage,
     run_growth};
 
@@ -49,7 +49,7 @@ struct growth_opts {
     int json;
 };
 
-const char *mh__growth_label(const struct mh_reader *r, const struct mh_growth_entry *e, char *buf,
+const char *mh__growth_label(const struct mh_reader *r, const struct mh__growth_entry *e, char *buf,
                              size_t len)
 {
     char site[256], safe[256];
@@ -62,7 +62,7 @@ const char *mh__growth_label(const struct mh_reader *r, const struct mh_growth_e
     return buf;
 }
 
-static void json_entry(struct mh_json *j, const struct mh_reader *r, const struct mh_growth_entry *e)
+static void json_entry(struct mh__json *j, const struct mh_reader *r, const struct mh__growth_entry *e)
 {
     const char *module = e->module ? mh_reader_string(r, e->module) : NULL;
     char site[256];
@@ -80,7 +80,7 @@ static void json_entry(struct mh_json *j, const struct mh_reader *r, const struc
     mh__json_end_object(j);
 }
 
-void mh__growth_json(struct mh_json *j, const struct mh_reader *r, const struct mh_device_report *d,
+void mh__growth_json(struct mh__json *j, const struct mh_reader *r, const struct mh__device_report *d,
                      size_t top)
 {
     mh__json_begin_object(j);
@@ -94,7 +94,7 @@ void mh__growth_json(struct mh_json *j, const struct mh_reader *r, const struct 
     mh__json_end_object(j);
 }
 
-static void print_device(const struct mh_analysis *a, const struct mh_device_report *d,
+static void print_device(const struct mh__analysis *a, const struct mh__device_report *d,
                          const struct growth_opts *o)
 {
     char b[2][32], label[512], text[4096];
@@ -113,7 +113,7 @@ static void print_device(const struct mh_analysis *a, const struct mh_device_rep
     }
     printf("  %11s %11s %7s %7s  %s\n", "per step", "live at end", "since", "grew", "site");
     for (size_t i = 0; i < d->ngrowth && i < o->top; i++) {
-        const struct mh_growth_entry *e = &d->growth[i];
+        const struct mh__growth_entry *e = &d->growth[i];
         char since[24], grew[24];
         snprintf(since, sizeof since, "step %" PRId64, e->first_step);
         snprintf(grew, sizeof grew, "%u/%u", e->steps_grown, e->steps);
@@ -129,10 +129,10 @@ static void print_device(const struct mh_analysis *a, const struct mh_device_rep
         printf("  ... %zu more sites (--top)\n", d->ngrowth - o->top);
 }
 
-static int one_device(void *user, const struct mh_analysis *a, int dev, struct mh_json *j)
+static int one_device(void *user, const struct mh__analysis *a, int dev, struct mh__json *j)
 {
     const struct growth_opts *o = user;
-    struct mh_device_report d;
+    struct mh__device_report d;
     memset(&d, 0, sizeof d);
     d.device = dev;
     int rc = mh__growth_get(a->growth, dev, &d.growth, &d.ngrowth, &d.growth_window);
@@ -154,8 +154,8 @@ static int one_device(void *user, const struct mh_analysis *a, int dev, struct m
     return 0;
 }
 
-static int growth_file(void *user, const struct mh_analysis *a, void *prepared, size_t i,
-                       size_t n, struct mh_json *j)
+static int growth_file(void *user, const struct mh__analysis *a, void *prepared, size_t i,
+                       size_t n, struct mh__json *j)
 {
     const struct growth_opts *o = user;
     (void)prepared;
@@ -167,19 +167,19 @@ static int growth_file(void *user, const struct mh_analysis *a, void *prepared, 
 static int run_growth(int argc, char **argv)
 {
     struct growth_opts o = {-1, 10, 6, 0};
-    const struct mh_cli_opt opts[] = {
-        {"device", 0, MH_OPT_INT, &o.device, 0, 255, NULL, NULL},
-        {"top", 0, MH_OPT_UINT, &o.top, 1, 100000, NULL, NULL},
-        {"frames", 0, MH_OPT_UINT, &o.frames, 1, 1000, NULL, NULL},
-        {"json", 0, MH_OPT_FLAG, &o.json, 0, 0, NULL, NULL},
+    const struct mh__cli_opt opts[] = {
+        {"device", 0, MH__OPT_INT, &o.device, 0, 255, NULL, NULL},
+        {"top", 0, MH__OPT_UINT, &o.top, 1, 100000, NULL, NULL},
+        {"frames", 0, MH__OPT_UINT, &o.frames, 1, 1000, NULL, NULL},
+        {"json", 0, MH__OPT_FLAG, &o.json, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_growth, argc, argv, opts, &first);
     if (rc)
         return rc;
     if (first >= argc)
         return mh__cli_usage_error(&mh__cmd_growth, "missing FILE");
-    const struct mh_analysis_want want = {0, 0, 1};
-    const struct mh_cli_multi m = {.command = "growth", .want = &want, .json_files = o.json,
+    const struct mh__analysis_want want = {0, 0, 1};
+    const struct mh__cli_multi m = {.command = "growth", .want = &want, .json_files = o.json,
                                    .each = growth_file, .user = &o};
     return mh__cli_finish(mh__cli_multi_run(argv + first, (size_t)(argc - first), &m));
 }

@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "snapshot_import.h"
 
-extern const struct mh_cli_command mh__cmd_import;
+extern const struct mh__cli_command mh__cmd_import;
 
 #define MAX_INPUT (16ull << 30)
 #define LARGE_INPUT (32u << 20) /* the read-whole note from here on */
@@ -120,7 +120,7 @@ static const char *not_a_snapshot(const unsigned char *d, size_t n)
 static int parse_args(int argc, char **argv, const char **in, const char **out)
 {
     *in = *out = NULL;
-    const struct mh_cli_opt opts[] = {{"output", 'o', MH_OPT_TEXT, out, 0, 0, NULL, NULL},
+    const struct mh__cli_opt opts[] = {{"output", 'o', MH__OPT_TEXT, out, 0, 0, NULL, NULL},
                                       {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_import, argc, argv, opts, &first);
     if (rc)
@@ -135,7 +135,7 @@ static int parse_args(int argc, char **argv, const char **in, const char **out)
     return 0;
 }
 
-static void print_summary(const char *out, const struct mh_import_info *info, size_t len)
+static void print_summary(const char *out, const struct mh__import_info *info, size_t len)
 {
     mh__cli_status_wrote(out, NULL, "%llu trace entries on %d device%s, %llu segments and %llu live "
            "blocks before the trace, %llu annotations, pickle protocol %d",
@@ -181,7 +181,7 @@ static const char *slurp_error(int rc)
 
 /* Converts the snapshot into an open output; prints why on failure. */
 static int convert(const char *in, const unsigned char *data, size_t len, int mapped,
-                   const char *out, struct mh_outfile *of, struct mh_import_info *info)
+                   const char *out, struct mh__outfile *of, struct mh__import_info *info)
 {
     struct mh_writer_opts wo;
     memset(&wo, 0, sizeof wo);
@@ -193,7 +193,7 @@ static int convert(const char *in, const unsigned char *data, size_t len, int ma
         return rc;
     }
     char err[256] = "";
-    struct mh_import_opts o;
+    struct mh__import_opts o;
     memset(&o, 0, sizeof o);
     o.mapped = mapped;
     o.name = in;
@@ -220,15 +220,15 @@ static int run(int argc, char **argv)
     int mapped;
     if ((rc = slurp(in, &data, &len, &mapped)) < 0) {
         mh__cli_error("%s: cannot read the file: %s", in, slurp_error(rc));
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     const char *what = not_a_snapshot(data, len);
-    struct mh_outfile of;
+    struct mh__outfile of;
     if (what) {
         mh__cli_error("%s: %s", in, what);
         rc = MH_EFORMAT;
     } else if ((rc = mh__cli_output_open(&of, out, &in, 1)) == 0) {
-        struct mh_import_info info;
+        struct mh__import_info info;
         rc = mh__cli_output_close(&of, out, convert(in, data, len, mapped, out, &of, &info), 0);
         if (rc == 0 && strcmp(out, "-") != 0)
             print_summary(out, &info, len);
@@ -237,9 +237,9 @@ static int run(int argc, char **argv)
         munmap(data, len);
     else
         free(data);
-    return rc < 0 ? MH_EXIT_FAIL : mh__cli_finish(MH_EXIT_OK);
+    return rc < 0 ? MH__EXIT_FAIL : mh__cli_finish(MH__EXIT_OK);
 }
-const struct mh_cli_command mh__cmd_import = {
+const struct mh__cli_command mh__cmd_import = {
     .name = "import",
     .summary = "convert a PyTorch memory snapshot pickle into a .memhist file",
     .usage = "usage: memhist import SNAPSHOT.pickle -o OUT.memhist\n"

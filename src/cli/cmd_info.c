@@ -101,8 +101,8 @@ static void print_text(const char *path, const struct mh_reader *r, const struct
 
 static void print_json(const char *path, const struct mh_reader *r, const struct mh_file_summary *s)
 {
-    struct mh_sink sink;
-    struct mh_json j;
+    struct mh__sink sink;
+    struct mh__json j;
     mh__cli_json_begin(&j, &sink, "info");
     mh__json_kv_string(&j, "file", path);
     mh__json_kv_uint(&j, "format_version", s->format_version);
@@ -147,13 +147,13 @@ static void print_json(const char *path, const struct mh_reader *r, const struct
 
 static int run_info(int argc, char **argv);
 
-const struct mh_cli_command mh__cmd_info = {
+const struct mh__cli_command mh__cmd_info = {
     "info", "show what a recording holds (devices, span, event counts, damage)", usage, run_info};
 
 static int run_info(int argc, char **argv)
 {
     int json = 0, first;
-    const struct mh_cli_opt opts[] = {{"json", 0, MH_OPT_FLAG, &json, 0, 0, NULL, NULL},
+    const struct mh__cli_opt opts[] = {{"json", 0, MH__OPT_FLAG, &json, 0, 0, NULL, NULL},
                                       {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options(&mh__cmd_info, argc, argv, opts, &first);
     if (rc)
@@ -161,9 +161,9 @@ static int run_info(int argc, char **argv)
     if (first != argc - 1)
         return mh__cli_usage_error(&mh__cmd_info, "expected exactly one FILE");
     const char *path = argv[first];
-    struct mh_session *ses;
+    struct mh__session *ses;
     if (mh__session_open(path, &ses) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     rc = mh__session_skim(ses);
     const struct mh_reader *r = mh__session_reader(ses);
     struct mh_file_summary s;
@@ -178,5 +178,5 @@ static int run_info(int argc, char **argv)
     if (failed)
         mh__cli_error("%s: %s", path, mh_reader_errmsg(r));
     mh__session_close(ses);
-    return mh__cli_finish(failed ? MH_EXIT_FAIL : MH_EXIT_OK);
+    return mh__cli_finish(failed ? MH__EXIT_FAIL : MH__EXIT_OK);
 }

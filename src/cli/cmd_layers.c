@@ -44,7 +44,7 @@ static const char usage[] =
 
 static int run_layers(int argc, char **argv);
 
-const struct mh_cli_command mh__cmd_layers = {
+const struct mh__cli_command mh__cmd_layers = {
     "layers", "peak by layer and category, activation-checkpointing plan", usage, run_layers};
 
 struct layers_opts {
@@ -56,7 +56,7 @@ struct layers_opts {
 /* One device of one file: its answer and the file's path. */
 struct dev_view {
     const char *path;
-    const struct mh_layers_answer *ans;
+    const struct mh__layers_answer *ans;
 };
 
 static void print_categories(const struct dev_view *v)
@@ -65,7 +65,7 @@ static void print_categories(const struct dev_view *v)
     char b[32];
     const char *sep = "";
     printf("  by category at the peak: ");
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         if (cat[c]) {
             printf("%s%s %s", sep, mh__category_name(c), mh__bytes_text(cat[c], b));
             sep = ", ";
@@ -75,7 +75,7 @@ static void print_categories(const struct dev_view *v)
 
 static void print_table(const struct dev_view *v, uint64_t top)
 {
-    const struct mh_layers_answer *ans = v->ans;
+    const struct mh__layers_answer *ans = v->ans;
     size_t n = ans->nlayers;
     char b[5][32];
     int width = 28;
@@ -84,12 +84,12 @@ static void print_table(const struct dev_view *v, uint64_t top)
     printf("\n  %-*s %11s %11s %11s %11s %11s\n", width, "layer", "live@peak", "activations",
            "saved@peak", "recompute", "ckpt saves");
     for (size_t i = 0; i < n && i < top; i++) {
-        const struct mh_layer_stats *s = &ans->layers[ans->by_live[i]];
+        const struct mh__layer_stats *s = &ans->layers[ans->by_live[i]];
         printf("%c ", s->compiled ? '*' : ' ');
         mh__cli_print_fitted(s->name, width);
         printf(" %11s %11s %11s %11s %11s\n",
                mh__bytes_text(s->live_at_peak, b[0]),
-               mh__bytes_text(s->by_category[MH_CAT_ACTIVATION], b[1]),
+               mh__bytes_text(s->by_category[MH__CAT_ACTIVATION], b[1]),
                mh__bytes_text(s->saved_at_peak, b[2]),
                s->candidate ? mh__bytes_text(s->transient, b[3]) : "-",
                s->candidate ? mh__bytes_text(s->reduction, b[4]) : "-");
@@ -103,33 +103,33 @@ static void print_no_plan(const struct dev_view *v)
     char b[32];
     uint64_t bytes = v->ans->none_bytes, peak = v->ans->peak;
     switch (v->ans->none_because) {
-    case MH_NO_PLAN_SMALL:
+    case MH__NO_PLAN_SMALL:
         printf("\n  plan: none worth its recompute: checkpointing would lower the peak by at most\n"
                "  %s (%.2g%% of it)\n", mh__bytes_text(bytes, b), 100.0 * (double)bytes / (double)peak);
         break;
-    case MH_NO_PLAN_NO_SCOPES:
+    case MH__NO_PLAN_NO_SCOPES:
         printf("\n  plan: none from this recording: %s of activations are live at the peak, but it\n"
                "  has no module scopes (a torch snapshot, or recorded with MEMHIST_SCOPES=0), so no\n"
                "  layer's backward pass is seen and what checkpointing a layer saves cannot be\n"
                "  estimated. Record the program with memhist to get a plan.\n",
                mh__bytes_text(bytes, b));
         break;
-    case MH_NO_PLAN_UNKNOWN:
+    case MH__NO_PLAN_UNKNOWN:
         printf("\n  plan: none from this recording: it has no module scopes and no training\n"
                "  steps (a torch snapshot without Optimizer.step annotations), so none of the\n"
                "  %s live at the peak is told to be activations. Record the program with\n"
                "  memhist to get a plan.\n",
                mh__bytes_text(bytes, b));
         break;
-    case MH_NO_PLAN_NO_GAIN:
+    case MH__NO_PLAN_NO_GAIN:
         printf("\n  plan: none: layers saved activations that are live at the peak, but checkpointing\n"
                "  any one of them leaves the estimated peak where it is\n");
         break;
-    case MH_NO_PLAN_NOTHING:
+    case MH__NO_PLAN_NOTHING:
         printf("\n  plan: no layer has saved activations live at the peak; checkpointing would "
                "not lower it\n");
         break;
-    case MH_NO_PLAN_COMPILED:
+    case MH__NO_PLAN_COMPILED:
         printf("\n  plan: none from this recording: %s of the activations live at the peak were\n"
                "  made in code torch.compile generated, where memhist sees no modules (layers marked\n"
                "  *). Checkpoint inside the compiled model (torch.utils.checkpoint around its\n"
@@ -145,7 +145,7 @@ static void print_no_plan(const struct dev_view *v)
 
 static void print_plan(const struct dev_view *v)
 {
-    const struct mh_layers_answer *ans = v->ans;
+    const struct mh__layers_answer *ans = v->ans;
     char b[3][32];
     if (ans->best == 0) {
         print_no_plan(v);
@@ -173,12 +173,12 @@ static void print_plan(const struct dev_view *v)
 
 static void print_steps(const struct dev_view *v)
 {
-    const struct mh_layers_answer *ans = v->ans;
+    const struct mh__layers_answer *ans = v->ans;
     char b[32], s[24];
     if (ans->nsteps)
         printf("\n  per step, largest layers at the step's allocated peak:\n");
     for (size_t i = 0; i < ans->nsteps; i++) {
-        const struct mh_layer_step *sp = &ans->steps[i];
+        const struct mh__layer_step *sp = &ans->steps[i];
         printf("  %12s %10s:", mh__step_text(sp->step, s), mh__bytes_text(sp->bytes, b));
         for (int k = 0; k < 3 && sp->top[k] != SIZE_MAX; k++)
             printf("%s %s %s", k ? "," : "", ans->layers[sp->top[k]].name,
@@ -198,15 +198,15 @@ static void print_text(const struct dev_view *v, const struct layers_opts *o)
     print_steps(v);
 }
 
-static void json_categories(struct mh_json *j, const uint64_t *cat)
+static void json_categories(struct mh__json *j, const uint64_t *cat)
 {
     mh__json_begin_object(j);
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         mh__json_kv_uint(j, mh__category_name(c), cat[c]);
     mh__json_end_object(j);
 }
 
-static void json_layer(struct mh_json *j, const struct mh_layer_stats *s)
+static void json_layer(struct mh__json *j, const struct mh__layer_stats *s)
 {
     mh__json_begin_object(j);
     mh__json_kv_string(j, "layer", s->name);
@@ -223,7 +223,7 @@ static void json_layer(struct mh_json *j, const struct mh_layer_stats *s)
     mh__json_end_object(j);
 }
 
-static void json_plan(struct mh_json *j, const struct mh_layers_answer *ans)
+static void json_plan(struct mh__json *j, const struct mh__layers_answer *ans)
 {
     mh__json_key(j, "plan");
     mh__json_begin_object(j);
@@ -248,12 +248,12 @@ static void json_plan(struct mh_json *j, const struct mh_layers_answer *ans)
     mh__json_end_object(j);
 }
 
-static void json_steps(struct mh_json *j, const struct mh_layers_answer *ans)
+static void json_steps(struct mh__json *j, const struct mh__layers_answer *ans)
 {
     mh__json_key(j, "steps");
     mh__json_begin_array(j);
     for (size_t i = 0; i < ans->nsteps; i++) {
-        const struct mh_layer_step *sp = &ans->steps[i];
+        const struct mh__layer_step *sp = &ans->steps[i];
         mh__json_begin_object(j);
         mh__json_kv_int(j, "step", sp->step);
         mh__json_kv_uint(j, "peak_allocated", sp->bytes);
@@ -271,7 +271,7 @@ static void json_steps(struct mh_json *j, const struct mh_layers_answer *ans)
     mh__json_end_array(j);
 }
 
-static void json_device(struct mh_json *j, const struct mh_layers_answer *ans, uint64_t top)
+static void json_device(struct mh__json *j, const struct mh__layers_answer *ans, uint64_t top)
 {
     mh__json_begin_object(j);
     mh__json_kv_int(j, "device", ans->device);
@@ -293,10 +293,10 @@ static void json_device(struct mh_json *j, const struct mh_layers_answer *ans, u
 static int parse_opts(int argc, char **argv, struct layers_opts *o, int *first)
 {
     *o = (struct layers_opts){-1, 12, 0};
-    const struct mh_cli_opt opts[] = {
-        {"device", 0, MH_OPT_INT, &o->device, 0, 255, NULL, NULL},
-        {"top", 0, MH_OPT_UINT, &o->top, 1, 100000, NULL, NULL},
-        {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+    const struct mh__cli_opt opts[] = {
+        {"device", 0, MH__OPT_INT, &o->device, 0, 255, NULL, NULL},
+        {"top", 0, MH__OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+        {"json", 0, MH__OPT_FLAG, &o->json, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options(&mh__cmd_layers, argc, argv, opts, first);
     if (rc)
@@ -307,10 +307,10 @@ static int parse_opts(int argc, char **argv, struct layers_opts *o, int *first)
 }
 
 /* Analyses and prints one device of a file. */
-static int one_device(void *user, const struct mh_analysis *a, int dev, struct mh_json *j)
+static int one_device(void *user, const struct mh__analysis *a, int dev, struct mh__json *j)
 {
     const struct layers_opts *o = user;
-    struct mh_layers_answer ans;
+    struct mh__layers_answer ans;
     int rc = mh__layers_answer(a, dev, &ans);
     if (rc < 0) {
         mh__cli_error("%s: %s", a->rp.path, mh_strerror(rc));
@@ -325,8 +325,8 @@ static int one_device(void *user, const struct mh_analysis *a, int dev, struct m
     return 0;
 }
 
-static int layers_file(void *user, const struct mh_analysis *a, void *prepared, size_t i,
-                       size_t n, struct mh_json *j)
+static int layers_file(void *user, const struct mh__analysis *a, void *prepared, size_t i,
+                       size_t n, struct mh__json *j)
 {
     const struct layers_opts *o = user;
     (void)prepared;
@@ -341,6 +341,6 @@ static int run_layers(int argc, char **argv)
     int first, rc = parse_opts(argc, argv, &o, &first);
     if (rc)
         return rc;
-    const struct mh_cli_multi m = {.command = "layers", .json_files = o.json, .each = layers_file, .user = &o};
+    const struct mh__cli_multi m = {.command = "layers", .json_files = o.json, .each = layers_file, .user = &o};
     return mh__cli_finish(mh__cli_multi_run(argv + first, (size_t)(argc - first), &m));
 }

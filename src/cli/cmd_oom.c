@@ -40,18 +40,18 @@ static const char usage[] =
 
 static int run_oom(int argc, char **argv);
 
-const struct mh_cli_command mh__cmd_oom = {
+const struct mh__cli_command mh__cmd_oom = {
     "oom", "why an allocation failed, and checked settings that avoid it", usage, run_oom};
 
-static int parse_opts(int argc, char **argv, struct mh_oom_opts *o, int *first)
+static int parse_opts(int argc, char **argv, struct mh__oom_opts *o, int *first)
 {
     const char *at = NULL;
     memset(o, 0, sizeof *o);
     o->top = 8;
-    const struct mh_cli_opt opts[] = {
-        {"at", 0, MH_OPT_TEXT, &at, 0, 0, NULL, NULL},
-        {"top", 0, MH_OPT_UINT, &o->top, 1, 100000, NULL, NULL},
-        {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+    const struct mh__cli_opt opts[] = {
+        {"at", 0, MH__OPT_TEXT, &at, 0, 0, NULL, NULL},
+        {"top", 0, MH__OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+        {"json", 0, MH__OPT_FLAG, &o->json, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options(&mh__cmd_oom, argc, argv, opts, first);
     if (rc)
@@ -66,7 +66,7 @@ static int parse_opts(int argc, char **argv, struct mh_oom_opts *o, int *first)
 
 static int run_oom(int argc, char **argv)
 {
-    struct mh_oom_opts o;
+    struct mh__oom_opts o;
     int first, rc = parse_opts(argc, argv, &o, &first);
     if (rc)
         return rc;

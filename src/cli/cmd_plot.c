@@ -64,13 +64,13 @@ static const char usage[] =
     "  memhist plot rank0.memhist rank1.memhist -o ranks.png\n"
     "  memhist plot run.memhist.rank* -o job.png --ranks heatmap\n";
 
-extern const struct mh_cli_command mh__cmd_plot;
+extern const struct mh__cli_command mh__cmd_plot;
 
 struct plot_args {
-    const char *files[MH_PLOT_MAX_RANKS];
+    const char *files[MH__PLOT_MAX_RANKS];
     size_t nfiles;
     const char *file, *out, *steps, *time; /* file: the first of files */
-    struct mh_plot_opts opts;
+    struct mh__plot_opts opts;
 };
 
 static int parse_dim(const char *v, const char *name, int *out)
@@ -79,12 +79,12 @@ static int parse_dim(const char *v, const char *name, int *out)
     if (!v || mh__cli_parse_uint(v, 1, 16384, &n) != 0)
         return mh__cli_usage_error(
             &mh__cmd_plot, "%s needs a number of pixels (%d..16384), not '%s'", name,
-            strcmp(name, "--width") == 0 ? MH_PLOT_MIN_WIDTH : MH_PLOT_MIN_HEIGHT, v ? v : "");
+            strcmp(name, "--width") == 0 ? MH__PLOT_MIN_WIDTH : MH__PLOT_MIN_HEIGHT, v ? v : "");
     *out = (int)n;
     return 0;
 }
 
-static int parse_at(const char *v, struct mh_plot_opts *o)
+static int parse_at(const char *v, struct mh__plot_opts *o)
 {
     int at;
     if (mh__cli_parse_at(v, &at, &o->at_ns) != 0)
@@ -99,7 +99,7 @@ static int parse_at(const char *v, struct mh_plot_opts *o)
 static int parse_value(struct plot_args *a, const char *opt, const char *v)
 {
     uint64_t n;
-    struct mh_plot_opts *o = &a->opts;
+    struct mh__plot_opts *o = &a->opts;
     if (strcmp(opt, "--width") == 0)
         return parse_dim(v, opt, &o->width);
     else if (strcmp(opt, "--height") == 0)
@@ -108,31 +108,31 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
         return parse_at(v, o);
     else if (strcmp(opt, "--x") == 0) {
         if (strcmp(v, "time") == 0)
-            o->x_axis = MH_PLOT_X_TIME;
+            o->x_axis = MH__PLOT_X_TIME;
         else if (strcmp(v, "compressed") == 0)
-            o->x_axis = MH_PLOT_X_COMPRESSED;
+            o->x_axis = MH__PLOT_X_COMPRESSED;
         else if (strcmp(v, "events") == 0)
-            o->x_axis = MH_PLOT_X_EVENTS;
+            o->x_axis = MH__PLOT_X_EVENTS;
         else if (strcmp(v, "steps") == 0)
-            o->x_axis = MH_PLOT_X_STEPS;
+            o->x_axis = MH__PLOT_X_STEPS;
         else
             return mh__cli_usage_error(&mh__cmd_plot,
                                        "--x is 'compressed', 'time', 'events' or 'steps', not '%s'",
                                        v);
     } else if (strcmp(opt, "--color") == 0 || strcmp(opt, "--colour") == 0) {
         if (strcmp(v, "stack") == 0)
-            o->color = MH_PLOT_COLOR_STACK;
+            o->color = MH__PLOT_COLOR_STACK;
         else if (strcmp(v, "category") == 0)
-            o->color = MH_PLOT_COLOR_CATEGORY;
+            o->color = MH__PLOT_COLOR_CATEGORY;
         else
             return mh__cli_usage_error(&mh__cmd_plot, "--color is 'stack' or 'category', not '%s'",
                                        v);
     }
     else if (strcmp(opt, "--kind") == 0) {
         if (strcmp(v, "timeline") == 0)
-            o->kind = MH_PLOT_TIMELINE;
+            o->kind = MH__PLOT_TIMELINE;
         else if (strcmp(v, "segments") == 0)
-            o->kind = MH_PLOT_SEGMENTS;
+            o->kind = MH__PLOT_SEGMENTS;
         else
             return mh__cli_usage_error(&mh__cmd_plot,
                                        "--kind is 'timeline' or 'segments', not '%s'", v);
@@ -143,16 +143,16 @@ static int parse_value(struct plot_args *a, const char *opt, const char *v)
         o->device = (int)n;
     } else if (strcmp(opt, "--ranks") == 0) {
         if (strcmp(v, "panels") == 0)
-            o->ranks_view = MH_PLOT_RANKS_PANELS;
+            o->ranks_view = MH__PLOT_RANKS_PANELS;
         else if (strcmp(v, "heatmap") == 0)
-            o->ranks_view = MH_PLOT_RANKS_HEATMAP;
+            o->ranks_view = MH__PLOT_RANKS_HEATMAP;
         else
             return mh__cli_usage_error(&mh__cmd_plot, "--ranks is 'panels' or 'heatmap', not '%s'",
                                        v);
     } else if (strcmp(opt, "--top") == 0) {
-        if (mh__cli_parse_uint(v, 1, MH_PLOT_MAX_TOP, &n) != 0)
+        if (mh__cli_parse_uint(v, 1, MH__PLOT_MAX_TOP, &n) != 0)
             return mh__cli_usage_error(&mh__cmd_plot, "--top needs a number in 1..%d, not '%s'",
-                                       MH_PLOT_MAX_TOP, v);
+                                       MH__PLOT_MAX_TOP, v);
         o->top = (unsigned)n;
     }
     return 0;
@@ -166,20 +166,20 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
                                          "--kind", "--device", "--top", "--ranks", "--x"};
     const char *v[sizeof valued / sizeof valued[0]] = {NULL};
     memset(a, 0, sizeof *a);
-    const struct mh_cli_opt opts[] = {
-        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
-        {"steps", 0, MH_OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
-        {"time", 0, MH_OPT_TEXT, &a->time, 0, 0, NULL, NULL},
-        {"width", 0, MH_OPT_TEXT, &v[0], 0, 0, NULL, NULL},
-        {"height", 0, MH_OPT_TEXT, &v[1], 0, 0, NULL, NULL},
-        {"at", 0, MH_OPT_TEXT, &v[2], 0, 0, NULL, NULL},
-        {"color", 0, MH_OPT_TEXT, &v[3], 0, 0, NULL, NULL},
-        {"colour", 0, MH_OPT_TEXT, &v[4], 0, 0, NULL, NULL},
-        {"kind", 0, MH_OPT_TEXT, &v[5], 0, 0, NULL, NULL},
-        {"device", 0, MH_OPT_TEXT, &v[6], 0, 0, NULL, NULL},
-        {"top", 0, MH_OPT_TEXT, &v[7], 0, 0, NULL, NULL},
-        {"ranks", 0, MH_OPT_TEXT, &v[8], 0, 0, NULL, NULL},
-        {"x", 0, MH_OPT_TEXT, &v[9], 0, 0, NULL, NULL},
+    const struct mh__cli_opt opts[] = {
+        {"output", 'o', MH__OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"steps", 0, MH__OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
+        {"time", 0, MH__OPT_TEXT, &a->time, 0, 0, NULL, NULL},
+        {"width", 0, MH__OPT_TEXT, &v[0], 0, 0, NULL, NULL},
+        {"height", 0, MH__OPT_TEXT, &v[1], 0, 0, NULL, NULL},
+        {"at", 0, MH__OPT_TEXT, &v[2], 0, 0, NULL, NULL},
+        {"color", 0, MH__OPT_TEXT, &v[3], 0, 0, NULL, NULL},
+        {"colour", 0, MH__OPT_TEXT, &v[4], 0, 0, NULL, NULL},
+        {"kind", 0, MH__OPT_TEXT, &v[5], 0, 0, NULL, NULL},
+        {"device", 0, MH__OPT_TEXT, &v[6], 0, 0, NULL, NULL},
+        {"top", 0, MH__OPT_TEXT, &v[7], 0, 0, NULL, NULL},
+        {"ranks", 0, MH__OPT_TEXT, &v[8], 0, 0, NULL, NULL},
+        {"x", 0, MH__OPT_TEXT, &v[9], 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_plot, argc, argv, opts, &first);
     if (rc)
@@ -191,9 +191,9 @@ static int parse_args(int argc, char **argv, struct plot_args *a)
     if (rc)
         return rc;
     for (int i = first; i < argc; i++) {
-        if (a->nfiles == MH_PLOT_MAX_RANKS)
+        if (a->nfiles == MH__PLOT_MAX_RANKS)
             return mh__cli_usage_error(&mh__cmd_plot, "at most %d input files ('%s' is extra)",
-                                       MH_PLOT_MAX_RANKS, argv[i]);
+                                       MH__PLOT_MAX_RANKS, argv[i]);
         a->files[a->nfiles++] = argv[i];
     }
     a->file = a->files[0];
@@ -211,24 +211,24 @@ static int check_args(struct plot_args *a)
         if (strcmp(a->files[i], "-") == 0)
             return mh__cli_usage_error(
                 &mh__cmd_plot, "plot reads its input twice; give a file, not standard input");
-    if (a->nfiles > 1 && a->opts.kind == MH_PLOT_SEGMENTS)
+    if (a->nfiles > 1 && a->opts.kind == MH__PLOT_SEGMENTS)
         return mh__cli_usage_error(&mh__cmd_plot,
                                    "--kind segments draws one file; %zu were given "
                                    "(several files make a timeline per rank)",
                                    a->nfiles);
-    if (a->opts.color != MH_PLOT_COLOR_STACK && a->opts.kind == MH_PLOT_SEGMENTS)
+    if (a->opts.color != MH__PLOT_COLOR_STACK && a->opts.kind == MH__PLOT_SEGMENTS)
         return mh__cli_usage_error(&mh__cmd_plot, "--color applies to the timeline, not to "
                                                   "--kind segments");
-    if (a->opts.ranks_view != MH_PLOT_RANKS_AUTO && a->nfiles < 2)
+    if (a->opts.ranks_view != MH__PLOT_RANKS_AUTO && a->nfiles < 2)
         return mh__cli_usage_error(&mh__cmd_plot, "--ranks applies to several files");
-    if (a->opts.at != MH_MOMENT_PEAK && a->opts.kind != MH_PLOT_SEGMENTS)
+    if (a->opts.at != MH__MOMENT_PEAK && a->opts.kind != MH__PLOT_SEGMENTS)
         return mh__cli_usage_error(&mh__cmd_plot, "--at applies to --kind segments");
-    if ((a->opts.width && a->opts.width < MH_PLOT_MIN_WIDTH) ||
-        (a->opts.height && a->opts.height < MH_PLOT_MIN_HEIGHT))
+    if ((a->opts.width && a->opts.width < MH__PLOT_MIN_WIDTH) ||
+        (a->opts.height && a->opts.height < MH__PLOT_MIN_HEIGHT))
         return mh__cli_usage_error(&mh__cmd_plot, "the image must be at least %dx%d pixels",
-                                   MH_PLOT_MIN_WIDTH, MH_PLOT_MIN_HEIGHT);
+                                   MH__PLOT_MIN_WIDTH, MH__PLOT_MIN_HEIGHT);
     char err[160];
-    struct mh_window w;
+    struct mh__window w;
     if (mh__cli_parse_window(a->steps, a->time, &w, err, sizeof err) != 0)
         return mh__cli_usage_error(&mh__cmd_plot, "%s", err);
     a->opts.has_steps = w.has_steps;
@@ -241,9 +241,9 @@ static int check_args(struct plot_args *a)
 }
 
 /* Writes the rendered image (the whole of it or nothing). */
-static int write_image(const struct plot_args *a, const struct mh_sink *sink, int empty)
+static int write_image(const struct plot_args *a, const struct mh__sink *sink, int empty)
 {
-    struct mh_outfile of;
+    struct mh__outfile of;
     if (mh__cli_output_open(&of, a->out, a->files, a->nfiles) < 0)
         return MH_EIO;
     int rc = 0, errnum = 0;
@@ -260,10 +260,10 @@ static int write_image(const struct plot_args *a, const struct mh_sink *sink, in
 }
 
 /* Renders into memory first, so a failed plot never leaves a broken file. */
-static int render(struct plot_args *a, struct mh_session *ses)
+static int render(struct plot_args *a, struct mh__session *ses)
 {
-    struct mh_sink sink;
-    struct mh_plot_result res;
+    struct mh__sink sink;
+    struct mh__plot_result res;
     char err[256];
     mh__sink_init_mem(&sink);
     a->opts.name = a->file;
@@ -293,7 +293,7 @@ static const char *utc_text(uint64_t ns, char buf[40])
 }
 
 /* The time origin and the worst rank's marked peak, as the image shows them. */
-static void say_worst(const struct plot_args *a, const struct mh_plot_result *res)
+static void say_worst(const struct plot_args *a, const struct mh__plot_result *res)
 {
     char b[32], t[32], u[40];
     mh__cli_status("times from the job's earliest start, %s", utc_text(a->opts.origin_ns, u));
@@ -305,10 +305,10 @@ static void say_worst(const struct plot_args *a, const struct mh_plot_result *re
 }
 
 /* Several files: one panel per rank. */
-static int render_ranks(struct plot_args *a, struct mh_session **ses)
+static int render_ranks(struct plot_args *a, struct mh__session **ses)
 {
-    struct mh_sink sink;
-    struct mh_plot_result res[MH_PLOT_MAX_RANKS];
+    struct mh__sink sink;
+    struct mh__plot_result res[MH__PLOT_MAX_RANKS];
     char err[320];
     mh__sink_init_mem(&sink);
     int rc = mh__plot_render_ranks(ses, a->files, a->nfiles, &a->opts, &sink, res, err,
@@ -335,22 +335,22 @@ static int run(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    struct mh_session *s[MH_PLOT_MAX_RANKS] = {NULL};
+    struct mh__session *s[MH__PLOT_MAX_RANKS] = {NULL};
     for (size_t i = 0; i < a.nfiles && rc == 0; i++)
         if (mh__session_open(a.files[i], &s[i]) < 0)
-            rc = MH_EXIT_FAIL;
+            rc = MH__EXIT_FAIL;
     if (rc == 0 && a.nfiles > 1 && mh__job_origin(a.files, a.nfiles, &a.opts.origin_ns) < 0)
-        rc = MH_EXIT_FAIL;
+        rc = MH__EXIT_FAIL;
     if (rc == 0)
         rc = a.nfiles == 1 ? render(&a, s[0]) : render_ranks(&a, s);
     for (size_t i = 0; i < a.nfiles; i++)
         mh__session_close(s[i]);
-    if (rc == MH_EXIT_FAIL)
+    if (rc == MH__EXIT_FAIL)
         return rc;
-    return mh__cli_finish(rc < 0 ? MH_EXIT_FAIL : MH_EXIT_OK);
+    return mh__cli_finish(rc < 0 ? MH__EXIT_FAIL : MH__EXIT_OK);
 }
 
-const struct mh_cli_command mh__cmd_plot = {
+const struct mh__cli_command mh__cmd_plot = {
     .name = "plot",
     .summary = "draw a PNG: memory timeline or segment layout",
     .usage = usage,

@@ -54,7 +54,7 @@ static const char usage[] =
 
 static int run_record(int argc, char **argv);
 
-const struct mh_cli_command mh__cmd_record = {
+const struct mh__cli_command mh__cmd_record = {
     "record", "run a PyTorch program and record its GPU memory history", usage, run_record};
 
 /* Where an installed memhist keeps its libraries and Python package,
@@ -83,14 +83,14 @@ static int find_dir(const char *env, const char *bindir, const char *rel, const 
     return -1;
 }
 
-static int parse_args(int argc, char **argv, struct mh_cli_record_opts *o, int *cmd_index)
+static int parse_args(int argc, char **argv, struct mh__cli_record_opts *o, int *cmd_index)
 {
-    const struct mh_cli_opt opts[] = {
-        {"output", 'o', MH_OPT_TEXT, &o->output, 0, 0, NULL, NULL},
-        {"stacks", 0, MH_OPT_TEXT, &o->stacks, 0, 0, NULL, NULL},
-        {"frames", 0, MH_OPT_UINT, &o->frames, 1, MH_TORCH_FRAMES_MAX, NULL, NULL},
-        {"op-ranges", 0, MH_OPT_FLAG, &o->op_ranges, 0, 0, NULL, NULL},
-        {"steps", 0, MH_OPT_UINT, &o->stop_after_steps, 1, 1000000000, "1 to 1000000000", NULL},
+    const struct mh__cli_opt opts[] = {
+        {"output", 'o', MH__OPT_TEXT, &o->output, 0, 0, NULL, NULL},
+        {"stacks", 0, MH__OPT_TEXT, &o->stacks, 0, 0, NULL, NULL},
+        {"frames", 0, MH__OPT_UINT, &o->frames, 1, MH_TORCH_FRAMES_MAX, NULL, NULL},
+        {"op-ranges", 0, MH__OPT_FLAG, &o->op_ranges, 0, 0, NULL, NULL},
+        {"steps", 0, MH__OPT_UINT, &o->stop_after_steps, 1, 1000000000, "1 to 1000000000", NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int rc = mh__cli_options_in_order(&mh__cmd_record, argc, argv, opts, cmd_index);
     if (rc)
@@ -103,7 +103,7 @@ static int parse_args(int argc, char **argv, struct mh_cli_record_opts *o, int *
     return 0;
 }
 
-static int setup_env(const struct mh_cli_record_opts *o, const char *out_abs, const char *status_path)
+static int setup_env(const struct mh__cli_record_opts *o, const char *out_abs, const char *status_path)
 {
     char exe[PATH_MAX], pydir[PATH_MAX], libdir[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -195,7 +195,7 @@ int mh__record_output_ok(const char *who, const char *path)
     return 0;
 }
 
-int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
+int mh__cli_record_command(const struct mh__cli_record_opts *o, char **cmd)
 {
     char cwd[PATH_MAX], out_abs[2 * PATH_MAX + 2], status_path[2 * PATH_MAX + 40];
     if (o->output[0] == '/')
@@ -205,22 +205,22 @@ int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
     else
         snprintf(out_abs, sizeof out_abs, "%s", o->output);
     if (!mh__record_output_ok(o->who, o->output))
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     snprintf(status_path, sizeof status_path, "%s.status.%d", out_abs, (int)getpid());
     int fd = open(status_path, O_WRONLY | O_CREAT | O_TRUNC, 0644); /* also: can we write there? */
     if (fd < 0) {
         mh__cli_error("%s: cannot write %s: %s", o->who, out_abs, strerror(errno));
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     close(fd);
     unlink(out_abs); /* what exists afterwards was written by this run */
     mh__record_clear_previous(out_abs);
     if (setup_env(o, out_abs, status_path) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     fflush(stdout);
     int code = run_child(o->who, cmd);
     if (code < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     if (code != 127) /* 127: the command could not be run; already said */
         mh__record_summary(status_path, out_abs);
     unlink(status_path);
@@ -229,7 +229,7 @@ int mh__cli_record_command(const struct mh_cli_record_opts *o, char **cmd)
 
 static int run_record(int argc, char **argv)
 {
-    struct mh_cli_record_opts o = {.output = "record.memhist", .stacks = "python", .who = "record"};
+    struct mh__cli_record_opts o = {.output = "record.memhist", .stacks = "python", .who = "record"};
     int cmd_index = 0, rc = parse_args(argc, argv, &o, &cmd_index);
     if (rc)
         return rc;

@@ -50,7 +50,7 @@ static const char usage[] =
 
 static int run_report(int argc, char **argv);
 
-const struct mh_cli_command mh__cmd_report = {
+const struct mh__cli_command mh__cmd_report = {
     "report", "peaks, what was live at the peak and from where, per-step table, OOMs", usage,
     run_report};
 
@@ -58,8 +58,8 @@ struct report_opts {
     int device; /* -1 = all */
     uint64_t top, frames;
     int json;
-    struct mh_json *j; /* the output object when json */
-    struct mh_report_view view;
+    struct mh__json *j; /* the output object when json */
+    struct mh__report_view view;
     const char *path;
     char **paths;
     size_t npaths;
@@ -69,13 +69,13 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
 {
     const char *steps = NULL;
     *o = (struct report_opts){.device = -1, .top = 10, .frames = 6};
-    const struct mh_cli_opt opts[] = {
-        {"device", 0, MH_OPT_INT, &o->device, 0, 255, NULL, NULL},
-        {"top", 0, MH_OPT_UINT, &o->top, 1, 100000, NULL, NULL},
-        {"frames", 0, MH_OPT_UINT, &o->frames, 1, 1000, NULL, NULL},
-        {"json", 0, MH_OPT_FLAG, &o->json, 0, 0, NULL, NULL},
-        {"steps", 0, MH_OPT_TEXT, &steps, 0, 0, NULL, NULL},
-        {"all-steps", 0, MH_OPT_FLAG, &o->view.all_steps, 0, 0, NULL, NULL},
+    const struct mh__cli_opt opts[] = {
+        {"device", 0, MH__OPT_INT, &o->device, 0, 255, NULL, NULL},
+        {"top", 0, MH__OPT_UINT, &o->top, 1, 100000, NULL, NULL},
+        {"frames", 0, MH__OPT_UINT, &o->frames, 1, 1000, NULL, NULL},
+        {"json", 0, MH__OPT_FLAG, &o->json, 0, 0, NULL, NULL},
+        {"steps", 0, MH__OPT_TEXT, &steps, 0, 0, NULL, NULL},
+        {"all-steps", 0, MH__OPT_FLAG, &o->view.all_steps, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     char err[160];
     int first, rc = mh__cli_options(&mh__cmd_report, argc, argv, opts, &first);
@@ -96,11 +96,11 @@ static int parse_opts(int argc, char **argv, struct report_opts *o)
 /* One file's device reports: built on the worker thread that replayed the
  * file (prepare_file), printed in order on the main thread. */
 struct report_devs {
-    struct mh_device_reports r;
+    struct mh__device_reports r;
     int rc; /* 0 or the MH_E* that stopped the building */
 };
 
-static int prepare_file(void *user, const struct mh_analysis *a, void **prepared)
+static int prepare_file(void *user, const struct mh__analysis *a, void **prepared)
 {
     const struct report_opts *o = user;
     struct report_devs *r = calloc(1, sizeof *r);
@@ -118,10 +118,10 @@ static void discard_file(void *prepared)
     free(r);
 }
 
-static int report_devices(const struct report_opts *o, const struct mh_analysis *a,
+static int report_devices(const struct report_opts *o, const struct mh__analysis *a,
                           const struct report_devs *r)
 {
-    const struct mh_replay *rp = &a->rp;
+    const struct mh__replay *rp = &a->rp;
     int rc = r->rc;
     if (rc == 0 && o->device >= 0 && r->r.n == 0) {
         mh__cli_missing_device(o->path, rp->model, o->device, o->npaths > 1);
@@ -133,11 +133,11 @@ static int report_devices(const struct report_opts *o, const struct mh_analysis 
     } else {
         mh__cli_error("%s: %s", o->path, mh_strerror(rc));
     }
-    return rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL;
+    return rc == 0 ? MH__EXIT_OK : MH__EXIT_FAIL;
 }
 
-static int report_file(void *user, const struct mh_analysis *a, void *prepared, size_t i,
-                       size_t n, struct mh_json *j)
+static int report_file(void *user, const struct mh__analysis *a, void *prepared, size_t i,
+                       size_t n, struct mh__json *j)
 {
     struct report_opts *o = user;
     (void)i;
@@ -153,8 +153,8 @@ static int run_report(int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc;
-    const struct mh_analysis_want want = {MH_WANT_WHATIF_TREND, 1, 1};
-    const struct mh_cli_multi m = {.command = "report", .want = &want, .json_files = o.json,
+    const struct mh__analysis_want want = {MH__WANT_WHATIF_TREND, 1, 1};
+    const struct mh__cli_multi m = {.command = "report", .want = &want, .json_files = o.json,
                                    .each = report_file, .user = &o, .prepare = prepare_file,
                                    .discard = discard_file};
     return mh__cli_finish(mh__cli_multi_run(o.paths, o.npaths, &m));

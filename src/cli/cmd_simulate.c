@@ -66,7 +66,7 @@ static const char usage[] =
     "  -o, --output FILE      output file (default sim.memhist)\n"
     "  -h, --help             show this help\n";
 
-extern const struct mh_cli_command mh__cmd_simulate;
+extern const struct mh__cli_command mh__cmd_simulate;
 
 struct sim_args {
     const char *workload, *conf_text, *params, *out;
@@ -82,39 +82,39 @@ struct sim_args {
 static int list_workloads(void)
 {
     for (size_t i = 0; i < mh__workload_count(); i++) {
-        const struct mh_workload *w = mh__workload_at(i);
+        const struct mh__workload *w = mh__workload_at(i);
         printf("%s%s - %s\n", i ? "\n" : "", w->name, w->summary);
         for (size_t j = 0; w->params[j].name; j++)
             printf("  %-8s default %-8lld %s\n", w->params[j].name, (long long)w->params[j].dflt,
                    w->params[j].help);
     }
-    return mh__cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH__EXIT_OK);
 }
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
 {
-    const struct mh_cli_command *cmd = &mh__cmd_simulate;
+    const struct mh__cli_command *cmd = &mh__cmd_simulate;
     const char *context = NULL;
     int seen[11] = {0};
-    const struct mh_cli_opt opts[] = {
+    const struct mh__cli_opt opts[] = {
         /* the built-in workloads only (--steps: both) */
-        {"workload", 0, MH_OPT_TEXT, &a->workload, 0, 0, NULL, &seen[0]},
-        {"param", 0, MH_OPT_TEXT, &a->params, 0, 0, NULL, &seen[1]},
-        {"steps", 0, MH_OPT_UINT, &a->steps, 1, 1000000, "1 to 1000000", &seen[2]},
-        {"seed", 0, MH_OPT_UINT, &a->seed, 0, UINT64_MAX, NULL, &seen[3]},
-        MH_CLI_OPT_MEMORY_FRACTION(&a->fraction, &seen[4]),
+        {"workload", 0, MH__OPT_TEXT, &a->workload, 0, 0, NULL, &seen[0]},
+        {"param", 0, MH__OPT_TEXT, &a->params, 0, 0, NULL, &seen[1]},
+        {"steps", 0, MH__OPT_UINT, &a->steps, 1, 1000000, "1 to 1000000", &seen[2]},
+        {"seed", 0, MH__OPT_UINT, &a->seed, 0, UINT64_MAX, NULL, &seen[3]},
+        MH__CLI_OPT_MEMORY_FRACTION(&a->fraction, &seen[4]),
         /* a command only */
-        {"devices", 0, MH_OPT_UINT, &a->devices, 1, 16, "1 to 16", &seen[5]},
-        {"context-memory", 0, MH_OPT_TEXT, &context, 0, 0, NULL, &seen[6]},
-        {"events", 0, MH_OPT_TEXT, &a->events, 0, 0, NULL, &seen[7]},
-        {"stacks", 0, MH_OPT_TEXT, &a->stacks, 0, 0, NULL, &seen[8]},
-        {"no-report", 0, MH_OPT_FLAG, &a->no_report, 0, 0, NULL, &seen[9]},
-        {"op-ranges", 0, MH_OPT_FLAG, &a->op_ranges, 0, 0, NULL, &seen[10]},
+        {"devices", 0, MH__OPT_UINT, &a->devices, 1, 16, "1 to 16", &seen[5]},
+        {"context-memory", 0, MH__OPT_TEXT, &context, 0, 0, NULL, &seen[6]},
+        {"events", 0, MH__OPT_TEXT, &a->events, 0, 0, NULL, &seen[7]},
+        {"stacks", 0, MH__OPT_TEXT, &a->stacks, 0, 0, NULL, &seen[8]},
+        {"no-report", 0, MH__OPT_FLAG, &a->no_report, 0, 0, NULL, &seen[9]},
+        {"op-ranges", 0, MH__OPT_FLAG, &a->op_ranges, 0, 0, NULL, &seen[10]},
         /* both */
-        MH_CLI_OPT_DEVICE_MEMORY(&a->capacity, &a->has_capacity),
-        {"alloc-conf", 0, MH_OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
-        {"gpu", 0, MH_OPT_TEXT, &a->gpu, 0, 0, NULL, NULL},
-        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        MH__CLI_OPT_DEVICE_MEMORY(&a->capacity, &a->has_capacity),
+        {"alloc-conf", 0, MH__OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
+        {"gpu", 0, MH__OPT_TEXT, &a->gpu, 0, 0, NULL, NULL},
+        {"output", 'o', MH__OPT_TEXT, &a->out, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options_in_order(cmd, argc, argv, opts, &first);
     if (rc)
@@ -142,18 +142,18 @@ static int list_gpus(void)
         snprintf(cc, sizeof cc, "%d.%d", g->major, g->minor);
         printf("%-10s %-26s %5d %4s %12s\n", g->key, g->name, g->sms, cc, mh__bytes_text(g->memory, b));
     }
-    return mh__cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH__EXIT_OK);
 }
 
 /* Checks the virtual device settings and runs the command on it. */
 static int simulate_command(const struct sim_args *a, char **cmd)
 {
-    const struct mh_cli_command *c = &mh__cmd_simulate;
+    const struct mh__cli_command *c = &mh__cmd_simulate;
     if (a->builtin_only)
         return mh__cli_usage_error(c, "--%s applies to the built-in workloads, not to a command",
                                   a->builtin_only);
     const char *gpu = a->gpu ? a->gpu : "H100";
-    struct mh_cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu), .devices = (int)a->devices,
+    struct mh__cli_vdev_opts o = {.gpu = mh__vdev_preset_find(gpu), .devices = (int)a->devices,
                                  .context = a->context, .events = a->events, .alloc_conf = a->conf_text,
                                  .output = a->out, .stacks = a->stacks, .op_ranges = a->op_ranges,
                                  .report = !a->no_report,
@@ -176,7 +176,7 @@ static int simulate_command(const struct sim_args *a, char **cmd)
     return mh__cli_simulate_program(&o, cmd);
 }
 
-static int write_header(struct mh_writer *w, const struct sim_args *a, const struct mh_workload *wl,
+static int write_header(struct mh_writer *w, const struct sim_args *a, const struct mh__workload *wl,
                         const int64_t *values, const struct mh_alloc_conf *conf)
 {
     char buf[1024];
@@ -196,8 +196,8 @@ static int write_header(struct mh_writer *w, const struct sim_args *a, const str
     return rc;
 }
 
-static void print_result(const struct sim_args *a, const struct mh_workload *wl,
-                         const struct mh_workload_result *res, const struct mh_sim_stats *st)
+static void print_result(const struct sim_args *a, const struct mh__workload *wl,
+                         const struct mh__workload_result *res, const struct mh__sim_stats *st)
 {
     char b1[32], b2[32], b3[32];
     mh__cli_status_wrote(a->out, NULL, "simulated %s, %" PRIu64 " step%s, peak allocated %s, peak reserved %s, "
@@ -211,24 +211,24 @@ static void print_result(const struct sim_args *a, const struct mh_workload *wl,
     mh__cli_status("next: memhist %s %s", res->oom ? "oom" : "report", a->out);
 }
 
-static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const int64_t *values,
+static int run_sim(const struct sim_args *a, const struct mh__workload *wl, const int64_t *values,
                    const struct mh_alloc_conf *conf)
 {
     struct mh_writer_opts wo = {.source = "simulated"};
     struct mh_writer *w = NULL;
-    struct mh_sim *s = NULL;
-    struct mh_workload_result res;
-    struct mh_sim_stats st;
-    struct mh_outfile of;
+    struct mh__sim *s = NULL;
+    struct mh__workload_result res;
+    struct mh__sim_stats st;
+    struct mh__outfile of;
     if (mh__cli_output_open(&of, a->out, NULL, 0) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     int rc = mh_writer_open_fd(of.fd, &wo, &w);
     if (rc < 0) {
         mh__cli_error("%s: %s", a->out, mh_strerror(rc));
         mh__outfile_abort(&of);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
-    struct mh_sim_opts so = {.conf = *conf, .capacity = a->capacity, .writer = w};
+    struct mh__sim_opts so = {.conf = *conf, .capacity = a->capacity, .writer = w};
     rc = write_header(w, a, wl, values, conf);
     if (rc == 0)
         rc = mh__sim_new(&so, &s);
@@ -244,9 +244,9 @@ static int run_sim(const struct sim_args *a, const struct mh_workload *wl, const
     if (rc < 0 && !errnum)
         mh__cli_error("%s: %s", a->out, mh_strerror(rc));
     if (mh__cli_output_close(&of, a->out, rc, errnum) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     print_result(a, wl, &res, &st);
-    return MH_EXIT_OK;
+    return MH__EXIT_OK;
 }
 
 static int simulate_main(int argc, char **argv)
@@ -272,11 +272,11 @@ static int simulate_main(int argc, char **argv)
     }
     if (strcmp(a.workload, "list") == 0)
         return list_workloads();
-    const struct mh_workload *wl = mh__workload_find(a.workload);
+    const struct mh__workload *wl = mh__workload_find(a.workload);
     if (!wl)
         return mh__cli_usage_error(&mh__cmd_simulate,
                                   "no workload named '%s' (try --workload list)", a.workload);
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[256];
     if (mh__workload_parse_params(wl, a.params, values, err, sizeof err))
         return mh__cli_usage_error(&mh__cmd_simulate, "--param: %s", err);
@@ -287,6 +287,6 @@ static int simulate_main(int argc, char **argv)
     return mh__cli_finish(run_sim(&a, wl, values, &conf));
 }
 
-const struct mh_cli_command mh__cmd_simulate = {
+const struct mh__cli_command mh__cmd_simulate = {
     "simulate", "run a PyTorch program on a virtual GPU, or a built-in training run (no GPU)",
     usage, simulate_main};

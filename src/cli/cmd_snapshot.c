@@ -19,7 +19,7 @@
 #define VIEWER_BYTES (400ull * 1000 * 1000)
 #define VIEWER_ENTRIES 6000000ull
 
-extern const struct mh_cli_command mh__cmd_snapshot;
+extern const struct mh__cli_command mh__cmd_snapshot;
 
 struct snap_args {
     const char *in, *out, *steps, *time;
@@ -37,17 +37,17 @@ static int parse_args(int argc, char **argv, struct snap_args *a)
     memset(a, 0, sizeof *a);
     a->warn_bytes = a->limit_bytes = VIEWER_BYTES;
     a->limit_entries = VIEWER_ENTRIES;
-    const struct mh_cli_opt opts[] = {
-        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
-        {"device", 0, MH_OPT_UINT, &a->device, 0, INT16_MAX, NULL, &a->has_device},
-        {"steps", 0, MH_OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
-        {"time", 0, MH_OPT_TEXT, &a->time, 0, 0, NULL, NULL},
-        {"max-entries", 0, MH_OPT_UINT, &a->max_entries, 1, UINT64_MAX, NULL, NULL},
-        {"no-categories", 0, MH_OPT_FLAG, &a->no_categories, 0, 0, NULL, NULL},
-        {"full", 0, MH_OPT_FLAG, &a->full, 0, 0, NULL, NULL},
-        {"viewer-limit", 0, MH_OPT_SIZE, &a->limit_bytes, 0, 0, "a size such as 400MB", NULL},
-        {"viewer-entries", 0, MH_OPT_UINT, &a->limit_entries, 1, UINT64_MAX, NULL, NULL},
-        {"warn-size", 0, MH_OPT_SIZE, &a->warn_bytes, 0, 0, "a size such as 500MB", &a->warn_set},
+    const struct mh__cli_opt opts[] = {
+        {"output", 'o', MH__OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"device", 0, MH__OPT_UINT, &a->device, 0, INT16_MAX, NULL, &a->has_device},
+        {"steps", 0, MH__OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
+        {"time", 0, MH__OPT_TEXT, &a->time, 0, 0, NULL, NULL},
+        {"max-entries", 0, MH__OPT_UINT, &a->max_entries, 1, UINT64_MAX, NULL, NULL},
+        {"no-categories", 0, MH__OPT_FLAG, &a->no_categories, 0, 0, NULL, NULL},
+        {"full", 0, MH__OPT_FLAG, &a->full, 0, 0, NULL, NULL},
+        {"viewer-limit", 0, MH__OPT_SIZE, &a->limit_bytes, 0, 0, "a size such as 400MB", NULL},
+        {"viewer-entries", 0, MH__OPT_UINT, &a->limit_entries, 1, UINT64_MAX, NULL, NULL},
+        {"warn-size", 0, MH__OPT_SIZE, &a->warn_bytes, 0, 0, "a size such as 500MB", &a->warn_set},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_snapshot, argc, argv, opts, &first);
     if (rc)
@@ -63,7 +63,7 @@ static int parse_args(int argc, char **argv, struct snap_args *a)
 }
 
 /* A damaged file was reported by the session. */
-static void report_build(const struct snap_args *a, const struct mh_snapshot_info *info)
+static void report_build(const struct snap_args *a, const struct mh__snapshot_info *info)
 {
     if (info->anomalies)
         mh__cli_error("warning: %s: %llu events contradict the allocator state and are left out "
@@ -81,7 +81,7 @@ static void report_build(const struct snap_args *a, const struct mh_snapshot_inf
 
 /* Refuses a device the file does not have and a window with nothing in it
  * (the viewer cannot open the first; the second would be an empty file). */
-static int check_window(const struct snap_args *a, const struct mh_snapshot_info *info,
+static int check_window(const struct snap_args *a, const struct mh__snapshot_info *info,
                         const struct mh_reader *r)
 {
     if (a->has_device) {
@@ -100,30 +100,30 @@ static int check_window(const struct snap_args *a, const struct mh_snapshot_info
         if (!found && info->entries == 0) {
             mh__cli_error("%s: no device %llu in the recording (devices: %s)", a->in,
                          (unsigned long long)a->device, used ? list : "none");
-            return MH_EXIT_FAIL;
+            return MH__EXIT_FAIL;
         }
     }
     if ((a->steps || a->time) && info->entries == 0) {
         mh__cli_error("%s: no allocator events in %s %s; nothing written", a->in,
                      a->steps ? "--steps" : "--time", a->steps ? a->steps : a->time);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
-    return MH_EXIT_OK;
+    return MH__EXIT_OK;
 }
 
-static int write_out(const char *path, const char *in, struct mh_snapshot *s)
+static int write_out(const char *path, const char *in, struct mh__snapshot *s)
 {
-    struct mh_outfile of;
+    struct mh__outfile of;
     if (mh__cli_output_open(&of, path, &in, 1) < 0)
-        return MH_EXIT_FAIL;
-    struct mh_sink sink;
+        return MH__EXIT_FAIL;
+    struct mh__sink sink;
     mh__sink_init_file(&sink, of.fp);
     int rc = mh__snapshot_write(s, &sink);
     if (!rc)
         rc = mh__sink_finish(&sink);
     if (rc && !sink.errnum)
         mh__cli_error("%s: %s", path, mh_strerror(rc));
-    return mh__cli_output_close(&of, path, rc, sink.errnum) < 0 ? MH_EXIT_FAIL : MH_EXIT_OK;
+    return mh__cli_output_close(&of, path, rc, sink.errnum) < 0 ? MH__EXIT_FAIL : MH__EXIT_OK;
 }
 
 /* --device N that the file never used: one line naming its devices. */
@@ -138,7 +138,7 @@ static int no_such_device(const struct snap_args *a, const struct mh_reader *r)
     }
     mh__cli_error("%s: no events for device %llu (the index as this file's process saw it; it saw "
                   "device%s %s)", a->in, (unsigned long long)a->device, n == 1 ? "" : "s", list);
-    return MH_EXIT_FAIL;
+    return MH__EXIT_FAIL;
 }
 
 /* Standard input from a pipe is copied to a temporary file first (the
@@ -173,12 +173,12 @@ static int spool_stdin(void)
 }
 
 /* "steps 12 to 40" / "seconds 1.5 to 2.25" and the option that gives it. */
-static void fit_text(const struct mh_snapshot_fit *f, char *what, size_t wn, char *opt, size_t on)
+static void fit_text(const struct mh__snapshot_fit *f, char *what, size_t wn, char *opt, size_t on)
 {
-    if (f->kind == MH_SNAPSHOT_FIT_STEPS && f->step_lo == INT64_MIN) {
+    if (f->kind == MH__SNAPSHOT_FIT_STEPS && f->step_lo == INT64_MIN) {
         snprintf(what, wn, "the start to step %lld", (long long)f->step_hi);
         snprintf(opt, on, "--steps :%lld", (long long)f->step_hi);
-    } else if (f->kind == MH_SNAPSHOT_FIT_STEPS) {
+    } else if (f->kind == MH__SNAPSHOT_FIT_STEPS) {
         snprintf(what, wn, "steps %lld to %lld", (long long)f->step_lo, (long long)f->step_hi);
         snprintf(opt, on, "--steps %lld:%lld", (long long)f->step_lo, (long long)f->step_hi);
     } else {
@@ -194,8 +194,8 @@ static void fit_text(const struct mh_snapshot_fit *f, char *what, size_t wn, cha
 }
 
 /* The two lines that say what the default window wrote and how to get the rest. */
-static void say_fit(const struct snap_args *a, const struct mh_snapshot_info *whole,
-                    const struct mh_snapshot_fit *f)
+static void say_fit(const struct snap_args *a, const struct mh__snapshot_info *whole,
+                    const struct mh__snapshot_fit *f)
 {
     char size[32], value[32], what[96], opt[96], step[48] = "";
     fit_text(f, what, sizeof what, opt, sizeof opt);
@@ -214,22 +214,22 @@ static void say_fit(const struct snap_args *a, const struct mh_snapshot_info *wh
 
 /* The first pass; without a window or --full, one more to the end of the
  * default window when the whole run would not open in the viewer. */
-static int build(const struct snap_args *a, struct mh_session *ses,
-                 const struct mh_snapshot_opts *opts, struct mh_window *win,
-                 struct mh_snapshot **s)
+static int build(const struct snap_args *a, struct mh__session *ses,
+                 const struct mh__snapshot_opts *opts, struct mh__window *win,
+                 struct mh__snapshot **s)
 {
     int rc = mh__snapshot_build(ses, opts, s);
     if (rc < 0 || opts->in_window || opts->max_entries || a->full)
         return rc;
-    struct mh_snapshot_info whole;
-    struct mh_snapshot_fit fit;
+    struct mh__snapshot_info whole;
+    struct mh__snapshot_fit fit;
     mh__snapshot_info(*s, &whole);
     if (mh__snapshot_fit(*s, a->limit_bytes, a->limit_entries, &fit) < 0 ||
-        fit.kind == MH_SNAPSHOT_FIT_ALL)
+        fit.kind == MH__SNAPSHOT_FIT_ALL)
         return 0;
     memset(win, 0, sizeof *win);
-    win->has_steps = fit.kind == MH_SNAPSHOT_FIT_STEPS;
-    win->has_time = fit.kind == MH_SNAPSHOT_FIT_TIME;
+    win->has_steps = fit.kind == MH__SNAPSHOT_FIT_STEPS;
+    win->has_time = fit.kind == MH__SNAPSHOT_FIT_TIME;
     win->step_lo = fit.step_lo;
     win->step_hi = fit.step_hi;
     win->t_lo_ns = fit.t_lo_ns;
@@ -244,7 +244,7 @@ static int run(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    struct mh_window win;
+    struct mh__window win;
     char err[160];
     if (mh__cli_parse_window(a.steps, a.time, &win, err, sizeof err))
         return mh__cli_usage_error(&mh__cmd_snapshot, "%s", err);
@@ -252,7 +252,7 @@ static int run(int argc, char **argv)
         return mh__cli_usage_error(&mh__cmd_snapshot,
                                    "--full writes the whole run: no --steps, --time or "
                                    "--max-entries with it");
-    struct mh_snapshot_opts opts;
+    struct mh__snapshot_opts opts;
     memset(&opts, 0, sizeof opts);
     opts.only_device = a.has_device;
     opts.device = (int)a.device;
@@ -263,26 +263,26 @@ static int run(int argc, char **argv)
         opts.window_user = &win;
     }
     if (strcmp(a.in, "-") == 0 && spool_stdin() < 0)
-        return MH_EXIT_FAIL;
-    struct mh_session *ses;
+        return MH__EXIT_FAIL;
+    struct mh__session *ses;
     if (mh__session_open(a.in, &ses) < 0)
-        return MH_EXIT_FAIL;
-    struct mh_snapshot *s = NULL;
-    struct mh_window fit_win;
+        return MH__EXIT_FAIL;
+    struct mh__snapshot *s = NULL;
+    struct mh__window fit_win;
     rc = build(&a, ses, &opts, &fit_win, &s);
     if (rc < 0) {
         mh__session_close(ses);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
-    struct mh_snapshot_info info;
+    struct mh__snapshot_info info;
     mh__snapshot_info(s, &info);
     report_build(&a, &info);
     int code = check_window(&a, &info, mh__session_reader(ses));
-    if (code == MH_EXIT_OK && a.has_device && info.entries == 0 && info.segments == 0 && !a.steps && !a.time)
+    if (code == MH__EXIT_OK && a.has_device && info.entries == 0 && info.segments == 0 && !a.steps && !a.time)
         code = no_such_device(&a, mh__session_reader(ses)); /* a device the process saw but never used */
-    if (code == MH_EXIT_OK)
+    if (code == MH__EXIT_OK)
         code = write_out(a.out, a.in, s);
-    if (code == MH_EXIT_OK && strcmp(a.out, "-") != 0) {
+    if (code == MH__EXIT_OK && strcmp(a.out, "-") != 0) {
         mh__snapshot_info(s, &info);
         mh__cli_status_wrote(a.out, NULL, "%llu trace entries on %d device%s, %llu segments, %llu blocks%s%s",
                (unsigned long long)info.entries, info.devices, info.devices == 1 ? "" : "s",
@@ -295,7 +295,7 @@ static int run(int argc, char **argv)
     return mh__cli_finish(code);
 }
 
-const struct mh_cli_command mh__cmd_snapshot = {
+const struct mh__cli_command mh__cmd_snapshot = {
     .name = "snapshot",
     .summary = "write a PyTorch memory snapshot pickle (pytorch.org/memory_viz)",
     .usage = "usage: memhist snapshot FILE.memhist -o OUT.pickle [options]\n"

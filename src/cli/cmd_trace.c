@@ -5,7 +5,7 @@
  *
  * Scans the files first: the estimated JSON size chooses the format when
  * the output's name does not, and warns when a JSON would be larger than a
- * browser opens (MH_TRACE_VIEWER_LIMIT, or --warn-size), with the protobuf
+ * browser opens (MH__TRACE_VIEWER_LIMIT, or --warn-size), with the protobuf
  * format and a window as the way out; --around finds its window before
  * that (around_window.c). The output goes through cli_output.c, so a failed
  * run never leaves a half-written trace. */
@@ -67,11 +67,11 @@ static const char usage[] =
 
 static int run_trace(int argc, char **argv);
 
-const struct mh_cli_command mh__cmd_trace = {
+const struct mh__cli_command mh__cmd_trace = {
     "trace", "write a Perfetto or Chrome trace (ops, kernels, memory counters)", usage,
     run_trace};
 
-#define TRACE_MAX_FILES MH_TRACE_MAX_FILES
+#define TRACE_MAX_FILES MH__TRACE_MAX_FILES
 
 enum trace_format { FORMAT_AUTO, FORMAT_JSON, FORMAT_PERFETTO };
 
@@ -85,7 +85,7 @@ struct trace_args {
     int warn_size_given;
     char window[256];  /* what --around chose, for the status line */
     uint64_t json_est; /* the JSON's estimated size, all files */
-    struct mh_trace_opts o;
+    struct mh__trace_opts o;
 };
 
 static int ends_with(const char *s, const char *tail)
@@ -113,7 +113,7 @@ static int format_of_name(const char *out)
 /* --format, OUT's name, --into and --pretty: the format asked for. */
 static int parse_format(struct trace_args *a)
 {
-    const struct mh_cli_command *c = &mh__cmd_trace;
+    const struct mh__cli_command *c = &mh__cmd_trace;
     if (!a->format_text)
         a->format = format_of_name(a->out);
     else if (strcmp(a->format_text, "perfetto") == 0)
@@ -135,7 +135,7 @@ static int parse_format(struct trace_args *a)
 
 static int parse_window(struct trace_args *a)
 {
-    const struct mh_cli_command *c = &mh__cmd_trace;
+    const struct mh__cli_command *c = &mh__cmd_trace;
     if (a->around) {
         if (strcmp(a->around, "peak") != 0 && strcmp(a->around, "oom") != 0)
             return mh__cli_usage_error(c, "--around takes 'peak' or 'oom', not '%s'", a->around);
@@ -144,7 +144,7 @@ static int parse_window(struct trace_args *a)
                                           "combined with --steps or --time");
         a->oom = a->around[0] == 'o';
     }
-    struct mh_window w;
+    struct mh__window w;
     char err[160];
     if (mh__cli_parse_window(a->steps, a->time, &w, err, sizeof err) != 0)
         return mh__cli_usage_error(c, "%s", err);
@@ -161,16 +161,16 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
 {
     memset(a, 0, sizeof *a);
     a->o.device = -1;
-    const struct mh_cli_opt opts[] = {
-        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
-        {"format", 0, MH_OPT_TEXT, &a->format_text, 0, 0, NULL, NULL},
-        {"steps", 0, MH_OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
-        {"time", 0, MH_OPT_TEXT, &a->time, 0, 0, NULL, NULL},
-        {"around", 0, MH_OPT_TEXT, &a->around, 0, 0, NULL, NULL},
-        {"device", 0, MH_OPT_INT, &a->o.device, 0, 32767, NULL, NULL},
-        {"into", 0, MH_OPT_TEXT, &a->into, 0, 0, NULL, NULL},
-        {"pretty", 0, MH_OPT_FLAG, &a->o.pretty, 0, 0, NULL, NULL},
-        {"warn-size", 0, MH_OPT_SIZE, &a->o.warn_bytes, 0, 0, "a size such as 512MiB",
+    const struct mh__cli_opt opts[] = {
+        {"output", 'o', MH__OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"format", 0, MH__OPT_TEXT, &a->format_text, 0, 0, NULL, NULL},
+        {"steps", 0, MH__OPT_TEXT, &a->steps, 0, 0, NULL, NULL},
+        {"time", 0, MH__OPT_TEXT, &a->time, 0, 0, NULL, NULL},
+        {"around", 0, MH__OPT_TEXT, &a->around, 0, 0, NULL, NULL},
+        {"device", 0, MH__OPT_INT, &a->o.device, 0, 32767, NULL, NULL},
+        {"into", 0, MH__OPT_TEXT, &a->into, 0, 0, NULL, NULL},
+        {"pretty", 0, MH__OPT_FLAG, &a->o.pretty, 0, 0, NULL, NULL},
+        {"warn-size", 0, MH__OPT_SIZE, &a->o.warn_bytes, 0, 0, "a size such as 512MiB",
          &a->warn_size_given},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_trace, argc, argv, opts, &first);
@@ -189,7 +189,7 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
     if (!a->out)
         return mh__cli_usage_error(&mh__cmd_trace, "missing -o OUT (OUT.pftrace, OUT.json)");
     if (!a->o.warn_bytes)
-        a->o.warn_bytes = MH_TRACE_VIEWER_LIMIT;
+        a->o.warn_bytes = MH__TRACE_VIEWER_LIMIT;
     if ((rc = parse_format(a)) != 0)
         return rc;
     return parse_window(a);
@@ -229,16 +229,16 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
-/* The one size policy (MH_TRACE_VIEWER_LIMIT, or --warn-size): a JSON
+/* The one size policy (MH__TRACE_VIEWER_LIMIT, or --warn-size): a JSON
  * larger than a browser opens is written as protobuf when OUT's name leaves
  * the choice, and warns when it was asked for, naming the ways out. */
-static void choose_format(struct trace_args *a, struct mh_trace **t)
+static void choose_format(struct trace_args *a, struct mh__trace **t)
 {
-    const struct mh_trace_plan *big = NULL;
+    const struct mh__trace_plan *big = NULL;
     size_t at = 0;
     a->json_est = 0;
     for (size_t i = 0; i < a->nfiles; i++) {
-        const struct mh_trace_plan *p = mh__trace_get_plan(t[i]);
+        const struct mh__trace_plan *p = mh__trace_get_plan(t[i]);
         a->json_est += p->est_bytes;
         if (p->suggestion[0] && (!big || p->est_bytes > big->est_bytes)) {
             big = p;
@@ -281,7 +281,7 @@ static void warn_perfetto_size(const struct trace_args *a, uint64_t bytes)
 
 /* Writes the trace to an open stream (gzip-compressed for OUT.gz); returns 0
  * or says why. */
-static int write_output(struct trace_args *a, struct mh_session **ses, struct mh_trace **t,
+static int write_output(struct trace_args *a, struct mh__session **ses, struct mh__trace **t,
                         const char *kineto, size_t klen, FILE *fp, uint64_t *bytes)
 {
     FILE *gz = NULL;
@@ -289,7 +289,7 @@ static int write_output(struct trace_args *a, struct mh_session **ses, struct mh
         mh__cli_error("%s: %s", a->out, mh_strerror(MH_ENOMEM));
         return MH_ENOMEM;
     }
-    struct mh_sink sink;
+    struct mh__sink sink;
     mh__sink_init_file(&sink, fp);
     char err[200] = "";
     int rc = kineto        ? mh__trace_merge_kineto(t[0], ses[0], kineto, klen, &sink, err, sizeof err)
@@ -312,14 +312,14 @@ static int write_output(struct trace_args *a, struct mh_session **ses, struct mh
     return rc;
 }
 
-static int produce(struct trace_args *a, struct mh_session **ses, struct mh_trace **t,
+static int produce(struct trace_args *a, struct mh__session **ses, struct mh__trace **t,
                    const char *kineto, size_t klen, uint64_t *bytes)
 {
     const char *inputs[TRACE_MAX_FILES + 1];
     for (size_t i = 0; i < a->nfiles; i++)
         inputs[i] = a->files[i];
     inputs[a->nfiles] = a->into;
-    struct mh_outfile of;
+    struct mh__outfile of;
     if (mh__cli_output_open(&of, a->out, inputs, a->nfiles + (a->into != NULL)) != 0)
         return MH_EIO;
     int rc = write_output(a, ses, t, kineto, klen, of.fp, bytes);
@@ -327,7 +327,7 @@ static int produce(struct trace_args *a, struct mh_session **ses, struct mh_trac
 }
 
 /* How the recording and the profile it was merged into line up in time. */
-static void note_overlap(const struct mh_trace_plan *p)
+static void note_overlap(const struct mh__trace_plan *p)
 {
     uint64_t lo = p->file_first_ns > p->profile_first_ns ? p->file_first_ns : p->profile_first_ns;
     uint64_t hi = p->file_last_ns < p->profile_last_ns ? p->file_last_ns : p->profile_last_ns;
@@ -342,7 +342,7 @@ static void note_overlap(const struct mh_trace_plan *p)
 /* The options of file i: with several files, the job's origin, a GPU pid
  * range of its own and a label for its process names (named_after_rank). */
 static void file_opts(const struct trace_args *a, size_t i, uint64_t origin, char label[48],
-                      struct mh_trace_opts *o)
+                      struct mh__trace_opts *o)
 {
     *o = a->o;
     if (a->nfiles < 2)
@@ -356,7 +356,7 @@ static void file_opts(const struct trace_args *a, size_t i, uint64_t origin, cha
 
 /* The label of a scanned file's processes: its rank (read with the
  * metadata during the scan), "R+" for a process the rank started. */
-static void named_after_rank(struct mh_session *ses, char label[48])
+static void named_after_rank(struct mh__session *ses, char label[48])
 {
     const struct mh_reader *r = mh__session_reader(ses);
     const char *rank = mh_reader_meta(r, "rank"), *role = mh_reader_meta(r, "rank_process");
@@ -365,9 +365,9 @@ static void named_after_rank(struct mh_session *ses, char label[48])
 }
 
 /* The window --around chooses, as the options --steps or --time would set it. */
-static int around(struct trace_args *a, struct mh_session **ses, uint64_t origin)
+static int around(struct trace_args *a, struct mh__session **ses, uint64_t origin)
 {
-    struct mh_window w;
+    struct mh__window w;
     int rc = mh__cli_around_window(ses, a->files, a->nfiles, a->oom, a->o.device, origin, &w,
                                    a->window, sizeof a->window);
     if (rc != 0)
@@ -382,27 +382,27 @@ static int around(struct trace_args *a, struct mh_session **ses, uint64_t origin
 }
 
 /* Opens and scans every file; returns 0 or an exit code (reported). */
-static int prepare(struct trace_args *a, int kineto, struct mh_session **ses, struct mh_trace **t,
+static int prepare(struct trace_args *a, int kineto, struct mh__session **ses, struct mh__trace **t,
                    char (*labels)[48])
 {
     uint64_t origin = 0, events = 0;
     if (a->nfiles > 1 && mh__job_origin(a->files, a->nfiles, &origin) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     for (size_t i = 0; i < a->nfiles; i++)
         if (mh__session_open(a->files[i], &ses[i]) < 0)
-            return MH_EXIT_FAIL;
+            return MH__EXIT_FAIL;
     int rc = a->around ? around(a, ses, origin) : 0;
     for (size_t i = 0; i < a->nfiles && rc == 0; i++) {
-        struct mh_trace_opts o;
+        struct mh__trace_opts o;
         file_opts(a, i, origin, labels[i], &o);
         if ((rc = mh__trace_new(&o, &t[i])) < 0) {
             mh__cli_error("%s: %s", a->files[i], mh_strerror(rc));
-            return MH_EXIT_FAIL;
+            return MH__EXIT_FAIL;
         }
         if (kineto)
             continue;
         if (mh__trace_scan(t[i], ses[i]) != 0)
-            return MH_EXIT_FAIL;
+            return MH__EXIT_FAIL;
         if (a->nfiles > 1)
             named_after_rank(ses[i], labels[i]);
         events += mh__trace_get_plan(t[i])->events;
@@ -416,14 +416,14 @@ static int prepare(struct trace_args *a, int kineto, struct mh_session **ses, st
     return 0;
 }
 
-static void say_written(const struct trace_args *a, struct mh_trace **t, int kineto)
+static void say_written(const struct trace_args *a, struct mh__trace **t, int kineto)
 {
     uint64_t events = 0, flows = 0;
     for (size_t i = 0; i < a->nfiles; i++) {
         events += mh__trace_get_plan(t[i])->events;
         flows += mh__trace_get_plan(t[i])->flows;
     }
-    const struct mh_trace_plan *p = mh__trace_get_plan(t[0]);
+    const struct mh__trace_plan *p = mh__trace_get_plan(t[0]);
     if (kineto && p->profile_last_ns)
         note_overlap(p);
     char format[96] = "Chrome JSON", b[32];
@@ -448,14 +448,14 @@ static int run_trace(int argc, char **argv)
     size_t klen = 0;
     char *kineto = NULL;
     if (a.into && !(kineto = slurp(a.into, &klen)))
-        return MH_EXIT_FAIL;
-    struct mh_session *ses[TRACE_MAX_FILES] = {NULL};
-    struct mh_trace *t[TRACE_MAX_FILES] = {NULL};
+        return MH__EXIT_FAIL;
+    struct mh__session *ses[TRACE_MAX_FILES] = {NULL};
+    struct mh__trace *t[TRACE_MAX_FILES] = {NULL};
     char labels[TRACE_MAX_FILES][48];
     uint64_t bytes = 0;
     rc = prepare(&a, kineto != NULL, ses, t, labels);
     if (rc == 0)
-        rc = produce(&a, ses, t, kineto, klen, &bytes) == 0 ? 0 : MH_EXIT_FAIL;
+        rc = produce(&a, ses, t, kineto, klen, &bytes) == 0 ? 0 : MH__EXIT_FAIL;
     if (rc == 0 && a.format == FORMAT_PERFETTO && bytes > a.o.warn_bytes)
         warn_perfetto_size(&a, bytes);
     if (rc == 0 && strcmp(a.out, "-") != 0)
@@ -465,5 +465,5 @@ static int run_trace(int argc, char **argv)
         mh__session_close(ses[i]);
     }
     free(kineto);
-    return mh__cli_finish(rc ? MH_EXIT_FAIL : MH_EXIT_OK);
+    return mh__cli_finish(rc ? MH__EXIT_FAIL : MH__EXIT_OK);
 }

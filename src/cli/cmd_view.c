@@ -47,7 +47,7 @@ static const char usage[] =
     "  memhist view run.memhist -o report.html\n"
     "  memhist view run.rank*.memhist -o job.html\n";
 
-extern const struct mh_cli_command mh__cmd_view;
+extern const struct mh__cli_command mh__cmd_view;
 
 struct view_args {
     const char *out;
@@ -55,17 +55,17 @@ struct view_args {
     size_t npaths;
     uint64_t moments, events;
     int has_events;
-    struct mh_view_opts opts;
-    struct mh_view_part **parts; /* one per file, in order */
-    struct mh_rank_row *rows;
+    struct mh__view_opts opts;
+    struct mh__view_part **parts; /* one per file, in order */
+    struct mh__rank_row *rows;
 };
 
 static int parse_args(int argc, char **argv, struct view_args *a)
 {
-    const struct mh_cli_opt opts[] = {
-        {"output", 'o', MH_OPT_TEXT, &a->out, 0, 0, NULL, NULL},
-        {"moments", 0, MH_OPT_UINT, &a->moments, 4, 1024, NULL, NULL},
-        {"events", 0, MH_OPT_UINT, &a->events, 1, 5000000, NULL, &a->has_events},
+    const struct mh__cli_opt opts[] = {
+        {"output", 'o', MH__OPT_TEXT, &a->out, 0, 0, NULL, NULL},
+        {"moments", 0, MH__OPT_UINT, &a->moments, 4, 1024, NULL, NULL},
+        {"events", 0, MH__OPT_UINT, &a->events, 1, 5000000, NULL, &a->has_events},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(&mh__cmd_view, argc, argv, opts, &first);
     if (rc)
@@ -84,18 +84,18 @@ static int parse_args(int argc, char **argv, struct view_args *a)
     return 0;
 }
 
-static int prepare(void *user, const struct mh_analysis *an, void **prepared)
+static int prepare(void *user, const struct mh__analysis *an, void **prepared)
 {
     const struct view_args *a = user;
-    struct mh_view_part *p;
+    struct mh__view_part *p;
     int rc = mh__view_part_make(an, &a->opts, &p);
     *prepared = rc == 0 ? p : NULL;
     return rc;
 }
 
 /* Keeps the file's part (freed once the page is written) and rank row. */
-static int each(void *user, const struct mh_analysis *an, void *prepared, size_t i, size_t n,
-                struct mh_json *j)
+static int each(void *user, const struct mh__analysis *an, void *prepared, size_t i, size_t n,
+                struct mh__json *j)
 {
     struct view_args *a = user;
     (void)n;
@@ -113,10 +113,10 @@ static void title_of(const struct view_args *a, char *buf, size_t len)
         snprintf(buf, len, "memhist view: %zu files (%s, ...)", a->npaths, a->paths[0]);
 }
 
-static int write_page(struct view_args *a, struct mh_outfile *of)
+static int write_page(struct view_args *a, struct mh__outfile *of)
 {
     char title[512];
-    struct mh_sink sink;
+    struct mh__sink sink;
     title_of(a, title, sizeof title);
     mh__sink_init_file(&sink, of->fp);
     uint64_t t0 = 0; /* the job's start: rank times count from it */
@@ -127,26 +127,26 @@ static int write_page(struct view_args *a, struct mh_outfile *of)
     int errnum = rc ? (sink.errnum ? sink.errnum : EIO) : 0;
     if (rc && !sink.errnum)
         mh__cli_error("%s: %s", a->out, mh_strerror(rc));
-    return mh__cli_output_close(of, a->out, rc, errnum) < 0 ? MH_EXIT_FAIL : MH_EXIT_OK;
+    return mh__cli_output_close(of, a->out, rc, errnum) < 0 ? MH__EXIT_FAIL : MH__EXIT_OK;
 }
 
 static int view_files(struct view_args *a)
 {
-    struct mh_outfile of;
+    struct mh__outfile of;
     if (mh__cli_output_open(&of, a->out, (const char *const *)a->paths, a->npaths) < 0)
-        return MH_EXIT_FAIL;
-    const struct mh_analysis_want want = {MH_WANT_WHATIF_TREND, 1, 1};
-    const struct mh_cli_multi m = {.command = "view",
-                                   .want = &want,
-                                   .no_worst = 1,
-                                   .each = each,
-                                   .prepare = prepare,
-                                   .user = a};
+        return MH__EXIT_FAIL;
+    const struct mh__analysis_want want = {MH__WANT_WHATIF_TREND, 1, 1};
+    const struct mh__cli_multi m = {.command = "view",
+                                    .want = &want,
+                                    .no_worst = 1,
+                                    .each = each,
+                                    .prepare = prepare,
+                                    .user = a};
     a->parts = calloc(a->npaths, sizeof *a->parts);
     a->rows = calloc(a->npaths, sizeof *a->rows);
-    int rc = a->parts && a->rows ? mh__cli_multi_run(a->paths, a->npaths, &m) : MH_EXIT_FAIL;
+    int rc = a->parts && a->rows ? mh__cli_multi_run(a->paths, a->npaths, &m) : MH__EXIT_FAIL;
     for (size_t i = 0; rc == 0 && i < a->npaths; i++)
-        rc = a->parts[i] ? 0 : MH_EXIT_FAIL;
+        rc = a->parts[i] ? 0 : MH__EXIT_FAIL;
     if (rc == 0)
         rc = write_page(a, &of);
     else
@@ -175,7 +175,7 @@ static int run(int argc, char **argv)
     return mh__cli_finish(view_files(&a));
 }
 
-const struct mh_cli_command mh__cmd_view = {
+const struct mh__cli_command mh__cmd_view = {
     .name = "view",
     .summary = "one self-contained interactive HTML report of every answer",
     .usage = usage,

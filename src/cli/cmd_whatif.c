@@ -39,7 +39,7 @@ static const char usage[] =
     "  --json                print one JSON object\n"
     "  -h, --help            show this help\n";
 
-extern const struct mh_cli_command mh__cmd_whatif;
+extern const struct mh__cli_command mh__cmd_whatif;
 
 struct whatif_args {
     const char *path, *conf_text;
@@ -50,12 +50,12 @@ struct whatif_args {
 
 static int parse_args(int argc, char **argv, struct whatif_args *a)
 {
-    const struct mh_cli_command *cmd = &mh__cmd_whatif;
-    const struct mh_cli_opt opts[] = {
-        {"alloc-conf", 0, MH_OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
-        MH_CLI_OPT_DEVICE_MEMORY(&a->capacity, NULL),
-        MH_CLI_OPT_MEMORY_FRACTION(&a->fraction, NULL),
-        {"json", 0, MH_OPT_FLAG, &a->json, 0, 0, NULL, NULL},
+    const struct mh__cli_command *cmd = &mh__cmd_whatif;
+    const struct mh__cli_opt opts[] = {
+        {"alloc-conf", 0, MH__OPT_TEXT, &a->conf_text, 0, 0, NULL, NULL},
+        MH__CLI_OPT_DEVICE_MEMORY(&a->capacity, NULL),
+        MH__CLI_OPT_MEMORY_FRACTION(&a->fraction, NULL),
+        {"json", 0, MH__OPT_FLAG, &a->json, 0, 0, NULL, NULL},
         {NULL, 0, 0, NULL, 0, 0, NULL, NULL}};
     int first, rc = mh__cli_options(cmd, argc, argv, opts, &first);
     if (rc)
@@ -70,20 +70,20 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 
 struct whatif_view {
     const struct whatif_args *a;
-    const struct mh_whatif_input *L;
-    const struct mh_sim_replay_opts *ro;
-    const struct mh_whatif_outcome *rec, *sim;
-    const struct mh_sim_replay_result *res;
-    const struct mh_whatif_outcome *base; /* under the recorded settings, NULL if it failed */
+    const struct mh__whatif_input *L;
+    const struct mh__sim_replay_opts *ro;
+    const struct mh__whatif_outcome *rec, *sim;
+    const struct mh__sim_replay_result *res;
+    const struct mh__whatif_outcome *base; /* under the recorded settings, NULL if it failed */
     int mid_run;
 };
 
-static double frag(const struct mh_whatif_outcome *s)
+static double frag(const struct mh__whatif_outcome *s)
 {
     return s->peak_reserved ? 1.0 - (double)s->allocated_at_peak / (double)s->peak_reserved : 0.0;
 }
 
-static double match_pct(const struct mh_sim_replay_result *r)
+static double match_pct(const struct mh__sim_replay_result *r)
 {
     uint64_t n = r->recorded_alloc_events > r->simulated_alloc_events ? r->recorded_alloc_events
                                                                       : r->simulated_alloc_events;
@@ -98,7 +98,7 @@ static const char *conf_text(const struct mh_alloc_conf *c, char *buf, size_t le
     return buf;
 }
 
-static const char *oom_text(const struct mh_whatif_outcome *s, char *buf, size_t len)
+static const char *oom_text(const struct mh__whatif_outcome *s, char *buf, size_t len)
 {
     char b1[32], b2[32];
     if (!s->oom)
@@ -118,7 +118,7 @@ static void row_bytes(const char *name, uint64_t a, uint64_t b)
 static void print_text(const struct whatif_view *v)
 {
     char c1[512], c2[512], b1[32], b2[32];
-    const struct mh_whatif_outcome *r = v->rec, *s = v->sim;
+    const struct mh__whatif_outcome *r = v->rec, *s = v->sim;
     printf("file %s\n\n", v->a->path);
     printf("%-32s %-22s %s\n", "", "recorded", "what-if");
     printf("%-32s %-22s %s\n", "allocator settings", conf_text(&v->L->conf, c1, sizeof c1),
@@ -163,7 +163,7 @@ static void print_text(const struct whatif_view *v)
     printf("what-if figures: %s\n", mh__replay_check_text(v->base, c1, sizeof c1));
 }
 
-static void json_run(struct mh_json *j, const char *key, const struct mh_whatif_outcome *s,
+static void json_run(struct mh__json *j, const char *key, const struct mh__whatif_outcome *s,
                      const struct mh_alloc_conf *conf, uint64_t capacity)
 {
     char c[512];
@@ -194,8 +194,8 @@ static void json_run(struct mh_json *j, const char *key, const struct mh_whatif_
 
 static void print_json(const struct whatif_view *v)
 {
-    struct mh_sink sink;
-    struct mh_json j;
+    struct mh__sink sink;
+    struct mh__json j;
     mh__cli_json_begin(&j, &sink, "whatif");
     mh__json_kv_string(&j, "file", v->a->path);
     json_run(&j, "recorded", v->rec, &v->L->conf, v->L->total_bytes);
@@ -222,7 +222,7 @@ static void print_json(const struct whatif_view *v)
         mh__json_double(&j, v->base->match, 2);
     else
         mh__json_null(&j);
-    mh__json_kv_double(&j, "checked_from_percent", MH_WHATIF_CHECKED_MATCH, 1);
+    mh__json_kv_double(&j, "checked_from_percent", MH__WHATIF_CHECKED_MATCH, 1);
     mh__json_kv_bool(&j, "checked", mh__whatif_checked(v->base));
     mh__json_kv_string(&j, "best_fit_ties", v->L->address_ties ? "address" : "segment_age");
     mh__json_end_object(&j);
@@ -236,13 +236,13 @@ struct whatif_plan {
 };
 
 /* The options of the run the command asks for, from the input and the
- * recorded run (NULL: as if it had no OOM; mh_whatif_expect_fn). */
-static void run_opts(void *user, const struct mh_whatif_input *L,
-                     const struct mh_whatif_outcome *rs, struct mh_sim_replay_opts *ro,
+ * recorded run (NULL: as if it had no OOM; mh__whatif_expect_fn). */
+static void run_opts(void *user, const struct mh__whatif_input *L,
+                     const struct mh__whatif_outcome *rs, struct mh__sim_replay_opts *ro,
                      int *baseline)
 {
     const struct whatif_plan *p = user;
-    const struct mh_whatif_outcome none = {0};
+    const struct mh__whatif_outcome none = {0};
     memset(ro, 0, sizeof *ro);
     ro->conf = p->a->conf_text ? p->conf : L->conf;
     ro->conf.memory_fraction = p->a->fraction;
@@ -257,8 +257,8 @@ static void run_opts(void *user, const struct mh_whatif_input *L,
 /* One pass over the file, gathering what the replays read it again with
  * (the run asked for starts during it), and the first allocator device's
  * input. */
-static int load(const struct whatif_plan *p, struct mh_session **s, struct mh_whatif_source **w,
-                struct mh_whatif_input *in)
+static int load(const struct whatif_plan *p, struct mh__session **s, struct mh__whatif_source **w,
+                struct mh__whatif_input *in)
 {
     const char *path = p->a->path;
     int rc = mh__session_open(path, s);
@@ -276,9 +276,9 @@ static int load(const struct whatif_plan *p, struct mh_session **s, struct mh_wh
 
 /* The what-if run of `ro` and (in `base`) the replay under the recorded
  * settings that tells how far it can be trusted, the two at once. */
-static int run_checked(struct mh_whatif_input *L, const struct mh_sim_replay_opts *ro,
-                       struct mh_whatif_outcome *base, struct mh_whatif_outcome *out,
-                       struct mh_sim_replay_result *res)
+static int run_checked(struct mh__whatif_input *L, const struct mh__sim_replay_opts *ro,
+                       struct mh__whatif_outcome *base, struct mh__whatif_outcome *out,
+                       struct mh__sim_replay_result *res)
 {
     int base_rc, rc = mh__whatif_run_with_baseline(L, ro->capacity, ro, base, &base_rc, out, res);
     return base_rc < 0 ? base_rc : rc;
@@ -291,17 +291,17 @@ static int whatif_main(int argc, char **argv)
     if (rc)
         return rc;
     struct whatif_plan plan = {&a, {0}};
-    struct mh_sim_replay_opts ro;
+    struct mh__sim_replay_opts ro;
     char err[256];
     int baseline;
     memset(&ro, 0, sizeof ro);
     if (a.conf_text && mh_alloc_conf_parse(a.conf_text, &plan.conf, err, sizeof err))
         return mh__cli_usage_error(&mh__cmd_whatif, "--alloc-conf: %s", err);
-    struct mh_session *s = NULL;
-    struct mh_whatif_source *w = NULL;
-    struct mh_whatif_input L = {0};
-    struct mh_whatif_outcome rs = {0}, ss, bs;
-    struct mh_sim_replay_result res;
+    struct mh__session *s = NULL;
+    struct mh__whatif_source *w = NULL;
+    struct mh__whatif_input L = {0};
+    struct mh__whatif_outcome rs = {0}, ss, bs;
+    struct mh__sim_replay_result res;
     if ((rc = load(&plan, &s, &w, &L)) == 0) {
         rc = mh__whatif_recorded(&L, &rs);
         run_opts(&plan, &L, &rs, &ro, &baseline);
@@ -313,7 +313,7 @@ static int whatif_main(int argc, char **argv)
             mh__cli_error("%s: %s", a.path, mh_strerror(rc));
     }
     /* how far the what-if can be trusted: the same replay under the recorded settings */
-    const struct mh_whatif_outcome *base = a.conf_text ? &bs : &ss;
+    const struct mh__whatif_outcome *base = a.conf_text ? &bs : &ss;
     if (rc == 0) {
         struct whatif_view v = {&a, &L, &ro, &rs, &ss, &res, base,
                                 mh_reader_meta(mh__session_reader(s), "trace_start") != NULL};
@@ -324,8 +324,8 @@ static int whatif_main(int argc, char **argv)
     }
     mh__whatif_source_free(w);
     mh__session_close(s);
-    return mh__cli_finish(rc == 0 ? MH_EXIT_OK : MH_EXIT_FAIL);
+    return mh__cli_finish(rc == 0 ? MH__EXIT_OK : MH__EXIT_FAIL);
 }
 
-const struct mh_cli_command mh__cmd_whatif = {
+const struct mh__cli_command mh__cmd_whatif = {
     "whatif", "replay a recording under other allocator settings", usage, whatif_main};

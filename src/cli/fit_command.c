@@ -64,7 +64,7 @@ static size_t occurrences(const char *word, const char *name)
     return n;
 }
 
-int mh__fit_command_uses(const struct mh_fit_command *c)
+int mh__fit_command_uses(const struct mh__fit_command *c)
 {
     for (size_t i = 0; c->argv[i]; i++)
         if (occurrences(c->argv[i], c->name))
@@ -72,7 +72,7 @@ int mh__fit_command_uses(const struct mh_fit_command *c)
     return 0;
 }
 
-char **mh__fit_command_expand(const struct mh_fit_command *c, int64_t value)
+char **mh__fit_command_expand(const struct mh__fit_command *c, int64_t value)
 {
     char num[24];
     snprintf(num, sizeof num, "%" PRId64, value);

@@ -8,7 +8,7 @@
 #include "json.h"
 #include "sink.h"
 
-static void json_value_or_null(struct mh_json *j, const char *key, int64_t v)
+static void json_value_or_null(struct mh__json *j, const char *key, int64_t v)
 {
     mh__json_key(j, key);
     if (v >= 0)
@@ -17,10 +17,10 @@ static void json_value_or_null(struct mh_json *j, const char *key, int64_t v)
         mh__json_null(j);
 }
 
-static void json_oom(struct mh_json *j, const struct mh_fit_trial *t)
+static void json_oom(struct mh__json *j, const struct mh__fit_trial *t)
 {
     mh__json_key(j, "oom");
-    if (t->outcome != MH_FIT_OOM) {
+    if (t->outcome != MH__FIT_OOM) {
         mh__json_null(j);
         return;
     }
@@ -37,14 +37,14 @@ static void json_oom(struct mh_json *j, const struct mh_fit_trial *t)
     mh__json_end_object(j);
 }
 
-static void json_lever(struct mh_json *j, const struct mh_fit_lever *l)
+static void json_lever(struct mh__json *j, const struct mh__fit_lever *l)
 {
     static const char *const kinds[] = {"alloc_conf", "checkpointing_at_oom",
                                         "checkpointing_at_peak"};
     mh__json_begin_object(j);
     mh__json_kv_string(j, "kind", kinds[l->kind]);
     mh__json_kv_bool(j, "checked", l->checked);
-    if (l->kind == MH_FIT_LEVER_SETTING) {
+    if (l->kind == MH__FIT_LEVER_SETTING) {
         mh__json_kv_string(j, "setting", l->setting);
         mh__json_kv_bool(j, "in_effect", l->in_effect);
         mh__json_kv_bool(j, "avoids_oom", l->avoids);
@@ -53,7 +53,7 @@ static void json_lever(struct mh_json *j, const struct mh_fit_lever *l)
     } else {
         mh__json_kv_string(j, "layers", l->setting);
         mh__json_kv_int(j, "layer_count", l->layers);
-        if (l->kind == MH_FIT_LEVER_PLAN_OOM) {
+        if (l->kind == MH__FIT_LEVER_PLAN_OOM) {
             mh__json_kv_uint(j, "freed_at_oom", l->freed);
             mh__json_kv_bool(j, "request_would_fit", l->avoids);
         } else {
@@ -64,11 +64,11 @@ static void json_lever(struct mh_json *j, const struct mh_fit_lever *l)
     mh__json_end_object(j);
 }
 
-static void json_card(struct mh_json *j, const struct mh_fit *f, int c)
+static void json_card(struct mh__json *j, const struct mh__fit *f, int c)
 {
     static const char *const status[] = {"boundary", "all_fit", "none_fit", "undecided"};
-    const struct mh_fit_card *card = &f->o->cards[c];
-    const struct mh_fit_answer *a = &f->answers[c];
+    const struct mh__fit_card *card = &f->o->cards[c];
+    const struct mh__fit_answer *a = &f->answers[c];
     mh__json_begin_object(j);
     mh__json_kv_string(j, "card", card->label);
     mh__json_kv_string(j, "gpu", card->gpu->key);
@@ -116,9 +116,9 @@ static void json_card(struct mh_json *j, const struct mh_fit *f, int c)
     mh__json_end_object(j);
 }
 
-static void json_trial(struct mh_json *j, const struct mh_fit *f, int i)
+static void json_trial(struct mh__json *j, const struct mh__fit *f, int i)
 {
-    const struct mh_fit_trial *t = &f->trials[i];
+    const struct mh__fit_trial *t = &f->trials[i];
     mh__json_begin_object(j);
     mh__json_kv_int(j, "run", i + 1);
     mh__json_kv_int(j, "value", t->value);
@@ -144,11 +144,11 @@ static void json_trial(struct mh_json *j, const struct mh_fit *f, int i)
     mh__json_end_object(j);
 }
 
-void mh__fit_print_json(const struct mh_fit *f)
+void mh__fit_print_json(const struct mh__fit *f)
 {
-    const struct mh_fit_opts *o = f->o;
-    struct mh_json j;
-    struct mh_sink sink;
+    const struct mh__fit_opts *o = f->o;
+    struct mh__json j;
+    struct mh__sink sink;
     char cmd[4096];
     mh__cli_json_begin(&j, &sink, "fit");
     mh__json_kv_string(&j, "name", o->cmd.name);

@@ -14,7 +14,7 @@
 #include "layers_answer.h"
 #include "oom_explain.h"
 
-static void names(const struct mh_layer_stats *st, const size_t *idx, size_t n, char *out,
+static void names(const struct mh__layer_stats *st, const size_t *idx, size_t n, char *out,
                   size_t len)
 {
     size_t used = 0;
@@ -29,15 +29,15 @@ static void names(const struct mh_layer_stats *st, const size_t *idx, size_t n, 
     }
 }
 
-static void add_case(struct mh_fit_answer *ans, const struct mh_oom_case *c, struct mh_layers *ly)
+static void add_case(struct mh__fit_answer *ans, const struct mh__oom_case *c, struct mh__layers *ly)
 {
-    for (size_t i = 0; i < c->nsugg && ans->nlevers < MH_FIT_MAX_LEVERS; i++) {
-        const struct mh_suggestion *s = &c->sugg[i];
+    for (size_t i = 0; i < c->nsugg && ans->nlevers < MH__FIT_MAX_LEVERS; i++) {
+        const struct mh__suggestion *s = &c->sugg[i];
         if (!s->ok && !s->in_effect)
             continue;
-        struct mh_fit_lever *l = &ans->levers[ans->nlevers++];
+        struct mh__fit_lever *l = &ans->levers[ans->nlevers++];
         memset(l, 0, sizeof *l);
-        l->kind = MH_FIT_LEVER_SETTING;
+        l->kind = MH__FIT_LEVER_SETTING;
         snprintf(l->setting, sizeof l->setting, "%s", s->setting);
         l->checked = !c->estimates;
         l->in_effect = s->in_effect;
@@ -45,11 +45,11 @@ static void add_case(struct mh_fit_answer *ans, const struct mh_oom_case *c, str
         l->ooms = s->ooms;
         l->peak_reserved = s->peak_reserved;
     }
-    if (c->nplan && ly && ans->nlevers < MH_FIT_MAX_LEVERS) {
+    if (c->nplan && ly && ans->nlevers < MH__FIT_MAX_LEVERS) {
         size_t nl;
-        struct mh_fit_lever *l = &ans->levers[ans->nlevers++];
+        struct mh__fit_lever *l = &ans->levers[ans->nlevers++];
         memset(l, 0, sizeof *l);
-        l->kind = MH_FIT_LEVER_PLAN_OOM;
+        l->kind = MH__FIT_LEVER_PLAN_OOM;
         names(mh__layers_list(ly, &nl), c->plan, c->nplan, l->setting, sizeof l->setting);
         l->layers = (int)c->nplan;
         l->freed = c->plan_freed;
@@ -59,17 +59,17 @@ static void add_case(struct mh_fit_answer *ans, const struct mh_oom_case *c, str
 
 /* The first OOM of the failing run on the card, explained as `memhist oom`
  * explains it. */
-static int oom_levers(const char *path, struct mh_fit_answer *ans)
+static int oom_levers(const char *path, struct mh__fit_answer *ans)
 {
-    const struct mh_analysis_want want = {MH_WANT_WHATIF_OOM, 0, 0};
-    struct mh_analysis a;
+    const struct mh__analysis_want want = {MH__WANT_WHATIF_OOM, 0, 0};
+    struct mh__analysis a;
     struct mh_oom_info oom;
     int rc = mh__analysis_open(path, &want, &a);
     if (rc < 0)
         return rc;
     if (mh_model_oom_count(a.rp.model) > 0 && mh_model_oom(a.rp.model, 0, &oom) == 0) {
-        struct mh_oom_opts oo = {0, 0, 8};
-        struct mh_oom_cases cs;
+        struct mh__oom_opts oo = {0, 0, 8};
+        struct mh__oom_cases cs;
         memset(&cs, 0, sizeof cs);
         if ((rc = mh__oom_cases(&a, oom.device, &oo, &cs)) == 0 && cs.n > 0)
             add_case(ans, &cs.c[0], cs.ly);
@@ -80,19 +80,19 @@ static int oom_levers(const char *path, struct mh_fit_answer *ans)
 }
 
 /* The checkpointing plan of the largest fitting run. */
-static int peak_plan(const char *path, struct mh_fit_answer *ans)
+static int peak_plan(const char *path, struct mh__fit_answer *ans)
 {
-    struct mh_analysis a;
-    struct mh_layers_answer la;
+    struct mh__analysis a;
+    struct mh__layers_answer la;
     int rc = mh__analysis_open(path, NULL, &a);
     if (rc < 0)
         return rc;
     int dev = mh_model_device_count(a.rp.model) ? mh_model_device_at(a.rp.model, 0) : -1;
     if (dev >= 0 && (rc = mh__layers_answer(&a, dev, &la)) == 0) {
-        if (la.best > 0 && ans->nlevers < MH_FIT_MAX_LEVERS) {
-            struct mh_fit_lever *l = &ans->levers[ans->nlevers++];
+        if (la.best > 0 && ans->nlevers < MH__FIT_MAX_LEVERS) {
+            struct mh__fit_lever *l = &ans->levers[ans->nlevers++];
             memset(l, 0, sizeof *l);
-            l->kind = MH_FIT_LEVER_PLAN_PEAK;
+            l->kind = MH__FIT_LEVER_PLAN_PEAK;
             names(la.layers, la.ranking, la.best, l->setting, sizeof l->setting);
             l->layers = (int)la.best;
             l->peak_before = la.peak;
@@ -104,15 +104,15 @@ static int peak_plan(const char *path, struct mh_fit_answer *ans)
     return rc;
 }
 
-void mh__fit_levers(struct mh_fit *f, int card)
+void mh__fit_levers(struct mh__fit *f, int card)
 {
-    struct mh_fit_answer *ans = &f->answers[card];
-    const struct mh_fit_card *c = &f->o->cards[card];
+    struct mh__fit_answer *ans = &f->answers[card];
+    const struct mh__fit_card *c = &f->o->cards[card];
     ans->nlevers = 0;
     ans->levers_error = 0;
     if (ans->fail_trial >= 0) {
-        const struct mh_fit_trial *t = &f->trials[ans->fail_trial];
-        if (t->outcome == MH_FIT_OOM && t->capacity == c->trial_capacity)
+        const struct mh__fit_trial *t = &f->trials[ans->fail_trial];
+        if (t->outcome == MH__FIT_OOM && t->capacity == c->trial_capacity)
             ans->levers_error = oom_levers(t->path, ans);
     }
     if (ans->fit_trial >= 0 && ans->levers_error == 0)

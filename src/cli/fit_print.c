@@ -11,7 +11,7 @@
 #include "analysis.h"
 #include "fit.h"
 
-const char *mh__fit_value_text(const struct mh_fit_opts *o, int64_t v, char *buf, size_t len)
+const char *mh__fit_value_text(const struct mh__fit_opts *o, int64_t v, char *buf, size_t len)
 {
     snprintf(buf, len, "%s=%" PRId64, o->cmd.name, v);
     return buf;
@@ -22,9 +22,9 @@ static const char *phase_text(int phase)
     return phase > 0 && phase < MH_PHASE_COUNT ? mh_phase_name((unsigned)phase) : "";
 }
 
-static void print_header(const struct mh_fit *f)
+static void print_header(const struct mh__fit *f)
 {
-    const struct mh_fit_opts *o = f->o;
+    const struct mh__fit_opts *o = f->o;
     char cmd[512], hr[32];
     mh__fit_command_text(o->cmd.argv, cmd, sizeof cmd);
     printf("memhist fit: %s from %" PRId64 " to %" PRId64 ", %" PRIu64 " step%s a run: %s\n",
@@ -36,10 +36,10 @@ static void print_header(const struct mh_fit *f)
     printf("\n\n");
 }
 
-static void ran_out_text(const struct mh_fit_trial *t, char *buf, size_t len)
+static void ran_out_text(const struct mh__fit_trial *t, char *buf, size_t len)
 {
     char b[32], s[24];
-    if (t->outcome != MH_FIT_OOM) {
+    if (t->outcome != MH__FIT_OOM) {
         snprintf(buf, len, "-");
         return;
     }
@@ -49,7 +49,7 @@ static void ran_out_text(const struct mh_fit_trial *t, char *buf, size_t len)
 }
 
 /* The card column: as wide as the longest card name. */
-static int label_width(const struct mh_fit_opts *o)
+static int label_width(const struct mh__fit_opts *o)
 {
     int w = 6;
     for (int c = 0; c < o->ncards; c++)
@@ -57,16 +57,16 @@ static int label_width(const struct mh_fit_opts *o)
     return w;
 }
 
-static void print_cards(const struct mh_fit *f)
+static void print_cards(const struct mh__fit *f)
 {
-    const struct mh_fit_opts *o = f->o;
+    const struct mh__fit_opts *o = f->o;
     char b[5][32], v1[64], v2[64], out[128];
     int w = label_width(o);
     printf("%-*s %10s  %-12s %10s %11s %10s  %-12s %s\n", w, "card", "usable", "fits", "peak alloc",
            "peak reserv", "to spare", "fails", "ran out");
     for (int c = 0; c < o->ncards; c++) {
-        const struct mh_fit_card *card = &o->cards[c];
-        const struct mh_fit_answer *a = &f->answers[c];
+        const struct mh__fit_card *card = &o->cards[c];
+        const struct mh__fit_answer *a = &f->answers[c];
         uint64_t usable = card->capacity - o->context;
         printf("%-*s %10s  ", w, card->label, mh__bytes_text(usable, b[0]));
         if (a->fit_value >= 0)
@@ -81,23 +81,23 @@ static void print_cards(const struct mh_fit *f)
             ran_out_text(&f->trials[a->fail_trial], out, sizeof out);
         else
             snprintf(out, sizeof out,
-                     a->status == MH_FIT_ALL_FIT ? "(the top of the range fits)" : "-");
+                     a->status == MH__FIT_ALL_FIT ? "(the top of the range fits)" : "-");
         printf("%-12s %s\n",
                a->fail_value >= 0 ? mh__fit_value_text(o, a->fail_value, v2, sizeof v2) : "none",
                out);
     }
 }
 
-static const char *lever_result(const struct mh_fit_lever *l, char *buf, size_t len)
+static const char *lever_result(const struct mh__fit_lever *l, char *buf, size_t len)
 {
     char b1[32], b2[32];
-    if (l->kind == MH_FIT_LEVER_SETTING && l->in_effect)
+    if (l->kind == MH__FIT_LEVER_SETTING && l->in_effect)
         snprintf(buf, len, "already in effect");
-    else if (l->kind == MH_FIT_LEVER_SETTING && l->avoids)
+    else if (l->kind == MH__FIT_LEVER_SETTING && l->avoids)
         snprintf(buf, len, "no OOM, peak reserved %s", mh__bytes_text(l->peak_reserved, b1));
-    else if (l->kind == MH_FIT_LEVER_SETTING)
+    else if (l->kind == MH__FIT_LEVER_SETTING)
         snprintf(buf, len, "still runs out (%" PRIu64 " OOM%s)", l->ooms, l->ooms == 1 ? "" : "s");
-    else if (l->kind == MH_FIT_LEVER_PLAN_OOM)
+    else if (l->kind == MH__FIT_LEVER_PLAN_OOM)
         snprintf(buf, len, "frees %s at the OOM: %s", mh__bytes_text(l->freed, b1),
                  l->avoids ? "the request would then fit" : "still not enough");
     else
@@ -106,17 +106,17 @@ static const char *lever_result(const struct mh_fit_lever *l, char *buf, size_t 
     return buf;
 }
 
-static void print_lever(const struct mh_fit *f, const struct mh_fit_answer *a,
-                        const struct mh_fit_lever *l)
+static void print_lever(const struct mh__fit *f, const struct mh__fit_answer *a,
+                        const struct mh__fit_lever *l)
 {
     char res[160], where[96], v[64];
     lever_result(l, res, sizeof res);
-    if (l->kind == MH_FIT_LEVER_SETTING) {
+    if (l->kind == MH__FIT_LEVER_SETTING) {
         printf("  %-56s %-17s %s\n", l->setting, l->checked ? "checked by replay" : "estimate",
                res);
         return;
     }
-    if (l->kind == MH_FIT_LEVER_PLAN_OOM)
+    if (l->kind == MH__FIT_LEVER_PLAN_OOM)
         snprintf(where, sizeof where, "at the OOM");
     else
         snprintf(where, sizeof where, "at %s", mh__fit_value_text(f->o, a->fit_value, v, sizeof v));
@@ -124,12 +124,12 @@ static void print_lever(const struct mh_fit *f, const struct mh_fit_answer *a,
            l->layers == 1 ? " " : "s", 42, where, res, l->setting);
 }
 
-static void print_levers(const struct mh_fit *f)
+static void print_levers(const struct mh__fit *f)
 {
-    const struct mh_fit_opts *o = f->o;
+    const struct mh__fit_opts *o = f->o;
     char v[64];
     for (int c = 0; c < o->ncards; c++) {
-        const struct mh_fit_answer *a = &f->answers[c];
+        const struct mh__fit_answer *a = &f->answers[c];
         if (a->nlevers == 0)
             continue;
         printf("\n%s at %s", o->cards[c].label, mh__fit_value_text(o, a->fail_value, v, sizeof v));
@@ -141,20 +141,20 @@ static void print_levers(const struct mh_fit *f)
     }
 }
 
-static void print_trials(const struct mh_fit *f)
+static void print_trials(const struct mh__fit *f)
 {
-    const struct mh_fit_opts *o = f->o;
+    const struct mh__fit_opts *o = f->o;
     char b[4][32];
     int w = label_width(o);
     printf("\nruns:\n%4s %8s  %-*s %-15s %10s %11s %11s %5s %8s %10s  %s\n", "#", o->cmd.name, w,
            "ran as", "result", "peak alloc", "peak reserv", "requested", "steps", "seconds",
            "host mem", "recording");
     for (int i = 0; i < f->ntrials; i++) {
-        const struct mh_fit_trial *t = &f->trials[i];
+        const struct mh__fit_trial *t = &f->trials[i];
         printf("%4d %8" PRId64 "  %-*s %-15s %10s %11s %11s %5" PRId64 " %8.1f %10s  %s\n", i + 1,
                t->value, w, o->cards[t->card].label,
-               t->outcome == MH_FIT_RAN   ? "ran"
-               : t->outcome == MH_FIT_OOM ? "out of memory"
+               t->outcome == MH__FIT_RAN   ? "ran"
+               : t->outcome == MH__FIT_OOM ? "out of memory"
                                           : mh__fit_outcome_name(t->outcome),
                mh__bytes_text(t->peak_allocated, b[0]), mh__bytes_text(t->peak_reserved, b[1]),
                mh__bytes_text(t->peak_requested, b[2]), t->steps, t->seconds,
@@ -162,13 +162,13 @@ static void print_trials(const struct mh_fit *f)
     }
 }
 
-static void print_notes(const struct mh_fit *f)
+static void print_notes(const struct mh__fit *f)
 {
-    const struct mh_fit_opts *o = f->o;
+    const struct mh__fit_opts *o = f->o;
     char v1[64], v2[64], b1[32], b2[32];
     int shown = 0;
     for (int c = 0; c < o->ncards; c++) {
-        const struct mh_fit_answer *a = &f->answers[c];
+        const struct mh__fit_answer *a = &f->answers[c];
         const char *label = o->cards[c].label;
         if (a->not_monotonic && !a->nm_by_peak)
             printf("%snote: %s: memory is not monotonic in %s: %s does not fit but %s does; the "
@@ -181,7 +181,7 @@ static void print_notes(const struct mh_fit *f)
                    shown++ ? "" : "\n", label, o->cmd.name,
                    mh__fit_value_text(o, a->nm_high, v1, sizeof v1),
                    mh__fit_value_text(o, a->nm_low, v2, sizeof v2));
-        if (a->status == MH_FIT_UNDECIDED)
+        if (a->status == MH__FIT_UNDECIDED)
             printf("%snote: %s: undecided after %" PRIu64 " runs (--max-runs)\n",
                    shown++ ? "" : "\n", label, o->max_trials);
         if (a->fit_trial >= 0 && f->trials[a->fit_trial].retries)
@@ -192,7 +192,7 @@ static void print_notes(const struct mh_fit *f)
                    f->trials[a->fit_trial].retries == 1 ? "" : "s");
     }
     for (int i = 0; i < f->ntrials; i++) {
-        const struct mh_fit_trial *t = &f->trials[i];
+        const struct mh__fit_trial *t = &f->trials[i];
         if (t->rising)
             printf("%snote: run %d (%s): the last step's peak reserved (%s) is above every earlier "
                    "step's (%s): the peak may not have settled; try a larger --steps\n",
@@ -205,7 +205,7 @@ static void print_notes(const struct mh_fit *f)
     }
 }
 
-void mh__fit_print_text(const struct mh_fit *f)
+void mh__fit_print_text(const struct mh__fit *f)
 {
     print_header(f);
     print_cards(f);
@@ -214,15 +214,15 @@ void mh__fit_print_text(const struct mh_fit *f)
     print_notes(f);
 }
 
-void mh__fit_print_tail(const struct mh_fit_trial *t, int lines)
+void mh__fit_print_tail(const struct mh__fit_trial *t, int lines)
 {
     FILE *fp = fopen(t->log, "r");
-    char buf[MH_FIT_TAIL_LINES][512];
+    char buf[MH__FIT_TAIL_LINES][512];
     int n = 0;
     if (!fp)
         return;
-    if (lines > MH_FIT_TAIL_LINES)
-        lines = MH_FIT_TAIL_LINES;
+    if (lines > MH__FIT_TAIL_LINES)
+        lines = MH__FIT_TAIL_LINES;
     while (fgets(buf[n % lines], sizeof buf[0], fp))
         n++;
     fclose(fp);

@@ -16,7 +16,7 @@
 
 /* The counts of every process that used the device, summed; the peak of
  * the process with the most. */
-static void read_stats(struct mh_fit_trial *t)
+static void read_stats(struct mh__fit_trial *t)
 {
     FILE *f = fopen(t->stats, "r");
     char line[256];
@@ -61,7 +61,7 @@ struct demand {
     uint64_t early_retries; /* ... and then a segment allocated: a retry that succeeded */
 };
 
-static int demand_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int demand_event(void *user, struct mh__session *s, const struct mh_event *ev,
                         const struct mh_apply_result *res)
 {
     struct demand *d = user;
@@ -116,7 +116,7 @@ static uint64_t step_retries(const struct mh_model *m, int dev)
 
 /* Whether the last complete step's peak reserved is above every earlier
  * step's: the run may not have settled. */
-static void rising(const struct mh_model *m, int dev, struct mh_fit_trial *t)
+static void rising(const struct mh_model *m, int dev, struct mh__fit_trial *t)
 {
     size_t n = mh_model_step_count(m, dev);
     struct mh_step_stats last, st;
@@ -149,12 +149,12 @@ static int busiest_device(const struct mh_model *m)
     return best;
 }
 
-static void first_oom(const struct mh_model *m, const struct demand *d, struct mh_fit_trial *t)
+static void first_oom(const struct mh_model *m, const struct demand *d, struct mh__fit_trial *t)
 {
     struct mh_oom_info oom;
     if (mh_model_oom_count(m) == 0 || mh_model_oom(m, 0, &oom) != 0)
         return;
-    t->outcome = MH_FIT_OOM;
+    t->outcome = MH__FIT_OOM;
     t->oom.request = oom.request;
     t->oom.allocated = oom.allocated;
     t->oom.reserved = oom.reserved;
@@ -164,31 +164,31 @@ static void first_oom(const struct mh_model *m, const struct demand *d, struct m
 
 /* Parameters, gradients and optimizer state live at the allocated peak:
  * what does not grow with the value. */
-static void persistent_bytes(struct mh_fit_trial *t, int dev)
+static void persistent_bytes(struct mh__fit_trial *t, int dev)
 {
-    struct mh_analysis a;
-    const struct mh_lifetimes *use;
-    struct mh_lifetimes *own = NULL;
+    struct mh__analysis a;
+    const struct mh__lifetimes *use;
+    struct mh__lifetimes *own = NULL;
     struct mh_peak p;
-    uint64_t bytes[MH_CAT_COUNT] = {0};
+    uint64_t bytes[MH__CAT_COUNT] = {0};
     if (mh__analysis_open(t->path, NULL, &a) < 0)
         return;
     if (mh_model_peak_allocated(a.rp.model, dev, &p) == 0 && p.value &&
         mh__analysis_records_at(&a, &p.event_index, 1, &use, &own) == 0 &&
         mh__lifetimes_live_by_category(use, dev, p.event_index, bytes, NULL) == 0)
         t->persistent =
-            bytes[MH_CAT_PARAMETER] + bytes[MH_CAT_GRADIENT] + bytes[MH_CAT_OPTIMIZER_STATE];
+            bytes[MH__CAT_PARAMETER] + bytes[MH__CAT_GRADIENT] + bytes[MH__CAT_OPTIMIZER_STATE];
     if (own)
         mh__lifetimes_free(own);
     mh__analysis_close(&a);
 }
 
-static int read_recording(struct mh_fit_trial *t)
+static int read_recording(struct mh__fit_trial *t)
 {
-    struct mh_session *s;
+    struct mh__session *s;
     struct demand d;
     memset(&d, 0, sizeof d);
-    const struct mh_observer obs = {"fit demand", &d, NULL, demand_event, NULL};
+    const struct mh__observer obs = {"fit demand", &d, NULL, demand_event, NULL};
     int rc = mh__session_open(t->path, &s);
     if (rc < 0)
         return rc;
@@ -219,11 +219,11 @@ static int read_recording(struct mh_fit_trial *t)
     return 0;
 }
 
-int mh__fit_trial_read(const struct mh_fit_opts *o, struct mh_fit_trial *t)
+int mh__fit_trial_read(const struct mh__fit_opts *o, struct mh__fit_trial *t)
 {
     (void)o;
     t->done = 1;
-    t->outcome = MH_FIT_RAN;
+    t->outcome = MH__FIT_RAN;
     read_stats(t);
     unlink(t->stats);
     if (t->stopped) {
@@ -231,19 +231,19 @@ int mh__fit_trial_read(const struct mh_fit_opts *o, struct mh_fit_trial *t)
         return 0;
     }
     if (access(t->path, R_OK) != 0) {
-        t->outcome = MH_FIT_FAILED;
+        t->outcome = MH__FIT_FAILED;
         return 0;
     }
     int rc = read_recording(t);
     if (rc < 0) {
-        t->outcome = MH_FIT_FAILED;
+        t->outcome = MH__FIT_FAILED;
         return rc;
     }
-    if (t->outcome == MH_FIT_OOM)
+    if (t->outcome == MH__FIT_OOM)
         return 0;
     if (t->exit_status != 0)
-        t->outcome = MH_FIT_FAILED;
+        t->outcome = MH__FIT_FAILED;
     else if (t->steps < 1)
-        t->outcome = MH_FIT_NO_STEP;
+        t->outcome = MH__FIT_NO_STEP;
     return 0;
 }

@@ -46,24 +46,24 @@ struct bracket {
     int64_t fail_below; /* a value below lo that fails (-1: none) */
 };
 
-static struct bracket card_bracket(const struct mh_fit *f, int card)
+static struct bracket card_bracket(const struct mh__fit *f, int card)
 {
-    const struct mh_fit_opts *o = f->o;
+    const struct mh__fit_opts *o = f->o;
     struct bracket b = {0, 0, o->hi + 1, -1};
     int kind = o->cards[card].kind;
     for (int i = 0; i < f->ntrials; i++) {
-        const struct mh_fit_trial *t = &f->trials[i];
+        const struct mh__fit_trial *t = &f->trials[i];
         if (mh__fit_trial_informative(t) && t->kind == kind &&
-            mh__fit_fact(f, card, t->value).verdict == MH_FIT_FITS &&
+            mh__fit_fact(f, card, t->value).verdict == MH__FIT_FITS &&
             (!b.has_lo || t->value > b.lo)) {
             b.has_lo = 1;
             b.lo = t->value;
         }
     }
     for (int i = 0; i < f->ntrials; i++) {
-        const struct mh_fit_trial *t = &f->trials[i];
+        const struct mh__fit_trial *t = &f->trials[i];
         if (!mh__fit_trial_informative(t) || t->kind != kind ||
-            mh__fit_fact(f, card, t->value).verdict != MH_FIT_FAILS)
+            mh__fit_fact(f, card, t->value).verdict != MH__FIT_FAILS)
             continue;
         if (!b.has_lo || t->value > b.lo) {
             if (t->value < b.hi)
@@ -76,17 +76,17 @@ static struct bracket card_bracket(const struct mh_fit *f, int card)
 }
 
 /* Whether a trial (pending or done) exists for this kind, capacity and value. */
-static int scheduled(const struct mh_fit *f, int kind, uint64_t capacity, int64_t value)
+static int scheduled(const struct mh__fit *f, int kind, uint64_t capacity, int64_t value)
 {
     for (int i = 0; i < f->ntrials; i++) {
-        const struct mh_fit_trial *t = &f->trials[i];
+        const struct mh__fit_trial *t = &f->trials[i];
         if (t->kind == kind && t->capacity == capacity && t->value == value)
             return 1;
     }
     return 0;
 }
 
-static int pending_for(const struct mh_fit *f, int card)
+static int pending_for(const struct mh__fit *f, int card)
 {
     int n = 0;
     for (int i = 0; i < f->ntrials; i++)
@@ -95,7 +95,7 @@ static int pending_for(const struct mh_fit *f, int card)
 }
 
 /* The largest card of `card`'s kind: its device runs the kind's search. */
-static int probe_card(const struct mh_fit *f, int card)
+static int probe_card(const struct mh__fit *f, int card)
 {
     int best = card;
     for (int i = 0; i < f->o->ncards; i++)
@@ -117,12 +117,12 @@ struct point {
 };
 
 /* Clean runs of the card's kind, else of every kind, one per value. */
-static int collect_points(const struct mh_fit *f, int card, struct point *p, int cap)
+static int collect_points(const struct mh__fit *f, int card, struct point *p, int cap)
 {
     int n = 0;
     for (int pass = 0; pass < 2 && n < 2; pass++)
         for (int i = 0; i < f->ntrials && n < cap; i++) {
-            const struct mh_fit_trial *t = &f->trials[i];
+            const struct mh__fit_trial *t = &f->trials[i];
             int own = t->kind == f->o->cards[card].kind;
             if (!t->done || !mh__fit_trial_clean(t) || own != (pass == 0) || !t->peak_requested)
                 continue;
@@ -148,10 +148,10 @@ static int collect_points(const struct mh_fit *f, int card, struct point *p, int
  * of them give the slope; one run alone gives a rougher one (its peak less
  * what does not grow, over the value). *npoints says how many runs it
  * rests on (0: no prediction, NAN returned). */
-static double predict(const struct mh_fit *f, int card, int *npoints)
+static double predict(const struct mh__fit *f, int card, int *npoints)
 {
-    struct point p[MH_FIT_MAX_TRIALS];
-    int n = collect_points(f, card, p, MH_FIT_MAX_TRIALS);
+    struct point p[MH__FIT_MAX_TRIALS];
+    int n = collect_points(f, card, p, MH__FIT_MAX_TRIALS);
     double limit = (double)f->o->cards[card].limit;
     int a = -1, other = -1;
     *npoints = 0;
@@ -187,29 +187,29 @@ static double predict(const struct mh_fit *f, int card, int *npoints)
 /* ---- proposals ------------------------------------------------------ */
 
 /* The status of a card from its bracket; -1 while undecided. */
-static int card_status(const struct mh_fit *f, int card, const struct bracket *b)
+static int card_status(const struct mh__fit *f, int card, const struct bracket *b)
 {
-    const struct mh_fit_opts *o = f->o;
+    const struct mh__fit_opts *o = f->o;
     if (b->has_lo && b->lo == o->hi)
-        return MH_FIT_ALL_FIT;
+        return MH__FIT_ALL_FIT;
     if (b->has_lo && b->hi == b->lo + 1)
-        return MH_FIT_BOUNDARY;
-    if (!b->has_lo && b->hi == o->lo && mh__fit_fact(f, card, o->hi).verdict == MH_FIT_FAILS)
-        return MH_FIT_NONE_FIT;
+        return MH__FIT_BOUNDARY;
+    if (!b->has_lo && b->hi == o->lo && mh__fit_fact(f, card, o->hi).verdict == MH__FIT_FAILS)
+        return MH__FIT_NONE_FIT;
     if (!b->has_lo && o->lo == o->hi && b->hi == o->lo)
-        return MH_FIT_NONE_FIT;
+        return MH__FIT_NONE_FIT;
     return -1;
 }
 
 /* The value whose failure the card's answer names: to be run on the card
  * itself (for what it ran out on, and the levers). */
-static int64_t fail_to_confirm(const struct mh_fit *f, int card, int status,
+static int64_t fail_to_confirm(const struct mh__fit *f, int card, int status,
                                const struct bracket *b)
 {
-    int64_t v = status == MH_FIT_BOUNDARY ? b->lo + 1 : status == MH_FIT_NONE_FIT ? f->o->lo : -1;
+    int64_t v = status == MH__FIT_BOUNDARY ? b->lo + 1 : status == MH__FIT_NONE_FIT ? f->o->lo : -1;
     if (v < 0)
         return -1;
-    struct mh_fit_fact fact = mh__fit_fact(f, card, v);
+    struct mh__fit_fact fact = mh__fit_fact(f, card, v);
     if (fact.trial >= 0 && f->trials[fact.trial].capacity == f->o->cards[card].trial_capacity)
         return -1;
     return v;
@@ -258,9 +258,9 @@ static int around(double x, int npoints, int64_t lo, int64_t hi, int64_t want[2]
  * halved instead. Before anything is known about the card, a line from
  * other kinds' runs (two or more) is tried first, else the bottom of the
  * range. */
-static int card_wants(struct mh_fit *f, int card, int64_t want[2], int *prediction)
+static int card_wants(struct mh__fit *f, int card, int64_t want[2], int *prediction)
 {
-    const struct mh_fit_opts *o = f->o;
+    const struct mh__fit_opts *o = f->o;
     struct bracket b = card_bracket(f, card);
     int status = card_status(f, card, &b), npoints = 0;
     *prediction = 0;
@@ -271,8 +271,8 @@ static int card_wants(struct mh_fit *f, int card, int64_t want[2], int *predicti
     int64_t lo = b.has_lo ? b.lo : o->lo - 1, hi = b.hi;
     double x = f->o->bisect || f->misses[card] >= 2 ? NAN : predict(f, card, &npoints);
     if (!b.has_lo) {
-        struct mh_fit_fact at_lo = mh__fit_fact(f, card, o->lo);
-        if (at_lo.verdict == MH_FIT_FAILS) { /* does anything larger fit? */
+        struct mh__fit_fact at_lo = mh__fit_fact(f, card, o->lo);
+        if (at_lo.verdict == MH__FIT_FAILS) { /* does anything larger fit? */
             want[0] = o->hi;
             return 1;
         }
@@ -296,11 +296,11 @@ static int card_wants(struct mh_fit *f, int card, int64_t want[2], int *predicti
 
 /* Whether the kind's largest card is running `value` now: what it shows
  * may answer the card, so the card waits for it. */
-static int probe_running(const struct mh_fit *f, int card, int64_t value)
+static int probe_running(const struct mh__fit *f, int card, int64_t value)
 {
-    const struct mh_fit_card *p = &f->o->cards[probe_card(f, card)];
+    const struct mh__fit_card *p = &f->o->cards[probe_card(f, card)];
     for (int i = 0; i < f->ntrials; i++) {
-        const struct mh_fit_trial *t = &f->trials[i];
+        const struct mh__fit_trial *t = &f->trials[i];
         if (t->running && t->kind == p->kind && t->capacity == p->trial_capacity &&
             t->value == value)
             return 1;
@@ -310,7 +310,7 @@ static int probe_running(const struct mh_fit *f, int card, int64_t value)
 
 /* Where the card's value runs: its own device, or the kind's largest
  * card's when that has not run it yet (it then answers the whole kind). */
-static int run_card(const struct mh_fit *f, int card, int64_t value)
+static int run_card(const struct mh__fit *f, int card, int64_t value)
 {
     int probe = probe_card(f, card);
     if (f->o->bisect || probe == card)
@@ -319,7 +319,7 @@ static int run_card(const struct mh_fit *f, int card, int64_t value)
                                                                                           : probe;
 }
 
-static void trial_files(const struct mh_fit_opts *o, struct mh_fit_trial *t)
+static void trial_files(const struct mh__fit_opts *o, struct mh__fit_trial *t)
 {
     char base[PATH_MAX];
     snprintf(base, sizeof base, "%s/%s%" PRId64 "-%s", o->dir, o->cmd.name, t->value,
@@ -329,11 +329,11 @@ static void trial_files(const struct mh_fit_opts *o, struct mh_fit_trial *t)
     snprintf(t->stats, sizeof t->stats, "%.*s.vdev", PATH_MAX - 6, base);
 }
 
-static int schedule(struct mh_fit *f, int card, int64_t value)
+static int schedule(struct mh__fit *f, int card, int64_t value)
 {
-    if (f->ntrials >= MH_FIT_MAX_TRIALS || (uint64_t)f->ntrials >= f->o->max_trials)
+    if (f->ntrials >= MH__FIT_MAX_TRIALS || (uint64_t)f->ntrials >= f->o->max_trials)
         return 0;
-    struct mh_fit_trial *t = &f->trials[f->ntrials];
+    struct mh__fit_trial *t = &f->trials[f->ntrials];
     memset(t, 0, sizeof *t);
     t->value = value;
     t->card = run_card(f, card, value);
@@ -349,10 +349,10 @@ static int schedule(struct mh_fit *f, int card, int64_t value)
 
 /* Whether the runs decide the card at `value`, but for its first failing
  * value, which wants a run on the card itself (fail_to_confirm). */
-static int known(const struct mh_fit *f, int card, int64_t value)
+static int known(const struct mh__fit *f, int card, int64_t value)
 {
-    struct mh_fit_fact fact = mh__fit_fact(f, card, value);
-    if (fact.verdict == MH_FIT_UNKNOWN)
+    struct mh__fit_fact fact = mh__fit_fact(f, card, value);
+    if (fact.verdict == MH__FIT_UNKNOWN)
         return 0;
     struct bracket b = card_bracket(f, card);
     int status = card_status(f, card, &b);
@@ -362,14 +362,14 @@ static int known(const struct mh_fit *f, int card, int64_t value)
 /* Whether a run of the card's kind going now may change what the card
  * wants next: its value lies inside the card's bracket and, when the card
  * has a line through two runs, near where the line puts its boundary. */
-static int pending_matters(const struct mh_fit *f, int card)
+static int pending_matters(const struct mh__fit *f, int card)
 {
     struct bracket b = card_bracket(f, card);
     int64_t lo = b.has_lo ? b.lo : f->o->lo - 1;
     int npoints = 0;
     double x = predict(f, card, &npoints);
     for (int i = 0; i < f->ntrials; i++) {
-        const struct mh_fit_trial *t = &f->trials[i];
+        const struct mh__fit_trial *t = &f->trials[i];
         if (!t->running || t->kind != f->o->cards[card].kind)
             continue;
         if (t->value <= lo || t->value >= b.hi)
@@ -383,7 +383,7 @@ static int pending_matters(const struct mh_fit *f, int card)
 
 /* Starts one run of the card's batch `want` that is not made yet; 1 if
  * one started, 0 if none is left (or the run limit), -1 on failure. */
-static int start_batch(struct mh_fit *f, int c, const int64_t *want, int n)
+static int start_batch(struct mh__fit *f, int c, const int64_t *want, int n)
 {
     for (int k = 0; k < n; k++) {
         int card = run_card(f, c, want[k]);
@@ -399,7 +399,7 @@ static int start_batch(struct mh_fit *f, int c, const int64_t *want, int n)
  * A card asks for a batch of values (the pair around a prediction) only
  * when none of its kind's runs is going: until then, what they show
  * decides what it wants next. The batch's runs start as jobs allow. */
-static int start_next(struct mh_fit *f)
+static int start_next(struct mh__fit *f)
 {
     for (int c = 0; c < f->o->ncards; c++) {
         int rc;
@@ -423,7 +423,7 @@ static int start_next(struct mh_fit *f)
  * batch; a card whose runs from a prediction are all done and that is
  * still undecided counts a miss; after a bisection it tries the line
  * again. */
-static void count_misses(struct mh_fit *f, int kind)
+static void count_misses(struct mh__fit *f, int kind)
 {
     for (int c = 0; c < f->o->ncards; c++) {
         if (f->o->cards[c].kind != kind)
@@ -445,11 +445,11 @@ static void count_misses(struct mh_fit *f, int kind)
 /* ---- the answer ----------------------------------------------------- */
 
 /* A peak lower at a larger value among the card's kind's clean runs. */
-static void peaks_monotonic(const struct mh_fit *f, int card, struct mh_fit_answer *a)
+static void peaks_monotonic(const struct mh__fit *f, int card, struct mh__fit_answer *a)
 {
     for (int i = 0; i < f->ntrials; i++)
         for (int j = 0; j < f->ntrials; j++) {
-            const struct mh_fit_trial *s = &f->trials[i], *t = &f->trials[j];
+            const struct mh__fit_trial *s = &f->trials[i], *t = &f->trials[j];
             if (a->not_monotonic || s->kind != f->o->cards[card].kind || t->kind != s->kind ||
                 s->capacity != t->capacity || !mh__fit_trial_clean(s) || !mh__fit_trial_clean(t))
                 continue;
@@ -461,16 +461,16 @@ static void peaks_monotonic(const struct mh_fit *f, int card, struct mh_fit_answ
         }
 }
 
-static void answer_card(struct mh_fit *f, int card)
+static void answer_card(struct mh__fit *f, int card)
 {
-    struct mh_fit_answer *a = &f->answers[card];
+    struct mh__fit_answer *a = &f->answers[card];
     struct bracket b = card_bracket(f, card);
     int status = card_status(f, card, &b);
     memset(a, 0, sizeof *a);
-    a->status = status >= 0 ? status : MH_FIT_UNDECIDED;
+    a->status = status >= 0 ? status : MH__FIT_UNDECIDED;
     a->fit_value = b.has_lo ? b.lo : -1;
     a->fail_value = b.hi <= f->o->hi ? b.hi : -1;
-    if (a->status == MH_FIT_NONE_FIT)
+    if (a->status == MH__FIT_NONE_FIT)
         a->fail_value = f->o->lo;
     a->fit_trial = a->fit_value >= 0 ? mh__fit_fact(f, card, a->fit_value).trial : -1;
     a->fail_trial = a->fail_value >= 0 ? mh__fit_fact(f, card, a->fail_value).trial : -1;
@@ -489,7 +489,7 @@ static void answer_card(struct mh_fit *f, int card)
     }
 }
 
-static int all_answered(struct mh_fit *f)
+static int all_answered(struct mh__fit *f)
 {
     for (int c = 0; c < f->o->ncards; c++) {
         struct bracket b = card_bracket(f, c);
@@ -500,18 +500,18 @@ static int all_answered(struct mh_fit *f)
     return 1;
 }
 
-static void say_trial(const struct mh_fit *f, const struct mh_fit_trial *t, int index)
+static void say_trial(const struct mh__fit *f, const struct mh__fit_trial *t, int index)
 {
     char v[64], b1[32], b2[32];
     if (mh__cli_is_quiet())
         return;
     const char *label = f->o->cards[t->card].label;
     mh__fit_value_text(f->o, t->value, v, sizeof v);
-    if (t->outcome == MH_FIT_RAN)
+    if (t->outcome == MH__FIT_RAN)
         mh__cli_error("fit: run %d: %s on %s: ran %" PRId64 " steps, peak reserved %s (%.1f s)",
                       index + 1, v, label, t->steps, mh__bytes_text(t->peak_reserved, b1),
                       t->seconds);
-    else if (t->outcome == MH_FIT_OOM)
+    else if (t->outcome == MH__FIT_OOM)
         mh__cli_error("fit: run %d: %s on %s: out of memory asking for %s with %s reserved "
                       "(%.1f s)",
                       index + 1, v, label, mh__bytes_text(t->oom.request, b1),
@@ -520,9 +520,9 @@ static void say_trial(const struct mh_fit *f, const struct mh_fit_trial *t, int 
 
 /* The first run alone, then the number of runs at once and the host
  * memory each may hold. */
-static void size_jobs(struct mh_fit *f, uint64_t available)
+static void size_jobs(struct mh__fit *f, uint64_t available)
 {
-    const struct mh_fit_opts *o = f->o;
+    const struct mh__fit_opts *o = f->o;
     uint64_t need = f->trials[0].host_peak + f->trials[0].host_peak / 4 + (256ull << 20);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1)
@@ -536,7 +536,7 @@ static void size_jobs(struct mh_fit *f, uint64_t available)
         f->host_limit = available * 9 / 10 / (uint64_t)f->jobs;
 }
 
-int mh__fit_search(struct mh_fit *f)
+int mh__fit_search(struct mh__fit *f)
 {
     uint64_t available = mh__fit_host_available();
     f->failed_trial = -1;
@@ -560,7 +560,7 @@ int mh__fit_search(struct mh_fit *f)
             return -2;
         if (i < 0)
             break; /* nothing runs and nothing is wanted: the run limit */
-        struct mh_fit_trial *t = &f->trials[i];
+        struct mh__fit_trial *t = &f->trials[i];
         mh__fit_trial_read(f->o, t);
         say_trial(f, t, i);
         if (!mh__fit_trial_informative(t)) {

@@ -61,7 +61,7 @@ uint64_t mh__fit_host_available(void)
 }
 
 /* The argv of the `memhist simulate` child. */
-static char **child_argv(const struct mh_fit_opts *o, const struct mh_fit_trial *t, char **words,
+static char **child_argv(const struct mh__fit_opts *o, const struct mh__fit_trial *t, char **words,
                          char bufs[3][32])
 {
     size_t nw = 0;
@@ -101,7 +101,7 @@ static char **child_argv(const struct mh_fit_opts *o, const struct mh_fit_trial 
     return av;
 }
 
-static void run_child(const struct mh_fit_trial *t, char **words, int nenv, char **av)
+static void run_child(const struct mh__fit_trial *t, char **words, int nenv, char **av)
 {
     setpgid(0, 0);
     int fd = open(t->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -121,7 +121,7 @@ static void run_child(const struct mh_fit_trial *t, char **words, int nenv, char
     _exit(127);
 }
 
-int mh__fit_trial_start(const struct mh_fit_opts *o, struct mh_fit_trial *t)
+int mh__fit_trial_start(const struct mh__fit_opts *o, struct mh__fit_trial *t)
 {
     char bufs[3][32];
     char **words = mh__fit_command_expand(&o->cmd, t->value);
@@ -187,7 +187,7 @@ static uint64_t group_resident(int pgid)
     return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static void progress_what(const struct mh_fit *f, const struct mh_fit_trial *t, char *buf,
+static void progress_what(const struct mh__fit *f, const struct mh__fit_trial *t, char *buf,
                           size_t len)
 {
     char v[64];
@@ -196,7 +196,7 @@ static void progress_what(const struct mh_fit *f, const struct mh_fit_trial *t, 
 }
 
 /* Seconds a trial takes: the mean of those finished, 30 s before any. */
-static double expected_seconds(const struct mh_fit *f)
+static double expected_seconds(const struct mh__fit *f)
 {
     double sum = 0;
     int n = 0;
@@ -208,11 +208,11 @@ static double expected_seconds(const struct mh_fit *f)
     return n ? sum / n : 30.0;
 }
 
-static void watch(struct mh_fit *f, uint64_t now)
+static void watch(struct mh__fit *f, uint64_t now)
 {
     double expect = expected_seconds(f);
     for (int i = 0; i < f->ntrials; i++) {
-        struct mh_fit_trial *t = &f->trials[i];
+        struct mh__fit_trial *t = &f->trials[i];
         if (!t->running)
             continue;
         uint64_t rss = group_resident(t->pid);
@@ -220,9 +220,9 @@ static void watch(struct mh_fit *f, uint64_t now)
             t->host_peak = rss;
         double secs = (double)(now - t->started_ns) / 1e9;
         if (!t->stopped && f->host_limit && rss > f->host_limit)
-            t->stopped = MH_FIT_HOST_LIMIT;
+            t->stopped = MH__FIT_HOST_LIMIT;
         else if (!t->stopped && f->o->timeout_s && secs > (double)f->o->timeout_s)
-            t->stopped = MH_FIT_TIMEOUT;
+            t->stopped = MH__FIT_TIMEOUT;
         if (t->stopped)
             kill(-t->pid, SIGKILL);
         char what[128];
@@ -232,7 +232,7 @@ static void watch(struct mh_fit *f, uint64_t now)
     }
 }
 
-static void finish(struct mh_fit *f, struct mh_fit_trial *t, int status, const struct rusage *ru)
+static void finish(struct mh__fit *f, struct mh__fit_trial *t, int status, const struct rusage *ru)
 {
     char what[128];
     t->running = 0;
@@ -245,13 +245,13 @@ static void finish(struct mh_fit *f, struct mh_fit_trial *t, int status, const s
     mh__cli_progress(what, 1, 1);
 }
 
-static void stop_running(struct mh_fit *f, int sig)
+static void stop_running(struct mh__fit *f, int sig)
 {
     for (int i = 0; i < f->ntrials; i++)
         if (f->trials[i].running)
             kill(-f->trials[i].pid, sig);
     for (int i = 0; i < f->ntrials; i++) {
-        struct mh_fit_trial *t = &f->trials[i];
+        struct mh__fit_trial *t = &f->trials[i];
         int st;
         struct rusage ru;
         if (!t->running)
@@ -262,12 +262,12 @@ static void stop_running(struct mh_fit *f, int sig)
     }
 }
 
-void mh__fit_trial_stop_all(struct mh_fit *f)
+void mh__fit_trial_stop_all(struct mh__fit *f)
 {
     stop_running(f, SIGKILL);
 }
 
-int mh__fit_trial_wait(struct mh_fit *f)
+int mh__fit_trial_wait(struct mh__fit *f)
 {
     uint64_t last = 0;
     for (;;) {

@@ -10,22 +10,23 @@
 #include "cli.h"
 #include "diag.h"
 
-#define MH_COMMANDS(X)                                                                     \
-    X(record) X(info) X(report) X(oom) X(layers) X(growth) X(plot) X(flame) X(snapshot)     \
-        X(import) X(trace) X(simulate) X(fit) X(whatif) X(diff) X(export) X(view)
+#define MH__COMMANDS(X)                                                                            \
+    X(record)                                                                                      \
+    X(info) X(report) X(oom) X(layers) X(growth) X(plot) X(flame) X(snapshot) X(import) X(trace)   \
+        X(simulate) X(fit) X(whatif) X(diff) X(export) X(view)
 
-#define MH_X_DECL(n) extern const struct mh_cli_command mh__cmd_##n __attribute__((weak));
-MH_COMMANDS(MH_X_DECL)
-#undef MH_X_DECL
+#define MH__X_DECL(n) extern const struct mh__cli_command mh__cmd_##n __attribute__((weak));
+MH__COMMANDS(MH__X_DECL)
+#undef MH__X_DECL
 
-static const struct mh_cli_command *const commands[] = {
-#define MH_X_ENTRY(n) &mh__cmd_##n,
-    MH_COMMANDS(MH_X_ENTRY)
-#undef MH_X_ENTRY
+static const struct mh__cli_command *const commands[] = {
+#define MH__X_ENTRY(n) &mh__cmd_##n,
+    MH__COMMANDS(MH__X_ENTRY)
+#undef MH__X_ENTRY
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static const struct mh_cli_command *find_command(const char *name)
+static const struct mh__cli_command *find_command(const char *name)
 {
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (commands[i] && strcmp(commands[i]->name, name) == 0)
@@ -50,7 +51,7 @@ static int print_help(void)
            "               and work takes over a second\n"
            "  -h, --help   show the command's help\n");
     printf("\nRun 'memhist help COMMAND' or 'memhist COMMAND -h' for a command's options.\n");
-    return mh__cli_finish(MH_EXIT_OK);
+    return mh__cli_finish(MH__EXIT_OK);
 }
 
 static const char help_usage[] =
@@ -62,14 +63,15 @@ static int help_command(int argc, char **argv)
 {
     if (argc < 2)
         return print_help();
-    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "--help") == 0) {
         fputs(help_usage, stdout);
-        return mh__cli_finish(MH_EXIT_OK);
+        return mh__cli_finish(MH__EXIT_OK);
     }
-    const struct mh_cli_command *cmd = find_command(argv[1]);
+    const struct mh__cli_command *cmd = find_command(argv[1]);
     if (!cmd) {
         mh__cli_error("no command named '%s'; run 'memhist --help' for the list", argv[1]);
-        return MH_EXIT_USAGE;
+        return MH__EXIT_USAGE;
     }
     return mh__cli_finish(mh__cli_print_usage(cmd));
 }
@@ -105,27 +107,27 @@ int main(int argc, char **argv)
     }
     if (argc < 2) {
         print_help();
-        return MH_EXIT_USAGE;
+        return MH__EXIT_USAGE;
     }
     const char *name = argv[1];
     if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0)
         return print_help();
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
         printf("memhist %s (file format %d)\n", mh_version_string(), MH_FORMAT_VERSION);
-        return mh__cli_finish(MH_EXIT_OK);
+        return mh__cli_finish(MH__EXIT_OK);
     }
     if (strcmp(name, "help") == 0)
         return help_command(argc - 1, argv + 1);
-    const struct mh_cli_command *cmd = find_command(name);
+    const struct mh__cli_command *cmd = find_command(name);
     if (!cmd) {
         mh__cli_error("unknown command '%s'; run 'memhist --help' for the list", name);
-        return MH_EXIT_USAGE;
+        return MH__EXIT_USAGE;
     }
     if (mh__cli_wants_help(argc - 1, argv + 1))
         return mh__cli_finish(mh__cli_print_usage(cmd));
     int rc = cmd->run(argc - 1, argv + 1);
     mh__cli_progress_clear();
-    if (rc == MH_EXIT_OK)
+    if (rc == MH__EXIT_OK)
         mh__cli_print_status();
     return rc;
 }

@@ -28,17 +28,17 @@ struct pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char **paths;
-    const struct mh_cli_multi *m;
+    const struct mh__cli_multi *m;
     size_t n, window;
     size_t next;     /* next file a worker takes */
     size_t consumed; /* files whose result was taken */
     int stop;
-    struct mh_analysis *slot; /* file i in slot[i % window] */
+    struct mh__analysis *slot; /* file i in slot[i % window] */
     void **prepared;          /* and what the command's prepare made of it */
     int *state;               /* per file: 0 pending, 1 ready, < 0 failed */
 };
 
-static void close_file(const struct mh_cli_multi *m, struct mh_analysis *a, void **prepared)
+static void close_file(const struct mh__cli_multi *m, struct mh__analysis *a, void **prepared)
 {
     if (m->discard && *prepared)
         m->discard(*prepared);
@@ -57,7 +57,7 @@ static void *worker(void *arg)
             break;
         size_t i = p->next++;
         pthread_mutex_unlock(&p->mu);
-        struct mh_analysis *a = &p->slot[i % p->window];
+        struct mh__analysis *a = &p->slot[i % p->window];
         void **prepared = &p->prepared[i % p->window];
         int rc = mh__analysis_open(p->paths[i], p->m->want, a);
         *prepared = NULL;
@@ -74,7 +74,7 @@ static void *worker(void *arg)
 }
 
 /* Waits for file i; returns its analysis or NULL (*rc set) on a failure. */
-static struct mh_analysis *take(struct pool *p, size_t i, int *rc)
+static struct mh__analysis *take(struct pool *p, size_t i, int *rc)
 {
     pthread_mutex_lock(&p->mu);
     while (p->state[i] == 0)
@@ -96,7 +96,7 @@ static void release(struct pool *p, size_t i)
 }
 
 /* Every file's result in order, then the rank table (rows[] kept). */
-static int results(struct pool *p, uint64_t origin, struct mh_rank_row *rows, struct mh_json *j)
+static int results(struct pool *p, uint64_t origin, struct mh__rank_row *rows, struct mh__json *j)
 {
     int rc = 0;
     uint64_t first = 0; /* the origin when the headers gave none */
@@ -105,7 +105,7 @@ static int results(struct pool *p, uint64_t origin, struct mh_rank_row *rows, st
         mh__json_begin_array(j);
     }
     for (size_t i = 0; i < p->n && rc == 0; i++) {
-        struct mh_analysis *a = take(p, i, &rc);
+        struct mh__analysis *a = take(p, i, &rc);
         if (a) {
             if (origin && p->n > 1)
                 a->rp.t0_ns = origin;
@@ -135,7 +135,7 @@ static size_t thread_count(size_t n)
 
 /* Starts the workers, produces the output, stops and joins them; closes
  * what they opened beyond the last result taken. */
-static int run_pool(struct pool *p, uint64_t origin, struct mh_rank_row *rows)
+static int run_pool(struct pool *p, uint64_t origin, struct mh__rank_row *rows)
 {
     size_t nthreads = thread_count(p->n), started = 0;
     pthread_t tid[MULTI_MAX_THREADS];
@@ -143,12 +143,12 @@ static int run_pool(struct pool *p, uint64_t origin, struct mh_rank_row *rows)
         started++;
     if (started == 0) {
         mh__cli_error("%s", mh_strerror(MH_ENOMEM));
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     int rc;
     if (p->m->json_files) {
-        struct mh_sink sink;
-        struct mh_json j;
+        struct mh__sink sink;
+        struct mh__json j;
         mh__cli_json_begin(&j, &sink, p->m->command);
         rc = results(p, origin, rows, &j); /* the pretty writer ends the line */
         mh__sink_finish(&sink);
@@ -167,19 +167,19 @@ static int run_pool(struct pool *p, uint64_t origin, struct mh_rank_row *rows)
     return rc;
 }
 
-int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
+int mh__cli_multi_run(char **paths, size_t n, const struct mh__cli_multi *m)
 {
     uint64_t origin = 0;
     if (n > 1 && mh__job_origin((const char *const *)paths, n, &origin) < 0)
-        return MH_EXIT_FAIL; /* reported, before any output */
+        return MH__EXIT_FAIL; /* reported, before any output */
     struct pool p = {.paths = paths, .m = m, .n = n};
     p.window = thread_count(n);
     p.window = p.window ? p.window : 1;
     p.slot = calloc(p.window, sizeof *p.slot);
     p.prepared = calloc(p.window, sizeof *p.prepared);
     p.state = calloc(n ? n : 1, sizeof *p.state);
-    struct mh_rank_row *rows = calloc(n ? n : 1, sizeof *rows);
-    int rc = MH_EXIT_FAIL;
+    struct mh__rank_row *rows = calloc(n ? n : 1, sizeof *rows);
+    int rc = MH__EXIT_FAIL;
     if (!p.slot || !p.prepared || !p.state || !rows || pthread_mutex_init(&p.mu, NULL) != 0) {
         mh__cli_error("%s", mh_strerror(MH_ENOMEM));
     } else {
@@ -193,5 +193,5 @@ int mh__cli_multi_run(char **paths, size_t n, const struct mh_cli_multi *m)
     free(p.prepared);
     free(p.state);
     free(rows);
-    return rc < 0 ? MH_EXIT_FAIL : rc;
+    return rc < 0 ? MH__EXIT_FAIL : rc;
 }

@@ -8,10 +8,10 @@
 #include "cli.h"
 #include "printers.h"
 
-static int explain_device(const struct mh_analysis *a, int device, const struct mh_oom_opts *o,
-                          struct mh_json *j, size_t *shown)
+static int explain_device(const struct mh__analysis *a, int device, const struct mh__oom_opts *o,
+                          struct mh__json *j, size_t *shown)
 {
-    struct mh_oom_cases cs;
+    struct mh__oom_cases cs;
     int rc = mh__oom_cases(a, device, o, &cs);
     for (size_t i = 0; i < cs.n && rc == 0; i++) {
         if (j)
@@ -24,7 +24,7 @@ static int explain_device(const struct mh_analysis *a, int device, const struct 
     return rc;
 }
 
-static int explain_file(const struct mh_analysis *a, const struct mh_oom_opts *o, struct mh_json *j)
+static int explain_file(const struct mh__analysis *a, const struct mh__oom_opts *o, struct mh__json *j)
 {
     const struct mh_model *m = a->rp.model;
     size_t shown = 0;
@@ -49,18 +49,18 @@ static int explain_file(const struct mh_analysis *a, const struct mh_oom_opts *o
     return rc;
 }
 
-static int oom_file(void *user, const struct mh_analysis *a, void *prepared, size_t i,
-                    size_t n, struct mh_json *j)
+static int oom_file(void *user, const struct mh__analysis *a, void *prepared, size_t i,
+                    size_t n, struct mh__json *j)
 {
     (void)prepared;
     (void)i;
     (void)n;
-    return explain_file(a, user, j) < 0 ? MH_EXIT_FAIL : 0;
+    return explain_file(a, user, j) < 0 ? MH__EXIT_FAIL : 0;
 }
 
-int mh__oom_explain_all(char **paths, size_t n, const struct mh_oom_opts *o)
+int mh__oom_explain_all(char **paths, size_t n, const struct mh__oom_opts *o)
 {
-    const struct mh_analysis_want want = {MH_WANT_WHATIF_OOM, 0, 0};
-    const struct mh_cli_multi m = {.command = "oom", .want = &want, .json_files = o->json, .each = oom_file, .user = (void *)o};
+    const struct mh__analysis_want want = {MH__WANT_WHATIF_OOM, 0, 0};
+    const struct mh__cli_multi m = {.command = "oom", .want = &want, .json_files = o->json, .each = oom_file, .user = (void *)o};
     return mh__cli_multi_run(paths, n, &m);
 }

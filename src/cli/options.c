@@ -13,29 +13,29 @@
 #define MAX_OPTS 24
 #define OPT_QUIET 255
 
-static int set_value(const struct mh_cli_opt *o, const char *arg)
+static int set_value(const struct mh__cli_opt *o, const char *arg)
 {
     char *end;
     double f;
     switch (o->kind) {
-    case MH_OPT_FLAG:
+    case MH__OPT_FLAG:
         *(int *)o->out = 1;
         return 0;
-    case MH_OPT_TEXT:
+    case MH__OPT_TEXT:
         *(const char **)o->out = arg;
         return 0;
-    case MH_OPT_UINT:
+    case MH__OPT_UINT:
         return mh__cli_parse_uint(arg, o->lo, o->hi, o->out);
-    case MH_OPT_INT: {
+    case MH__OPT_INT: {
         uint64_t v;
         if (mh__cli_parse_uint(arg, o->lo, o->hi, &v) != 0)
             return -1;
         *(int *)o->out = (int)v;
         return 0;
     }
-    case MH_OPT_SIZE:
+    case MH__OPT_SIZE:
         return mh__cli_parse_size(arg, o->out) != 0 || *(uint64_t *)o->out == 0 ? -1 : 0;
-    case MH_OPT_FRACTION:
+    case MH__OPT_FRACTION:
         f = strtod(arg, &end);
         if (end == arg || *end || !(f > 0.0 && f <= 1.0))
             return -1;
@@ -46,14 +46,14 @@ static int set_value(const struct mh_cli_opt *o, const char *arg)
     }
 }
 
-static int parse(const struct mh_cli_command *cmd, int argc, char **argv,
-                 const struct mh_cli_opt *opts, int in_order, int *first)
+static int parse(const struct mh__cli_command *cmd, int argc, char **argv,
+                 const struct mh__cli_opt *opts, int in_order, int *first)
 {
     struct option lo[MAX_OPTS + 2];
     char shorts[2 * MAX_OPTS + 4] = "+:q";
     size_t n = 0, ns = 3;
     for (; opts[n].name && n < MAX_OPTS; n++) {
-        int arg = opts[n].kind != MH_OPT_FLAG;
+        int arg = opts[n].kind != MH__OPT_FLAG;
         lo[n] = (struct option){opts[n].name, arg ? required_argument : no_argument, NULL,
                                 256 + (int)n};
         if (opts[n].short_name) {
@@ -91,14 +91,14 @@ static int parse(const struct mh_cli_command *cmd, int argc, char **argv,
     return 0;
 }
 
-int mh__cli_options(const struct mh_cli_command *cmd, int argc, char **argv,
-                    const struct mh_cli_opt *opts, int *first)
+int mh__cli_options(const struct mh__cli_command *cmd, int argc, char **argv,
+                    const struct mh__cli_opt *opts, int *first)
 {
     return parse(cmd, argc, argv, opts, 0, first);
 }
 
-int mh__cli_options_in_order(const struct mh_cli_command *cmd, int argc, char **argv,
-                             const struct mh_cli_opt *opts, int *first)
+int mh__cli_options_in_order(const struct mh__cli_command *cmd, int argc, char **argv,
+                             const struct mh__cli_opt *opts, int *first)
 {
     return parse(cmd, argc, argv, opts, 1, first);
 }

@@ -157,7 +157,7 @@ void mh__cli_progress_setup(void)
 {
     start_ns = now_ns();
     enabled = isatty(STDERR_FILENO) && !env_quiet();
-    const struct mh_progress p = {on_progress, NULL};
+    const struct mh__progress p = {on_progress, NULL};
     mh__progress_set_default(enabled ? &p : NULL);
     if (env_quiet())
         mh__cli_set_quiet();

@@ -67,7 +67,7 @@ void mh__record_clear_previous(const char *out_abs)
  * is whole, as `info` would say. */
 static uint64_t file_check(const char *path, char *state, size_t len)
 {
-    struct mh_session *ses = NULL;
+    struct mh__session *ses = NULL;
     uint64_t best = 0;
     if (mh__session_open(path, &ses) < 0 || mh__session_run(ses, 0) < 0) {
         if (ses)

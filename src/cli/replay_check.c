@@ -1,7 +1,7 @@
 /* replay_check.c - the words `memhist oom` and `memhist whatif` use for how
  * far a what-if replay can be trusted: the run replayed under its own
  * settings (mh__whatif_baseline) either reproduces at least
- * MH_WHATIF_CHECKED_MATCH percent of its allocator events, and what-if
+ * MH__WHATIF_CHECKED_MATCH percent of its allocator events, and what-if
  * figures are "checked by replay" (mh__whatif_checked), or they are
  * estimates; a trace that starts mid-run says what state the replay began
  * from. */
@@ -10,7 +10,7 @@
 
 #include "printers.h"
 
-const char *mh__replay_check_text(const struct mh_whatif_outcome *base, char *buf, size_t len)
+const char *mh__replay_check_text(const struct mh__whatif_outcome *base, char *buf, size_t len)
 {
     if (!base)
         snprintf(buf, len,
@@ -23,11 +23,11 @@ const char *mh__replay_check_text(const struct mh_whatif_outcome *base, char *bu
                  "%s: the run's own settings reproduce %.1f %% of its %" PRIu64
                  " allocator events (checked from %.0f %%)",
                  mh__whatif_checked(base) ? "checked by replay" : "estimates, not checks",
-                 base->match, base->events, MH_WHATIF_CHECKED_MATCH);
+                 base->match, base->events, MH__WHATIF_CHECKED_MATCH);
     return buf;
 }
 
-const char *mh__replay_seed_text(const struct mh_whatif_outcome *base, char *buf, size_t len)
+const char *mh__replay_seed_text(const struct mh__whatif_outcome *base, char *buf, size_t len)
 {
     int n = snprintf(buf, len,
                      "the trace starts mid-run: replayed from the state at its start (%" PRIu64

@@ -15,9 +15,9 @@
 static const char *anomaly_key(int a, char buf[48])
 {
     static const char *const names[] = {
-#define MH_X_ANOM_NAME(name, value, text) [value] = #name,
-        MH_ANOMALY_LIST(MH_X_ANOM_NAME)
-#undef MH_X_ANOM_NAME
+#define MH__X_ANOM_NAME(name, value, text) [value] = #name,
+        MH_ANOMALY_LIST(MH__X_ANOM_NAME)
+#undef MH__X_ANOM_NAME
     };
     const char *src = names[a] + strlen("MH_ANOM_");
     size_t i = 0;
@@ -27,7 +27,7 @@ static const char *anomaly_key(int a, char buf[48])
     return buf;
 }
 
-static void json_frames(struct mh_json *j, const struct mh_reader *r, uint32_t stack)
+static void json_frames(struct mh__json *j, const struct mh_reader *r, uint32_t stack)
 {
     const uint32_t *frames;
     size_t n = 0;
@@ -47,7 +47,7 @@ static void json_frames(struct mh_json *j, const struct mh_reader *r, uint32_t s
     mh__json_end_array(j);
 }
 
-static void json_top(struct mh_json *j, const struct mh_replay *rp, const struct mh_device_report *d)
+static void json_top(struct mh__json *j, const struct mh__replay *rp, const struct mh__device_report *d)
 {
     mh__json_key(j, "top_at_peak");
     mh__json_begin_array(j);
@@ -62,12 +62,12 @@ static void json_top(struct mh_json *j, const struct mh_replay *rp, const struct
     mh__json_end_array(j);
 }
 
-static void json_step(struct mh_json *j, const struct mh_step_stats *st);
+static void json_step(struct mh__json *j, const struct mh_step_stats *st);
 
 /* "setup" (the period before step 0, when a step marker opened it; not in a
  * --steps window) and "steps". */
-static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device,
-                       const struct mh_window *w)
+static void json_steps(struct mh__json *j, const struct mh__replay *rp, int device,
+                       const struct mh__window *w)
 {
     struct mh_step_stats s;
     if (!w->has_steps && mh_model_setup(rp->model, device, &s) == 0 && s.peak_reserved > 0) {
@@ -87,7 +87,7 @@ static void json_steps(struct mh_json *j, const struct mh_replay *rp, int device
     mh__json_end_array(j);
 }
 
-static void json_step(struct mh_json *j, const struct mh_step_stats *s)
+static void json_step(struct mh__json *j, const struct mh_step_stats *s)
 {
     mh__json_begin_object(j);
     mh__json_kv_int(j, "step", s->step);
@@ -109,7 +109,7 @@ static void json_step(struct mh_json *j, const struct mh_step_stats *s)
     mh__json_end_object(j);
 }
 
-static void json_ooms(struct mh_json *j, const struct mh_replay *rp, int device)
+static void json_ooms(struct mh__json *j, const struct mh__replay *rp, int device)
 {
     mh__json_key(j, "ooms");
     mh__json_begin_array(j);
@@ -135,7 +135,7 @@ static void json_ooms(struct mh_json *j, const struct mh_replay *rp, int device)
     mh__json_end_array(j);
 }
 
-static void json_final(struct mh_json *j, const struct mh_mem_stats *s)
+static void json_final(struct mh__json *j, const struct mh_mem_stats *s)
 {
     mh__json_key(j, "final");
     mh__json_begin_object(j);
@@ -148,8 +148,8 @@ static void json_final(struct mh_json *j, const struct mh_mem_stats *s)
     mh__json_end_object(j);
 }
 
-static void json_device(struct mh_json *j, const struct mh_replay *rp, const struct mh_window *w,
-                        const struct mh_device_report *d)
+static void json_device(struct mh__json *j, const struct mh__replay *rp, const struct mh__window *w,
+                        const struct mh__device_report *d)
 {
     mh__json_begin_object(j);
     mh__json_kv_int(j, "device", d->device);
@@ -167,7 +167,7 @@ static void json_device(struct mh_json *j, const struct mh_replay *rp, const str
     json_top(j, rp, d);
     mh__json_key(j, "category_at_peak");
     mh__json_begin_object(j);
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         mh__json_kv_uint(j, mh__category_name(c), d->category_at_peak[c]);
     mh__json_end_object(j);
     mh__json_key(j, "fragmentation_trend");
@@ -197,9 +197,9 @@ static void json_device(struct mh_json *j, const struct mh_replay *rp, const str
     mh__json_end_object(j);
 }
 
-void mh__report_print_json(struct mh_json *j, const struct mh_replay *rp,
-                           const struct mh_device_report *devs, size_t ndev,
-                           const struct mh_window *steps)
+void mh__report_print_json(struct mh__json *j, const struct mh__replay *rp,
+                           const struct mh__device_report *devs, size_t ndev,
+                           const struct mh__window *steps)
 {
     mh__json_begin_object(j);
     mh__json_kv_string(j, "file", rp->path);

@@ -6,12 +6,12 @@
 #include "printers.h"
 #include "stacks.h"
 
-static const char *verdict_text(const struct mh_oom_case *c, char *buf, size_t len)
+static const char *verdict_text(const struct mh__oom_case *c, char *buf, size_t len)
 {
     char b[4][32];
     const struct mh_oom_info *o = &c->oom;
     switch (c->verdict) {
-    case MH_OOM_VERDICT_FRAGMENTATION:
+    case MH__OOM_VERDICT_FRAGMENTATION:
         snprintf(buf, len,
                  "FRAGMENTATION: allocated %s + request %s fit in the %s the allocator could use, "
                  "but the largest free block on the request's stream is %s",
@@ -19,13 +19,13 @@ static const char *verdict_text(const struct mh_oom_case *c, char *buf, size_t l
                  mh__bytes_text(o->reserved + o->device_free, b[2]),
                  mh__bytes_text(o->largest_free_same_stream, b[3]));
         break;
-    case MH_OOM_VERDICT_CROSS_STREAM:
+    case MH__OOM_VERDICT_CROSS_STREAM:
         snprintf(buf, len,
                  "CROSS-STREAM CACHING: a free block of %s or more is cached for another stream, "
                  "which this stream cannot use",
                  mh__bytes_text(o->request, b[0]));
         break;
-    case MH_OOM_VERDICT_EXHAUSTION:
+    case MH__OOM_VERDICT_EXHAUSTION:
         snprintf(buf, len,
                  "EXHAUSTION: live allocations %s + request %s exceed the %s the allocator could "
                  "use; settings cannot fix this, less must be live",
@@ -38,11 +38,11 @@ static const char *verdict_text(const struct mh_oom_case *c, char *buf, size_t l
     return buf;
 }
 
-static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
+static void text_state(const struct mh__analysis *a, const struct mh__oom_case *c)
 {
     const struct mh_oom_info *o = &c->oom;
     char b[4][32];
-    if (c->verdict != MH_OOM_VERDICT_NONE)
+    if (c->verdict != MH__OOM_VERDICT_NONE)
         printf("  request        %s (rounded) in the %s pool on stream %#" PRIx64 "\n",
                mh__bytes_text(o->request, b[0]), c->small_pool ? "small" : "large", o->stream);
     if (c->capacity == 0) /* no device size recorded and no CUDA free figure */
@@ -50,7 +50,7 @@ static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
     else
         printf("  device         %s%s", mh__bytes_text(c->capacity, b[0]),
                c->capacity_estimated ? " (estimated: reserved + CUDA free)" : " total");
-    if (c->verdict != MH_OOM_VERDICT_NONE)
+    if (c->verdict != MH__OOM_VERDICT_NONE)
         printf("; CUDA reported %s free", mh__bytes_text(o->device_free, b[1]));
     printf("\n  reserved       %s = allocated %s + reserved but unallocated %s\n",
            mh__bytes_text(o->reserved, b[0]), mh__bytes_text(o->allocated, b[1]),
@@ -64,14 +64,14 @@ static void text_state(const struct mh_analysis *a, const struct mh_oom_case *c)
                c->free[i].stream, c->free[i].small_pool ? "small" : "large",
                mh__bytes_text(c->free[i].largest, b[0]), mh__bytes_text(c->free[i].total, b[1]),
                c->free[i].blocks,
-               c->verdict != MH_OOM_VERDICT_NONE && c->free[i].stream == o->stream &&
+               c->verdict != MH__OOM_VERDICT_NONE && c->free[i].stream == o->stream &&
                        c->free[i].small_pool == c->small_pool
                    ? "  <- the request's"
                    : "");
     (void)a;
 }
 
-static void text_live(const struct mh_analysis *a, const struct mh_oom_case *c, size_t top)
+static void text_live(const struct mh__analysis *a, const struct mh__oom_case *c, size_t top)
 {
     char b[32];
     printf("  live: %s in %" PRIu64 " blocks; by layer:\n", mh__bytes_text(c->live_bytes, b),
@@ -98,18 +98,18 @@ static void text_live(const struct mh_analysis *a, const struct mh_oom_case *c, 
     free(labels);
 }
 
-static void text_suggestions(const struct mh_oom_case *c)
+static void text_suggestions(const struct mh__oom_case *c)
 {
     char b[3][32];
     size_t nl;
-    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    const struct mh__layer_stats *st = mh__layers_list(c->ly, &nl);
     char label[256];
     printf("  suggestions, %s:\n", mh__replay_check_text(c->replay_match < 0 ? NULL : &c->baseline, label,
                                                             sizeof label));
     if (c->mid_run || c->baseline.seeded_segments)
         printf("    %s\n", mh__replay_seed_text(&c->baseline, label, sizeof label));
     for (size_t i = 0; i < c->nsugg; i++) {
-        const struct mh_suggestion *s = &c->sugg[i];
+        const struct mh__suggestion *s = &c->sugg[i];
         if (s->in_effect) {
             printf("    %-56s already in effect in this run\n", s->setting);
             continue;
@@ -118,7 +118,7 @@ static void text_suggestions(const struct mh_oom_case *c)
             printf("    %-56s could not be replayed\n", s->setting);
             continue;
         }
-        const char *v = c->verdict == MH_OOM_VERDICT_NONE ? ""
+        const char *v = c->verdict == MH__OOM_VERDICT_NONE ? ""
                         : s->ooms ? "still OOM;  " : "OOM gone;   ";
         printf("    %-56s %speak reserved %s (recorded %s)%s\n", s->setting, v,
                mh__bytes_text(s->peak_reserved, b[0]), mh__bytes_text(c->recorded_peak_reserved, b[1]),
@@ -129,7 +129,7 @@ static void text_suggestions(const struct mh_oom_case *c)
                "completed backward pass is live here\n");
         return;
     }
-    if (c->verdict == MH_OOM_VERDICT_NONE)
+    if (c->verdict == MH__OOM_VERDICT_NONE)
         printf("    activation checkpointing of %zu layer%s: estimated peak allocated %s -> %s "
                "(memhist layers has the details):\n      ",
                c->nplan, c->nplan == 1 ? "" : "s", mh__bytes_text(c->peak_allocated, b[0]),
@@ -145,12 +145,12 @@ static void text_suggestions(const struct mh_oom_case *c)
     printf("\n");
 }
 
-void mh__oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c,
-                        const struct mh_oom_opts *o, size_t number, size_t count)
+void mh__oom_print_text(const struct mh__analysis *a, const struct mh__oom_case *c,
+                        const struct mh__oom_opts *o, size_t number, size_t count)
 {
     char t[32], s[24], v[512];
     uint64_t t0 = a->rp.t0_ns;
-    if (c->verdict == MH_OOM_VERDICT_NONE)
+    if (c->verdict == MH__OOM_VERDICT_NONE)
         printf("%s device %d: allocated peak at %s (%s)\n", a->rp.path, c->device,
                mh__cli_duration(c->oom.time_ns - t0, t), mh__step_text(c->oom.step, s));
     else
@@ -163,12 +163,12 @@ void mh__oom_print_text(const struct mh_analysis *a, const struct mh_oom_case *c
     printf("\n");
 }
 
-static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
+static void json_suggestions(struct mh__json *j, const struct mh__oom_case *c)
 {
     size_t nl;
-    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    const struct mh__layer_stats *st = mh__layers_list(c->ly, &nl);
     mh__json_kv_double(j, "replay_match_percent", c->replay_match, 1);
-    mh__json_kv_double(j, "replay_checked_from_percent", MH_WHATIF_CHECKED_MATCH, 1);
+    mh__json_kv_double(j, "replay_checked_from_percent", MH__WHATIF_CHECKED_MATCH, 1);
     mh__json_kv_bool(j, "replay_checked", !c->estimates);
     mh__json_kv_uint(j, "replay_seeded_segments", c->baseline.seeded_segments);
     mh__json_kv_uint(j, "replay_seeded_blocks", c->baseline.seeded_blocks);
@@ -176,7 +176,7 @@ static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
     mh__json_key(j, "suggestions");
     mh__json_begin_array(j);
     for (size_t i = 0; i < c->nsugg; i++) {
-        const struct mh_suggestion *s = &c->sugg[i];
+        const struct mh__suggestion *s = &c->sugg[i];
         mh__json_begin_object(j);
         mh__json_kv_string(j, "setting", s->setting);
         mh__json_kv_bool(j, "checked", s->ok && !c->estimates);
@@ -201,7 +201,7 @@ static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
     mh__json_end_object(j);
 }
 
-static void json_live(struct mh_json *j, const struct mh_analysis *a, const struct mh_oom_case *c,
+static void json_live(struct mh__json *j, const struct mh__analysis *a, const struct mh__oom_case *c,
                       size_t top)
 {
     char label[512];
@@ -229,13 +229,13 @@ static void json_live(struct mh_json *j, const struct mh_analysis *a, const stru
     mh__json_end_array(j);
 }
 
-void mh__oom_print_json(struct mh_json *j, const struct mh_analysis *a, const struct mh_oom_case *c,
-                        const struct mh_oom_opts *o)
+void mh__oom_print_json(struct mh__json *j, const struct mh__analysis *a, const struct mh__oom_case *c,
+                        const struct mh__oom_opts *o)
 {
     const struct mh_oom_info *x = &c->oom;
     mh__json_begin_object(j);
     mh__json_kv_int(j, "device", c->device);
-    mh__json_kv_string(j, "kind", c->verdict == MH_OOM_VERDICT_NONE ? "peak" : "oom");
+    mh__json_kv_string(j, "kind", c->verdict == MH__OOM_VERDICT_NONE ? "peak" : "oom");
     mh__json_kv_uint(j, "time_ns", x->time_ns);
     mh__json_kv_int(j, "step", x->step);
     mh__json_kv_uint(j, "event_index", x->event_index);

@@ -14,7 +14,7 @@
 #include "analysis.h"
 #include "json.h"
 
-static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *p, uint64_t origin)
+static void json_peak(struct mh__json *j, const char *key, const struct mh_peak *p, uint64_t origin)
 {
     mh__json_key(j, key);
     mh__json_begin_object(j);
@@ -25,7 +25,7 @@ static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *
     mh__json_end_object(j);
 }
 
-static void json_rank(struct mh_json *j, int64_t rank)
+static void json_rank(struct mh__json *j, int64_t rank)
 {
     mh__json_key(j, "rank"); /* null when neither header nor name says */
     if (rank < 0)
@@ -34,7 +34,7 @@ static void json_rank(struct mh_json *j, int64_t rank)
         mh__json_int(j, rank);
 }
 
-static void json_ranks(struct mh_json *j, const struct mh_rank_row *r, size_t n, const struct mh_job_spread *s,
+static void json_ranks(struct mh__json *j, const struct mh__rank_row *r, size_t n, const struct mh__job_spread *s,
                        uint64_t origin)
 {
     mh__json_key(j, "ranks");
@@ -72,7 +72,7 @@ static void json_ranks(struct mh_json *j, const struct mh_rank_row *r, size_t n,
     mh__json_end_object(j);
 }
 
-static void json_worst(struct mh_json *j, const struct mh_rank_row *r, size_t n, const struct mh_job_spread *s)
+static void json_worst(struct mh__json *j, const struct mh__rank_row *r, size_t n, const struct mh__job_spread *s)
 {
     mh__json_key(j, "worst_rank");
     mh__json_begin_object(j);
@@ -89,7 +89,7 @@ static void json_worst(struct mh_json *j, const struct mh_rank_row *r, size_t n,
     mh__json_end_object(j);
 }
 
-static const char *rank_text(const struct mh_rank_row *r, char buf[24])
+static const char *rank_text(const struct mh__rank_row *r, char buf[24])
 {
     if (r->rank < 0)
         snprintf(buf, 24, "-");
@@ -107,7 +107,7 @@ static const char *peak_text(const struct mh_peak *p, uint64_t origin, char buf[
 }
 
 /* The width of the widest peak text in one column (at least the heading's). */
-static int peak_width(const struct mh_rank_row *r, size_t n, int reserved, uint64_t origin)
+static int peak_width(const struct mh__rank_row *r, size_t n, int reserved, uint64_t origin)
 {
     char b[64];
     int w = 14;
@@ -118,7 +118,7 @@ static int peak_width(const struct mh_rank_row *r, size_t n, int reserved, uint6
     return w;
 }
 
-static void text_ranks(const struct mh_rank_row *r, size_t n, const struct mh_job_spread *s, uint64_t origin)
+static void text_ranks(const struct mh__rank_row *r, size_t n, const struct mh__job_spread *s, uint64_t origin)
 {
     char b1[64], b2[64], b3[32], b4[32], b5[32];
     int helpers = 0, wa = peak_width(r, n, 0, origin), wr = peak_width(r, n, 1, origin);
@@ -166,9 +166,9 @@ static void text_ranks(const struct mh_rank_row *r, size_t n, const struct mh_jo
     printf("\n");
 }
 
-int mh__print_ranks(const struct mh_rank_row *r, size_t n, uint64_t origin, struct mh_json *j)
+int mh__print_ranks(const struct mh__rank_row *r, size_t n, uint64_t origin, struct mh__json *j)
 {
-    struct mh_job_spread s;
+    struct mh__job_spread s;
     mh__job_spread(r, n, &s);
     if (j) {
         json_ranks(j, r, n, &s, origin);
@@ -193,9 +193,9 @@ void mh__cli_missing_device(const char *path, const struct mh_model *m, int devi
                   n ? list : "none", ranks ? " (the index as this file's process saw it)" : "");
 }
 
-int mh__cli_each_device(const struct mh_analysis *a, int device, struct mh_json *j,
-                        int (*one)(void *user, const struct mh_analysis *a, int dev,
-                                   struct mh_json *j),
+int mh__cli_each_device(const struct mh__analysis *a, int device, struct mh__json *j,
+                        int (*one)(void *user, const struct mh__analysis *a, int dev,
+                                   struct mh__json *j),
                         void *user)
 {
     const struct mh_model *m = a->rp.model;
@@ -211,7 +211,7 @@ int mh__cli_each_device(const struct mh_analysis *a, int device, struct mh_json 
         if (device >= 0 && dev != device)
             continue;
         if (one(user, a, dev, j) != 0)
-            return MH_EXIT_FAIL;
+            return MH__EXIT_FAIL;
         shown++;
     }
     if (j) {
@@ -220,7 +220,7 @@ int mh__cli_each_device(const struct mh_analysis *a, int device, struct mh_json 
     }
     if (!shown && device >= 0) {
         mh__cli_missing_device(a->rp.path, m, device, 0);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     if (!shown && !j)
         printf("\n%s: no allocations\n", a->rp.path);

@@ -91,7 +91,7 @@ static void mark_summary(const struct mh_model *m, int device, size_t n, char *k
     mark_outliers(m, device, n, keep);
 }
 
-size_t mh__report_step_rows(const struct mh_model *m, int device, const struct mh_report_view *v,
+size_t mh__report_step_rows(const struct mh_model *m, int device, const struct mh__report_view *v,
                             size_t *rows, size_t cap)
 {
     size_t n = mh_model_step_count(m, device), used = 0;
@@ -103,7 +103,7 @@ size_t mh__report_step_rows(const struct mh_model *m, int device, const struct m
         for (size_t i = 0; i < n; i++)
             keep[i] = mh_model_step(m, device, i, &s) == 0 && s.step >= v->steps.step_lo &&
                       s.step <= v->steps.step_hi;
-    } else if (v->all_steps || n <= MH_REPORT_STEP_ROWS) {
+    } else if (v->all_steps || n <= MH__REPORT_STEP_ROWS) {
         for (size_t i = 0; i < n; i++)
             keep[i] = 1;
     } else {

@@ -7,7 +7,7 @@
 #include "stacks.h"
 #include "whatif_check.h"
 
-static void print_header(const struct mh_replay *rp)
+static void print_header(const struct mh__replay *rp)
 {
     char b1[256], b2[256];
     const char *source = mh__cli_text(mh_reader_meta(rp->reader, "source"), b1, sizeof b1);
@@ -44,7 +44,7 @@ static uint64_t since(uint64_t t, uint64_t t0)
 }
 
 /* mh__step_text, or "after step N" for a step in the device's tail. */
-static const char *device_step_text(const struct mh_replay *rp, int device, int64_t step,
+static const char *device_step_text(const struct mh__replay *rp, int device, int64_t step,
                                     char buf[24])
 {
     struct mh_step_stats tail;
@@ -55,7 +55,7 @@ static const char *device_step_text(const struct mh_replay *rp, int device, int6
     return mh__step_text(step, buf);
 }
 
-static void print_peaks(const struct mh_replay *rp, const struct mh_device_report *d)
+static void print_peaks(const struct mh__replay *rp, const struct mh__device_report *d)
 {
     char b[32], t[32], s[24], name[256];
     uint64_t t0 = rp->t0_ns;
@@ -97,7 +97,7 @@ static int looks_like_another(char (*texts)[4096], size_t n, size_t i)
     return 0;
 }
 
-static void print_top(const struct mh_replay *rp, const struct mh_device_report *d,
+static void print_top(const struct mh__replay *rp, const struct mh__device_report *d,
                       size_t max_frames)
 {
     char b[32];
@@ -113,7 +113,7 @@ static void print_top(const struct mh_replay *rp, const struct mh_device_report 
     printf("\n  live at the allocated peak: %s in %" PRIu64 " blocks; largest groups by stack:\n",
            mh__bytes_text(d->live_at_peak_bytes, b), d->live_at_peak_count);
     for (size_t i = 0; i < d->ntop; i++) {
-        const struct mh_stack_group *g = &d->top[i];
+        const struct mh__stack_group *g = &d->top[i];
         double share = d->live_at_peak_bytes ? 100.0 * g->bytes / d->live_at_peak_bytes : 0;
         printf("  %11s %5.1f%% %6" PRIu64 " block%s  ", mh__bytes_text(g->bytes, b), share, g->count,
                g->count == 1 ? " " : "s");
@@ -127,11 +127,11 @@ static void print_top(const struct mh_replay *rp, const struct mh_device_report 
     free(texts);
 }
 
-static void print_categories(const struct mh_device_report *d)
+static void print_categories(const struct mh__device_report *d)
 {
     char b[32];
     int any = 0;
-    for (int c = 0; c < MH_CAT_COUNT; c++) {
+    for (int c = 0; c < MH__CAT_COUNT; c++) {
         if (!d->category_at_peak[c])
             continue;
         printf("%s%s %s",
@@ -159,7 +159,7 @@ static void print_stats_row(const struct mh_step_stats *st, const char *label)
            s.ooms);
 }
 
-static void print_step_row(const struct mh_replay *rp, int device, size_t i)
+static void print_step_row(const struct mh__replay *rp, int device, size_t i)
 {
     struct mh_step_stats s;
     if (mh_model_step(rp->model, device, i, &s) == 0)
@@ -168,7 +168,7 @@ static void print_step_row(const struct mh_replay *rp, int device, size_t i)
 
 /* The per-step table: every step, the --steps window, or for long runs the
  * rows mh__report_step_rows picks, with "..." for the steps in between. */
-static void print_steps(const struct mh_replay *rp, int device, const struct mh_report_view *v)
+static void print_steps(const struct mh__replay *rp, int device, const struct mh__report_view *v)
 {
     size_t n = mh_model_step_count(rp->model, device);
     size_t *rows = n ? malloc(n * sizeof *rows) : NULL;
@@ -209,9 +209,9 @@ static const char *signed_bytes(int64_t v, char buf[32])
     return buf;
 }
 
-static void print_trend(const struct mh_device_report *d)
+static void print_trend(const struct mh__device_report *d)
 {
-    const struct mh_frag_trend *t = &d->trend;
+    const struct mh__frag_trend *t = &d->trend;
     char b[3][32];
     if (t->steps < 2)
         return;
@@ -234,16 +234,16 @@ static void print_trend(const struct mh_device_report *d)
                                                              : ", an estimate");
     if (t->whatif_ok && t->fragmenting && !t->whatif_checked)
         printf("\n  the replay under the recorded settings reproduces %.1f%% of the run's "
-               "allocator events (checked from %.0f%%)", t->baseline_match, MH_WHATIF_CHECKED_MATCH);
+               "allocator events (checked from %.0f%%)", t->baseline_match, MH__WHATIF_CHECKED_MATCH);
     printf("\n");
 }
 
 /* One line when some allocation site grows across steps (growth.h). */
-static void print_growth(const struct mh_replay *rp, const struct mh_device_report *d)
+static void print_growth(const struct mh__replay *rp, const struct mh__device_report *d)
 {
     if (!d->ngrowth)
         return;
-    const struct mh_growth_entry *e = &d->growth[0];
+    const struct mh__growth_entry *e = &d->growth[0];
     char b[32], label[512], more[64] = "";
     if (d->ngrowth > 1)
         snprintf(more, sizeof more, "; %zu sites grow, ", d->ngrowth);
@@ -254,7 +254,7 @@ static void print_growth(const struct mh_replay *rp, const struct mh_device_repo
            "`memhist growth` lists them");
 }
 
-static void print_ooms(const struct mh_replay *rp, int device)
+static void print_ooms(const struct mh__replay *rp, int device)
 {
     char b[5][32], s[24];
     for (size_t i = 0; i < mh_model_oom_count(rp->model); i++) {
@@ -275,7 +275,7 @@ static void print_ooms(const struct mh_replay *rp, int device)
     }
 }
 
-static void print_anomalies(const struct mh_replay *rp)
+static void print_anomalies(const struct mh__replay *rp)
 {
     int any = 0;
     for (int a = 1; a < MH_ANOM_COUNT; a++) {
@@ -290,8 +290,8 @@ static void print_anomalies(const struct mh_replay *rp)
         printf("\n");
 }
 
-void mh__report_print_text(const struct mh_replay *rp, const struct mh_device_report *devs,
-                           size_t ndev, const struct mh_report_view *v)
+void mh__report_print_text(const struct mh__replay *rp, const struct mh__device_report *devs,
+                           size_t ndev, const struct mh__report_view *v)
 {
     print_header(rp);
     if (ndev == 0)

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "vdev_presets.h"
 
-struct mh_cli_vdev_opts {
+struct mh__cli_vdev_opts {
     const struct mh__vdev_gpu *gpu;
     uint64_t capacity, context; /* bytes per device */
     int devices;                /* 0: one, or one per local rank under torchrun */
@@ -21,7 +21,7 @@ struct mh_cli_vdev_opts {
     uint64_t stop_after_steps; /* end the program after this many steps; 0: never */
 };
 
-extern const struct mh_cli_command mh__cmd_report;
+extern const struct mh__cli_command mh__cmd_report;
 
 /* Prints whether the recording at `path` (named in each line if `name_file`)
  * fit each device it used, given the memory the CUDA context took; returns 0,
@@ -32,6 +32,6 @@ int mh__cli_simulate_verdict(const char *path, int name_file, uint64_t context);
 int mh__cli_command_exists(const char *name);
 
 /* Returns the program's exit status, or 1 when it could not be started. */
-int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd);
+int mh__cli_simulate_program(const struct mh__cli_vdev_opts *o, char **cmd);
 
 #endif

@@ -84,7 +84,7 @@ static int set_preload(const char *dir)
     return rc;
 }
 
-static int set_device_env(const struct mh_cli_vdev_opts *o)
+static int set_device_env(const struct mh__cli_vdev_opts *o)
 {
     char buf[64];
     int rc = setenv("MEMHIST_VDEVICE", "1", 1) | setenv("MEMHIST_VDEVICE_GPU", o->gpu->key, 1);
@@ -104,7 +104,7 @@ static int set_device_env(const struct mh_cli_vdev_opts *o)
     return rc ? -1 : 0;
 }
 
-static void say_what_runs(const struct mh_cli_vdev_opts *o)
+static void say_what_runs(const struct mh__cli_vdev_opts *o)
 {
     char cap[32], ctx[32];
     if (!mh__cli_is_quiet())
@@ -114,55 +114,55 @@ static void say_what_runs(const struct mh_cli_vdev_opts *o)
 }
 
 /* `memhist report` of what was written: FILE, or FILE.rank<R> under torchrun. */
-static int report_files(const struct mh_cli_vdev_opts *o)
+static int report_files(const struct mh__cli_vdev_opts *o)
 {
     char pattern[PATH_MAX + 16];
     glob_t g = {0};
     snprintf(pattern, sizeof pattern, "%s.rank*", o->output);
     if (access(o->output, R_OK) != 0 && glob(pattern, 0, NULL, &g) != 0)
-        return MH_EXIT_OK; /* nothing recorded: already said */
+        return MH__EXIT_OK; /* nothing recorded: already said */
     size_t n = g.gl_pathc ? g.gl_pathc : 1;
     char **argv = calloc(n + 2, sizeof *argv);
     if (!argv) {
         globfree(&g);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     argv[0] = "report";
     for (size_t i = 0; i < n; i++)
         argv[i + 1] = g.gl_pathc ? g.gl_pathv[i] : (char *)o->output;
     fflush(stderr);
     int rc = mh__cmd_report.run((int)n + 1, argv);
-    if (rc == MH_EXIT_OK)
+    if (rc == MH__EXIT_OK)
         printf("\n");
-    for (size_t i = 0; i < n && rc == MH_EXIT_OK; i++)
+    for (size_t i = 0; i < n && rc == MH__EXIT_OK; i++)
         rc = mh__cli_simulate_verdict(argv[i + 1], n > 1, o->context);
     free(argv);
     globfree(&g);
     return rc;
 }
 
-int mh__cli_simulate_program(const struct mh_cli_vdev_opts *o, char **cmd)
+int mh__cli_simulate_program(const struct mh__cli_vdev_opts *o, char **cmd)
 {
     char dir[PATH_MAX];
     if (!mh__cli_command_exists(cmd[0])) {
         mh__cli_error("simulate: cannot run '%s': command not found", cmd[0]);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     if (!mh__record_output_ok("simulate", o->output))
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     if (find_vdevice_dir(dir, sizeof dir) < 0) {
         mh__cli_error(
             "simulate: the virtual device libraries (libcudart.so.13, ...) were not found in "
             "$MEMHIST_VDEVICE_DIR or next to memhist (built without CUDA headers? see "
             "MEMHIST_WITH_VDEVICE)");
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     if (set_preload(dir) < 0 || set_device_env(o) < 0) {
         mh__cli_error("simulate: cannot set the environment: %s", strerror(errno));
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
     say_what_runs(o);
-    struct mh_cli_record_opts ro = {.output = o->output, .stacks = o->stacks, .op_ranges = o->op_ranges,
+    struct mh__cli_record_opts ro = {.output = o->output, .stacks = o->stacks, .op_ranges = o->op_ranges,
                                     .who = "simulate", .stop_after_steps = o->stop_after_steps};
     int code = mh__cli_record_command(&ro, cmd);
     if (o->report) {

@@ -10,7 +10,7 @@
 #include "replay_file.h"
 #include "simulate.h"
 
-static void device_verdict(const char *path, const char *prefix, const struct mh_replay *rp,
+static void device_verdict(const char *path, const char *prefix, const struct mh__replay *rp,
                            int dev, uint64_t context)
 {
     struct mh_device_info info;
@@ -40,16 +40,16 @@ int mh__cli_simulate_verdict(const char *path, int name_file, uint64_t context)
 {
     char prefix[1024];
     snprintf(prefix, sizeof prefix, "%s%s", name_file ? path : "", name_file ? ": " : "");
-    struct mh_session *s;
+    struct mh__session *s;
     if (mh__session_open(path, &s) < 0)
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     if (mh__session_run(s, 0) < 0) {
         mh__session_close(s);
-        return MH_EXIT_FAIL;
+        return MH__EXIT_FAIL;
     }
-    const struct mh_replay rp = {.path = path, .reader = mh__session_reader(s), .model = mh__session_model(s)};
+    const struct mh__replay rp = {.path = path, .reader = mh__session_reader(s), .model = mh__session_model(s)};
     for (size_t i = 0; i < mh_model_device_count(rp.model); i++)
         device_verdict(path, prefix, &rp, mh_model_device_at(rp.model, i), context);
     mh__session_close(s);
-    return MH_EXIT_OK;
+    return MH__EXIT_OK;
 }

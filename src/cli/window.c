@@ -43,14 +43,14 @@ int mh__cli_parse_at(const char *text, int *at, uint64_t *at_ns)
 {
     *at_ns = 0;
     if (strcmp(text, "peak") == 0 || strcmp(text, "oom") == 0) {
-        *at = text[0] == 'p' ? MH_MOMENT_PEAK : MH_MOMENT_OOM;
+        *at = text[0] == 'p' ? MH__MOMENT_PEAK : MH__MOMENT_OOM;
         return 0;
     }
-    *at = MH_MOMENT_TIME;
+    *at = MH__MOMENT_TIME;
     return parse_bound_seconds(text, text + strlen(text), 0, at_ns) == 0 && *text ? 0 : MH_EINVAL;
 }
 
-int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *w, char *err,
+int mh__cli_parse_window(const char *steps, const char *time, struct mh__window *w, char *err,
                          size_t errlen)
 {
     memset(w, 0, sizeof *w);
@@ -88,7 +88,7 @@ int mh__cli_parse_window(const char *steps, const char *time, struct mh_window *
     return rc;
 }
 
-int mh__window_contains(const struct mh_window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step)
+int mh__window_contains(const struct mh__window *w, uint64_t t0_ns, uint64_t time_ns, int64_t step)
 {
     if (w->has_steps)
         return step >= w->step_lo && step <= w->step_hi;

@@ -20,7 +20,7 @@ struct strs {
 };
 
 struct col {
-    const struct mh_col_spec *spec;
+    const struct mh__col_spec *spec;
     uint8_t *valid;
     void *values;             /* fixed width values, or NAMES/SID indices */
     struct strs s;            /* UTF8; MAP: the keys */
@@ -36,8 +36,8 @@ struct col {
     size_t nentries, capentries; /* MAP */
 };
 
-struct mh_batch {
-    const struct mh_table_spec *t;
+struct mh__batch {
+    const struct mh__table_spec *t;
     const struct mh_reader *reader;
     size_t cap, rows;
     struct col *cols;
@@ -46,15 +46,15 @@ struct mh_batch {
 static size_t width_of(int type)
 {
     switch (type) {
-    case MH_COL_I16:
+    case MH__COL_I16:
         return 2;
-    case MH_COL_I32:
-    case MH_COL_SID:
+    case MH__COL_I32:
+    case MH__COL_SID:
         return 4;
-    case MH_COL_I64:
-    case MH_COL_F64:
+    case MH__COL_I64:
+    case MH__COL_F64:
         return 8;
-    case MH_COL_NAMES:
+    case MH__COL_NAMES:
         return 1;
     default:
         return 0; /* BOOL (bits), UTF8 and MAP (offsets) */
@@ -95,13 +95,13 @@ static int col_alloc(struct col *c, size_t cap)
 {
     int type = c->spec->type;
     c->valid = calloc((cap + 7) / 8 + 1, 1);
-    c->values = type == MH_COL_BOOL ? calloc((cap + 7) / 8 + 1, 1)
+    c->values = type == MH__COL_BOOL ? calloc((cap + 7) / 8 + 1, 1)
                 : width_of(type)    ? calloc(cap, width_of(type))
                                     : NULL;
-    int rc = c->valid && (c->values || !(type == MH_COL_BOOL || width_of(type))) ? 0 : MH_ENOMEM;
-    if (rc == 0 && (type == MH_COL_UTF8 || type == MH_COL_MAP))
-        rc = strs_alloc(&c->s, type == MH_COL_MAP ? 16 : cap);
-    if (rc == 0 && type == MH_COL_MAP) {
+    int rc = c->valid && (c->values || !(type == MH__COL_BOOL || width_of(type))) ? 0 : MH_ENOMEM;
+    if (rc == 0 && (type == MH__COL_UTF8 || type == MH__COL_MAP))
+        rc = strs_alloc(&c->s, type == MH__COL_MAP ? 16 : cap);
+    if (rc == 0 && type == MH__COL_MAP) {
         c->entries = calloc(cap + 1, sizeof *c->entries);
         c->nentries = 0;
         c->capentries = 16;
@@ -127,7 +127,7 @@ static void col_free_buffers(struct col *c)
     c->s.data = c->vals.data = NULL;
 }
 
-static int batch_alloc(struct mh_batch *b)
+static int batch_alloc(struct mh__batch *b)
 {
     int rc = 0;
     b->rows = 0;
@@ -136,10 +136,10 @@ static int batch_alloc(struct mh_batch *b)
     return rc;
 }
 
-int mh__batch_new(const struct mh_table_spec *t, size_t cap, const struct mh_reader *r,
-                  struct mh_batch **out)
+int mh__batch_new(const struct mh__table_spec *t, size_t cap, const struct mh_reader *r,
+                  struct mh__batch **out)
 {
-    struct mh_batch *b = calloc(1, sizeof *b);
+    struct mh__batch *b = calloc(1, sizeof *b);
     *out = NULL;
     if (!b || !(b->cols = calloc(t->ncols, sizeof *b->cols))) {
         free(b);
@@ -162,7 +162,7 @@ int mh__batch_new(const struct mh_table_spec *t, size_t cap, const struct mh_rea
     return 0;
 }
 
-void mh__batch_free(struct mh_batch *b)
+void mh__batch_free(struct mh__batch *b)
 {
     if (!b)
         return;
@@ -176,18 +176,18 @@ void mh__batch_free(struct mh_batch *b)
     free(b);
 }
 
-void mh__batch_names(struct mh_batch *b, size_t col, const char *const *names, size_t n)
+void mh__batch_names(struct mh__batch *b, size_t col, const char *const *names, size_t n)
 {
     b->cols[col].names = names;
     b->cols[col].nnames = n;
 }
 
-size_t mh__batch_rows(const struct mh_batch *b)
+size_t mh__batch_rows(const struct mh__batch *b)
 {
     return b->rows;
 }
 
-int mh__batch_full(const struct mh_batch *b)
+int mh__batch_full(const struct mh__batch *b)
 {
     return b->rows >= b->cap;
 }
@@ -197,15 +197,15 @@ static inline void set_valid(struct col *c, size_t row)
     c->valid[row >> 3] |= (uint8_t)(1u << (row & 7));
 }
 
-void mh__batch_i64(struct mh_batch *b, size_t col, int64_t v)
+void mh__batch_i64(struct mh__batch *b, size_t col, int64_t v)
 {
     struct col *c = &b->cols[col];
     size_t row = b->rows;
     switch (c->spec->type) {
-    case MH_COL_I16:
+    case MH__COL_I16:
         ((int16_t *)c->values)[row] = (int16_t)v;
         break;
-    case MH_COL_I32:
+    case MH__COL_I32:
         ((int32_t *)c->values)[row] = (int32_t)v;
         break;
     default:
@@ -215,18 +215,18 @@ void mh__batch_i64(struct mh_batch *b, size_t col, int64_t v)
     set_valid(c, row);
 }
 
-void mh__batch_f64(struct mh_batch *b, size_t col, double v)
+void mh__batch_f64(struct mh__batch *b, size_t col, double v)
 {
     struct col *c = &b->cols[col];
     ((double *)c->values)[b->rows] = v;
     set_valid(c, b->rows);
 }
 
-void mh__batch_code(struct mh_batch *b, size_t col, int v)
+void mh__batch_code(struct mh__batch *b, size_t col, int v)
 {
     struct col *c = &b->cols[col];
     size_t row = b->rows;
-    if (c->spec->type == MH_COL_BOOL) {
+    if (c->spec->type == MH__COL_BOOL) {
         if (v)
             ((uint8_t *)c->values)[row >> 3] |= (uint8_t)(1u << (row & 7));
     } else {
@@ -280,7 +280,7 @@ static int sid_index(struct col *c, uint32_t sid, int32_t *out)
     return 0;
 }
 
-int mh__batch_sid(struct mh_batch *b, size_t col, uint32_t sid)
+int mh__batch_sid(struct mh__batch *b, size_t col, uint32_t sid)
 {
     struct col *c = &b->cols[col];
     int32_t idx;
@@ -294,7 +294,7 @@ int mh__batch_sid(struct mh_batch *b, size_t col, uint32_t sid)
     return 0;
 }
 
-int mh__batch_text(struct mh_batch *b, size_t col, const char *s)
+int mh__batch_text(struct mh__batch *b, size_t col, const char *s)
 {
     struct col *c = &b->cols[col];
     if (!s)
@@ -305,7 +305,7 @@ int mh__batch_text(struct mh_batch *b, size_t col, const char *s)
     return rc;
 }
 
-int mh__batch_map_add(struct mh_batch *b, size_t col, const char *key, const char *value)
+int mh__batch_map_add(struct mh__batch *b, size_t col, const char *key, const char *value)
 {
     struct col *c = &b->cols[col];
     if (!key) { /* the row's map is empty, not null */
@@ -334,18 +334,18 @@ int mh__batch_map_add(struct mh_batch *b, size_t col, const char *key, const cha
 }
 
 /* Carries the offsets of string and map columns over an ended row. */
-static void end_offsets(struct mh_batch *b, size_t row)
+static void end_offsets(struct mh__batch *b, size_t row)
 {
     for (size_t i = 0; i < b->t->ncols; i++) {
         struct col *c = &b->cols[i];
-        if (c->spec->type == MH_COL_UTF8 && !(c->valid[row >> 3] & (1u << (row & 7))))
+        if (c->spec->type == MH__COL_UTF8 && !(c->valid[row >> 3] & (1u << (row & 7))))
             c->s.off[row + 1] = (int32_t)c->s.len;
-        else if (c->spec->type == MH_COL_MAP)
+        else if (c->spec->type == MH__COL_MAP)
             c->entries[row + 1] = (int32_t)c->nentries;
     }
 }
 
-int mh__batch_row_end(struct mh_batch *b)
+int mh__batch_row_end(struct mh__batch *b)
 {
     if (b->rows >= b->cap)
         return MH_EFULL;
@@ -384,7 +384,7 @@ static int utf8_array(struct ArrowArray *a, const char *const *text, size_t n)
     return mh__array_init(a, (int64_t)n, 0, 3, bufs, 0, 0);
 }
 
-static int sid_dictionary(const struct mh_batch *b, const struct col *c, struct ArrowArray *d)
+static int sid_dictionary(const struct mh__batch *b, const struct col *c, struct ArrowArray *d)
 {
     const char **text = malloc((c->nsids ? c->nsids : 1) * sizeof *text);
     if (!text)
@@ -423,7 +423,7 @@ static int map_array(struct col *c, size_t rows, void *valid, int64_t nulls, str
     return rc;
 }
 
-static int col_array(struct mh_batch *b, struct col *c, struct ArrowArray *a)
+static int col_array(struct mh__batch *b, struct col *c, struct ArrowArray *a)
 {
     size_t rows = b->rows;
     int64_t nulls = nulls_of(c->valid, rows);
@@ -431,17 +431,17 @@ static int col_array(struct mh_batch *b, struct col *c, struct ArrowArray *a)
     int type = c->spec->type, rc;
     if (!nulls)
         free(c->valid);
-    if (type == MH_COL_UTF8) {
+    if (type == MH__COL_UTF8) {
         rc = strs_array(a, &c->s, rows, valid, nulls);
-    } else if (type == MH_COL_MAP) {
+    } else if (type == MH__COL_MAP) {
         rc = map_array(c, rows, valid, nulls, a);
     } else {
-        int dict = type == MH_COL_NAMES || type == MH_COL_SID;
+        int dict = type == MH__COL_NAMES || type == MH__COL_SID;
         void *bufs[2] = {valid, c->values};
         rc = mh__array_init(a, (int64_t)rows, nulls, 2, bufs, 0, dict);
-        if (rc == 0 && type == MH_COL_NAMES)
+        if (rc == 0 && type == MH__COL_NAMES)
             rc = utf8_array(a->dictionary, c->names, c->nnames);
-        else if (rc == 0 && type == MH_COL_SID)
+        else if (rc == 0 && type == MH__COL_SID)
             rc = sid_dictionary(b, c, a->dictionary);
     }
     c->valid = NULL;
@@ -449,7 +449,7 @@ static int col_array(struct mh_batch *b, struct col *c, struct ArrowArray *a)
     return rc;
 }
 
-int mh__batch_finish(struct mh_batch *b, struct ArrowArray *out)
+int mh__batch_finish(struct mh__batch *b, struct ArrowArray *out)
 {
     int rc = mh__array_init(out, (int64_t)b->rows, 0, 1, (void *[]){NULL}, (int)b->t->ncols, 0);
     for (size_t i = 0; i < b->t->ncols; i++) {

@@ -11,21 +11,21 @@
 static const char *format_of(int type)
 {
     switch (type) {
-    case MH_COL_BOOL:
+    case MH__COL_BOOL:
         return "b";
-    case MH_COL_I16:
+    case MH__COL_I16:
         return "s";
-    case MH_COL_I32:
+    case MH__COL_I32:
         return "i";
-    case MH_COL_I64:
+    case MH__COL_I64:
         return "l";
-    case MH_COL_F64:
+    case MH__COL_F64:
         return "g";
-    case MH_COL_UTF8:
+    case MH__COL_UTF8:
         return "u";
-    case MH_COL_NAMES:
+    case MH__COL_NAMES:
         return "c";
-    case MH_COL_SID:
+    case MH__COL_SID:
         return "i";
     default:
         return "+m";
@@ -44,14 +44,14 @@ static int map_schema(struct ArrowSchema *s)
     return rc;
 }
 
-static int column_schema(const struct mh_col_spec *c, struct ArrowSchema *s)
+static int column_schema(const struct mh__col_spec *c, struct ArrowSchema *s)
 {
-    int dict = c->type == MH_COL_NAMES || c->type == MH_COL_SID;
+    int dict = c->type == MH__COL_NAMES || c->type == MH__COL_SID;
     int rc = mh__schema_init(s, format_of(c->type), c->name, c->nullable ? ARROW_FLAG_NULLABLE : 0,
-                             c->type == MH_COL_MAP, dict, NULL, 0);
+                             c->type == MH__COL_MAP, dict, NULL, 0);
     if (rc == 0 && dict)
         rc = mh__schema_init(s->dictionary, "u", NULL, 0, 0, 0, NULL, 0);
-    if (rc == 0 && c->type == MH_COL_MAP)
+    if (rc == 0 && c->type == MH__COL_MAP)
         rc = map_schema(s);
     return rc;
 }
@@ -70,7 +70,7 @@ static size_t meta_put(char *buf, size_t at, const char *key, const char *value)
     return at + 4 + (size_t)n;
 }
 
-int mh__table_schema(const struct mh_table_spec *t, struct ArrowSchema *out)
+int mh__table_schema(const struct mh__table_spec *t, struct ArrowSchema *out)
 {
     char meta[256], version[16];
     int32_t pairs = 2;

@@ -76,9 +76,9 @@ struct ended {
 struct ev_export {
     struct mh__stream *st;
     struct mh_arrow_file *f;
-    struct mh_session *s;
-    struct mh_lifetimes *lt;
-    struct mh_batch *b;
+    struct mh__session *s;
+    struct mh__lifetimes *lt;
+    struct mh__batch *b;
     struct row *pending;
     size_t npending, cappending;
     uint32_t *free_pending; /* free slots of `pending` */
@@ -91,44 +91,44 @@ struct ev_export {
 
 static int put_row(struct ev_export *x, const struct row *r)
 {
-    struct mh_batch *b = x->b;
+    struct mh__batch *b = x->b;
     mh__row_run(b, x->f);
-    mh__batch_i64(b, MH_E_EVENT_INDEX, (int64_t)r->index);
-    mh__batch_i64(b, MH_E_TIME, (int64_t)r->time);
-    mh__batch_code(b, MH_E_KIND, r->kind);
+    mh__batch_i64(b, MH__E_EVENT_INDEX, (int64_t)r->index);
+    mh__batch_i64(b, MH__E_TIME, (int64_t)r->time);
+    mh__batch_code(b, MH__E_KIND, r->kind);
     if (r->device >= 0)
-        mh__batch_i64(b, MH_E_DEVICE, r->device);
+        mh__batch_i64(b, MH__E_DEVICE, r->device);
     if (r->fields & HAS_ADDR)
-        mh__batch_i64(b, MH_E_ADDRESS, (int64_t)r->addr);
+        mh__batch_i64(b, MH__E_ADDRESS, (int64_t)r->addr);
     if (r->fields & HAS_SIZE)
-        mh__batch_i64(b, MH_E_SIZE, (int64_t)r->size);
+        mh__batch_i64(b, MH__E_SIZE, (int64_t)r->size);
     if ((r->fields & HAS_BLOCK) && r->block)
-        mh__batch_i64(b, MH_E_BLOCK_SIZE, (int64_t)r->block);
+        mh__batch_i64(b, MH__E_BLOCK_SIZE, (int64_t)r->block);
     if (r->fields & HAS_STREAM)
-        mh__batch_i64(b, MH_E_STREAM, (int64_t)r->stream);
+        mh__batch_i64(b, MH__E_STREAM, (int64_t)r->stream);
     if ((r->fields & HAS_POOL) && r->pool)
-        mh__batch_i64(b, MH_E_POOL, r->pool);
+        mh__batch_i64(b, MH__E_POOL, r->pool);
     if (r->stack)
-        mh__batch_i64(b, MH_E_STACK, r->stack);
-    int rc = mh__batch_sid(b, MH_E_MODULE, r->module);
+        mh__batch_i64(b, MH__E_STACK, r->stack);
+    int rc = mh__batch_sid(b, MH__E_MODULE, r->module);
     if (rc == 0)
-        rc = mh__batch_sid(b, MH_E_NAME, r->name);
-    mh__batch_i64(b, MH_E_STEP, r->step);
+        rc = mh__batch_sid(b, MH__E_NAME, r->name);
+    mh__batch_i64(b, MH__E_STEP, r->step);
     if (r->phase)
-        mh__batch_code(b, MH_E_PHASE, r->phase);
+        mh__batch_code(b, MH__E_PHASE, r->phase);
     if (r->category != NO_CATEGORY)
-        mh__batch_code(b, MH_E_CATEGORY, r->category);
+        mh__batch_code(b, MH__E_CATEGORY, r->category);
     if (r->has_free)
-        mh__batch_i64(b, MH_E_FREE_INDEX, (int64_t)r->free_index);
+        mh__batch_i64(b, MH__E_FREE_INDEX, (int64_t)r->free_index);
     if (r->thread)
-        mh__batch_i64(b, MH_E_THREAD, (int64_t)r->thread);
+        mh__batch_i64(b, MH__E_THREAD, (int64_t)r->thread);
     if (r->fields & HAS_DUR)
-        mh__batch_i64(b, MH_E_DURATION, (int64_t)r->dur);
+        mh__batch_i64(b, MH__E_DURATION, (int64_t)r->dur);
     if (r->has_totals) {
-        mh__batch_i64(b, MH_E_ALLOCATED, r->allocated);
-        mh__batch_i64(b, MH_E_RESERVED, r->reserved);
+        mh__batch_i64(b, MH__E_ALLOCATED, r->allocated);
+        mh__batch_i64(b, MH__E_RESERVED, r->reserved);
     }
-    mh__batch_code(b, MH_E_PREEXISTING, r->preexisting);
+    mh__batch_code(b, MH__E_PREEXISTING, r->preexisting);
     return rc < 0 ? rc : mh__stream_row(x->st, b);
 }
 
@@ -179,7 +179,7 @@ static void fill_row(struct row *r, const struct mh_model *m, const struct mh_ev
 
 /* ---- allocations waiting for their category ---------------------------- */
 
-static int hold(struct ev_export *x, const struct row *r, struct mh_alloc_rec *rec)
+static int hold(struct ev_export *x, const struct row *r, struct mh__alloc_rec *rec)
 {
     uint32_t i;
     if (x->nfree_pending) {
@@ -197,14 +197,14 @@ static int hold(struct ev_export *x, const struct row *r, struct mh_alloc_rec *r
 }
 
 /* Puts the held row of the allocation `rec`, now classified. */
-static int release_held(struct ev_export *x, const struct mh_alloc_rec *rec)
+static int release_held(struct ev_export *x, const struct mh__alloc_rec *rec)
 {
     uint32_t i = rec->user[0];
     if (i == 0 || i > x->npending)
         return 0;
     struct row *r = &x->pending[i - 1];
     r->category = rec->category;
-    r->has_free = rec->free_index != MH_NEVER;
+    r->has_free = rec->free_index != MH__NEVER;
     r->free_index = rec->free_index;
     int rc = put_row(x, r);
     r->kind = NO_CATEGORY; /* free */
@@ -217,7 +217,7 @@ static int release_held(struct ev_export *x, const struct mh_alloc_rec *rec)
 
 /* Remembers the category and module of an allocation whose block waits
  * for its free to complete. */
-static int note_ended(struct ev_export *x, const struct mh_model *m, const struct mh_alloc_rec *rec)
+static int note_ended(struct ev_export *x, const struct mh_model *m, const struct mh__alloc_rec *rec)
 {
     uint32_t *w = mh_model_block_words(m, rec->device, rec->addr), i;
     if (!w)
@@ -253,13 +253,13 @@ static int take_ended(struct ev_export *x, const struct mh_event *ev,
 
 /* ---- the pass ---------------------------------------------------------- */
 
-static int on_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int on_event(void *user, struct mh__session *s, const struct mh_event *ev,
                     const struct mh_apply_result *res)
 {
     struct ev_export *x = user;
     const struct mh_model *m = mh__session_model(s);
     uint64_t index = mh__session_index(s);
-    struct mh_life_change ch;
+    struct mh__life_change ch;
     int rc = mh__lifetimes_observe(x->lt, m, ev, res, &ch);
     if (rc < 0)
         return rc;
@@ -280,12 +280,12 @@ static int on_event(void *user, struct mh_session *s, const struct mh_event *ev,
     return rc < 0 ? rc : put_row(x, &r);
 }
 
-static int on_alive(void *user, const struct mh_alloc_rec *r)
+static int on_alive(void *user, const struct mh__alloc_rec *r)
 {
     return release_held(user, r);
 }
 
-static int on_end(void *user, struct mh_session *s)
+static int on_end(void *user, struct mh__session *s)
 {
     struct ev_export *x = user;
     int rc = mh__lifetimes_finish(x->lt, on_alive, x);
@@ -321,8 +321,8 @@ int mh__produce_events(struct mh__stream *st)
         rc = mh__lifetimes_new_after(x.f->a.lt, &x.lt);
     }
     if (rc == 0)
-        rc = mh__stream_batch(st, MH_T_EVENTS, mh__session_reader(x.s), &x.b);
-    const struct mh_observer obs = {"export", &x, NULL, on_event, on_end};
+        rc = mh__stream_batch(st, MH__T_EVENTS, mh__session_reader(x.s), &x.b);
+    const struct mh__observer obs = {"export", &x, NULL, on_event, on_end};
     if (rc == 0)
         rc = mh__session_pass(x.s, &obs);
     ev_free(&x);

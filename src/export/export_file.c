@@ -58,7 +58,7 @@ int mh_arrow_schema_version(void)
 
 const char *mh_arrow_table_name(size_t i)
 {
-    return i < MH_T_COUNT ? mh__tables[i].name : NULL;
+    return i < MH__T_COUNT ? mh__tables[i].name : NULL;
 }
 
 int mh_arrow_schema(const char *table, struct ArrowSchema *out)
@@ -158,7 +158,7 @@ int mh_arrow_open(const char *path, const struct mh_arrow_opts *opts, struct mh_
         file_free(f);
         return rc;
     }
-    struct mh_rank_row row;
+    struct mh__rank_row row;
     mh__rank_row_fill(&f->a, &row);
     f->rank = row.rank;
     make_run_id(f);

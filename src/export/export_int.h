@@ -10,8 +10,8 @@
  * events producer (export_events.c) replays the file once more through a
  * session of its own; the other tables (export_tables.c, export_state.c)
  * come from the first pass, under the file's lock. */
-#ifndef MH_EXPORT_INT_H
-#define MH_EXPORT_INT_H
+#ifndef MH_EXPORT_EXPORT_INT_H
+#define MH_EXPORT_EXPORT_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,7 +23,7 @@
 
 struct mh_arrow_file {
     char *path;
-    struct mh_analysis a; /* the first pass; a.session is used under `lock` */
+    struct mh__analysis a; /* the first pass; a.session is used under `lock` */
     pthread_mutex_t lock; /* a.session, and the warnings */
     atomic_int refs;      /* the caller's and each open stream's */
     char run[48];
@@ -46,13 +46,13 @@ struct mh_arrow_file *mh__stream_file(const struct mh__stream *st);
 
 /* A builder of the stream's table, its run column set to the file's run. */
 int mh__stream_batch(struct mh__stream *st, int table, const struct mh_reader *r,
-                     struct mh_batch **out);
+                     struct mh__batch **out);
 /* Ends the row; when the batch is full, finishes it and puts it. */
-int mh__stream_row(struct mh__stream *st, struct mh_batch *b);
+int mh__stream_row(struct mh__stream *st, struct mh__batch *b);
 /* Puts the rows left in `b`, if any. */
-int mh__stream_flush(struct mh__stream *st, struct mh_batch *b);
+int mh__stream_flush(struct mh__stream *st, struct mh__batch *b);
 /* Sets the run and rank columns of the current row. */
-void mh__row_run(struct mh_batch *b, const struct mh_arrow_file *f);
+void mh__row_run(struct mh__batch *b, const struct mh_arrow_file *f);
 
 /* The producers, each filling its table's stream. */
 int mh__produce_events(struct mh__stream *st);

@@ -26,10 +26,10 @@ struct mh__stream {
     char err[512];
 };
 
-static int (*const producers[MH_T_COUNT])(struct mh__stream *) = {
-    [MH_T_RUNS] = mh__produce_runs,     [MH_T_EVENTS] = mh__produce_events,
-    [MH_T_STEPS] = mh__produce_steps,   [MH_T_STACKS] = mh__produce_stacks,
-    [MH_T_FRAMES] = mh__produce_frames, [MH_T_SEGMENTS] = mh__produce_segments,
+static int (*const producers[MH__T_COUNT])(struct mh__stream *) = {
+    [MH__T_RUNS] = mh__produce_runs,     [MH__T_EVENTS] = mh__produce_events,
+    [MH__T_STEPS] = mh__produce_steps,   [MH__T_STACKS] = mh__produce_stacks,
+    [MH__T_FRAMES] = mh__produce_frames, [MH__T_SEGMENTS] = mh__produce_segments,
 };
 
 struct mh_arrow_file *mh__stream_file(const struct mh__stream *st)
@@ -55,36 +55,36 @@ int mh__stream_put(struct mh__stream *st, struct ArrowArray *batch)
     return cancelled ? MH_ESTATE : 0;
 }
 
-void mh__row_run(struct mh_batch *b, const struct mh_arrow_file *f)
+void mh__row_run(struct mh__batch *b, const struct mh_arrow_file *f)
 {
-    mh__batch_code(b, MH_C_RUN, 0);
+    mh__batch_code(b, MH__C_RUN, 0);
     if (f->rank >= 0)
-        mh__batch_i64(b, MH_C_RANK, f->rank);
+        mh__batch_i64(b, MH__C_RANK, f->rank);
 }
 
 int mh__stream_batch(struct mh__stream *st, int table, const struct mh_reader *r,
-                     struct mh_batch **out)
+                     struct mh__batch **out)
 {
     int rc = mh__batch_new(&mh__tables[table], st->file->batch_rows, r, out);
     if (rc == 0)
-        mh__batch_names(*out, MH_C_RUN, st->file->run_names, 1);
+        mh__batch_names(*out, MH__C_RUN, st->file->run_names, 1);
     return rc;
 }
 
-static int put_batch(struct mh__stream *st, struct mh_batch *b)
+static int put_batch(struct mh__stream *st, struct mh__batch *b)
 {
     struct ArrowArray a;
     int rc = mh__batch_finish(b, &a);
     return rc < 0 ? rc : mh__stream_put(st, &a);
 }
 
-int mh__stream_row(struct mh__stream *st, struct mh_batch *b)
+int mh__stream_row(struct mh__stream *st, struct mh__batch *b)
 {
     int rc = mh__batch_row_end(b);
     return rc == 0 && mh__batch_full(b) ? put_batch(st, b) : rc;
 }
 
-int mh__stream_flush(struct mh__stream *st, struct mh_batch *b)
+int mh__stream_flush(struct mh__stream *st, struct mh__batch *b)
 {
     return mh__batch_rows(b) ? put_batch(st, b) : 0;
 }

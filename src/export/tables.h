@@ -6,131 +6,131 @@
 
 #include "arrow_batch.h"
 
-enum mh_table_id {
-    MH_T_RUNS,
-    MH_T_EVENTS,
-    MH_T_STEPS,
-    MH_T_STACKS,
-    MH_T_FRAMES,
-    MH_T_SEGMENTS,
-    MH_T_COUNT
+enum mh__table_id {
+    MH__T_RUNS,
+    MH__T_EVENTS,
+    MH__T_STEPS,
+    MH__T_STACKS,
+    MH__T_FRAMES,
+    MH__T_SEGMENTS,
+    MH__T_COUNT
 };
 
-extern const struct mh_table_spec mh__tables[MH_T_COUNT];
+extern const struct mh__table_spec mh__tables[MH__T_COUNT];
 
 /* The table named `name`, or -1. */
 int mh__table_find(const char *name);
 
 /* Every table begins with the file's run and rank. */
-enum { MH_C_RUN, MH_C_RANK };
+enum { MH__C_RUN, MH__C_RANK };
 
-enum mh_events_col {
-    MH_E_EVENT_INDEX = 2,
-    MH_E_TIME,
-    MH_E_KIND,
-    MH_E_DEVICE,
-    MH_E_ADDRESS,
-    MH_E_SIZE,
-    MH_E_BLOCK_SIZE,
-    MH_E_STREAM,
-    MH_E_POOL,
-    MH_E_STACK,
-    MH_E_MODULE,
-    MH_E_NAME,
-    MH_E_STEP,
-    MH_E_PHASE,
-    MH_E_CATEGORY,
-    MH_E_FREE_INDEX,
-    MH_E_THREAD,
-    MH_E_DURATION,
-    MH_E_ALLOCATED,
-    MH_E_RESERVED,
-    MH_E_PREEXISTING,
-    MH_E_NCOLS
+enum mh__events_col {
+    MH__E_EVENT_INDEX = 2,
+    MH__E_TIME,
+    MH__E_KIND,
+    MH__E_DEVICE,
+    MH__E_ADDRESS,
+    MH__E_SIZE,
+    MH__E_BLOCK_SIZE,
+    MH__E_STREAM,
+    MH__E_POOL,
+    MH__E_STACK,
+    MH__E_MODULE,
+    MH__E_NAME,
+    MH__E_STEP,
+    MH__E_PHASE,
+    MH__E_CATEGORY,
+    MH__E_FREE_INDEX,
+    MH__E_THREAD,
+    MH__E_DURATION,
+    MH__E_ALLOCATED,
+    MH__E_RESERVED,
+    MH__E_PREEXISTING,
+    MH__E_NCOLS
 };
 
-enum mh_runs_col {
-    MH_R_PATH = 2,
-    MH_R_SOURCE,
-    MH_R_HOST,
-    MH_R_PID,
-    MH_R_WORLD_SIZE,
-    MH_R_LOCAL_RANK,
-    MH_R_RANK_PROCESS,
-    MH_R_TORCH_VERSION,
-    MH_R_LIBRARY_VERSION,
-    MH_R_FORMAT_VERSION,
-    MH_R_ALLOC_CONF,
-    MH_R_START_NS,
-    MH_R_FIRST_NS,
-    MH_R_LAST_NS,
-    MH_R_EVENTS,
-    MH_R_DROPPED,
-    MH_R_COMPLETE,
-    MH_R_DAMAGED,
-    MH_R_DEVICES,
-    MH_R_PEAK_ALLOCATED,
-    MH_R_PEAK_RESERVED,
-    MH_R_SCHEMA_VERSION,
-    MH_R_METADATA,
-    MH_R_NCOLS
+enum mh__runs_col {
+    MH__R_PATH = 2,
+    MH__R_SOURCE,
+    MH__R_HOST,
+    MH__R_PID,
+    MH__R_WORLD_SIZE,
+    MH__R_LOCAL_RANK,
+    MH__R_RANK_PROCESS,
+    MH__R_TORCH_VERSION,
+    MH__R_LIBRARY_VERSION,
+    MH__R_FORMAT_VERSION,
+    MH__R_ALLOC_CONF,
+    MH__R_START_NS,
+    MH__R_FIRST_NS,
+    MH__R_LAST_NS,
+    MH__R_EVENTS,
+    MH__R_DROPPED,
+    MH__R_COMPLETE,
+    MH__R_DAMAGED,
+    MH__R_DEVICES,
+    MH__R_PEAK_ALLOCATED,
+    MH__R_PEAK_RESERVED,
+    MH__R_SCHEMA_VERSION,
+    MH__R_METADATA,
+    MH__R_NCOLS
 };
 
-enum mh_steps_col {
-    MH_S_DEVICE = 2,
-    MH_S_PART,
-    MH_S_STEP,
-    MH_S_BEGIN,
-    MH_S_END,
-    MH_S_PEAK_ALLOCATED,
-    MH_S_PEAK_RESERVED,
-    MH_S_END_ALLOCATED,
-    MH_S_END_RESERVED,
-    MH_S_FRAGMENTATION,
-    MH_S_ALLOC_AT_RPEAK,
-    MH_S_INACTIVE_AT_RPEAK,
-    MH_S_LARGEST_AT_RPEAK,
-    MH_S_SEGMENTS,
-    MH_S_SEGMENT_ALLOCS,
-    MH_S_SEGMENT_FREES,
-    MH_S_ALLOCS,
-    MH_S_FREES,
-    MH_S_RETRIES,
-    MH_S_OOMS,
-    MH_S_NCOLS
+enum mh__steps_col {
+    MH__S_DEVICE = 2,
+    MH__S_PART,
+    MH__S_STEP,
+    MH__S_BEGIN,
+    MH__S_END,
+    MH__S_PEAK_ALLOCATED,
+    MH__S_PEAK_RESERVED,
+    MH__S_END_ALLOCATED,
+    MH__S_END_RESERVED,
+    MH__S_FRAGMENTATION,
+    MH__S_ALLOC_AT_RPEAK,
+    MH__S_INACTIVE_AT_RPEAK,
+    MH__S_LARGEST_AT_RPEAK,
+    MH__S_SEGMENTS,
+    MH__S_SEGMENT_ALLOCS,
+    MH__S_SEGMENT_FREES,
+    MH__S_ALLOCS,
+    MH__S_FREES,
+    MH__S_RETRIES,
+    MH__S_OOMS,
+    MH__S_NCOLS
 };
 
-enum mh_stacks_col { MH_K_STACK = 2, MH_K_DEPTH, MH_K_FRAME, MH_K_NCOLS };
+enum mh__stacks_col { MH__K_STACK = 2, MH__K_DEPTH, MH__K_FRAME, MH__K_NCOLS };
 
-enum mh_frames_col { MH_F_FRAME = 2, MH_F_FILE, MH_F_FUNCTION, MH_F_LINE, MH_F_NCOLS };
+enum mh__frames_col { MH__F_FRAME = 2, MH__F_FILE, MH__F_FUNCTION, MH__F_LINE, MH__F_NCOLS };
 
-enum mh_segments_col {
-    MH_G_DEVICE = 2,
-    MH_G_PEAK_INDEX,
-    MH_G_SEG_ADDRESS,
-    MH_G_SEG_SIZE,
-    MH_G_STREAM,
-    MH_G_POOL,
-    MH_G_SMALL_POOL,
-    MH_G_EXPANDABLE,
-    MH_G_SEG_STACK,
-    MH_G_ADDRESS,
-    MH_G_SIZE,
-    MH_G_REQUESTED,
-    MH_G_STATE,
-    MH_G_STACK,
-    MH_G_MODULE,
-    MH_G_ALLOC_STEP,
-    MH_G_ALLOC_PHASE,
-    MH_G_ALLOC_TIME,
-    MH_G_CATEGORY,
-    MH_G_NCOLS
+enum mh__segments_col {
+    MH__G_DEVICE = 2,
+    MH__G_PEAK_INDEX,
+    MH__G_SEG_ADDRESS,
+    MH__G_SEG_SIZE,
+    MH__G_STREAM,
+    MH__G_POOL,
+    MH__G_SMALL_POOL,
+    MH__G_EXPANDABLE,
+    MH__G_SEG_STACK,
+    MH__G_ADDRESS,
+    MH__G_SIZE,
+    MH__G_REQUESTED,
+    MH__G_STATE,
+    MH__G_STACK,
+    MH__G_MODULE,
+    MH__G_ALLOC_STEP,
+    MH__G_ALLOC_PHASE,
+    MH__G_ALLOC_TIME,
+    MH__G_CATEGORY,
+    MH__G_NCOLS
 };
 
 /* The dictionaries of the name columns. */
 extern const char *const mh__kind_names[];  /* MH_EV_KIND_COUNT, by kind */
 extern const char *const mh__phase_names[]; /* MH_PHASE_COUNT; index 0 is never used */
-extern const char *const mh__cat_names[];   /* MH_CAT_COUNT */
+extern const char *const mh__cat_names[];   /* MH__CAT_COUNT */
 extern const char *const mh__part_names[];  /* "setup", "step", "tail" */
 extern const char *const mh__state_names[]; /* enum mh_block_state */
 

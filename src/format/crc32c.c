@@ -10,7 +10,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
-#define MH_CRC_HW 1
+#define MH__CRC_HW 1
 #endif
 
 static uint32_t crc_tab[8][256];
@@ -28,7 +28,7 @@ static void crc_init(void)
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xff];
-#ifdef MH_CRC_HW
+#ifdef MH__CRC_HW
     use_hw = __builtin_cpu_supports("sse4.2");
 #endif
 }
@@ -52,7 +52,7 @@ static uint32_t crc_tables(uint32_t crc, const uint8_t *p, size_t len)
     return crc;
 }
 
-#ifdef MH_CRC_HW
+#ifdef MH__CRC_HW
 __attribute__((target("sse4.2"))) static uint32_t crc_instruction(uint32_t crc, const uint8_t *p,
                                                                   size_t len)
 {
@@ -72,7 +72,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc_instruction(uint32_t crc, 
 uint32_t mh__crc32c(uint32_t crc, const void *data, size_t len)
 {
     pthread_once(&crc_once, crc_init);
-#ifdef MH_CRC_HW
+#ifdef MH__CRC_HW
     if (use_hw)
         return ~crc_instruction(~crc, data, len);
 #endif

@@ -20,19 +20,19 @@ const char *mh_version_string(void)
 const char *mh_strerror(int code)
 {
     switch (code) {
-#define MH_X_MSG(name, value, msg) \
+#define MH__X_MSG(name, value, msg) \
     case value:                    \
         return msg;
-        MH_ERROR_LIST(MH_X_MSG)
-#undef MH_X_MSG
+        MH_ERROR_LIST(MH__X_MSG)
+#undef MH__X_MSG
     }
     return "unknown error";
 }
 
 static const char *const kind_names[MH_EV_KIND_COUNT] = {
-#define MH_X_NAME(name, value, text) [value] = text,
-    MH_EVENT_KIND_LIST(MH_X_NAME)
-#undef MH_X_NAME
+#define MH__X_NAME(name, value, text) [value] = text,
+    MH_EVENT_KIND_LIST(MH__X_NAME)
+#undef MH__X_NAME
 };
 
 const char *mh_event_kind_name(unsigned kind)

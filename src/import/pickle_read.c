@@ -33,7 +33,7 @@ struct mh__arena_block {
  * realloc grows in place, so a growing container leaves no copies behind. */
 struct mh__big {
     struct mh__big *prev, *next;
-    struct mh_pv *items[];
+    struct mh__pv *items[];
 };
 
 #define ARENA_CHUNK (1u << 20)
@@ -64,7 +64,7 @@ int mh__pr_fail(struct mh__pr *pr, int code, const char *fmt, ...)
 
 int mh__pr_account(struct mh__pr *pr, uint64_t bytes)
 {
-    struct mh_pickle_doc *d = pr->doc;
+    struct mh__pickle_doc *d = pr->doc;
     if (bytes > d->max_bytes || d->bytes > d->max_bytes - bytes)
         return mh__pr_fail(pr, MH_ELIMIT, "reading needs more than %llu MiB of memory%s",
                            (unsigned long long)(d->max_bytes >> 20),
@@ -132,9 +132,9 @@ void *mh__pr_alloc(struct mh__pr *pr, size_t size)
     return p;
 }
 
-struct mh_pv *mh__pr_scalar(struct mh__pr *pr, int type)
+struct mh__pv *mh__pr_scalar(struct mh__pr *pr, int type)
 {
-    struct mh_pv *v = mh__pr_alloc(pr, sizeof *v);
+    struct mh__pv *v = mh__pr_alloc(pr, sizeof *v);
     if (v) {
         memset(v, 0, sizeof *v);
         v->type = (uint8_t)type;
@@ -160,7 +160,7 @@ static int grow(struct mh__pr *pr, void **arr, size_t *cap, size_t need, size_t 
     return 0;
 }
 
-int mh__pr_push(struct mh__pr *pr, struct mh_pv *v)
+int mh__pr_push(struct mh__pr *pr, struct mh__pv *v)
 {
     if (!v)
         return pr->code ? pr->code : MH_ENOMEM; /* the failure was recorded */
@@ -187,7 +187,7 @@ static size_t mark_base(const struct mh__pr *pr)
     return pr->nmarks ? pr->marks[pr->nmarks - 1] : 0;
 }
 
-static struct mh_pv *pop(struct mh__pr *pr)
+static struct mh__pv *pop(struct mh__pr *pr)
 {
     if (pr->sp <= mark_base(pr)) {
         mh__pr_fail(pr, MH_EFORMAT, "stack underflow");
@@ -196,7 +196,7 @@ static struct mh_pv *pop(struct mh__pr *pr)
     return pr->stack[--pr->sp];
 }
 
-static struct mh_pv *top(struct mh__pr *pr)
+static struct mh__pv *top(struct mh__pr *pr)
 {
     if (pr->sp <= mark_base(pr)) {
         mh__pr_fail(pr, MH_EFORMAT, "stack underflow");
@@ -215,29 +215,29 @@ static int pop_mark(struct mh__pr *pr, size_t *start)
 }
 
 /* The shared empty container of a type, or NULL for other types. */
-static struct mh_pv *shared_empty(struct mh__pr *pr, int type)
+static struct mh__pv *shared_empty(struct mh__pr *pr, int type)
 {
-    return type >= MH_PV_TUPLE && type <= MH_PV_SET ? pr->empties[type - MH_PV_TUPLE] : NULL;
+    return type >= MH__PV_TUPLE && type <= MH__PV_SET ? pr->empties[type - MH__PV_TUPLE] : NULL;
 }
 
 /* (pickle_parse.h) Tuples never change, so they stay shared. */
-struct mh_pv *mh__pr_own(struct mh__pr *pr, size_t at)
+struct mh__pv *mh__pr_own(struct mh__pr *pr, size_t at)
 {
-    struct mh_pv *v = pr->stack[at];
-    if (v->type == MH_PV_TUPLE || v != shared_empty(pr, v->type))
+    struct mh__pv *v = pr->stack[at];
+    if (v->type == MH__PV_TUPLE || v != shared_empty(pr, v->type))
         return v;
-    struct mh_pv *c = mh__pr_scalar(pr, v->type);
+    struct mh__pv *c = mh__pr_scalar(pr, v->type);
     if (c)
         pr->stack[at] = c;
     return c;
 }
 
 /* Makes `child` part of container `c`: checks nesting, freezes the child. */
-static int adopt(struct mh__pr *pr, struct mh_pv *c, struct mh_pv *child)
+static int adopt(struct mh__pr *pr, struct mh__pv *c, struct mh__pv *child)
 {
     if (child == c)
         return mh__pr_fail(pr, MH_EFORMAT, "container placed inside itself");
-    if (child->type >= MH_PV_TUPLE) {
+    if (child->type >= MH__PV_TUPLE) {
         if (child->height + 1u > pr->max_depth)
             return mh__pr_fail(pr, MH_ELIMIT, "containers nested deeper than %u", pr->max_depth);
         child->frozen = 1;
@@ -249,7 +249,7 @@ static int adopt(struct mh__pr *pr, struct mh_pv *c, struct mh_pv *child)
 
 /* The value stack from position `at`; NULL while the stack was never
  * allocated (nothing pushed yet), so no offset is applied to a null pointer. */
-static struct mh_pv **stack_at(struct mh__pr *pr, size_t at)
+static struct mh__pv **stack_at(struct mh__pr *pr, size_t at)
 {
     return pr->stack ? pr->stack + at : NULL;
 }
@@ -257,7 +257,7 @@ static struct mh_pv **stack_at(struct mh__pr *pr, size_t at)
 /* Grows an item array of `cap` slots (in the arena, or big) to a big one of
  * `ncap`; a big array keeps its items, an arena one is left to the caller
  * to copy. NULL after recording a failure. */
-static struct mh_pv **big_items(struct mh__pr *pr, struct mh_pv **old, size_t cap, size_t ncap)
+static struct mh__pv **big_items(struct mh__pr *pr, struct mh__pv **old, size_t cap, size_t ncap)
 {
     int tr = pr->s && mh__prs_transient(pr->s);
     struct mh__big **head = tr ? mh__prs_bigs(pr->s) : &pr->doc->bigs;
@@ -288,14 +288,14 @@ static struct mh_pv **big_items(struct mh__pr *pr, struct mh_pv **old, size_t ca
 }
 
 /* Appends items[0..n) to container c (growing its array). */
-static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, size_t n)
+static int add_items(struct mh__pr *pr, struct mh__pv *c, struct mh__pv **items, size_t n)
 {
     if (c->frozen)
         return mh__pr_fail(pr, MH_EFORMAT, "%s changed after it was placed in another container",
                            mh__pv_type_name(c));
     if (pr->s && mh__prs_change(pr, c))
         return pr->code;
-    size_t per = c->type == MH_PV_DICT ? 2 : 1;
+    size_t per = c->type == MH__PV_DICT ? 2 : 1;
     size_t have = (size_t)c->n * per, cap = have;
     /* capacity is implicit: the next power of two at or above the count */
     if (have) {
@@ -309,7 +309,7 @@ static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, s
         size_t ncap = cap ? cap : 1;
         while (ncap < have + n)
             ncap *= 2;
-        struct mh_pv **arr = ncap >= BIG_ITEMS ? big_items(pr, c->u.items, cap, ncap)
+        struct mh__pv **arr = ncap >= BIG_ITEMS ? big_items(pr, c->u.items, cap, ncap)
                                                : mh__pr_alloc(pr, ncap * sizeof *arr);
         if (!arr)
             return pr->code;
@@ -327,11 +327,11 @@ static int add_items(struct mh__pr *pr, struct mh_pv *c, struct mh_pv **items, s
     return 0;
 }
 
-static struct mh_pv *new_container(struct mh__pr *pr, int type, struct mh_pv **items, size_t n)
+static struct mh__pv *new_container(struct mh__pr *pr, int type, struct mh__pv **items, size_t n)
 {
     if (!n && shared_empty(pr, type))
         return shared_empty(pr, type);
-    struct mh_pv *c = mh__pr_scalar(pr, type);
+    struct mh__pv *c = mh__pr_scalar(pr, type);
     if (c && n && add_items(pr, c, items, n))
         return NULL;
     return c;
@@ -347,15 +347,15 @@ static int fill_from_mark(struct mh__pr *pr, int type)
         return rc;
     if (start <= mark_base(pr) || start == 0)
         return mh__pr_fail(pr, MH_EFORMAT, "no container below the MARK");
-    struct mh_pv *c = mh__pr_own(pr, start - 1);
+    struct mh__pv *c = mh__pr_own(pr, start - 1);
     if (!c)
         return pr->code;
     if (c->type != type)
         return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh__pv_type_name(c));
     size_t n = pr->sp - start;
-    if (type == MH_PV_DICT && n % 2)
+    if (type == MH__PV_DICT && n % 2)
         return mh__pr_fail(pr, MH_EFORMAT, "odd number of items for a dict");
-    rc = pr->s && type == MH_PV_LIST ? mh__prs_fill(pr, start - 1, stack_at(pr, start), n) : 1;
+    rc = pr->s && type == MH__PV_LIST ? mh__prs_fill(pr, start - 1, stack_at(pr, start), n) : 1;
     if (rc == 1)
         rc = add_items(pr, c, stack_at(pr, start), n);
     pr->sp = start;
@@ -370,9 +370,9 @@ static int build_from_mark(struct mh__pr *pr, int type)
     if (rc)
         return rc;
     size_t n = pr->sp - start;
-    if (type == MH_PV_DICT && n % 2)
+    if (type == MH__PV_DICT && n % 2)
         return mh__pr_fail(pr, MH_EFORMAT, "odd number of items for a dict");
-    struct mh_pv *c = new_container(pr, type, stack_at(pr, start), n);
+    struct mh__pv *c = new_container(pr, type, stack_at(pr, start), n);
     pr->sp = start;
     return c ? mh__pr_push(pr, c) : pr->code;
 }
@@ -380,15 +380,15 @@ static int build_from_mark(struct mh__pr *pr, int type)
 /* SETITEM / APPEND: one key/value or item into the container below. */
 static int fill_one(struct mh__pr *pr, int type)
 {
-    size_t n = type == MH_PV_DICT ? 2 : 1;
+    size_t n = type == MH__PV_DICT ? 2 : 1;
     if (pr->sp < mark_base(pr) + n + 1)
         return mh__pr_fail(pr, MH_EFORMAT, "stack underflow");
-    struct mh_pv *c = mh__pr_own(pr, pr->sp - n - 1);
+    struct mh__pv *c = mh__pr_own(pr, pr->sp - n - 1);
     if (!c)
         return pr->code;
     if (c->type != type)
         return mh__pr_fail(pr, MH_EFORMAT, "target is a %s", mh__pv_type_name(c));
-    int rc = pr->s && type == MH_PV_LIST ? mh__prs_fill(pr, pr->sp - 2, stack_at(pr, pr->sp - 1), 1)
+    int rc = pr->s && type == MH__PV_LIST ? mh__prs_fill(pr, pr->sp - 2, stack_at(pr, pr->sp - 1), 1)
                                          : 1;
     if (rc == 1)
         rc = add_items(pr, c, stack_at(pr, pr->sp - n), n);
@@ -400,7 +400,7 @@ static int tuple_n(struct mh__pr *pr, size_t n)
 {
     if (pr->sp < mark_base(pr) + n)
         return mh__pr_fail(pr, MH_EFORMAT, "stack underflow");
-    struct mh_pv *c = new_container(pr, MH_PV_TUPLE, stack_at(pr, pr->sp - n), n);
+    struct mh__pv *c = new_container(pr, MH__PV_TUPLE, stack_at(pr, pr->sp - n), n);
     pr->sp -= n;
     return c ? mh__pr_push(pr, c) : pr->code;
 }
@@ -411,7 +411,7 @@ static int do_mark(struct mh__pr *pr)
         return mh__pr_fail(pr, MH_ELIMIT, "more than %u open MARKs", pr->max_depth);
     if (grow(pr, (void **)&pr->marks, &pr->mcap, pr->nmarks + 1, sizeof *pr->marks))
         return pr->code;
-    if (pr->s && pr->sp > mark_base(pr) && pr->stack[pr->sp - 1]->type == MH_PV_LIST &&
+    if (pr->s && pr->sp > mark_base(pr) && pr->stack[pr->sp - 1]->type == MH__PV_LIST &&
         (!mh__pr_own(pr, pr->sp - 1) || mh__prs_mark(pr)))
         return pr->code ? pr->code : MH_ENOMEM;
     pr->marks[pr->nmarks++] = pr->sp;
@@ -422,7 +422,7 @@ static int memo_put(struct mh__pr *pr, uint64_t idx)
 {
     if (!top(pr))
         return MH_EFORMAT;
-    struct mh_pv *v = mh__pr_own(pr, pr->sp - 1);
+    struct mh__pv *v = mh__pr_own(pr, pr->sp - 1);
     if (!v)
         return pr->code;
     if (idx > pr->memo_writes + MEMO_SLACK)
@@ -472,7 +472,7 @@ static int take_len(struct mh__pr *pr, size_t n, uint64_t *len)
 
 static int push_int(struct mh__pr *pr, int64_t x)
 {
-    struct mh_pv *v = mh__pr_scalar(pr, MH_PV_INT);
+    struct mh__pv *v = mh__pr_scalar(pr, MH__PV_INT);
     if (v)
         v->u.i = x;
     return mh__pr_push(pr, v);
@@ -496,7 +496,7 @@ static int push_long(struct mh__pr *pr, size_t lenbytes)
             x |= ~0ull << (8 * n);
         return push_int(pr, (int64_t)x);
     }
-    struct mh_pv *v = mh__pr_scalar(pr, MH_PV_BIGINT);
+    struct mh__pv *v = mh__pr_scalar(pr, MH__PV_BIGINT);
     if (v) {
         v->n = (uint32_t)n;
         v->u.s = (const char *)b;
@@ -520,11 +520,11 @@ static int push_blob(struct mh__pr *pr, size_t lenbytes, int type)
         return MH_ETRUNCATED;
     if (n > UINT32_MAX)
         return mh__pr_fail(pr, MH_ELIMIT, "string of %llu bytes", (unsigned long long)n);
-    if (type == MH_PV_STR && pr->op != 'T' && pr->op != 'U' && !mh__utf8_valid(s, n))
+    if (type == MH__PV_STR && pr->op != 'T' && pr->op != 'U' && !mh__utf8_valid(s, n))
         return mh__pr_fail(pr, MH_EFORMAT, "string is not valid UTF-8");
-    if (type == MH_PV_STR && (pr->op == 'T' || pr->op == 'U'))
+    if (type == MH__PV_STR && (pr->op == 'T' || pr->op == 'U'))
         return mh__pr_push(pr, mh__pr_latin1(pr, s, n));
-    struct mh_pv *v = mh__pr_scalar(pr, type);
+    struct mh__pv *v = mh__pr_scalar(pr, type);
     if (v) {
         v->n = (uint32_t)n;
         v->u.s = (const char *)s;
@@ -540,7 +540,7 @@ static int push_float(struct mh__pr *pr)
     uint64_t bits = 0;
     for (int i = 0; i < 8; i++)
         bits = bits << 8 | b[i];
-    struct mh_pv *v = mh__pr_scalar(pr, MH_PV_FLOAT);
+    struct mh__pv *v = mh__pr_scalar(pr, MH__PV_FLOAT);
     if (v)
         memcpy(&v->u.f, &bits, sizeof bits);
     return mh__pr_push(pr, v);
@@ -633,7 +633,7 @@ static int step(struct mh__pr *pr, unsigned char op)
     case 0x95:
         return do_frame(pr);
     case '.': {
-        struct mh_pv *v = pop(pr);
+        struct mh__pv *v = pop(pr);
         if (!v)
             return MH_EFORMAT;
         pr->doc->root = v;
@@ -674,56 +674,56 @@ static int step(struct mh__pr *pr, unsigned char op)
     case 'V':
         return mh__pr_text_unicode(pr);
     case 'T':
-        return push_blob(pr, 4, MH_PV_STR);
+        return push_blob(pr, 4, MH__PV_STR);
     case 'U':
-        return push_blob(pr, 1, MH_PV_STR);
+        return push_blob(pr, 1, MH__PV_STR);
     case 0x8c:
-        return push_blob(pr, 1, MH_PV_STR);
+        return push_blob(pr, 1, MH__PV_STR);
     case 'X':
-        return push_blob(pr, 4, MH_PV_STR);
+        return push_blob(pr, 4, MH__PV_STR);
     case 0x8d:
-        return push_blob(pr, 8, MH_PV_STR);
+        return push_blob(pr, 8, MH__PV_STR);
     case 'C':
-        return push_blob(pr, 1, MH_PV_BYTES);
+        return push_blob(pr, 1, MH__PV_BYTES);
     case 'B':
-        return push_blob(pr, 4, MH_PV_BYTES);
+        return push_blob(pr, 4, MH__PV_BYTES);
     case 0x8e:
-        return push_blob(pr, 8, MH_PV_BYTES);
+        return push_blob(pr, 8, MH__PV_BYTES);
     case 0x96:
-        return push_blob(pr, 8, MH_PV_BYTES); /* BYTEARRAY8: read as bytes */
+        return push_blob(pr, 8, MH__PV_BYTES); /* BYTEARRAY8: read as bytes */
     case 0x97:
         return mh__pr_fail(pr, MH_EUNSUPPORTED,
                            "out-of-band buffers are not available to this reader");
     case 0x98:
         return top(pr) ? 0 : MH_EFORMAT; /* READONLY_BUFFER: no effect on data */
     case '}':
-        return mh__pr_push(pr, shared_empty(pr, MH_PV_DICT));
+        return mh__pr_push(pr, shared_empty(pr, MH__PV_DICT));
     case ']':
-        return mh__pr_push(pr, shared_empty(pr, MH_PV_LIST));
+        return mh__pr_push(pr, shared_empty(pr, MH__PV_LIST));
     case ')':
-        return mh__pr_push(pr, shared_empty(pr, MH_PV_TUPLE));
+        return mh__pr_push(pr, shared_empty(pr, MH__PV_TUPLE));
     case 0x8f:
-        return mh__pr_push(pr, shared_empty(pr, MH_PV_SET));
+        return mh__pr_push(pr, shared_empty(pr, MH__PV_SET));
     case '(':
         return do_mark(pr);
     case 's':
-        return fill_one(pr, MH_PV_DICT);
+        return fill_one(pr, MH__PV_DICT);
     case 'a':
-        return fill_one(pr, MH_PV_LIST);
+        return fill_one(pr, MH__PV_LIST);
     case 'u':
-        return fill_from_mark(pr, MH_PV_DICT);
+        return fill_from_mark(pr, MH__PV_DICT);
     case 'e':
-        return fill_from_mark(pr, MH_PV_LIST);
+        return fill_from_mark(pr, MH__PV_LIST);
     case 0x90:
-        return fill_from_mark(pr, MH_PV_SET);
+        return fill_from_mark(pr, MH__PV_SET);
     case 'd':
-        return build_from_mark(pr, MH_PV_DICT);
+        return build_from_mark(pr, MH__PV_DICT);
     case 'l':
-        return build_from_mark(pr, MH_PV_LIST);
+        return build_from_mark(pr, MH__PV_LIST);
     case 't':
-        return build_from_mark(pr, MH_PV_TUPLE);
+        return build_from_mark(pr, MH__PV_TUPLE);
     case 0x91:
-        return build_from_mark(pr, MH_PV_FROZENSET);
+        return build_from_mark(pr, MH__PV_FROZENSET);
     case 0x85:
         return tuple_n(pr, 1);
     case 0x86:
@@ -756,7 +756,7 @@ static int step(struct mh__pr *pr, unsigned char op)
     case '2': {
         if (!top(pr))
             return MH_EFORMAT;
-        struct mh_pv *v = mh__pr_own(pr, pr->sp - 1);
+        struct mh__pv *v = mh__pr_own(pr, pr->sp - 1);
         return v ? mh__pr_push(pr, v) : pr->code;
     }
     default:
@@ -803,20 +803,20 @@ static int run(struct mh__pr *pr)
     }
 }
 
-int mh__pickle_parse(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                     struct mh_pickle_doc **out, char *err, size_t errlen)
+int mh__pickle_parse(const void *data, size_t len, const struct mh__pickle_limits *lim,
+                     struct mh__pickle_doc **out, char *err, size_t errlen)
 {
     return mh__pickle_parse_with(data, len, lim, NULL, out, err, errlen);
 }
 
-int mh__pickle_parse_with(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                          struct mh__prs *s, struct mh_pickle_doc **out, char *err,
+int mh__pickle_parse_with(const void *data, size_t len, const struct mh__pickle_limits *lim,
+                          struct mh__prs *s, struct mh__pickle_doc **out, char *err,
                           size_t errlen)
 {
     *out = NULL;
     if (err && errlen)
         err[0] = '\0';
-    struct mh_pickle_doc *doc = calloc(1, sizeof *doc);
+    struct mh__pickle_doc *doc = calloc(1, sizeof *doc);
     if (!doc)
         return MH_ENOMEM;
     doc->per_byte = !(lim && lim->max_bytes);
@@ -834,14 +834,14 @@ int mh__pickle_parse_with(const void *data, size_t len, const struct mh_pickle_l
     pr.s = s;
     int rc = 0;
     for (int i = 0; i < 3 && !rc; i++) {
-        pr.consts[i] = mh__pr_scalar(&pr, i ? MH_PV_BOOL : MH_PV_NONE);
+        pr.consts[i] = mh__pr_scalar(&pr, i ? MH__PV_BOOL : MH__PV_NONE);
         if (!pr.consts[i])
             rc = pr.code;
         else
             pr.consts[i]->u.i = i == 2;
     }
     for (int i = 0; i < 4 && !rc; i++)
-        if (!(pr.empties[i] = mh__pr_scalar(&pr, MH_PV_TUPLE + i)))
+        if (!(pr.empties[i] = mh__pr_scalar(&pr, MH__PV_TUPLE + i)))
             rc = pr.code;
     if (!rc)
         rc = run(&pr);
@@ -865,22 +865,22 @@ void mh__bigs_free(struct mh__big *g)
     }
 }
 
-struct mh_pv *mh__pickle_doc_root(const struct mh_pickle_doc *doc)
+struct mh__pv *mh__pickle_doc_root(const struct mh__pickle_doc *doc)
 {
     return doc->root;
 }
 
-uint64_t mh__pickle_doc_bytes(const struct mh_pickle_doc *doc)
+uint64_t mh__pickle_doc_bytes(const struct mh__pickle_doc *doc)
 {
     return doc->bytes;
 }
 
-int mh__pickle_doc_protocol(const struct mh_pickle_doc *doc)
+int mh__pickle_doc_protocol(const struct mh__pickle_doc *doc)
 {
     return doc->protocol;
 }
 
-void mh__pickle_doc_free(struct mh_pickle_doc *doc)
+void mh__pickle_doc_free(struct mh__pickle_doc *doc)
 {
     if (!doc)
         return;

@@ -18,10 +18,10 @@
 
 #include "pickle_value.h"
 
-struct mh_pickle_doc;
+struct mh__pickle_doc;
 
 /* Zero fields mean the defaults. */
-struct mh_pickle_limits {
+struct mh__pickle_limits {
     /* memory the tree, stack and memo may use; 0 = 64 MiB + 16 bytes per
      * input byte */
     uint64_t max_bytes;
@@ -33,16 +33,16 @@ struct mh_pickle_limits {
  * into it, so it must outlive the document. `lim` may be NULL. On failure
  * returns a negative MH_E* code and, if `err` is not NULL, a one-line message
  * with the byte offset (the document is not created). */
-int mh__pickle_parse(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                     struct mh_pickle_doc **out, char *err, size_t errlen);
+int mh__pickle_parse(const void *data, size_t len, const struct mh__pickle_limits *lim,
+                     struct mh__pickle_doc **out, char *err, size_t errlen);
 /* The value STOP returned; valid until mh__pickle_doc_free. */
-struct mh_pv *mh__pickle_doc_root(const struct mh_pickle_doc *doc);
+struct mh__pv *mh__pickle_doc_root(const struct mh__pickle_doc *doc);
 /* Bytes of memory the document holds. */
-uint64_t mh__pickle_doc_bytes(const struct mh_pickle_doc *doc);
+uint64_t mh__pickle_doc_bytes(const struct mh__pickle_doc *doc);
 /* Protocol named by the PROTO opcode (0 if none). */
-int mh__pickle_doc_protocol(const struct mh_pickle_doc *doc);
+int mh__pickle_doc_protocol(const struct mh__pickle_doc *doc);
 /* Accepts NULL. */
-void mh__pickle_doc_free(struct mh_pickle_doc *doc);
+void mh__pickle_doc_free(struct mh__pickle_doc *doc);
 
 /* Pickle opcode name for a byte ("GLOBAL", ...), or NULL if not an opcode. */
 const char *mh__pickle_opcode_name(unsigned char op);

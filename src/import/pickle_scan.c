@@ -121,7 +121,7 @@ int mh__pickle_scan(const unsigned char *data, size_t len, int mapped, uint8_t *
         uint64_t idx = 0;
         int64_t a = arg_len(op, data + off, len - off, &memo, &idx);
         if (a < 0) {
-            rc = a == -1 ? 0 : MH_PS_WHOLE; /* -1: the reader stops here, with its message */
+            rc = a == -1 ? 0 : MH__PS_WHOLE; /* -1: the reader stops here, with its message */
             break;
         }
         off += (size_t)a;

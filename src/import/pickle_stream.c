@@ -23,12 +23,12 @@ struct mh__kept {
 
 struct mslot {
     uint64_t key; /* memo index + 1; 0 = empty */
-    struct mh_pv *v;
+    struct mh__pv *v;
     int kept;
 };
 
 struct tag {
-    const struct mh_pv *node;
+    const struct mh__pv *node;
     int role;
     uint32_t list;
     uint64_t pos;
@@ -50,7 +50,7 @@ struct mh__prs {
     size_t ntags, tcap;
     struct mh__kept **dead; /* kept values read for the last time in the batch */
     size_t ndead, dcap;
-    const struct mh_pickle_sink *sink;
+    const struct mh__pickle_sink *sink;
     const unsigned char *base;
     size_t len, released;
     int mapped, sunk, whole;
@@ -100,7 +100,7 @@ static int push_u64(uint64_t **arr, size_t *n, size_t *cap, uint64_t v)
 }
 
 /* Falls back to the whole-tree reader: recorded as a failure that
- * mh__pickle_stream turns into MH_PS_WHOLE. */
+ * mh__pickle_stream turns into MH__PS_WHOLE. */
 static int whole(struct mh__pr *pr, const char *why)
 {
     pr->s->whole = 1;
@@ -144,7 +144,7 @@ static void mdelete(struct mh__prs *s, struct mslot *slot)
     }
 }
 
-static int minsert(struct mh__prs *s, uint64_t idx, struct mh_pv *v)
+static int minsert(struct mh__prs *s, uint64_t idx, struct mh__pv *v)
 {
     if (2 * (s->mlen + 1) > s->mcap) {
         size_t ncap = s->mcap ? 2 * s->mcap : 1024;
@@ -171,7 +171,7 @@ static int minsert(struct mh__prs *s, uint64_t idx, struct mh_pv *v)
     return 0;
 }
 
-int mh__prs_memo_put(struct mh__pr *pr, uint64_t idx, struct mh_pv *v)
+int mh__prs_memo_put(struct mh__pr *pr, uint64_t idx, struct mh__pv *v)
 {
     struct mh__prs *s = pr->s;
     struct mslot *old = mfind(s, idx);
@@ -192,7 +192,7 @@ int mh__prs_memo_get(struct mh__pr *pr, uint64_t idx)
     if (!slot)
         return mh__pr_fail(pr, MH_EFORMAT, "memo entry %llu was never stored",
                            (unsigned long long)idx);
-    struct mh_pv *v = slot->v;
+    struct mh__pv *v = slot->v;
     if (s->refs[idx] != 255 && --s->refs[idx] == 0) {
         /* its last read: a kept value read inside a batch is freed with it */
         if (slot->kept && s->transient) {
@@ -220,13 +220,13 @@ static int in_input(const struct mh__prs *s, const char *p)
     return (const unsigned char *)p >= s->base && (const unsigned char *)p <= s->base + s->len;
 }
 
-static int has_bytes(const struct mh_pv *v)
+static int has_bytes(const struct mh__pv *v)
 {
-    return v->type == MH_PV_STR || v->type == MH_PV_BYTES || v->type == MH_PV_BIGINT;
+    return v->type == MH__PV_STR || v->type == MH__PV_BYTES || v->type == MH__PV_BIGINT;
 }
 
 /* Bytes a scalar's text needs when it does not point into the input. */
-static size_t text_size(const struct mh__prs *s, const struct mh_pv *v)
+static size_t text_size(const struct mh__prs *s, const struct mh__pv *v)
 {
     return has_bytes(v) && v->n && !in_input(s, v->u.s) ? ((size_t)v->n + 7) & ~(size_t)7 : 0;
 }
@@ -262,7 +262,7 @@ static void kept_release(struct mh__pr *pr, struct mh__kept *k)
 }
 
 /* Copies scalar v into node d, its text after it at *text. */
-static void copy_scalar(const struct mh__prs *s, struct mh_pv *d, const struct mh_pv *v,
+static void copy_scalar(const struct mh__prs *s, struct mh__pv *d, const struct mh__pv *v,
                         unsigned char **text)
 {
     *d = *v;
@@ -275,14 +275,14 @@ static void copy_scalar(const struct mh__prs *s, struct mh_pv *d, const struct m
 }
 
 /* A copy of v that outlives the batch, or NULL (failure recorded). */
-static struct mh_pv *keep_value(struct mh__pr *pr, const struct mh_pv *v)
+static struct mh__pv *keep_value(struct mh__pr *pr, const struct mh__pv *v)
 {
     struct mh__prs *s = pr->s;
-    int container = v->type >= MH_PV_TUPLE && v->type <= MH_PV_FROZENSET;
+    int container = v->type >= MH__PV_TUPLE && v->type <= MH__PV_FROZENSET;
     size_t k = container ? mh__pv_len(v) : 0, size = sizeof *v + text_size(s, v);
-    struct mh_pv h;
+    struct mh__pv h;
     if (container && k && s->sink->keep && s->sink->keep(s->sink->ctx, v, &h) == 0) {
-        struct mh_pv *d = kept_alloc(pr, sizeof h);
+        struct mh__pv *d = kept_alloc(pr, sizeof h);
         if (d)
             *d = h;
         return d;
@@ -292,8 +292,8 @@ static struct mh_pv *keep_value(struct mh__pr *pr, const struct mh_pv *v)
         return NULL;
     }
     for (size_t i = 0; i < k; i++)
-        size += sizeof(struct mh_pv *) + sizeof *v + text_size(s, v->u.items[i]);
-    struct mh_pv *d = kept_alloc(pr, size);
+        size += sizeof(struct mh__pv *) + sizeof *v + text_size(s, v->u.items[i]);
+    struct mh__pv *d = kept_alloc(pr, size);
     if (!d)
         return NULL;
     unsigned char *text = (unsigned char *)(d + 1);
@@ -304,8 +304,8 @@ static struct mh_pv *keep_value(struct mh__pr *pr, const struct mh_pv *v)
     *d = *v;
     if (!k)
         return d;
-    struct mh_pv **items = (struct mh_pv **)(void *)(d + 1);
-    struct mh_pv *nodes = (struct mh_pv *)(void *)(items + k);
+    struct mh__pv **items = (struct mh__pv **)(void *)(d + 1);
+    struct mh__pv *nodes = (struct mh__pv *)(void *)(items + k);
     text = (unsigned char *)(nodes + k);
     for (size_t i = 0; i < k; i++) {
         copy_scalar(s, &nodes[i], v->u.items[i], &text);
@@ -324,7 +324,7 @@ static int batch_end(struct mh__pr *pr)
         struct mslot *slot = mfind(s, s->pending[i]);
         if (!slot || slot->kept || !mh__arena_has(s->tblocks, slot->v))
             continue;
-        struct mh_pv *v = keep_value(pr, slot->v);
+        struct mh__pv *v = keep_value(pr, slot->v);
         if (!v)
             return pr->code;
         slot->v = v;
@@ -351,7 +351,7 @@ static int batch_end(struct mh__pr *pr)
     return 0;
 }
 
-static int is_key(const struct mh_pv *v, const char *key)
+static int is_key(const struct mh__pv *v, const char *key)
 {
     return mh__pv_is_str(v, key);
 }
@@ -360,36 +360,36 @@ static int is_key(const struct mh_pv *v, const char *key)
  * Python's pickler writes a dict of lists; *list gets the device. */
 static int role_of(const struct mh__pr *pr, size_t at, uint32_t *list)
 {
-    struct mh_pv **st = pr->stack;
+    struct mh__pv **st = pr->stack;
     *list = 0;
-    if (at == 0 && pr->nmarks == 0 && st[0]->type == MH_PV_LIST)
-        return MH_PS_SEGMENTS; /* the oldest form: a bare list of segments */
-    if (pr->nmarks < 1 || pr->marks[0] != 1 || st[0]->type != MH_PV_DICT || at < 2)
+    if (at == 0 && pr->nmarks == 0 && st[0]->type == MH__PV_LIST)
+        return MH__PS_SEGMENTS; /* the oldest form: a bare list of segments */
+    if (pr->nmarks < 1 || pr->marks[0] != 1 || st[0]->type != MH__PV_DICT || at < 2)
         return 0;
     size_t t; /* the slot of device_traces */
     if (pr->nmarks == 1) {
         if ((at - 2) % 2 == 0 && is_key(st[at - 1], "segments"))
-            return MH_PS_SEGMENTS;
+            return MH__PS_SEGMENTS;
         if ((at - 2) % 2 == 0 && is_key(st[at - 1], "external_annotations"))
-            return MH_PS_NOTES;
+            return MH__PS_NOTES;
         t = at - 1; /* a single device, appended without a mark */
         if (t < 2 || (t - 2) % 2 || !is_key(st[t - 1], "device_traces") ||
-            st[t]->type != MH_PV_LIST)
+            st[t]->type != MH__PV_LIST)
             return 0;
         *list = st[t]->n;
-        return MH_PS_TRACE;
+        return MH__PS_TRACE;
     }
     if (pr->nmarks != 2 || pr->marks[1] < 3 || at < pr->marks[1])
         return 0;
     t = pr->marks[1] - 1;
-    if ((t - 2) % 2 || !is_key(st[t - 1], "device_traces") || st[t]->type != MH_PV_LIST ||
+    if ((t - 2) % 2 || !is_key(st[t - 1], "device_traces") || st[t]->type != MH__PV_LIST ||
         st[t]->n + (at - pr->marks[1]) > UINT32_MAX)
         return 0;
     *list = (uint32_t)(st[t]->n + (at - pr->marks[1]));
-    return MH_PS_TRACE;
+    return MH__PS_TRACE;
 }
 
-static struct tag *find_tag(const struct mh__prs *s, const struct mh_pv *node)
+static struct tag *find_tag(const struct mh__prs *s, const struct mh__pv *node)
 {
     for (size_t i = s->ntags; i-- > 0;)
         if (s->tags[i].node == node)
@@ -433,7 +433,7 @@ int mh__prs_mark(struct mh__pr *pr)
     return 0;
 }
 
-int mh__prs_fill(struct mh__pr *pr, size_t slot, struct mh_pv **items, size_t n)
+int mh__prs_fill(struct mh__pr *pr, size_t slot, struct mh__pv **items, size_t n)
 {
     struct mh__prs *s = pr->s;
     struct tag *t = s->transient && slot != s->open_slot ? NULL : tag_of(pr, slot);
@@ -442,7 +442,7 @@ int mh__prs_fill(struct mh__pr *pr, size_t slot, struct mh_pv **items, size_t n)
     for (size_t i = 0; i < n; i++) {
         s->sunk = 1;
         int rc = s->sink->item(s->sink->ctx, t->role, t->list, t->pos++, items[i]);
-        if (rc == MH_PS_WHOLE)
+        if (rc == MH__PS_WHOLE)
             return whole(pr, "records of one list arrive apart");
         if (rc < 0 && !pr->code)
             pr->code = rc; /* the sink wrote its own message */
@@ -452,7 +452,7 @@ int mh__prs_fill(struct mh__pr *pr, size_t slot, struct mh_pv **items, size_t n)
     return s->transient && slot == s->open_slot ? batch_end(pr) : 0;
 }
 
-int mh__prs_change(struct mh__pr *pr, const struct mh_pv *c)
+int mh__prs_change(struct mh__pr *pr, const struct mh__pv *c)
 {
     struct mh__prs *s = pr->s;
     if (!s->transient || mh__arena_has(s->tblocks, c))
@@ -463,13 +463,13 @@ int mh__prs_change(struct mh__pr *pr, const struct mh_pv *c)
 /* ---- entry point -------------------------------------------------------------- */
 
 /* Whether every streamed list is where its role says, once each. */
-static int placed(const struct mh__prs *s, const struct mh_pv *root)
+static int placed(const struct mh__prs *s, const struct mh__pv *root)
 {
-    const struct mh_pv *traces = mh__pv_get(root, "device_traces");
+    const struct mh__pv *traces = mh__pv_get(root, "device_traces");
     for (size_t i = 0; i < s->ntags; i++) {
         const struct tag *t = &s->tags[i];
-        const char *key = t->role == MH_PS_SEGMENTS ? "segments" : "external_annotations";
-        if (t->role == MH_PS_TRACE
+        const char *key = t->role == MH__PS_SEGMENTS ? "segments" : "external_annotations";
+        if (t->role == MH__PS_TRACE
                 ? !mh__pv_is_seq(traces) || t->list >= traces->n ||
                       traces->u.items[t->list] != t->node
                 : root != t->node && mh__pv_get(root, key) != t->node)
@@ -493,8 +493,8 @@ static void prs_free(struct mh__prs *s)
     free(s);
 }
 
-int mh__pickle_stream(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                      int mapped, const struct mh_pickle_sink *sink, struct mh_pickle_doc **out,
+int mh__pickle_stream(const void *data, size_t len, const struct mh__pickle_limits *lim,
+                      int mapped, const struct mh__pickle_sink *sink, struct mh__pickle_doc **out,
                       int *sunk, char *err, size_t errlen)
 {
     *out = NULL;
@@ -516,10 +516,10 @@ int mh__pickle_stream(const void *data, size_t len, const struct mh_pickle_limit
     if (rc == 0 && !placed(s, mh__pickle_doc_root(*out))) {
         mh__pickle_doc_free(*out);
         *out = NULL;
-        rc = MH_PS_WHOLE;
+        rc = MH__PS_WHOLE;
     }
     if (rc < 0 && s->whole) {
-        rc = MH_PS_WHOLE;
+        rc = MH__PS_WHOLE;
         if (err && errlen)
             err[0] = '\0';
     }

@@ -9,7 +9,7 @@
  * them, are built in an arena of their own and given to the sink batch by
  * batch (one APPENDS); then the arena is emptied. A memoized value that the
  * pickle reads back later outlives its batch: the sink may turn it into a
- * handle (an id it interned, pickle_value.h MH_PV_HANDLE), small scalar-only
+ * handle (an id it interned, pickle_value.h MH__PV_HANDLE), small scalar-only
  * values are copied, and memo entries are dropped after their last read.
  * Snapshot import (snapshot_import.c) is the consumer. */
 #ifndef MH_IMPORT_PICKLE_STREAM_H
@@ -20,20 +20,20 @@
 
 #include "pickle_read.h"
 
-enum mh_ps_role { MH_PS_SEGMENTS = 1, MH_PS_TRACE, MH_PS_NOTES };
+enum mh__ps_role { MH__PS_SEGMENTS = 1, MH__PS_TRACE, MH__PS_NOTES };
 
 /* Returned when the pickle cannot be streamed (other opcodes or layout):
  * read it whole with mh__pickle_parse instead. */
-#define MH_PS_WHOLE 2
+#define MH__PS_WHOLE 2
 
-struct mh_pickle_sink {
+struct mh__pickle_sink {
     void *ctx;
     /* Element `pos` of a streamed list (`list`: the device for traces).
      * The value lives until the batch ends. 0 or a negative MH_E* code. */
-    int (*item)(void *ctx, int role, uint32_t list, uint64_t pos, const struct mh_pv *item);
+    int (*item)(void *ctx, int role, uint32_t list, uint64_t pos, const struct mh__pv *item);
     /* A memoized container read back after its batch: 0 with *handle set
-     * (type MH_PV_HANDLE), or 1 when the sink has no handle for it. */
-    int (*keep)(void *ctx, const struct mh_pv *v, struct mh_pv *handle);
+     * (type MH__PV_HANDLE), or 1 when the sink has no handle for it. */
+    int (*keep)(void *ctx, const struct mh__pv *v, struct mh__pv *handle);
     /* The batch's values are about to be freed (drop caches keyed by them). */
     void (*batch_end)(void *ctx);
     /* Input bytes read so far out of `total`; may be NULL. */
@@ -43,15 +43,15 @@ struct mh_pickle_sink {
 /* As mh__pickle_parse, streaming the big lists to `sink`; their nodes in the
  * returned tree stay empty. `mapped`: data is a private read-only file
  * mapping whose pages behind the reader may be given back. Returns 0,
- * MH_PS_WHOLE (nothing was given to the sink when `*sunk` is 0), or a
+ * MH__PS_WHOLE (nothing was given to the sink when `*sunk` is 0), or a
  * negative MH_E* code with a message in err. */
-int mh__pickle_stream(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                      int mapped, const struct mh_pickle_sink *sink, struct mh_pickle_doc **out,
+int mh__pickle_stream(const void *data, size_t len, const struct mh__pickle_limits *lim,
+                      int mapped, const struct mh__pickle_sink *sink, struct mh__pickle_doc **out,
                       int *sunk, char *err, size_t errlen);
 
 /* Pass one: per memo index, how often the pickle reads it back (255 = 255
  * or more), in *refs (malloc'ed, *n entries), up to STOP or to where the
- * reader will fail. Returns 0, MH_PS_WHOLE when the pickle uses the text
+ * reader will fail. Returns 0, MH__PS_WHOLE when the pickle uses the text
  * memo opcodes (left to the whole-tree reader), or MH_ENOMEM. */
 int mh__pickle_scan(const unsigned char *data, size_t len, int mapped, uint8_t **refs, size_t *n);
 

@@ -45,7 +45,7 @@ static int number_line(struct mh__pr *pr, char *buf, size_t cap)
 }
 
 /* Decimal text to a BIGINT node (little-endian two's complement). */
-static struct mh_pv *decimal_bigint(struct mh__pr *pr, const char *text)
+static struct mh__pv *decimal_bigint(struct mh__pr *pr, const char *text)
 {
     int neg = *text == '-';
     if (*text == '-' || *text == '+')
@@ -76,7 +76,7 @@ static struct mh_pv *decimal_bigint(struct mh__pr *pr, const char *text)
             carry = x >> 8;
         }
     }
-    struct mh_pv *v = mh__pr_scalar(pr, MH_PV_BIGINT);
+    struct mh__pv *v = mh__pr_scalar(pr, MH__PV_BIGINT);
     if (v) {
         v->n = (uint32_t)cap;
         v->u.s = (const char *)b;
@@ -92,10 +92,10 @@ static int push_decimal(struct mh__pr *pr, char *buf)
     if (end == buf || *end)
         return mh__pr_fail(pr, MH_EFORMAT, "invalid integer '%s'", buf);
     if (errno == ERANGE) {
-        struct mh_pv *v = decimal_bigint(pr, buf);
+        struct mh__pv *v = decimal_bigint(pr, buf);
         return v ? mh__pr_push(pr, v) : MH_EFORMAT;
     }
-    struct mh_pv *v = mh__pr_scalar(pr, MH_PV_INT);
+    struct mh__pv *v = mh__pr_scalar(pr, MH__PV_INT);
     if (v)
         v->u.i = x;
     return mh__pr_push(pr, v);
@@ -134,7 +134,7 @@ int mh__pr_text_float(struct mh__pr *pr)
     double x = strtod(buf, &end);
     if (end == buf || *end)
         return mh__pr_fail(pr, MH_EFORMAT, "invalid float '%s'", buf);
-    struct mh_pv *v = mh__pr_scalar(pr, MH_PV_FLOAT);
+    struct mh__pv *v = mh__pr_scalar(pr, MH__PV_FLOAT);
     if (v)
         v->u.f = x;
     return mh__pr_push(pr, v);
@@ -180,9 +180,9 @@ static size_t put_utf8(unsigned char *o, uint32_t cp)
     return 4;
 }
 
-static struct mh_pv *str_node(struct mh__pr *pr, const unsigned char *s, size_t n)
+static struct mh__pv *str_node(struct mh__pr *pr, const unsigned char *s, size_t n)
 {
-    struct mh_pv *v = mh__pr_scalar(pr, MH_PV_STR);
+    struct mh__pv *v = mh__pr_scalar(pr, MH__PV_STR);
     if (v) {
         v->n = (uint32_t)n;
         v->u.s = (const char *)s;
@@ -190,7 +190,7 @@ static struct mh_pv *str_node(struct mh__pr *pr, const unsigned char *s, size_t 
     return v;
 }
 
-struct mh_pv *mh__pr_latin1(struct mh__pr *pr, const unsigned char *s, size_t n)
+struct mh__pv *mh__pr_latin1(struct mh__pr *pr, const unsigned char *s, size_t n)
 {
     size_t high = 0;
     for (size_t i = 0; i < n; i++)

@@ -5,34 +5,34 @@
 
 #include "memhist/error.h"
 
-size_t mh__pv_len(const struct mh_pv *v)
+size_t mh__pv_len(const struct mh__pv *v)
 {
-    if (!v || v->type < MH_PV_TUPLE)
+    if (!v || v->type < MH__PV_TUPLE)
         return 0;
-    return v->type == MH_PV_DICT ? 2 * (size_t)v->n : v->n;
+    return v->type == MH__PV_DICT ? 2 * (size_t)v->n : v->n;
 }
 
-int mh__pv_is_seq(const struct mh_pv *v)
+int mh__pv_is_seq(const struct mh__pv *v)
 {
-    return v && (v->type == MH_PV_TUPLE || v->type == MH_PV_LIST);
+    return v && (v->type == MH__PV_TUPLE || v->type == MH__PV_LIST);
 }
 
-const struct mh_pv *mh__pv_at(const struct mh_pv *v, size_t i)
+const struct mh__pv *mh__pv_at(const struct mh__pv *v, size_t i)
 {
-    if (!v || v->type < MH_PV_TUPLE || v->type == MH_PV_DICT || i >= v->n)
+    if (!v || v->type < MH__PV_TUPLE || v->type == MH__PV_DICT || i >= v->n)
         return NULL;
     return v->u.items[i];
 }
 
-int mh__pv_is_str(const struct mh_pv *v, const char *text)
+int mh__pv_is_str(const struct mh__pv *v, const char *text)
 {
     size_t n = strlen(text);
-    return v && v->type == MH_PV_STR && v->n == n && memcmp(v->u.s, text, n) == 0;
+    return v && v->type == MH__PV_STR && v->n == n && memcmp(v->u.s, text, n) == 0;
 }
 
-const struct mh_pv *mh__pv_get(const struct mh_pv *d, const char *key)
+const struct mh__pv *mh__pv_get(const struct mh__pv *d, const char *key)
 {
-    if (!d || d->type != MH_PV_DICT)
+    if (!d || d->type != MH__PV_DICT)
         return NULL;
     for (size_t k = d->n; k-- > 0;)
         if (mh__pv_is_str(d->u.items[2 * k], key))
@@ -41,7 +41,7 @@ const struct mh_pv *mh__pv_get(const struct mh_pv *d, const char *key)
 }
 
 /* Value of a big int when it fits 64 bits: sign in *neg. */
-static int bigint_mag(const struct mh_pv *v, uint64_t *mag, int *neg)
+static int bigint_mag(const struct mh__pv *v, uint64_t *mag, int *neg)
 {
     const unsigned char *b = (const unsigned char *)v->u.s;
     size_t n = v->n;
@@ -58,37 +58,37 @@ static int bigint_mag(const struct mh_pv *v, uint64_t *mag, int *neg)
     return 0;
 }
 
-int mh__pv_i64(const struct mh_pv *v, int64_t *out)
+int mh__pv_i64(const struct mh__pv *v, int64_t *out)
 {
-    if (v && (v->type == MH_PV_INT || v->type == MH_PV_BOOL)) {
+    if (v && (v->type == MH__PV_INT || v->type == MH__PV_BOOL)) {
         *out = v->u.i;
         return 0;
     }
     uint64_t x;
     int neg;
-    if (!v || v->type != MH_PV_BIGINT || bigint_mag(v, &x, &neg) || (!neg && x > INT64_MAX))
+    if (!v || v->type != MH__PV_BIGINT || bigint_mag(v, &x, &neg) || (!neg && x > INT64_MAX))
         return MH_EFORMAT;
     *out = (int64_t)x;
     return 0;
 }
 
-int mh__pv_u64(const struct mh_pv *v, uint64_t *out)
+int mh__pv_u64(const struct mh__pv *v, uint64_t *out)
 {
-    if (v && (v->type == MH_PV_INT || v->type == MH_PV_BOOL)) {
+    if (v && (v->type == MH__PV_INT || v->type == MH__PV_BOOL)) {
         if (v->u.i < 0)
             return MH_EFORMAT;
         *out = (uint64_t)v->u.i;
         return 0;
     }
     int neg;
-    if (!v || v->type != MH_PV_BIGINT || bigint_mag(v, out, &neg) || neg)
+    if (!v || v->type != MH__PV_BIGINT || bigint_mag(v, out, &neg) || neg)
         return MH_EFORMAT;
     return 0;
 }
 
-int mh__pv_f64(const struct mh_pv *v, double *out)
+int mh__pv_f64(const struct mh__pv *v, double *out)
 {
-    if (v && v->type == MH_PV_FLOAT) {
+    if (v && v->type == MH__PV_FLOAT) {
         *out = v->u.f;
         return 0;
     }
@@ -99,15 +99,15 @@ int mh__pv_f64(const struct mh_pv *v, double *out)
     return 0;
 }
 
-int mh__pv_bool(const struct mh_pv *v, int *out)
+int mh__pv_bool(const struct mh__pv *v, int *out)
 {
-    if (!v || (v->type != MH_PV_BOOL && v->type != MH_PV_INT))
+    if (!v || (v->type != MH__PV_BOOL && v->type != MH__PV_INT))
         return MH_EFORMAT;
     *out = v->u.i != 0;
     return 0;
 }
 
-const char *mh__pv_type_name(const struct mh_pv *v)
+const char *mh__pv_type_name(const struct mh__pv *v)
 {
     static const char *const names[] = {"None",  "bool",  "int",  "int",  "float", "str",
                                         "bytes", "tuple", "list", "dict", "set",   "frozenset", "handle"};

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "snapshot_iint.h"
+#include "snapshot_import_int.h"
 
 #define MAX_DEVICES 4096
 #define SMALL_SEGMENT (2ull << 20)
@@ -29,18 +29,18 @@ int mh__imp_fail(struct mh__imp *im, int code, const char *fmt, ...)
 }
 
 /* Refuses a dict or list met twice (see the file comment). */
-static int visit(struct mh__imp *im, const struct mh_pv *v, const char *path)
+static int visit(struct mh__imp *im, const struct mh__pv *v, const char *path)
 {
     if (v->mark)
         return mh__imp_fail(im, MH_EFORMAT, "%s: the same object appears twice", path);
-    ((struct mh_pv *)v)->mark = 1;
+    ((struct mh__pv *)v)->mark = 1;
     return 0;
 }
 
-static int need_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, const char *path,
+static int need_u64(struct mh__imp *im, const struct mh__pv *d, const char *key, const char *path,
                     uint64_t *out)
 {
-    const struct mh_pv *v = mh__pv_get(d, key);
+    const struct mh__pv *v = mh__pv_get(d, key);
     if (!v || mh__pv_u64(v, out))
         return mh__imp_fail(im, MH_EFORMAT, "%s: '%s' is %s, expected a non-negative int", path,
                             key, v ? mh__pv_type_name(v) : "missing");
@@ -49,13 +49,13 @@ static int need_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, 
 
 /* Optional int: absent or None gives `dflt`. Negative streams wrap as
  * unsigned (a raw pointer value). */
-static int opt_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, const char *path,
+static int opt_u64(struct mh__imp *im, const struct mh__pv *d, const char *key, const char *path,
                    uint64_t dflt, uint64_t *out)
 {
-    const struct mh_pv *v = mh__pv_get(d, key);
+    const struct mh__pv *v = mh__pv_get(d, key);
     int64_t i;
     *out = dflt;
-    if (!v || v->type == MH_PV_NONE)
+    if (!v || v->type == MH__PV_NONE)
         return 0;
     if (mh__pv_u64(v, out) == 0)
         return 0;
@@ -67,10 +67,10 @@ static int opt_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, c
                         mh__pv_type_name(v));
 }
 
-static int pool_id(struct mh__imp *im, const struct mh_pv *v, const char *path, uint32_t pool[2])
+static int pool_id(struct mh__imp *im, const struct mh__pv *v, const char *path, uint32_t pool[2])
 {
     pool[0] = pool[1] = 0;
-    if (!v || v->type == MH_PV_NONE)
+    if (!v || v->type == MH__PV_NONE)
         return 0;
     uint64_t a, b;
     if (!mh__pv_is_seq(v) || v->n != 2 || mh__pv_u64(mh__pv_at(v, 0), &a) ||
@@ -81,7 +81,7 @@ static int pool_id(struct mh__imp *im, const struct mh_pv *v, const char *path, 
     return 0;
 }
 
-static char *dup_str(const struct mh_pv *v)
+static char *dup_str(const struct mh__pv *v)
 {
     char *s = malloc(v->n + 1);
     if (s) {
@@ -91,17 +91,17 @@ static char *dup_str(const struct mh_pv *v)
     return s;
 }
 
-static int conv_frame(struct mh__imp *im, const struct mh_pv *f, const char *path, uint32_t *id)
+static int conv_frame(struct mh__imp *im, const struct mh__pv *f, const char *path, uint32_t *id)
 {
-    if (f->type == MH_PV_HANDLE && f->n == MH__H_FRAME) {
+    if (f->type == MH__PV_HANDLE && f->n == MH__H_FRAME) {
         *id = (uint32_t)f->u.i;
         return 0;
     }
     if (mh__ptrmap_get(im->frame_ids, f, id) == 0)
         return 0;
-    const struct mh_pv *file = mh__pv_get(f, "filename"), *name = mh__pv_get(f, "name");
+    const struct mh__pv *file = mh__pv_get(f, "filename"), *name = mh__pv_get(f, "name");
     int64_t line = 0;
-    if (!file || file->type != MH_PV_STR || !name || name->type != MH_PV_STR ||
+    if (!file || file->type != MH__PV_STR || !name || name->type != MH__PV_STR ||
         (mh__pv_get(f, "line") && mh__pv_i64(mh__pv_get(f, "line"), &line)))
         return mh__imp_fail(im, MH_EFORMAT,
                             "%s: a frame needs str 'filename' and 'name' and an int 'line'", path);
@@ -118,13 +118,13 @@ static int conv_frame(struct mh__imp *im, const struct mh_pv *f, const char *pat
 }
 
 /* A frames list (innermost first) to a stack id; 0 for none or empty. */
-static int conv_frames(struct mh__imp *im, const struct mh_pv *list, const char *path,
+static int conv_frames(struct mh__imp *im, const struct mh__pv *list, const char *path,
                        uint32_t *stack)
 {
     *stack = 0;
-    if (!list || list->type == MH_PV_NONE)
+    if (!list || list->type == MH__PV_NONE)
         return 0;
-    if (list->type == MH_PV_HANDLE && list->n == MH__H_STACK) {
+    if (list->type == MH__PV_HANDLE && list->n == MH__H_STACK) {
         *stack = (uint32_t)list->u.i;
         return 0;
     }
@@ -138,8 +138,8 @@ static int conv_frames(struct mh__imp *im, const struct mh_pv *list, const char 
         return MH_ENOMEM;
     int rc = 0;
     for (uint32_t i = 0; i < list->n && !rc; i++) {
-        const struct mh_pv *f = mh__pv_at(list, i);
-        rc = f->type == MH_PV_DICT || (f->type == MH_PV_HANDLE && f->n == MH__H_FRAME)
+        const struct mh__pv *f = mh__pv_at(list, i);
+        rc = f->type == MH__PV_DICT || (f->type == MH__PV_HANDLE && f->n == MH__H_FRAME)
                  ? conv_frame(im, f, path, &ids[i])
                  : mh__imp_fail(im, MH_EFORMAT, "%s: a frame is %s", path, mh__pv_type_name(f));
     }
@@ -152,7 +152,7 @@ static int conv_frames(struct mh__imp *im, const struct mh_pv *list, const char 
     return mh__ptrmap_put(&im->stack_ids, list, *stack);
 }
 
-static int block_state(const struct mh_pv *v)
+static int block_state(const struct mh__pv *v)
 {
     if (mh__pv_is_str(v, "active_allocated"))
         return MH_BLOCK_ALLOCATED;
@@ -178,13 +178,13 @@ static int push_block(struct mh__imp *im, const struct mh__iblk *b)
 
 /* Requested size and stack of a block; legacy 2.0 blocks keep them in
  * `history` (last entry: real_size, frames). */
-static int block_extra(struct mh__imp *im, const struct mh_pv *b, const char *path,
+static int block_extra(struct mh__imp *im, const struct mh__pv *b, const char *path,
                        struct mh__iblk *out)
 {
-    const struct mh_pv *hist = mh__pv_get(b, "history");
-    const struct mh_pv *last = mh__pv_is_seq(hist) && hist->n ? mh__pv_at(hist, hist->n - 1) : NULL;
-    const struct mh_pv *frames = mh__pv_get(b, "frames");
-    if (last && last->type != MH_PV_DICT)
+    const struct mh__pv *hist = mh__pv_get(b, "history");
+    const struct mh__pv *last = mh__pv_is_seq(hist) && hist->n ? mh__pv_at(hist, hist->n - 1) : NULL;
+    const struct mh__pv *frames = mh__pv_get(b, "frames");
+    if (last && last->type != MH__PV_DICT)
         return mh__imp_fail(im, MH_EFORMAT, "%s: a history entry is %s", path,
                             mh__pv_type_name(last));
     if (last && !frames) { /* torch 2.0/2.1 keep the stack in the history */
@@ -197,7 +197,7 @@ static int block_extra(struct mh__imp *im, const struct mh_pv *b, const char *pa
     return rc ? rc : conv_frames(im, frames, path, &out->stack);
 }
 
-static int conv_blocks(struct mh__imp *im, const struct mh_pv *blocks, const struct mh__iseg *g,
+static int conv_blocks(struct mh__imp *im, const struct mh__pv *blocks, const struct mh__iseg *g,
                        const char *spath)
 {
     char path[96];
@@ -206,9 +206,9 @@ static int conv_blocks(struct mh__imp *im, const struct mh_pv *blocks, const str
         return mh__imp_fail(im, MH_EFORMAT, "%s: 'blocks' is %s, expected a list", spath,
                             mh__pv_type_name(blocks));
     for (uint32_t i = 0; i < blocks->n; i++) {
-        const struct mh_pv *b = mh__pv_at(blocks, i);
+        const struct mh__pv *b = mh__pv_at(blocks, i);
         snprintf(path, sizeof path, "%s.blocks[%u]", spath, i);
-        if (b->type != MH_PV_DICT)
+        if (b->type != MH__PV_DICT)
             return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path,
                                 mh__pv_type_name(b));
         struct mh__iblk blk;
@@ -252,11 +252,11 @@ static int push_segment(struct mh__imp *im, const struct mh__iseg *g)
     return 0;
 }
 
-int mh__imp_segment(struct mh__imp *im, const struct mh_pv *s, uint64_t i)
+int mh__imp_segment(struct mh__imp *im, const struct mh__pv *s, uint64_t i)
 {
     char path[48];
     snprintf(path, sizeof path, "segments[%llu]", (unsigned long long)i);
-    if (!s || s->type != MH_PV_DICT)
+    if (!s || s->type != MH__PV_DICT)
         return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path, mh__pv_type_name(s));
     struct mh__iseg g;
     memset(&g, 0, sizeof g);
@@ -281,14 +281,14 @@ int mh__imp_segment(struct mh__imp *im, const struct mh_pv *s, uint64_t i)
     if (rc)
         return rc;
     g.device = (int)dev;
-    const struct mh_pv *type = mh__pv_get(s, "segment_type");
+    const struct mh__pv *type = mh__pv_get(s, "segment_type");
     g.small = type ? mh__pv_is_str(type, "small") : g.size == SMALL_SEGMENT;
     if (mh__pv_get(s, "is_expandable"))
         mh__pv_bool(mh__pv_get(s, "is_expandable"), &expandable);
     g.expandable = (uint8_t)expandable;
     if ((rc = push_segment(im, &g)))
         return rc;
-    const struct mh_pv *blocks = mh__pv_get(s, "blocks");
+    const struct mh__pv *blocks = mh__pv_get(s, "blocks");
     if (!blocks)
         return mh__imp_fail(im, MH_EFORMAT, "%s: 'blocks' missing", path);
     if ((rc = visit(im, blocks, path)))
@@ -296,9 +296,9 @@ int mh__imp_segment(struct mh__imp *im, const struct mh_pv *s, uint64_t i)
     return conv_blocks(im, blocks, &g, path);
 }
 
-static int conv_segments(struct mh__imp *im, const struct mh_pv *segs)
+static int conv_segments(struct mh__imp *im, const struct mh__pv *segs)
 {
-    if (!segs || segs->type == MH_PV_NONE)
+    if (!segs || segs->type == MH__PV_NONE)
         return 0;
     if (!mh__pv_is_seq(segs))
         return mh__imp_fail(im, MH_EFORMAT, "'segments' is %s, expected a list",
@@ -312,22 +312,22 @@ static int conv_segments(struct mh__imp *im, const struct mh_pv *segs)
 }
 
 /* Every item a frame dict or frame handle: worth a stack handle. */
-static int frames_like(const struct mh_pv *v)
+static int frames_like(const struct mh__pv *v)
 {
     for (uint32_t i = 0; i < v->n; i++) {
-        const struct mh_pv *f = v->u.items[i];
-        if (f->type != MH_PV_DICT && !(f->type == MH_PV_HANDLE && f->n == MH__H_FRAME))
+        const struct mh__pv *f = v->u.items[i];
+        if (f->type != MH__PV_DICT && !(f->type == MH__PV_HANDLE && f->n == MH__H_FRAME))
             return 0;
     }
     return 1;
 }
 
-int mh__imp_keep(struct mh__imp *im, const struct mh_pv *v, struct mh_pv *h)
+int mh__imp_keep(struct mh__imp *im, const struct mh__pv *v, struct mh__pv *h)
 {
     uint32_t id;
     memset(h, 0, sizeof *h);
-    h->type = MH_PV_HANDLE;
-    if (v->type == MH_PV_DICT) {
+    h->type = MH__PV_HANDLE;
+    if (v->type == MH__PV_DICT) {
         if (mh__ptrmap_get(im->frame_ids, v, &id) != 0)
             return 1;
         h->n = MH__H_FRAME;
@@ -358,14 +358,14 @@ void mh__imp_forget_nodes(struct mh__imp *im)
     im->frame_ids = im->stack_ids = NULL;
 }
 
-int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root)
+int mh__imp_convert(struct mh__imp *im, const struct mh__pv *root)
 {
     if (mh__pv_is_seq(root)) { /* the oldest form: a bare list of segments */
         int rc = conv_segments(im, root);
         im->info->segments = im->nsegs;
         return rc;
     }
-    if (!root || root->type != MH_PV_DICT)
+    if (!root || root->type != MH__PV_DICT)
         return mh__imp_fail(im, MH_EFORMAT, "the pickle holds %s, not a snapshot dict",
                             mh__pv_type_name(root));
     if (!mh__pv_get(root, "segments") && !mh__pv_get(root, "device_traces"))
@@ -393,23 +393,23 @@ uint32_t mh__imp_before_trace_stack(struct mh__imp *im)
     return im->before_stack;
 }
 
-int mh__imp_frames(struct mh__imp *im, const struct mh_pv *list, const char *path, uint32_t *stack)
+int mh__imp_frames(struct mh__imp *im, const struct mh__pv *list, const char *path, uint32_t *stack)
 {
     return conv_frames(im, list, path, stack);
 }
 
-int mh__imp_visit(struct mh__imp *im, const struct mh_pv *v, const char *path)
+int mh__imp_visit(struct mh__imp *im, const struct mh__pv *v, const char *path)
 {
     return visit(im, v, path);
 }
 
-int mh__imp_opt_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, const char *path,
+int mh__imp_opt_u64(struct mh__imp *im, const struct mh__pv *d, const char *key, const char *path,
                     uint64_t dflt, uint64_t *out)
 {
     return opt_u64(im, d, key, path, dflt, out);
 }
 
-int mh__imp_pool(struct mh__imp *im, const struct mh_pv *v, const char *path, uint32_t pool[2])
+int mh__imp_pool(struct mh__imp *im, const struct mh__pv *v, const char *path, uint32_t pool[2])
 {
     return pool_id(im, v, path, pool);
 }

@@ -11,7 +11,7 @@
 
 #include "memhist/allocconf.h"
 #include "memhist/error.h"
-#include "snapshot_iint.h"
+#include "snapshot_import_int.h"
 
 #define MAX_DEVICES 4096
 
@@ -223,12 +223,12 @@ int mh__imp_forward(struct mh__imp *im)
 }
 
 /* meta "alloc_conf": the settings string with the dict's values on top. */
-static int settings_meta(struct mh__imp *im, const struct mh_pv *set)
+static int settings_meta(struct mh__imp *im, const struct mh__pv *set)
 {
     struct mh_alloc_conf conf;
     memset(&conf, 0, sizeof conf);
-    const struct mh_pv *text = mh__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF");
-    if (text && text->type == MH_PV_STR && text->n < 4096) {
+    const struct mh__pv *text = mh__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF");
+    if (text && text->type == MH__PV_STR && text->n < 4096) {
         char buf[4096];
         memcpy(buf, text->u.s, text->n);
         buf[text->n] = '\0';
@@ -244,7 +244,7 @@ static int settings_meta(struct mh__imp *im, const struct mh_pv *set)
         conf.garbage_collection_threshold = f;
     if (mh__pv_bool(mh__pv_get(set, "expandable_segments"), &b) == 0)
         conf.expandable_segments = b;
-    const struct mh_pv *div = mh__pv_get(set, "roundup_power2_divisions");
+    const struct mh__pv *div = mh__pv_get(set, "roundup_power2_divisions");
     for (int i = 0; i < 16 && div; i++) {
         char key[8];
         snprintf(key, sizeof key, "%u", 1u << i);
@@ -258,11 +258,11 @@ static int settings_meta(struct mh__imp *im, const struct mh_pv *set)
     return out[0] ? mh_writer_set_meta(im->w, "alloc_conf", out) : 0;
 }
 
-static int write_meta(struct mh__imp *im, const struct mh_pv *root)
+static int write_meta(struct mh__imp *im, const struct mh__pv *root)
 {
     int rc = 0;
-    const struct mh_pv *set = mh__pv_get(root, "allocator_settings");
-    if (set && set->type == MH_PV_DICT) {
+    const struct mh__pv *set = mh__pv_get(root, "allocator_settings");
+    if (set && set->type == MH__PV_DICT) {
         char *text = NULL;
         rc = settings_meta(im, set);
         if (!rc)
@@ -271,14 +271,14 @@ static int write_meta(struct mh__imp *im, const struct mh_pv *root)
             rc = mh_writer_set_meta(im->w, "torch_allocator_settings", text);
         free(text);
     }
-    const struct mh_pv *ver = mh__pv_get(root, "torch_version");
-    if (!rc && ver && ver->type == MH_PV_STR && ver->n < 64) {
+    const struct mh__pv *ver = mh__pv_get(root, "torch_version");
+    if (!rc && ver && ver->type == MH__PV_STR && ver->n < 64) {
         char buf[64];
         memcpy(buf, ver->u.s, ver->n);
         buf[ver->n] = '\0';
         rc = mh_writer_set_meta(im->w, "torch_version", buf);
     }
-    const struct mh_pv *hs = mh__pv_get(root, "host_segments"), *ht = mh__pv_get(root, "host_traces");
+    const struct mh__pv *hs = mh__pv_get(root, "host_segments"), *ht = mh__pv_get(root, "host_traces");
     if (!rc && hs && ht && mh__pv_is_seq(hs) && mh__pv_is_seq(ht) && !hs->n && !ht->n)
         rc = mh_writer_set_meta(im->w, "torch_host_memory", "empty");
     if (!rc && im->info->entries && im->entry_keys) {
@@ -357,7 +357,7 @@ void mh__imp_free(struct mh__imp *im)
     mh__ptrmap_free(im->stack_ids);
 }
 
-static void imp_init(struct mh__imp *im, struct mh_writer *w, struct mh_import_info *info,
+static void imp_init(struct mh__imp *im, struct mh_writer *w, struct mh__import_info *info,
                      char *err, size_t errlen)
 {
     memset(info, 0, sizeof *info);
@@ -374,15 +374,15 @@ static void imp_init(struct mh__imp *im, struct mh_writer *w, struct mh_import_i
 
 struct sink_ctx {
     struct mh__imp *im;
-    const struct mh_import_opts *o;
+    const struct mh__import_opts *o;
 };
 
-static int sink_item(void *ctx, int role, uint32_t list, uint64_t pos, const struct mh_pv *item)
+static int sink_item(void *ctx, int role, uint32_t list, uint64_t pos, const struct mh__pv *item)
 {
     struct mh__imp *im = ((struct sink_ctx *)ctx)->im;
-    if (role == MH_PS_SEGMENTS)
+    if (role == MH__PS_SEGMENTS)
         return mh__imp_segment(im, item, pos);
-    if (role == MH_PS_NOTES)
+    if (role == MH__PS_NOTES)
         return mh__imp_note(im, item);
     if (list >= MAX_DEVICES)
         return mh__imp_fail(im, MH_ELIMIT, "'device_traces' lists more than %d devices",
@@ -390,7 +390,7 @@ static int sink_item(void *ctx, int role, uint32_t list, uint64_t pos, const str
     return mh__imp_entry(im, (int)list, pos, item);
 }
 
-static int sink_keep(void *ctx, const struct mh_pv *v, struct mh_pv *handle)
+static int sink_keep(void *ctx, const struct mh__pv *v, struct mh__pv *handle)
 {
     return mh__imp_keep(((struct sink_ctx *)ctx)->im, v, handle);
 }
@@ -415,7 +415,7 @@ void mh__imp_progress(struct mh__imp *im, uint64_t n)
     }
 }
 
-static void name_work(struct mh__imp *im, const struct mh_import_opts *o, int writing)
+static void name_work(struct mh__imp *im, const struct mh__import_opts *o, int writing)
 {
     const char *name = o->name ? o->name : "the snapshot";
     if (writing)
@@ -426,12 +426,12 @@ static void name_work(struct mh__imp *im, const struct mh_import_opts *o, int wr
 
 /* Reads the pickle: streamed into im when it can be, else whole (*doc). */
 static int read_pickle(struct mh__imp *im, const void *data, size_t len,
-                       const struct mh_import_opts *o, struct mh_pickle_doc **doc)
+                       const struct mh__import_opts *o, struct mh__pickle_doc **doc)
 {
-    int rc = MH_PS_WHOLE, sunk = 0;
+    int rc = MH__PS_WHOLE, sunk = 0;
     if (!o->whole) {
         struct sink_ctx ctx = {im, o};
-        struct mh_pickle_sink sink = {&ctx, sink_item, sink_keep, sink_batch_end,
+        struct mh__pickle_sink sink = {&ctx, sink_item, sink_keep, sink_batch_end,
                                       im->progress.fn ? sink_progress : NULL};
         rc = mh__pickle_stream(data, len, o->lim, o->mapped, &sink, doc, &sunk, im->err,
                                im->errlen);
@@ -439,12 +439,12 @@ static int read_pickle(struct mh__imp *im, const void *data, size_t len,
             mh__progress_report(&im->progress, im->what, len, len);
         im->info->streamed = rc == 0;
     }
-    if (rc != MH_PS_WHOLE)
+    if (rc != MH__PS_WHOLE)
         return rc;
     if (sunk) { /* start again: what was converted stays interned, unused */
         struct mh_writer *w = im->w;
-        struct mh_import_info *info = im->info;
-        struct mh_progress p = im->progress;
+        struct mh__import_info *info = im->info;
+        struct mh__progress p = im->progress;
         char what[sizeof im->what];
         memcpy(what, im->what, sizeof what);
         mh__imp_free(im);
@@ -457,13 +457,13 @@ static int read_pickle(struct mh__imp *im, const void *data, size_t len,
     return mh__pickle_parse(data, len, o->lim, doc, im->err, im->errlen);
 }
 
-int mh__snapshot_import_with(const void *data, size_t len, const struct mh_import_opts *o,
-                             struct mh_writer *w, struct mh_import_info *info, char *err,
+int mh__snapshot_import_with(const void *data, size_t len, const struct mh__import_opts *o,
+                             struct mh_writer *w, struct mh__import_info *info, char *err,
                              size_t errlen)
 {
-    static const struct mh_import_opts dflt;
+    static const struct mh__import_opts dflt;
     struct mh__imp im;
-    struct mh_pickle_doc *doc = NULL;
+    struct mh__pickle_doc *doc = NULL;
     if (err && errlen)
         err[0] = '\0';
     imp_init(&im, w, info, err, errlen);
@@ -471,7 +471,7 @@ int mh__snapshot_import_with(const void *data, size_t len, const struct mh_impor
     im.progress = o->progress ? *o->progress : mh__progress_default();
     name_work(&im, o, 0);
     int rc = read_pickle(&im, data, len, o, &doc);
-    const struct mh_pv *root = doc ? mh__pickle_doc_root(doc) : NULL;
+    const struct mh__pv *root = doc ? mh__pickle_doc_root(doc) : NULL;
     if (!rc) {
         info->protocol = mh__pickle_doc_protocol(doc);
         rc = mh__imp_convert(&im, root);
@@ -495,10 +495,10 @@ int mh__snapshot_import_with(const void *data, size_t len, const struct mh_impor
     return rc;
 }
 
-int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                        struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen)
+int mh__snapshot_import(const void *data, size_t len, const struct mh__pickle_limits *lim,
+                        struct mh_writer *w, struct mh__import_info *info, char *err, size_t errlen)
 {
-    struct mh_import_opts o;
+    struct mh__import_opts o;
     memset(&o, 0, sizeof o);
     o.lim = lim;
     return mh__snapshot_import_with(data, len, &o, w, info, err, errlen);

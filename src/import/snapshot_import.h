@@ -16,8 +16,8 @@
  * live recording (events flagged MH_EVF_DERIVED). Every field torch wrote is
  * kept (user metadata verbatim, segment frames, pool ids, the settings dict
  * as meta "torch_allocator_settings"), so `memhist snapshot` writes it back. */
-#ifndef MH_VIZ_SNAPSHOT_IMPORT_H
-#define MH_VIZ_SNAPSHOT_IMPORT_H
+#ifndef MH_IMPORT_SNAPSHOT_IMPORT_H
+#define MH_IMPORT_SNAPSHOT_IMPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +26,7 @@
 #include "pickle_read.h"
 #include "progress.h"
 
-struct mh_import_info {
+struct mh__import_info {
     int protocol;     /* pickle protocol (0 if no PROTO opcode) */
     int devices;      /* device_traces entries */
     uint64_t entries; /* trace entries written as events */
@@ -44,8 +44,8 @@ struct mh_import_info {
                                 * record); 0: read whole (memory follows the file) */
 };
 
-struct mh_import_opts {
-    const struct mh_pickle_limits *lim; /* NULL: the defaults */
+struct mh__import_opts {
+    const struct mh__pickle_limits *lim; /* NULL: the defaults */
     /* data is a private read-only mapping of the file: pages read may be
      * given back to the system */
     int mapped;
@@ -53,7 +53,7 @@ struct mh_import_opts {
     /* progress reports ("importing NAME": input bytes read; then "writing
      * NAME's events": entries replayed backwards and written); NULL = the
      * default of progress.h */
-    const struct mh_progress *progress;
+    const struct mh__progress *progress;
     const char *name;
 };
 
@@ -61,14 +61,14 @@ struct mh_import_opts {
  * with source "imported" and closes it). `lim` may be NULL. On failure returns
  * a negative MH_E* code with a one-line message in err (parse errors name the
  * opcode and offset, schema errors the path, e.g. "segments[2].blocks[0]"). */
-int mh__snapshot_import(const void *data, size_t len, const struct mh_pickle_limits *lim,
-                        struct mh_writer *w, struct mh_import_info *info, char *err, size_t errlen);
+int mh__snapshot_import(const void *data, size_t len, const struct mh__pickle_limits *lim,
+                        struct mh_writer *w, struct mh__import_info *info, char *err, size_t errlen);
 /* As mh__snapshot_import with options (`o` may be NULL). Snapshots laid out
  * as Python's pickler writes them are streamed (pickle_stream.h): the trace
  * goes to a temporary file when it is large, and memory follows the largest
  * record, not the file; others are read whole, with the same result. */
-int mh__snapshot_import_with(const void *data, size_t len, const struct mh_import_opts *o,
-                             struct mh_writer *w, struct mh_import_info *info, char *err,
+int mh__snapshot_import_with(const void *data, size_t len, const struct mh__import_opts *o,
+                             struct mh_writer *w, struct mh__import_info *info, char *err,
                              size_t errlen);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "snapshot_iint.h"
+#include "snapshot_import_int.h"
 
 #define SMALL_SEGMENT (2ull << 20)
 #define REPLAY_CHUNK 4096u

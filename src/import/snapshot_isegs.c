@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "snapshot_iint.h"
+#include "snapshot_import_int.h"
 
 /* Node 0 is the empty tree; free nodes chain through `l`. */
 struct mh__isnode {

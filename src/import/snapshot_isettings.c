@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "snapshot_iint.h"
+#include "snapshot_import_int.h"
 
 #define MAX_TEXT 65536
 
@@ -24,33 +24,33 @@ static int clean(const char *s, size_t n)
 }
 
 /* Appends one line; 0 if the value has no supported type. */
-static int line(char *out, size_t cap, size_t *used, const char *prefix, const struct mh_pv *k,
-                const struct mh_pv *v)
+static int line(char *out, size_t cap, size_t *used, const char *prefix, const struct mh__pv *k,
+                const struct mh__pv *v)
 {
     char val[512];
     char t;
     int64_t i;
     double f;
     int b;
-    if (!k || k->type != MH_PV_STR || !clean(k->u.s, k->n))
+    if (!k || k->type != MH__PV_STR || !clean(k->u.s, k->n))
         return 0;
     val[0] = '\0';
-    if (v->type == MH_PV_STR && v->n < sizeof val && clean(v->u.s, v->n)) {
+    if (v->type == MH__PV_STR && v->n < sizeof val && clean(v->u.s, v->n)) {
         t = 's';
         memcpy(val, v->u.s, v->n);
         val[v->n] = '\0';
-    } else if (v->type == MH_PV_BOOL && mh__pv_bool(v, &b) == 0) {
+    } else if (v->type == MH__PV_BOOL && mh__pv_bool(v, &b) == 0) {
         t = 'b';
         snprintf(val, sizeof val, "%d", b);
-    } else if (v->type == MH_PV_INT && mh__pv_i64(v, &i) == 0) {
+    } else if (v->type == MH__PV_INT && mh__pv_i64(v, &i) == 0) {
         t = 'i';
         snprintf(val, sizeof val, "%lld", (long long)i);
-    } else if (v->type == MH_PV_FLOAT && mh__pv_f64(v, &f) == 0) {
+    } else if (v->type == MH__PV_FLOAT && mh__pv_f64(v, &f) == 0) {
         t = 'f';
         snprintf(val, sizeof val, "%.17g", f);
-    } else if (v->type == MH_PV_NONE) {
+    } else if (v->type == MH__PV_NONE) {
         t = 'n';
-    } else if (v->type == MH_PV_DICT && !prefix) {
+    } else if (v->type == MH__PV_DICT && !prefix) {
         t = 'D';
     } else {
         return 0;
@@ -75,10 +75,10 @@ static int line(char *out, size_t cap, size_t *used, const char *prefix, const s
     return 0;
 }
 
-int mh__imp_settings_text(const struct mh_pv *dict, char **out)
+int mh__imp_settings_text(const struct mh__pv *dict, char **out)
 {
     *out = NULL;
-    if (!dict || dict->type != MH_PV_DICT)
+    if (!dict || dict->type != MH__PV_DICT)
         return 0;
     char *buf = malloc(MAX_TEXT);
     if (!buf)

@@ -3,7 +3,7 @@
  * (Optimizer.step#<Cls>.step from torch.optim, ProfilerStep#N from
  * torch.profiler), written as MH_EVF_DERIVED step and phase events between
  * the merged trace entries (snapshot_import.c) with the same rules as the
- * torch bridge applies to a live recording (see snapshot_iint.h): the
+ * torch bridge applies to a live recording (see snapshot_import_int.h): the
  * markers are for every device (an annotation names the current device, not
  * the devices of the optimizer's parameters), so a device's steps are the
  * periods it did something in, and what follows the last step is a tail,
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "snapshot_iint.h"
+#include "snapshot_import_int.h"
 
 int mh__imp_range_kind(const char *name, size_t n, int64_t *step)
 {
@@ -39,10 +39,10 @@ int mh__imp_range_kind(const char *name, size_t n, int64_t *step)
     return MH__SR_OTHER;
 }
 
-static int contains(const struct mh_pv *s, const char *needle)
+static int contains(const struct mh__pv *s, const char *needle)
 {
     size_t k = strlen(needle);
-    if (!s || s->type != MH_PV_STR || s->n < k)
+    if (!s || s->type != MH__PV_STR || s->n < k)
         return 0;
     for (size_t i = 0; i + k <= s->n; i++)
         if (memcmp(s->u.s + i, needle, k) == 0)
@@ -56,22 +56,22 @@ static int contains(const struct mh_pv *s, const char *needle)
  * the live recording's rule (an allocation off the training thread).
  * Program: a "<module>" frame, the top level of the script the main thread
  * runs, which a hook on autograd's thread never has. */
-uint64_t mh__imp_frame_flags(const struct mh_pv *f)
+uint64_t mh__imp_frame_flags(const struct mh__pv *f)
 {
-    if (f->type == MH_PV_HANDLE)
+    if (f->type == MH__PV_HANDLE)
         return f->n == MH__H_FRAME ? (uint64_t)f->u.i & (MH__H_BACKWARD | MH__H_PROGRAM) : 0;
-    if (f->type != MH_PV_DICT)
+    if (f->type != MH__PV_DICT)
         return 0;
-    const struct mh_pv *name = mh__pv_get(f, "name"), *file = mh__pv_get(f, "filename");
+    const struct mh__pv *name = mh__pv_get(f, "name"), *file = mh__pv_get(f, "filename");
     int backward = contains(name, "_engine_run_backward") || contains(name, "torch::autograd::Engine::") ||
                    (contains(name, "backward") &&
                     (contains(file, "torch/autograd/") || contains(file, "torch/_tensor.py")));
     return (backward ? MH__H_BACKWARD : 0) | (contains(name, "<module>") ? MH__H_PROGRAM : 0);
 }
 
-uint64_t mh__imp_flags(const struct mh_pv *frames)
+uint64_t mh__imp_flags(const struct mh__pv *frames)
 {
-    if (frames && frames->type == MH_PV_HANDLE)
+    if (frames && frames->type == MH__PV_HANDLE)
         return frames->n == MH__H_STACK ? (uint64_t)frames->u.i & (MH__H_BACKWARD | MH__H_PROGRAM) : 0;
     if (!frames || !mh__pv_is_seq(frames))
         return 0;

@@ -1,5 +1,5 @@
 /* snapshot_istore.c - snapshot import: the converted trace entries
- * (fixed-size records, snapshot_iint.h) in arrival order. The first
+ * (fixed-size records, snapshot_import_int.h) in arrival order. The first
  * STORE_MEMORY entries stay in memory; beyond that they go to an unlinked
  * temporary file (in $TMPDIR, else /tmp) through a small buffer, so a large
  * trace costs disk, not memory. The backwards replay reads them back in
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "memhist/error.h"
-#include "snapshot_iint.h"
+#include "snapshot_import_int.h"
 
 #define STORE_MEMORY 65536u
 #define STORE_BUFFER 4096u

@@ -1,5 +1,5 @@
 /* snapshot_itrace.c - snapshot import: converts `device_traces` entries and
- * `external_annotations` into flat arrays (snapshot_iint.h), reading the
+ * `external_annotations` into flat arrays (snapshot_import_int.h), reading the
  * "step N phase" user metadata memhist writes back into step and phase hints,
  * and gives entries without time_us (torch < 2.2) increasing synthetic times.
  * Also the pointer map that caches interned frames and stacks per node. */
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "snapshot_iint.h"
+#include "snapshot_import_int.h"
 
 #define MAX_DEVICES 4096
 #define SYNTHETIC_BASE_NS 1000000000ull /* 1 s after the epoch */
@@ -135,18 +135,18 @@ static int parse_hints(const char *s, size_t n, int64_t *step, int *phase, size_
 }
 
 /* A dict of metadata as "key: value, ..." text. */
-static size_t dict_text(const struct mh_pv *d, char *buf, size_t cap)
+static size_t dict_text(const struct mh__pv *d, char *buf, size_t cap)
 {
     size_t used = 0;
     for (uint32_t i = 0; i < d->n && used + 1 < cap; i++) {
-        const struct mh_pv *k = d->u.items[2 * i], *v = d->u.items[2 * i + 1];
+        const struct mh__pv *k = d->u.items[2 * i], *v = d->u.items[2 * i + 1];
         int64_t iv;
         double fv;
         int w;
         const char *sep = i ? ", " : "";
-        int kl = k->type == MH_PV_STR ? (int)k->n : 1;
-        const char *ks = k->type == MH_PV_STR ? k->u.s : "?";
-        if (v->type == MH_PV_STR)
+        int kl = k->type == MH__PV_STR ? (int)k->n : 1;
+        const char *ks = k->type == MH__PV_STR ? k->u.s : "?";
+        if (v->type == MH__PV_STR)
             w = snprintf(buf + used, cap - used, "%s%.*s: %.*s", sep, kl, ks, (int)v->n, v->u.s);
         else if (mh__pv_i64(v, &iv) == 0)
             w = snprintf(buf + used, cap - used, "%s%.*s: %lld", sep, kl, ks, (long long)iv);
@@ -161,19 +161,19 @@ static size_t dict_text(const struct mh_pv *d, char *buf, size_t cap)
     return used < cap ? used : cap - 1;
 }
 
-static int user_metadata(struct mh__imp *im, const struct mh_pv *v, struct mh__ient *e)
+static int user_metadata(struct mh__imp *im, const struct mh__pv *v, struct mh__ient *e)
 {
     const char *s;
     size_t n, rest;
     char buf[1024];
     int64_t step;
     int phase;
-    if (!v || v->type == MH_PV_NONE)
+    if (!v || v->type == MH__PV_NONE)
         return 0;
-    if (v->type == MH_PV_DICT) {
+    if (v->type == MH__PV_DICT) {
         n = dict_text(v, buf, sizeof buf);
         s = buf;
-    } else if (v->type == MH_PV_STR) {
+    } else if (v->type == MH__PV_STR) {
         s = v->u.s;
         n = v->n;
         if (parse_hints(s, n, &step, &phase, &rest)) {
@@ -196,10 +196,10 @@ static int user_metadata(struct mh__imp *im, const struct mh_pv *v, struct mh__i
 
 /* ---- entries ---------------------------------------------------------------- */
 
-static int entry_kind(const struct mh_pv *action)
+static int entry_kind(const struct mh__pv *action)
 {
     char name[32];
-    if (!action || action->type != MH_PV_STR || action->n >= sizeof name)
+    if (!action || action->type != MH__PV_STR || action->n >= sizeof name)
         return -1;
     memcpy(name, action->u.s, action->n);
     name[action->n] = '\0';
@@ -207,7 +207,7 @@ static int entry_kind(const struct mh_pv *action)
     return k >= 0 && k <= MH_EV_SNAPSHOT ? k : -1;
 }
 
-static int conv_entry(struct mh__imp *im, const struct mh_pv *d, const char *path,
+static int conv_entry(struct mh__imp *im, const struct mh__pv *d, const char *path,
                       struct mh__ient *e, int *has_time)
 {
     memset(e, 0, sizeof *e);
@@ -220,7 +220,7 @@ static int conv_entry(struct mh__imp *im, const struct mh_pv *d, const char *pat
     const char *addr_key =
         kind == MH_EV_OOM && mh__pv_get(d, "device_free") ? "device_free" : "addr";
     uint64_t us = 0;
-    const struct mh_pv *t = mh__pv_get(d, "time_us"), *cc = mh__pv_get(d, "compile_context");
+    const struct mh__pv *t = mh__pv_get(d, "time_us"), *cc = mh__pv_get(d, "compile_context");
     int rc = mh__imp_opt_u64(im, d, addr_key, path, 0, &e->addr);
     if (!rc)
         rc = mh__imp_opt_u64(im, d, "size", path, 0, &e->size);
@@ -246,13 +246,13 @@ static int conv_entry(struct mh__imp *im, const struct mh_pv *d, const char *pat
         rc = user_metadata(im, mh__pv_get(d, "user_metadata"), e);
     if (rc)
         return rc;
-    if (cc && cc->type == MH_PV_STR && cc->n && !mh__pv_is_str(cc, "N/A")) {
+    if (cc && cc->type == MH__PV_STR && cc->n && !mh__pv_is_str(cc, "N/A")) {
         int64_t id = mh_writer_intern_string(im->w, cc->u.s, cc->n);
         if (id < 0)
             return (int)id;
         e->str2 = (uint32_t)id;
     }
-    *has_time = t && t->type != MH_PV_NONE && us <= UINT64_MAX / 1000;
+    *has_time = t && t->type != MH__PV_NONE && us <= UINT64_MAX / 1000;
     e->time_ns = us * 1000;
     return 0;
 }
@@ -277,11 +277,11 @@ static struct mh__itrace *trace_of(struct mh__imp *im, int dev)
 }
 
 /* Entries lacking time_us follow the previous one by 1 us. */
-int mh__imp_entry(struct mh__imp *im, int dev, uint64_t i, const struct mh_pv *d)
+int mh__imp_entry(struct mh__imp *im, int dev, uint64_t i, const struct mh__pv *d)
 {
     char path[64];
     snprintf(path, sizeof path, "device_traces[%d][%llu]", dev, (unsigned long long)i);
-    if (d->type != MH_PV_DICT)
+    if (d->type != MH__PV_DICT)
         return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a dict", path,
                             mh__pv_type_name(d));
     int has_time = 0, rc = mh__imp_visit(im, d, path);
@@ -301,7 +301,7 @@ int mh__imp_entry(struct mh__imp *im, int dev, uint64_t i, const struct mh_pv *d
         t->first = im->store.total;
         t->prev_ns = SYNTHETIC_BASE_NS - 1000;
     } else if (t->first + t->n != im->store.total) {
-        return MH_PS_WHOLE; /* another device's entries came in between */
+        return MH__PS_WHOLE; /* another device's entries came in between */
     }
     if (!has_time) {
         e.time_ns = t->prev_ns + 1000;
@@ -318,11 +318,11 @@ int mh__imp_entry(struct mh__imp *im, int dev, uint64_t i, const struct mh_pv *d
     return 0;
 }
 
-static int conv_trace(struct mh__imp *im, const struct mh_pv *list, int dev)
+static int conv_trace(struct mh__imp *im, const struct mh__pv *list, int dev)
 {
     char path[64];
     snprintf(path, sizeof path, "device_traces[%d]", dev);
-    if (!list || list->type == MH_PV_NONE)
+    if (!list || list->type == MH__PV_NONE)
         return 0;
     if (!mh__pv_is_seq(list))
         return mh__imp_fail(im, MH_EFORMAT, "%s is %s, expected a list", path,
@@ -333,9 +333,9 @@ static int conv_trace(struct mh__imp *im, const struct mh_pv *list, int dev)
     return rc;
 }
 
-int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces)
+int mh__imp_convert_traces(struct mh__imp *im, const struct mh__pv *traces)
 {
-    if (!traces || traces->type == MH_PV_NONE)
+    if (!traces || traces->type == MH__PV_NONE)
         return 0;
     if (!mh__pv_is_seq(traces))
         return mh__imp_fail(im, MH_EFORMAT, "'device_traces' is %s, expected a list",
@@ -355,12 +355,12 @@ int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces)
 
 /* ---- annotations ------------------------------------------------------------ */
 
-static int conv_note(struct mh__imp *im, const struct mh_pv *d, struct mh__inote *n)
+static int conv_note(struct mh__imp *im, const struct mh__pv *d, struct mh__inote *n)
 {
-    const struct mh_pv *name = mh__pv_get(d, "name"), *stage = mh__pv_get(d, "stage");
+    const struct mh__pv *name = mh__pv_get(d, "name"), *stage = mh__pv_get(d, "stage");
     uint64_t us, dev;
     memset(n, 0, sizeof n[0]);
-    if (!name || name->type != MH_PV_STR || !stage || !mh__pv_get(d, "time_us") ||
+    if (!name || name->type != MH__PV_STR || !stage || !mh__pv_get(d, "time_us") ||
         mh__pv_u64(mh__pv_get(d, "time_us"), &us) || us > UINT64_MAX / 1000)
         return 1;
     n->begin = mh__pv_is_str(stage, "START");
@@ -388,9 +388,9 @@ static int conv_note(struct mh__imp *im, const struct mh_pv *d, struct mh__inote
     return 0;
 }
 
-int mh__imp_note(struct mh__imp *im, const struct mh_pv *d)
+int mh__imp_note(struct mh__imp *im, const struct mh__pv *d)
 {
-    if (d->type != MH_PV_DICT)
+    if (d->type != MH__PV_DICT)
         return 0;
     if (im->nnotes == im->notecap) {
         size_t cap = im->notecap ? 2 * im->notecap : 64;
@@ -409,7 +409,7 @@ int mh__imp_note(struct mh__imp *im, const struct mh_pv *d)
     return 0;
 }
 
-int mh__imp_convert_notes(struct mh__imp *im, const struct mh_pv *notes)
+int mh__imp_convert_notes(struct mh__imp *im, const struct mh__pv *notes)
 {
     if (!mh__pv_is_seq(notes))
         return 0;

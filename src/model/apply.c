@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 static int replay_expandable(const struct mh_model *m, const struct mh__segment *s)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 struct mh__driver_alloc {
     uint64_t size;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 static int map_compatible(const struct mh__segment *s, const struct mh_event *ev, int small)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 static void set(struct mh__heap *h, size_t i, struct mh__block *b)
 {

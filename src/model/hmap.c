@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 static size_t slot_of(uint64_t key, size_t cap)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 int mh_model_new(const struct mh_model_opts *opts, struct mh_model **out)
 {

@@ -4,14 +4,14 @@
 
 #include "progress.h"
 
-static struct mh_progress default_progress;
+static struct mh__progress default_progress;
 
-void mh__progress_set_default(const struct mh_progress *p)
+void mh__progress_set_default(const struct mh__progress *p)
 {
-    default_progress = p ? *p : (struct mh_progress){NULL, NULL};
+    default_progress = p ? *p : (struct mh__progress){NULL, NULL};
 }
 
-struct mh_progress mh__progress_default(void)
+struct mh__progress mh__progress_default(void)
 {
     return default_progress;
 }

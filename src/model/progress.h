@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-struct mh_progress {
+struct mh__progress {
     /* `what` names one piece of work ("reading run.memhist"; borrowed for
      * the call); `done` of `total` units (bytes of a file, events of a
      * replay); `total` 0 = unknown, then `done` is in bytes. A call with
@@ -21,11 +21,11 @@ struct mh_progress {
 
 /* Installs the default (copied; NULL = none). Not thread-safe: call it
  * before the work starts. */
-void mh__progress_set_default(const struct mh_progress *p);
+void mh__progress_set_default(const struct mh__progress *p);
 /* The default: a struct with fn NULL when none was installed. */
-struct mh_progress mh__progress_default(void);
+struct mh__progress mh__progress_default(void);
 
-static inline void mh__progress_report(const struct mh_progress *p, const char *what,
+static inline void mh__progress_report(const struct mh__progress *p, const char *what,
                                        uint64_t done, uint64_t total)
 {
     if (p && p->fn)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 static const struct mh__device *device_of(const struct mh_model *m, int device)
 {
@@ -17,11 +17,11 @@ static const struct mh__device *device_of(const struct mh_model *m, int device)
 const char *mh_anomaly_name(int anomaly)
 {
     switch (anomaly) {
-#define MH_X_ANOM_NAME(name, value, text) \
+#define MH__X_ANOM_NAME(name, value, text) \
     case value:                            \
         return text;
-        MH_ANOMALY_LIST(MH_X_ANOM_NAME)
-#undef MH_X_ANOM_NAME
+        MH_ANOMALY_LIST(MH__X_ANOM_NAME)
+#undef MH__X_ANOM_NAME
     }
     return "unknown";
 }

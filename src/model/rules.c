@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "memhist/allocconf.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 #define MIN_BLOCK 512ull             /* kMinBlockSize */
 #define SMALL_SIZE (1ull * MH_MB)    /* kSmallSize */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 #define MH__SCOPE_THREADS 64
 #define MH__SCOPE_DEPTH 256

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 struct mh__segment *mh__seg_containing(const struct mh__device *d, uint64_t addr)
 {

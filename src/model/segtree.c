@@ -3,7 +3,7 @@
  * new segments against their neighbours and walks segments in address order.
  * Segments never overlap, so ordering by start is ordering by range. Owns no
  * memory: the links live in struct mh__segment. */
-#include "model_internal.h"
+#include "model_int.h"
 
 static int height(const struct mh__segment *s)
 {

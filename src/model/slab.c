@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_internal.h"
+#include "model_int.h"
 
 #define SLAB_CHUNK 256
 

@@ -37,7 +37,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "model_internal.h"
+#include "model_int.h"
 
 static void acc_begin(struct mh__device *d, int64_t step, uint64_t t)
 {

@@ -38,7 +38,7 @@ size_t mh__utf8_seq(const unsigned char *s, size_t n)
 /* Whether the sequence of length len at s is a control character to escape. */
 static int is_control(const unsigned char *s, size_t len, unsigned flags)
 {
-    if (!(flags & MH_UTF8_ESC_CONTROL))
+    if (!(flags & MH__UTF8_ESC_CONTROL))
         return 0;
     if (len == 1)
         return s[0] < 0x20 || s[0] == 0x7f;

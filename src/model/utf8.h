@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 /* Also escape C0 and C1 control characters and DEL (text output). */
-#define MH_UTF8_ESC_CONTROL 1u
+#define MH__UTF8_ESC_CONTROL 1u
 
 /* Length (1..4) of the well-formed UTF-8 sequence starting at s (n bytes
  * available), or 0 when s[0] starts none (stray continuation byte, overlong

@@ -1,8 +1,8 @@
 /* scopegrad.h - backward module scopes as C++ pre-hooks on autograd nodes
  * (src/pyhook/scopegrad.cpp), called by the forward hooks of scopehook.c.
  * Internal to libmemhist_pyhook. */
-#ifndef MEMHIST_SCOPEGRAD_H
-#define MEMHIST_SCOPEGRAD_H
+#ifndef MH_PYHOOK_SCOPEGRAD_H
+#define MH_PYHOOK_SCOPEGRAD_H
 
 #include <Python.h>
 #include <stddef.h>

@@ -6,8 +6,8 @@
  * hooks, or, on CPython 3.12 and later, those of mh_scopehook_monitor as
  * sys.monitoring callbacks (memhist/_scopemon.py), or, before 3.12, sets
  * mh_scopehook_call's descriptor as Module.__call__ (memhist/_scopecall.py). */
-#ifndef MEMHIST_SCOPEHOOK_H
-#define MEMHIST_SCOPEHOOK_H
+#ifndef MH_PYHOOK_SCOPEHOOK_H
+#define MH_PYHOOK_SCOPEHOOK_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

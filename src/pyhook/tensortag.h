@@ -1,8 +1,8 @@
 /* tensortag.h - tensor roles tagged in C for the package's optimizer and
  * root-module hooks (libmemhist_pyhook.so: src/pyhook/tensortag.cpp).
  * memhist/_scopes.py calls them through ctypes.PyDLL: the GIL is held. */
-#ifndef MEMHIST_TENSORTAG_H
-#define MEMHIST_TENSORTAG_H
+#ifndef MH_PYHOOK_TENSORTAG_H
+#define MH_PYHOOK_TENSORTAG_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -13,7 +13,7 @@ extern "C" {
 
 struct mh_recorder;
 
-/* Tags the CUDA tensors in `tensors` with `role` (MH_ROLE_*): a tensor, or
+/* Tags the CUDA tensors in `tensors` with `role` (MH__ROLE_*): a tensor, or
  * a list, tuple or dict (its values) of them, nested up to three deep;
  * with `grads` each tensor's .grad instead. `sids` is None, or a list of
  * string ids as long as the list `tensors`, each naming its tensor. A

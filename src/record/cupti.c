@@ -233,7 +233,7 @@ static uint32_t intern_name(const char *s)
     return (uint32_t)id;
 }
 
-static int emit_item(void *user, const struct mh_cupti_item *it)
+static int emit_item(void *user, const struct mh__cupti_item *it)
 {
     struct mh_event ev = it->ev;
     if (it->name)
@@ -250,7 +250,7 @@ static void parse_pending(void)
     pthread_mutex_lock(&g.parse_lock);
     struct queued q;
     while (pop_buffer(&q)) {
-        struct mh_cupti_walk_stats st;
+        struct mh__cupti_walk_stats st;
         int rc = mh__cupti_walk(q.buf, q.valid, emit_item, NULL, &st);
         COUNT_ADD(buffers, 1);
         COUNT_ADD(records, st.records);
@@ -366,7 +366,7 @@ static void vmm_event(uint32_t cbid, const void *params, struct mh_event *ev)
 
 static const char *vmm_name(uint32_t cbid)
 {
-    return cbid == CBID_SET_ACCESS ? "cuMemSetAccess" : mh__cupti_api_name(MH_CUPTI_KIND_DRIVER, cbid);
+    return cbid == CBID_SET_ACCESS ? "cuMemSetAccess" : mh__cupti_api_name(MH__CUPTI_KIND_DRIVER, cbid);
 }
 
 static void vmm_callback(void *user, int domain, uint32_t cbid, const void *data)
@@ -445,25 +445,25 @@ static const char *result_text(cupti_result rc)
 
 static int load_symbols(void *lib)
 {
-#define MH_SYM(field, name)                                                                \
+#define MH__SYM(field, name)                                                                \
     do {                                                                                   \
         *(void **)&g.api.field = dlsym(lib, name);                                          \
         if (!g.api.field)                                                                  \
             return -1;                                                                     \
     } while (0)
-    MH_SYM(get_version, "cuptiGetVersion");
-    MH_SYM(get_result_string, "cuptiGetResultString");
-    MH_SYM(set_attribute, "cuptiActivitySetAttribute");
-    MH_SYM(register_callbacks, "cuptiActivityRegisterCallbacks");
-    MH_SYM(enable, "cuptiActivityEnable");
-    MH_SYM(disable, "cuptiActivityDisable");
-    MH_SYM(flush_all, "cuptiActivityFlushAll");
-    MH_SYM(dropped, "cuptiActivityGetNumDroppedRecords");
-    MH_SYM(set_thread_id_type, "cuptiSetThreadIdType");
-    MH_SYM(subscribe, "cuptiSubscribe");
-    MH_SYM(unsubscribe, "cuptiUnsubscribe");
-    MH_SYM(enable_callback, "cuptiEnableCallback");
-#undef MH_SYM
+    MH__SYM(get_version, "cuptiGetVersion");
+    MH__SYM(get_result_string, "cuptiGetResultString");
+    MH__SYM(set_attribute, "cuptiActivitySetAttribute");
+    MH__SYM(register_callbacks, "cuptiActivityRegisterCallbacks");
+    MH__SYM(enable, "cuptiActivityEnable");
+    MH__SYM(disable, "cuptiActivityDisable");
+    MH__SYM(flush_all, "cuptiActivityFlushAll");
+    MH__SYM(dropped, "cuptiActivityGetNumDroppedRecords");
+    MH__SYM(set_thread_id_type, "cuptiSetThreadIdType");
+    MH__SYM(subscribe, "cuptiSubscribe");
+    MH__SYM(unsubscribe, "cuptiUnsubscribe");
+    MH__SYM(enable_callback, "cuptiEnableCallback");
+#undef MH__SYM
     *(void **)&g.api.enable_runtime_api = dlsym(lib, "cuptiActivityEnableRuntimeApi");
     *(void **)&g.api.enable_driver_api = dlsym(lib, "cuptiActivityEnableDriverApi");
     return 0;
@@ -502,7 +502,7 @@ static int load_cupti(const char *path, char *why, size_t whylen)
 }
 
 /* ---- start / flush / stop ----------------------------------------------------- */
-static const int device_kinds[] = {MH_CUPTI_KIND_MEMCPY, MH_CUPTI_KIND_MEMSET};
+static const int device_kinds[] = {MH__CUPTI_KIND_MEMCPY, MH__CUPTI_KIND_MEMSET};
 
 static int enable_kind(int kind, const char *label, char *why, size_t whylen)
 {
@@ -517,7 +517,7 @@ static int enable_kind(int kind, const char *label, char *why, size_t whylen)
  * and DRIVER kinds when this CUPTI cannot select (the walker filters). */
 static void enable_api_records(void)
 {
-    static const uint32_t kinds[] = {MH_CUPTI_KIND_RUNTIME, MH_CUPTI_KIND_DRIVER};
+    static const uint32_t kinds[] = {MH__CUPTI_KIND_RUNTIME, MH__CUPTI_KIND_DRIVER};
     for (size_t k = 0; k < 2; k++) {
         cupti_result (*sel)(uint32_t, uint8_t) =
             k == 0 ? g.api.enable_runtime_api : g.api.enable_driver_api;
@@ -528,7 +528,7 @@ static void enable_api_records(void)
         const uint32_t *cbids;
         size_t n = mh__cupti_api_cbids(kinds[k], &cbids);
         for (size_t i = 0; i < n; i++)
-            if (kinds[k] != MH_CUPTI_KIND_DRIVER || cbids[i] < CBID_ADDR_RESERVE ||
+            if (kinds[k] != MH__CUPTI_KIND_DRIVER || cbids[i] < CBID_ADDR_RESERVE ||
                 cbids[i] > CBID_SET_ACCESS) /* VMM calls come from the subscriber */
                 sel(cbids[i], 1);
     }
@@ -594,10 +594,10 @@ static void free_state(void)
 
 static void disable_all(void)
 {
-    static const int kinds[] = {MH_CUPTI_KIND_CONCURRENT_KERNEL, MH_CUPTI_KIND_MEMORY2,
-                                MH_CUPTI_KIND_MEMORY_POOL,       MH_CUPTI_KIND_MEMCPY,
-                                MH_CUPTI_KIND_MEMSET,            MH_CUPTI_KIND_RUNTIME,
-                                MH_CUPTI_KIND_DRIVER};
+    static const int kinds[] = {MH__CUPTI_KIND_CONCURRENT_KERNEL, MH__CUPTI_KIND_MEMORY2,
+                                MH__CUPTI_KIND_MEMORY_POOL,       MH__CUPTI_KIND_MEMCPY,
+                                MH__CUPTI_KIND_MEMSET,            MH__CUPTI_KIND_RUNTIME,
+                                MH__CUPTI_KIND_DRIVER};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         g.api.disable(kinds[i]);
     if (g.sub) {
@@ -627,11 +627,11 @@ static int enable_collection(const struct mh_cupti_opts *o, char *why, size_t wh
     /* kernels first: it is the gate for "CUPTI works here", and enabling it
      * early avoids instrumentation stalls later */
     if (!o->memory_only &&
-        (rc = enable_kind(MH_CUPTI_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", why, whylen)))
+        (rc = enable_kind(MH__CUPTI_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", why, whylen)))
         return rc;
-    if ((rc = enable_kind(MH_CUPTI_KIND_MEMORY2, "MEMORY2", why, whylen)) != 0)
+    if ((rc = enable_kind(MH__CUPTI_KIND_MEMORY2, "MEMORY2", why, whylen)) != 0)
         return rc;
-    g.api.enable(MH_CUPTI_KIND_MEMORY_POOL);
+    g.api.enable(MH__CUPTI_KIND_MEMORY_POOL);
     if (!o->memory_only) {
         for (size_t i = 0; i < sizeof device_kinds / sizeof device_kinds[0]; i++)
             g.api.enable(device_kinds[i]);

@@ -1,4 +1,4 @@
-/* cupti_walk.c - CUPTI activity records -> mh_events (see cupti_walk.h).
+/* cupti_walk.c - CUPTI activity records -> mh__events (see cupti_walk.h).
  *
  * A pure function of its input: cupti.c hands it the buffers CUPTI fills,
  * tests hand it buffers built by hand, and the fuzzer hands it noise. Fields
@@ -10,7 +10,7 @@
 
 #include "memhist/error.h"
 
-#define MH_CUPTI_INVALID_ID 0xFFFFFFFFu
+#define MH__CUPTI_INVALID_ID 0xFFFFFFFFu
 
 /* CUPTI memory operation and pool operation types. */
 enum { MEM_OP_ALLOC = 1, MEM_OP_RELEASE = 2 };
@@ -58,9 +58,9 @@ static const uint32_t driver_cbids[] = {38,  39,  243, 244, 245, 249, 251, 276, 
 
 const char *mh__cupti_api_name(uint32_t kind, uint32_t cbid)
 {
-    const struct api_name *t = kind == MH_CUPTI_KIND_RUNTIME ? runtime_names : driver_names;
-    size_t n = kind == MH_CUPTI_KIND_RUNTIME ? COUNT(runtime_names) : COUNT(driver_names);
-    if (kind != MH_CUPTI_KIND_RUNTIME && kind != MH_CUPTI_KIND_DRIVER)
+    const struct api_name *t = kind == MH__CUPTI_KIND_RUNTIME ? runtime_names : driver_names;
+    size_t n = kind == MH__CUPTI_KIND_RUNTIME ? COUNT(runtime_names) : COUNT(driver_names);
+    if (kind != MH__CUPTI_KIND_RUNTIME && kind != MH__CUPTI_KIND_DRIVER)
         return NULL;
     for (size_t i = 0; i < n; i++)
         if (t[i].cbid == cbid)
@@ -70,26 +70,26 @@ const char *mh__cupti_api_name(uint32_t kind, uint32_t cbid)
 
 size_t mh__cupti_api_cbids(uint32_t kind, const uint32_t **cbids)
 {
-    if (kind == MH_CUPTI_KIND_RUNTIME) {
+    if (kind == MH__CUPTI_KIND_RUNTIME) {
         *cbids = runtime_cbids;
         return COUNT(runtime_cbids);
     }
     *cbids = driver_cbids;
-    return kind == MH_CUPTI_KIND_DRIVER ? COUNT(driver_cbids) : 0;
+    return kind == MH__CUPTI_KIND_DRIVER ? COUNT(driver_cbids) : 0;
 }
 
 size_t mh__cupti_record_size(uint32_t kind)
 {
     switch (kind) {
-    case MH_CUPTI_KIND_MEMCPY: return MH_CUPTI_SIZE_MEMCPY6;
-    case MH_CUPTI_KIND_MEMSET: return MH_CUPTI_SIZE_MEMSET4;
-    case MH_CUPTI_KIND_DRIVER:
-    case MH_CUPTI_KIND_RUNTIME:
-    case MH_CUPTI_KIND_INTERNAL_LAUNCH_API: return MH_CUPTI_SIZE_API;
-    case MH_CUPTI_KIND_CONCURRENT_KERNEL: return MH_CUPTI_SIZE_KERNEL10;
-    case MH_CUPTI_KIND_EXTERNAL_CORRELATION: return MH_CUPTI_SIZE_EXTCORR;
-    case MH_CUPTI_KIND_MEMORY2: return MH_CUPTI_SIZE_MEMORY4;
-    case MH_CUPTI_KIND_MEMORY_POOL: return MH_CUPTI_SIZE_MEMORYPOOL3;
+    case MH__CUPTI_KIND_MEMCPY: return MH__CUPTI_SIZE_MEMCPY6;
+    case MH__CUPTI_KIND_MEMSET: return MH__CUPTI_SIZE_MEMSET4;
+    case MH__CUPTI_KIND_DRIVER:
+    case MH__CUPTI_KIND_RUNTIME:
+    case MH__CUPTI_KIND_INTERNAL_LAUNCH_API: return MH__CUPTI_SIZE_API;
+    case MH__CUPTI_KIND_CONCURRENT_KERNEL: return MH__CUPTI_SIZE_KERNEL10;
+    case MH__CUPTI_KIND_EXTERNAL_CORRELATION: return MH__CUPTI_SIZE_EXTCORR;
+    case MH__CUPTI_KIND_MEMORY2: return MH__CUPTI_SIZE_MEMORY4;
+    case MH__CUPTI_KIND_MEMORY_POOL: return MH__CUPTI_SIZE_MEMORYPOOL3;
     default: return 0;
     }
 }
@@ -117,56 +117,56 @@ static const char *rdptr(const uint8_t *r, size_t off)
 
 static uint64_t stream_of(uint32_t id)
 {
-    return id == MH_CUPTI_INVALID_ID ? 0 : id;
+    return id == MH__CUPTI_INVALID_ID ? 0 : id;
 }
 
 /* Host memory kinds belong to no device. */
 static int16_t memory_device(uint32_t memkind, uint32_t device)
 {
-    if (memkind == MH_MEM_PAGEABLE || memkind == MH_MEM_PINNED || device == MH_CUPTI_INVALID_ID)
+    if (memkind == MH_MEM_PAGEABLE || memkind == MH_MEM_PINNED || device == MH__CUPTI_INVALID_ID)
         return -1;
     return (int16_t)device;
 }
 
-static int parse_memory(const uint8_t *r, struct mh_cupti_item *it)
+static int parse_memory(const uint8_t *r, struct mh__cupti_item *it)
 {
-    uint32_t op = rd32(r, MH_CUPTI_MEM_OP);
+    uint32_t op = rd32(r, MH__CUPTI_MEM_OP);
     if (op != MEM_OP_ALLOC && op != MEM_OP_RELEASE)
         return 0;
-    uint32_t memkind = rd32(r, MH_CUPTI_MEM_KIND);
+    uint32_t memkind = rd32(r, MH__CUPTI_MEM_KIND);
     it->ev.kind = op == MEM_OP_ALLOC ? MH_EV_DRIVER_ALLOC : MH_EV_DRIVER_FREE;
     it->ev.aux = memkind;
-    it->ev.correlation = rd32(r, MH_CUPTI_MEM_CORR);
-    it->ev.addr = rd64(r, MH_CUPTI_MEM_ADDR);
-    it->ev.size = rd64(r, MH_CUPTI_MEM_BYTES);
-    it->ev.time_ns = rd64(r, MH_CUPTI_MEM_TS);
-    it->ev.device = memory_device(memkind, rd32(r, MH_CUPTI_MEM_DEVICE));
-    it->ev.stream = stream_of(rd32(r, MH_CUPTI_MEM_STREAM));
+    it->ev.correlation = rd32(r, MH__CUPTI_MEM_CORR);
+    it->ev.addr = rd64(r, MH__CUPTI_MEM_ADDR);
+    it->ev.size = rd64(r, MH__CUPTI_MEM_BYTES);
+    it->ev.time_ns = rd64(r, MH__CUPTI_MEM_TS);
+    it->ev.device = memory_device(memkind, rd32(r, MH__CUPTI_MEM_DEVICE));
+    it->ev.stream = stream_of(rd32(r, MH__CUPTI_MEM_STREAM));
     if (memkind == MH_MEM_DEVICE_STATIC || memkind == MH_MEM_MANAGED_STATIC)
-        it->name = rdptr(r, MH_CUPTI_MEM_NAME);
+        it->name = rdptr(r, MH__CUPTI_MEM_NAME);
     return 1;
 }
 
 /* Pool creation and destruction become driver events of the pool's size;
  * trims carry no address range and are ignored. */
-static int parse_pool(const uint8_t *r, struct mh_cupti_item *it)
+static int parse_pool(const uint8_t *r, struct mh__cupti_item *it)
 {
-    uint32_t op = rd32(r, MH_CUPTI_POOL_OP);
+    uint32_t op = rd32(r, MH__CUPTI_POOL_OP);
     if (op != POOL_OP_CREATED && op != POOL_OP_DESTROYED)
         return 0;
     it->ev.kind = op == POOL_OP_CREATED ? MH_EV_DRIVER_ALLOC : MH_EV_DRIVER_FREE;
-    it->ev.aux = r[MH_CUPTI_POOL_MANAGED] ? MH_MEM_MANAGED : MH_MEM_DEVICE;
-    it->ev.correlation = rd32(r, MH_CUPTI_POOL_CORR);
-    it->ev.addr = rd64(r, MH_CUPTI_POOL_ADDR);
-    it->ev.size = rd64(r, MH_CUPTI_POOL_SIZE);
-    it->ev.time_ns = rd64(r, MH_CUPTI_POOL_TS);
-    it->ev.device = memory_device(MH_MEM_DEVICE, rd32(r, MH_CUPTI_POOL_DEVICE));
+    it->ev.aux = r[MH__CUPTI_POOL_MANAGED] ? MH_MEM_MANAGED : MH_MEM_DEVICE;
+    it->ev.correlation = rd32(r, MH__CUPTI_POOL_CORR);
+    it->ev.addr = rd64(r, MH__CUPTI_POOL_ADDR);
+    it->ev.size = rd64(r, MH__CUPTI_POOL_SIZE);
+    it->ev.time_ns = rd64(r, MH__CUPTI_POOL_TS);
+    it->ev.device = memory_device(MH_MEM_DEVICE, rd32(r, MH__CUPTI_POOL_DEVICE));
     return 1;
 }
 
 /* Start/end of a device record: 0 when timing was lost. */
-static int timed(struct mh_cupti_item *it, uint64_t start, uint64_t end,
-                 struct mh_cupti_walk_stats *st)
+static int timed(struct mh__cupti_item *it, uint64_t start, uint64_t end,
+                 struct mh__cupti_walk_stats *st)
 {
     if (start == 0 && end == 0) {
         st->no_timestamp++;
@@ -177,60 +177,60 @@ static int timed(struct mh_cupti_item *it, uint64_t start, uint64_t end,
     return 1;
 }
 
-static int parse_kernel(const uint8_t *r, struct mh_cupti_item *it, struct mh_cupti_walk_stats *st)
+static int parse_kernel(const uint8_t *r, struct mh__cupti_item *it, struct mh__cupti_walk_stats *st)
 {
-    if (!timed(it, rd64(r, MH_CUPTI_K_START), rd64(r, MH_CUPTI_K_END), st))
+    if (!timed(it, rd64(r, MH__CUPTI_K_START), rd64(r, MH__CUPTI_K_END), st))
         return 0;
     it->ev.kind = MH_EV_KERNEL;
-    it->ev.device = (int16_t)rd32(r, MH_CUPTI_K_DEVICE);
-    it->ev.stream = stream_of(rd32(r, MH_CUPTI_K_STREAM));
-    it->ev.correlation = rd32(r, MH_CUPTI_K_CORR);
-    it->name = rdptr(r, MH_CUPTI_K_NAME);
+    it->ev.device = (int16_t)rd32(r, MH__CUPTI_K_DEVICE);
+    it->ev.stream = stream_of(rd32(r, MH__CUPTI_K_STREAM));
+    it->ev.correlation = rd32(r, MH__CUPTI_K_CORR);
+    it->name = rdptr(r, MH__CUPTI_K_NAME);
     return 1;
 }
 
-static int parse_memcpy(const uint8_t *r, struct mh_cupti_item *it, struct mh_cupti_walk_stats *st)
+static int parse_memcpy(const uint8_t *r, struct mh__cupti_item *it, struct mh__cupti_walk_stats *st)
 {
-    if (!timed(it, rd64(r, MH_CUPTI_CPY_START), rd64(r, MH_CUPTI_CPY_END), st))
+    if (!timed(it, rd64(r, MH__CUPTI_CPY_START), rd64(r, MH__CUPTI_CPY_END), st))
         return 0;
     it->ev.kind = MH_EV_MEMCPY;
-    it->ev.aux = r[MH_CUPTI_CPY_KIND];
-    it->ev.size = rd64(r, MH_CUPTI_CPY_BYTES);
-    it->ev.device = (int16_t)rd32(r, MH_CUPTI_CPY_DEVICE);
-    it->ev.stream = stream_of(rd32(r, MH_CUPTI_CPY_STREAM));
+    it->ev.aux = r[MH__CUPTI_CPY_KIND];
+    it->ev.size = rd64(r, MH__CUPTI_CPY_BYTES);
+    it->ev.device = (int16_t)rd32(r, MH__CUPTI_CPY_DEVICE);
+    it->ev.stream = stream_of(rd32(r, MH__CUPTI_CPY_STREAM));
     /* the runtime record's id when the copy came through the runtime */
-    uint32_t rt = rd32(r, MH_CUPTI_CPY_RTCORR);
-    it->ev.correlation = rt ? rt : rd32(r, MH_CUPTI_CPY_CORR);
+    uint32_t rt = rd32(r, MH__CUPTI_CPY_RTCORR);
+    it->ev.correlation = rt ? rt : rd32(r, MH__CUPTI_CPY_CORR);
     return 1;
 }
 
-static int parse_memset(const uint8_t *r, struct mh_cupti_item *it, struct mh_cupti_walk_stats *st)
+static int parse_memset(const uint8_t *r, struct mh__cupti_item *it, struct mh__cupti_walk_stats *st)
 {
-    if (!timed(it, rd64(r, MH_CUPTI_SET_START), rd64(r, MH_CUPTI_SET_END), st))
+    if (!timed(it, rd64(r, MH__CUPTI_SET_START), rd64(r, MH__CUPTI_SET_END), st))
         return 0;
     uint16_t memkind;
-    memcpy(&memkind, r + MH_CUPTI_SET_MEMKIND, sizeof memkind);
+    memcpy(&memkind, r + MH__CUPTI_SET_MEMKIND, sizeof memkind);
     it->ev.kind = MH_EV_MEMSET;
     it->ev.aux = memkind;
-    it->ev.size = rd64(r, MH_CUPTI_SET_BYTES);
-    it->ev.device = (int16_t)rd32(r, MH_CUPTI_SET_DEVICE);
-    it->ev.stream = stream_of(rd32(r, MH_CUPTI_SET_STREAM));
-    it->ev.correlation = rd32(r, MH_CUPTI_SET_CORR);
+    it->ev.size = rd64(r, MH__CUPTI_SET_BYTES);
+    it->ev.device = (int16_t)rd32(r, MH__CUPTI_SET_DEVICE);
+    it->ev.stream = stream_of(rd32(r, MH__CUPTI_SET_STREAM));
+    it->ev.correlation = rd32(r, MH__CUPTI_SET_CORR);
     return 1;
 }
 
-static int parse_api(uint32_t kind, const uint8_t *r, struct mh_cupti_item *it)
+static int parse_api(uint32_t kind, const uint8_t *r, struct mh__cupti_item *it)
 {
-    uint32_t cbid = rd32(r, MH_CUPTI_API_CBID);
+    uint32_t cbid = rd32(r, MH__CUPTI_API_CBID);
     const char *name = mh__cupti_api_name(kind, cbid);
     if (!name)
         return 0;
-    uint64_t start = rd64(r, MH_CUPTI_API_START), end = rd64(r, MH_CUPTI_API_END);
+    uint64_t start = rd64(r, MH__CUPTI_API_START), end = rd64(r, MH__CUPTI_API_END);
     it->ev.kind = MH_EV_API_CALL;
     it->ev.time_ns = start;
     it->ev.dur_ns = end > start ? end - start : 0;
-    it->ev.thread = rd32(r, MH_CUPTI_API_THREAD);
-    it->ev.correlation = rd32(r, MH_CUPTI_API_CORR);
+    it->ev.thread = rd32(r, MH__CUPTI_API_THREAD);
+    it->ev.correlation = rd32(r, MH__CUPTI_API_CORR);
     it->ev.aux = cbid;
     it->ev.device = -1;
     it->name = name;
@@ -239,26 +239,26 @@ static int parse_api(uint32_t kind, const uint8_t *r, struct mh_cupti_item *it)
 }
 
 /* Fills `it` from one complete record; 1 if it yields an event. */
-static int parse_record(uint32_t kind, const uint8_t *r, struct mh_cupti_item *it,
-                        struct mh_cupti_walk_stats *st)
+static int parse_record(uint32_t kind, const uint8_t *r, struct mh__cupti_item *it,
+                        struct mh__cupti_walk_stats *st)
 {
     memset(it, 0, sizeof *it);
     switch (kind) {
-    case MH_CUPTI_KIND_MEMORY2: return parse_memory(r, it);
-    case MH_CUPTI_KIND_MEMORY_POOL: return parse_pool(r, it);
-    case MH_CUPTI_KIND_CONCURRENT_KERNEL: return parse_kernel(r, it, st);
-    case MH_CUPTI_KIND_MEMCPY: return parse_memcpy(r, it, st);
-    case MH_CUPTI_KIND_MEMSET: return parse_memset(r, it, st);
-    case MH_CUPTI_KIND_RUNTIME:
-    case MH_CUPTI_KIND_DRIVER: return parse_api(kind, r, it);
+    case MH__CUPTI_KIND_MEMORY2: return parse_memory(r, it);
+    case MH__CUPTI_KIND_MEMORY_POOL: return parse_pool(r, it);
+    case MH__CUPTI_KIND_CONCURRENT_KERNEL: return parse_kernel(r, it, st);
+    case MH__CUPTI_KIND_MEMCPY: return parse_memcpy(r, it, st);
+    case MH__CUPTI_KIND_MEMSET: return parse_memset(r, it, st);
+    case MH__CUPTI_KIND_RUNTIME:
+    case MH__CUPTI_KIND_DRIVER: return parse_api(kind, r, it);
     default: return 0; /* external correlation, internal launch API */
     }
 }
 
-int mh__cupti_walk(const uint8_t *buf, size_t valid, mh_cupti_item_fn fn, void *user,
-                   struct mh_cupti_walk_stats *st)
+int mh__cupti_walk(const uint8_t *buf, size_t valid, mh__cupti_item_fn fn, void *user,
+                   struct mh__cupti_walk_stats *st)
 {
-    struct mh_cupti_walk_stats local;
+    struct mh__cupti_walk_stats local;
     if (!st)
         st = &local;
     memset(st, 0, sizeof *st);
@@ -274,7 +274,7 @@ int mh__cupti_walk(const uint8_t *buf, size_t valid, mh_cupti_item_fn fn, void *
             return MH_EFORMAT;
         if (valid - off < size)
             return MH_ETRUNCATED;
-        struct mh_cupti_item it;
+        struct mh__cupti_item it;
         st->records++;
         if (parse_record(kind, buf + off, &it, st)) {
             st->events++;

@@ -8,8 +8,8 @@
  * makes every running thread of the process execute a memory barrier
  * (membarrier(2), private expedited), then waits for each line to read
  * "outside". Where membarrier is unavailable the threads fence themselves. */
-#ifndef MH_EMIT_GATE_H
-#define MH_EMIT_GATE_H
+#ifndef MH_RECORD_EMIT_GATE_H
+#define MH_RECORD_EMIT_GATE_H
 
 #ifdef __cplusplus
 extern "C" {

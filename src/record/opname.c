@@ -55,7 +55,7 @@ static uint32_t intern_op(struct mh_recorder *rec, uint64_t token, mh__torch_op_
         mh__torch_op_short(type, op, sizeof op);
     else
         snprintf(op, sizeof op, "C++ code with no Python frame (--stacks all names it)");
-    int64_t frame = mh_intern_frame(rec, MH_TORCH_INTERNAL_FILE, op, 0);
+    int64_t frame = mh_intern_frame(rec, MH__TORCH_INTERNAL_FILE, op, 0);
     uint32_t fid = frame > 0 ? (uint32_t)frame : 0;
     int64_t stack = fid ? mh_intern_stack(rec, &fid, 1) : 0;
     return stack > 0 ? (uint32_t)stack : 0;

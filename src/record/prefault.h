@@ -1,7 +1,7 @@
 /* prefault.h - maps the pages of a zeroed table or ring before a hot path
  * writes them (src/record/prefault.c). Internal to libmemhist. */
-#ifndef MEMHIST_PREFAULT_H
-#define MEMHIST_PREFAULT_H
+#ifndef MH_RECORD_PREFAULT_H
+#define MH_RECORD_PREFAULT_H
 
 #include <stddef.h>
 

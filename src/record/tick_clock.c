@@ -17,7 +17,7 @@
 #define READING_GAP_NS 20000ull         /* about 4 ms in all */
 #define REFINE_EVERY_NS 10000000000ull
 
-static struct mh_tick_fit fits[2];
+static struct mh__tick_fit fits[2];
 static atomic_int cur;
 static uint64_t last_refine_ns;
 static uint64_t anchor_ticks, anchor_ns; /* the calibration's fit at its first reading */
@@ -29,7 +29,7 @@ static uint64_t realtime_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void publish(const struct mh_tick_fit *f)
+static void publish(const struct mh__tick_fit *f)
 {
     int next = 1 - atomic_load_explicit(&cur, memory_order_relaxed);
     fits[next] = *f;
@@ -49,7 +49,7 @@ int mh__tick_clock_calibrate(uint64_t (*ticks)(void))
         while (realtime_ns() < until) {
         }
     }
-    struct mh_tick_fit f;
+    struct mh__tick_fit f;
     int rc = mh__tick_fit(t, ns, CALIBRATION_READINGS, &f);
     if (rc < 0)
         return rc;
@@ -66,13 +66,13 @@ void mh__tick_clock_refine(uint64_t (*ticks)(void))
     if (now - last_refine_ns < REFINE_EVERY_NS)
         return;
     last_refine_ns = now;
-    const struct mh_tick_fit *f = &fits[atomic_load_explicit(&cur, memory_order_acquire)];
+    const struct mh__tick_fit *f = &fits[atomic_load_explicit(&cur, memory_order_acquire)];
     uint64_t a = ticks(), n = realtime_ns(), b = ticks();
     uint64_t t = a + (b - a) / 2;
     if (t <= anchor_ticks || n <= anchor_ns)
         return;
     double slope = (double)(n - anchor_ns) / (double)(t - anchor_ticks);
-    struct mh_tick_fit g;
+    struct mh__tick_fit g;
     if (mh__tick_fit_refine(f, slope, t, n, REFINE_EVERY_NS, &g) == 0)
         publish(&g);
 }

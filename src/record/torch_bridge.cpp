@@ -54,9 +54,9 @@
 #include "torch_steps.h"
 #include "torch_support.h"
 
-#define MH_TORCH_AT_LEAST(maj, min)                                                        \
+#define MH__TORCH_AT_LEAST(maj, min)                                                        \
     (TORCH_VERSION_MAJOR > (maj) || (TORCH_VERSION_MAJOR == (maj) && TORCH_VERSION_MINOR >= (min)))
-#if !MH_TORCH_AT_LEAST(2, 4)
+#if !MH__TORCH_AT_LEAST(2, 4)
 #error "memhist's torch bridge needs torch 2.4 or newer"
 #endif
 
@@ -64,13 +64,13 @@ namespace {
 
 namespace cca = c10::cuda::CUDACachingAllocator;
 using Entry = cca::TraceEntry;
-using mh_torch_entry::copy_optional_fields;
-using mh_torch_entry::map_action;
-using mh_torch_emit::emit_guard;
-using mh_torch_emit::emit_simple;
-using mh_torch_emit::thread_id;
-using mh_torch_emit::ticks_now;
-namespace steps = mh_torch_steps;
+using mh__torch_entry::copy_optional_fields;
+using mh__torch_entry::map_action;
+using mh__torch_emit::emit_guard;
+using mh__torch_emit::emit_simple;
+using mh__torch_emit::thread_id;
+using mh__torch_emit::ticks_now;
+namespace steps = mh__torch_steps;
 
 /* ---- clock: torch's approximate-clock ticks (tick_clock.c) ------------------ */
 
@@ -403,10 +403,10 @@ void on_range(const char *name, bool begin)
         return;
     uint64_t t = mh_clock_ns();
     int64_t n = 0;
-    mh_range_kind kind = mh__range_kind(name, &n);
-    if (kind == MH_RANGE_PROFILER_STEP)
+    mh__range_kind kind = mh__range_kind(name, &n);
+    if (kind == MH__RANGE_PROFILER_STEP)
         steps::on_profiler_step(rec, t, n, begin);
-    else if (kind == MH_RANGE_OPTIMIZER_STEP && !g.caller_steps) /* else the caller's hooks */
+    else if (kind == MH__RANGE_OPTIMIZER_STEP && !g.caller_steps) /* else the caller's hooks */
         steps::on_optimizer(rec, t, begin, steps::range_optimizer_id(name));
     if (g.op_ranges)
         emit_simple(rec, begin ? MH_EV_RANGE_BEGIN : MH_EV_RANGE_END, t, 0, range_name_id(rec, name));
@@ -629,7 +629,7 @@ int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
         set_error("%s", "no CUDA device: torch sees no GPU (or was built without CUDA), nothing to record");
         return MH_EUNAVAILABLE;
     }
-#if MH_TORCH_AT_LEAST(2, 6)
+#if MH__TORCH_AT_LEAST(2, 6)
     at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
 #else
     at::globalContext().lazyInitCUDA();
@@ -654,8 +654,8 @@ int attach_locked(mh_recorder *rec, const mh_torch_opts *o)
     record_meta(rec, o, c10::cuda::device_count());
     /* what the allocator holds already; an event between this and the gate's
      * opening (another thread allocating during the attach) is not seen */
-    auto found = mh_torch_state::emit_initial(rec, ticks_to_ns(ticks_now()), mh_thread_id());
-    mh_torch_state::note_found(rec, found);
+    auto found = mh__torch_state::emit_initial(rec, ticks_to_ns(ticks_now()), mh_thread_id());
+    mh__torch_state::note_found(rec, found);
     reset_steps(rec);
     update_range_hook();
     return 0;

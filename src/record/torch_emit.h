@@ -3,8 +3,8 @@
  * event with no memory fields (steps, phases, ranges, marks), the thread's
  * id and torch's approximate clock, whose ticks tick_clock.c turns into ns.
  * C++, for torch_bridge.cpp and torch_steps.cpp. */
-#ifndef MH_TORCH_EMIT_H
-#define MH_TORCH_EMIT_H
+#ifndef MH_RECORD_TORCH_EMIT_H
+#define MH_RECORD_TORCH_EMIT_H
 
 #include <stdint.h>
 
@@ -14,7 +14,7 @@
 #include "memhist/event.h"
 #include "memhist/recorder.h"
 
-namespace mh_torch_emit
+namespace mh__torch_emit
 {
 
 /* Keeps `rec` open across an emit: mh_torch_stop waits until no thread is
@@ -55,6 +55,6 @@ inline void emit_simple(mh_recorder *rec, uint8_t kind, uint64_t t, uint32_t aux
     mh_emit(rec, &ev);
 }
 
-} // namespace mh_torch_emit
+} // namespace mh__torch_emit
 
 #endif

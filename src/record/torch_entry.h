@@ -3,8 +3,8 @@
  * fields later releases added (memory pool, compile context, user metadata),
  * found by C++17 SFINAE rather than by version numbers. C++, for the torch
  * bridge (torch_bridge.cpp). */
-#ifndef MH_TORCH_ENTRY_H
-#define MH_TORCH_ENTRY_H
+#ifndef MH_RECORD_TORCH_ENTRY_H
+#define MH_RECORD_TORCH_ENTRY_H
 
 #include <string>
 #include <type_traits>
@@ -14,7 +14,7 @@
 #include "memhist/event.h"
 #include "torch_support.h"
 
-namespace mh_torch_entry {
+namespace mh__torch_entry {
 
 using Entry = c10::cuda::CUDACachingAllocator::TraceEntry;
 
@@ -67,5 +67,5 @@ template <class T> inline void copy_optional_fields(const T &e, mh_event *ev)
         ev->str = meta_id(e.user_metadata_);
 }
 
-} // namespace mh_torch_entry
+} // namespace mh__torch_entry
 #endif

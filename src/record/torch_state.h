@@ -5,8 +5,8 @@
  * a program (memhist.start() after the model is on the GPU, a second
  * recording in one process) then knows the memory it did not see being
  * allocated. C++, for the torch bridge (torch_bridge.cpp). */
-#ifndef MH_TORCH_STATE_H
-#define MH_TORCH_STATE_H
+#ifndef MH_RECORD_TORCH_STATE_H
+#define MH_RECORD_TORCH_STATE_H
 
 #include <cstdio>
 #include <type_traits>
@@ -18,7 +18,7 @@
 #include "memhist/recorder.h"
 #include "torch_support.h"
 
-namespace mh_torch_state
+namespace mh__torch_state
 {
 
 namespace cca = c10::cuda::CUDACachingAllocator;
@@ -46,7 +46,7 @@ template <class Segment> uint8_t segment_flags(const Segment &s)
 inline uint32_t before_recording_stack(mh_recorder *rec)
 {
     static const char func[] = "allocated before the recording started";
-    int64_t frame = mh_intern_frame(rec, MH_BEFORE_RECORDING_FILE, func, 0);
+    int64_t frame = mh_intern_frame(rec, MH__BEFORE_RECORDING_FILE, func, 0);
     uint32_t f = frame > 0 ? (uint32_t)frame : 0;
     int64_t stack = f ? mh_intern_stack(rec, &f, 1) : 0;
     return stack > 0 ? (uint32_t)stack : 0;
@@ -115,5 +115,5 @@ inline void note_found(mh_recorder *rec, const found &n)
     mh_recorder_set_meta(rec, "found_at_start", text);
 }
 
-} // namespace mh_torch_state
+} // namespace mh__torch_state
 #endif

@@ -11,14 +11,14 @@
 #include "torch_steps.h"
 #include "torch_support.h"
 
-namespace mh_torch_steps
+namespace mh__torch_steps
 {
 
 state S;
 
-using mh_torch_emit::emit_guard;
-using mh_torch_emit::emit_simple;
-using mh_torch_emit::ticks_now;
+using mh__torch_emit::emit_guard;
+using mh__torch_emit::emit_simple;
+using mh__torch_emit::ticks_now;
 
 void reset(uint32_t main)
 {
@@ -139,9 +139,9 @@ uint64_t range_optimizer_id(const char *name)
     return h ? h : 1;
 }
 
-} // namespace mh_torch_steps
+} // namespace mh__torch_steps
 
-using namespace mh_torch_steps;
+using namespace mh__torch_steps;
 
 extern "C" {
 

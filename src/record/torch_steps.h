@@ -5,8 +5,8 @@
  * makes on every event are inline here; the rest, and the extern "C" step
  * entry points of memhist/torch.h, are in torch_steps.cpp. C++, for the torch
  * bridge. */
-#ifndef MH_TORCH_STEPS_H
-#define MH_TORCH_STEPS_H
+#ifndef MH_RECORD_TORCH_STEPS_H
+#define MH_RECORD_TORCH_STEPS_H
 
 #include <stdint.h>
 
@@ -17,7 +17,7 @@
 #include "torch_emit.h"
 #include "torch_support.h"
 
-namespace mh_torch_steps
+namespace mh__torch_steps
 {
 
 enum mode { OPTIMIZER = 0, PROFILER = 1, EXPLICIT = 2 }; /* who ends steps; a later one wins */
@@ -51,9 +51,9 @@ inline void maybe_begin(mh_recorder *rec, uint64_t t)
     int pending = S.begin_pending.load(std::memory_order_relaxed) ? S.begin_pending.exchange(0) : 0;
     if (pending) {
         if (pending == 1)
-            mh_torch_emit::emit_simple(rec, MH_EV_STEP_BEGIN, t, (uint32_t)S.step.load());
+            mh__torch_emit::emit_simple(rec, MH_EV_STEP_BEGIN, t, (uint32_t)S.step.load());
         S.phase.store(MH_PHASE_FORWARD, std::memory_order_relaxed);
-        mh_torch_emit::emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
+        mh__torch_emit::emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_FORWARD);
     }
 }
 
@@ -68,7 +68,7 @@ inline void note_phase_from_alloc(mh_recorder *rec, uint64_t t, uint32_t tid)
     int fwd = MH_PHASE_FORWARD;
     if (main && tid != main && S.phase.load(std::memory_order_relaxed) == MH_PHASE_FORWARD &&
         !mh__thread_forward_scopes() && S.phase.compare_exchange_strong(fwd, MH_PHASE_BACKWARD))
-        mh_torch_emit::emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_BACKWARD);
+        mh__torch_emit::emit_simple(rec, MH_EV_PHASE, t, MH_PHASE_BACKWARD);
 }
 
 /* An Optimizer.step begins or ends; `optimizer` names it (0: unknown). */
@@ -80,6 +80,6 @@ void on_profiler_step(mh_recorder *rec, uint64_t t, int64_t n, bool begin);
  * ("Optimizer.step#AdamW.step"): its class, never 0. */
 uint64_t range_optimizer_id(const char *name);
 
-} // namespace mh_torch_steps
+} // namespace mh__torch_steps
 
 #endif

@@ -25,7 +25,7 @@ static double median(double *v, size_t n)
     return v[n / 2];
 }
 
-int mh__tick_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, struct mh_tick_fit *out)
+int mh__tick_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, struct mh__tick_fit *out)
 {
     if (n < 4)
         return MH_EINVAL;
@@ -53,8 +53,8 @@ int mh__tick_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, struct mh_
     return 0;
 }
 
-int mh__tick_fit_refine(const struct mh_tick_fit *old, double scale, uint64_t t, uint64_t n,
-                        uint64_t horizon_ns, struct mh_tick_fit *out)
+int mh__tick_fit_refine(const struct mh__tick_fit *old, double scale, uint64_t t, uint64_t n,
+                        uint64_t horizon_ns, struct mh__tick_fit *out)
 {
     if (!(scale > 0) || !horizon_ns)
         return MH_EINVAL;
@@ -68,18 +68,18 @@ int mh__tick_fit_refine(const struct mh_tick_fit *old, double scale, uint64_t t,
     return 0;
 }
 
-enum mh_range_kind mh__range_kind(const char *name, int64_t *step)
+enum mh__range_kind mh__range_kind(const char *name, int64_t *step)
 {
     static const char profiler[] = "ProfilerStep#", optimizer[] = "Optimizer.step#";
     size_t n = strlen(name);
     if (strncmp(name, profiler, sizeof profiler - 1) == 0) {
         *step = strtoll(name + sizeof profiler - 1, NULL, 10);
-        return MH_RANGE_PROFILER_STEP;
+        return MH__RANGE_PROFILER_STEP;
     }
     if (strncmp(name, optimizer, sizeof optimizer - 1) == 0 && n > 20 &&
         strcmp(name + n - 5, ".step") == 0)
-        return MH_RANGE_OPTIMIZER_STEP;
-    return MH_RANGE_OTHER;
+        return MH__RANGE_OPTIMIZER_STEP;
+    return MH__RANGE_OTHER;
 }
 
 static int env_true(const char *name)

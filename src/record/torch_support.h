@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 /* ns = ns0 + (ticks - ticks0) * scale */
-struct mh_tick_fit {
+struct mh__tick_fit {
     double scale;
     uint64_t ticks0;
     uint64_t ns0;
@@ -24,9 +24,9 @@ struct mh_tick_fit {
 /* Fits paired (ticks, CLOCK_REALTIME ns) readings: the median slope over
  * pairs half the sample apart, then the offset as the median residual, so a
  * preempted reading does not skew it. Needs n >= 4; MH_EINVAL otherwise. */
-int mh__tick_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, struct mh_tick_fit *out);
+int mh__tick_fit(const uint64_t *ticks, const uint64_t *ns, size_t n, struct mh__tick_fit *out);
 
-static inline uint64_t mh__tick_to_ns(const struct mh_tick_fit *f, uint64_t ticks)
+static inline uint64_t mh__tick_to_ns(const struct mh__tick_fit *f, uint64_t ticks)
 {
     return f->ns0 + (uint64_t)(int64_t)((double)(int64_t)(ticks - f->ticks0) * f->scale);
 }
@@ -37,8 +37,8 @@ static inline uint64_t mh__tick_to_ns(const struct mh_tick_fit *f, uint64_t tick
  * a long baseline) bent so that it reads CLOCK_REALTIME `n` plus `horizon_ns`
  * one horizon later, so an offset fades instead of jumping. MH_EINVAL when
  * the slope is not positive or the offset is not within half a horizon. */
-int mh__tick_fit_refine(const struct mh_tick_fit *old, double scale, uint64_t t, uint64_t n,
-                        uint64_t horizon_ns, struct mh_tick_fit *out);
+int mh__tick_fit_refine(const struct mh__tick_fit *old, double scale, uint64_t t, uint64_t n,
+                        uint64_t horizon_ns, struct mh__tick_fit *out);
 
 /* The bridge's clock (tick_clock.c), `ticks` reading torch's approximate
  * clock: calibrated once when recording starts (about 4 ms; 0 or a negative
@@ -51,10 +51,10 @@ uint64_t mh__tick_clock_ns(uint64_t ticks);
 /* File name of the frame that names an allocation made with no Python frame
  * by the torch op that made it (function: the op, e.g. "MmBackward0"); see
  * src/format/FORMAT.md, "Frames". */
-#define MH_TORCH_INTERNAL_FILE "torch internal"
+#define MH__TORCH_INTERNAL_FILE "torch internal"
 /* The file of the one frame of the blocks live when recording starts
  * (torch_state.h); FORMAT.md, "Frames". */
-#define MH_BEFORE_RECORDING_FILE "before recording"
+#define MH__BEFORE_RECORDING_FILE "before recording"
 /* The op's name from a demangled C++ type or function name, without
  * namespaces, template arguments or parameters
  * ("torch::autograd::generated::MmBackward0" -> "MmBackward0"). Returns out. */
@@ -71,19 +71,19 @@ static inline int mh__torch_op_token(uint64_t token)
 /* Writes the demangled type name of an op token ("" for token 2). */
 typedef void (*mh__torch_op_namer)(uint64_t token, char *buf, size_t cap);
 struct mh_recorder;
-/* The stack of an op token: one frame, file MH_TORCH_INTERNAL_FILE,
+/* The stack of an op token: one frame, file MH__TORCH_INTERNAL_FILE,
  * function the op's short name. Interned once per token and recorder;
  * drain thread (a lock orders the drain threads of several recorders). 0 on
  * failure. */
 uint32_t mh__torch_op_stack(struct mh_recorder *rec, uint64_t token, mh__torch_op_namer name);
 
-enum mh_range_kind {
-    MH_RANGE_OTHER = 0,
-    MH_RANGE_PROFILER_STEP,  /* "ProfilerStep#N" (torch.profiler) */
-    MH_RANGE_OPTIMIZER_STEP  /* "Optimizer.step#<Class>.step" (torch.optim) */
+enum mh__range_kind {
+    MH__RANGE_OTHER = 0,
+    MH__RANGE_PROFILER_STEP,  /* "ProfilerStep#N" (torch.profiler) */
+    MH__RANGE_OPTIMIZER_STEP  /* "Optimizer.step#<Class>.step" (torch.optim) */
 };
 /* Classifies a record_function name; *step gets N for ProfilerStep#N. */
-enum mh_range_kind mh__range_kind(const char *name, int64_t *step);
+enum mh__range_kind mh__range_kind(const char *name, int64_t *step);
 
 /* 0 if the environment allows recording the caching allocator; otherwise
  * MH_EUNSUPPORTED with the reason in why (backend:cudaMallocAsync has no

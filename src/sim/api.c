@@ -3,25 +3,25 @@
  * and queries. Owns nothing. */
 #include <string.h>
 
-#include "sim_internal.h"
+#include "sim_int.h"
 
-void mh__sim_set_time(struct mh_sim *s, uint64_t time_ns)
+void mh__sim_set_time(struct mh__sim *s, uint64_t time_ns)
 {
     if (time_ns > s->now)
         s->now = time_ns;
 }
 
-void mh__sim_advance(struct mh_sim *s, uint64_t ns)
+void mh__sim_advance(struct mh__sim *s, uint64_t ns)
 {
     s->now += ns;
 }
 
-uint64_t mh__sim_time(const struct mh_sim *s)
+uint64_t mh__sim_time(const struct mh__sim *s)
 {
     return s->now;
 }
 
-static uint32_t intern_result(struct mh_sim *s, int64_t id)
+static uint32_t intern_result(struct mh__sim *s, int64_t id)
 {
     if (id < 0) {
         if (!s->err)
@@ -31,44 +31,44 @@ static uint32_t intern_result(struct mh_sim *s, int64_t id)
     return (uint32_t)id;
 }
 
-uint32_t mh__sim_intern_string(struct mh_sim *s, const char *text)
+uint32_t mh__sim_intern_string(struct mh__sim *s, const char *text)
 {
     if (!s->o.writer)
         return ++s->local_ids;
     return intern_result(s, mh_writer_intern_string(s->o.writer, text, strlen(text)));
 }
 
-uint32_t mh__sim_intern_frame(struct mh_sim *s, const char *file, const char *func, uint32_t line)
+uint32_t mh__sim_intern_frame(struct mh__sim *s, const char *file, const char *func, uint32_t line)
 {
     if (!s->o.writer)
         return ++s->local_ids;
     return intern_result(s, mh_writer_intern_frame(s->o.writer, file, func, line));
 }
 
-uint32_t mh__sim_intern_stack(struct mh_sim *s, const uint32_t *frames, size_t n)
+uint32_t mh__sim_intern_stack(struct mh__sim *s, const uint32_t *frames, size_t n)
 {
     if (!s->o.writer)
         return ++s->local_ids;
     return intern_result(s, mh_writer_intern_stack(s->o.writer, frames, n));
 }
 
-void mh__sim_stats(const struct mh_sim *s, struct mh_sim_stats *out)
+void mh__sim_stats(const struct mh__sim *s, struct mh__sim_stats *out)
 {
     *out = s->st;
 }
 
-const struct mh_alloc_conf *mh__sim_conf(const struct mh_sim *s)
+const struct mh_alloc_conf *mh__sim_conf(const struct mh__sim *s)
 {
     return &s->o.conf;
 }
 
-uint64_t mh__sim_block_size(const struct mh_sim *s, uint64_t addr)
+uint64_t mh__sim_block_size(const struct mh__sim *s, uint64_t addr)
 {
     const struct mh__sim_block *b = mh__map_get(&s->live, addr);
     return b && b->allocated ? b->size : 0;
 }
 
-uint64_t mh__sim_largest_free(const struct mh_sim *s, uint64_t stream, int small_pool)
+uint64_t mh__sim_largest_free(const struct mh__sim *s, uint64_t stream, int small_pool)
 {
     uint64_t best = 0;
     for (size_t i = 0; i < s->npools; i++) {

@@ -7,17 +7,17 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim_internal.h"
+#include "sim_int.h"
 
 #define SLAB_BLOCKS 256
 #define DEFAULT_BASE 0x7f0000000000ull
 #define DEFAULT_START_NS 1700000000000000000ull
 
-int mh__sim_new(const struct mh_sim_opts *opts, struct mh_sim **out)
+int mh__sim_new(const struct mh__sim_opts *opts, struct mh__sim **out)
 {
     if (!opts || !out)
         return MH_EINVAL;
-    struct mh_sim *s = calloc(1, sizeof *s);
+    struct mh__sim *s = calloc(1, sizeof *s);
     if (!s)
         return MH_ENOMEM;
     s->o = *opts;
@@ -38,7 +38,7 @@ int mh__sim_new(const struct mh_sim_opts *opts, struct mh_sim **out)
     return 0;
 }
 
-void mh__sim_free(struct mh_sim *s)
+void mh__sim_free(struct mh__sim *s)
 {
     if (!s)
         return;
@@ -57,7 +57,7 @@ void mh__sim_free(struct mh_sim *s)
     free(s);
 }
 
-struct mh__sim_block *mh__block_new(struct mh_sim *s)
+struct mh__sim_block *mh__block_new(struct mh__sim *s)
 {
     if (!s->spare) {
         if (s->nslabs == s->cap_slabs) {
@@ -83,7 +83,7 @@ struct mh__sim_block *mh__block_new(struct mh_sim *s)
     return b;
 }
 
-void mh__block_drop(struct mh_sim *s, struct mh__sim_block *b)
+void mh__block_drop(struct mh__sim *s, struct mh__sim_block *b)
 {
     b->next = s->spare;
     s->spare = b;
@@ -96,7 +96,7 @@ static uint32_t prio_of(uint64_t addr)
     return (uint32_t)(addr >> 32);
 }
 
-struct mh__sim_pool *mh__pool_get(struct mh_sim *s, uint64_t stream, int small)
+struct mh__sim_pool *mh__pool_get(struct mh__sim *s, uint64_t stream, int small)
 {
     struct mh__sim_pool *lp = s->last_pool;
     if (lp && lp->stream == stream && lp->small == small)
@@ -132,7 +132,7 @@ uint8_t mh__pool_flags(const struct mh__sim_pool *p, int expandable)
                      (expandable ? MH_EVF_EXPANDABLE : 0));
 }
 
-int mh__deliver(struct mh_sim *s, const struct mh_event *ev)
+int mh__deliver(struct mh__sim *s, const struct mh_event *ev)
 {
     int rc = 0;
     if (s->o.writer)
@@ -144,7 +144,7 @@ int mh__deliver(struct mh_sim *s, const struct mh_event *ev)
     return rc;
 }
 
-int mh__emit_alloc_event(struct mh_sim *s, int kind, uint64_t addr, uint64_t size,
+int mh__emit_alloc_event(struct mh__sim *s, int kind, uint64_t addr, uint64_t size,
                          uint64_t stream, uint32_t stack, uint32_t str, uint8_t flags)
 {
     struct mh_event ev;
@@ -161,7 +161,7 @@ int mh__emit_alloc_event(struct mh_sim *s, int kind, uint64_t addr, uint64_t siz
     return mh__deliver(s, &ev);
 }
 
-int mh__sim_emit(struct mh_sim *s, const struct mh_event *ev)
+int mh__sim_emit(struct mh__sim *s, const struct mh_event *ev)
 {
     struct mh_event e = *ev;
     e.time_ns = s->now;
@@ -170,7 +170,7 @@ int mh__sim_emit(struct mh_sim *s, const struct mh_event *ev)
     return s->err;
 }
 
-void mh__insert_free(struct mh_sim *s, struct mh__sim_block *b)
+void mh__insert_free(struct mh__sim *s, struct mh__sim_block *b)
 {
     b->key1 = b->size;
     b->prio = prio_of(b->addr);
@@ -190,7 +190,7 @@ void mh__remove_free(struct mh__sim_block *b)
 /* Merges free neighbour `src` into `dst` (dst is not in a tree) and
  * recycles src. Neighbours merge only when free, without pending events, and
  * equally mapped (torch's try_merge_blocks). */
-void mh__try_merge(struct mh_sim *s, struct mh__sim_block *dst, struct mh__sim_block *src)
+void mh__try_merge(struct mh__sim *s, struct mh__sim_block *dst, struct mh__sim_block *src)
 {
     if (!src || src->allocated || src->pending || src->mapped != dst->mapped)
         return;
@@ -209,7 +209,7 @@ void mh__try_merge(struct mh_sim *s, struct mh__sim_block *dst, struct mh__sim_b
     mh__block_drop(s, src);
 }
 
-void mh__free_block(struct mh_sim *s, struct mh__sim_block *b, uint32_t stack)
+void mh__free_block(struct mh__sim *s, struct mh__sim_block *b, uint32_t stack)
 {
     mh__emit_alloc_event(s, MH_EV_FREE_COMPLETED, b->addr, b->requested, b->stream,
                          stack ? stack : b->stack, b->str, 0);

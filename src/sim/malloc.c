@@ -6,9 +6,9 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "sim_internal.h"
+#include "sim_int.h"
 
-static int gc_enabled(const struct mh_sim *s)
+static int gc_enabled(const struct mh__sim *s)
 {
     return s->set_fraction && s->o.conf.garbage_collection_threshold > 0.0;
 }
@@ -16,7 +16,7 @@ static int gc_enabled(const struct mh_sim *s)
 /* torch's get_free_block: the smallest free block of the pool with size >=
  * request; oversize blocks are refused to requests below max_split_size and
  * to requests they exceed by max_non_split_rounding or more. */
-static struct mh__sim_block *get_free_block(struct mh_sim *s, struct mh__sim_pool *p,
+static struct mh__sim_block *get_free_block(struct mh__sim *s, struct mh__sim_pool *p,
                                             uint64_t size)
 {
     if (gc_enabled(s))
@@ -38,7 +38,7 @@ static struct mh__sim_block *get_free_block(struct mh_sim *s, struct mh__sim_poo
 
 /* torch's alloc_block: a new cudaMalloc'd segment (or mapped expandable
  * pages), refused over the memory fraction or the device capacity. */
-static struct mh__sim_block *alloc_block(struct mh_sim *s, struct mh__sim_pool *p, uint64_t size,
+static struct mh__sim_block *alloc_block(struct mh__sim *s, struct mh__sim_pool *p, uint64_t size,
                                          uint64_t alloc_size, int retry)
 {
     if (retry)
@@ -76,7 +76,7 @@ static struct mh__sim_block *alloc_block(struct mh_sim *s, struct mh__sim_pool *
 
 /* torch's alloc_found_block: split off the front when should_split says so,
  * mark allocated and emit ALLOC with the requested size. */
-static int alloc_found(struct mh_sim *s, struct mh__sim_block *b, uint64_t rounded,
+static int alloc_found(struct mh__sim *s, struct mh__sim_block *b, uint64_t rounded,
                        uint64_t size, uint64_t *addr)
 {
     struct mh__sim_pool *p = b->pool;
@@ -118,7 +118,7 @@ static int alloc_found(struct mh_sim *s, struct mh__sim_block *b, uint64_t round
     return 0;
 }
 
-static int oom(struct mh_sim *s, struct mh__sim_pool *p, uint64_t rounded)
+static int oom(struct mh__sim *s, struct mh__sim_pool *p, uint64_t rounded)
 {
     uint64_t cap = s->o.capacity;
     uint64_t device_free = cap > s->st.reserved ? cap - s->st.reserved : 0;
@@ -128,7 +128,7 @@ static int oom(struct mh_sim *s, struct mh__sim_pool *p, uint64_t rounded)
     return s->err ? s->err : MH_EOOM_SIM;
 }
 
-int mh__sim_malloc(struct mh_sim *s, uint64_t size, uint64_t stream, uint32_t stack, uint32_t str,
+int mh__sim_malloc(struct mh__sim *s, uint64_t size, uint64_t stream, uint32_t stack, uint32_t str,
                    uint64_t *addr)
 {
     if (size == 0 || size > UINT64_MAX / 4)
@@ -160,7 +160,7 @@ int mh__sim_malloc(struct mh_sim *s, uint64_t size, uint64_t stream, uint32_t st
     return rc ? rc : s->err;
 }
 
-int mh__sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int deferred,
+int mh__sim_free_block(struct mh__sim *s, uint64_t addr, uint32_t stack, int deferred,
                        uint64_t ready_ns)
 {
     struct mh__sim_block *b = mh__map_get(&s->live, addr);
@@ -179,7 +179,7 @@ int mh__sim_free_block(struct mh_sim *s, uint64_t addr, uint32_t stack, int defe
     return rc ? rc : s->err;
 }
 
-int mh__pending_add(struct mh_sim *s, struct mh__sim_block *b, uint64_t ready_ns)
+int mh__pending_add(struct mh__sim *s, struct mh__sim_block *b, uint64_t ready_ns)
 {
     if (s->npending == s->cap_pending) {
         size_t nc = s->cap_pending ? s->cap_pending * 2 : 64;
@@ -197,7 +197,7 @@ int mh__pending_add(struct mh_sim *s, struct mh__sim_block *b, uint64_t ready_ns
     return 0;
 }
 
-int mh__sim_mark_ready(struct mh_sim *s, uint64_t addr)
+int mh__sim_mark_ready(struct mh__sim *s, uint64_t addr)
 {
     struct mh__sim_block *b = mh__map_get(&s->live, addr);
     if (!b || !b->pending)
@@ -207,7 +207,7 @@ int mh__sim_mark_ready(struct mh_sim *s, uint64_t addr)
     return 0;
 }
 
-int mh__sim_empty_cache(struct mh_sim *s)
+int mh__sim_empty_cache(struct mh__sim *s)
 {
     s->cur_stack = 0;
     s->cur_str = 0;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "sim_internal.h"
+#include "sim_int.h"
 
 static size_t slot_of(uint64_t key, size_t cap)
 {

@@ -4,13 +4,13 @@
  * only with max_split_size set), release_cached_blocks (synchronize pending
  * frees, free every unsplit cached segment, unmap free expandable pages),
  * garbage collection by block age, and the reaping of completed pending
- * frees (process_events). Owns nothing; works on the state in sim_internal.h. */
+ * frees (process_events). Owns nothing; works on the state in sim_int.h. */
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "sim_internal.h"
+#include "sim_int.h"
 
-int mh__release_block(struct mh_sim *s, struct mh__sim_block *b)
+int mh__release_block(struct mh__sim *s, struct mh__sim_block *b)
 {
     if (b->resv || b->prev || b->next || b->allocated || b->pending)
         return 0;
@@ -26,7 +26,7 @@ int mh__release_block(struct mh_sim *s, struct mh__sim_block *b)
 
 /* Frees one oversize block >= max(request, max_split) of the pool, or else
  * several of its largest oversize blocks until enough is released. */
-int mh__release_available(struct mh_sim *s, struct mh__sim_pool *p, uint64_t size)
+int mh__release_available(struct mh__sim *s, struct mh__sim_pool *p, uint64_t size)
 {
     uint64_t max_split = mh_conf_max_split(&s->o.conf);
     if (max_split == UINT64_MAX)
@@ -49,7 +49,7 @@ int mh__release_available(struct mh_sim *s, struct mh__sim_pool *p, uint64_t siz
 
 /* Free blocks of every pool of one kind, in torch's (stream, size, segment age, address)
  * order. Returns the count or -1. */
-static long collect_kind(struct mh_sim *s, int small, struct mh__sim_block ***arr, size_t *cap)
+static long collect_kind(struct mh__sim *s, int small, struct mh__sim_block ***arr, size_t *cap)
 {
     long n = 0;
     for (size_t i = 0; i < s->npools && n >= 0; i++)
@@ -58,7 +58,7 @@ static long collect_kind(struct mh_sim *s, int small, struct mh__sim_block ***ar
     return n;
 }
 
-static void release_kind(struct mh_sim *s, int small)
+static void release_kind(struct mh__sim *s, int small)
 {
     struct mh__sim_block **arr = NULL;
     size_t cap = 0;
@@ -77,7 +77,7 @@ static void release_kind(struct mh_sim *s, int small)
     free(arr);
 }
 
-int mh__release_cached(struct mh_sim *s)
+int mh__release_cached(struct mh__sim *s)
 {
     mh__process_events(s, 1);
     release_kind(s, 0);
@@ -85,14 +85,14 @@ int mh__release_cached(struct mh_sim *s)
     return 1;
 }
 
-static uint64_t age_of(const struct mh_sim *s, const struct mh__sim_block *b)
+static uint64_t age_of(const struct mh__sim *s, const struct mh__sim_block *b)
 {
     return s->gc_calls[0] - b->gc_base;
 }
 
 /* Frees unsplit large-pool segments at least as old as the average until
  * reserved memory is back under threshold x allowed. */
-void mh__garbage_collect(struct mh_sim *s)
+void mh__garbage_collect(struct mh__sim *s)
 {
     uint64_t threshold =
         (uint64_t)(s->o.conf.garbage_collection_threshold * (double)s->allowed);
@@ -128,13 +128,13 @@ void mh__garbage_collect(struct mh_sim *s)
     free(arr);
 }
 
-static int ready(const struct mh_sim *s, const struct mh__sim_block *b)
+static int ready(const struct mh__sim *s, const struct mh__sim_block *b)
 {
     return b->ready_ns <= s->now;
 }
 
 /* the simulator whose pending frees qsort orders (simulators on other threads sort theirs) */
-static _Thread_local const struct mh_sim *sort_sim;
+static _Thread_local const struct mh__sim *sort_sim;
 
 /* Completed events first, in completion order; then (synchronize) the rest
  * in free order. */
@@ -150,7 +150,7 @@ static int pending_cmp(const void *pa, const void *pb)
     return a->pending_seq < b->pending_seq ? -1 : a->pending_seq > b->pending_seq;
 }
 
-void mh__process_events(struct mh_sim *s, int all)
+void mh__process_events(struct mh__sim *s, int all)
 {
     if (s->npending == 0)
         return;

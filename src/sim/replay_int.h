@@ -25,7 +25,7 @@ struct mh__rm_segment {
 };
 
 struct mh__rmatch {
-    const struct mh_sim_source *src;
+    const struct mh__sim_source *src;
     /* events compared so far on each side (positions in the two runs) */
     uint64_t recorded, simulated;
     /* the side ahead's events the other has not reached: a ring, recorded
@@ -53,7 +53,7 @@ struct mh__rmatch {
 
 /* `segments`: keep the recorded segment creations for mh__rmatch_segment;
  * `window`: the most queued events (0 = MH__RM_WINDOW). */
-void mh__rmatch_init(struct mh__rmatch *m, const struct mh_sim_source *src, int segments,
+void mh__rmatch_init(struct mh__rmatch *m, const struct mh__sim_source *src, int segments,
                      size_t window);
 void mh__rmatch_free(struct mh__rmatch *m);
 /* A recorded allocator event (not preexisting) the input reached. */

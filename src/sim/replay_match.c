@@ -21,7 +21,7 @@ static int is_creation(unsigned kind)
     return kind == MH_EV_SEGMENT_ALLOC || kind == MH_EV_SEGMENT_MAP;
 }
 
-void mh__rmatch_init(struct mh__rmatch *m, const struct mh_sim_source *src, int segments,
+void mh__rmatch_init(struct mh__rmatch *m, const struct mh__sim_source *src, int segments,
                      size_t window)
 {
     memset(m, 0, sizeof *m);
@@ -95,7 +95,7 @@ static struct mh__rm_event compact(const struct mh_event *e)
 
 /* The next recorded allocator event (not preexisting) of a cursor: 1, 0
  * at the end, < 0 on an error. */
-static int cursor_next(const struct mh_sim_source *src, void *cur, struct mh_event *ev)
+static int cursor_next(const struct mh__sim_source *src, void *cur, struct mh_event *ev)
 {
     int rc;
     while ((rc = src->next(cur, ev)) == 1)

@@ -5,11 +5,11 @@
  * its blocks). What-if replay (sim_replay.c) seeds with them before it
  * replays the trace's requests, so its allocator begins where torch's was.
  * Each accepted event is emitted unchanged, so observers start from the
- * same state. Owns nothing; works on the state in sim_internal.h. */
+ * same state. Owns nothing; works on the state in sim_int.h. */
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim_internal.h"
+#include "sim_int.h"
 
 #define SMALL_SEGMENT (2ull << 20)
 
@@ -21,7 +21,7 @@ static int small_pool(const struct mh_event *ev)
 }
 
 /* A cudaMalloc'd segment at its recorded address, one free block. */
-static struct mh__sim_block *seed_segment(struct mh_sim *s, struct mh__sim_pool *p,
+static struct mh__sim_block *seed_segment(struct mh__sim *s, struct mh__sim_pool *p,
                                           const struct mh_event *ev)
 {
     uint64_t at = 0;
@@ -50,7 +50,7 @@ static struct mh__sim_block *seed_segment(struct mh_sim *s, struct mh__sim_pool 
 
 /* A new free block for [addr, addr + size) of free block `f` (not in a
  * tree), linked in before or after it. */
-static struct mh__sim_block *split_off(struct mh_sim *s, struct mh__sim_block *f, uint64_t addr,
+static struct mh__sim_block *split_off(struct mh__sim *s, struct mh__sim_block *f, uint64_t addr,
                                        uint64_t size, int before)
 {
     struct mh__sim_block *n = mh__block_new(s);
@@ -82,7 +82,7 @@ static struct mh__sim_block *split_off(struct mh_sim *s, struct mh__sim_block *f
 
 /* The free mapped block holding [addr, addr + size), searched from the
  * last seeded block on, or NULL. */
-static struct mh__sim_block *holder(struct mh_sim *s, uint64_t addr, uint64_t size)
+static struct mh__sim_block *holder(struct mh__sim *s, uint64_t addr, uint64_t size)
 {
     struct mh__sim_block *f = s->seed_at;
     while (f && f->addr + f->size <= addr)
@@ -97,7 +97,7 @@ static struct mh__sim_block *holder(struct mh_sim *s, uint64_t addr, uint64_t si
  * Its size is the snapshot's, or the one the import inferred for a block
  * freed during the trace; when neither is known, the rounded request, within
  * the free space. */
-static int seed_block(struct mh_sim *s, const struct mh_event *ev)
+static int seed_block(struct mh__sim *s, const struct mh_event *ev)
 {
     uint64_t size = ev->block_size ? ev->block_size : mh_round_size(&s->o.conf, ev->size);
     struct mh__sim_block *f = holder(s, ev->addr, ev->block_size ? size : 1);
@@ -129,7 +129,7 @@ static int seed_block(struct mh_sim *s, const struct mh_event *ev)
 
 /* The block seeded just before was already freed, waiting on another
  * stream: it completes when the replay marks it ready. */
-static int seed_pending(struct mh_sim *s, const struct mh_event *ev)
+static int seed_pending(struct mh__sim *s, const struct mh_event *ev)
 {
     struct mh__sim_block *b = mh__map_get(&s->live, ev->addr);
     if (!b || !b->allocated)
@@ -140,7 +140,7 @@ static int seed_pending(struct mh_sim *s, const struct mh_event *ev)
     return mh__pending_add(s, b, UINT64_MAX);
 }
 
-int mh__sim_seed(struct mh_sim *s, const struct mh_event *ev)
+int mh__sim_seed(struct mh__sim *s, const struct mh_event *ev)
 {
     if (!(ev->flags & MH_EVF_PREEXISTING))
         return MH_EINVAL;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "memhist/error.h"
-#include "sim_internal.h"
+#include "sim_int.h"
 
 #define UNLIMITED_SPACE (1024ull * 1024 * 1024 * 1024)
 
@@ -36,7 +36,7 @@ static int has_room(const struct mh__sim_block *b, uint64_t size)
     return bytes >= size;
 }
 
-static uint64_t reservation_size(const struct mh_sim *s, uint64_t page)
+static uint64_t reservation_size(const struct mh__sim *s, uint64_t page)
 {
     uint64_t cap = s->o.capacity ? s->o.capacity : UNLIMITED_SPACE;
     return (cap + cap / 8 + page - 1) / page * page;
@@ -44,7 +44,7 @@ static uint64_t reservation_size(const struct mh_sim *s, uint64_t page)
 
 /* A new reservation at `want` (0: anywhere; `exact`: there or nowhere), as
  * one unmapped block. */
-static struct mh__sim_block *reserve(struct mh_sim *s, struct mh__sim_pool *p, uint64_t want,
+static struct mh__sim_block *reserve(struct mh__sim *s, struct mh__sim_pool *p, uint64_t want,
                                      int exact)
 {
     uint64_t page = mh_expandable_page_size(&s->o.conf, p->small);
@@ -81,7 +81,7 @@ static struct mh__sim_block *reserve(struct mh_sim *s, struct mh__sim_pool *p, u
     return b;
 }
 
-static struct mh__sim_block *new_reservation(struct mh_sim *s, struct mh__sim_pool *p)
+static struct mh__sim_block *new_reservation(struct mh__sim *s, struct mh__sim_pool *p)
 {
     uint64_t page = mh_expandable_page_size(&s->o.conf, p->small), want = 0;
     if (s->o.addr_fn &&
@@ -92,7 +92,7 @@ static struct mh__sim_block *new_reservation(struct mh_sim *s, struct mh__sim_po
 
 /* torch's find_expandable_block: the lowest unmapped block (or the free
  * block just before it) with enough free-plus-unmapped room after it. */
-static struct mh__sim_block *find_block(struct mh_sim *s, struct mh__sim_pool *p, uint64_t size)
+static struct mh__sim_block *find_block(struct mh__sim *s, struct mh__sim_pool *p, uint64_t size)
 {
     for (struct mh__sim_block *u = mh__tree_lower_bound(p->unmapped_root, 0, 0, 0); u;
          u = mh__tree_next(p->unmapped_root, u)) {
@@ -106,7 +106,7 @@ static struct mh__sim_block *find_block(struct mh_sim *s, struct mh__sim_pool *p
 /* Maps whole pages from the start of unmapped block `b` covering `size`
  * bytes and merges with free mapped neighbours. Returns the merged block, or
  * NULL when the device has no room. */
-static struct mh__sim_block *map_block(struct mh_sim *s, struct mh__sim_block *b, uint64_t size)
+static struct mh__sim_block *map_block(struct mh__sim *s, struct mh__sim_block *b, uint64_t size)
 {
     uint64_t page = b->resv->page;
     uint64_t bytes = (size + page - 1) / page * page;
@@ -149,7 +149,7 @@ static struct mh__sim_block *map_block(struct mh_sim *s, struct mh__sim_block *b
     return b;
 }
 
-struct mh__sim_block *mh__alloc_expandable(struct mh_sim *s, struct mh__sim_pool *p,
+struct mh__sim_block *mh__alloc_expandable(struct mh__sim *s, struct mh__sim_pool *p,
                                            uint64_t size)
 {
     struct mh__sim_block *c = find_block(s, p, size);
@@ -169,7 +169,7 @@ struct mh__sim_block *mh__alloc_expandable(struct mh_sim *s, struct mh__sim_pool
     return c;
 }
 
-static struct mh__sim_block *splice_free(struct mh_sim *s, struct mh__sim_block *like,
+static struct mh__sim_block *splice_free(struct mh__sim *s, struct mh__sim_block *like,
                                          uint64_t addr, uint64_t size)
 {
     struct mh__sim_block *n = mh__block_new(s);
@@ -186,7 +186,7 @@ static struct mh__sim_block *splice_free(struct mh_sim *s, struct mh__sim_block 
 
 /* torch's unmap_block: unmaps the whole pages inside free block `b`; the
  * partial pages before and after stay mapped as free blocks of their own. */
-void mh__unmap_block(struct mh_sim *s, struct mh__sim_block *b)
+void mh__unmap_block(struct mh__sim *s, struct mh__sim_block *b)
 {
     const struct mh__sim_resv *r = b->resv;
     uint64_t begin = r->base + (b->addr - r->base + r->page - 1) / r->page * r->page;
@@ -249,7 +249,7 @@ struct mh__sim_block *mh__expandable_best(struct mh__sim_pool *p, struct mh__sim
 
 /* Cuts unmapped block `u` to [addr, addr + size), the parts before and after
  * staying unmapped. Returns 0 or MH_ENOMEM. */
-static int cut_unmapped(struct mh_sim *s, struct mh__sim_block *u, uint64_t addr, uint64_t size)
+static int cut_unmapped(struct mh__sim *s, struct mh__sim_block *u, uint64_t addr, uint64_t size)
 {
     struct mh__sim_block *front = NULL, *rest = NULL;
     if ((addr > u->addr && !(front = mh__block_new(s))) ||
@@ -284,7 +284,7 @@ static int cut_unmapped(struct mh_sim *s, struct mh__sim_block *u, uint64_t addr
 /* A seeded reservation is sized as a new one would be, but the snapshot
  * does not say where it ended: when a range seeded later lies in its
  * unmapped tail, the reservation ends there. Returns 1 if one did. */
-static int end_reservation_at(struct mh_sim *s, uint64_t addr)
+static int end_reservation_at(struct mh__sim *s, uint64_t addr)
 {
     for (size_t i = 0; i < s->npools; i++) {
         struct mh__sim_pool *q = s->pools[i];
@@ -306,7 +306,7 @@ static int end_reservation_at(struct mh_sim *s, uint64_t addr)
     return 0;
 }
 
-struct mh__sim_block *mh__expandable_seed(struct mh_sim *s, struct mh__sim_pool *p,
+struct mh__sim_block *mh__expandable_seed(struct mh__sim *s, struct mh__sim_pool *p,
                                           uint64_t addr, uint64_t size)
 {
     struct mh__sim_block *u = mh__tree_lower_bound(p->unmapped_root, 0, 0, 0);

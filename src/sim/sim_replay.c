@@ -95,10 +95,10 @@ struct window {
 };
 
 struct replay {
-    const struct mh_sim_source *src;
-    const struct mh_sim_replay_opts *o;
-    struct mh_sim_replay_result *res;
-    struct mh_sim *sim;
+    const struct mh__sim_source *src;
+    const struct mh__sim_replay_opts *o;
+    struct mh__sim_replay_result *res;
+    struct mh__sim *sim;
     struct window in;
     int err;                /* the first error reading the input */
     struct amap addr;       /* recorded block address -> simulated */
@@ -213,7 +213,7 @@ static int next_request_fits(struct replay *rp, size_t k)
         k++;
     if (!r)
         return 1;
-    struct mh_sim_stats st;
+    struct mh__sim_stats st;
     mh__sim_stats(rp->sim, &st);
     uint64_t need = mh_allocation_size(c, mh_round_size(c, r->size));
     uint64_t cap = rp->o->capacity;
@@ -344,7 +344,7 @@ static int note_recorded(struct replay *rp, const struct mh_event *e)
 
 static void report(const struct replay *rp, const char *what, int end)
 {
-    const struct mh_progress *p = &rp->o->progress;
+    const struct mh__progress *p = &rp->o->progress;
     uint64_t done = rp->res->input_events, total = 0;
     if (!p->fn)
         return;
@@ -381,12 +381,12 @@ static int replay_all(struct replay *rp)
 
 static int replay_open(struct replay *rp)
 {
-    const struct mh_sim_replay_opts *o = rp->o;
+    const struct mh__sim_replay_opts *o = rp->o;
     int rc = rp->src->open(rp->src->user, &rp->in.cur);
     const struct mh_event *first = rc == 0 ? ahead(rp, 0) : NULL;
     if (rc == 0 && rp->err)
         return rp->err;
-    struct mh_sim_opts so = {.conf = o->conf, .capacity = o->capacity,
+    struct mh__sim_opts so = {.conf = o->conf, .capacity = o->capacity,
                              .address_ties = o->address_ties,
                              .emit = on_sim_event, .emit_user = rp,
                              .start_ns = first ? first->time_ns : 0};
@@ -397,8 +397,8 @@ static int replay_open(struct replay *rp)
     return rc == 0 ? mh__sim_new(&so, &rp->sim) : rc;
 }
 
-int mh__sim_replay(const struct mh_sim_source *src, const struct mh_sim_replay_opts *opts,
-                   struct mh_sim_replay_result *res)
+int mh__sim_replay(const struct mh__sim_source *src, const struct mh__sim_replay_opts *opts,
+                   struct mh__sim_replay_result *res)
 {
     struct replay rp = {.src = src, .o = opts, .res = res};
     memset(res, 0, sizeof *res);
@@ -419,7 +419,7 @@ int mh__sim_replay(const struct mh_sim_source *src, const struct mh_sim_replay_o
 
 /* ---- events in memory ---------------------------------------------------------- */
 struct array_cursor {
-    const struct mh_sim_event_array *a;
+    const struct mh__sim_event_array *a;
     size_t i;
 };
 
@@ -454,16 +454,16 @@ static void array_close(void *cursor)
     free(cursor);
 }
 
-void mh__sim_source_array(struct mh_sim_source *src, struct mh_sim_event_array *arr)
+void mh__sim_source_array(struct mh__sim_source *src, struct mh__sim_event_array *arr)
 {
-    *src = (struct mh_sim_source){array_open, array_next, array_position, array_close, arr};
+    *src = (struct mh__sim_source){array_open, array_next, array_position, array_close, arr};
 }
 
 int mh__sim_replay_events(const struct mh_event *events, size_t n,
-                          const struct mh_sim_replay_opts *opts, struct mh_sim_replay_result *res)
+                          const struct mh__sim_replay_opts *opts, struct mh__sim_replay_result *res)
 {
-    struct mh_sim_event_array arr = {events, n};
-    struct mh_sim_source src;
+    struct mh__sim_event_array arr = {events, n};
+    struct mh__sim_source src;
     mh__sim_source_array(&src, &arr);
     return mh__sim_replay(&src, opts, res);
 }

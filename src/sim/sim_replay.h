@@ -20,7 +20,7 @@
 /* Where a replay's events come from: one device's allocator events and the
  * non-allocator events, in file order, from the first, as often as the
  * replay opens a cursor (at most three at once). */
-struct mh_sim_source {
+struct mh__sim_source {
     /* a new cursor before the first event; 0 or a negative error */
     int (*open)(void *user, void **cursor);
     /* 1 and the next event in *ev, 0 at the end, or a negative error */
@@ -32,26 +32,26 @@ struct mh_sim_source {
     void *user;
 };
 
-struct mh_sim_replay_opts {
+struct mh__sim_replay_opts {
     struct mh_alloc_conf conf; /* settings of the what-if run */
     uint64_t capacity;         /* device bytes, 0 = unlimited */
     /* take segment addresses from the recorded segment_alloc/segment_map
      * events in order when sizes agree (replay under the recorded settings) */
     int use_oracle;
-    mh_sim_event_fn emit;      /* receives every event of the what-if run */
+    mh__sim_event_fn emit;      /* receives every event of the what-if run */
     void *emit_user;
     /* told how far the replay has read (progress.h), under the name
      * `progress_what`; none when progress.fn is NULL */
-    struct mh_progress progress;
+    struct mh__progress progress;
     const char *progress_what;
-    int address_ties; /* mh_sim_opts' */
+    int address_ties; /* mh__sim_opts' */
     /* how many allocator events apart the simulated and the recorded run may
      * get before the comparison reads the recording with a cursor of its own
      * (0 = 262144; results do not depend on it) */
     size_t compare_window;
 };
 
-struct mh_sim_replay_result {
+struct mh__sim_replay_result {
     uint64_t recorded_alloc_events; /* allocator events in the input */
     uint64_t simulated_alloc_events;
     /* same kind, address and size at the same position (OOM: the address is
@@ -81,18 +81,18 @@ struct mh_sim_replay_result {
  * Returns 0 (also when it stopped on a what-if OOM) or a negative error,
  * the source's among them. Reentrant: replays on other threads may run at
  * the same time. */
-int mh__sim_replay(const struct mh_sim_source *src, const struct mh_sim_replay_opts *opts,
-                   struct mh_sim_replay_result *res);
+int mh__sim_replay(const struct mh__sim_source *src, const struct mh__sim_replay_opts *opts,
+                   struct mh__sim_replay_result *res);
 
 /* A source over `n` events in memory (borrowed while `src` is used). */
-struct mh_sim_event_array {
+struct mh__sim_event_array {
     const struct mh_event *ev;
     size_t n;
 };
-void mh__sim_source_array(struct mh_sim_source *src, struct mh_sim_event_array *arr);
+void mh__sim_source_array(struct mh__sim_source *src, struct mh__sim_event_array *arr);
 /* mh__sim_replay over `n` events in memory. */
 int mh__sim_replay_events(const struct mh_event *events, size_t n,
-                          const struct mh_sim_replay_opts *opts, struct mh_sim_replay_result *res);
+                          const struct mh__sim_replay_opts *opts, struct mh__sim_replay_result *res);
 
 /* 1 for the kinds the caching allocator emits (alloc ... oom). */
 static inline int mh__sim_is_allocator_kind(unsigned kind)

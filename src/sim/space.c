@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "sim_internal.h"
+#include "sim_int.h"
 
 #define SPACE_ALIGN (2ull * 1024 * 1024)
 
-static int overlaps(const struct mh_sim *s, uint64_t addr, uint64_t size)
+static int overlaps(const struct mh__sim *s, uint64_t addr, uint64_t size)
 {
     for (size_t i = 0; i < s->nranges; i++) {
         const struct mh__sim_range *r = &s->ranges[i];
@@ -20,7 +20,7 @@ static int overlaps(const struct mh_sim *s, uint64_t addr, uint64_t size)
     return 0;
 }
 
-static uint64_t first_fit(const struct mh_sim *s, uint64_t size)
+static uint64_t first_fit(const struct mh__sim *s, uint64_t size)
 {
     uint64_t at = s->o.base_addr;
     for (size_t i = 0; i < s->nranges; i++) {
@@ -34,7 +34,7 @@ static uint64_t first_fit(const struct mh_sim *s, uint64_t size)
     return at;
 }
 
-int mh__space_take(struct mh_sim *s, uint64_t size, uint64_t want, uint64_t *addr)
+int mh__space_take(struct mh__sim *s, uint64_t size, uint64_t want, uint64_t *addr)
 {
     if (size == 0 || size > UINT64_MAX / 4)
         return MH_EINVAL;
@@ -60,14 +60,14 @@ int mh__space_take(struct mh_sim *s, uint64_t size, uint64_t want, uint64_t *add
     return 0;
 }
 
-void mh__space_shrink(struct mh_sim *s, uint64_t addr, uint64_t size)
+void mh__space_shrink(struct mh__sim *s, uint64_t addr, uint64_t size)
 {
     for (size_t i = 0; i < s->nranges; i++)
         if (s->ranges[i].base == addr && size < s->ranges[i].size)
             s->ranges[i].size = size;
 }
 
-void mh__space_give(struct mh_sim *s, uint64_t addr)
+void mh__space_give(struct mh__sim *s, uint64_t addr)
 {
     for (size_t i = 0; i < s->nranges; i++) {
         if (s->ranges[i].base == addr) {

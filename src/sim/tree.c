@@ -7,7 +7,7 @@
  * nothing. */
 #include <stdlib.h>
 
-#include "sim_internal.h"
+#include "sim_int.h"
 
 struct key {
     uint64_t k1, seq, addr;

@@ -1,17 +1,17 @@
 /* wl_common.c - the workload registry, parameter parsing and the helpers of
- * wl_internal.h. Workloads live in wl_gpt.c and wl_resnet.c. Owns nothing
+ * wl_int.h. Workloads live in wl_gpt.c and wl_resnet.c. Owns nothing
  * beyond the static registry. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "memhist/error.h"
-#include "wl_internal.h"
+#include "wl_int.h"
 
-extern const struct mh_workload mh__wl_gpt;
-extern const struct mh_workload mh__wl_resnet;
+extern const struct mh__workload mh__wl_gpt;
+extern const struct mh__workload mh__wl_resnet;
 
-static const struct mh_workload *const registry[] = {&mh__wl_gpt, &mh__wl_resnet};
+static const struct mh__workload *const registry[] = {&mh__wl_gpt, &mh__wl_resnet};
 #define NWORKLOADS (sizeof registry / sizeof registry[0])
 
 size_t mh__workload_count(void)
@@ -19,12 +19,12 @@ size_t mh__workload_count(void)
     return NWORKLOADS;
 }
 
-const struct mh_workload *mh__workload_at(size_t i)
+const struct mh__workload *mh__workload_at(size_t i)
 {
     return i < NWORKLOADS ? registry[i] : NULL;
 }
 
-const struct mh_workload *mh__workload_find(const char *name)
+const struct mh__workload *mh__workload_find(const char *name)
 {
     for (size_t i = 0; i < NWORKLOADS; i++)
         if (strcmp(registry[i]->name, name) == 0)
@@ -32,7 +32,7 @@ const struct mh_workload *mh__workload_find(const char *name)
     return NULL;
 }
 
-size_t mh__workload_param_count(const struct mh_workload *w)
+size_t mh__workload_param_count(const struct mh__workload *w)
 {
     size_t n = 0;
     while (w->params[n].name)
@@ -40,7 +40,7 @@ size_t mh__workload_param_count(const struct mh_workload *w)
     return n;
 }
 
-static int set_param(const struct mh_workload *w, const char *item, size_t len, int64_t *values,
+static int set_param(const struct mh__workload *w, const char *item, size_t len, int64_t *values,
                      char *err, size_t errlen)
 {
     const char *eq = memchr(item, '=', len);
@@ -50,7 +50,7 @@ static int set_param(const struct mh_workload *w, const char *item, size_t len, 
     }
     size_t klen = (size_t)(eq - item);
     for (size_t i = 0; w->params[i].name; i++) {
-        const struct mh_workload_param *p = &w->params[i];
+        const struct mh__workload_param *p = &w->params[i];
         if (strlen(p->name) != klen || strncmp(p->name, item, klen) != 0)
             continue;
         char buf[32], *end;
@@ -75,7 +75,7 @@ static int set_param(const struct mh_workload *w, const char *item, size_t len, 
     return MH_EINVAL;
 }
 
-int mh__workload_parse_params(const struct mh_workload *w, const char *text, int64_t *values,
+int mh__workload_parse_params(const struct mh__workload *w, const char *text, int64_t *values,
                               char *err, size_t errlen)
 {
     for (size_t i = 0; w->params[i].name; i++)
@@ -94,7 +94,7 @@ int mh__workload_parse_params(const struct mh_workload *w, const char *text, int
     return 0;
 }
 
-int mh__workload_format_params(const struct mh_workload *w, const int64_t *values, char *buf,
+int mh__workload_format_params(const struct mh__workload *w, const int64_t *values, char *buf,
                                size_t len)
 {
     size_t used = 0;
@@ -109,10 +109,10 @@ int mh__workload_format_params(const struct mh_workload *w, const int64_t *value
     return (int)used;
 }
 
-int mh__workload_run(const struct mh_workload *w, struct mh_sim *s, const int64_t *values,
-                     uint64_t steps, uint64_t seed, struct mh_workload_result *res)
+int mh__workload_run(const struct mh__workload *w, struct mh__sim *s, const int64_t *values,
+                     uint64_t steps, uint64_t seed, struct mh__workload_result *res)
 {
-    struct mh_workload_result local;
+    struct mh__workload_result local;
     if (!res)
         res = &local;
     memset(res, 0, sizeof *res);
@@ -123,8 +123,8 @@ int mh__workload_run(const struct mh_workload *w, struct mh_sim *s, const int64_
 /* The name of the work progress reports are about. */
 static const char WL_PROGRESS[] = "simulating the training steps";
 
-void mh__wl_init(struct wl *w, struct mh_sim *s, uint64_t steps, uint64_t seed,
-                 struct mh_workload_result *res)
+void mh__wl_init(struct wl *w, struct mh__sim *s, uint64_t steps, uint64_t seed,
+                 struct mh__workload_result *res)
 {
     memset(w, 0, sizeof *w);
     w->sim = s;

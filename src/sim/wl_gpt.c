@@ -19,7 +19,7 @@
 
 enum { P_LAYERS, P_HIDDEN, P_HEADS, P_SEQ, P_BATCH, P_VOCAB, P_FLASH, P_SEQVAR, P_CKPT, P_COUNT };
 
-static const struct mh_workload_param gpt_params[] = {
+static const struct mh__workload_param gpt_params[] = {
     {"layers", 12, 1, 512, "transformer blocks"},
     {"hidden", 1024, 64, 65536, "model width (multiple of heads)"},
     {"heads", 16, 1, 512, "attention heads"},
@@ -416,8 +416,8 @@ static void train_step(struct gpt *g)
     mh__wl_step(w, 0);
 }
 
-static int gpt_run(struct mh_sim *s, const int64_t *v, uint64_t steps, uint64_t seed,
-                   struct mh_workload_result *res)
+static int gpt_run(struct mh__sim *s, const int64_t *v, uint64_t steps, uint64_t seed,
+                   struct mh__workload_result *res)
 {
     struct gpt g;
     memset(&g, 0, sizeof g);
@@ -445,5 +445,5 @@ static int gpt_run(struct mh_sim *s, const int64_t *v, uint64_t steps, uint64_t 
     return rc;
 }
 
-const struct mh_workload mh__wl_gpt = {
+const struct mh__workload mh__wl_gpt = {
     "gpt", "GPT-style transformer LM training (bf16 autocast, AdamW)", gpt_params, gpt_run};

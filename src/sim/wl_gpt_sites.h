@@ -4,7 +4,7 @@
 #ifndef MH_SIM_WL_GPT_SITES_H
 #define MH_SIM_WL_GPT_SITES_H
 
-#include "wl_internal.h"
+#include "wl_int.h"
 
 /* Per-layer forward sites. */
 enum gpt_lsite {

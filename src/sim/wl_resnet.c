@@ -10,12 +10,12 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "wl_internal.h"
+#include "wl_int.h"
 #include "grow.h"
 
 enum { P_DEPTH, P_BATCH, P_IMAGE, P_WIDTH, P_CLASSES, P_AMP, P_COUNT };
 
-static const struct mh_workload_param resnet_params[] = {
+static const struct mh__workload_param resnet_params[] = {
     {"depth", 50, 18, 152, "18 or 34 (basic blocks), 50, 101 or 152 (bottlenecks)"},
     {"batch", 64, 1, 1 << 16, "images per step"},
     {"image", 224, 32, 4096, "image side in pixels"},
@@ -264,8 +264,8 @@ static void optimizer(struct resnet *r)
     mh__wl_free(w, &r->fc_g);
 }
 
-static int resnet_run(struct mh_sim *s, const int64_t *v, uint64_t steps, uint64_t seed,
-                      struct mh_workload_result *res)
+static int resnet_run(struct mh__sim *s, const int64_t *v, uint64_t steps, uint64_t seed,
+                      struct mh__workload_result *res)
 {
     struct resnet r;
     memset(&r, 0, sizeof r);
@@ -303,5 +303,5 @@ static int resnet_run(struct mh_sim *s, const int64_t *v, uint64_t steps, uint64
     return rc;
 }
 
-const struct mh_workload mh__wl_resnet = {
+const struct mh__workload mh__wl_resnet = {
     "resnet", "ResNet-style CNN training (SGD with momentum)", resnet_params, resnet_run};

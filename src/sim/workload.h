@@ -16,45 +16,45 @@
 
 #include "sim.h"
 
-#define MH_WORKLOAD_MAX_PARAMS 16
+#define MH__WORKLOAD_MAX_PARAMS 16
 
-struct mh_workload_param {
+struct mh__workload_param {
     const char *name;
     int64_t dflt;
     int64_t min, max;
     const char *help;
 };
 
-struct mh_workload_result {
+struct mh__workload_result {
     uint64_t steps_done; /* completed steps */
     int oom;             /* 1 if the run stopped on a simulated OOM */
     int64_t oom_step;
     uint64_t oom_size;   /* requested bytes of the failed allocation */
 };
 
-struct mh_workload {
+struct mh__workload {
     const char *name;
     const char *summary;
-    const struct mh_workload_param *params; /* terminated by a NULL name */
+    const struct mh__workload_param *params; /* terminated by a NULL name */
     /* values: one per parameter, in order */
-    int (*run)(struct mh_sim *s, const int64_t *values, uint64_t steps, uint64_t seed,
-               struct mh_workload_result *res);
+    int (*run)(struct mh__sim *s, const int64_t *values, uint64_t steps, uint64_t seed,
+               struct mh__workload_result *res);
 };
 
 size_t mh__workload_count(void);
-const struct mh_workload *mh__workload_at(size_t i);
-const struct mh_workload *mh__workload_find(const char *name);
-size_t mh__workload_param_count(const struct mh_workload *w);
+const struct mh__workload *mh__workload_at(size_t i);
+const struct mh__workload *mh__workload_find(const char *name);
+size_t mh__workload_param_count(const struct mh__workload *w);
 /* Fills values with the defaults, then applies "k=v,k=v". MH_EINVAL with a
  * message naming the bad key or value. */
-int mh__workload_parse_params(const struct mh_workload *w, const char *text, int64_t *values,
+int mh__workload_parse_params(const struct mh__workload *w, const char *text, int64_t *values,
                               char *err, size_t errlen);
 /* "k=v,k=v" of all values. */
-int mh__workload_format_params(const struct mh_workload *w, const int64_t *values, char *buf,
+int mh__workload_format_params(const struct mh__workload *w, const int64_t *values, char *buf,
                                size_t len);
 /* Runs the workload. Returns 0 also when it stopped on a simulated OOM
  * (res->oom says so); negative on other failures. */
-int mh__workload_run(const struct mh_workload *w, struct mh_sim *s, const int64_t *values,
-                     uint64_t steps, uint64_t seed, struct mh_workload_result *res);
+int mh__workload_run(const struct mh__workload *w, struct mh__sim *s, const int64_t *values,
+                     uint64_t steps, uint64_t seed, struct mh__workload_result *res);
 
 #endif

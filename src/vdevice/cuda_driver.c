@@ -14,7 +14,7 @@
 struct vdev_ctx {
     int dev;
 };
-static struct vdev_ctx ctxs[MH_VDEV_MAX_DEVICES];
+static struct vdev_ctx ctxs[MH__VDEV_MAX_DEVICES];
 
 struct vdev_handle {
     int dev;
@@ -197,7 +197,7 @@ CUresult cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop,
                                        CUmemAllocationGranularity_flags option)
 {
-    *g = MH_VDEV_PAGE;
+    *g = MH__VDEV_PAGE;
     return CUDA_SUCCESS;
 }
 
@@ -222,7 +222,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
     if (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC)
         return CUDA_ERROR_NOT_PERMITTED; /* as on machines without fabric memory */
     int d = prop->location.id;
-    if (size % MH_VDEV_PAGE)
+    if (size % MH__VDEV_PAGE)
         return CUDA_ERROR_INVALID_VALUE;
     mh__vdev_context_touch(d);
     if (mh__vdev_physical_take(d, size) < 0)

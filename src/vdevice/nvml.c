@@ -17,7 +17,7 @@ struct nvml_memory {
     unsigned long long total, free, used;
 };
 
-static int handles[MH_VDEV_MAX_DEVICES];
+static int handles[MH__VDEV_MAX_DEVICES];
 
 int nvmlInit_v2(void)
 {

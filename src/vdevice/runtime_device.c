@@ -189,7 +189,7 @@ cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache c)
 }
 
 /* One memory pool object per device; its attributes read as an idle pool. */
-static int pools[MH_VDEV_MAX_DEVICES];
+static int pools[MH__VDEV_MAX_DEVICES];
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int d)
 {

@@ -17,16 +17,16 @@
  *   MEMHIST_VDEVICE_EVENTS   "immediate" (default): events complete when recorded;
  *                            "sync": at the next synchronizing call
  *   MEMHIST_VDEVICE_STATS    a file the counts of vdev_stats.c are appended to at exit */
-#ifndef MH_VDEV_H
-#define MH_VDEV_H
+#ifndef MH_VDEVICE_VDEV_H
+#define MH_VDEVICE_VDEV_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "vdev_presets.h"
 
-#define MH_VDEV_MAX_DEVICES 16
-#define MH_VDEV_PAGE (2u << 20) /* allocation granularity of device memory */
+#define MH__VDEV_MAX_DEVICES 16
+#define MH__VDEV_PAGE (2u << 20) /* allocation granularity of device memory */
 
 struct mh__vdev_config {
     int count;

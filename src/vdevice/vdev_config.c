@@ -12,7 +12,7 @@
 
 static struct mh__vdev_config cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-static atomic_int contexts[MH_VDEV_MAX_DEVICES];
+static atomic_int contexts[MH__VDEV_MAX_DEVICES];
 static atomic_uint_fast64_t epoch;
 static _Thread_local int current;
 
@@ -29,19 +29,19 @@ static void read_config(void)
     cfg.capacity = cfg.gpu->memory;
     uint64_t v;
     if (mem && *mem) {
-        if (mh__vdev_parse_size(mem, &v) == 0 && v >= MH_VDEV_PAGE)
+        if (mh__vdev_parse_size(mem, &v) == 0 && v >= MH__VDEV_PAGE)
             cfg.capacity = v;
         else
             cfg.error = "MEMHIST_VDEVICE_MEMORY is not a size of at least 2MiB";
     }
     cfg.count = 1;
     const char *ranks = getenv("LOCAL_WORLD_SIZE"); /* torchrun: one device per local rank */
-    if (!(count && *count) && ranks && atoi(ranks) > 1 && atoi(ranks) <= MH_VDEV_MAX_DEVICES)
+    if (!(count && *count) && ranks && atoi(ranks) > 1 && atoi(ranks) <= MH__VDEV_MAX_DEVICES)
         cfg.count = atoi(ranks);
     if (count && *count) {
         char *end;
         long n = strtol(count, &end, 10);
-        if (*end || n < 1 || n > MH_VDEV_MAX_DEVICES)
+        if (*end || n < 1 || n > MH__VDEV_MAX_DEVICES)
             cfg.error = "MEMHIST_VDEVICE_COUNT is not a number from 1 to 16";
         else
             cfg.count = (int)n;
@@ -69,13 +69,13 @@ const struct mh__vdev_config *mh__vdev_config(void)
 
 void mh__vdev_context_touch(int dev)
 {
-    if (dev >= 0 && dev < MH_VDEV_MAX_DEVICES)
+    if (dev >= 0 && dev < MH__VDEV_MAX_DEVICES)
         atomic_store(&contexts[dev], 1);
 }
 
 int mh__vdev_context_active(int dev)
 {
-    return dev >= 0 && dev < MH_VDEV_MAX_DEVICES && atomic_load(&contexts[dev]);
+    return dev >= 0 && dev < MH__VDEV_MAX_DEVICES && atomic_load(&contexts[dev]);
 }
 
 uint64_t mh__vdev_epoch(void)

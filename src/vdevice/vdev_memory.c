@@ -32,13 +32,13 @@ struct device_mem {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct device_mem devs[MH_VDEV_MAX_DEVICES];
+static struct device_mem devs[MH__VDEV_MAX_DEVICES];
 static struct extents reservations;
 static struct extents pinned; /* page-locked host memory (dev -1) */
 
 static size_t round_page(size_t n)
 {
-    return (n + MH_VDEV_PAGE - 1) / MH_VDEV_PAGE * MH_VDEV_PAGE;
+    return (n + MH__VDEV_PAGE - 1) / MH__VDEV_PAGE * MH__VDEV_PAGE;
 }
 
 static int insert_at(struct extents *e, size_t i, struct extent x)
@@ -69,12 +69,12 @@ static int ensure_range(int dev)
     struct device_mem *d = &devs[dev];
     if (d->base)
         return 0;
-    size_t range = round_page(2 * mh__vdev_config()->capacity + MH_VDEV_PAGE);
-    void *p = mmap(NULL, range + MH_VDEV_PAGE, PROT_READ | PROT_WRITE,
+    size_t range = round_page(2 * mh__vdev_config()->capacity + MH__VDEV_PAGE);
+    void *p = mmap(NULL, range + MH__VDEV_PAGE, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return -1;
-    d->base = ((uintptr_t)p + MH_VDEV_PAGE - 1) / MH_VDEV_PAGE * MH_VDEV_PAGE;
+    d->base = ((uintptr_t)p + MH__VDEV_PAGE - 1) / MH__VDEV_PAGE * MH__VDEV_PAGE;
     d->range = range;
     return 0;
 }
@@ -136,7 +136,7 @@ int mh__vdev_free(void *ptr)
 {
     int rc = -1;
     pthread_mutex_lock(&lock);
-    for (int dev = 0; dev < MH_VDEV_MAX_DEVICES && rc < 0; dev++) {
+    for (int dev = 0; dev < MH__VDEV_MAX_DEVICES && rc < 0; dev++) {
         struct device_mem *d = &devs[dev];
         long i = d->base ? find(&d->allocs, (uintptr_t)ptr, 1) : -1;
         if (i >= 0) {
@@ -165,7 +165,7 @@ int mh__vdev_physical_take(int dev, size_t size)
 void mh__vdev_physical_give(int dev, size_t size)
 {
     pthread_mutex_lock(&lock);
-    if (dev >= 0 && dev < MH_VDEV_MAX_DEVICES)
+    if (dev >= 0 && dev < MH__VDEV_MAX_DEVICES)
         devs[dev].used -= size <= devs[dev].used ? size : devs[dev].used;
     pthread_mutex_unlock(&lock);
 }
@@ -173,11 +173,11 @@ void mh__vdev_physical_give(int dev, size_t size)
 void *mh__vdev_reserve(int dev, size_t size)
 {
     size_t len = round_page(size);
-    void *p = mmap(NULL, len + MH_VDEV_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+    void *p = mmap(NULL, len + MH__VDEV_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    uintptr_t base = ((uintptr_t)p + MH_VDEV_PAGE - 1) / MH_VDEV_PAGE * MH_VDEV_PAGE;
+    uintptr_t base = ((uintptr_t)p + MH__VDEV_PAGE - 1) / MH__VDEV_PAGE * MH__VDEV_PAGE;
     pthread_mutex_lock(&lock);
     size_t i = 0;
     while (i < reservations.n && reservations.v[i].base < base)
@@ -185,7 +185,7 @@ void *mh__vdev_reserve(int dev, size_t size)
     int rc = insert_at(&reservations, i, (struct extent){base, len, dev});
     pthread_mutex_unlock(&lock);
     if (rc < 0) {
-        munmap(p, len + MH_VDEV_PAGE);
+        munmap(p, len + MH__VDEV_PAGE);
         return NULL;
     }
     return (void *)base;
@@ -218,7 +218,7 @@ int mh__vdev_ptr_device(const void *p, void **base, size_t *size)
     uintptr_t a = (uintptr_t)p;
     int dev = -1;
     pthread_mutex_lock(&lock);
-    for (int d = 0; d < MH_VDEV_MAX_DEVICES && dev < 0; d++) {
+    for (int d = 0; d < MH__VDEV_MAX_DEVICES && dev < 0; d++) {
         if (!devs[d].base || a < devs[d].base || a >= devs[d].base + devs[d].range)
             continue;
         long i = find(&devs[d].allocs, a, 0);

@@ -1,8 +1,8 @@
 /* vdev_presets.h - the GPU models the virtual device can pose as (name, SM count,
  * compute capability, memory), shared by the stand-in libraries
  * (src/vdevice) and `memhist simulate --gpu` (src/cli). */
-#ifndef MH_VDEV_PRESETS_H
-#define MH_VDEV_PRESETS_H
+#ifndef MH_VDEVICE_VDEV_PRESETS_H
+#define MH_VDEVICE_VDEV_PRESETS_H
 
 #include <stddef.h>
 #include <stdint.h>

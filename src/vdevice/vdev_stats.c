@@ -22,14 +22,14 @@
 
 #include "vdev.h"
 
-static _Atomic uint64_t peak[MH_VDEV_MAX_DEVICES];
-static _Atomic uint64_t refused[MH_VDEV_MAX_DEVICES];
-static _Atomic uint64_t info_calls[MH_VDEV_MAX_DEVICES];
-static _Atomic uint64_t late_info_calls[MH_VDEV_MAX_DEVICES];
+static _Atomic uint64_t peak[MH__VDEV_MAX_DEVICES];
+static _Atomic uint64_t refused[MH__VDEV_MAX_DEVICES];
+static _Atomic uint64_t info_calls[MH__VDEV_MAX_DEVICES];
+static _Atomic uint64_t late_info_calls[MH__VDEV_MAX_DEVICES];
 
 static int valid(int dev)
 {
-    return dev >= 0 && dev < MH_VDEV_MAX_DEVICES;
+    return dev >= 0 && dev < MH__VDEV_MAX_DEVICES;
 }
 
 void mh__vdev_stats_in_use(int dev, uint64_t bytes)
@@ -64,7 +64,7 @@ __attribute__((destructor)) static void write_stats(void)
     if (!path || !*path)
         return;
     int fd = -1;
-    for (int d = 0; d < MH_VDEV_MAX_DEVICES; d++) {
+    for (int d = 0; d < MH__VDEV_MAX_DEVICES; d++) {
         uint64_t p = atomic_load(&peak[d]), r = atomic_load(&refused[d]);
         uint64_t m = atomic_load(&info_calls[d]), late = atomic_load(&late_info_calls[d]);
         if (!p && !r && !m && !late)

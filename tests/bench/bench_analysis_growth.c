@@ -24,16 +24,16 @@ static double now_s(void)
 
 static int simulate(const char *path, uint64_t steps)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer *w;
-    struct mh_sim *sim;
-    struct mh_workload_result res;
+    struct mh__sim *sim;
+    struct mh__workload_result res;
     if (!wl || mh__workload_parse_params(wl, "", values, err, sizeof err) != 0 ||
         mh_writer_open(path, &(struct mh_writer_opts){.source = "simulated"}, &w) != 0)
         return 1;
-    struct mh_sim_opts so = {.capacity = 80 * MH_GB, .writer = w};
+    struct mh__sim_opts so = {.capacity = 80 * MH_GB, .writer = w};
     if (mh__sim_new(&so, &sim) != 0)
         return 1;
     int rc = mh__workload_run(wl, sim, values, steps, 1, &res);
@@ -42,7 +42,7 @@ static int simulate(const char *path, uint64_t steps)
 }
 
 /* Best of three passes, seconds. */
-static double timed(struct mh_session *s, const struct mh_observer *o)
+static double timed(struct mh__session *s, const struct mh__observer *o)
 {
     double best = 1e30;
     for (int i = 0; i < 3; i++) {
@@ -60,8 +60,8 @@ int main(int argc, char **argv)
     uint64_t steps = argc > 1 ? strtoull(argv[1], NULL, 10) : 600;
     char path[] = "/tmp/mh_bench_growth_XXXXXX";
     int fd = mkstemp(path);
-    struct mh_session *s;
-    struct mh_growth *g;
+    struct mh__session *s;
+    struct mh__growth *g;
     if (fd < 0)
         return 1;
     close(fd);

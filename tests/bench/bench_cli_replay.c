@@ -21,16 +21,16 @@ static double now_s(void)
 
 static int simulate(const char *path, uint64_t steps)
 {
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t values[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t values[MH__WORKLOAD_MAX_PARAMS];
     char err[128];
     struct mh_writer *w;
-    struct mh_sim *sim;
-    struct mh_workload_result res;
+    struct mh__sim *sim;
+    struct mh__workload_result res;
     if (!wl || mh__workload_parse_params(wl, "", values, err, sizeof err) != 0 ||
         mh_writer_open(path, &(struct mh_writer_opts){.source = "simulated"}, &w) != 0)
         return 1;
-    struct mh_sim_opts so = {.capacity = 80 * MH_GB, .writer = w};
+    struct mh__sim_opts so = {.capacity = 80 * MH_GB, .writer = w};
     if (mh__sim_new(&so, &sim) != 0)
         return 1;
     int rc = mh__workload_run(wl, sim, values, steps, 1, &res);

@@ -38,8 +38,8 @@ static uint64_t next_rand(void)
 
 int main(void)
 {
-    struct mh_sim_opts o;
-    struct mh_sim *s;
+    struct mh__sim_opts o;
+    struct mh__sim *s;
     memset(&o, 0, sizeof o);
     o.emit = sink;
     if (mh__sim_new(&o, &s) != 0)
@@ -67,14 +67,14 @@ int main(void)
     printf("sim_events_per_s: %.0f\n", (double)nevents / dt);
     mh__sim_free(s);
 
-    const struct mh_workload *wl = mh__workload_find("gpt");
-    int64_t v[MH_WORKLOAD_MAX_PARAMS];
+    const struct mh__workload *wl = mh__workload_find("gpt");
+    int64_t v[MH__WORKLOAD_MAX_PARAMS];
     mh__workload_parse_params(wl, "", v, NULL, 0);
     memset(&o, 0, sizeof o);
     o.emit = sink;
     if (mh__sim_new(&o, &s) != 0)
         return 1;
-    struct mh_sim_stats st;
+    struct mh__sim_stats st;
     t0 = now_s();
     mh__workload_run(wl, s, v, 200, 1, NULL);
     dt = now_s() - t0;

@@ -145,19 +145,19 @@ int main(int argc, char **argv)
     size_t len;
     generate(n, &w, &data, &len);
 
-    struct mh_session *r;
-    struct mh_snapshot *s;
+    struct mh__session *r;
+    struct mh__snapshot *s;
     double t0 = now();
     if (mh__session_open_mem(data, len, "recording", &r) != 0 ||
         mh__snapshot_build(r, NULL, &s) != 0)
         return 1;
     double t1 = now();
-    struct mh_sink sink;
+    struct mh__sink sink;
     mh__sink_init_mem(&sink);
     if (mh__snapshot_write(s, &sink) != 0)
         return 1;
     double t2 = now();
-    struct mh_snapshot_info info;
+    struct mh__snapshot_info info;
     mh__snapshot_info(s, &info);
     printf("entries: %llu\n", (unsigned long long)info.entries);
     printf("snapshot_bytes: %zu\n", sink.len);
@@ -167,7 +167,7 @@ int main(int argc, char **argv)
 
     double best = 1e9;
     for (int k = 0; k < 3; k++) {
-        struct mh_pickle_doc *doc;
+        struct mh__pickle_doc *doc;
         char err[200];
         double a = now();
         if (mh__pickle_parse(sink.buf, sink.len, NULL, &doc, err, sizeof err) != 0) {

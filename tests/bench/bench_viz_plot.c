@@ -230,14 +230,14 @@ static double now_s(void)
  * one thread, so CPU time is what it costs on an idle core). */
 static int plot_file(const char *path, const char *png, double *secs, double *cpu)
 {
-    struct mh_session *r;
+    struct mh__session *r;
     int rc = mh__session_open(path, &r);
     if (rc < 0)
         return rc;
-    struct mh_plot_opts o;
+    struct mh__plot_opts o;
     memset(&o, 0, sizeof o);
     o.name = path;
-    struct mh_sink sink;
+    struct mh__sink sink;
     mh__sink_init_mem(&sink);
     char err[256];
     double t = now_s(), c = clock_s(CLOCK_PROCESS_CPUTIME_ID);

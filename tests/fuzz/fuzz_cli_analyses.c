@@ -12,7 +12,7 @@
 
 #include "cli.h"
 
-extern const struct mh_cli_command mh__cmd_info, mh__cmd_report, mh__cmd_oom, mh__cmd_layers,
+extern const struct mh__cli_command mh__cmd_info, mh__cmd_report, mh__cmd_oom, mh__cmd_layers,
     mh__cmd_whatif, mh__cmd_diff, mh__cmd_snapshot, mh__cmd_trace, mh__cmd_flame;
 
 static char path[64];
@@ -29,7 +29,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void run(const struct mh_cli_command *cmd, const char *a1, const char *a2, const char *a3,
+static void run(const struct mh__cli_command *cmd, const char *a1, const char *a2, const char *a3,
                 const char *a4)
 {
     char *argv[6] = {(char *)cmd->name, (char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL};

@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     mh__fit_parse_headroom(words[0], (uint64_t)size << 20, &headroom);
     char name[64], text[512];
-    struct mh_fit_command c = {words, mh__fit_command_env_count(words), "batch"};
+    struct mh__fit_command c = {words, mh__fit_command_env_count(words), "batch"};
     if (mh__fit_command_first_name(words, name, sizeof name) == 0)
         c.name = name;
     if (mh__fit_command_uses(&c)) {

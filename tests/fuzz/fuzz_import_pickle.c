@@ -17,12 +17,12 @@
 #include "snapshot_import.h"
 
 /* Touches every node, as a consumer would (depth is bounded by the reader). */
-static uint64_t walk(const struct mh_pv *v, int depth)
+static uint64_t walk(const struct mh__pv *v, int depth)
 {
     if (!v || depth > 260)
         return 0;
     uint64_t sum = v->type;
-    if (v->type == MH_PV_STR || v->type == MH_PV_BYTES || v->type == MH_PV_BIGINT)
+    if (v->type == MH__PV_STR || v->type == MH__PV_BYTES || v->type == MH__PV_BIGINT)
         for (uint32_t i = 0; i < v->n && i < 64; i++)
             sum += (unsigned char)v->u.s[i];
     size_t n = mh__pv_len(v);
@@ -33,18 +33,18 @@ static uint64_t walk(const struct mh_pv *v, int depth)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct mh_pickle_limits lim = {64ull << 20, 0};
-    struct mh_pickle_doc *doc = NULL;
+    struct mh__pickle_limits lim = {64ull << 20, 0};
+    struct mh__pickle_doc *doc = NULL;
     char err[256];
     if (mh__pickle_parse(data, size, &lim, &doc, err, sizeof err) == 0) {
         volatile uint64_t sink = walk(mh__pickle_doc_root(doc), 0);
         (void)sink;
         mh__pickle_doc_free(doc);
-        struct mh_import_info info[2];
+        struct mh__import_info info[2];
         int rc[2];
         for (int whole = 0; whole < 2; whole++) {
             struct mh_writer_opts o = {"imported", 0};
-            struct mh_import_opts io = {&lim, 0, whole, NULL, NULL};
+            struct mh__import_opts io = {&lim, 0, whole, NULL, NULL};
             struct mh_writer *w;
             rc[whole] = -1;
             if (mh_writer_open_mem(&o, &w) == 0) {

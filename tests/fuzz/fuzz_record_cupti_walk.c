@@ -10,7 +10,7 @@
 #include "memhist/error.h"
 #include "cupti_walk.h"
 
-static int check_item(void *user, const struct mh_cupti_item *it)
+static int check_item(void *user, const struct mh__cupti_item *it)
 {
     size_t *n = user;
     (*n)++;
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(buf, data, size);
     size_t n = 0;
-    struct mh_cupti_walk_stats st;
+    struct mh__cupti_walk_stats st;
     int rc = mh__cupti_walk(buf, size, check_item, &n, &st);
     if (st.consumed > size || st.events != n || st.events > st.records)
         abort();

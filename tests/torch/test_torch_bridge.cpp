@@ -55,7 +55,7 @@ static void test_fit()
         t.push_back(1000000 + i * 60000);
         ns.push_back(1700000000000000000ull + i * 20000 + (i == 37 ? 900000 : i % 3));
     }
-    mh_tick_fit f{};
+    mh__tick_fit f{};
     T_CHECK(mh__tick_fit(t.data(), ns.data(), t.size(), &f) == 0, "fit failed");
     double scale = f.scale;
     uint64_t ns0 = f.ns0;

@@ -10,14 +10,14 @@
 
 #include "utf8.h"
 
-void mh__json_init(struct mh_json *j, struct mh_sink *sink, int pretty)
+void mh__json_init(struct mh__json *j, struct mh__sink *sink, int pretty)
 {
     memset(j, 0, sizeof *j);
     j->sink = sink;
     j->pretty = pretty;
 }
 
-static void newline_indent(struct mh_json *j)
+static void newline_indent(struct mh__json *j)
 {
     if (!j->pretty)
         return;
@@ -27,7 +27,7 @@ static void newline_indent(struct mh_json *j)
 }
 
 /* Separator before a value (or key) at the current depth. */
-static void before_value(struct mh_json *j)
+static void before_value(struct mh__json *j)
 {
     if (j->after_key) {
         j->after_key = 0;
@@ -41,16 +41,16 @@ static void before_value(struct mh_json *j)
     j->count[j->depth]++;
 }
 
-static void open_container(struct mh_json *j, char c)
+static void open_container(struct mh__json *j, char c)
 {
     before_value(j);
     mh__sink_write(j->sink, &c, 1);
-    if (j->depth + 1 < MH_JSON_MAX_DEPTH)
+    if (j->depth + 1 < MH__JSON_MAX_DEPTH)
         j->depth++;
     j->count[j->depth] = 0;
 }
 
-static void close_container(struct mh_json *j, char c)
+static void close_container(struct mh__json *j, char c)
 {
     int had = j->count[j->depth] > 0;
     if (j->depth > 0)
@@ -62,27 +62,27 @@ static void close_container(struct mh_json *j, char c)
         mh__sink_write(j->sink, "\n", 1);
 }
 
-void mh__json_begin_object(struct mh_json *j)
+void mh__json_begin_object(struct mh__json *j)
 {
     open_container(j, '{');
 }
 
-void mh__json_end_object(struct mh_json *j)
+void mh__json_end_object(struct mh__json *j)
 {
     close_container(j, '}');
 }
 
-void mh__json_begin_array(struct mh_json *j)
+void mh__json_begin_array(struct mh__json *j)
 {
     open_container(j, '[');
 }
 
-void mh__json_end_array(struct mh_json *j)
+void mh__json_end_array(struct mh__json *j)
 {
     close_container(j, ']');
 }
 
-void mh__json_write_escaped(struct mh_sink *sink, const char *s)
+void mh__json_write_escaped(struct mh__sink *sink, const char *s)
 {
     mh__sink_write(sink, "\"", 1);
     const char *run = s;
@@ -116,7 +116,7 @@ void mh__json_write_escaped(struct mh_sink *sink, const char *s)
     mh__sink_write(sink, "\"", 1);
 }
 
-void mh__json_key(struct mh_json *j, const char *key)
+void mh__json_key(struct mh__json *j, const char *key)
 {
     before_value(j);
     mh__json_write_escaped(j->sink, key);
@@ -124,7 +124,7 @@ void mh__json_key(struct mh_json *j, const char *key)
     j->after_key = 1;
 }
 
-void mh__json_string(struct mh_json *j, const char *s)
+void mh__json_string(struct mh__json *j, const char *s)
 {
     before_value(j);
     if (s)
@@ -133,19 +133,19 @@ void mh__json_string(struct mh_json *j, const char *s)
         mh__sink_puts(j->sink, "null");
 }
 
-void mh__json_int(struct mh_json *j, int64_t v)
+void mh__json_int(struct mh__json *j, int64_t v)
 {
     before_value(j);
     mh__sink_printf(j->sink, "%" PRId64, v);
 }
 
-void mh__json_uint(struct mh_json *j, uint64_t v)
+void mh__json_uint(struct mh__json *j, uint64_t v)
 {
     before_value(j);
     mh__sink_printf(j->sink, "%" PRIu64, v);
 }
 
-void mh__json_double(struct mh_json *j, double v, int decimals)
+void mh__json_double(struct mh__json *j, double v, int decimals)
 {
     before_value(j);
     if (!isfinite(v))
@@ -154,49 +154,49 @@ void mh__json_double(struct mh_json *j, double v, int decimals)
         mh__sink_printf(j->sink, "%.*f", decimals, v);
 }
 
-void mh__json_bool(struct mh_json *j, int v)
+void mh__json_bool(struct mh__json *j, int v)
 {
     before_value(j);
     mh__sink_puts(j->sink, v ? "true" : "false");
 }
 
-void mh__json_null(struct mh_json *j)
+void mh__json_null(struct mh__json *j)
 {
     before_value(j);
     mh__sink_puts(j->sink, "null");
 }
 
-void mh__json_raw(struct mh_json *j, const char *text)
+void mh__json_raw(struct mh__json *j, const char *text)
 {
     before_value(j);
     mh__sink_puts(j->sink, text);
 }
 
-void mh__json_kv_string(struct mh_json *j, const char *key, const char *s)
+void mh__json_kv_string(struct mh__json *j, const char *key, const char *s)
 {
     mh__json_key(j, key);
     mh__json_string(j, s);
 }
 
-void mh__json_kv_int(struct mh_json *j, const char *key, int64_t v)
+void mh__json_kv_int(struct mh__json *j, const char *key, int64_t v)
 {
     mh__json_key(j, key);
     mh__json_int(j, v);
 }
 
-void mh__json_kv_uint(struct mh_json *j, const char *key, uint64_t v)
+void mh__json_kv_uint(struct mh__json *j, const char *key, uint64_t v)
 {
     mh__json_key(j, key);
     mh__json_uint(j, v);
 }
 
-void mh__json_kv_double(struct mh_json *j, const char *key, double v, int decimals)
+void mh__json_kv_double(struct mh__json *j, const char *key, double v, int decimals)
 {
     mh__json_key(j, key);
     mh__json_double(j, v, decimals);
 }
 
-void mh__json_kv_bool(struct mh_json *j, const char *key, int v)
+void mh__json_kv_bool(struct mh__json *j, const char *key, int v)
 {
     mh__json_key(j, key);
     mh__json_bool(j, v);

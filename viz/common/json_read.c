@@ -106,7 +106,7 @@ static int scan_word(struct scanner *s, const char *w)
     return 0;
 }
 
-static int scan_value(struct scanner *s, int depth, struct mh_jr_value *out);
+static int scan_value(struct scanner *s, int depth, struct mh__jr_value *out);
 
 /* Array or object; `obj` selects members. */
 static int scan_container(struct scanner *s, int depth, int obj)
@@ -123,7 +123,7 @@ static int scan_container(struct scanner *s, int depth, int obj)
         return 0;
     }
     for (;;) {
-        struct mh_jr_value v;
+        struct mh__jr_value v;
         int rc;
         if (obj) {
             skip_ws(s);
@@ -149,7 +149,7 @@ static int scan_container(struct scanner *s, int depth, int obj)
     }
 }
 
-static int scan_value(struct scanner *s, int depth, struct mh_jr_value *out)
+static int scan_value(struct scanner *s, int depth, struct mh__jr_value *out)
 {
     skip_ws(s);
     if (s->pos >= s->n)
@@ -158,30 +158,30 @@ static int scan_value(struct scanner *s, int depth, struct mh_jr_value *out)
     char c = s->b[s->pos];
     int rc;
     if (c == '{' || c == '[') {
-        out->type = c == '{' ? MH_JR_OBJECT : MH_JR_ARRAY;
+        out->type = c == '{' ? MH__JR_OBJECT : MH__JR_ARRAY;
         rc = scan_container(s, depth, c == '{');
     } else if (c == '"') {
-        out->type = MH_JR_STRING;
+        out->type = MH__JR_STRING;
         rc = scan_string(s);
     } else if (c == '-' || (c >= '0' && c <= '9')) {
-        out->type = MH_JR_NUMBER;
+        out->type = MH__JR_NUMBER;
         rc = scan_number(s);
     } else if (c == 't' || c == 'f') {
-        out->type = MH_JR_BOOL;
+        out->type = MH__JR_BOOL;
         rc = scan_word(s, c == 't' ? "true" : "false");
     } else {
-        out->type = MH_JR_NULL;
+        out->type = MH__JR_NULL;
         rc = scan_word(s, "null");
     }
     out->len = s->pos - out->off;
     return rc;
 }
 
-int mh__jr_parse(struct mh_jr_doc *doc, const char *buf, size_t len, int max_depth,
-                 size_t max_bytes, struct mh_jr_value *root, char *err, size_t errlen)
+int mh__jr_parse(struct mh__jr_doc *doc, const char *buf, size_t len, int max_depth,
+                 size_t max_bytes, struct mh__jr_value *root, char *err, size_t errlen)
 {
-    struct scanner s = {buf, len, 0, max_depth > 0 ? max_depth : MH_JR_DEFAULT_MAX_DEPTH, NULL};
-    if (len > (max_bytes ? max_bytes : MH_JR_DEFAULT_MAX_BYTES)) {
+    struct scanner s = {buf, len, 0, max_depth > 0 ? max_depth : MH__JR_DEFAULT_MAX_DEPTH, NULL};
+    if (len > (max_bytes ? max_bytes : MH__JR_DEFAULT_MAX_BYTES)) {
         snprintf(err, errlen, "document of %zu bytes exceeds the size limit", len);
         return MH_ELIMIT;
     }
@@ -201,10 +201,10 @@ int mh__jr_parse(struct mh_jr_doc *doc, const char *buf, size_t len, int max_dep
     return 0;
 }
 
-int mh__jr_next(const struct mh_jr_doc *doc, const struct mh_jr_value *c, size_t *pos,
-                struct mh_jr_value *key, struct mh_jr_value *val)
+int mh__jr_next(const struct mh__jr_doc *doc, const struct mh__jr_value *c, size_t *pos,
+                struct mh__jr_value *key, struct mh__jr_value *val)
 {
-    if (c->type != MH_JR_ARRAY && c->type != MH_JR_OBJECT)
+    if (c->type != MH__JR_ARRAY && c->type != MH__JR_OBJECT)
         return 0;
     struct scanner s = {doc->buf, c->off + c->len, *pos ? *pos : c->off + 1, doc->max_depth + 1,
                         NULL};
@@ -213,8 +213,8 @@ int mh__jr_next(const struct mh_jr_doc *doc, const struct mh_jr_value *c, size_t
         return 0;
     if (s.b[s.pos] == ',')
         s.pos++;
-    if (c->type == MH_JR_OBJECT) {
-        struct mh_jr_value k;
+    if (c->type == MH__JR_OBJECT) {
+        struct mh__jr_value k;
         if (scan_value(&s, 0, &k) != 0)
             return 0;
         if (key)
@@ -228,12 +228,12 @@ int mh__jr_next(const struct mh_jr_doc *doc, const struct mh_jr_value *c, size_t
     return 1;
 }
 
-int mh__jr_find(const struct mh_jr_doc *doc, const struct mh_jr_value *obj, const char *key,
-                struct mh_jr_value *out)
+int mh__jr_find(const struct mh__jr_doc *doc, const struct mh__jr_value *obj, const char *key,
+                struct mh__jr_value *out)
 {
     size_t pos = 0;
-    struct mh_jr_value k, v;
-    if (obj->type != MH_JR_OBJECT)
+    struct mh__jr_value k, v;
+    if (obj->type != MH__JR_OBJECT)
         return 0;
     while (mh__jr_next(doc, obj, &pos, &k, &v))
         if (mh__jr_string_eq(doc, &k, key)) {
@@ -266,10 +266,10 @@ static size_t utf8(unsigned cp, char out[4])
     return 3;
 }
 
-int mh__jr_string(const struct mh_jr_doc *doc, const struct mh_jr_value *v, char *out,
+int mh__jr_string(const struct mh__jr_doc *doc, const struct mh__jr_value *v, char *out,
                   size_t outlen)
 {
-    if (v->type != MH_JR_STRING || v->len < 2)
+    if (v->type != MH__JR_STRING || v->len < 2)
         return MH_EINVAL;
     const char *p = doc->buf + v->off + 1, *end = doc->buf + v->off + v->len - 1;
     size_t n = 0;
@@ -300,9 +300,9 @@ int mh__jr_string(const struct mh_jr_doc *doc, const struct mh_jr_value *v, char
     return (int)(n > INT32_MAX ? INT32_MAX : n);
 }
 
-int mh__jr_string_eq(const struct mh_jr_doc *doc, const struct mh_jr_value *v, const char *s)
+int mh__jr_string_eq(const struct mh__jr_doc *doc, const struct mh__jr_value *v, const char *s)
 {
-    if (v->type != MH_JR_STRING)
+    if (v->type != MH__JR_STRING)
         return 0;
     size_t n = strlen(s);
     const char *raw = doc->buf + v->off + 1;
@@ -315,10 +315,10 @@ int mh__jr_string_eq(const struct mh_jr_doc *doc, const struct mh_jr_value *v, c
     return len >= 0 && (size_t)len == n && strcmp(buf, s) == 0;
 }
 
-int mh__jr_double(const struct mh_jr_doc *doc, const struct mh_jr_value *v, double *out)
+int mh__jr_double(const struct mh__jr_doc *doc, const struct mh__jr_value *v, double *out)
 {
     char buf[64];
-    if (v->type != MH_JR_NUMBER || v->len >= sizeof buf)
+    if (v->type != MH__JR_NUMBER || v->len >= sizeof buf)
         return MH_EINVAL;
     memcpy(buf, doc->buf + v->off, v->len);
     buf[v->len] = '\0';
@@ -326,9 +326,9 @@ int mh__jr_double(const struct mh_jr_doc *doc, const struct mh_jr_value *v, doub
     return 0;
 }
 
-int mh__jr_u64(const struct mh_jr_doc *doc, const struct mh_jr_value *v, uint64_t *out)
+int mh__jr_u64(const struct mh__jr_doc *doc, const struct mh__jr_value *v, uint64_t *out)
 {
-    if (v->type != MH_JR_NUMBER || v->len == 0 || v->len > 20)
+    if (v->type != MH__JR_NUMBER || v->len == 0 || v->len > 20)
         return MH_EINVAL;
     uint64_t x = 0;
     for (size_t i = 0; i < v->len; i++) {

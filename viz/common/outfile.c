@@ -12,10 +12,10 @@
 
 #include "memhist/error.h"
 
-static int fail(struct mh_outfile *o, int code, const char *fmt, ...)
+static int fail(struct mh__outfile *o, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static int fail(struct mh_outfile *o, int code, const char *fmt, ...)
+static int fail(struct mh__outfile *o, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -25,7 +25,7 @@ static int fail(struct mh_outfile *o, int code, const char *fmt, ...)
 }
 
 /* Refuses an output that is the same file as an input. */
-static int check_inputs(struct mh_outfile *o, const struct stat *out, const char *const *inputs,
+static int check_inputs(struct mh__outfile *o, const struct stat *out, const char *const *inputs,
                         size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -40,7 +40,7 @@ static int check_inputs(struct mh_outfile *o, const struct stat *out, const char
 }
 
 /* A hidden temporary file next to o->target, with the given mode. */
-static int make_temp(struct mh_outfile *o, mode_t mode)
+static int make_temp(struct mh__outfile *o, mode_t mode)
 {
     const char *slash = strrchr(o->target, '/');
     size_t dlen = slash ? (size_t)(slash - o->target) + 1 : 0;
@@ -73,7 +73,7 @@ static mode_t default_mode(void)
 
 /* Chooses between a temporary file (regular or absent target) and writing
  * in place (devices, FIFOs, dangling links). */
-static int open_path(struct mh_outfile *o, const char *path)
+static int open_path(struct mh__outfile *o, const char *path)
 {
     struct stat ls, st;
     if (lstat(path, &ls) != 0) {
@@ -101,7 +101,7 @@ static int open_path(struct mh_outfile *o, const char *path)
     return 0;
 }
 
-int mh__outfile_open(struct mh_outfile *o, const char *path, const char *const *inputs,
+int mh__outfile_open(struct mh__outfile *o, const char *path, const char *const *inputs,
                     size_t ninputs)
 {
     memset(o, 0, sizeof *o);
@@ -125,7 +125,7 @@ int mh__outfile_open(struct mh_outfile *o, const char *path, const char *const *
     return rc;
 }
 
-int mh__outfile_commit(struct mh_outfile *o)
+int mh__outfile_commit(struct mh__outfile *o)
 {
     if (o->fp == stdout) {
         o->fp = NULL;
@@ -156,7 +156,7 @@ int mh__outfile_commit(struct mh_outfile *o)
     return 0;
 }
 
-void mh__outfile_abort(struct mh_outfile *o)
+void mh__outfile_abort(struct mh__outfile *o)
 {
     if (o->fp && o->fp != stdout)
         fclose(o->fp);

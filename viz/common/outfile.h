@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-struct mh_outfile {
+struct mh__outfile {
     FILE *fp;      /* where to write; the same file as `fd` */
     int fd;
     char *target;  /* the file finally written (a symlink resolved); owned */
@@ -33,14 +33,14 @@ struct mh_outfile {
  * "-" entries are ignored) are the files the command reads: an output that
  * is one of them is refused. Returns 0, or a negative MH_E* code with `msg`
  * set and nothing left on disk. */
-int mh__outfile_open(struct mh_outfile *o, const char *path, const char *const *inputs,
+int mh__outfile_open(struct mh__outfile *o, const char *path, const char *const *inputs,
                     size_t ninputs);
 /* Flushes, syncs and closes the output, then renames the temporary file over
  * the target. Returns 0, or MH_EIO with `msg` set after removing the
  * temporary file. */
-int mh__outfile_commit(struct mh_outfile *o);
+int mh__outfile_commit(struct mh__outfile *o);
 /* Abandons the output: closes it and removes the temporary file; a target
  * written in place is left as it is. Safe after commit and twice. */
-void mh__outfile_abort(struct mh_outfile *o);
+void mh__outfile_abort(struct mh__outfile *o);
 
 #endif

@@ -2,7 +2,7 @@
 #include "palette.h"
 
 /* Tol's light scheme without its pale grey (kept for "everything else"). */
-static const uint32_t groups[MH_PALETTE_GROUPS] = {
+static const uint32_t groups[MH__PALETTE_GROUPS] = {
     0x77AADDu, /* light blue */
     0xEE8866u, /* orange */
     0xEEDD88u, /* light yellow */
@@ -15,7 +15,7 @@ static const uint32_t groups[MH_PALETTE_GROUPS] = {
 
 uint32_t mh__palette_group(unsigned i)
 {
-    return groups[i % MH_PALETTE_GROUPS];
+    return groups[i % MH__PALETTE_GROUPS];
 }
 
 /* Fills of the categories, in enum order: Paul Tol's "muted" scheme, chosen
@@ -24,7 +24,7 @@ uint32_t mh__palette_group(unsigned i)
  * "unknown" is the pale grey. */
 uint32_t mh__palette_category(int category)
 {
-    static const uint32_t fill[MH_PALETTE_CATEGORIES] = {
+    static const uint32_t fill[MH__PALETTE_CATEGORIES] = {
         0x88CCEEu, /* parameter: cyan */
         0xCC6677u, /* gradient: rose */
         0x999933u, /* optimizer_state: olive */
@@ -33,6 +33,6 @@ uint32_t mh__palette_category(int category)
         0x117733u, /* input: green */
         0xDDDDDDu, /* unknown: pale grey */
     };
-    int known = category >= 0 && category < MH_PALETTE_CATEGORIES;
-    return fill[known ? category : MH_PALETTE_CATEGORIES - 1];
+    int known = category >= 0 && category < MH__PALETTE_CATEGORIES;
+    return fill[known ? category : MH__PALETTE_CATEGORIES - 1];
 }

@@ -8,22 +8,22 @@
 #include "memhist/error.h"
 #include "utf8.h"
 
-static void flush(struct mh_pw *w)
+static void flush(struct mh__pw *w)
 {
     if (w->len && !w->error)
         w->error = mh__sink_write(w->sink, w->buf, w->len);
     w->len = 0;
 }
 
-/* Room for n more bytes (n <= MH_PW_BUF). */
-static unsigned char *room(struct mh_pw *w, size_t n)
+/* Room for n more bytes (n <= MH__PW_BUF). */
+static unsigned char *room(struct mh__pw *w, size_t n)
 {
-    if (w->len + n > MH_PW_BUF)
+    if (w->len + n > MH__PW_BUF)
         flush(w);
     return w->buf + w->len;
 }
 
-static void op(struct mh_pw *w, unsigned char c)
+static void op(struct mh__pw *w, unsigned char c)
 {
     *room(w, 1) = c;
     w->len++;
@@ -35,7 +35,7 @@ static void put_le(unsigned char *p, uint64_t x, size_t n)
         p[i] = (unsigned char)(x >> (8 * i));
 }
 
-void mh__pw_init(struct mh_pw *w, struct mh_sink *sink)
+void mh__pw_init(struct mh__pw *w, struct mh__sink *sink)
 {
     w->sink = sink;
     w->memo_next = 0;
@@ -45,7 +45,7 @@ void mh__pw_init(struct mh_pw *w, struct mh_sink *sink)
     w->buf[w->len++] = 4;
 }
 
-void mh__pw_int(struct mh_pw *w, int64_t x)
+void mh__pw_int(struct mh__pw *w, int64_t x)
 {
     unsigned char *p = room(w, 10);
     if (x >= 0 && x < 256) {
@@ -76,7 +76,7 @@ void mh__pw_int(struct mh_pw *w, int64_t x)
     }
 }
 
-void mh__pw_uint(struct mh_pw *w, uint64_t x)
+void mh__pw_uint(struct mh__pw *w, uint64_t x)
 {
     if (x <= INT64_MAX) {
         mh__pw_int(w, (int64_t)x);
@@ -90,7 +90,7 @@ void mh__pw_uint(struct mh_pw *w, uint64_t x)
     w->len += 11;
 }
 
-void mh__pw_float(struct mh_pw *w, double x)
+void mh__pw_float(struct mh__pw *w, double x)
 {
     uint64_t bits;
     memcpy(&bits, &x, sizeof bits);
@@ -101,21 +101,21 @@ void mh__pw_float(struct mh_pw *w, double x)
     w->len += 9;
 }
 
-void mh__pw_bool(struct mh_pw *w, int b)
+void mh__pw_bool(struct mh__pw *w, int b)
 {
     op(w, b ? 0x88 : 0x89);
 }
 
-void mh__pw_none(struct mh_pw *w)
+void mh__pw_none(struct mh__pw *w)
 {
     op(w, 'N');
 }
 
-static void write_str(struct mh_pw *w, const char *s, size_t len);
+static void write_str(struct mh__pw *w, const char *s, size_t len);
 
 /* Python decodes pickled strings as UTF-8: bytes that are not UTF-8 are
  * written as the text \xNN (utf8.h), so any frame name loads. */
-void mh__pw_str(struct mh_pw *w, const char *s, size_t len)
+void mh__pw_str(struct mh__pw *w, const char *s, size_t len)
 {
     if (mh__utf8_clean(s, len, 0)) {
         write_str(w, s, len);
@@ -133,7 +133,7 @@ void mh__pw_str(struct mh_pw *w, const char *s, size_t len)
     free(esc);
 }
 
-static void write_str(struct mh_pw *w, const char *s, size_t len)
+static void write_str(struct mh__pw *w, const char *s, size_t len)
 {
     if (len < 256) {
         unsigned char *p = room(w, 2 + len);
@@ -153,7 +153,7 @@ static void write_str(struct mh_pw *w, const char *s, size_t len)
     put_le(p + 1, len, 4);
     w->len += 5;
     while (len) { /* long strings go through the buffer in pieces */
-        size_t n = len < MH_PW_BUF / 2 ? len : MH_PW_BUF / 2;
+        size_t n = len < MH__PW_BUF / 2 ? len : MH__PW_BUF / 2;
         memcpy(room(w, n), s, n);
         w->len += n;
         s += n;
@@ -161,47 +161,47 @@ static void write_str(struct mh_pw *w, const char *s, size_t len)
     }
 }
 
-void mh__pw_cstr(struct mh_pw *w, const char *s)
+void mh__pw_cstr(struct mh__pw *w, const char *s)
 {
     mh__pw_str(w, s, strlen(s));
 }
 
-void mh__pw_empty_dict(struct mh_pw *w)
+void mh__pw_empty_dict(struct mh__pw *w)
 {
     op(w, '}');
 }
-void mh__pw_empty_list(struct mh_pw *w)
+void mh__pw_empty_list(struct mh__pw *w)
 {
     op(w, ']');
 }
-void mh__pw_empty_tuple(struct mh_pw *w)
+void mh__pw_empty_tuple(struct mh__pw *w)
 {
     op(w, ')');
 }
-void mh__pw_mark(struct mh_pw *w)
+void mh__pw_mark(struct mh__pw *w)
 {
     op(w, '(');
 }
-void mh__pw_setitems(struct mh_pw *w)
+void mh__pw_setitems(struct mh__pw *w)
 {
     op(w, 'u');
 }
-void mh__pw_appends(struct mh_pw *w)
+void mh__pw_appends(struct mh__pw *w)
 {
     op(w, 'e');
 }
-void mh__pw_tuple2(struct mh_pw *w)
+void mh__pw_tuple2(struct mh__pw *w)
 {
     op(w, 0x86);
 }
 
-uint32_t mh__pw_memoize(struct mh_pw *w)
+uint32_t mh__pw_memoize(struct mh__pw *w)
 {
     op(w, 0x94);
     return w->memo_next++;
 }
 
-void mh__pw_get(struct mh_pw *w, uint32_t idx)
+void mh__pw_get(struct mh__pw *w, uint32_t idx)
 {
     unsigned char *p = room(w, 5);
     if (idx < 256) {
@@ -215,34 +215,34 @@ void mh__pw_get(struct mh_pw *w, uint32_t idx)
     }
 }
 
-void mh__pw_list_begin(struct mh_pw *w)
+void mh__pw_list_begin(struct mh__pw *w)
 {
     mh__pw_empty_list(w);
     mh__pw_mark(w);
 }
 
-void mh__pw_list_item(struct mh_pw *w, uint64_t *count)
+void mh__pw_list_item(struct mh__pw *w, uint64_t *count)
 {
-    if (++*count % MH_PW_BATCH == 0) {
+    if (++*count % MH__PW_BATCH == 0) {
         mh__pw_appends(w);
         mh__pw_mark(w);
     }
 }
 
-void mh__pw_list_end(struct mh_pw *w, uint64_t count)
+void mh__pw_list_end(struct mh__pw *w, uint64_t count)
 {
     (void)count;
     mh__pw_appends(w); /* an empty batch (MARK APPENDS) is valid */
 }
 
-int mh__pw_finish(struct mh_pw *w)
+int mh__pw_finish(struct mh__pw *w)
 {
     op(w, '.');
     flush(w);
     return w->error;
 }
 
-uint64_t mh__pw_bytes(const struct mh_pw *w)
+uint64_t mh__pw_bytes(const struct mh__pw *w)
 {
     return w->sink->bytes + w->len;
 }

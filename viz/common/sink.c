@@ -8,18 +8,18 @@
 
 #include "memhist/error.h"
 
-void mh__sink_init_file(struct mh_sink *s, FILE *fp)
+void mh__sink_init_file(struct mh__sink *s, FILE *fp)
 {
     memset(s, 0, sizeof *s);
     s->fp = fp;
 }
 
-void mh__sink_init_mem(struct mh_sink *s)
+void mh__sink_init_mem(struct mh__sink *s)
 {
     memset(s, 0, sizeof *s);
 }
 
-void mh__sink_free(struct mh_sink *s)
+void mh__sink_free(struct mh__sink *s)
 {
     if (!s)
         return;
@@ -28,7 +28,7 @@ void mh__sink_free(struct mh_sink *s)
     s->len = s->cap = 0;
 }
 
-static int mem_reserve(struct mh_sink *s, size_t extra)
+static int mem_reserve(struct mh__sink *s, size_t extra)
 {
     if (s->len + extra <= s->cap)
         return 0;
@@ -43,7 +43,7 @@ static int mem_reserve(struct mh_sink *s, size_t extra)
     return 0;
 }
 
-int mh__sink_write(struct mh_sink *s, const void *data, size_t len)
+int mh__sink_write(struct mh__sink *s, const void *data, size_t len)
 {
     if (s->error)
         return s->error;
@@ -64,12 +64,12 @@ int mh__sink_write(struct mh_sink *s, const void *data, size_t len)
     return s->error;
 }
 
-int mh__sink_puts(struct mh_sink *s, const char *str)
+int mh__sink_puts(struct mh__sink *s, const char *str)
 {
     return mh__sink_write(s, str, strlen(str));
 }
 
-int mh__sink_printf(struct mh_sink *s, const char *fmt, ...)
+int mh__sink_printf(struct mh__sink *s, const char *fmt, ...)
 {
     char small[512];
     va_list ap;
@@ -91,7 +91,7 @@ int mh__sink_printf(struct mh_sink *s, const char *fmt, ...)
     return rc;
 }
 
-int mh__sink_finish(struct mh_sink *s)
+int mh__sink_finish(struct mh__sink *s)
 {
     if (s->fp && !s->error && fflush(s->fp) != 0) {
         s->error = MH_EIO;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct mh_sink {
+struct mh__sink {
     FILE *fp;        /* file output, or NULL for memory */
     char *buf;       /* memory output: owned, grown as needed */
     size_t len, cap;
@@ -20,15 +20,15 @@ struct mh_sink {
 };
 
 /* A sink writing to `fp` (borrowed; not closed by the sink). */
-void mh__sink_init_file(struct mh_sink *s, FILE *fp);
+void mh__sink_init_file(struct mh__sink *s, FILE *fp);
 /* A sink collecting bytes in memory; release with mh__sink_free. */
-void mh__sink_init_mem(struct mh_sink *s);
-void mh__sink_free(struct mh_sink *s);
+void mh__sink_init_mem(struct mh__sink *s);
+void mh__sink_free(struct mh__sink *s);
 
-int mh__sink_write(struct mh_sink *s, const void *data, size_t len);
-int mh__sink_puts(struct mh_sink *s, const char *str);
-int mh__sink_printf(struct mh_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int mh__sink_write(struct mh__sink *s, const void *data, size_t len);
+int mh__sink_puts(struct mh__sink *s, const char *str);
+int mh__sink_printf(struct mh__sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Flushes a file sink; returns the sink's first error (0 if none). */
-int mh__sink_finish(struct mh_sink *s);
+int mh__sink_finish(struct mh__sink *s);
 
 #endif

@@ -10,7 +10,7 @@ static int line(void *user, const char *stack, uint64_t bytes)
     return mh__sink_printf(user, "%s %" PRIu64 "\n", stack, bytes);
 }
 
-int mh__flame_folded_write(const struct mh_flame *f, struct mh_sink *out)
+int mh__flame_folded_write(const struct mh__flame *f, struct mh__sink *out)
 {
     int rc = mh__flame_fold(f, line, out);
     return rc ? rc : out->error;

@@ -21,10 +21,10 @@
 
 /* Writes text as XML character data: well-formed UTF-8, control characters
  * as \xNN, markup characters as entities. */
-static void xml_text(struct mh_sink *out, const char *s)
+static void xml_text(struct mh__sink *out, const char *s)
 {
     char safe[2048];
-    mh__utf8_escape(s, strlen(s), MH_UTF8_ESC_CONTROL, safe, sizeof safe);
+    mh__utf8_escape(s, strlen(s), MH__UTF8_ESC_CONTROL, safe, sizeof safe);
     const char *run = safe;
     for (const char *p = safe;; p++) {
         const char *ent = *p == '&'   ? "&amp;"
@@ -66,12 +66,12 @@ static int fit_label(const char *s, int max, char *buf, size_t len)
 }
 
 /* The label of a frame: a module index with its container ("h.11"). */
-static const char *label_of(const struct mh_flame_node *nd, char *buf, size_t len)
+static const char *label_of(const struct mh__flame_node *nd, char *buf, size_t len)
 {
     int digits = nd->name[0] != '\0';
     for (const char *p = nd->name; *p; p++)
         digits &= *p >= '0' && *p <= '9';
-    if (nd->kind != MH_FLAME_MODULE || !digits || !nd->detail)
+    if (nd->kind != MH__FLAME_MODULE || !digits || !nd->detail)
         return nd->name;
     const char *start = nd->detail + strlen(nd->detail) - strlen(nd->name);
     for (int dots = 0; start > nd->detail; start--)
@@ -83,7 +83,7 @@ static const char *label_of(const struct mh_flame_node *nd, char *buf, size_t le
 
 /* Fill: the category's colour, a little lighter or darker per name so that
  * neighbours of one category stay apart. */
-static uint32_t fill_of(const struct mh_flame_node *nd)
+static uint32_t fill_of(const struct mh__flame_node *nd)
 {
     uint32_t c = mh__palette_category(mh__flame_main_category(nd)), h = 2166136261u;
     for (const char *p = nd->name; *p; p++)
@@ -96,11 +96,11 @@ static uint32_t fill_of(const struct mh_flame_node *nd)
     return (uint32_t)out;
 }
 
-static void write_title(struct mh_sink *out, const struct mh_flame_node *nd, uint64_t total)
+static void write_title(struct mh__sink *out, const struct mh__flame_node *nd, uint64_t total)
 {
     char b[32], line[160];
     mh__sink_puts(out, "<title>");
-    xml_text(out, nd->detail && nd->kind != MH_FLAME_ROOT ? nd->detail : nd->name);
+    xml_text(out, nd->detail && nd->kind != MH__FLAME_ROOT ? nd->detail : nd->name);
     snprintf(line, sizeof line,
              "\n%s (%" PRIu64 " bytes), %.2f%% of live, %" PRIu64 " allocation%s",
              mh__bytes_text(nd->bytes, b), nd->bytes,
@@ -108,7 +108,7 @@ static void write_title(struct mh_sink *out, const struct mh_flame_node *nd, uin
              nd->count == 1 ? "" : "s");
     mh__sink_puts(out, line);
     const char *sep = "\n";
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         if (nd->by_category[c]) {
             mh__sink_printf(out, "%s%s %s", sep, mh__category_name(c),
                             mh__bytes_text(nd->by_category[c], b));
@@ -118,8 +118,8 @@ static void write_title(struct mh_sink *out, const struct mh_flame_node *nd, uin
 }
 
 struct layout {
-    struct mh_sink *out;
-    const struct mh_flame_node *nodes;
+    struct mh__sink *out;
+    const struct mh__flame_node *nodes;
     double scale; /* pixels per byte */
     int base_y;   /* top of the root's box */
     uint64_t total;
@@ -127,7 +127,7 @@ struct layout {
 
 static void draw_node(const struct layout *l, uint32_t i, double x)
 {
-    const struct mh_flame_node *nd = &l->nodes[i];
+    const struct mh__flame_node *nd = &l->nodes[i];
     double w = (double)nd->bytes * l->scale;
     if (w < MIN_W)
         return;
@@ -140,7 +140,7 @@ static void draw_node(const struct layout *l, uint32_t i, double x)
                     x, y, w, FRAME_H - 1, (unsigned)fill_of(nd));
     char lab[600], fitted[600], b[32];
     const char *text = label_of(nd, lab, sizeof lab);
-    if (nd->kind == MH_FLAME_ROOT) {
+    if (nd->kind == MH__FLAME_ROOT) {
         snprintf(lab, sizeof lab, "%s: %s", nd->name, mh__bytes_text(nd->bytes, b));
         text = lab;
     }
@@ -150,13 +150,13 @@ static void draw_node(const struct layout *l, uint32_t i, double x)
         mh__sink_puts(l->out, "</text>");
     }
     mh__sink_puts(l->out, "</g>\n");
-    for (uint32_t c = nd->first_child; c != MH_FLAME_NONE; c = l->nodes[c].next_sibling) {
+    for (uint32_t c = nd->first_child; c != MH__FLAME_NONE; c = l->nodes[c].next_sibling) {
         draw_node(l, c, x);
         x += (double)l->nodes[c].bytes * l->scale;
     }
 }
 
-static void write_head(struct mh_sink *out, const struct mh_flame_svg_opts *o, int width,
+static void write_head(struct mh__sink *out, const struct mh__flame_svg_opts *o, int width,
                        int height)
 {
     mh__sink_printf(out,
@@ -181,11 +181,11 @@ static void write_head(struct mh_sink *out, const struct mh_flame_svg_opts *o, i
     }
 }
 
-static void write_legend(struct mh_sink *out, const struct mh_flame_node *root)
+static void write_legend(struct mh__sink *out, const struct mh__flame_node *root)
 {
     double x = MARGIN;
     char b[32], text[96];
-    for (int c = 0; c < MH_CAT_COUNT; c++) {
+    for (int c = 0; c < MH__CAT_COUNT; c++) {
         if (!root->by_category[c])
             continue;
         snprintf(text, sizeof text, "%s %s (%.1f%%)", mh__category_name(c),
@@ -200,15 +200,15 @@ static void write_legend(struct mh_sink *out, const struct mh_flame_node *root)
     }
 }
 
-int mh__flame_svg_write(const struct mh_flame *f, const struct mh_flame_svg_opts *o,
-                        struct mh_sink *out)
+int mh__flame_svg_write(const struct mh__flame *f, const struct mh__flame_svg_opts *o,
+                        struct mh__sink *out)
 {
     size_t n;
-    const struct mh_flame_node *nodes = mh__flame_nodes(f, &n);
+    const struct mh__flame_node *nodes = mh__flame_nodes(f, &n);
     uint32_t depth = 0;
     for (size_t i = 0; i < n; i++)
         depth = nodes[i].depth > depth ? nodes[i].depth : depth;
-    int width = o->width > 0 ? o->width : MH_FLAME_SVG_WIDTH;
+    int width = o->width > 0 ? o->width : MH__FLAME_SVG_WIDTH;
     int height = HEAD_H + (int)(depth + 1) * FRAME_H + FOOT_H;
     write_head(out, o, width, height);
     write_legend(out, &nodes[0]);

@@ -16,18 +16,18 @@
 #include "flame.h"
 #include "sink.h"
 
-#define MH_FLAME_SVG_WIDTH 1200
+#define MH__FLAME_SVG_WIDTH 1200
 
-struct mh_flame_svg_opts {
+struct mh__flame_svg_opts {
     const char *title;    /* first line (borrowed; any bytes, made safe); NULL = none */
     const char *subtitle; /* second line, e.g. the moment; NULL = none */
-    int width;            /* pixels; 0 = MH_FLAME_SVG_WIDTH */
+    int width;            /* pixels; 0 = MH__FLAME_SVG_WIDTH */
 };
 
-int mh__flame_svg_write(const struct mh_flame *f, const struct mh_flame_svg_opts *o,
-                        struct mh_sink *out);
+int mh__flame_svg_write(const struct mh__flame *f, const struct mh__flame_svg_opts *o,
+                        struct mh__sink *out);
 
 /* One line per node with self bytes: "frame;frame;frame BYTES\n". */
-int mh__flame_folded_write(const struct mh_flame *f, struct mh_sink *out);
+int mh__flame_folded_write(const struct mh__flame *f, struct mh__sink *out);
 
 #endif

@@ -7,10 +7,10 @@
 #include "memhist/error.h"
 #include "font.h"
 
-int mh__canvas_init(struct mh_canvas *c, int width, int height, uint32_t bg)
+int mh__canvas_init(struct mh__canvas *c, int width, int height, uint32_t bg)
 {
     memset(c, 0, sizeof *c);
-    if (width < 1 || height < 1 || width > MH_CANVAS_MAX_SIDE || height > MH_CANVAS_MAX_SIDE)
+    if (width < 1 || height < 1 || width > MH__CANVAS_MAX_SIDE || height > MH__CANVAS_MAX_SIDE)
         return MH_EINVAL;
     c->px = malloc((size_t)width * (size_t)height * 3);
     if (!c->px)
@@ -21,7 +21,7 @@ int mh__canvas_init(struct mh_canvas *c, int width, int height, uint32_t bg)
     return 0;
 }
 
-void mh__canvas_release(struct mh_canvas *c)
+void mh__canvas_release(struct mh__canvas *c)
 {
     if (!c)
         return;
@@ -30,7 +30,7 @@ void mh__canvas_release(struct mh_canvas *c)
     c->width = c->height = 0;
 }
 
-static inline void put(struct mh_canvas *c, int x, int y, uint32_t rgb)
+static inline void put(struct mh__canvas *c, int x, int y, uint32_t rgb)
 {
     uint8_t *p = c->px + ((size_t)y * (size_t)c->width + (size_t)x) * 3;
     p[0] = (uint8_t)(rgb >> 16);
@@ -38,13 +38,13 @@ static inline void put(struct mh_canvas *c, int x, int y, uint32_t rgb)
     p[2] = (uint8_t)rgb;
 }
 
-void mh__canvas_pixel(struct mh_canvas *c, int x, int y, uint32_t rgb)
+void mh__canvas_pixel(struct mh__canvas *c, int x, int y, uint32_t rgb)
 {
     if (x >= 0 && y >= 0 && x < c->width && y < c->height)
         put(c, x, y, rgb);
 }
 
-uint32_t mh__canvas_get(const struct mh_canvas *c, int x, int y)
+uint32_t mh__canvas_get(const struct mh__canvas *c, int x, int y)
 {
     if (x < 0 || y < 0 || x >= c->width || y >= c->height)
         return 0;
@@ -62,7 +62,7 @@ static int clip(int *a, int *b, int max)
     return *a < *b;
 }
 
-void mh__canvas_rect(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rgb)
+void mh__canvas_rect(struct mh__canvas *c, int x, int y, int w, int h, uint32_t rgb)
 {
     int x1 = x + w, y1 = y + h;
     if (w <= 0 || h <= 0 || !clip(&x, &x1, c->width) || !clip(&y, &y1, c->height))
@@ -72,7 +72,7 @@ void mh__canvas_rect(struct mh_canvas *c, int x, int y, int w, int h, uint32_t r
             put(c, xx, yy, rgb);
 }
 
-void mh__canvas_frame(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rgb)
+void mh__canvas_frame(struct mh__canvas *c, int x, int y, int w, int h, uint32_t rgb)
 {
     if (w <= 0 || h <= 0)
         return;
@@ -82,7 +82,7 @@ void mh__canvas_frame(struct mh_canvas *c, int x, int y, int w, int h, uint32_t 
     mh__canvas_vline(c, x + w - 1, y, y + h - 1, rgb);
 }
 
-void mh__canvas_hatch(struct mh_canvas *c, int x, int y, int w, int h, uint32_t rgb, int period)
+void mh__canvas_hatch(struct mh__canvas *c, int x, int y, int w, int h, uint32_t rgb, int period)
 {
     if (period < 2)
         period = 2;
@@ -92,7 +92,7 @@ void mh__canvas_hatch(struct mh_canvas *c, int x, int y, int w, int h, uint32_t 
                 mh__canvas_pixel(c, xx, yy, rgb);
 }
 
-void mh__canvas_vline(struct mh_canvas *c, int x, int y0, int y1, uint32_t rgb)
+void mh__canvas_vline(struct mh__canvas *c, int x, int y0, int y1, uint32_t rgb)
 {
     if (y0 > y1) {
         int t = y0;
@@ -102,7 +102,7 @@ void mh__canvas_vline(struct mh_canvas *c, int x, int y0, int y1, uint32_t rgb)
     mh__canvas_rect(c, x, y0, 1, y1 - y0 + 1, rgb);
 }
 
-void mh__canvas_hline(struct mh_canvas *c, int x0, int x1, int y, uint32_t rgb)
+void mh__canvas_hline(struct mh__canvas *c, int x0, int x1, int y, uint32_t rgb)
 {
     if (x0 > x1) {
         int t = x0;
@@ -112,7 +112,7 @@ void mh__canvas_hline(struct mh_canvas *c, int x0, int x1, int y, uint32_t rgb)
     mh__canvas_rect(c, x0, y, x1 - x0 + 1, 1, rgb);
 }
 
-void mh__canvas_vdash(struct mh_canvas *c, int x, int y0, int y1, uint32_t rgb, int on, int off)
+void mh__canvas_vdash(struct mh__canvas *c, int x, int y0, int y1, uint32_t rgb, int on, int off)
 {
     if (y0 > y1) {
         int t = y0;
@@ -125,7 +125,7 @@ void mh__canvas_vdash(struct mh_canvas *c, int x, int y0, int y1, uint32_t rgb, 
             mh__canvas_pixel(c, x, y, rgb);
 }
 
-void mh__canvas_line(struct mh_canvas *c, int x0, int y0, int x1, int y1, uint32_t rgb, int thick)
+void mh__canvas_line(struct mh__canvas *c, int x0, int y0, int x1, int y1, uint32_t rgb, int thick)
 {
     int dx = abs(x1 - x0), sx = x0 < x1 ? 1 : -1;
     int dy = -abs(y1 - y0), sy = y0 < y1 ? 1 : -1;
@@ -154,7 +154,7 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void mh__canvas_polygon(struct mh_canvas *c, const int *xy, int n, uint32_t rgb)
+void mh__canvas_polygon(struct mh__canvas *c, const int *xy, int n, uint32_t rgb)
 {
     if (n < 3 || n > 256)
         return;
@@ -182,26 +182,26 @@ void mh__canvas_polygon(struct mh_canvas *c, const int *xy, int n, uint32_t rgb)
     }
 }
 
-static void draw_glyph(struct mh_canvas *c, int x, int y, int ch, uint32_t rgb, int scale)
+static void draw_glyph(struct mh__canvas *c, int x, int y, int ch, uint32_t rgb, int scale)
 {
     const char *const *rows = mh__font_glyph(ch);
     for (int r = 0; r < MH_FONT_GLYPH_H; r++)
-        for (int col = 0; col < MH_FONT_GLYPH_W; col++)
+        for (int col = 0; col < MH__FONT_GLYPH_W; col++)
             if (rows[r][col] == '#')
                 mh__canvas_rect(c, x + col * scale, y + r * scale, scale, scale, rgb);
 }
 
-int mh__canvas_text(struct mh_canvas *c, int x, int y, const char *text, uint32_t rgb, int scale)
+int mh__canvas_text(struct mh__canvas *c, int x, int y, const char *text, uint32_t rgb, int scale)
 {
     return mh__canvas_text_fit(c, x, y, text, rgb, scale, 1 << 30);
 }
 
-int mh__canvas_text_fit(struct mh_canvas *c, int x, int y, const char *text, uint32_t rgb,
+int mh__canvas_text_fit(struct mh__canvas *c, int x, int y, const char *text, uint32_t rgb,
                         int scale, int max_w)
 {
     if (scale < 1)
         scale = 1;
-    int adv = MH_FONT_ADVANCE * scale;
+    int adv = MH__FONT_ADVANCE * scale;
     int fit = (max_w + scale) / adv; /* glyphs that fit */
     int total = 0; /* glyphs in the text */
     for (const char *p = text; mh__font_next_char(&p);)

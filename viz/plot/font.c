@@ -142,5 +142,5 @@ int mh__font_text_width(const char *text, int scale)
     int n = 0;
     while (mh__font_next_char(&text))
         n++;
-    return n ? (n * MH_FONT_ADVANCE - 1) * scale : 0;
+    return n ? (n * MH__FONT_ADVANCE - 1) * scale : 0;
 }

@@ -8,13 +8,13 @@
 #ifndef MH_VIZ_FONT_H
 #define MH_VIZ_FONT_H
 
-#define MH_FONT_GLYPH_W 5
+#define MH__FONT_GLYPH_W 5
 #define MH_FONT_GLYPH_H 9
-#define MH_FONT_ADVANCE 6   /* horizontal distance between glyphs */
-#define MH_FONT_LINE 11     /* distance between text lines */
-#define MH_FONT_CAP 7       /* rows above the baseline */
+#define MH__FONT_ADVANCE 6   /* horizontal distance between glyphs */
+#define MH__FONT_LINE 11     /* distance between text lines */
+#define MH__FONT_CAP 7       /* rows above the baseline */
 
-/* Rows of one glyph: MH_FONT_GLYPH_H strings of MH_FONT_GLYPH_W characters,
+/* Rows of one glyph: MH_FONT_GLYPH_H strings of MH__FONT_GLYPH_W characters,
  * '#' for a set pixel. Characters outside 32-126 give the glyph of '?'. */
 const char *const *mh__font_glyph(int ch);
 

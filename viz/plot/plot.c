@@ -9,7 +9,7 @@
 #include "memhist/error.h"
 #include "font.h"
 #include "palette.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 #include "png_out.h"
 
 static const char *base_name(const char *path)
@@ -18,7 +18,7 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-int mh__plot_title(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_title(struct mh__canvas *c, struct mh__session *r, const struct mh__plot_opts *o,
                    int device, const char *what, const char *subtitle)
 {
     char title[512], part[192];
@@ -39,47 +39,47 @@ int mh__plot_title(struct mh_canvas *c, struct mh_session *r, const struct mh_pl
         snprintf(part, sizeof part, "  |  torch %s", torch);
         strncat(title, part, sizeof title - strlen(title) - 1);
     }
-    mh__canvas_text_fit(c, 12, 10, title, MH_COL_TEXT, 2, c->width - 24);
+    mh__canvas_text_fit(c, 12, 10, title, MH__COL_TEXT, 2, c->width - 24);
     if (subtitle)
-        mh__canvas_text_fit(c, 12, 34, subtitle, MH_COL_MUTED, 1, c->width - 24);
+        mh__canvas_text_fit(c, 12, 34, subtitle, MH__COL_MUTED, 1, c->width - 24);
     return 52;
 }
 
-int mh__plot_message(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_message(struct mh__canvas *c, struct mh__session *r, const struct mh__plot_opts *o,
                      int device, const char *message)
 {
     mh__plot_title(c, r, o, device, "memhist", NULL);
     int w = mh__font_text_width(message, 2);
     int x = (c->width - w) / 2;
-    mh__canvas_frame(c, 12, 52, c->width - 24, c->height - 64, MH_COL_GRID);
-    mh__canvas_text_fit(c, x > 20 ? x : 20, c->height / 2 - 9, message, MH_COL_TEXT, 2,
+    mh__canvas_frame(c, 12, 52, c->width - 24, c->height - 64, MH__COL_GRID);
+    mh__canvas_text_fit(c, x > 20 ? x : 20, c->height / 2 - 9, message, MH__COL_TEXT, 2,
                         c->width - 40);
     return 0;
 }
 
-static int check_opts(const struct mh_plot_opts *o, int *w, int *h, char *err, size_t errlen)
+static int check_opts(const struct mh__plot_opts *o, int *w, int *h, char *err, size_t errlen)
 {
-    *w = o->width ? o->width : MH_PLOT_DEFAULT_WIDTH;
-    *h = o->height ? o->height : MH_PLOT_DEFAULT_HEIGHT;
-    if (*w < MH_PLOT_MIN_WIDTH || *h < MH_PLOT_MIN_HEIGHT || *w > MH_CANVAS_MAX_SIDE ||
-        *h > MH_CANVAS_MAX_SIDE) {
+    *w = o->width ? o->width : MH__PLOT_DEFAULT_WIDTH;
+    *h = o->height ? o->height : MH__PLOT_DEFAULT_HEIGHT;
+    if (*w < MH__PLOT_MIN_WIDTH || *h < MH__PLOT_MIN_HEIGHT || *w > MH__CANVAS_MAX_SIDE ||
+        *h > MH__CANVAS_MAX_SIDE) {
         snprintf(err, errlen, "image size %dx%d is outside %dx%d .. %dx%d pixels", *w, *h,
-                 MH_PLOT_MIN_WIDTH, MH_PLOT_MIN_HEIGHT, MH_CANVAS_MAX_SIDE, MH_CANVAS_MAX_SIDE);
+                 MH__PLOT_MIN_WIDTH, MH__PLOT_MIN_HEIGHT, MH__CANVAS_MAX_SIDE, MH__CANVAS_MAX_SIDE);
         return MH_EINVAL;
     }
-    if (o->top > MH_PLOT_MAX_TOP) {
-        snprintf(err, errlen, "--top %u is more than %d groups", o->top, MH_PLOT_MAX_TOP);
+    if (o->top > MH__PLOT_MAX_TOP) {
+        snprintf(err, errlen, "--top %u is more than %d groups", o->top, MH__PLOT_MAX_TOP);
         return MH_EINVAL;
     }
-    if (o->kind != MH_PLOT_TIMELINE && o->kind != MH_PLOT_SEGMENTS) {
+    if (o->kind != MH__PLOT_TIMELINE && o->kind != MH__PLOT_SEGMENTS) {
         snprintf(err, errlen, "unknown plot kind %d", o->kind);
         return MH_EINVAL;
     }
-    if (o->x_axis < MH_PLOT_X_COMPRESSED || o->x_axis > MH_PLOT_X_STEPS) {
+    if (o->x_axis < MH__PLOT_X_COMPRESSED || o->x_axis > MH__PLOT_X_STEPS) {
         snprintf(err, errlen, "unknown x axis %d", o->x_axis);
         return MH_EINVAL;
     }
-    if (o->color != MH_PLOT_COLOR_STACK && o->color != MH_PLOT_COLOR_CATEGORY) {
+    if (o->color != MH__PLOT_COLOR_STACK && o->color != MH__PLOT_COLOR_CATEGORY) {
         snprintf(err, errlen, "unknown colouring %d", o->color);
         return MH_EINVAL;
     }
@@ -104,18 +104,18 @@ void mh__plot_layout(int width, int height, int top, struct mh__plot_frame *f)
 
 /* Groups of the stacked areas: the top sites at the peak, or the
  * categories (their bytes at the peak come from pass 2). */
-static int choose_groups(struct mh_session *r, const struct mh_plot_opts *o,
+static int choose_groups(struct mh__session *r, const struct mh__plot_opts *o,
                          struct mh__plot_scan *s)
 {
-    if (o->color != MH_PLOT_COLOR_CATEGORY)
-        return mh__plot_scan_rank(r, s, o->top ? o->top : MH_PLOT_DEFAULT_TOP);
+    if (o->color != MH__PLOT_COLOR_CATEGORY)
+        return mh__plot_scan_rank(r, s, o->top ? o->top : MH__PLOT_DEFAULT_TOP);
     s->by_category = 1;
-    s->ngroups = MH_CAT_COUNT - 1;
+    s->ngroups = MH__CAT_COUNT - 1;
     return 0;
 }
 
-int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_session *r,
-                            const struct mh_plot_opts *o, struct mh__plot_scan *s,
+int mh__plot_timeline_panel(struct mh__canvas *c, struct mh__session *r,
+                            const struct mh__plot_opts *o, struct mh__plot_scan *s,
                             uint64_t t_begin, uint64_t t_end)
 {
     if (s->events == 0)
@@ -147,8 +147,8 @@ int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_session *r,
     return rc;
 }
 
-int mh__plot_render(struct mh_session *r, const struct mh_plot_opts *o, struct mh_sink *out,
-                    struct mh_plot_result *res, char *err, size_t errlen)
+int mh__plot_render(struct mh__session *r, const struct mh__plot_opts *o, struct mh__sink *out,
+                    struct mh__plot_result *res, char *err, size_t errlen)
 {
     int w, h;
     if (errlen)
@@ -157,12 +157,12 @@ int mh__plot_render(struct mh_session *r, const struct mh_plot_opts *o, struct m
     if (rc < 0)
         return rc;
     struct mh__plot_scan s;
-    struct mh_canvas c;
+    struct mh__canvas c;
     memset(&c, 0, sizeof c);
     rc = mh__plot_scan_run(r, o, &s, err, errlen);
     if (rc == 0)
-        rc = mh__canvas_init(&c, w, h, MH_COL_BG);
-    if (rc == 0 && o->kind == MH_PLOT_SEGMENTS)
+        rc = mh__canvas_init(&c, w, h, MH__COL_BG);
+    if (rc == 0 && o->kind == MH__PLOT_SEGMENTS)
         rc = mh__plot_segments(&c, r, o, &s, err, errlen);
     else if (rc == 0)
         rc = mh__plot_timeline_panel(&c, r, o, &s, s.win_first, s.win_last);
@@ -176,7 +176,7 @@ int mh__plot_render(struct mh_session *r, const struct mh_plot_opts *o, struct m
         /* a segment view of a moment needs no time span (an imported bare
          * segment list has all its events at one time) */
         res->empty = s.events == 0 || s.dev_events == 0 ||
-                     (o->kind != MH_PLOT_SEGMENTS && s.win_last <= s.win_first);
+                     (o->kind != MH__PLOT_SEGMENTS && s.win_last <= s.win_first);
     }
     mh__canvas_release(&c);
     mh__plot_scan_free(&s);

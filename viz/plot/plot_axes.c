@@ -1,5 +1,5 @@
 /* plot_axes.c - human units, value-to-pixel maps and tick marks of the PNG
- * plots (see plot_internal.h). Time axes read in ns/us/ms/s and byte axes in
+ * plots (see plot_int.h). Time axes read in ns/us/ms/s and byte axes in
  * B/KiB/MiB/GiB/TiB, with ticks at 1-2-5 steps of the chosen unit. */
 #include <math.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "font.h"
 #include "palette.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 
 const char *mh__plot_bytes(uint64_t v, char *buf, size_t len)
 {
@@ -66,7 +66,7 @@ static int decimals(double step)
 }
 
 /* --x events: ticks at round event counts ("25k events"). */
-static void event_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y, int gy0, int gy1)
+static void event_ticks(struct mh__canvas *c, const struct mh__plot_axis *a, int y, int gy0, int gy1)
 {
     double span = a->v1 - a->v0;
     int px = a->p1 - a->p0;
@@ -75,8 +75,8 @@ static void event_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int 
         step = 1;
     for (double v = ceil(a->v0 / step) * step; v <= a->v1 + step * 1e-9; v += step) {
         int x = mh__plot_axis_px(a, v);
-        mh__canvas_vline(c, x, gy0, gy1, MH_COL_GRID);
-        mh__canvas_vline(c, x, y, y + 3, MH_COL_AXIS);
+        mh__canvas_vline(c, x, gy0, gy1, MH__COL_GRID);
+        mh__canvas_vline(c, x, y, y + 3, MH__COL_AXIS);
         char text[32];
         if (v >= 1e6)
             snprintf(text, sizeof text, "%gM", v / 1e6);
@@ -85,7 +85,7 @@ static void event_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int 
         else
             snprintf(text, sizeof text, "%.0f", v);
         int w = mh__font_text_width(text, 1);
-        mh__canvas_text(c, x - w / 2, y + 6, text, MH_COL_MUTED, 1);
+        mh__canvas_text(c, x - w / 2, y + 6, text, MH__COL_MUTED, 1);
     }
 }
 
@@ -101,7 +101,7 @@ static size_t next_stride(size_t k)
 
 /* --x steps: each piece (set-up, step N) named under its middle; every
  * k-th when they are too narrow for their names. */
-static void step_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y, int gy0, int gy1)
+static void step_ticks(struct mh__canvas *c, const struct mh__plot_axis *a, int y, int gy0, int gy1)
 {
     const struct mh__plot_warp *w = a->warp;
     size_t pieces = w->nk - 1, k = 1;
@@ -111,9 +111,9 @@ static void step_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y
     int free_x = a->p0 - 1000;
     for (size_t i = 0; i < pieces; i++) {
         int xa = mh__plot_axis_px(a, w->kv[i]), xb = mh__plot_axis_px(a, w->kv[i + 1]);
-        mh__canvas_vline(c, xa, y, y + 3, MH_COL_AXIS);
+        mh__canvas_vline(c, xa, y, y + 3, MH__COL_AXIS);
         if (i > 0)
-            mh__canvas_vline(c, xa, gy0, gy1, MH_COL_GRID);
+            mh__canvas_vline(c, xa, gy0, gy1, MH__COL_GRID);
         if (w->kstep[i] >= 0 && (size_t)w->kstep[i] % k != 0)
             continue;
         char text[32];
@@ -127,19 +127,19 @@ static void step_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y
         int tw = mh__font_text_width(text, 1), tx = (xa + xb) / 2 - tw / 2;
         if (tx < free_x)
             continue;
-        mh__canvas_text(c, tx, y + 6, text, MH_COL_MUTED, 1);
+        mh__canvas_text(c, tx, y + 6, text, MH__COL_MUTED, 1);
         free_x = tx + tw + 6;
     }
 }
 
-void mh__plot_time_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y, int gy0,
+void mh__plot_time_ticks(struct mh__canvas *c, const struct mh__plot_axis *a, int y, int gy0,
                          int gy1)
 {
-    if (a->warp && a->warp->nk > 1 && a->warp->mode == MH_PLOT_X_EVENTS) {
+    if (a->warp && a->warp->nk > 1 && a->warp->mode == MH__PLOT_X_EVENTS) {
         event_ticks(c, a, y, gy0, gy1);
         return;
     }
-    if (a->warp && a->warp->nk > 1 && a->warp->mode == MH_PLOT_X_STEPS) {
+    if (a->warp && a->warp->nk > 1 && a->warp->mode == MH__PLOT_X_STEPS) {
         step_ticks(c, a, y, gy0, gy1);
         return;
     }
@@ -155,17 +155,17 @@ void mh__plot_time_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int
     int dec = decimals(step / unit);
     for (double v = ceil(a->v0 / step) * step; v <= a->v1 + step * 1e-9; v += step) {
         int x = mh__plot_axis_px(a, v);
-        mh__canvas_vline(c, x, gy0, gy1, MH_COL_GRID);
-        mh__canvas_vline(c, x, y, y + 3, MH_COL_AXIS);
+        mh__canvas_vline(c, x, gy0, gy1, MH__COL_GRID);
+        mh__canvas_vline(c, x, y, y + 3, MH__COL_AXIS);
         char text[32];
         double real = a->warp ? mh__plot_unwarp(a->warp, a->t0, v) : v;
         snprintf(text, sizeof text, "%.*f %s", dec, real / unit, units[u].name);
         int w = mh__font_text_width(text, 1);
-        mh__canvas_text(c, x - w / 2, y + 6, text, MH_COL_MUTED, 1);
+        mh__canvas_text(c, x - w / 2, y + 6, text, MH__COL_MUTED, 1);
     }
 }
 
-void mh__plot_byte_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int x, int gx0,
+void mh__plot_byte_ticks(struct mh__canvas *c, const struct mh__plot_axis *a, int x, int gx0,
                          int gx1, int max_ticks)
 {
     static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -180,11 +180,11 @@ void mh__plot_byte_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int
     int dec = decimals(step / unit);
     for (double v = 0; v <= top + step * 1e-9; v += step) {
         int y = mh__plot_axis_px(a, v);
-        mh__canvas_hline(c, gx0, gx1, y, MH_COL_GRID);
-        mh__canvas_hline(c, x - 3, x, y, MH_COL_AXIS);
+        mh__canvas_hline(c, gx0, gx1, y, MH__COL_GRID);
+        mh__canvas_hline(c, x - 3, x, y, MH__COL_AXIS);
         char text[32];
         snprintf(text, sizeof text, "%.*f %s", dec, v / unit, names[u]);
         int w = mh__font_text_width(text, 1);
-        mh__canvas_text(c, x - 6 - w, y - 3, text, MH_COL_MUTED, 1);
+        mh__canvas_text(c, x - 6 - w, y - 3, text, MH__COL_MUTED, 1);
     }
 }

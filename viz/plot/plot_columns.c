@@ -1,5 +1,5 @@
 /* plot_columns.c - pass 2 of the timeline: streams the file into one column
- * per pixel (see plot_internal.h).
+ * per pixel (see plot_int.h).
  *
  * Each column keeps the maxima of allocated, reserved and driver bytes over
  * its time slice, plus the bytes of every group at the moment the allocated
@@ -12,11 +12,11 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 
 struct state {
     uint64_t alloc, reserved, driver;
-    uint64_t groups[MH_PLOT_MAX_TOP + 1];
+    uint64_t groups[MH__PLOT_MAX_TOP + 1];
 };
 
 struct pass {
@@ -107,7 +107,7 @@ static int column_of(const struct mh__plot_cols *c, uint64_t t)
     return col >= (uint64_t)c->n ? c->n - 1 : (int)col;
 }
 
-static void book(struct pass *p, int ended, const struct mh_livecat_end *end)
+static void book(struct pass *p, int ended, const struct mh__livecat_end *end)
 {
     if (ended)
         mh__plot_cat_end(p->cat, end, (int64_t)p->ord);
@@ -116,7 +116,7 @@ static void book(struct pass *p, int ended, const struct mh_livecat_end *end)
 static void on_event(struct pass *p, const struct mh_event *ev, const struct mh_apply_result *res)
 {
     const struct mh__plot_cols *c = p->c;
-    struct mh_livecat_end end;
+    struct mh__livecat_end end;
     int ended = 0;
     if (p->cat) {
         ended = mh__plot_cat_observe(p->cat, p->model, ev, res, p->ord, &end);
@@ -165,7 +165,7 @@ static int alloc_cols(struct mh__plot_cols *c, int ncols, unsigned ngroups)
 }
 
 /* Pass 2, an observer of the session's pass. */
-static int cols_event(void *user, struct mh_session *ses, const struct mh_event *ev,
+static int cols_event(void *user, struct mh__session *ses, const struct mh_event *ev,
                       const struct mh_apply_result *res)
 {
     struct pass *p = user;
@@ -176,12 +176,12 @@ static int cols_event(void *user, struct mh_session *ses, const struct mh_event 
     return p->error;
 }
 
-int mh__plot_cols_run(struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_cols_run(struct mh__session *r, const struct mh__plot_opts *o,
                       const struct mh__plot_scan *s, int ncols, uint64_t t_begin, uint64_t t_end,
                       struct mh__plot_cols *c)
 {
-    int by_cat = o->color == MH_PLOT_COLOR_CATEGORY;
-    int rc = alloc_cols(c, ncols, by_cat ? MH_CAT_COUNT - 1 : s->ngroups);
+    int by_cat = o->color == MH__PLOT_COLOR_CATEGORY;
+    int rc = alloc_cols(c, ncols, by_cat ? MH__CAT_COUNT - 1 : s->ngroups);
     if (rc < 0)
         return rc;
     c->by_category = by_cat;
@@ -201,7 +201,7 @@ int mh__plot_cols_run(struct mh_session *r, const struct mh_plot_opts *o,
                                s->has_peak ? (int64_t)s->peak.event_index : -1);
         p.cat = &cat;
     }
-    const struct mh_observer obs = {"plot-columns", &p, NULL, cols_event, NULL};
+    const struct mh__observer obs = {"plot-columns", &p, NULL, cols_event, NULL};
     if (rc == 0)
         rc = mh__session_pass(r, &obs);
     p.ord = p.seen; /* past the last event */

@@ -16,7 +16,7 @@
 #include "memhist/error.h"
 #include "palette.h"
 #include "plot_fit.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 #include "png_out.h"
 
 static const uint32_t line_colours[] = {0x0077BB, 0xEE7733, 0x009988, 0xAA3377,
@@ -33,7 +33,7 @@ static uint32_t colour(int series)
     return line_colours[(unsigned)series % NCOLOURS];
 }
 
-static void value_range(const struct mh_fit_plot *p, double *lo, double *hi, double *top)
+static void value_range(const struct mh__fit_plot *p, double *lo, double *hi, double *top)
 {
     *lo = INFINITY, *hi = -INFINITY, *top = 0;
     for (size_t i = 0; i < p->npoints; i++) {
@@ -52,34 +52,34 @@ static void value_range(const struct mh_fit_plot *p, double *lo, double *hi, dou
     *top = *top > 0 ? *top * 1.08 : 1;
 }
 
-static void value_ticks(struct mh_canvas *c, const struct frame *f)
+static void value_ticks(struct mh__canvas *c, const struct frame *f)
 {
     double step = mh__plot_nice_step(f->xa.v1 - f->xa.v0, 8);
     if (step < 1)
         step = 1;
     for (double v = ceil(f->xa.v0 / step) * step; v <= f->xa.v1; v += step) {
         int x = mh__plot_axis_px(&f->xa, v);
-        mh__canvas_vline(c, x, f->y, f->y + f->h, MH_COL_GRID);
-        mh__canvas_vline(c, x, f->y + f->h, f->y + f->h + 3, MH_COL_AXIS);
+        mh__canvas_vline(c, x, f->y, f->y + f->h, MH__COL_GRID);
+        mh__canvas_vline(c, x, f->y + f->h, f->y + f->h + 3, MH__COL_AXIS);
         char text[32];
         snprintf(text, sizeof text, "%.0f", fabs(v) < 0.5 ? 0.0 : v); /* never "-0" */
         mh__canvas_text(c, x - mh__font_text_width(text, 1) / 2, f->y + f->h + 7, text,
-                        MH_COL_MUTED, 1);
+                        MH__COL_MUTED, 1);
     }
 }
 
-static void dot(struct mh_canvas *c, int x, int y, uint32_t rgb)
+static void dot(struct mh__canvas *c, int x, int y, uint32_t rgb)
 {
     mh__canvas_rect(c, x - 3, y - 3, 7, 7, rgb);
 }
 
-static void cross(struct mh_canvas *c, int x, int y, uint32_t rgb)
+static void cross(struct mh__canvas *c, int x, int y, uint32_t rgb)
 {
     mh__canvas_line(c, x - 4, y - 4, x + 4, y + 4, rgb, 2);
     mh__canvas_line(c, x - 4, y + 4, x + 4, y - 4, rgb, 2);
 }
 
-static void ring(struct mh_canvas *c, int x, int y, uint32_t rgb)
+static void ring(struct mh__canvas *c, int x, int y, uint32_t rgb)
 {
     mh__canvas_frame(c, x - 6, y - 6, 13, 13, rgb);
     mh__canvas_frame(c, x - 5, y - 5, 11, 11, rgb);
@@ -87,16 +87,16 @@ static void ring(struct mh_canvas *c, int x, int y, uint32_t rgb)
 
 static int by_value(const void *a, const void *b)
 {
-    const struct mh_fit_plot_point *x = a, *y = b;
+    const struct mh__fit_plot_point *x = a, *y = b;
     return x->value < y->value ? -1 : x->value > y->value;
 }
 
-static void draw_series(struct mh_canvas *c, const struct frame *f, const struct mh_fit_plot *p,
-                        const struct mh_fit_plot_point *sorted, int s)
+static void draw_series(struct mh__canvas *c, const struct frame *f, const struct mh__fit_plot *p,
+                        const struct mh__fit_plot_point *sorted, int s)
 {
     int px = -1, py = -1;
     for (size_t i = 0; i < p->npoints; i++) {
-        const struct mh_fit_plot_point *q = &sorted[i];
+        const struct mh__fit_plot_point *q = &sorted[i];
         if (q->series != s || q->oom)
             continue;
         int x = mh__plot_axis_px(&f->xa, (double)q->value);
@@ -106,13 +106,13 @@ static void draw_series(struct mh_canvas *c, const struct frame *f, const struct
         px = x, py = y;
     }
     for (size_t i = 0; i < p->npoints; i++) {
-        const struct mh_fit_plot_point *q = &sorted[i];
+        const struct mh__fit_plot_point *q = &sorted[i];
         if (q->series != s)
             continue;
         int x = mh__plot_axis_px(&f->xa, (double)q->value);
         int y = mh__plot_axis_px(&f->ya, (double)q->reserved);
         if (q->oom)
-            cross(c, x, y, MH_COL_OOM);
+            cross(c, x, y, MH__COL_OOM);
         else
             dot(c, x, y, colour(s));
     }
@@ -120,7 +120,7 @@ static void draw_series(struct mh_canvas *c, const struct frame *f, const struct
 
 /* The label rows right of the panel: at each card's line, pushed apart
  * (cards are given largest first or in any order) so none overlap. */
-static void label_rows(const struct frame *f, const struct mh_fit_plot *p, int *row)
+static void label_rows(const struct frame *f, const struct mh__fit_plot *p, int *row)
 {
     int order[64];
     size_t n = p->ncards < 64 ? p->ncards : 64;
@@ -135,16 +135,16 @@ static void label_rows(const struct frame *f, const struct mh_fit_plot *p, int *
             order[j - 1] = t;
         }
     for (size_t i = 1; i < n; i++)
-        if (row[order[i]] < row[order[i - 1]] + MH_FONT_LINE + 1)
-            row[order[i]] = row[order[i - 1]] + MH_FONT_LINE + 1;
+        if (row[order[i]] < row[order[i - 1]] + MH__FONT_LINE + 1)
+            row[order[i]] = row[order[i - 1]] + MH__FONT_LINE + 1;
 }
 
-static void draw_cards(struct mh_canvas *c, const struct frame *f, const struct mh_fit_plot *p)
+static void draw_cards(struct mh__canvas *c, const struct frame *f, const struct mh__fit_plot *p)
 {
     int row[64];
     label_rows(f, p, row);
     for (size_t i = 0; i < p->ncards && i < 64; i++) {
-        const struct mh_fit_plot_card *k = &p->cards[i];
+        const struct mh__fit_plot_card *k = &p->cards[i];
         int y = mh__plot_axis_px(&f->ya, (double)k->limit);
         uint32_t rgb = colour(k->series);
         for (int x = f->x; x < f->x + f->w; x += 9)
@@ -161,20 +161,20 @@ static void draw_cards(struct mh_canvas *c, const struct frame *f, const struct 
     }
 }
 
-static void draw_legend(struct mh_canvas *c, const struct mh_fit_plot *p, int x, int y)
+static void draw_legend(struct mh__canvas *c, const struct mh__fit_plot *p, int x, int y)
 {
     for (size_t s = 0; s < p->nseries; s++) {
         mh__canvas_rect(c, x, y + 1, 14, 3, colour((int)s));
-        x += 18 + mh__canvas_text(c, x + 18, y - 2, p->series[s], MH_COL_TEXT, 1) + 14;
+        x += 18 + mh__canvas_text(c, x + 18, y - 2, p->series[s], MH__COL_TEXT, 1) + 14;
     }
-    cross(c, x + 4, y + 2, MH_COL_OOM);
-    x += 14 + mh__canvas_text(c, x + 14, y - 2, "ran out (reserved then)", MH_COL_TEXT, 1) + 14;
-    ring(c, x + 5, y + 2, MH_COL_TEXT);
-    mh__canvas_text(c, x + 16, y - 2, "largest value that fits the card", MH_COL_TEXT, 1);
+    cross(c, x + 4, y + 2, MH__COL_OOM);
+    x += 14 + mh__canvas_text(c, x + 14, y - 2, "ran out (reserved then)", MH__COL_TEXT, 1) + 14;
+    ring(c, x + 5, y + 2, MH__COL_TEXT);
+    mh__canvas_text(c, x + 16, y - 2, "largest value that fits the card", MH__COL_TEXT, 1);
 }
 
-static void draw(struct mh_canvas *c, const struct mh_fit_plot *p,
-                 const struct mh_fit_plot_point *sorted)
+static void draw(struct mh__canvas *c, const struct mh__fit_plot *p,
+                 const struct mh__fit_plot_point *sorted)
 {
     double lo, hi, top;
     value_range(p, &lo, &hi, &top);
@@ -182,25 +182,25 @@ static void draw(struct mh_canvas *c, const struct mh_fit_plot *p,
     f.x = 90, f.y = 64, f.w = c->width - 90 - 190, f.h = c->height - 64 - 56;
     f.xa = (struct mh__plot_axis){lo, hi, f.x, f.x + f.w, NULL, 0};
     f.ya = (struct mh__plot_axis){0, top, f.y + f.h, f.y, NULL, 0};
-    mh__canvas_text_fit(c, 12, 10, p->title ? p->title : "memhist fit", MH_COL_TEXT, 2,
+    mh__canvas_text_fit(c, 12, 10, p->title ? p->title : "memhist fit", MH__COL_TEXT, 2,
                         c->width - 24);
     draw_legend(c, p, 12, 40);
     mh__plot_byte_ticks(c, &f.ya, f.x, f.x, f.x + f.w, 8);
     value_ticks(c, &f);
-    mh__canvas_frame(c, f.x, f.y, f.w + 1, f.h + 1, MH_COL_AXIS);
+    mh__canvas_frame(c, f.x, f.y, f.w + 1, f.h + 1, MH__COL_AXIS);
     char xlabel[96];
     snprintf(xlabel, sizeof xlabel, "%s (peak reserved of each run)",
              p->xname ? p->xname : "value");
     mh__canvas_text(c, f.x + f.w / 2 - mh__font_text_width(xlabel, 1) / 2, f.y + f.h + 24, xlabel,
-                    MH_COL_TEXT, 1);
+                    MH__COL_TEXT, 1);
     draw_cards(c, &f, p);
     for (size_t s = 0; s < p->nseries; s++)
         draw_series(c, &f, p, sorted, (int)s);
 }
 
-int mh__plot_fit_render(const struct mh_fit_plot *p, struct mh_sink *out, char *err, size_t errlen)
+int mh__plot_fit_render(const struct mh__fit_plot *p, struct mh__sink *out, char *err, size_t errlen)
 {
-    struct mh_canvas c;
+    struct mh__canvas c;
     if (p->npoints == 0) {
         snprintf(err, errlen, "no runs to plot");
         return MH_EINVAL;
@@ -210,12 +210,12 @@ int mh__plot_fit_render(const struct mh_fit_plot *p, struct mh_sink *out, char *
         snprintf(err, errlen, "the plot needs at least 400 x 300 pixels");
         return MH_EINVAL;
     }
-    struct mh_fit_plot_point *sorted = malloc(p->npoints * sizeof *sorted);
+    struct mh__fit_plot_point *sorted = malloc(p->npoints * sizeof *sorted);
     if (!sorted)
         return MH_ENOMEM;
     memcpy(sorted, p->points, p->npoints * sizeof *sorted);
     qsort(sorted, p->npoints, sizeof *sorted, by_value);
-    int rc = mh__canvas_init(&c, w, h, MH_COL_BG);
+    int rc = mh__canvas_init(&c, w, h, MH__COL_BG);
     if (rc == 0) {
         draw(&c, p, sorted);
         rc = mh__png_write(out, &c);

@@ -15,7 +15,7 @@
 
 /* One run: its value and peak reserved; an OOM run is drawn where it ran
  * out (its reserved memory then, a lower bound of what it needed). */
-struct mh_fit_plot_point {
+struct mh__fit_plot_point {
     int64_t value;
     uint64_t reserved;
     int oom;
@@ -24,27 +24,27 @@ struct mh_fit_plot_point {
 
 /* One card: its usable memory (less any headroom), the largest value that
  * fits (-1: none) and the kind whose curve it reads. */
-struct mh_fit_plot_card {
+struct mh__fit_plot_card {
     const char *label;
     uint64_t limit;
     int64_t fits;
     int series;
 };
 
-struct mh_fit_plot {
+struct mh__fit_plot {
     const char *title;         /* first line */
     const char *xname;         /* the value's name, for the x axis */
     const char *const *series; /* names of the kinds of card */
     size_t nseries;
-    const struct mh_fit_plot_point *points;
+    const struct mh__fit_plot_point *points;
     size_t npoints;
-    const struct mh_fit_plot_card *cards;
+    const struct mh__fit_plot_card *cards;
     size_t ncards;
     int width, height; /* 0: 1000 x 620 */
 };
 
 /* Draws the plot and writes it to `out` as PNG. Returns 0 or a negative
  * code (MH_EINVAL with a message in err for input that cannot be drawn). */
-int mh__plot_fit_render(const struct mh_fit_plot *p, struct mh_sink *out, char *err, size_t errlen);
+int mh__plot_fit_render(const struct mh__fit_plot *p, struct mh__sink *out, char *err, size_t errlen);
 
 #endif

@@ -16,7 +16,7 @@
 #include "font.h"
 #include "memhist/error.h"
 #include "palette.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 
 #define HEAT_LEFT 84        /* rank labels */
 #define HEAT_RIGHT 170      /* colour scale */
@@ -51,7 +51,7 @@ static uint32_t heat_color(double f)
 }
 
 struct heat {
-    const struct mh_plot_opts *o; /* its --steps window limits the columns */
+    const struct mh__plot_opts *o; /* its --steps window limits the columns */
     size_t n, ncols;
     int64_t first_step; /* step of column 0 */
     int64_t per_col;    /* steps per column */
@@ -65,7 +65,7 @@ struct heat {
 };
 
 /* The rank from the header, else from a ".rank3" name; -1 if neither. */
-static int64_t rank_number(struct mh_session *r, const char *name)
+static int64_t rank_number(struct mh__session *r, const char *name)
 {
     const char *meta = mh_reader_meta(mh__session_reader(r), "rank");
     const char *p = name ? strstr(name, ".rank") : NULL;
@@ -75,7 +75,7 @@ static int64_t rank_number(struct mh_session *r, const char *name)
 }
 
 /* "rank 3", or "file 4" for a file of no known rank. */
-static void rank_label(struct mh_session *r, const char *name, size_t i, char *buf, size_t len)
+static void rank_label(struct mh__session *r, const char *name, size_t i, char *buf, size_t len)
 {
     int64_t rank = rank_number(r, name);
     if (rank >= 0)
@@ -99,7 +99,7 @@ static int by_rank(const void *a, const void *b)
 }
 
 /* Rows in rank order (files of no known rank last, in the order given). */
-static int row_order(struct mh_session *const *rd, const char *const *names, size_t n,
+static int row_order(struct mh__session *const *rd, const char *const *names, size_t n,
                      size_t *order)
 {
     struct row_key *k = calloc(n ? n : 1, sizeof *k);
@@ -114,7 +114,7 @@ static int row_order(struct mh_session *const *rd, const char *const *names, siz
     return 0;
 }
 
-static int in_window(const struct mh_plot_opts *o, int64_t step)
+static int in_window(const struct mh__plot_opts *o, int64_t step)
 {
     return step >= 0 && (!o->has_steps || (step >= o->step_lo && step <= o->step_hi));
 }
@@ -126,7 +126,7 @@ static int has_steps(const struct mh__plot_scan *s)
 
 /* The range of step numbers of every rank (steps before the first, < 0,
  * are left out). Returns 0 when no rank has a step. */
-static int step_range(const struct mh_plot_opts *o, const struct mh__plot_scan *scans, size_t n,
+static int step_range(const struct mh__plot_opts *o, const struct mh__plot_scan *scans, size_t n,
                       int64_t *lo, int64_t *hi)
 {
     int any = 0;
@@ -191,8 +191,8 @@ static void find_worst(struct heat *h, const struct mh__plot_scan *scans, size_t
 }
 
 /* Builds the cells for a grid `width` pixels wide. */
-static int heat_build(struct heat *h, const struct mh_plot_opts *o, const struct mh__plot_scan *scans,
-                      struct mh_session *const *rd, const char *const *names, size_t n, int width)
+static int heat_build(struct heat *h, const struct mh__plot_opts *o, const struct mh__plot_scan *scans,
+                      struct mh__session *const *rd, const char *const *names, size_t n, int width)
 {
     int64_t lo = 0, hi = 0;
     memset(h, 0, sizeof *h);
@@ -240,7 +240,7 @@ static double shade(const struct heat *h, uint64_t v)
     return h->hi > h->lo ? (double)(v - h->lo) / (double)(h->hi - h->lo) : 1.0;
 }
 
-static void draw_cells(struct mh_canvas *c, const struct heat *h, int x, int y, int w, int rh)
+static void draw_cells(struct mh__canvas *c, const struct heat *h, int x, int y, int w, int rh)
 {
     for (size_t i = 0; i < h->n; i++)
         for (size_t k = 0; k < h->ncols; k++) {
@@ -252,11 +252,11 @@ static void draw_cells(struct mh_canvas *c, const struct heat *h, int x, int y, 
             else
                 mh__canvas_hatch(c, x0, y + (int)i * rh, x1 - x0, rh, 0xCCCCCCu, 4);
         }
-    mh__canvas_frame(c, x - 1, y - 1, w + 2, rh * (int)h->n + 2, MH_COL_AXIS);
+    mh__canvas_frame(c, x - 1, y - 1, w + 2, rh * (int)h->n + 2, MH__COL_AXIS);
 }
 
 /* The worst cell: a frame of at least 9x9 pixels around it, inside white. */
-static void mark_worst(struct mh_canvas *c, const struct heat *h, int x, int y, int w, int rh)
+static void mark_worst(struct mh__canvas *c, const struct heat *h, int x, int y, int w, int rh)
 {
     int x0 = x + (int)((int64_t)h->worst_col * w / (int64_t)h->ncols);
     int x1 = x + (int)((int64_t)(h->worst_col + 1) * w / (int64_t)h->ncols);
@@ -264,15 +264,15 @@ static void mark_worst(struct mh_canvas *c, const struct heat *h, int x, int y, 
     int hw = (x1 - x0) / 2 + 3, hh = rh / 2 + 3;
     hw = hw < 5 ? 5 : hw;
     hh = hh < 5 ? 5 : hh;
-    mh__canvas_frame(c, cx - hw - 1, cy - hh - 1, 2 * hw + 3, 2 * hh + 3, MH_COL_BG);
+    mh__canvas_frame(c, cx - hw - 1, cy - hh - 1, 2 * hw + 3, 2 * hh + 3, MH__COL_BG);
     mh__canvas_frame(c, cx - hw, cy - hh, 2 * hw + 1, 2 * hh + 1, 0x000000u);
     mh__canvas_frame(c, cx - hw + 1, cy - hh + 1, 2 * hw - 1, 2 * hh - 1, 0x000000u);
 }
 
-static void rank_labels(struct mh_canvas *c, const struct heat *h, struct mh_session *const *rd,
+static void rank_labels(struct mh__canvas *c, const struct heat *h, struct mh__session *const *rd,
                         const char *const *names, int y, int rh)
 {
-    int every = (MH_FONT_LINE + rh - 1) / rh;
+    int every = (MH__FONT_LINE + rh - 1) / rh;
     for (size_t i = 0; i < h->n; i++) {
         if (i % (size_t)every != 0 && i != h->worst_row)
             continue;
@@ -282,13 +282,13 @@ static void rank_labels(struct mh_canvas *c, const struct heat *h, struct mh_ses
         char label[40];
         size_t f = h->order[i];
         rank_label(rd[f], names[f], f, label, sizeof label);
-        uint32_t col = i == h->worst_row ? MH_COL_OOM : MH_COL_TEXT;
-        int ty = y + (int)i * rh + (rh - MH_FONT_CAP) / 2;
+        uint32_t col = i == h->worst_row ? MH__COL_OOM : MH__COL_TEXT;
+        int ty = y + (int)i * rh + (rh - MH__FONT_CAP) / 2;
         mh__canvas_text_fit(c, 8, ty, label, col, 1, HEAT_LEFT - 14);
     }
 }
 
-static void step_axis(struct mh_canvas *c, const struct heat *h, int x, int y, int w)
+static void step_axis(struct mh__canvas *c, const struct heat *h, int x, int y, int w)
 {
     int64_t steps = (int64_t)h->ncols * h->per_col;
     double every = mh__plot_nice_step((double)steps, w / 60 > 1 ? w / 60 : 1);
@@ -298,8 +298,8 @@ static void step_axis(struct mh_canvas *c, const struct heat *h, int x, int y, i
         int px = x + (int)(f * w);
         char b[24];
         snprintf(b, sizeof b, "%lld", (long long)s);
-        mh__canvas_vline(c, px, y, y + 3, MH_COL_AXIS);
-        mh__canvas_text(c, px - mh__font_text_width(b, 1) / 2, y + 6, b, MH_COL_MUTED, 1);
+        mh__canvas_vline(c, px, y, y + 3, MH__COL_AXIS);
+        mh__canvas_text(c, px - mh__font_text_width(b, 1) / 2, y + 6, b, MH__COL_MUTED, 1);
     }
     char title[96];
     if (h->per_col > 1)
@@ -307,41 +307,41 @@ static void step_axis(struct mh_canvas *c, const struct heat *h, int x, int y, i
                  (long long)h->per_col);
     else
         snprintf(title, sizeof title, "step");
-    mh__canvas_text(c, x + (w - mh__font_text_width(title, 1)) / 2, y + 22, title, MH_COL_MUTED,
+    mh__canvas_text(c, x + (w - mh__font_text_width(title, 1)) / 2, y + 22, title, MH__COL_MUTED,
                     1);
 }
 
 /* The colour scale: a vertical bar from the largest (top) to the smallest
  * cell, labelled in bytes. */
-static void scale_legend(struct mh_canvas *c, const struct heat *h, int x, int y, int gh)
+static void scale_legend(struct mh__canvas *c, const struct heat *h, int x, int y, int gh)
 {
     char b[32];
     int bh = gh < HEAT_MIN_AREA - 50 ? HEAT_MIN_AREA - 50 : gh;
-    mh__canvas_text(c, x, y - 14, "peak reserved", MH_COL_TEXT, 1);
+    mh__canvas_text(c, x, y - 14, "peak reserved", MH__COL_TEXT, 1);
     for (int k = 0; k < bh; k++)
         mh__canvas_hline(c, x, x + 14, y + k, heat_color(1.0 - (double)k / (bh - 1)));
-    mh__canvas_frame(c, x - 1, y - 1, 17, bh + 2, MH_COL_AXIS);
+    mh__canvas_frame(c, x - 1, y - 1, 17, bh + 2, MH__COL_AXIS);
     for (int k = 0; k <= 4; k++) {
         uint64_t v = h->hi - (uint64_t)((double)(h->hi - h->lo) * k / 4.0);
         int ty = y + (bh - 1) * k / 4;
-        mh__canvas_hline(c, x + 15, x + 18, ty, MH_COL_AXIS);
-        mh__canvas_text(c, x + 22, ty - MH_FONT_CAP / 2, mh__plot_bytes(v, b, sizeof b),
-                        MH_COL_TEXT, 1);
+        mh__canvas_hline(c, x + 15, x + 18, ty, MH__COL_AXIS);
+        mh__canvas_text(c, x + 22, ty - MH__FONT_CAP / 2, mh__plot_bytes(v, b, sizeof b),
+                        MH__COL_TEXT, 1);
         if (h->hi == h->lo)
             break;
     }
     mh__canvas_hatch(c, x, y + bh + 12, 15, 9, 0xCCCCCCu, 4);
-    mh__canvas_frame(c, x - 1, y + bh + 11, 17, 11, MH_COL_AXIS);
-    mh__canvas_text(c, x + 22, y + bh + 13, "no such step", MH_COL_MUTED, 1);
+    mh__canvas_frame(c, x - 1, y + bh + 11, 17, 11, MH__COL_AXIS);
+    mh__canvas_text(c, x + 22, y + bh + 13, "no such step", MH__COL_MUTED, 1);
 }
 
-static void heat_title(struct mh_canvas *c, const struct heat *h, struct mh_session *const *rd,
+static void heat_title(struct mh__canvas *c, const struct heat *h, struct mh__session *const *rd,
                        const char *const *names, int y)
 {
     char title[160], sub[256], label[40], b1[32], b2[32], b3[32];
     snprintf(title, sizeof title, "memhist heat map: peak reserved per rank and step  |  %zu ranks",
              h->n);
-    mh__canvas_text_fit(c, 12, y + 10, title, MH_COL_TEXT, 2, c->width - 24);
+    mh__canvas_text_fit(c, 12, y + 10, title, MH__COL_TEXT, 2, c->width - 24);
     size_t f = h->order[h->worst_row];
     rank_label(rd[f], names[f], f, label, sizeof label);
     snprintf(sub, sizeof sub, "darker = more reserved (from %s to %s); worst cell, outlined: %s, "
@@ -349,11 +349,11 @@ static void heat_title(struct mh_canvas *c, const struct heat *h, struct mh_sess
              mh__plot_bytes(h->hi, b2, sizeof b2), label, (long long)h->worst_step,
              mh__plot_bytes(h->worst_bytes, b3, sizeof b3),
              h->worst_own ? "its timeline is below" : "below: the worst rank by peak reserved");
-    mh__canvas_text_fit(c, 12, y + 34, sub, MH_COL_MUTED, 1, c->width - 24);
+    mh__canvas_text_fit(c, 12, y + 34, sub, MH__COL_MUTED, 1, c->width - 24);
 }
 
-int mh__plot_heatmap(struct mh_canvas *c, int y, const struct mh_plot_opts *o,
-                     struct mh__plot_scan *scans, struct mh_session *const *rd,
+int mh__plot_heatmap(struct mh__canvas *c, int y, const struct mh__plot_opts *o,
+                     struct mh__plot_scan *scans, struct mh__session *const *rd,
                      const char *const *names, size_t n, size_t *worst)
 {
     struct heat h;
@@ -366,7 +366,7 @@ int mh__plot_heatmap(struct mh_canvas *c, int y, const struct mh_plot_opts *o,
     if (!h.cell) {
         mh__canvas_text(c, 12, y + 10, o->has_steps ? "memhist heat map: no rank has these steps"
                                                     : "memhist heat map: no rank has step markers",
-                        MH_COL_TEXT, 2);
+                        MH__COL_TEXT, 2);
         return 0;
     }
     int gy = y + MH__PLOT_TOP + 12;

@@ -9,7 +9,7 @@
  * highest reserved peak gets a note in its title. Each panel is drawn by the
  * single-file code into a canvas of its own and copied into the image, so
  * a panel looks exactly like `memhist plot` of that file at that size.
- * With many files (MH_PLOT_HEATMAP_RANKS, or on request) the panels give
+ * With many files (MH__PLOT_HEATMAP_RANKS, or on request) the panels give
  * way to a heat map of every rank's steps (plot_heat.c) above the panel of
  * the worst rank: the image stays readable for 64 ranks.
  * Pass 1 runs on a few threads at once (each file has its own session).
@@ -24,7 +24,7 @@
 #include "memhist/error.h"
 #include "job_ranks.h"
 #include "palette.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 #include "png_out.h"
 
 static int drawable(const struct mh__plot_scan *s)
@@ -32,40 +32,40 @@ static int drawable(const struct mh__plot_scan *s)
     return s->events > 0 && s->has_device && s->dev_events > 0 && s->win_last > s->win_first;
 }
 
-static int heat_view(size_t n, const struct mh_plot_opts *o)
+static int heat_view(size_t n, const struct mh__plot_opts *o)
 {
-    return o->ranks_view == MH_PLOT_RANKS_HEATMAP ||
-           (o->ranks_view == MH_PLOT_RANKS_AUTO && n >= MH_PLOT_HEATMAP_RANKS);
+    return o->ranks_view == MH__PLOT_RANKS_HEATMAP ||
+           (o->ranks_view == MH__PLOT_RANKS_AUTO && n >= MH__PLOT_HEATMAP_RANKS);
 }
 
 /* Height of the whole image. */
-static size_t image_height(size_t n, const struct mh_plot_opts *o, int h)
+static size_t image_height(size_t n, const struct mh__plot_opts *o, int h)
 {
     return heat_view(n, o) ? (size_t)mh__plot_heatmap_height(n) + (size_t)h : (size_t)h * n;
 }
 
-static int check(size_t n, const struct mh_plot_opts *o, int *w, int *h, char *err, size_t errlen)
+static int check(size_t n, const struct mh__plot_opts *o, int *w, int *h, char *err, size_t errlen)
 {
-    *w = o->width ? o->width : MH_PLOT_DEFAULT_WIDTH;
-    *h = o->height ? o->height : MH_PLOT_RANK_HEIGHT;
-    if (n == 0 || n > MH_PLOT_MAX_RANKS) {
-        snprintf(err, errlen, "%zu files: a multi-rank plot takes 1 to %d", n, MH_PLOT_MAX_RANKS);
+    *w = o->width ? o->width : MH__PLOT_DEFAULT_WIDTH;
+    *h = o->height ? o->height : MH__PLOT_RANK_HEIGHT;
+    if (n == 0 || n > MH__PLOT_MAX_RANKS) {
+        snprintf(err, errlen, "%zu files: a multi-rank plot takes 1 to %d", n, MH__PLOT_MAX_RANKS);
         return MH_EINVAL;
     }
-    if (o->top > MH_PLOT_MAX_TOP || (o->color != MH_PLOT_COLOR_STACK &&
-                                     o->color != MH_PLOT_COLOR_CATEGORY)) {
+    if (o->top > MH__PLOT_MAX_TOP || (o->color != MH__PLOT_COLOR_STACK &&
+                                     o->color != MH__PLOT_COLOR_CATEGORY)) {
         snprintf(err, errlen, "--top %u or colouring %d is out of range", o->top, o->color);
         return MH_EINVAL;
     }
-    if (o->kind != MH_PLOT_TIMELINE) {
+    if (o->kind != MH__PLOT_TIMELINE) {
         snprintf(err, errlen, "the segment view draws one file; several files make a timeline");
         return MH_EINVAL;
     }
-    if (*w < MH_PLOT_MIN_WIDTH || *h < MH_PLOT_MIN_HEIGHT || *w > MH_CANVAS_MAX_SIDE ||
-        image_height(n, o, *h) > MH_CANVAS_MAX_SIDE) {
+    if (*w < MH__PLOT_MIN_WIDTH || *h < MH__PLOT_MIN_HEIGHT || *w > MH__CANVAS_MAX_SIDE ||
+        image_height(n, o, *h) > MH__CANVAS_MAX_SIDE) {
         snprintf(err, errlen, "%zu panels of %dx%d pixels: each must be at least %dx%d and all "
                  "together at most %d pixels tall (--ranks heatmap draws one panel)", n, *w, *h,
-                 MH_PLOT_MIN_WIDTH, MH_PLOT_MIN_HEIGHT, MH_CANVAS_MAX_SIDE);
+                 MH__PLOT_MIN_WIDTH, MH__PLOT_MIN_HEIGHT, MH__CANVAS_MAX_SIDE);
         return MH_EINVAL;
     }
     return 0;
@@ -75,8 +75,8 @@ static int check(size_t n, const struct mh_plot_opts *o, int *w, int *h, char *e
  * file until none is left or one failed. */
 struct scan_pool {
     pthread_mutex_t mu;
-    struct mh_session *const *rd;
-    const struct mh_plot_opts *opts;
+    struct mh__session *const *rd;
+    const struct mh__plot_opts *opts;
     struct mh__plot_scan *scans;
     size_t n, next;
     int rc;
@@ -108,8 +108,8 @@ static void *scan_worker(void *arg)
 #define SCAN_MAX_THREADS 8
 
 /* On MH_EINVAL the message names the file. */
-static int scan_all(struct mh_session *const *rd, const char *const *names, size_t n,
-                    const struct mh_plot_opts *opts, struct mh__plot_scan *scans, char *err,
+static int scan_all(struct mh__session *const *rd, const char *const *names, size_t n,
+                    const struct mh__plot_opts *opts, struct mh__plot_scan *scans, char *err,
                     size_t errlen)
 {
     struct scan_pool p = {.rd = rd, .opts = opts, .scans = scans, .n = n};
@@ -140,7 +140,7 @@ struct axis_plan {
 
 /* The worst rank by the job's one rule (job_ranks.h) over the files drawn:
  * the largest reserved peak in the window, helpers left out. */
-static size_t worst_file(struct mh_session *const *rd, const struct mh__plot_scan *scans, size_t n)
+static size_t worst_file(struct mh__session *const *rd, const struct mh__plot_scan *scans, size_t n)
 {
     uint64_t *reserved = calloc(n ? n : 1, sizeof *reserved);
     uint8_t *helper = calloc(n ? n : 1, 1);
@@ -159,7 +159,7 @@ static size_t worst_file(struct mh_session *const *rd, const struct mh__plot_sca
     return worst;
 }
 
-static void plan(struct mh_session *const *rd, struct mh__plot_scan *scans, size_t n,
+static void plan(struct mh__session *const *rd, struct mh__plot_scan *scans, size_t n,
                  struct axis_plan *p)
 {
     uint64_t latest_first = 0, earliest_last = UINT64_MAX;
@@ -190,12 +190,12 @@ static void plan(struct mh_session *const *rd, struct mh__plot_scan *scans, size
 
 /* Draws a panel (h pixels tall) into its own canvas and copies it into
  * the image at pixel row y. */
-static int draw_panel(struct mh_canvas *img, int y, int h, struct mh_session *r,
-                      const struct mh_plot_opts *o, struct mh__plot_scan *s,
+static int draw_panel(struct mh__canvas *img, int y, int h, struct mh__session *r,
+                      const struct mh__plot_opts *o, struct mh__plot_scan *s,
                       const struct axis_plan *p)
 {
-    struct mh_canvas panel;
-    int rc = mh__canvas_init(&panel, img->width, h, MH_COL_BG);
+    struct mh__canvas panel;
+    int rc = mh__canvas_init(&panel, img->width, h, MH__COL_BG);
     if (rc < 0)
         return rc;
     uint64_t begin = p->shared && drawable(s) ? p->begin : s->win_first;
@@ -205,14 +205,14 @@ static int draw_panel(struct mh_canvas *img, int y, int h, struct mh_session *r,
         size_t row = (size_t)img->width * 3;
         memcpy(img->px + (size_t)y * row, panel.px, (size_t)h * row);
         if (y > 0) /* a rule between ranks */
-            mh__canvas_hline(img, 0, img->width - 1, y, MH_COL_AXIS);
+            mh__canvas_hline(img, 0, img->width - 1, y, MH__COL_AXIS);
     }
     mh__canvas_release(&panel);
     return rc;
 }
 
 static void fill_results(const struct mh__plot_scan *scans, size_t n, size_t worst,
-                         struct mh_plot_result *res)
+                         struct mh__plot_result *res)
 {
     for (size_t i = 0; res && i < n; i++) {
         const struct mh__plot_scan *s = &scans[i];
@@ -229,8 +229,8 @@ static void fill_results(const struct mh__plot_scan *scans, size_t n, size_t wor
 }
 
 /* Panel i with the worst rank's note in its title. */
-static int worst_panel(struct mh_canvas *img, int y, int h, size_t i, size_t n, int worst,
-                       struct mh_session *r, struct mh_plot_opts *o, struct mh__plot_scan *s,
+static int worst_panel(struct mh__canvas *img, int y, int h, size_t i, size_t n, int worst,
+                       struct mh__session *r, struct mh__plot_opts *o, struct mh__plot_scan *s,
                        const struct axis_plan *p)
 {
     char note[96], b[32];
@@ -244,16 +244,16 @@ static int worst_panel(struct mh_canvas *img, int y, int h, size_t i, size_t n, 
     return rc;
 }
 
-static int draw_all(struct mh_session *const *rd, const char *const *names, size_t n,
-                    struct mh_plot_opts *opts, struct mh__plot_scan *scans, int w, int h,
-                    struct mh_sink *out, size_t *worst_out)
+static int draw_all(struct mh__session *const *rd, const char *const *names, size_t n,
+                    struct mh__plot_opts *opts, struct mh__plot_scan *scans, int w, int h,
+                    struct mh__sink *out, size_t *worst_out)
 {
     struct axis_plan p;
     plan(rd, scans, n, &p);
     *worst_out = p.worst;
-    struct mh_canvas img;
+    struct mh__canvas img;
     int heat = heat_view(n, opts);
-    int rc = mh__canvas_init(&img, w, (int)image_height(n, opts, h), MH_COL_BG);
+    int rc = mh__canvas_init(&img, w, (int)image_height(n, opts, h), MH__COL_BG);
     if (rc == 0 && heat) {
         size_t worst = p.worst < n ? p.worst : 0;
         int hy = mh__plot_heatmap_height(n);
@@ -271,9 +271,9 @@ static int draw_all(struct mh_session *const *rd, const char *const *names, size
     return rc;
 }
 
-int mh__plot_render_ranks(struct mh_session *const *sessions, const char *const *names, size_t n,
-                          const struct mh_plot_opts *opts, struct mh_sink *out,
-                          struct mh_plot_result *res, char *err, size_t errlen)
+int mh__plot_render_ranks(struct mh__session *const *sessions, const char *const *names, size_t n,
+                          const struct mh__plot_opts *opts, struct mh__sink *out,
+                          struct mh__plot_result *res, char *err, size_t errlen)
 {
     int w, h;
     if (errlen)
@@ -282,7 +282,7 @@ int mh__plot_render_ranks(struct mh_session *const *sessions, const char *const 
     if (rc < 0)
         return rc;
     struct mh__plot_scan *scans = calloc(n, sizeof *scans);
-    struct mh_plot_opts *each = calloc(n, sizeof *each); /* per file: name, settings */
+    struct mh__plot_opts *each = calloc(n, sizeof *each); /* per file: name, settings */
     if (!scans || !each) {
         free(scans);
         free(each);

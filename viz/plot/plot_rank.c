@@ -1,5 +1,5 @@
 /* plot_rank.c - ranking allocation sites into the timeline's coloured
- * groups (see plot_internal.h).
+ * groups (see plot_int.h).
  *
  * Sites (plot_sites.c) are grouped by their label (the module's layer when
  * the recording has module scopes, else the most informative frame, as in
@@ -12,7 +12,7 @@
 
 #include "memhist/error.h"
 #include "stacks.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 
 struct site {
     char label[MH__PLOT_LABEL];
@@ -58,7 +58,7 @@ static size_t merge_sites(struct site *sites, size_t n)
     return m;
 }
 
-int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned top)
+int mh__plot_scan_rank(struct mh__session *r, struct mh__plot_scan *s, unsigned top)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->nstacks; i++)
@@ -82,8 +82,8 @@ int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned t
             k++;
         }
     size_t m = merge_sites(sites, n);
-    if (top > MH_PLOT_MAX_TOP)
-        top = MH_PLOT_MAX_TOP;
+    if (top > MH__PLOT_MAX_TOP)
+        top = MH__PLOT_MAX_TOP;
     uint64_t total = 0;
     for (size_t i = 0; i < m; i++)
         total += sites[i].bytes;

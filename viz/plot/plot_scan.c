@@ -1,6 +1,6 @@
 /* plot_scan.c - pass 1 of the timeline: one replay that finds the device,
  * the window's time span, the allocated peak and, for every allocation
- * stack, the bytes it held at that peak (see plot_internal.h).
+ * stack, the bytes it held at that peak (see plot_int.h).
  *
  * Bytes at the peak without a second replay: each stack keeps its live bytes
  * and a copy taken the first time it changes after the latest peak. A stack
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 
 static int is_device_event(const struct mh_event *ev)
 {
@@ -25,7 +25,7 @@ static int is_device_event(const struct mh_event *ev)
     }
 }
 
-static int in_window(const struct mh_plot_opts *o, uint64_t t0, uint64_t t, int64_t step)
+static int in_window(const struct mh__plot_opts *o, uint64_t t0, uint64_t t, int64_t step)
 {
     if (o->has_steps)
         return step >= o->step_lo && step <= o->step_hi;
@@ -111,16 +111,16 @@ static int device_known(const struct mh_model *m, int device)
     return 0;
 }
 
-static int offer_axis(const struct mh_plot_opts *o, struct mh__plot_scan *s, uint64_t t);
+static int offer_axis(const struct mh__plot_opts *o, struct mh__plot_scan *s, uint64_t t);
 
 /* The scan as an observer of the session's pass. */
 struct scan_pass {
-    const struct mh_plot_opts *o;
+    const struct mh__plot_opts *o;
     struct mh__plot_scan *s;
     uint64_t alloc, reserved;
 };
 
-static int scan_event(void *user, struct mh_session *ses, const struct mh_event *ev,
+static int scan_event(void *user, struct mh__session *ses, const struct mh_event *ev,
                       const struct mh_apply_result *res)
 {
     struct scan_pass *p = user;
@@ -155,47 +155,47 @@ static int scan_event(void *user, struct mh_session *ses, const struct mh_event 
 
 /* A memory event of the device inside the window, for the x axis: idle
  * stretches (compressed, and marked on the events axis) and event knots. */
-static int offer_axis(const struct mh_plot_opts *o, struct mh__plot_scan *s, uint64_t t)
+static int offer_axis(const struct mh__plot_opts *o, struct mh__plot_scan *s, uint64_t t)
 {
-    if (o->x_axis == MH_PLOT_X_COMPRESSED || o->x_axis == MH_PLOT_X_EVENTS) {
+    if (o->x_axis == MH__PLOT_X_COMPRESSED || o->x_axis == MH__PLOT_X_EVENTS) {
         if (s->last_mem_ns)
             mh__plot_warp_offer(&s->warp, s->last_mem_ns, t);
         s->last_mem_ns = t;
     }
-    if (o->x_axis == MH_PLOT_X_EVENTS)
+    if (o->x_axis == MH__PLOT_X_EVENTS)
         return mh__plot_xmap_event(&s->warp, t, s->dev_events - 1);
     return 0;
 }
 
 /* After pass 1: the idle stretches, then the knots of --x events|steps. */
-static int finish_axis(const struct mh_plot_opts *o, struct mh__plot_scan *s)
+static int finish_axis(const struct mh__plot_opts *o, struct mh__plot_scan *s)
 {
     if (s->last_mem_ns && s->win_last > s->last_mem_ns) /* idle to the window's end */
         mh__plot_warp_offer(&s->warp, s->last_mem_ns, s->win_last);
     if (s->dev_events < MH__PLOT_WARP_MIN_EVENTS) /* too sparse to tell idle from busy */
         s->warp.n = 0;
     mh__plot_warp_finish(&s->warp, s->win_last > s->win_first ? s->win_last - s->win_first : 0);
-    s->warp.mode = MH_PLOT_X_TIME;
-    if (o->x_axis == MH_PLOT_X_EVENTS) {
+    s->warp.mode = MH__PLOT_X_TIME;
+    if (o->x_axis == MH__PLOT_X_EVENTS) {
         int rc = mh__plot_xmap_events_finish(&s->warp, s->win_first, s->win_last);
         if (s->warp.nk == 0)
             s->warp.n = 0; /* too few events: plain time, nothing cut */
         return rc;
     }
-    if (o->x_axis == MH_PLOT_X_STEPS && s->has_device)
+    if (o->x_axis == MH__PLOT_X_STEPS && s->has_device)
         return mh__plot_xmap_steps(&s->warp, s->model, s->device, s->win_first, s->win_last);
-    if (o->x_axis == MH_PLOT_X_COMPRESSED && s->has_device && !s->event_order) {
+    if (o->x_axis == MH__PLOT_X_COMPRESSED && s->has_device && !s->event_order) {
         int rc = mh__plot_xmap_squeeze_setup(&s->warp, s->model, s->device, s->t0, s->win_first,
                                              s->win_last);
         if (rc < 0)
             return rc;
     }
-    if (o->x_axis == MH_PLOT_X_COMPRESSED && (s->warp.n > 0 || s->warp.nk > 0))
-        s->warp.mode = MH_PLOT_X_COMPRESSED;
+    if (o->x_axis == MH__PLOT_X_COMPRESSED && (s->warp.n > 0 || s->warp.nk > 0))
+        s->warp.mode = MH__PLOT_X_COMPRESSED;
     return 0;
 }
 
-int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct mh__plot_scan *s,
+int mh__plot_scan_run(struct mh__session *r, const struct mh__plot_opts *o, struct mh__plot_scan *s,
                       char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -203,7 +203,7 @@ int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct
     s->has_device = o->has_device;
     s->peak_seq = 1;
     struct scan_pass p = {o, s, 0, 0};
-    const struct mh_observer obs = {"plot-scan", &p, NULL, scan_event, NULL};
+    const struct mh__observer obs = {"plot-scan", &p, NULL, scan_event, NULL};
     int rc = mh__session_pass(r, &obs);
     s->model = mh__session_take_model(r); /* the scan keeps the state at the end */
     if (rc < 0)

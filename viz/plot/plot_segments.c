@@ -2,7 +2,7 @@
  * (the allocated peak, the last OOM, or a time), one bar per segment scaled
  * by its size, blocks coloured by state, rounding waste (block size minus
  * requested bytes) shown as a hatched lighter part, and a summary line (see
- * plot_internal.h). The model is replayed up to the chosen event, so memory
+ * plot_int.h). The model is replayed up to the chosen event, so memory
  * is proportional to the live segments and blocks at that moment. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "memhist/error.h"
 #include "font.h"
 #include "palette.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 #include "grow.h"
 
 struct seg_box {
@@ -20,7 +20,7 @@ struct seg_box {
 };
 
 struct seg_view {
-    struct mh_canvas *c;
+    struct mh__canvas *c;
     struct seg_box *boxes;
     size_t n, cap, cur;
     int bar_h, row_h, labels;
@@ -113,17 +113,17 @@ static int draw_block(void *user, const struct mh_segment_view *seg, const struc
     int xr = box->x + (int)((double)(b->address + b->requested - seg->address) * scale);
     if (xb <= xa)
         xb = xa + 1;
-    uint32_t col = b->state == MH_BLOCK_ALLOCATED      ? MH_COL_BLOCK_ALLOC
-                   : b->state == MH_BLOCK_PENDING_FREE ? MH_COL_BLOCK_PENDING
-                                                       : MH_COL_BLOCK_FREE;
+    uint32_t col = b->state == MH_BLOCK_ALLOCATED      ? MH__COL_BLOCK_ALLOC
+                   : b->state == MH_BLOCK_PENDING_FREE ? MH__COL_BLOCK_PENDING
+                                                       : MH__COL_BLOCK_FREE;
     if (b->state == MH_BLOCK_INACTIVE)
         return 0; /* the segment's background already shows it */
     mh__canvas_rect(v->c, xa, box->y, xb - xa, v->bar_h, col);
     if (b->state == MH_BLOCK_ALLOCATED && b->requested < b->size) {
         v->waste += b->size - b->requested;
         if (xr < xb) {
-            mh__canvas_rect(v->c, xr, box->y, xb - xr, v->bar_h, MH_COL_BLOCK_WASTE);
-            mh__canvas_hatch(v->c, xr, box->y, xb - xr, v->bar_h, MH_COL_BLOCK_ALLOC, 4);
+            mh__canvas_rect(v->c, xr, box->y, xb - xr, v->bar_h, MH__COL_BLOCK_WASTE);
+            mh__canvas_hatch(v->c, xr, box->y, xb - xr, v->bar_h, MH__COL_BLOCK_ALLOC, 4);
         }
     }
     if (xb - xa >= 5) /* a gap between neighbouring blocks when there is room */
@@ -136,12 +136,12 @@ static void draw_boxes(struct seg_view *v)
 {
     for (size_t i = 0; i < v->n; i++) {
         const struct seg_box *b = &v->boxes[i];
-        mh__canvas_rect(v->c, b->x, b->y, b->w, v->bar_h, MH_COL_BLOCK_FREE);
+        mh__canvas_rect(v->c, b->x, b->y, b->w, v->bar_h, MH__COL_BLOCK_FREE);
         if (v->labels && (i == 0 || b->y != v->boxes[i - 1].y || b->w >= 60)) {
             char s[32];
             mh__plot_bytes(b->size, s, sizeof s);
             if (mh__font_text_width(s, 1) <= b->w + 4) /* only labels that fit over their box */
-                mh__canvas_text(v->c, b->x, b->y - 11, s, MH_COL_MUTED, 1);
+                mh__canvas_text(v->c, b->x, b->y - 11, s, MH__COL_MUTED, 1);
         }
     }
 }
@@ -150,19 +150,19 @@ static void draw_frames(struct seg_view *v)
 {
     for (size_t i = 0; i < v->n; i++)
         mh__canvas_frame(v->c, v->boxes[i].x - 1, v->boxes[i].y - 1, v->boxes[i].w + 2,
-                         v->bar_h + 2, MH_COL_SEGMENT_EDGE);
+                         v->bar_h + 2, MH__COL_SEGMENT_EDGE);
 }
 
 /* Event index (0-based) of the moment to show, and its description: the
  * window's allocated peak, or the moment resolver's OOM or time (moment.h). */
-static int pick_moment(struct mh_session *r, const struct mh_plot_opts *o,
+static int pick_moment(struct mh__session *r, const struct mh__plot_opts *o,
                        const struct mh__plot_scan *s, uint64_t *index, char *what, size_t wlen,
                        char *err, size_t errlen)
 {
     char b[32], t[32];
-    struct mh_moment m;
-    if (o->at == MH_MOMENT_OOM) {
-        mh__moment_in_model(s->model, MH_MOMENT_OOM, s->device, &m);
+    struct mh__moment m;
+    if (o->at == MH__MOMENT_OOM) {
+        mh__moment_in_model(s->model, MH__MOMENT_OOM, s->device, &m);
         if (!m.found) {
             snprintf(err, errlen, "--at oom: device %d has no out-of-memory event", s->device);
             return MH_EINVAL;
@@ -173,7 +173,7 @@ static int pick_moment(struct mh_session *r, const struct mh_plot_opts *o,
                  mh__plot_bytes(m.value, b, sizeof b));
         return 0;
     }
-    if (o->at == MH_MOMENT_TIME) {
+    if (o->at == MH__MOMENT_TIME) {
         uint64_t span = s->win_last > s->t0 ? s->win_last - s->t0 : 0;
         if (o->at_ns > span) {
             snprintf(err, errlen, "--at %.6g s is after the end of the run (%s)", o->at_ns / 1e9,
@@ -192,25 +192,25 @@ static int pick_moment(struct mh_session *r, const struct mh_plot_opts *o,
     return 0;
 }
 
-static void legend_row(struct mh_canvas *c, int y)
+static void legend_row(struct mh__canvas *c, int y)
 {
     int x = 12;
     static const struct { uint32_t col; int hatch; const char *text; } items[] = {
-        {MH_COL_BLOCK_ALLOC, 0, "allocated block"},
-        {MH_COL_BLOCK_WASTE, 1, "rounding waste (block size - requested)"},
-        {MH_COL_BLOCK_PENDING, 0, "freed, waiting for its stream"},
-        {MH_COL_BLOCK_FREE, 0, "inactive (cached, free)"},
+        {MH__COL_BLOCK_ALLOC, 0, "allocated block"},
+        {MH__COL_BLOCK_WASTE, 1, "rounding waste (block size - requested)"},
+        {MH__COL_BLOCK_PENDING, 0, "freed, waiting for its stream"},
+        {MH__COL_BLOCK_FREE, 0, "inactive (cached, free)"},
     };
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
         mh__canvas_rect(c, x, y, 14, 10, items[i].col);
         if (items[i].hatch)
-            mh__canvas_hatch(c, x, y, 14, 10, MH_COL_BLOCK_ALLOC, 4);
-        mh__canvas_frame(c, x - 1, y - 1, 16, 12, MH_COL_SEGMENT_EDGE);
-        x += 20 + mh__canvas_text(c, x + 20, y + 1, items[i].text, MH_COL_TEXT, 1) + 24;
+            mh__canvas_hatch(c, x, y, 14, 10, MH__COL_BLOCK_ALLOC, 4);
+        mh__canvas_frame(c, x - 1, y - 1, 16, 12, MH__COL_SEGMENT_EDGE);
+        x += 20 + mh__canvas_text(c, x + 20, y + 1, items[i].text, MH__COL_TEXT, 1) + 24;
     }
 }
 
-static void summary(struct mh_canvas *c, struct mh_model *m, int device, const struct seg_view *v,
+static void summary(struct mh__canvas *c, struct mh_model *m, int device, const struct seg_view *v,
                     int y)
 {
     struct mh_mem_stats st;
@@ -225,11 +225,11 @@ static void summary(struct mh_canvas *c, struct mh_model *m, int device, const s
              mh__plot_bytes(st.reserved, a, sizeof a), mh__plot_bytes(st.allocated, b, sizeof b),
              mh__plot_bytes(largest, l, sizeof l), frag * 100,
              mh__plot_bytes(v->waste, w, sizeof w), v->n, v->n == 1 ? "" : "s");
-    mh__canvas_text_fit(c, 12, y, text, MH_COL_TEXT, 1, c->width - 24);
+    mh__canvas_text_fit(c, 12, y, text, MH__COL_TEXT, 1, c->width - 24);
 }
 
-static int draw_layout(struct mh_canvas *c, struct mh_model *m, int device, const char *what,
-                       struct mh_session *r, const struct mh_plot_opts *o)
+static int draw_layout(struct mh__canvas *c, struct mh_model *m, int device, const char *what,
+                       struct mh__session *r, const struct mh__plot_opts *o)
 {
     struct seg_view v;
     memset(&v, 0, sizeof v);
@@ -240,7 +240,7 @@ static int draw_layout(struct mh_canvas *c, struct mh_model *m, int device, cons
         largest = v.boxes[i].size > largest ? v.boxes[i].size : largest;
     mh__plot_title(c, r, o, device, "memhist segments", what);
     if (rc == 0 && v.n == 0)
-        mh__canvas_text(c, 12, 90, "No segments are reserved at this moment.", MH_COL_TEXT, 2);
+        mh__canvas_text(c, 12, 90, "No segments are reserved at this moment.", MH__COL_TEXT, 2);
     if (rc == 0 && v.n > 0) {
         int y0 = 100;
         choose_scale(&v, largest, 12, y0, c->width - 24, c->height - y0 - 8);
@@ -254,7 +254,7 @@ static int draw_layout(struct mh_canvas *c, struct mh_model *m, int device, cons
     return rc;
 }
 
-int mh__plot_segments(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_segments(struct mh__canvas *c, struct mh__session *r, const struct mh__plot_opts *o,
                       const struct mh__plot_scan *s, char *err, size_t errlen)
 {
     if (s->events == 0)

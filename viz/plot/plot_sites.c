@@ -1,5 +1,5 @@
 /* plot_sites.c - what the timeline's coloured groups are made of (see
- * plot_internal.h). An allocation's site is the pair (module scope or user
+ * plot_int.h). An allocation's site is the pair (module scope or user
  * metadata, allocation stack), as `memhist layers` keys its layers: when
  * the recording has module scopes, sites are named by module (the layer
  * name: "transformer.h.3"), otherwise by allocation stack as before. Both
@@ -12,7 +12,7 @@
 
 #include "memhist/error.h"
 #include "stacks.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 
 static int add_site(struct mh__plot_sites *ps, uint32_t str, uint32_t stack, uint32_t *site)
 {

@@ -1,13 +1,13 @@
 /* plot_timeline.c - drawing the main panel of the timeline: stacked live
  * allocations per group, the allocated / reserved / driver curves, the
  * peak, then the markers, the step strip and the legend (see
- * plot_internal.h). Input is the per-column data of pass 2. */
+ * plot_int.h). Input is the per-column data of pass 2. */
 #include <stdio.h>
 #include <string.h>
 
 #include "font.h"
 #include "palette.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 
 static uint64_t column_top(const struct mh__plot_scan *s, const struct mh__plot_cols *cols)
 {
@@ -23,7 +23,7 @@ static uint64_t column_top(const struct mh__plot_scan *s, const struct mh__plot_
     return top ? top : 1;
 }
 
-static void draw_areas(struct mh_canvas *c, const struct mh__plot_cols *cols,
+static void draw_areas(struct mh__canvas *c, const struct mh__plot_cols *cols,
                        const struct mh__plot_axis *ya, int x0)
 {
     unsigned ng = cols->ngroups + 1;
@@ -36,7 +36,7 @@ static void draw_areas(struct mh_canvas *c, const struct mh__plot_cols *cols,
             int y = mh__plot_axis_px(ya, (double)sum);
             uint32_t col = cols->by_category   ? mh__palette_category((int)k)
                            : k < cols->ngroups ? mh__palette_group(k)
-                                               : MH_COL_REST;
+                                               : MH__COL_REST;
             if (y < ybot)
                 mh__canvas_vline(c, x0 + i, y, ybot - 1, col);
             ybot = y;
@@ -45,7 +45,7 @@ static void draw_areas(struct mh_canvas *c, const struct mh__plot_cols *cols,
 }
 
 /* A curve through the column values, joined by vertical steps. */
-static void draw_curve(struct mh_canvas *c, const uint64_t *v, int n,
+static void draw_curve(struct mh__canvas *c, const uint64_t *v, int n,
                        const struct mh__plot_axis *ya, int x0, uint32_t rgb, int thick)
 {
     int prev = mh__plot_axis_px(ya, (double)v[0]);
@@ -59,21 +59,21 @@ static void draw_curve(struct mh_canvas *c, const uint64_t *v, int n,
 
 /* An axis break where idle time was cut: two short slanted strokes across
  * the time axis at x. */
-static void axis_break(struct mh_canvas *c, const struct mh__plot_frame *f, int x)
+static void axis_break(struct mh__canvas *c, const struct mh__plot_frame *f, int x)
 {
     int y = f->y + f->h;
-    mh__canvas_rect(c, x - 3, y - 5, 7, 10, MH_COL_BG);
-    mh__canvas_line(c, x - 4, y + 4, x - 1, y - 5, MH_COL_AXIS, 1);
-    mh__canvas_line(c, x + 1, y + 4, x + 4, y - 5, MH_COL_AXIS, 1);
+    mh__canvas_rect(c, x - 3, y - 5, 7, 10, MH__COL_BG);
+    mh__canvas_line(c, x - 4, y + 4, x - 1, y - 5, MH__COL_AXIS, 1);
+    mh__canvas_line(c, x + 1, y + 4, x + 4, y - 5, MH__COL_AXIS, 1);
 }
 
 /* Idle stretches cut out of the axis: on the compressed axis hatched, with
  * their real length ("idle 2.1 s"); on every axis that cuts them (compressed,
  * events) marked by a break on the time axis, so a cut is never hidden. */
-static void draw_breaks(struct mh_canvas *c, const struct mh__plot_scan *s,
+static void draw_breaks(struct mh__canvas *c, const struct mh__plot_scan *s,
                         const struct mh__plot_frame *f)
 {
-    if (s->warp.mode != MH_PLOT_X_EVENTS && s->warp.mode != MH_PLOT_X_COMPRESSED)
+    if (s->warp.mode != MH__PLOT_X_EVENTS && s->warp.mode != MH__PLOT_X_COMPRESSED)
         return;
     int last = -1000; /* marks at least 16 pixels apart: a run of short cuts is one mark */
     for (int i = 0; i < s->warp.n; i++) {
@@ -87,10 +87,10 @@ static void draw_breaks(struct mh_canvas *c, const struct mh__plot_scan *s,
     }
 }
 
-static void draw_gaps(struct mh_canvas *c, const struct mh__plot_scan *s,
+static void draw_gaps(struct mh__canvas *c, const struct mh__plot_scan *s,
                       const struct mh__plot_frame *f)
 {
-    if (s->warp.mode != MH_PLOT_X_COMPRESSED)
+    if (s->warp.mode != MH__PLOT_X_COMPRESSED)
         return;
     int free_x = f->x; /* labels never overlap; only the long stretches get one */
     uint64_t longest = 0;
@@ -103,19 +103,19 @@ static void draw_gaps(struct mh_canvas *c, const struct mh__plot_scan *s,
             continue;
         xa = xa < f->x ? f->x : xa;
         xb = xb > f->x + f->w ? f->x + f->w : xb;
-        mh__canvas_hatch(c, xa, f->y, xb - xa > 1 ? xb - xa : 2, f->h, MH_COL_GRID, 6);
+        mh__canvas_hatch(c, xa, f->y, xb - xa > 1 ? xb - xa : 2, f->h, MH__COL_GRID, 6);
         char d[32], text[48];
         snprintf(text, sizeof text, "idle %s", mh__plot_duration(s->warp.len[i], d, sizeof d));
         int w = mh__font_text_width(text, 1), tx = (xa + xb) / 2 - w / 2;
         if (s->warp.len[i] < longest / 4 || tx < free_x || tx + w > f->x + f->w)
             continue;
-        mh__canvas_rect(c, tx - 2, f->y + 3, w + 4, MH_FONT_CAP + 4, MH_COL_BG);
-        mh__canvas_text(c, tx, f->y + 5, text, MH_COL_MUTED, 1);
+        mh__canvas_rect(c, tx - 2, f->y + 3, w + 4, MH__FONT_CAP + 4, MH__COL_BG);
+        mh__canvas_text(c, tx, f->y + 5, text, MH__COL_MUTED, 1);
         free_x = tx + w + 8;
     }
 }
 
-static void draw_peak(struct mh_canvas *c, const struct mh__plot_scan *s,
+static void draw_peak(struct mh__canvas *c, const struct mh__plot_scan *s,
                       const struct mh__plot_frame *f, const struct mh__plot_axis *ya)
 {
     int x = mh__plot_axis_px(&f->tx, mh__plot_warp(&s->warp, s->t0, s->peak.time_ns));
@@ -123,19 +123,19 @@ static void draw_peak(struct mh_canvas *c, const struct mh__plot_scan *s,
         x = f->x + f->w - 1; /* a peak at the window's last instant */
     int y = mh__plot_axis_px(ya, (double)s->peak.value);
     int tri[6] = {x - 5, y - 11, x + 5, y - 11, x, y - 2};
-    mh__canvas_polygon(c, tri, 3, MH_COL_PEAK);
-    mh__canvas_vdash(c, x, y, f->y + f->h - 1, MH_COL_PEAK, 2, 3);
+    mh__canvas_polygon(c, tri, 3, MH__COL_PEAK);
+    mh__canvas_vdash(c, x, y, f->y + f->h - 1, MH__COL_PEAK, 2, 3);
     char text[96], b[32], t[32];
     snprintf(text, sizeof text, "peak %s at %s", mh__plot_bytes(s->peak.value, b, sizeof b),
              mh__plot_duration(s->peak.time_ns - s->t0, t, sizeof t));
     int w = mh__font_text_width(text, 1);
     int tx = x + 9 + w < f->x + f->w ? x + 9 : x - 9 - w;
     int ty = y - 18 < f->y + 2 ? f->y + 2 : y - 18;
-    mh__canvas_rect(c, tx - 2, ty - 2, w + 4, MH_FONT_CAP + 4, MH_COL_BG);
-    mh__canvas_text(c, tx, ty, text, MH_COL_TEXT, 1);
+    mh__canvas_rect(c, tx - 2, ty - 2, w + 4, MH__FONT_CAP + 4, MH__COL_BG);
+    mh__canvas_text(c, tx, ty, text, MH__COL_TEXT, 1);
 }
 
-int mh__plot_timeline(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_timeline(struct mh__canvas *c, struct mh__session *r, const struct mh__plot_opts *o,
                       const struct mh__plot_scan *s, const struct mh__plot_cols *cols,
                       const struct mh__plot_frame *f)
 {
@@ -160,13 +160,13 @@ int mh__plot_timeline(struct mh_canvas *c, struct mh_session *r, const struct mh
     draw_gaps(c, s, f);
     draw_areas(c, cols, &ya, f->x);
     mh__plot_markers(c, s, f, f->y, f->y + f->h - 1, 1);
-    draw_curve(c, cols->reserved, cols->n, &ya, f->x, MH_COL_RESERVED, 2);
+    draw_curve(c, cols->reserved, cols->n, &ya, f->x, MH__COL_RESERVED, 2);
     if (s->has_driver)
-        draw_curve(c, cols->driver, cols->n, &ya, f->x, MH_COL_DRIVER, 2);
-    draw_curve(c, cols->alloc, cols->n, &ya, f->x, MH_COL_ALLOCATED, 1);
+        draw_curve(c, cols->driver, cols->n, &ya, f->x, MH__COL_DRIVER, 2);
+    draw_curve(c, cols->alloc, cols->n, &ya, f->x, MH__COL_ALLOCATED, 1);
     if (s->peak.time_ns >= cols->t_begin && s->peak.time_ns <= cols->t_end)
         draw_peak(c, s, f, &ya);
-    mh__canvas_frame(c, f->x - 1, f->y - 1, f->w + 2, f->h + 2, MH_COL_AXIS);
+    mh__canvas_frame(c, f->x - 1, f->y - 1, f->w + 2, f->h + 2, MH__COL_AXIS);
     draw_breaks(c, s, f);
     mh__plot_strip(c, s, f, cols->t_begin, cols->t_end);
     mh__plot_legend(c, s, f);

@@ -10,7 +10,7 @@
  * the identity. With knots (--x events|steps, plot_xmap.c) the knots map. */
 #include <string.h>
 
-#include "plot_internal.h"
+#include "plot_int.h"
 
 void mh__plot_warp_offer(struct mh__plot_warp *w, uint64_t a, uint64_t b)
 {

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "memhist/error.h"
-#include "plot_internal.h"
+#include "plot_int.h"
 
 static int knot_room(struct mh__plot_warp *w, size_t want)
 {
@@ -94,7 +94,7 @@ int mh__plot_xmap_events_finish(struct mh__plot_warp *w, uint64_t first, uint64_
         w->kt[0] = first;
         w->kv[0] = 0;
     }
-    w->mode = MH_PLOT_X_EVENTS;
+    w->mode = MH__PLOT_X_EVENTS;
     return 0;
 }
 
@@ -122,7 +122,7 @@ int mh__plot_xmap_steps(struct mh__plot_warp *w, const struct mh_model *m, int d
         rc = knot_add(w, last, (double)w->nk, INT64_MIN); /* the end of the last piece */
     if (rc < 0)
         return rc;
-    w->mode = w->nk > 0 ? MH_PLOT_X_STEPS : MH_PLOT_X_TIME; /* no step in the window: time */
+    w->mode = w->nk > 0 ? MH__PLOT_X_STEPS : MH__PLOT_X_TIME; /* no step in the window: time */
     return 0;
 }
 

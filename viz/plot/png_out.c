@@ -12,7 +12,7 @@
 
 static void sink_write(png_structp png, png_bytep data, size_t len)
 {
-    struct mh_sink *s = png_get_io_ptr(png);
+    struct mh__sink *s = png_get_io_ptr(png);
     mh__sink_write(s, data, len);
 }
 
@@ -21,7 +21,7 @@ static void sink_flush(png_structp png)
     (void)png;
 }
 
-int mh__png_write(struct mh_sink *out, const struct mh_canvas *c)
+int mh__png_write(struct mh__sink *out, const struct mh__canvas *c)
 {
     if (!c->px || c->width < 1 || c->height < 1)
         return MH_EINVAL;
@@ -65,13 +65,13 @@ static void mem_read(png_structp png, png_bytep dst, size_t len)
     m->pos += len;
 }
 
-static int read_rows(png_structp png, png_infop info, struct mem_src *src, struct mh_canvas *out)
+static int read_rows(png_structp png, png_infop info, struct mem_src *src, struct mh__canvas *out)
 {
     png_uint_32 w, h;
     int depth, type;
     png_get_IHDR(png, info, &w, &h, &depth, &type, NULL, NULL, NULL);
     if (depth != 8 || (type != PNG_COLOR_TYPE_RGB && type != PNG_COLOR_TYPE_RGBA) ||
-        w > MH_CANVAS_MAX_SIDE || h > MH_CANVAS_MAX_SIDE)
+        w > MH__CANVAS_MAX_SIDE || h > MH__CANVAS_MAX_SIDE)
         return MH_EFORMAT;
     int channels = type == PNG_COLOR_TYPE_RGBA ? 4 : 3;
     int rc = mh__canvas_init(out, (int)w, (int)h, 0);
@@ -90,7 +90,7 @@ static int read_rows(png_structp png, png_infop info, struct mem_src *src, struc
     return 0;
 }
 
-int mh__png_read(const void *data, size_t len, struct mh_canvas *out)
+int mh__png_read(const void *data, size_t len, struct mh__canvas *out)
 {
     memset(out, 0, sizeof *out);
     if (len < 8 || png_sig_cmp(data, 0, 8) != 0)

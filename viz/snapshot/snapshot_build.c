@@ -38,7 +38,7 @@ static int is_allocator_kind(unsigned kind)
     return kind <= MH_EV_SNAPSHOT;
 }
 
-static int is_note_kind(const struct mh_snapshot *s, unsigned kind)
+static int is_note_kind(const struct mh__snapshot *s, unsigned kind)
 {
     return kind == MH_EV_STEP_BEGIN || kind == MH_EV_STEP_END ||
            (s->export_ranges && (kind == MH_EV_RANGE_BEGIN || kind == MH_EV_RANGE_END));
@@ -73,7 +73,7 @@ static int sring_add(struct mh__sring *t, const struct mh__sentry *e, uint64_t c
     return 0;
 }
 
-static int device_trace(struct mh_snapshot *s, int device, struct mh__sdev **out)
+static int device_trace(struct mh__snapshot *s, int device, struct mh__sdev **out)
 {
     if (device < 0 || device > INT16_MAX)
         return MH_EINVAL;
@@ -117,10 +117,10 @@ static unsigned first_code(unsigned kind)
         return MH__SCAT_NONE;
     if (kind == MH_EV_FREE_REQUESTED || kind == MH_EV_FREE_COMPLETED)
         return MH__SCAT_NONE | MH__SCAT_FREE;
-    return MH_CAT_UNKNOWN; /* when categories are written at all */
+    return MH__CAT_UNKNOWN; /* when categories are written at all */
 }
 
-static void drop_kept(struct mh_snapshot *s)
+static void drop_kept(struct mh__snapshot *s)
 {
     for (int d = 0; d < s->ndev; d++) {
         free(s->dev[d].kept.e);
@@ -131,7 +131,7 @@ static void drop_kept(struct mh_snapshot *s)
 
 /* The first pass keeps a small window's entries, so that writing needs no
  * replay; past MH__KEEP_ENTRIES they are dropped. */
-static int keep(struct mh_snapshot *s, struct mh__sdev *t, const struct mh__sentry *e)
+static int keep(struct mh__snapshot *s, struct mh__sdev *t, const struct mh__sentry *e)
 {
     size_t held = t->kept.len;
     int rc = sring_add(&t->kept, e, s->opts.max_entries);
@@ -143,7 +143,7 @@ static int keep(struct mh_snapshot *s, struct mh__sdev *t, const struct mh__sent
 
 /* Counting passes: one more entry of device `t`, sized (and, in the first
  * pass, stored for its category). */
-static int count_entry(struct mh_snapshot *s, struct mh__sdev *t, const struct mh__sentry *e)
+static int count_entry(struct mh__snapshot *s, struct mh__sdev *t, const struct mh__sentry *e)
 {
     if (s->pass == PASS_NARROW) { /* sized by the first pass already */
         t->seen++;
@@ -164,7 +164,7 @@ static int count_entry(struct mh_snapshot *s, struct mh__sdev *t, const struct m
 }
 
 /* Pass that writes: the entries of one device, from write_from on. */
-static void write_entry(struct mh_snapshot *s, struct mh__sentry *e)
+static void write_entry(struct mh__snapshot *s, struct mh__sentry *e)
 {
     uint64_t pos = s->write_pos++;
     if (pos < s->write_from)
@@ -172,7 +172,7 @@ static void write_entry(struct mh_snapshot *s, struct mh__sentry *e)
     const struct mh__sdev *t = &s->dev[e->device];
     unsigned code = mh__catstore_get(&t->cats, t->base + pos) & 7u;
     if (e->device == s->lend_device && t->base + pos == s->lend_pos)
-        code = MH_CAT_UNKNOWN; /* the window's only "unknown" (snapshot_category.c) */
+        code = MH__CAT_UNKNOWN; /* the window's only "unknown" (snapshot_category.c) */
     e->category = (uint8_t)(s->categorized ? code : MH__SCAT_NONE);
     mh__snapshot_write_entry(s, e);
 }
@@ -180,7 +180,7 @@ static void write_entry(struct mh_snapshot *s, struct mh__sentry *e)
 /* The device an applied allocator event gives an entry to, or -1 (a
  * device filtered out, an event the model rejected, state from before the
  * trace, ...), whether or not it lies in the window. */
-static int entry_device(const struct mh_snapshot *s, const struct mh_event *ev,
+static int entry_device(const struct mh__snapshot *s, const struct mh_event *ev,
                         const struct mh_apply_result *res)
 {
     if (!is_allocator_kind(ev->kind) || ev->device < 0 || res->anomaly ||
@@ -192,7 +192,7 @@ static int entry_device(const struct mh_snapshot *s, const struct mh_event *ev,
 }
 
 /* One applied event of the window. */
-static int collect(struct mh_snapshot *s, const struct mh_event *ev, int64_t step, uint64_t index,
+static int collect(struct mh__snapshot *s, const struct mh_event *ev, int64_t step, uint64_t index,
                    int device)
 {
     struct mh__sentry e;
@@ -239,7 +239,7 @@ static int windowed_kind(unsigned kind)
            kind == MH_EV_PHASE;
 }
 
-static void set_conf(struct mh_snapshot *s, struct mh_session *ses)
+static void set_conf(struct mh__snapshot *s, struct mh__session *ses)
 {
     const char *text = mh_reader_meta(s->reader, "alloc_conf");
     s->conf_text = text ? text : "";
@@ -250,9 +250,9 @@ static void set_conf(struct mh_snapshot *s, struct mh_session *ses)
 
 /* A first pass over an explicit window replays it into a model of its own
  * too, which stops where the window ends while the session reads on. */
-static int build_begin(void *user, struct mh_session *ses)
+static int build_begin(void *user, struct mh__session *ses)
 {
-    struct mh_snapshot *s = user;
+    struct mh__snapshot *s = user;
     set_conf(s, ses);
     memset(&s->build, 0, sizeof s->build);
     s->have_last = 0;
@@ -277,7 +277,7 @@ static void track_steps(struct mh__step_track *st, const struct mh_event *ev)
 }
 
 /* An event before the window (or after it, in the first pass). */
-static void outside(struct mh_snapshot *s, const struct mh_event *ev, int device)
+static void outside(struct mh__snapshot *s, const struct mh_event *ev, int device)
 {
     if (s->pass == PASS_WRITE)
         return;
@@ -290,10 +290,10 @@ static void outside(struct mh_snapshot *s, const struct mh_event *ev, int device
  * the first one in it to the first windowed one past it; the first pass
  * reads on to the end for the categories and the trailer, the others stop
  * there. */
-static int build_event(void *user, struct mh_session *ses, const struct mh_event *ev,
+static int build_event(void *user, struct mh__session *ses, const struct mh_event *ev,
                        const struct mh_apply_result *res)
 {
-    struct mh_snapshot *s = user;
+    struct mh__snapshot *s = user;
     struct mh__build *b = &s->build;
     uint64_t index = mh__session_index(ses);
     if (b->done)
@@ -344,7 +344,7 @@ static int build_event(void *user, struct mh_session *ses, const struct mh_event
 }
 
 /* Totals for the info struct once the window is counted. */
-static void summarize(struct mh_snapshot *s)
+static void summarize(struct mh__snapshot *s)
 {
     struct mh_file_summary sum;
     mh_reader_summary(s->reader, &sum);
@@ -364,7 +364,7 @@ static void summarize(struct mh_snapshot *s)
 
 /* The default window's candidates, from the session's model of the whole
  * file: the first OOM of the run and the highest allocated peak. */
-static void find_focus(struct mh_snapshot *s, const struct mh_model *m)
+static void find_focus(struct mh__snapshot *s, const struct mh_model *m)
 {
     struct mh__focus *f = &s->focus;
     memset(f, 0, sizeof *f);
@@ -396,9 +396,9 @@ static void find_focus(struct mh_snapshot *s, const struct mh_model *m)
 /* Before the session applies an event (passes after the first): whether it
  * is the first past the window, where the pass stops with the model in the
  * state the segments show. The same test build_event makes. */
-static int window_ends(void *user, struct mh_session *ses, const struct mh_event *ev)
+static int window_ends(void *user, struct mh__session *ses, const struct mh_event *ev)
 {
-    struct mh_snapshot *s = user;
+    struct mh__snapshot *s = user;
     struct mh__build *b = &s->build;
     if (!b->entered || !windowed_kind(ev->kind))
         return 0;
@@ -411,14 +411,14 @@ static int window_ends(void *user, struct mh_session *ses, const struct mh_event
     return 1;
 }
 
-static const struct mh_observer build_observer = {"snapshot", NULL, build_begin, build_event,
+static const struct mh__observer build_observer = {"snapshot", NULL, build_begin, build_event,
                                                    NULL};
 
 /* One pass of the session with the observer in `pass` mode (and the
  * categories' observer in the first). */
-static int replay(struct mh_snapshot *s, int pass)
+static int replay(struct mh__snapshot *s, int pass)
 {
-    struct mh_observer o = build_observer;
+    struct mh__observer o = build_observer;
     o.user = s;
     s->pass = pass;
     mh__session_forget(s->ses);
@@ -435,7 +435,7 @@ static int replay(struct mh_snapshot *s, int pass)
 
 /* The state where the window ends: the whole pass's model, or the events
  * before the first one past the window replayed again. */
-static int final_state(struct mh_snapshot *s)
+static int final_state(struct mh__snapshot *s)
 {
     if (!s->build.done && s->pass == PASS_NARROW)
         return 0; /* the first pass's, which ended where this window does */
@@ -453,7 +453,7 @@ static int final_state(struct mh_snapshot *s)
 
 /* After a counting pass: the segments' state, the totals, the estimate
  * (a narrowing pass keeps the one its window was chosen by). */
-static int finish_count(struct mh_snapshot *s)
+static int finish_count(struct mh__snapshot *s)
 {
     s->info.read_error = mh__session_read_error(s->ses);
     s->t0 = s->build.t0;
@@ -468,11 +468,11 @@ static int finish_count(struct mh_snapshot *s)
     return 0;
 }
 
-int mh__snapshot_build(struct mh_session *ses, const struct mh_snapshot_opts *opts,
-                       struct mh_snapshot **out)
+int mh__snapshot_build(struct mh__session *ses, const struct mh__snapshot_opts *opts,
+                       struct mh__snapshot **out)
 {
     *out = NULL;
-    struct mh_snapshot *s = calloc(1, sizeof *s);
+    struct mh__snapshot *s = calloc(1, sizeof *s);
     if (!s)
         return MH_ENOMEM;
     s->ses = ses;
@@ -492,7 +492,7 @@ int mh__snapshot_build(struct mh_session *ses, const struct mh_snapshot_opts *op
 }
 
 /* What a narrowing pass counts again. */
-static void reset_counts(struct mh_snapshot *s)
+static void reset_counts(struct mh__snapshot *s)
 {
     for (int d = 0; d < s->ndev; d++)
         s->dev[d].seen = s->dev[d].base = 0;
@@ -507,8 +507,8 @@ static void reset_counts(struct mh_snapshot *s)
     s->lend_device = -1;
 }
 
-int mh__snapshot_narrow(struct mh_snapshot *s, const struct mh_snapshot_fit *fit,
-                        mh_snapshot_window_fn in_window, void *user)
+int mh__snapshot_narrow(struct mh__snapshot *s, const struct mh__snapshot_fit *fit,
+                        mh__snapshot_window_fn in_window, void *user)
 {
     if (s->opts.in_window || s->opts.max_entries)
         return MH_ESTATE; /* the first pass must have counted the whole run */
@@ -526,7 +526,7 @@ int mh__snapshot_narrow(struct mh_snapshot *s, const struct mh_snapshot_fit *fit
 }
 
 /* The entries the first pass kept, the last max_entries of them in order. */
-static void write_kept(struct mh_snapshot *s, struct mh__sdev *t)
+static void write_kept(struct mh__snapshot *s, struct mh__sdev *t)
 {
     s->write_pos = t->seen - t->kept.len;
     s->write_from = 0;
@@ -536,7 +536,7 @@ static void write_kept(struct mh_snapshot *s, struct mh__sdev *t)
     }
 }
 
-int mh__snapshot_replay_device(struct mh_snapshot *s, int device)
+int mh__snapshot_replay_device(struct mh__snapshot *s, int device)
 {
     struct mh__sdev *t = &s->dev[device];
     uint64_t cap = s->opts.max_entries;
@@ -554,12 +554,12 @@ int mh__snapshot_replay_device(struct mh_snapshot *s, int device)
     return rc;
 }
 
-void mh__snapshot_info(const struct mh_snapshot *s, struct mh_snapshot_info *out)
+void mh__snapshot_info(const struct mh__snapshot *s, struct mh__snapshot_info *out)
 {
     *out = s->info;
 }
 
-void mh__snapshot_free(struct mh_snapshot *s)
+void mh__snapshot_free(struct mh__snapshot *s)
 {
     if (!s)
         return;

@@ -4,7 +4,7 @@
  *
  * A category depends on when its allocation is freed, which may be after the
  * window, so this observes the session's whole pass (past the window's end)
- * with mh_livecat (src/analysis/categories.h: the rule `memhist report` uses,
+ * with mh__livecat (src/analysis/categories.h: the rule `memhist report` uses,
  * memory bounded by the live allocations) and writes each allocation's
  * category into its alloc entry and its free entries, found by their
  * position in the window (snapshot_build.c, the observer before this one,
@@ -65,7 +65,7 @@ void mh__catstore_set(struct mh__catstore *c, uint64_t pos, uint64_t seen, unsig
     put(c, k, (mh__catstore_get(c, pos) & MH__SCAT_FREE) | category);
 }
 
-static void set_category(struct mh_snapshot *s, int device, uint64_t pos, int category)
+static void set_category(struct mh__snapshot *s, int device, uint64_t pos, int category)
 {
     if (device < 0 || device >= s->ndev)
         return;
@@ -76,7 +76,7 @@ static void set_category(struct mh_snapshot *s, int device, uint64_t pos, int ca
 /* An allocation's life ended at the current event (or is still going at the
  * end, `here` 0): its alloc entry (tagged with its position + 1) learns the
  * category, and so does the free entry the current event gave. */
-static void on_end(struct mh_snapshot *s, const struct mh_livecat_end *end, int here)
+static void on_end(struct mh__snapshot *s, const struct mh__livecat_end *end, int here)
 {
     if (here)
         set_category(s, s->last_device, s->last_pos, end->category);
@@ -84,28 +84,28 @@ static void on_end(struct mh_snapshot *s, const struct mh_livecat_end *end, int 
         set_category(s, end->device, end->tag - 1, end->category);
 }
 
-static int on_live(void *user, const struct mh_livecat_end *end)
+static int on_live(void *user, const struct mh__livecat_end *end)
 {
-    struct mh_livecat_end e = *end;
+    struct mh__livecat_end e = *end;
     e.ended = 1;
     on_end(user, &e, 0);
     return 0;
 }
 
-static int category_begin(void *user, struct mh_session *ses)
+static int category_begin(void *user, struct mh__session *ses)
 {
-    struct mh_snapshot *s = user;
+    struct mh__snapshot *s = user;
     (void)ses;
     mh__livecat_free(s->livecat);
     s->livecat = NULL;
     return mh__livecat_new(&s->livecat);
 }
 
-static int category_event(void *user, struct mh_session *ses, const struct mh_event *ev,
+static int category_event(void *user, struct mh__session *ses, const struct mh_event *ev,
                           const struct mh_apply_result *res)
 {
-    struct mh_snapshot *s = user;
-    struct mh_livecat_end end;
+    struct mh__snapshot *s = user;
+    struct mh__livecat_end end;
     int here = s->have_last && s->last_index == mh__session_index(ses);
     uint64_t tag = here ? s->last_pos + 1 : 0;
     int rc = mh__livecat_observe(s->livecat, mh__session_model(ses), ev, res, tag, &end);
@@ -122,7 +122,7 @@ struct tally {
 
 /* Counts the written entries' categories (the last max_entries of each
  * device's window) and finds the first free entry. */
-static void tally(const struct mh_snapshot *s, struct tally *t)
+static void tally(const struct mh__snapshot *s, struct tally *t)
 {
     memset(t, 0, sizeof *t);
     t->first_free_device = -1;
@@ -136,7 +136,7 @@ static void tally(const struct mh_snapshot *s, struct tally *t)
                 t->first_free_pos = pos;
             }
             t->with += cat != MH__SCAT_NONE;
-            t->unknown += cat == MH_CAT_UNKNOWN;
+            t->unknown += cat == MH__CAT_UNKNOWN;
         }
     }
 }
@@ -145,7 +145,7 @@ static void tally(const struct mh_snapshot *s, struct tally *t)
  * once); when that leaves none "unknown", on the first free entry (lent at
  * write time, the store is left as it is); failing that, no categories at
  * all. A window without step markers gets none either. */
-void mh__snapshot_settle(struct mh_snapshot *s)
+void mh__snapshot_settle(struct mh__snapshot *s)
 {
     struct tally t;
     s->lend_device = -1;
@@ -165,9 +165,9 @@ void mh__snapshot_settle(struct mh_snapshot *s)
     s->categorized = s->info.categorized = t.with;
 }
 
-static int category_end(void *user, struct mh_session *ses)
+static int category_end(void *user, struct mh__session *ses)
 {
-    struct mh_snapshot *s = user;
+    struct mh__snapshot *s = user;
     (void)ses;
     /* a damaged tail was reported by the session; use what was read */
     int rc = mh__livecat_finish(s->livecat, on_live, s);
@@ -178,9 +178,9 @@ static int category_end(void *user, struct mh_session *ses)
     return rc;
 }
 
-int mh__snapshot_categorize(struct mh_snapshot *s, struct mh_session *ses)
+int mh__snapshot_categorize(struct mh__snapshot *s, struct mh__session *ses)
 {
-    const struct mh_observer o = {"snapshot-categories", s, category_begin, category_event,
+    const struct mh__observer o = {"snapshot-categories", s, category_begin, category_event,
                                   category_end};
     return mh__session_observe(ses, &o);
 }

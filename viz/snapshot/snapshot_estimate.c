@@ -104,7 +104,7 @@ static unsigned add_stack(const struct mh_reader *r, struct mh__est *e, uint32_t
         return 1;
     if (!mark(&e->stack_seen, &e->stack_cap, stack))
         return get_len(e);
-    uint64_t bytes = 2 + 1 + n / MH_PW_BATCH * 2; /* list, mark, appends */
+    uint64_t bytes = 2 + 1 + n / MH__PW_BATCH * 2; /* list, mark, appends */
     for (size_t i = 0; i < n; i++)
         bytes += frame_bytes(r, e, frames[i]);
     e->dict_bytes += bytes + memoize(e);
@@ -112,7 +112,7 @@ static unsigned add_stack(const struct mh_reader *r, struct mh__est *e, uint32_t
 }
 
 /* user_metadata: a reference when it repeats the previous entry's text. */
-static unsigned add_user(const struct mh_snapshot *s, struct mh__est *e, const struct mh__sentry *x)
+static unsigned add_user(const struct mh__snapshot *s, struct mh__est *e, const struct mh__sentry *x)
 {
     size_t n;
     const char *text = mh__snapshot_user_cached(s, &e->um, x, &n);
@@ -125,7 +125,7 @@ static unsigned add_user(const struct mh_snapshot *s, struct mh__est *e, const s
     return 2 + str_len(n) + memoize(e);
 }
 
-static uint64_t entry_bytes(const struct mh_snapshot *s, struct mh__est *e,
+static uint64_t entry_bytes(const struct mh__snapshot *s, struct mh__est *e,
                             const struct mh__sentry *x)
 {
     /* dict, mark, setitems; action, its value and the four numbers' keys */
@@ -142,7 +142,7 @@ static uint64_t entry_bytes(const struct mh_snapshot *s, struct mh__est *e,
 }
 
 /* The cost of `step` (steps come in order, mostly: the last one is tried first). */
-static struct mh__step_cost *step_cost(struct mh_snapshot *s, int64_t step)
+static struct mh__step_cost *step_cost(struct mh__snapshot *s, int64_t step)
 {
     size_t n = s->nsteps;
     if (n && s->steps[n - 1].step == step)
@@ -166,7 +166,7 @@ static struct mh__step_cost *step_cost(struct mh_snapshot *s, int64_t step)
 }
 
 /* Keeps every other sample once they fill (the stride doubles). */
-static int sample(struct mh_snapshot *s, const struct mh__sentry *x)
+static int sample(struct mh__snapshot *s, const struct mh__sentry *x)
 {
     if (!s->stride)
         s->stride = 64;
@@ -188,7 +188,7 @@ static int sample(struct mh_snapshot *s, const struct mh__sentry *x)
     return 0;
 }
 
-int mh__snapshot_count(struct mh_snapshot *s, const struct mh__sentry *x)
+int mh__snapshot_count(struct mh__snapshot *s, const struct mh__sentry *x)
 {
     int rc = sample(s, x);
     if (rc < 0)
@@ -206,7 +206,7 @@ int mh__snapshot_count(struct mh_snapshot *s, const struct mh__sentry *x)
 
 static int est_block(void *user, const struct mh_segment_view *seg, const struct mh_block_view *b)
 {
-    struct mh_snapshot *s = user;
+    struct mh__snapshot *s = user;
     (void)seg;
     s->est.dict_bytes += BLOCK_BYTES + add_stack(s->reader, &s->est,
                                                  b->state == MH_BLOCK_INACTIVE ? 0 : b->stack);
@@ -215,12 +215,12 @@ static int est_block(void *user, const struct mh_segment_view *seg, const struct
 
 static int est_segment(void *user, const struct mh_segment_view *seg)
 {
-    struct mh_snapshot *s = user;
+    struct mh__snapshot *s = user;
     s->est.dict_bytes += SEGMENT_BYTES + add_stack(s->reader, &s->est, seg->stack);
     return 0;
 }
 
-uint64_t mh__snapshot_estimate(struct mh_snapshot *s)
+uint64_t mh__snapshot_estimate(struct mh__snapshot *s)
 {
     for (size_t i = 0; i < mh_model_device_count(s->model); i++) {
         int d = mh_model_device_at(s->model, i);

@@ -36,23 +36,23 @@
 #include "session.h"
 #include "sink.h"
 
-struct mh_snapshot;
+struct mh__snapshot;
 
 /* Whether an event at `time_ns` during `step` lies in the window; `t0_ns` is
  * the time of the first event. */
-typedef int (*mh_snapshot_window_fn)(void *user, uint64_t t0_ns, uint64_t time_ns, int64_t step);
+typedef int (*mh__snapshot_window_fn)(void *user, uint64_t t0_ns, uint64_t time_ns, int64_t step);
 
 /* Zero-initialised = the whole file, every device, no cap. */
-struct mh_snapshot_opts {
+struct mh__snapshot_opts {
     int only_device; /* restrict to `device` */
     int device;
     uint64_t max_entries;            /* keep the last N entries per device (0 = all) */
-    mh_snapshot_window_fn in_window; /* NULL = the whole file */
+    mh__snapshot_window_fn in_window; /* NULL = the whole file */
     void *window_user;
     int no_categories; /* leave out the trace entries' "category" keys */
 };
 
-struct mh_snapshot_info {
+struct mh__snapshot_info {
     uint64_t entries;          /* trace entries that will be written */
     uint64_t capped;           /* entries left out by max_entries */
     uint64_t before_window;    /* allocator events before the window */
@@ -71,21 +71,21 @@ struct mh_snapshot_info {
  * with the recorded allocator settings. Reading damage is not fatal: see
  * info.read_error. Errors while reading are reported by the session.
  * Returns 0 or MH_E*. */
-int mh__snapshot_build(struct mh_session *ses, const struct mh_snapshot_opts *opts,
-                       struct mh_snapshot **out);
-void mh__snapshot_info(const struct mh_snapshot *s, struct mh_snapshot_info *out);
+int mh__snapshot_build(struct mh__session *ses, const struct mh__snapshot_opts *opts,
+                       struct mh__snapshot **out);
+void mh__snapshot_info(const struct mh__snapshot *s, struct mh__snapshot_info *out);
 
 /* The part of the run to write when the whole snapshot `s` would pass
  * `max_bytes` or `max_entries` trace entries (snapshot_fit.c): whole steps
  * around the run's first OOM or, without one, the highest allocated peak of
  * a device, as many as fit, else a time window around that moment. */
-enum mh_snapshot_fit_kind {
-    MH_SNAPSHOT_FIT_ALL,   /* the whole snapshot fits (or there is no moment to center on) */
-    MH_SNAPSHOT_FIT_STEPS, /* step_lo..step_hi */
-    MH_SNAPSHOT_FIT_TIME   /* t_lo_ns..t_hi_ns */
+enum mh__snapshot_fit_kind {
+    MH__SNAPSHOT_FIT_ALL,   /* the whole snapshot fits (or there is no moment to center on) */
+    MH__SNAPSHOT_FIT_STEPS, /* step_lo..step_hi */
+    MH__SNAPSHOT_FIT_TIME   /* t_lo_ns..t_hi_ns */
 };
 
-struct mh_snapshot_fit {
+struct mh__snapshot_fit {
     int kind;
     int64_t step_lo, step_hi;  /* inclusive; step_lo INT64_MIN: from the start */
     uint64_t t_lo_ns, t_hi_ns; /* since the first event, inclusive */
@@ -97,19 +97,19 @@ struct mh_snapshot_fit {
     uint64_t entries, bytes;   /* expected in the window (ALL: the whole snapshot) */
 };
 
-/* Returns 0 (MH_SNAPSHOT_FIT_ALL when nothing needs cutting). */
-int mh__snapshot_fit(const struct mh_snapshot *s, uint64_t max_bytes, uint64_t max_entries,
-                     struct mh_snapshot_fit *out);
+/* Returns 0 (MH__SNAPSHOT_FIT_ALL when nothing needs cutting). */
+int mh__snapshot_fit(const struct mh__snapshot *s, uint64_t max_bytes, uint64_t max_entries,
+                     struct mh__snapshot_fit *out);
 /* Narrows `s`, built over the whole run (no window, no max_entries), to the
  * window of `fit` (in_window tells its events): one more pass to its end;
  * the categories are the first pass's, the size estimate the fit's. Returns
  * 0 or MH_E*. */
-int mh__snapshot_narrow(struct mh_snapshot *s, const struct mh_snapshot_fit *fit,
-                        mh_snapshot_window_fn in_window, void *user);
+int mh__snapshot_narrow(struct mh__snapshot *s, const struct mh__snapshot_fit *fit,
+                        mh__snapshot_window_fn in_window, void *user);
 /* Writes the pickle. Returns 0 or the first error of the sink or of the
  * replays. */
-int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink);
+int mh__snapshot_write(struct mh__snapshot *s, struct mh__sink *sink);
 /* Accepts NULL. */
-void mh__snapshot_free(struct mh_snapshot *s);
+void mh__snapshot_free(struct mh__snapshot *s);
 
 #endif

@@ -30,7 +30,7 @@ static int fits(const struct budget *b, uint64_t entries, uint64_t bytes)
     return entries <= b->max_entries && b->fixed + bytes <= b->max_bytes;
 }
 
-static size_t nearest_step(const struct mh_snapshot *s, int64_t step)
+static size_t nearest_step(const struct mh__snapshot *s, int64_t step)
 {
     size_t best = 0;
     for (size_t i = 0; i < s->nsteps; i++)
@@ -41,8 +41,8 @@ static size_t nearest_step(const struct mh_snapshot *s, int64_t step)
 
 /* Whole steps around the moment's; 0, or MH_ENOTFOUND when its step alone
  * passes the limits. */
-static int fit_steps(const struct mh_snapshot *s, const struct budget *b, int64_t step,
-                     struct mh_snapshot_fit *out)
+static int fit_steps(const struct mh__snapshot *s, const struct budget *b, int64_t step,
+                     struct mh__snapshot_fit *out)
 {
     size_t lo = nearest_step(s, step), hi = lo;
     const struct mh__step_cost *c = s->steps;
@@ -64,7 +64,7 @@ static int fit_steps(const struct mh_snapshot *s, const struct budget *b, int64_
         bytes += c[next].bytes + 2 * NOTE_BYTES;
         *(turn ? &hi : &lo) = next;
     }
-    out->kind = MH_SNAPSHOT_FIT_STEPS;
+    out->kind = MH__SNAPSHOT_FIT_STEPS;
     out->step_lo = lo == 0 && c[0].step < 0 ? INT64_MIN : c[lo].step;
     out->step_hi = c[hi].step;
     out->entries = entries;
@@ -73,26 +73,26 @@ static int fit_steps(const struct mh_snapshot *s, const struct budget *b, int64_
 }
 
 /* Entries and bytes of sample blocks a..z (block k: from sample k to k+1). */
-static uint64_t span_entries(const struct mh_snapshot *s, size_t a, size_t z)
+static uint64_t span_entries(const struct mh__snapshot *s, size_t a, size_t z)
 {
     uint64_t end = z + 1 < s->nsamples ? s->samples[z + 1].entries : s->collected;
     return end - s->samples[a].entries;
 }
 
-static uint64_t span_bytes(const struct mh_snapshot *s, size_t a, size_t z)
+static uint64_t span_bytes(const struct mh__snapshot *s, size_t a, size_t z)
 {
     uint64_t end = z + 1 < s->nsamples ? s->samples[z + 1].bytes : s->est.entry_bytes;
     return end - s->samples[a].bytes;
 }
 
-static int span_fits(const struct mh_snapshot *s, const struct budget *b, size_t a, size_t z)
+static int span_fits(const struct mh__snapshot *s, const struct budget *b, size_t a, size_t z)
 {
     return fits(b, span_entries(s, a, z), span_bytes(s, a, z));
 }
 
 /* Sample blocks around the moment's event, as a time window. */
-static void fit_time(const struct mh_snapshot *s, const struct budget *b, uint64_t index,
-                     struct mh_snapshot_fit *out)
+static void fit_time(const struct mh__snapshot *s, const struct budget *b, uint64_t index,
+                     struct mh__snapshot_fit *out)
 {
     const struct mh__tsample *t = s->samples;
     size_t n = s->nsamples, lo = 0, hi;
@@ -109,7 +109,7 @@ static void fit_time(const struct mh_snapshot *s, const struct budget *b, uint64
             lo -= (size_t)earlier;
         }
     }
-    out->kind = MH_SNAPSHOT_FIT_TIME;
+    out->kind = MH__SNAPSHOT_FIT_TIME;
     out->t_lo_ns = t[lo].rel_ns;
     out->t_hi_ns = hi + 1 < n ? t[hi + 1].rel_ns - (t[hi + 1].rel_ns > 0) : UINT64_MAX;
     if (out->t_hi_ns <= out->t_lo_ns)
@@ -118,12 +118,12 @@ static void fit_time(const struct mh_snapshot *s, const struct budget *b, uint64
     out->bytes = b->fixed + span_bytes(s, lo, hi);
 }
 
-int mh__snapshot_fit(const struct mh_snapshot *s, uint64_t max_bytes, uint64_t max_entries,
-                     struct mh_snapshot_fit *out)
+int mh__snapshot_fit(const struct mh__snapshot *s, uint64_t max_bytes, uint64_t max_entries,
+                     struct mh__snapshot_fit *out)
 {
     memset(out, 0, sizeof *out);
     const struct mh__focus *f = &s->focus;
-    out->kind = MH_SNAPSHOT_FIT_ALL;
+    out->kind = MH__SNAPSHOT_FIT_ALL;
     out->entries = s->info.entries;
     out->bytes = s->info.estimate_bytes;
     if ((s->info.estimate_bytes <= max_bytes && s->info.entries <= max_entries) ||

@@ -18,7 +18,7 @@
 #include "memhist/model.h"
 #include "snapshot_export.h"
 
-/* Category codes of the store: enum mh_category, or none; bit 3 marks a
+/* Category codes of the store: enum mh__category, or none; bit 3 marks a
  * free entry (free_requested or free_completed). */
 #define MH__SCAT_NONE 7u
 #define MH__SCAT_FREE 8u
@@ -32,7 +32,7 @@ struct mh__sentry {
     int64_t step;
     int16_t device;
     uint8_t kind, phase;
-    uint8_t category; /* enum mh_category, or MH__SCAT_NONE */
+    uint8_t category; /* enum mh__category, or MH__SCAT_NONE */
 };
 
 /* Entries or step annotations: a growable array, or a ring of max_entries. */
@@ -119,17 +119,17 @@ struct mh__focus {
     struct mh_oom_info oom;
 };
 
-struct mh_pw;
+struct mh__pw;
 
-struct mh_snapshot {
-    struct mh_session *ses;         /* replayed again when writing */
+struct mh__snapshot {
+    struct mh__session *ses;         /* replayed again when writing */
     const struct mh_reader *reader; /* the session's */
     struct mh_model *model;         /* the state at the end of the window */
     struct mh_model *window_model;  /* the first pass's, up to the window's end */
     struct mh__build build;
-    struct mh_livecat *livecat; /* categories (snapshot_category.c) */
-    struct mh_snapshot_opts opts;
-    struct mh_snapshot_info info;
+    struct mh__livecat *livecat; /* categories (snapshot_category.c) */
+    struct mh__snapshot_opts opts;
+    struct mh__snapshot_info info;
     const char *conf_text; /* meta alloc_conf ("" if none), borrowed from the reader */
     struct mh_alloc_conf conf;
     struct mh__sdev *dev; /* indexed by device */
@@ -174,33 +174,33 @@ const struct mh__sentry *mh__sring_at(const struct mh__sring *t, size_t i);
 /* Registers the observer that gives the collected alloc and free entries
  * the category of their allocation during the same pass (see
  * snapshot_category.c); the observer registered before it collects them. */
-int mh__snapshot_categorize(struct mh_snapshot *s, struct mh_session *ses);
+int mh__snapshot_categorize(struct mh__snapshot *s, struct mh__session *ses);
 /* Writes the key/value pairs of an imported snapshot's settings text (meta
  * "torch_allocator_settings") into the dict being built on `w`, leaving out
  * top-level keys for which skip(user, key) is non-zero (snapshot_settings.c).
  * Returns the number of top-level pairs written or MH_ENOMEM. */
-int mh__snapshot_settings_write(struct mh_pw *w, const char *text,
+int mh__snapshot_settings_write(struct mh__pw *w, const char *text,
                                 int (*skip)(void *user, const char *key), void *user);
 /* An entry's user_metadata: "step 3 backward", plus " | <metadata>" when
  * the event carries its own. Returns its length (0: none). */
-size_t mh__snapshot_user_text(const struct mh_snapshot *s, const struct mh__sentry *e, char *buf,
+size_t mh__snapshot_user_text(const struct mh__snapshot *s, const struct mh__sentry *e, char *buf,
                               size_t cap);
 /* mh__snapshot_user_text through `c`; returns the text (its length in *len). */
-const char *mh__snapshot_user_cached(const struct mh_snapshot *s, struct mh__um_cache *c,
+const char *mh__snapshot_user_cached(const struct mh__snapshot *s, struct mh__um_cache *c,
                                      const struct mh__sentry *e, size_t *len);
 /* Counts one entry of the window into the estimate, its step's cost and the
  * time samples (snapshot_estimate.c). Returns 0 or MH_ENOMEM. */
-int mh__snapshot_count(struct mh_snapshot *s, const struct mh__sentry *e);
+int mh__snapshot_count(struct mh__snapshot *s, const struct mh__sentry *e);
 /* Estimated pickle bytes of the window, once the pass is over. */
-uint64_t mh__snapshot_estimate(struct mh_snapshot *s);
+uint64_t mh__snapshot_estimate(struct mh__snapshot *s);
 void mh__snapshot_est_free(struct mh__est *e);
 /* Which entries are written with a category (s->categorized, the lent
  * "unknown"), over the window's entries (snapshot_category.c). */
-void mh__snapshot_settle(struct mh_snapshot *s);
+void mh__snapshot_settle(struct mh__snapshot *s);
 /* A pass of the session that writes the window's entries of `device`
  * through mh__snapshot_write_entry (snapshot_build.c). */
-int mh__snapshot_replay_device(struct mh_snapshot *s, int device);
+int mh__snapshot_replay_device(struct mh__snapshot *s, int device);
 /* Writes one trace entry of the pass that writes (snapshot_write.c). */
-void mh__snapshot_write_entry(struct mh_snapshot *s, const struct mh__sentry *e);
+void mh__snapshot_write_entry(struct mh__snapshot *s, const struct mh__sentry *e);
 
 #endif

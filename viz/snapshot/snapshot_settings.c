@@ -11,7 +11,7 @@
 #include "snapshot_int.h"
 
 /* Writes one value of type t. */
-static void value(struct mh_pw *w, char t, const char *v)
+static void value(struct mh__pw *w, char t, const char *v)
 {
     switch (t) {
     case 's': mh__pw_cstr(w, v); break;
@@ -36,7 +36,7 @@ static int split(char *l, char *t, char **key, char **val)
     return 1;
 }
 
-int mh__snapshot_settings_write(struct mh_pw *w, const char *text,
+int mh__snapshot_settings_write(struct mh__pw *w, const char *text,
                                int (*skip)(void *user, const char *key), void *user)
 {
     char *copy = strdup(text ? text : "");

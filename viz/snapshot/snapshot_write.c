@@ -56,10 +56,10 @@ struct memo_map {
 };
 
 struct wctx {
-    struct mh_snapshot *s;
-    struct mh_pw *w;
+    struct mh__snapshot *s;
+    struct mh__pw *w;
     uint32_t keys[K_COUNT + MH_EV_KIND_COUNT];
-    uint32_t cats[MH_CAT_COUNT]; /* memo index + 1 of each category name */
+    uint32_t cats[MH__CAT_COUNT]; /* memo index + 1 of each category name */
     struct memo_map frames, stacks, strings;
     char last_um[512];
     uint32_t last_um_memo; /* + 1, 0 = none */
@@ -212,7 +212,7 @@ static void put_step(struct utext *u, int64_t step)
     put_text(u, digits + k, sizeof digits - k);
 }
 
-size_t mh__snapshot_user_text(const struct mh_snapshot *s, const struct mh__sentry *e, char *buf,
+size_t mh__snapshot_user_text(const struct mh__snapshot *s, const struct mh__sentry *e, char *buf,
                               size_t cap)
 {
     struct utext u = {buf, cap, 0};
@@ -237,7 +237,7 @@ size_t mh__snapshot_user_text(const struct mh_snapshot *s, const struct mh__sent
     return u.n < cap ? u.n : cap - 1;
 }
 
-const char *mh__snapshot_user_cached(const struct mh_snapshot *s, struct mh__um_cache *c,
+const char *mh__snapshot_user_cached(const struct mh__snapshot *s, struct mh__um_cache *c,
                                      const struct mh__sentry *e, size_t *len)
 {
     uint64_t key[3] = {(uint64_t)e->step, e->phase, e->str};
@@ -269,7 +269,7 @@ static void write_user(struct wctx *c, const struct mh__sentry *e)
 /* The "category" item of an entry (snapshot_category.c decided which). */
 static void write_category(struct wctx *c, const struct mh__sentry *e)
 {
-    if (e->category >= MH_CAT_COUNT)
+    if (e->category >= MH__CAT_COUNT)
         return;
     konst(c, K_CATEGORY);
     if (c->cats[e->category]) {
@@ -282,7 +282,7 @@ static void write_category(struct wctx *c, const struct mh__sentry *e)
 
 static void write_entry(struct wctx *c, const struct mh__sentry *e)
 {
-    struct mh_pw *w = c->w;
+    struct mh__pw *w = c->w;
     mh__pw_empty_dict(w);
     mh__pw_mark(w);
     konst(c, K_ACTION);
@@ -317,7 +317,7 @@ static void write_entry(struct wctx *c, const struct mh__sentry *e)
     mh__pw_setitems(w);
 }
 
-void mh__snapshot_write_entry(struct mh_snapshot *s, const struct mh__sentry *e)
+void mh__snapshot_write_entry(struct mh__snapshot *s, const struct mh__sentry *e)
 {
     struct wctx *c = s->wctx;
     write_entry(c, e);
@@ -397,7 +397,7 @@ static int skip_overflow(void *user, const char *key)
 static void write_settings(struct wctx *c)
 {
     const struct mh_alloc_conf *conf = &c->s->conf;
-    struct mh_pw *w = c->w;
+    struct mh__pw *w = c->w;
     mh__pw_empty_dict(w);
     mh__pw_mark(w);
     const char *torch = mh_reader_meta(c->s->reader, "torch_allocator_settings");
@@ -448,7 +448,7 @@ static int collect_segment(void *user, const struct mh_segment_view *seg)
 
 static void open_segment(struct wctx *c, const struct mh_segment_view *g)
 {
-    struct mh_pw *w = c->w;
+    struct mh__pw *w = c->w;
     mh__pw_empty_dict(w);
     mh__pw_mark(w);
     konst(c, K_DEVICE);
@@ -512,7 +512,7 @@ static int write_block(void *user, const struct mh_segment_view *seg, const stru
     struct wctx *c = user;
     static const int states[] = {V_INACTIVE, V_ALLOCATED, V_PENDING};
     advance_to(c, seg->address);
-    struct mh_pw *w = c->w;
+    struct mh__pw *w = c->w;
     mh__pw_empty_dict(w);
     mh__pw_mark(w);
     konst(c, K_ADDRESS);
@@ -560,10 +560,10 @@ static int write_segments(struct wctx *c)
     return ndev;
 }
 
-int mh__snapshot_write(struct mh_snapshot *s, struct mh_sink *sink)
+int mh__snapshot_write(struct mh__snapshot *s, struct mh__sink *sink)
 {
     struct wctx *c = calloc(1, sizeof *c);
-    struct mh_pw *w = malloc(sizeof *w);
+    struct mh__pw *w = malloc(sizeof *w);
     if (!c || !w) {
         free(c);
         free(w);

@@ -14,7 +14,7 @@ struct first_event {
     int seen;
 };
 
-static int on_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int on_event(void *user, struct mh__session *s, const struct mh_event *ev,
                     const struct mh_apply_result *res)
 {
     struct first_event *f = user;
@@ -27,18 +27,18 @@ static int on_event(void *user, struct mh_session *s, const struct mh_event *ev,
     return 0;
 }
 
-int mh__trace_moment(struct mh_session *s, int what, int device, struct mh_trace_moment *out)
+int mh__trace_moment(struct mh__session *s, int what, int device, struct mh__trace_moment *out)
 {
     memset(out, 0, sizeof *out);
     struct first_event f = {0, 0};
-    const struct mh_observer o = {"trace-around", &f, NULL, on_event, NULL};
+    const struct mh__observer o = {"trace-around", &f, NULL, on_event, NULL};
     int rc = mh__session_pass(s, &o);
     if (rc < 0)
         return rc;
     const struct mh_model *m = mh__session_model(s);
     out->first_ns = f.first_ns;
-    struct mh_moment mo;
-    mh__moment_in_model(m, what == MH_TRACE_AROUND_OOM ? MH_MOMENT_OOM : MH_MOMENT_PEAK, device,
+    struct mh__moment mo;
+    mh__moment_in_model(m, what == MH__TRACE_AROUND_OOM ? MH__MOMENT_OOM : MH__MOMENT_PEAK, device,
                         &mo);
     out->found = mo.found;
     out->device = mo.device;

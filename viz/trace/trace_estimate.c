@@ -32,7 +32,7 @@
 /* What --pretty adds to an event of `top` keys, `args` of them in "args":
  * a line and indent per key (6 spaces, 8 in args) and a space after each
  * colon, and lines for the braces. */
-static uint64_t layout(const struct mh_trace_estimate *e, unsigned top, unsigned args)
+static uint64_t layout(const struct mh__trace_estimate *e, unsigned top, unsigned args)
 {
     if (!e->pretty)
         return 0;
@@ -55,19 +55,19 @@ static unsigned sdigits(int64_t v)
 }
 
 /* "123.456": microseconds with three decimals from the base. */
-static unsigned ts_len(const struct mh_trace_estimate *e, uint64_t ns)
+static unsigned ts_len(const struct mh__trace_estimate *e, uint64_t ns)
 {
     uint64_t rel = ns >= e->base_ns ? ns - e->base_ns : e->base_ns - ns;
     return (ns < e->base_ns) + digits(rel / 1000) + 4;
 }
 
-static size_t name_len(const struct mh_trace_estimate *e, uint32_t id, size_t dflt)
+static size_t name_len(const struct mh__trace_estimate *e, uint32_t id, size_t dflt)
 {
     const char *s = id ? mh_reader_string(e->r, id) : NULL;
     return s && *s ? strlen(s) : dflt;
 }
 
-void mh__trace_estimate_begin(struct mh_trace_estimate *e, const struct mh_reader *r,
+void mh__trace_estimate_begin(struct mh__trace_estimate *e, const struct mh_reader *r,
                               const struct mh_model *m, int pretty)
 {
     memset(e, 0, sizeof *e);
@@ -77,13 +77,13 @@ void mh__trace_estimate_begin(struct mh_trace_estimate *e, const struct mh_reade
     const char *pid = mh_reader_meta(r, "pid");
     char *end;
     long long v = pid ? strtoll(pid, &end, 10) : 0;
-    e->host_pid_digits = pid && *end == '\0' && v > MH_TRACE_MAX_DEVICES ? sdigits(v) : 7;
+    e->host_pid_digits = pid && *end == '\0' && v > MH__TRACE_MAX_DEVICES ? sdigits(v) : 7;
 }
 
 /* The samples of a device's pending microsecond, as trace_events.c writes them. */
-static uint64_t counter_taken(struct mh_trace_estimate *e, int device)
+static uint64_t counter_taken(struct mh__trace_estimate *e, int device)
 {
-    struct mh_counter_sample s[3];
+    struct mh__counter_sample s[3];
     size_t n = mh__counter_take(&e->counters[device], s);
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
@@ -96,12 +96,12 @@ static uint64_t counter_taken(struct mh_trace_estimate *e, int device)
 }
 
 /* Samples per device and microsecond, as trace_events.c's counter(). */
-static uint64_t counter(struct mh_trace_estimate *e, int device, uint64_t ns)
+static uint64_t counter(struct mh__trace_estimate *e, int device, uint64_t ns)
 {
     struct mh_mem_stats st;
-    if (device < 0 || device >= MH_TRACE_MAX_DEVICES)
+    if (device < 0 || device >= MH__TRACE_MAX_DEVICES)
         return 0;
-    struct mh_counter_state *c = &e->counters[device];
+    struct mh__counter_state *c = &e->counters[device];
     int64_t us = (int64_t)(ns - e->base_ns) / 1000;
     uint64_t written = mh__counter_ends(c, us) ? counter_taken(e, device) : 0;
     if (mh_model_stats(e->m, device, &st) != 0)
@@ -110,13 +110,13 @@ static uint64_t counter(struct mh_trace_estimate *e, int device, uint64_t ns)
     return written;
 }
 
-static uint64_t begin_len(const struct mh_trace_estimate *e, size_t ph_cat_name, unsigned pid,
+static uint64_t begin_len(const struct mh__trace_estimate *e, size_t ph_cat_name, unsigned pid,
                           int64_t tid, uint64_t ns)
 {
     return BEGIN_FIXED + ph_cat_name + pid + sdigits(tid) + ts_len(e, ns);
 }
 
-static uint64_t memory_instant(struct mh_trace_estimate *e, const struct mh_event *ev)
+static uint64_t memory_instant(struct mh__trace_estimate *e, const struct mh_event *ev)
 {
     unsigned pid = ev->device >= 0 ? sdigits(ev->device) : e->host_pid_digits;
     uint64_t n = begin_len(e, 1 + 10 + 13, pid, 2147483000, ev->time_ns) + INSTANT_EXTRA +
@@ -127,7 +127,7 @@ static uint64_t memory_instant(struct mh_trace_estimate *e, const struct mh_even
            layout(e, 8, 3 + (ev->correlation != 0) + (ev->stack != 0));
 }
 
-static uint64_t device_activity(struct mh_trace_estimate *e, const struct mh_event *ev)
+static uint64_t device_activity(struct mh__trace_estimate *e, const struct mh_event *ev)
 {
     size_t name = ev->kind == MH_EV_KERNEL ? 6 + name_len(e, ev->str, 6) : 10 + 11;
     uint64_t n = begin_len(e, 1 + name, sdigits(ev->device >= 0 ? ev->device : 0),
@@ -138,7 +138,7 @@ static uint64_t device_activity(struct mh_trace_estimate *e, const struct mh_eve
     return n + (ev->kind != MH_EV_KERNEL ? LEN(",\"bytes\":") + digits(ev->size) : 0);
 }
 
-static uint64_t api_call(struct mh_trace_estimate *e, const struct mh_event *ev)
+static uint64_t api_call(struct mh__trace_estimate *e, const struct mh_event *ev)
 {
     uint64_t n = begin_len(e, 1 + 12 + name_len(e, ev->str, 8), e->host_pid_digits,
                            ev->thread, ev->time_ns) +
@@ -151,7 +151,7 @@ static uint64_t api_call(struct mh_trace_estimate *e, const struct mh_event *ev)
     return n + layout(e, 8, 2 + (ev->size != 0) + (ev->addr != 0));
 }
 
-uint64_t mh__trace_estimate_event(struct mh_trace_estimate *e, const struct mh_event *ev)
+uint64_t mh__trace_estimate_event(struct mh__trace_estimate *e, const struct mh_event *ev)
 {
     if (!e->have_base) {
         e->base_ns = ev->time_ns;
@@ -184,17 +184,17 @@ uint64_t mh__trace_estimate_event(struct mh_trace_estimate *e, const struct mh_e
     }
 }
 
-uint64_t mh__trace_estimate_flows(const struct mh_trace_estimate *e, uint64_t flows)
+uint64_t mh__trace_estimate_flows(const struct mh__trace_estimate *e, uint64_t flows)
 {
     /* {"ph":"s","cat":"ac2g","name":"ac2g","pid":P,"tid":T,"ts":X,"id":C} and
      * its "f" with "bp":"e", at typical lengths of their numbers */
     return flows * (200 + layout(e, 7, 0) + layout(e, 8, 0));
 }
 
-uint64_t mh__trace_estimate_end(struct mh_trace_estimate *e)
+uint64_t mh__trace_estimate_end(struct mh__trace_estimate *e)
 {
     uint64_t n = 0;
-    for (int d = 0; d < MH_TRACE_MAX_DEVICES; d++)
+    for (int d = 0; d < MH__TRACE_MAX_DEVICES; d++)
         n += counter_taken(e, d);
     return n;
 }

@@ -19,7 +19,7 @@
 #define TID_SEGMENTS 2147483000  /* allocator segments and OOMs, per GPU */
 #define TID_DRIVER 2147483001    /* driver-level allocations */
 
-const char *mh__trace_ts(const struct mh_trace *t, uint64_t ns, char buf[32])
+const char *mh__trace_ts(const struct mh__trace *t, uint64_t ns, char buf[32])
 {
     /* events before the origin (a profile's base time) get negative times */
     int before = ns < t->base_ns;
@@ -28,14 +28,14 @@ const char *mh__trace_ts(const struct mh_trace *t, uint64_t ns, char buf[32])
     return buf;
 }
 
-static void kv_ts(struct mh_trace *t, const char *key, uint64_t ns)
+static void kv_ts(struct mh__trace *t, const char *key, uint64_t ns)
 {
     char b[32];
     mh__json_key(t->j, key);
     mh__json_raw(t->j, mh__trace_ts(t, ns, b));
 }
 
-static void kv_dur(struct mh_trace *t, uint64_t ns)
+static void kv_dur(struct mh__trace *t, uint64_t ns)
 {
     char b[32];
     snprintf(b, sizeof b, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
@@ -43,24 +43,24 @@ static void kv_dur(struct mh_trace *t, uint64_t ns)
     mh__json_raw(t->j, b);
 }
 
-static void kv_hex(struct mh_json *j, const char *key, uint64_t v)
+static void kv_hex(struct mh__json *j, const char *key, uint64_t v)
 {
     char b[24];
     snprintf(b, sizeof b, "0x%" PRIx64, v);
     mh__json_kv_string(j, key, b);
 }
 
-static const char *str_of(const struct mh_trace *t, uint32_t id, const char *dflt)
+static const char *str_of(const struct mh__trace *t, uint32_t id, const char *dflt)
 {
     const char *s = id ? mh_reader_string(t->r, id) : NULL;
     return s && *s ? s : dflt;
 }
 
 /* ---- process and thread names ("M" events), once per track ------------------ */
-static void meta_event(struct mh_trace *t, const char *name, int64_t pid, int64_t tid,
+static void meta_event(struct mh__trace *t, const char *name, int64_t pid, int64_t tid,
                        const char *key, const char *sval, int64_t ival)
 {
-    struct mh_json *j = t->j;
+    struct mh__json *j = t->j;
     mh__json_begin_object(j);
     mh__json_kv_string(j, "ph", "M");
     mh__json_kv_string(j, "name", name);
@@ -78,24 +78,24 @@ static void meta_event(struct mh_trace *t, const char *name, int64_t pid, int64_
 }
 
 /* 1 if the track was new (and is now registered). */
-static int new_track(struct mh_trace *t, int64_t pid, int64_t tid)
+static int new_track(struct mh__trace *t, int64_t pid, int64_t tid)
 {
     for (size_t i = 0; i < t->ntracks; i++)
         if (t->tracks[i].pid == pid && t->tracks[i].tid == tid)
             return 0;
     if (MH__GROW(t->tracks, t->ntracks, t->tracks_cap, 32) < 0)
         return 0;
-    t->tracks[t->ntracks++] = (struct mh_track){pid, tid};
+    t->tracks[t->ntracks++] = (struct mh__track){pid, tid};
     return 1;
 }
 
 /* The pid of a GPU's tracks: its index, offset per file in a trace of several. */
-static int64_t gpu_pid(const struct mh_trace *t, int device)
+static int64_t gpu_pid(const struct mh__trace *t, int device)
 {
     return t->o.gpu_pid_base + device;
 }
 
-static void device_process(struct mh_trace *t, int device)
+static void device_process(struct mh__trace *t, int device)
 {
     int64_t pid = gpu_pid(t, device);
     if (!new_track(t, pid, -1))
@@ -114,13 +114,13 @@ static void device_process(struct mh_trace *t, int device)
     meta_event(t, "process_sort_index", pid, 0, "sort_index", NULL, 5000000 + pid);
 }
 
-int mh__trace_name_taken(struct mh_trace *t, int64_t pid, int64_t tid)
+int mh__trace_name_taken(struct mh__trace *t, int64_t pid, int64_t tid)
 {
     return new_track(t, pid, tid) ? 0 : MH_ENOMEM;
 }
 
 /* Names a track the first time it is used: pid/tid of a GPU or host thread. */
-static void track(struct mh_trace *t, int64_t pid, int64_t tid)
+static void track(struct mh__trace *t, int64_t pid, int64_t tid)
 {
     if (pid != t->host_pid)
         device_process(t, (int)(pid - t->o.gpu_pid_base));
@@ -147,11 +147,11 @@ static void track(struct mh_trace *t, int64_t pid, int64_t tid)
 }
 
 /* ---- slices, instants, flows ------------------------------------------------------ */
-static void begin_event(struct mh_trace *t, const char *ph, const char *cat, const char *name,
+static void begin_event(struct mh__trace *t, const char *ph, const char *cat, const char *name,
                         int64_t pid, int64_t tid, uint64_t ns)
 {
     track(t, pid, tid);
-    struct mh_json *j = t->j;
+    struct mh__json *j = t->j;
     mh__json_begin_object(j);
     mh__json_kv_string(j, "ph", ph);
     if (cat)
@@ -164,7 +164,7 @@ static void begin_event(struct mh_trace *t, const char *ph, const char *cat, con
 
 /* A flow's id is the launch's correlation id, apart per file in a trace of
  * several (each process numbers its own from 1). */
-static void flow(struct mh_trace *t, const char *ph, uint32_t id, int64_t pid, int64_t tid,
+static void flow(struct mh__trace *t, const char *ph, uint32_t id, int64_t pid, int64_t tid,
                  uint64_t ns)
 {
     begin_event(t, ph, "ac2g", "ac2g", pid, tid, ns);
@@ -174,14 +174,14 @@ static void flow(struct mh_trace *t, const char *ph, uint32_t id, int64_t pid, i
     mh__json_end_object(t->j);
 }
 
-static void complete(struct mh_trace *t, const char *cat, const char *name, int64_t pid,
+static void complete(struct mh__trace *t, const char *cat, const char *name, int64_t pid,
                      int64_t tid, uint64_t ns, uint64_t dur)
 {
     begin_event(t, "X", cat, name, pid, tid, ns);
     kv_dur(t, dur);
 }
 
-static void instant(struct mh_trace *t, const char *cat, const char *name, const char *scope,
+static void instant(struct mh__trace *t, const char *cat, const char *name, const char *scope,
                     int64_t pid, int64_t tid, uint64_t ns)
 {
     begin_event(t, "i", cat, name, pid, tid, ns);
@@ -189,12 +189,12 @@ static void instant(struct mh_trace *t, const char *cat, const char *name, const
 }
 
 /* ---- memory counters ------------------------------------------------------------ */
-static void write_sample(struct mh_trace *t, int device, const struct mh_counter_sample *c)
+static void write_sample(struct mh__trace *t, int device, const struct mh__counter_sample *c)
 {
     char name[32];
     snprintf(name, sizeof name, "GPU %d memory", device);
     device_process(t, device);
-    struct mh_json *j = t->j;
+    struct mh__json *j = t->j;
     mh__json_begin_object(j);
     mh__json_kv_string(j, "ph", "C");
     mh__json_kv_string(j, "cat", "gpu_memory");
@@ -212,19 +212,19 @@ static void write_sample(struct mh_trace *t, int device, const struct mh_counter
     mh__json_end_object(j);
 }
 
-static void write_counter(struct mh_trace *t, int device)
+static void write_counter(struct mh__trace *t, int device)
 {
-    struct mh_counter_sample s[3];
+    struct mh__counter_sample s[3];
     size_t n = mh__counter_take(&t->counters[device], s);
     for (size_t i = 0; i < n; i++)
         write_sample(t, device, &s[i]);
 }
 
-static void counter(struct mh_trace *t, int device, uint64_t ns)
+static void counter(struct mh__trace *t, int device, uint64_t ns)
 {
-    if (device < 0 || device >= MH_TRACE_MAX_DEVICES)
+    if (device < 0 || device >= MH__TRACE_MAX_DEVICES)
         return;
-    struct mh_counter_state *c = &t->counters[device];
+    struct mh__counter_state *c = &t->counters[device];
     int64_t us = (int64_t)(ns - t->base_ns) / 1000;
     if (mh__counter_ends(c, us))
         write_counter(t, device);
@@ -247,13 +247,13 @@ static const char *segment_name(unsigned kind)
     }
 }
 
-static void memory_instant(struct mh_trace *t, const struct mh_event *ev)
+static void memory_instant(struct mh__trace *t, const struct mh_event *ev)
 {
     int driver = ev->kind == MH_EV_DRIVER_ALLOC || ev->kind == MH_EV_DRIVER_FREE;
     int64_t pid = ev->device >= 0 ? gpu_pid(t, ev->device) : t->host_pid;
     instant(t, "gpu_memory", segment_name(ev->kind), "t", pid, driver ? TID_DRIVER : TID_SEGMENTS,
             ev->time_ns);
-    struct mh_json *j = t->j;
+    struct mh__json *j = t->j;
     mh__json_key(j, "args");
     mh__json_begin_object(j);
     kv_hex(j, "addr", ev->addr);
@@ -273,7 +273,7 @@ static void memory_instant(struct mh_trace *t, const struct mh_event *ev)
 }
 
 /* The OOM with the model's explanation of why the request failed. */
-static void oom_instant(struct mh_trace *t, const struct mh_event *ev)
+static void oom_instant(struct mh__trace *t, const struct mh_event *ev)
 {
     struct mh_oom_info info;
     size_t n = mh_model_oom_count(t->m);
@@ -285,7 +285,7 @@ static void oom_instant(struct mh_trace *t, const struct mh_event *ev)
     }
     int64_t pid = ev->device >= 0 ? gpu_pid(t, ev->device) : t->host_pid;
     instant(t, "gpu_memory", "OOM", "p", pid, TID_SEGMENTS, ev->time_ns);
-    struct mh_json *j = t->j;
+    struct mh__json *j = t->j;
     mh__json_key(j, "args");
     mh__json_begin_object(j);
     mh__json_kv_uint(j, "request", info.request);
@@ -316,7 +316,7 @@ static const char *copy_name(unsigned kind)
     return kind < sizeof names / sizeof names[0] ? names[kind] : "Memcpy";
 }
 
-static void device_activity(struct mh_trace *t, const struct mh_event *ev)
+static void device_activity(struct mh__trace *t, const struct mh_event *ev)
 {
     const char *cat = "kernel", *name;
     if (ev->kind == MH_EV_KERNEL)
@@ -330,7 +330,7 @@ static void device_activity(struct mh_trace *t, const struct mh_event *ev)
     }
     int64_t pid = gpu_pid(t, ev->device >= 0 ? ev->device : 0);
     complete(t, cat, name, pid, (int64_t)ev->stream, ev->time_ns, ev->dur_ns);
-    struct mh_json *j = t->j;
+    struct mh__json *j = t->j;
     mh__json_key(j, "args");
     mh__json_begin_object(j);
     mh__json_kv_int(j, "device", ev->device);
@@ -347,12 +347,12 @@ static void device_activity(struct mh_trace *t, const struct mh_event *ev)
     }
 }
 
-static void api_call(struct mh_trace *t, const struct mh_event *ev)
+static void api_call(struct mh__trace *t, const struct mh_event *ev)
 {
     const char *name = str_of(t, ev->str, "api call");
     const char *cat = strncmp(name, "cuda", 4) == 0 ? "cuda_runtime" : "cuda_driver";
     complete(t, cat, name, t->host_pid, ev->thread, ev->time_ns, ev->dur_ns);
-    struct mh_json *j = t->j;
+    struct mh__json *j = t->j;
     mh__json_key(j, "args");
     mh__json_begin_object(j);
     mh__json_kv_uint(j, "cbid", ev->aux);
@@ -371,13 +371,13 @@ static void api_call(struct mh_trace *t, const struct mh_event *ev)
 }
 
 /* ---- op ranges and steps: complete slices when they end -------------------------- */
-static int overlaps_window(const struct mh_trace *t, uint64_t b, uint64_t e)
+static int overlaps_window(const struct mh__trace *t, uint64_t b, uint64_t e)
 {
     return t->plan.events > 0 && b <= t->plan.last_ns && e >= t->plan.first_ns;
 }
 
 /* A slice clipped to the window, so windows never leave half-open slices. */
-static void clipped_slice(struct mh_trace *t, const char *cat, const char *name, int64_t tid,
+static void clipped_slice(struct mh__trace *t, const char *cat, const char *name, int64_t tid,
                           uint64_t b, uint64_t e)
 {
     if (!overlaps_window(t, b, e))
@@ -390,12 +390,12 @@ static void clipped_slice(struct mh_trace *t, const char *cat, const char *name,
     mh__json_end_object(t->j);
 }
 
-static struct mh_thread_ranges *thread_ranges(struct mh_trace *t, uint32_t thread)
+static struct mh__thread_ranges *thread_ranges(struct mh__trace *t, uint32_t thread)
 {
     for (size_t i = 0; i < t->nthreads; i++)
         if (t->threads[i].thread == thread)
             return &t->threads[i];
-    struct mh_thread_ranges *n = realloc(t->threads, (t->nthreads + 1) * sizeof *n);
+    struct mh__thread_ranges *n = realloc(t->threads, (t->nthreads + 1) * sizeof *n);
     if (!n)
         return NULL;
     t->threads = n;
@@ -405,15 +405,15 @@ static struct mh_thread_ranges *thread_ranges(struct mh_trace *t, uint32_t threa
     return n;
 }
 
-static int range_event(struct mh_trace *t, const struct mh_event *ev)
+static int range_event(struct mh__trace *t, const struct mh_event *ev)
 {
-    struct mh_thread_ranges *th = thread_ranges(t, ev->thread);
+    struct mh__thread_ranges *th = thread_ranges(t, ev->thread);
     if (!th)
         return MH_ENOMEM;
     if (ev->kind == MH_EV_RANGE_BEGIN) {
         if (MH__GROW(th->stack, th->len, th->cap, 16) < 0)
             return MH_ENOMEM;
-        th->stack[th->len++] = (struct mh_open_range){ev->str, ev->time_ns};
+        th->stack[th->len++] = (struct mh__open_range){ev->str, ev->time_ns};
         return 0;
     }
     /* the innermost open range of that name; ends without a begin are ignored */
@@ -423,7 +423,7 @@ static int range_event(struct mh_trace *t, const struct mh_event *ev)
     if (i == 0)
         return 0;
     for (size_t k = th->len; k >= i; k--) { /* close ranges left open inside it too */
-        struct mh_open_range *o = &th->stack[k - 1];
+        struct mh__open_range *o = &th->stack[k - 1];
         clipped_slice(t, "cpu_op", str_of(t, o->str, "range"), ev->thread, o->begin_ns,
                       ev->time_ns);
     }
@@ -431,7 +431,7 @@ static int range_event(struct mh_trace *t, const struct mh_event *ev)
     return 0;
 }
 
-static void step_event(struct mh_trace *t, const struct mh_event *ev)
+static void step_event(struct mh__trace *t, const struct mh_event *ev)
 {
     char name[48];
     if (t->open_step >= 0) {
@@ -445,7 +445,7 @@ static void step_event(struct mh_trace *t, const struct mh_event *ev)
     }
 }
 
-static void mark_event(struct mh_trace *t, const struct mh_event *ev)
+static void mark_event(struct mh__trace *t, const struct mh_event *ev)
 {
     const char *name = ev->kind == MH_EV_PHASE ? mh_phase_name(ev->aux) : str_of(t, ev->str, "mark");
     instant(t, ev->kind == MH_EV_PHASE ? "phase" : "mark", name, "t", t->host_pid, TID_STEPS,
@@ -459,11 +459,11 @@ int64_t mh__trace_host_pid(const struct mh_reader *r)
     const char *pid = mh_reader_meta(r, "pid");
     char *end;
     long long v = pid ? strtoll(pid, &end, 10) : 0;
-    return pid && *end == '\0' && v > MH_TRACE_MAX_DEVICES ? v : HOST_PID_DEFAULT;
+    return pid && *end == '\0' && v > MH__TRACE_MAX_DEVICES ? v : HOST_PID_DEFAULT;
 }
 
-int mh__trace_events_begin(struct mh_trace *t, const struct mh_reader *r, struct mh_model *m,
-                           struct mh_json *j)
+int mh__trace_events_begin(struct mh__trace *t, const struct mh_reader *r, struct mh_model *m,
+                           struct mh__json *j)
 {
     t->j = j;
     t->r = r;
@@ -482,7 +482,7 @@ int mh__trace_events_begin(struct mh_trace *t, const struct mh_reader *r, struct
     return 0;
 }
 
-static int dispatch(struct mh_trace *t, const struct mh_event *ev)
+static int dispatch(struct mh__trace *t, const struct mh_event *ev)
 {
     switch (ev->kind) {
     case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED:
@@ -514,7 +514,7 @@ static int dispatch(struct mh_trace *t, const struct mh_event *ev)
     return 0;
 }
 
-int mh__trace_event(struct mh_trace *t, const struct mh_event *ev)
+int mh__trace_event(struct mh__trace *t, const struct mh_event *ev)
 {
     int64_t step = mh__trace_step_of(t, ev, mh_model_device_step(t->m, ev->device));
     if (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END) {
@@ -528,9 +528,9 @@ int mh__trace_event(struct mh_trace *t, const struct mh_event *ev)
     return dispatch(t, ev);
 }
 
-void mh__trace_events_end(struct mh_trace *t)
+void mh__trace_events_end(struct mh__trace *t)
 {
-    for (int d = 0; d < MH_TRACE_MAX_DEVICES; d++)
+    for (int d = 0; d < MH__TRACE_MAX_DEVICES; d++)
         write_counter(t, d);
     struct mh_event end;
     memset(&end, 0, sizeof end);
@@ -538,7 +538,7 @@ void mh__trace_events_end(struct mh_trace *t)
     end.kind = MH_EV_STEP_END;
     step_event(t, &end); /* the step still open at the end of the file */
     for (size_t i = 0; i < t->nthreads; i++) {
-        struct mh_thread_ranges *th = &t->threads[i];
+        struct mh__thread_ranges *th = &t->threads[i];
         for (size_t k = th->len; k > 0; k--)
             clipped_slice(t, "cpu_op", str_of(t, th->stack[k - 1].str, "range"), th->thread,
                           th->stack[k - 1].begin_ns, t->plan.last_ns);

@@ -21,20 +21,20 @@
 #include "trace_int.h"
 
 struct kineto_info {
-    struct mh_jr_value root, events;
+    struct mh__jr_value root, events;
     int has_base;
     uint64_t base_ns;
     int has_span;
     double lo_us, hi_us;
 };
 
-static void span_of_events(const struct mh_jr_doc *d, struct kineto_info *k)
+static void span_of_events(const struct mh__jr_doc *d, struct kineto_info *k)
 {
     size_t pos = 0;
-    struct mh_jr_value ev, v;
+    struct mh__jr_value ev, v;
     while (mh__jr_next(d, &k->events, &pos, NULL, &ev)) {
         double ts, dur = 0;
-        if (ev.type != MH_JR_OBJECT || !mh__jr_find(d, &ev, "ts", &v) ||
+        if (ev.type != MH__JR_OBJECT || !mh__jr_find(d, &ev, "ts", &v) ||
             mh__jr_double(d, &v, &ts) != 0)
             continue;
         if (mh__jr_find(d, &ev, "ph", &v) && mh__jr_string_eq(d, &v, "M"))
@@ -49,19 +49,19 @@ static void span_of_events(const struct mh_jr_doc *d, struct kineto_info *k)
     }
 }
 
-static int read_kineto(struct mh_jr_doc *d, const char *json, size_t len, struct kineto_info *k,
+static int read_kineto(struct mh__jr_doc *d, const char *json, size_t len, struct kineto_info *k,
                        char *err, size_t errlen)
 {
     memset(k, 0, sizeof *k);
     int rc = mh__jr_parse(d, json, len, 0, 0, &k->root, err, errlen);
     if (rc != 0)
         return rc;
-    if (k->root.type != MH_JR_OBJECT || !mh__jr_find(d, &k->root, "traceEvents", &k->events) ||
-        k->events.type != MH_JR_ARRAY) {
+    if (k->root.type != MH__JR_OBJECT || !mh__jr_find(d, &k->root, "traceEvents", &k->events) ||
+        k->events.type != MH__JR_ARRAY) {
         snprintf(err, errlen, "not a Chrome trace: no \"traceEvents\" array at the top level");
         return MH_EFORMAT;
     }
-    struct mh_jr_value b;
+    struct mh__jr_value b;
     if (mh__jr_find(d, &k->root, "baseTimeNanoseconds", &b)) {
         double v;
         if (mh__jr_u64(d, &b, &k->base_ns) == 0)
@@ -82,14 +82,14 @@ static uint64_t us_to_ns(const struct kineto_info *k, double us)
 }
 
 /* Keeps the process and thread names the profile gives (torch's). */
-static int keep_profile_names(const struct mh_jr_doc *d, const struct kineto_info *k,
-                              struct mh_trace *t)
+static int keep_profile_names(const struct mh__jr_doc *d, const struct kineto_info *k,
+                              struct mh__trace *t)
 {
     size_t pos = 0;
-    struct mh_jr_value ev, v;
+    struct mh__jr_value ev, v;
     while (mh__jr_next(d, &k->events, &pos, NULL, &ev)) {
         double pid, tid = -1;
-        if (ev.type != MH_JR_OBJECT || !mh__jr_find(d, &ev, "ph", &v) ||
+        if (ev.type != MH__JR_OBJECT || !mh__jr_find(d, &ev, "ph", &v) ||
             !mh__jr_string_eq(d, &v, "M") || !mh__jr_find(d, &ev, "name", &v))
             continue;
         int thread = mh__jr_string_eq(d, &v, "thread_name");
@@ -106,9 +106,9 @@ static int keep_profile_names(const struct mh_jr_doc *d, const struct kineto_inf
 }
 
 /* Why nothing of the recording falls in the profile's span. */
-static void no_overlap(const struct mh_trace *t, char *err, size_t errlen)
+static void no_overlap(const struct mh__trace *t, char *err, size_t errlen)
 {
-    const struct mh_trace_plan *p = mh__trace_get_plan(t);
+    const struct mh__trace_plan *p = mh__trace_get_plan(t);
     if (p->file_first_ns == 0) {
         snprintf(err, errlen, "the recording has no events to add");
         return;
@@ -123,11 +123,11 @@ static void no_overlap(const struct mh_trace *t, char *err, size_t errlen)
 }
 
 /* The profile's members but traceEvents, then traceEvents' own elements. */
-static size_t copy_profile(const struct mh_jr_doc *d, const struct kineto_info *k,
-                           struct mh_sink *s)
+static size_t copy_profile(const struct mh__jr_doc *d, const struct kineto_info *k,
+                           struct mh__sink *s)
 {
     size_t pos = 0, n = 0;
-    struct mh_jr_value key, v;
+    struct mh__jr_value key, v;
     mh__sink_puts(s, "{");
     while (mh__jr_next(d, &k->root, &pos, &key, &v)) {
         if (mh__jr_string_eq(d, &key, "traceEvents") || mh__jr_string_eq(d, &key, "memhist"))
@@ -147,10 +147,10 @@ static size_t copy_profile(const struct mh_jr_doc *d, const struct kineto_info *
     return n;
 }
 
-static int merge(struct mh_trace *t, struct mh_session *ses, const char *kineto, size_t len,
-                 struct mh_sink *s, char *err, size_t errlen)
+static int merge(struct mh__trace *t, struct mh__session *ses, const char *kineto, size_t len,
+                 struct mh__sink *s, char *err, size_t errlen)
 {
-    struct mh_jr_doc d;
+    struct mh__jr_doc d;
     struct kineto_info k;
     int rc = read_kineto(&d, kineto, len, &k, err, errlen);
     if (rc != 0)
@@ -176,7 +176,7 @@ static int merge(struct mh_trace *t, struct mh_session *ses, const char *kineto,
     }
     size_t copied = copy_profile(&d, &k, s);
     /* continue the open array and object with the JSON writer */
-    struct mh_json j;
+    struct mh__json j;
     mh__json_init(&j, s, 0);
     j.depth = 2;
     j.count[1] = 1;
@@ -188,8 +188,8 @@ static int merge(struct mh_trace *t, struct mh_session *ses, const char *kineto,
     return rc < 0 ? rc : s->error;
 }
 
-int mh__trace_merge_kineto(struct mh_trace *t, struct mh_session *ses, const char *kineto,
-                           size_t len, struct mh_sink *s, char *err, size_t errlen)
+int mh__trace_merge_kineto(struct mh__trace *t, struct mh__session *ses, const char *kineto,
+                           size_t len, struct mh__sink *s, char *err, size_t errlen)
 {
     if (!mh__gzip_is(kineto, len))
         return merge(t, ses, kineto, len, s, err, errlen);

@@ -168,12 +168,12 @@ struct pf_thread {
     size_t len, cap;
 };
 
-struct mh_pftrace {
-    struct mh_pb pb;
-    struct mh_sink *sink;
+struct mh__pftrace {
+    struct mh__pb pb;
+    struct mh__sink *sink;
     const char *path;        /* the recording (borrowed) */
     uint32_t seq;            /* trusted_packet_sequence_id */
-    unsigned file_index;     /* < MH_TRACE_MAX_FILES: part of every uuid */
+    unsigned file_index;     /* < MH__TRACE_MAX_FILES: part of every uuid */
     uint64_t last_rel_ns;    /* the incremental clock's value */
     uint64_t default_track;  /* TrackEventDefaults.track_uuid */
     struct pf_track *tracks;
@@ -185,33 +185,33 @@ struct mh_pftrace {
     size_t nthreads, threads_cap;
     struct pf_open step;     /* the open step (step < 0: none) */
     /* counter values last written per device and series */
-    uint64_t written_value[MH_TRACE_MAX_DEVICES][PF_SERIES_COUNT];
-    uint8_t have_written[MH_TRACE_MAX_DEVICES];
+    uint64_t written_value[MH__TRACE_MAX_DEVICES][PF_SERIES_COUNT];
+    uint8_t have_written[MH__TRACE_MAX_DEVICES];
 };
 
 /* trace_pftrace.c */
-int mh__pf_begin_sequence(struct mh_trace *t, struct mh_pftrace *pf);
+int mh__pf_begin_sequence(struct mh__trace *t, struct mh__pftrace *pf);
 /* Starts an event's packet at absolute time ns (before the origin: at it). */
-void mh__pf_packet(struct mh_trace *t, uint64_t ns);
+void mh__pf_packet(struct mh__trace *t, uint64_t ns);
 /* Ends the packet (adding the pending interned name) and writes it out. */
-void mh__pf_packet_end(struct mh_trace *t);
+void mh__pf_packet_end(struct mh__trace *t);
 /* The uuid of a track, its descriptor written first if it is new. */
-uint64_t mh__pf_track(struct mh_trace *t, int kind, int device, uint64_t key);
+uint64_t mh__pf_track(struct mh__trace *t, int kind, int device, uint64_t key);
 /* TrackEvent fields. */
-void mh__pf_event_track(struct mh_trace *t, uint64_t uuid);
-void mh__pf_name_string(struct mh_trace *t, uint32_t str, enum pf_name dflt);
-void mh__pf_string(struct mh_pb *p, uint32_t field, const char *s);
-void mh__pf_arg_uint(struct mh_pb *p, enum pf_arg name, uint64_t v);
-void mh__pf_arg_int(struct mh_pb *p, enum pf_arg name, int64_t v);
-void mh__pf_arg_pointer(struct mh_pb *p, enum pf_arg name, uint64_t v);
-void mh__pf_arg_string(struct mh_pb *p, enum pf_arg name, const char *s);
+void mh__pf_event_track(struct mh__trace *t, uint64_t uuid);
+void mh__pf_name_string(struct mh__trace *t, uint32_t str, enum pf_name dflt);
+void mh__pf_string(struct mh__pb *p, uint32_t field, const char *s);
+void mh__pf_arg_uint(struct mh__pb *p, enum pf_arg name, uint64_t v);
+void mh__pf_arg_int(struct mh__pb *p, enum pf_arg name, int64_t v);
+void mh__pf_arg_pointer(struct mh__pb *p, enum pf_arg name, uint64_t v);
+void mh__pf_arg_string(struct mh__pb *p, enum pf_arg name, const char *s);
 /* The names of the GPU's tracks ("rank 1 GPU 0"). */
-void mh__pf_gpu_name(const struct mh_trace *t, int device, char *buf, size_t len);
+void mh__pf_gpu_name(const struct mh__trace *t, int device, char *buf, size_t len);
 
 /* trace_pfevents.c */
-int mh__pf_event(struct mh_trace *t, const struct mh_event *ev);
+int mh__pf_event(struct mh__trace *t, const struct mh_event *ev);
 /* Writes what is still open or pending at the end of the pass. */
-void mh__pf_events_end(struct mh_trace *t);
-void mh__pf_job_start(struct mh_trace *t);
+void mh__pf_events_end(struct mh__trace *t);
+void mh__pf_job_start(struct mh__trace *t);
 
 #endif

@@ -24,44 +24,44 @@
 #include "trace_pf.h"
 
 /* Starts the packet and its TrackEvent; te_end closes both. */
-static struct mh_pb *te_begin(struct mh_trace *t, uint64_t ns, unsigned type, uint64_t track)
+static struct mh__pb *te_begin(struct mh__trace *t, uint64_t ns, unsigned type, uint64_t track)
 {
     mh__pf_packet(t, ns);
-    struct mh_pb *p = &t->pf->pb;
+    struct mh__pb *p = &t->pf->pb;
     mh__pb_begin(p, PF_PKT_TRACK_EVENT);
     mh__pb_uint(p, PF_TE_TYPE, type);
     mh__pf_event_track(t, track);
     return p;
 }
 
-static void te_end(struct mh_trace *t)
+static void te_end(struct mh__trace *t)
 {
     mh__pb_end(&t->pf->pb);
     mh__pf_packet_end(t);
 }
 
-static void slice_end(struct mh_trace *t, uint64_t ns, uint64_t track)
+static void slice_end(struct mh__trace *t, uint64_t ns, uint64_t track)
 {
     te_begin(t, ns, PF_TYPE_SLICE_END, track);
     te_end(t);
 }
 
-static uint64_t flow_id(const struct mh_trace *t, uint32_t correlation)
+static uint64_t flow_id(const struct mh__trace *t, uint32_t correlation)
 {
     return (uint64_t)(t->pf->file_index + 1) << 32 | correlation;
 }
 
 /* ---- memory counters ------------------------------------------------------------------- */
-static void write_sample(struct mh_trace *t, int device, const struct mh_counter_sample *c)
+static void write_sample(struct mh__trace *t, int device, const struct mh__counter_sample *c)
 {
-    struct mh_pftrace *pf = t->pf;
+    struct mh__pftrace *pf = t->pf;
     const uint64_t v[PF_SERIES_COUNT] = {c->st.allocated, c->st.reserved, c->st.driver_outside,
                                          c->st.reserved + c->st.driver_outside};
     for (int s = 0; s < PF_SERIES_COUNT; s++) {
         if (pf->have_written[device] && pf->written_value[device][s] == v[s])
             continue;
         uint64_t track = mh__pf_track(t, PF_TRACK_COUNTER, device, (uint64_t)s);
-        struct mh_pb *p = te_begin(t, c->time_ns, PF_TYPE_COUNTER, track);
+        struct mh__pb *p = te_begin(t, c->time_ns, PF_TYPE_COUNTER, track);
         mh__pb_int(p, PF_TE_COUNTER_VALUE, (int64_t)v[s]);
         te_end(t);
         pf->written_value[device][s] = v[s];
@@ -69,19 +69,19 @@ static void write_sample(struct mh_trace *t, int device, const struct mh_counter
     pf->have_written[device] = 1;
 }
 
-static void write_counter(struct mh_trace *t, int device)
+static void write_counter(struct mh__trace *t, int device)
 {
-    struct mh_counter_sample s[3];
+    struct mh__counter_sample s[3];
     size_t n = mh__counter_take(&t->counters[device], s);
     for (size_t i = 0; i < n; i++)
         write_sample(t, device, &s[i]);
 }
 
-static void counter(struct mh_trace *t, int device, uint64_t ns)
+static void counter(struct mh__trace *t, int device, uint64_t ns)
 {
-    if (device < 0 || device >= MH_TRACE_MAX_DEVICES)
+    if (device < 0 || device >= MH__TRACE_MAX_DEVICES)
         return;
-    struct mh_counter_state *c = &t->counters[device];
+    struct mh__counter_state *c = &t->counters[device];
     int64_t us = (int64_t)(ns - t->base_ns) / 1000;
     if (mh__counter_ends(c, us))
         write_counter(t, device);
@@ -104,18 +104,18 @@ static enum pf_name segment_name(unsigned kind)
     }
 }
 
-static void stack_arg(struct mh_trace *t, uint32_t stack)
+static void stack_arg(struct mh__trace *t, uint32_t stack)
 {
     char label[512];
     mh__pf_arg_string(&t->pf->pb, PF_ARG_STACK, mh__stack_label(t->r, stack, label, sizeof label));
 }
 
-static void memory_instant(struct mh_trace *t, const struct mh_event *ev)
+static void memory_instant(struct mh__trace *t, const struct mh_event *ev)
 {
     int driver = ev->kind == MH_EV_DRIVER_ALLOC || ev->kind == MH_EV_DRIVER_FREE;
     int device = ev->device >= 0 ? ev->device : -1;
     uint64_t track = mh__pf_track(t, driver ? PF_TRACK_DRIVER : PF_TRACK_SEGMENTS, device, 0);
-    struct mh_pb *p = te_begin(t, ev->time_ns, PF_TYPE_INSTANT, track);
+    struct mh__pb *p = te_begin(t, ev->time_ns, PF_TYPE_INSTANT, track);
     mh__pb_uint(p, PF_TE_CATEGORY_IIDS, PF_CAT_GPU_MEMORY);
     mh__pb_uint(p, PF_TE_NAME_IID, segment_name(ev->kind));
     mh__pf_arg_pointer(p, PF_ARG_ADDR, ev->addr);
@@ -132,7 +132,7 @@ static void memory_instant(struct mh_trace *t, const struct mh_event *ev)
 }
 
 /* The OOM with the model's explanation of why the request failed. */
-static void oom_instant(struct mh_trace *t, const struct mh_event *ev)
+static void oom_instant(struct mh__trace *t, const struct mh_event *ev)
 {
     struct mh_oom_info info;
     size_t n = mh_model_oom_count(t->m);
@@ -143,7 +143,7 @@ static void oom_instant(struct mh_trace *t, const struct mh_event *ev)
         info.step = mh_model_current_step(t->m);
     }
     uint64_t track = mh__pf_track(t, PF_TRACK_OOMS, ev->device >= 0 ? ev->device : -1, 0);
-    struct mh_pb *p = te_begin(t, ev->time_ns, PF_TYPE_INSTANT, track);
+    struct mh__pb *p = te_begin(t, ev->time_ns, PF_TYPE_INSTANT, track);
     mh__pb_uint(p, PF_TE_CATEGORY_IIDS, PF_CAT_GPU_MEMORY);
     mh__pb_uint(p, PF_TE_NAME_IID, PF_NAME_OOM);
     mh__pf_arg_uint(p, PF_ARG_REQUEST, info.request);
@@ -162,7 +162,7 @@ static void oom_instant(struct mh_trace *t, const struct mh_event *ev)
 
 /* ---- device activity and the calls that launched it ---------------------------------- */
 /* 1 when this end of the correlation's flow is to be written (once). */
-static int flow_end(struct mh_trace *t, uint32_t correlation, uint8_t done)
+static int flow_end(struct mh__trace *t, uint32_t correlation, uint8_t done)
 {
     uint8_t f = mh__corr_get(&t->corr, correlation);
     if ((f & (CORR_API | CORR_DEVICE)) != (CORR_API | CORR_DEVICE) || (f & done))
@@ -171,14 +171,14 @@ static int flow_end(struct mh_trace *t, uint32_t correlation, uint8_t done)
     return 1;
 }
 
-static void device_activity(struct mh_trace *t, const struct mh_event *ev)
+static void device_activity(struct mh__trace *t, const struct mh_event *ev)
 {
     unsigned cat = ev->kind == MH_EV_KERNEL   ? PF_CAT_KERNEL
                    : ev->kind == MH_EV_MEMCPY ? PF_CAT_MEMCPY
                                               : PF_CAT_MEMSET;
     int device = ev->device >= 0 ? ev->device : 0;
     uint64_t track = mh__pf_track(t, PF_TRACK_STREAM, device, ev->stream);
-    struct mh_pb *p = te_begin(t, ev->time_ns, PF_TYPE_SLICE_BEGIN, track);
+    struct mh__pb *p = te_begin(t, ev->time_ns, PF_TYPE_SLICE_BEGIN, track);
     mh__pb_uint(p, PF_TE_CATEGORY_IIDS, cat);
     if (ev->kind == MH_EV_KERNEL)
         mh__pf_name_string(t, ev->str, PF_NAME_KERNEL);
@@ -197,12 +197,12 @@ static void device_activity(struct mh_trace *t, const struct mh_event *ev)
     slice_end(t, ev->time_ns + ev->dur_ns, track);
 }
 
-static void api_call(struct mh_trace *t, const struct mh_event *ev)
+static void api_call(struct mh__trace *t, const struct mh_event *ev)
 {
     const char *name = ev->str ? mh_reader_string(t->r, ev->str) : NULL;
     unsigned cat = name && strncmp(name, "cuda", 4) == 0 ? PF_CAT_CUDA_RUNTIME : PF_CAT_CUDA_DRIVER;
     uint64_t track = mh__pf_track(t, PF_TRACK_API, -1, ev->thread);
-    struct mh_pb *p = te_begin(t, ev->time_ns, PF_TYPE_SLICE_BEGIN, track);
+    struct mh__pb *p = te_begin(t, ev->time_ns, PF_TYPE_SLICE_BEGIN, track);
     mh__pb_uint(p, PF_TE_CATEGORY_IIDS, cat);
     mh__pf_name_string(t, ev->str, PF_NAME_API_CALL);
     mh__pf_arg_uint(p, PF_ARG_CBID, ev->aux);
@@ -218,16 +218,16 @@ static void api_call(struct mh_trace *t, const struct mh_event *ev)
 }
 
 /* ---- op ranges and steps: begun when they begin, clipped to the window ------------ */
-static int window_empty(const struct mh_trace *t)
+static int window_empty(const struct mh__trace *t)
 {
     return t->plan.events == 0;
 }
 
 /* Writes the begin of an op range (on its thread) or a step at ns. */
-static void open_begin(struct mh_trace *t, struct pf_open *o, uint32_t thread, int is_step,
+static void open_begin(struct mh__trace *t, struct pf_open *o, uint32_t thread, int is_step,
                        uint64_t ns)
 {
-    struct mh_pb *p;
+    struct mh__pb *p;
     if (is_step) {
         char name[48];
         snprintf(name, sizeof name, "step %" PRId64, o->step);
@@ -245,7 +245,7 @@ static void open_begin(struct mh_trace *t, struct pf_open *o, uint32_t thread, i
 
 /* A slice that began at `o->begin_ns`: begun at once when that is in the
  * window, at the window's start later (open_catch_up), never after it. */
-static void open_start(struct mh_trace *t, struct pf_open *o, uint32_t thread, int is_step)
+static void open_start(struct mh__trace *t, struct pf_open *o, uint32_t thread, int is_step)
 {
     o->begun = 0;
     if (!window_empty(t) && o->begin_ns >= t->plan.first_ns && o->begin_ns <= t->plan.last_ns)
@@ -253,7 +253,7 @@ static void open_start(struct mh_trace *t, struct pf_open *o, uint32_t thread, i
 }
 
 /* Slices open since before the window, once the file reaches it (`now`). */
-static void open_catch_up(struct mh_trace *t, struct pf_open *o, size_t n, uint32_t thread,
+static void open_catch_up(struct mh__trace *t, struct pf_open *o, size_t n, uint32_t thread,
                           int is_step, uint64_t now)
 {
     if (window_empty(t) || now < t->plan.first_ns)
@@ -263,7 +263,7 @@ static void open_catch_up(struct mh_trace *t, struct pf_open *o, size_t n, uint3
             open_begin(t, &o[i], thread, is_step, t->plan.first_ns);
 }
 
-static void open_close(struct mh_trace *t, struct pf_open *o, uint32_t thread, int is_step,
+static void open_close(struct mh__trace *t, struct pf_open *o, uint32_t thread, int is_step,
                        uint64_t ns)
 {
     if (!o->begun)
@@ -274,7 +274,7 @@ static void open_close(struct mh_trace *t, struct pf_open *o, uint32_t thread, i
     o->begun = 0;
 }
 
-static struct pf_thread *thread_of(struct mh_pftrace *pf, uint32_t thread)
+static struct pf_thread *thread_of(struct mh__pftrace *pf, uint32_t thread)
 {
     for (size_t i = 0; i < pf->nthreads; i++)
         if (pf->threads[i].thread == thread)
@@ -287,7 +287,7 @@ static struct pf_thread *thread_of(struct mh_pftrace *pf, uint32_t thread)
     return th;
 }
 
-static int range_event(struct mh_trace *t, const struct mh_event *ev)
+static int range_event(struct mh__trace *t, const struct mh_event *ev)
 {
     struct pf_thread *th = thread_of(t->pf, ev->thread);
     if (!th)
@@ -314,7 +314,7 @@ static int range_event(struct mh_trace *t, const struct mh_event *ev)
     return 0;
 }
 
-static void step_event(struct mh_trace *t, const struct mh_event *ev)
+static void step_event(struct mh__trace *t, const struct mh_event *ev)
 {
     struct pf_open *o = &t->pf->step;
     if (o->step >= 0) {
@@ -328,11 +328,11 @@ static void step_event(struct mh_trace *t, const struct mh_event *ev)
     }
 }
 
-static void mark_event(struct mh_trace *t, const struct mh_event *ev)
+static void mark_event(struct mh__trace *t, const struct mh_event *ev)
 {
     int phase = ev->kind == MH_EV_PHASE;
     uint64_t track = mh__pf_track(t, PF_TRACK_STEPS, -1, 0);
-    struct mh_pb *p = te_begin(t, ev->time_ns, PF_TYPE_INSTANT, track);
+    struct mh__pb *p = te_begin(t, ev->time_ns, PF_TYPE_INSTANT, track);
     mh__pb_uint(p, PF_TE_CATEGORY_IIDS, phase ? PF_CAT_PHASE : PF_CAT_MARK);
     if (phase)
         mh__pf_string(p, PF_TE_NAME, mh_phase_name(ev->aux));
@@ -342,7 +342,7 @@ static void mark_event(struct mh_trace *t, const struct mh_event *ev)
 }
 
 /* ---- driving ------------------------------------------------------------------------------ */
-static int dispatch(struct mh_trace *t, const struct mh_event *ev)
+static int dispatch(struct mh__trace *t, const struct mh_event *ev)
 {
     switch (ev->kind) {
     case MH_EV_ALLOC: case MH_EV_FREE_REQUESTED: case MH_EV_FREE_COMPLETED:
@@ -374,7 +374,7 @@ static int dispatch(struct mh_trace *t, const struct mh_event *ev)
     return 0;
 }
 
-int mh__pf_event(struct mh_trace *t, const struct mh_event *ev)
+int mh__pf_event(struct mh__trace *t, const struct mh_event *ev)
 {
     int64_t step = mh__trace_step_of(t, ev, mh_model_device_step(t->m, ev->device));
     if (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END) {
@@ -388,16 +388,16 @@ int mh__pf_event(struct mh_trace *t, const struct mh_event *ev)
     return dispatch(t, ev);
 }
 
-void mh__pf_events_end(struct mh_trace *t)
+void mh__pf_events_end(struct mh__trace *t)
 {
-    for (int d = 0; d < MH_TRACE_MAX_DEVICES; d++)
+    for (int d = 0; d < MH__TRACE_MAX_DEVICES; d++)
         write_counter(t, d);
     struct mh_event end;
     memset(&end, 0, sizeof end);
     end.time_ns = t->plan.last_ns;
     end.kind = MH_EV_STEP_END;
     step_event(t, &end); /* the step still open at the end of the file */
-    struct mh_pftrace *pf = t->pf;
+    struct mh__pftrace *pf = t->pf;
     for (size_t i = 0; i < pf->nthreads; i++) {
         struct pf_thread *th = &pf->threads[i];
         open_catch_up(t, th->stack, th->len, th->thread, 0, t->plan.last_ns);
@@ -409,10 +409,10 @@ void mh__pf_events_end(struct mh_trace *t)
 
 /* The instant at the job's start that anchors the time axis of a trace of
  * several files (at the origin: timestamp 0). */
-void mh__pf_job_start(struct mh_trace *t)
+void mh__pf_job_start(struct mh__trace *t)
 {
     uint64_t track = mh__pf_track(t, PF_TRACK_JOB, -1, 0);
-    struct mh_pb *p = te_begin(t, t->base_ns, PF_TYPE_INSTANT, track);
+    struct mh__pb *p = te_begin(t, t->base_ns, PF_TYPE_INSTANT, track);
     mh__pb_uint(p, PF_TE_CATEGORY_IIDS, PF_CAT_MEMHIST);
     mh__pf_string(p, PF_TE_NAME, "job start (the earliest recording's start)");
     te_end(t);

@@ -29,7 +29,7 @@ static const char *const series_names[PF_SERIES_COUNT] = {"allocated", "reserved
                                                           "outside allocator", "total"};
 
 /* ---- strings, always well-formed UTF-8 (proto strings must be) ----------------- */
-void mh__pf_string(struct mh_pb *p, uint32_t field, const char *s)
+void mh__pf_string(struct mh__pb *p, uint32_t field, const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     if (mh__utf8_clean(s ? s : "", n, 0)) {
@@ -49,7 +49,7 @@ void mh__pf_string(struct mh_pb *p, uint32_t field, const char *s)
 }
 
 /* ---- packets ------------------------------------------------------------------------- */
-static void write_out(struct mh_pftrace *pf, struct mh_pb *p)
+static void write_out(struct mh__pftrace *pf, struct mh__pb *p)
 {
     mh__pb_end(p); /* Trace.packet */
     if (!p->error)
@@ -59,10 +59,10 @@ static void write_out(struct mh_pftrace *pf, struct mh_pb *p)
     mh__pb_reset(p);
 }
 
-void mh__pf_packet(struct mh_trace *t, uint64_t ns)
+void mh__pf_packet(struct mh__trace *t, uint64_t ns)
 {
-    struct mh_pftrace *pf = t->pf;
-    struct mh_pb *p = &pf->pb;
+    struct mh__pftrace *pf = t->pf;
+    struct mh__pb *p = &pf->pb;
     mh__pb_reset(p);
     mh__pb_begin(p, PF_TRACE_PACKET);
     uint64_t rel = ns > t->base_ns ? ns - t->base_ns : 0;
@@ -77,7 +77,7 @@ void mh__pf_packet(struct mh_trace *t, uint64_t ns)
     mh__pb_uint(p, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_NEEDS_INCREMENTAL_STATE);
 }
 
-static void intern(struct mh_pb *p, uint32_t field, uint64_t iid, const char *name)
+static void intern(struct mh__pb *p, uint32_t field, uint64_t iid, const char *name)
 {
     mh__pb_begin(p, field);
     mh__pb_uint(p, PF_INTERNED_IID, iid);
@@ -85,12 +85,12 @@ static void intern(struct mh_pb *p, uint32_t field, uint64_t iid, const char *na
     mh__pb_end(p);
 }
 
-static int name_seen(const struct mh_pftrace *pf, uint32_t id)
+static int name_seen(const struct mh__pftrace *pf, uint32_t id)
 {
     return id / 8 < pf->names_seen_len && (pf->names_seen[id / 8] >> (id % 8) & 1);
 }
 
-static void mark_seen(struct mh_pftrace *pf, uint32_t id)
+static void mark_seen(struct mh__pftrace *pf, uint32_t id)
 {
     if (id / 8 >= pf->names_seen_len) {
         size_t n = pf->names_seen_len ? pf->names_seen_len : 64;
@@ -108,9 +108,9 @@ static void mark_seen(struct mh_pftrace *pf, uint32_t id)
     pf->names_seen[id / 8] |= (uint8_t)(1u << (id % 8));
 }
 
-void mh__pf_packet_end(struct mh_trace *t)
+void mh__pf_packet_end(struct mh__trace *t)
 {
-    struct mh_pftrace *pf = t->pf;
+    struct mh__pftrace *pf = t->pf;
     if (pf->pending_name) { /* the name is defined in the packet that first uses it */
         mh__pb_begin(&pf->pb, PF_PKT_INTERNED_DATA);
         intern(&pf->pb, PF_ID_EVENT_NAMES, PF_NAME_STRINGS + (uint64_t)pf->pending_name,
@@ -123,13 +123,13 @@ void mh__pf_packet_end(struct mh_trace *t)
 }
 
 /* ---- TrackEvent fields ----------------------------------------------------------- */
-void mh__pf_event_track(struct mh_trace *t, uint64_t uuid)
+void mh__pf_event_track(struct mh__trace *t, uint64_t uuid)
 {
     if (uuid != t->pf->default_track)
         mh__pb_uint(&t->pf->pb, PF_TE_TRACK_UUID, uuid);
 }
 
-void mh__pf_name_string(struct mh_trace *t, uint32_t str, enum pf_name dflt)
+void mh__pf_name_string(struct mh__trace *t, uint32_t str, enum pf_name dflt)
 {
     const char *s = str ? mh_reader_string(t->r, str) : NULL;
     if (!s || !*s) {
@@ -141,7 +141,7 @@ void mh__pf_name_string(struct mh_trace *t, uint32_t str, enum pf_name dflt)
     mh__pb_uint(&t->pf->pb, PF_TE_NAME_IID, PF_NAME_STRINGS + (uint64_t)str);
 }
 
-void mh__pf_arg_uint(struct mh_pb *p, enum pf_arg name, uint64_t v)
+void mh__pf_arg_uint(struct mh__pb *p, enum pf_arg name, uint64_t v)
 {
     mh__pb_begin(p, PF_TE_DEBUG_ANNOTATIONS);
     mh__pb_uint(p, PF_DA_NAME_IID, name);
@@ -149,7 +149,7 @@ void mh__pf_arg_uint(struct mh_pb *p, enum pf_arg name, uint64_t v)
     mh__pb_end(p);
 }
 
-void mh__pf_arg_int(struct mh_pb *p, enum pf_arg name, int64_t v)
+void mh__pf_arg_int(struct mh__pb *p, enum pf_arg name, int64_t v)
 {
     mh__pb_begin(p, PF_TE_DEBUG_ANNOTATIONS);
     mh__pb_uint(p, PF_DA_NAME_IID, name);
@@ -157,7 +157,7 @@ void mh__pf_arg_int(struct mh_pb *p, enum pf_arg name, int64_t v)
     mh__pb_end(p);
 }
 
-void mh__pf_arg_pointer(struct mh_pb *p, enum pf_arg name, uint64_t v)
+void mh__pf_arg_pointer(struct mh__pb *p, enum pf_arg name, uint64_t v)
 {
     mh__pb_begin(p, PF_TE_DEBUG_ANNOTATIONS);
     mh__pb_uint(p, PF_DA_NAME_IID, name);
@@ -165,7 +165,7 @@ void mh__pf_arg_pointer(struct mh_pb *p, enum pf_arg name, uint64_t v)
     mh__pb_end(p);
 }
 
-void mh__pf_arg_string(struct mh_pb *p, enum pf_arg name, const char *s)
+void mh__pf_arg_string(struct mh__pb *p, enum pf_arg name, const char *s)
 {
     mh__pb_begin(p, PF_TE_DEBUG_ANNOTATIONS);
     mh__pb_uint(p, PF_DA_NAME_IID, name);
@@ -174,18 +174,18 @@ void mh__pf_arg_string(struct mh_pb *p, enum pf_arg name, const char *s)
 }
 
 /* ---- tracks ---------------------------------------------------------------------- */
-static const char *label_of(const struct mh_trace *t)
+static const char *label_of(const struct mh__trace *t)
 {
     return t->o.process_label ? t->o.process_label : "";
 }
 
-void mh__pf_gpu_name(const struct mh_trace *t, int device, char *buf, size_t len)
+void mh__pf_gpu_name(const struct mh__trace *t, int device, char *buf, size_t len)
 {
     const char *who = label_of(t);
     snprintf(buf, len, "%s%sGPU %d", who, *who ? " " : "", device);
 }
 
-static void gpu_descriptor(struct mh_trace *t, struct mh_pb *p, int device)
+static void gpu_descriptor(struct mh__trace *t, struct mh__pb *p, int device)
 {
     char name[256], gpu[64];
     mh__pf_gpu_name(t, device, gpu, sizeof gpu);
@@ -200,7 +200,7 @@ static void gpu_descriptor(struct mh_trace *t, struct mh_pb *p, int device)
 }
 
 /* "key=value; ..." of the file's metadata, the host track's description. */
-static void meta_description(struct mh_trace *t, struct mh_pb *p, const char *path)
+static void meta_description(struct mh__trace *t, struct mh__pb *p, const char *path)
 {
     char text[2048];
     size_t n = (size_t)snprintf(text, sizeof text, "memhist recording%s%s",
@@ -211,7 +211,7 @@ static void meta_description(struct mh_trace *t, struct mh_pb *p, const char *pa
     mh__pf_string(p, PF_TD_DESCRIPTION, text);
 }
 
-static void host_descriptor(struct mh_trace *t, struct mh_pb *p)
+static void host_descriptor(struct mh__trace *t, struct mh__pb *p)
 {
     const char *prog = mh_reader_meta(t->r, "program"), *who = label_of(t);
     char name[200];
@@ -225,7 +225,7 @@ static void host_descriptor(struct mh_trace *t, struct mh_pb *p)
     meta_description(t, p, t->pf->path);
 }
 
-static void named_child(struct mh_pb *p, uint64_t parent, const char *name, int64_t rank)
+static void named_child(struct mh__pb *p, uint64_t parent, const char *name, int64_t rank)
 {
     mh__pb_uint(p, PF_TD_PARENT_UUID, parent);
     mh__pf_string(p, PF_TD_NAME, name);
@@ -233,7 +233,7 @@ static void named_child(struct mh_pb *p, uint64_t parent, const char *name, int6
 }
 
 /* The parent of a memory track: its GPU's group, or the host for device -1. */
-static uint64_t memory_parent(struct mh_trace *t, int device)
+static uint64_t memory_parent(struct mh__trace *t, int device)
 {
     return device >= 0 ? mh__pf_track(t, PF_TRACK_GPU, device, 0)
                        : mh__pf_track(t, PF_TRACK_HOST, -1, 0);
@@ -244,7 +244,7 @@ static int32_t rank_of(uint64_t v, int32_t base)
     return v < (uint64_t)(INT32_MAX - base) ? base + (int32_t)v : INT32_MAX;
 }
 
-static void counter_descriptor(struct mh_trace *t, struct mh_pb *p, int device, uint64_t series,
+static void counter_descriptor(struct mh__trace *t, struct mh__pb *p, int device, uint64_t series,
                                uint64_t parent)
 {
     char gpu[64], name[128], share[96];
@@ -259,7 +259,7 @@ static void counter_descriptor(struct mh_trace *t, struct mh_pb *p, int device, 
 }
 
 /* The descriptor's fields; parents are described first (their uuids here). */
-static void describe(struct mh_trace *t, struct mh_pb *p, const struct pf_track *k)
+static void describe(struct mh__trace *t, struct mh__pb *p, const struct pf_track *k)
 {
     char name[64];
     uint64_t parent;
@@ -300,10 +300,10 @@ static void describe(struct mh_trace *t, struct mh_pb *p, const struct pf_track 
 }
 
 /* Writes a track's descriptor packet (its parents' first, each in its own buffer). */
-static void write_descriptor(struct mh_trace *t, size_t i)
+static void write_descriptor(struct mh__trace *t, size_t i)
 {
-    struct mh_pftrace *pf = t->pf;
-    struct mh_pb p;
+    struct mh__pftrace *pf = t->pf;
+    struct mh__pb p;
     mh__pb_init(&p);
     mh__pb_begin(&p, PF_TRACE_PACKET);
     mh__pb_uint(&p, PF_PKT_SEQUENCE_ID, pf->seq);
@@ -316,7 +316,7 @@ static void write_descriptor(struct mh_trace *t, size_t i)
     mh__pb_free(&p);
 }
 
-static long find_track(const struct mh_pftrace *pf, int kind, int device, uint64_t key)
+static long find_track(const struct mh__pftrace *pf, int kind, int device, uint64_t key)
 {
     for (size_t i = 0; i < pf->ntracks; i++) {
         const struct pf_track *k = &pf->tracks[i];
@@ -327,20 +327,20 @@ static long find_track(const struct mh_pftrace *pf, int kind, int device, uint64
 }
 
 /* A new entry: uuids are small (short varints) and differ between files. */
-static long add_track(struct mh_pftrace *pf, int kind, int device, uint64_t key)
+static long add_track(struct mh__pftrace *pf, int kind, int device, uint64_t key)
 {
     if (MH__GROW(pf->tracks, pf->ntracks, pf->tracks_cap, 32) < 0) {
         pf->pb.error = MH_ENOMEM;
         return -1;
     }
-    uint64_t uuid = 1 + (uint64_t)pf->ntracks * MH_TRACE_MAX_FILES + pf->file_index;
+    uint64_t uuid = 1 + (uint64_t)pf->ntracks * MH__TRACE_MAX_FILES + pf->file_index;
     pf->tracks[pf->ntracks] = (struct pf_track){kind, device, key, uuid, 0};
     return (long)pf->ntracks++;
 }
 
-uint64_t mh__pf_track(struct mh_trace *t, int kind, int device, uint64_t key)
+uint64_t mh__pf_track(struct mh__trace *t, int kind, int device, uint64_t key)
 {
-    struct mh_pftrace *pf = t->pf;
+    struct mh__pftrace *pf = t->pf;
     long i = find_track(pf, kind, device, key);
     if (i < 0 && (i = add_track(pf, kind, device, key)) < 0)
         return 0;
@@ -352,7 +352,7 @@ uint64_t mh__pf_track(struct mh_trace *t, int kind, int device, uint64_t key)
 }
 
 /* ---- the sequence's start --------------------------------------------------------------- */
-static void clock(struct mh_pb *p, unsigned id, uint64_t ts, int incremental)
+static void clock(struct mh__pb *p, unsigned id, uint64_t ts, int incremental)
 {
     mh__pb_begin(p, PF_CS_CLOCKS);
     mh__pb_uint(p, PF_CLOCK_ID, id);
@@ -367,9 +367,9 @@ static void clock(struct mh_pb *p, unsigned id, uint64_t ts, int incremental)
  * interned names; then the clock snapshot: the trace clock (BOOTTIME) counts
  * from the origin, REALTIME gives the origin's wall time, and the
  * incremental clock starts on the trace clock. */
-static void first_packets(struct mh_trace *t, struct mh_pftrace *pf)
+static void first_packets(struct mh__trace *t, struct mh__pftrace *pf)
 {
-    struct mh_pb *p = &pf->pb;
+    struct mh__pb *p = &pf->pb;
     mh__pb_reset(p);
     mh__pb_begin(p, PF_TRACE_PACKET);
     mh__pb_uint(p, PF_PKT_SEQUENCE_ID, pf->seq);
@@ -406,14 +406,14 @@ static void first_packets(struct mh_trace *t, struct mh_pftrace *pf)
     write_out(pf, p);
 }
 
-static int pf_begin(struct mh_trace *t, struct mh_pftrace *pf, const struct mh_reader *r,
+static int pf_begin(struct mh__trace *t, struct mh__pftrace *pf, const struct mh_reader *r,
                     struct mh_model *m)
 {
     t->r = r;
     t->m = m;
     t->host_pid = mh__trace_host_pid(r);
     pf->seq = t->o.file_index + 1;
-    pf->file_index = t->o.file_index % MH_TRACE_MAX_FILES;
+    pf->file_index = t->o.file_index % MH__TRACE_MAX_FILES;
     pf->step.step = -1;
     uint64_t devices = t->plan.counter_devices;
     if (devices) { /* the first track: the first GPU's allocated counter */
@@ -430,12 +430,12 @@ static int pf_begin(struct mh_trace *t, struct mh_pftrace *pf, const struct mh_r
 
 /* ---- the documents ---------------------------------------------------------------------- */
 struct pf_pass {
-    struct mh_trace *t;
-    struct mh_pftrace *pf;
+    struct mh__trace *t;
+    struct mh__pftrace *pf;
     int job_start;
 };
 
-static int pass_begin(void *user, struct mh_session *s)
+static int pass_begin(void *user, struct mh__session *s)
 {
     struct pf_pass *pp = user;
     int rc = pf_begin(pp->t, pp->pf, mh__session_reader(s), mh__session_model(s));
@@ -444,7 +444,7 @@ static int pass_begin(void *user, struct mh_session *s)
     return rc;
 }
 
-static int pass_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int pass_event(void *user, struct mh__session *s, const struct mh_event *ev,
                       const struct mh_apply_result *res)
 {
     struct pf_pass *pp = user;
@@ -454,7 +454,7 @@ static int pass_event(void *user, struct mh_session *s, const struct mh_event *e
     return rc < 0 ? rc : pp->pf->pb.error;
 }
 
-static void pf_free(struct mh_pftrace *pf)
+static void pf_free(struct mh__pftrace *pf)
 {
     for (size_t i = 0; i < pf->nthreads; i++)
         free(pf->threads[i].stack);
@@ -465,16 +465,16 @@ static void pf_free(struct mh_pftrace *pf)
 }
 
 /* One file's sequence (the job's start first when asked). */
-static int pf_file(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s, int job_start)
+static int pf_file(struct mh__trace *t, struct mh__session *ses, struct mh__sink *s, int job_start)
 {
-    struct mh_pftrace pf;
+    struct mh__pftrace pf;
     memset(&pf, 0, sizeof pf);
     mh__pb_init(&pf.pb);
     pf.sink = s;
     pf.path = mh__session_path(ses);
     t->pf = &pf;
     struct pf_pass pp = {t, &pf, job_start};
-    const struct mh_observer o = {"trace-perfetto", &pp, pass_begin, pass_event, NULL};
+    const struct mh__observer o = {"trace-perfetto", &pp, pass_begin, pass_event, NULL};
     int rc = mh__session_pass(ses, &o);
     if (rc == 0) {
         mh__pf_events_end(t);
@@ -487,13 +487,13 @@ static int pf_file(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s
     return rc < 0 ? rc : s->error;
 }
 
-int mh__trace_write_perfetto(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s)
+int mh__trace_write_perfetto(struct mh__trace *t, struct mh__session *ses, struct mh__sink *s)
 {
     return pf_file(t, ses, s, 0);
 }
 
-int mh__trace_write_files_perfetto(struct mh_trace *const *t, struct mh_session *const *ses,
-                                   size_t n, struct mh_sink *s)
+int mh__trace_write_files_perfetto(struct mh__trace *const *t, struct mh__session *const *ses,
+                                   size_t n, struct mh__sink *s)
 {
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)

@@ -10,9 +10,9 @@
 #include "trace_int.h"
 #include "grow.h"
 
-int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out)
+int mh__trace_new(const struct mh__trace_opts *opts, struct mh__trace **out)
 {
-    struct mh_trace *t = calloc(1, sizeof *t);
+    struct mh__trace *t = calloc(1, sizeof *t);
     if (!t)
         return MH_ENOMEM;
     if (opts)
@@ -20,12 +20,12 @@ int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out)
     else
         t->o.device = -1;
     if (!t->o.warn_bytes)
-        t->o.warn_bytes = MH_TRACE_VIEWER_LIMIT;
+        t->o.warn_bytes = MH__TRACE_VIEWER_LIMIT;
     *out = t;
     return 0;
 }
 
-void mh__trace_free(struct mh_trace *t)
+void mh__trace_free(struct mh__trace *t)
 {
     if (!t)
         return;
@@ -39,18 +39,18 @@ void mh__trace_free(struct mh_trace *t)
     free(t);
 }
 
-void mh__trace_set_perfetto(struct mh_trace *t, int perfetto)
+void mh__trace_set_perfetto(struct mh__trace *t, int perfetto)
 {
     t->o.perfetto = perfetto;
 }
 
-const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t)
+const struct mh__trace_plan *mh__trace_get_plan(const struct mh__trace *t)
 {
     return &t->plan;
 }
 
 /* ---- correlation ids: open addressing, grown at half load ------------------ */
-static size_t corr_slot(const struct mh_corr_map *c, uint32_t key)
+static size_t corr_slot(const struct mh__corr_map *c, uint32_t key)
 {
     size_t i = (size_t)(key * 2654435761u) & (c->cap - 1);
     while (c->keys[i] && c->keys[i] != key)
@@ -58,9 +58,9 @@ static size_t corr_slot(const struct mh_corr_map *c, uint32_t key)
     return i;
 }
 
-static int corr_grow(struct mh_corr_map *c)
+static int corr_grow(struct mh__corr_map *c)
 {
-    struct mh_corr_map n = {0};
+    struct mh__corr_map n = {0};
     n.cap = c->cap ? c->cap * 2 : 1024;
     n.keys = calloc(n.cap, sizeof *n.keys);
     n.flags = calloc(n.cap, sizeof *n.flags);
@@ -82,7 +82,7 @@ static int corr_grow(struct mh_corr_map *c)
     return 0;
 }
 
-int mh__corr_add(struct mh_corr_map *c, uint32_t key, uint8_t flag)
+int mh__corr_add(struct mh__corr_map *c, uint32_t key, uint8_t flag)
 {
     if (key == 0)
         return 0;
@@ -97,7 +97,7 @@ int mh__corr_add(struct mh_corr_map *c, uint32_t key, uint8_t flag)
     return 0;
 }
 
-uint8_t mh__corr_get(const struct mh_corr_map *c, uint32_t key)
+uint8_t mh__corr_get(const struct mh__corr_map *c, uint32_t key)
 {
     if (key == 0 || c->cap == 0)
         return 0;
@@ -105,15 +105,15 @@ uint8_t mh__corr_get(const struct mh_corr_map *c, uint32_t key)
 }
 
 /* ---- memory counter samples, one microsecond at a time ------------------------- */
-int mh__counter_ends(const struct mh_counter_state *c, int64_t us)
+int mh__counter_ends(const struct mh__counter_state *c, int64_t us)
 {
     return c->pending && c->ts_us != us;
 }
 
-void mh__counter_add(struct mh_counter_state *c, int64_t us, uint64_t ns,
+void mh__counter_add(struct mh__counter_state *c, int64_t us, uint64_t ns,
                      const struct mh_mem_stats *st)
 {
-    struct mh_counter_sample s = {ns, c->pending ? c->n + 1 : 0, *st};
+    struct mh__counter_sample s = {ns, c->pending ? c->n + 1 : 0, *st};
     if (!c->pending) {
         c->pending = 1;
         c->ts_us = us;
@@ -128,7 +128,7 @@ void mh__counter_add(struct mh_counter_state *c, int64_t us, uint64_t ns,
 }
 
 /* Whether a moment of the microsecond before its end is a new peak. */
-static int new_peak(const struct mh_counter_state *c, const struct mh_counter_sample *s)
+static int new_peak(const struct mh__counter_state *c, const struct mh__counter_sample *s)
 {
     return s->n != c->last.n && ((s->st.allocated > c->written_allocated &&
                                   s->st.allocated > c->last.st.allocated) ||
@@ -136,14 +136,14 @@ static int new_peak(const struct mh_counter_state *c, const struct mh_counter_sa
                                   s->st.reserved > c->last.st.reserved));
 }
 
-size_t mh__counter_take(struct mh_counter_state *c, struct mh_counter_sample out[3])
+size_t mh__counter_take(struct mh__counter_state *c, struct mh__counter_sample out[3])
 {
     size_t k = 0;
     if (!c->pending)
         return 0;
-    const struct mh_counter_sample *a = &c->top_allocated, *r = &c->top_reserved;
+    const struct mh__counter_sample *a = &c->top_allocated, *r = &c->top_reserved;
     if (a->n > r->n) { /* earlier first */
-        const struct mh_counter_sample *x = a;
+        const struct mh__counter_sample *x = a;
         a = r;
         r = x;
     }
@@ -163,12 +163,12 @@ size_t mh__counter_take(struct mh_counter_state *c, struct mh_counter_sample out
 }
 
 /* ---- the window ----------------------------------------------------------------- */
-int mh__trace_device_ok(const struct mh_trace *t, int device)
+int mh__trace_device_ok(const struct mh__trace *t, int device)
 {
     return t->o.device < 0 || device < 0 || device == t->o.device;
 }
 
-int mh__trace_in_window(struct mh_trace *t, const struct mh_event *ev, int64_t step)
+int mh__trace_in_window(struct mh__trace *t, const struct mh_event *ev, int64_t step)
 {
     if (t->clip_hi_ns &&
         (ev->time_ns + ev->dur_ns < t->clip_lo_ns || ev->time_ns > t->clip_hi_ns))
@@ -188,7 +188,7 @@ static int arrives_late(unsigned kind)
            kind == MH_EV_API_CALL;
 }
 
-int64_t mh__trace_step_of(const struct mh_trace *t, const struct mh_event *ev, int64_t model_step)
+int64_t mh__trace_step_of(const struct mh__trace *t, const struct mh_event *ev, int64_t model_step)
 {
     if (ev->kind == MH_EV_STEP_BEGIN || ev->kind == MH_EV_STEP_END)
         return (int64_t)ev->aux; /* the step it opens or closes */
@@ -205,13 +205,13 @@ int64_t mh__trace_step_of(const struct mh_trace *t, const struct mh_event *ev, i
     return lo == 0 ? -1 : t->step_times[lo - 1].step;
 }
 
-static void note_step_begin(struct mh_trace *t, const struct mh_event *ev)
+static void note_step_begin(struct mh__trace *t, const struct mh_event *ev)
 {
     if (t->nstep_times > 0 && t->step_times[t->nstep_times - 1].begin_ns > ev->time_ns)
         return; /* keep the table sorted */
     if (MH__GROW(t->step_times, t->nstep_times, t->step_times_cap, 64) < 0)
         return;
-    t->step_times[t->nstep_times++] = (struct mh_step_time){ev->time_ns, (int64_t)ev->aux};
+    t->step_times[t->nstep_times++] = (struct mh__step_time){ev->time_ns, (int64_t)ev->aux};
 }
 
 static int is_host_detail(unsigned kind)
@@ -228,7 +228,7 @@ struct step_bytes {
 struct scan {
     struct step_bytes *steps;
     size_t n, cap;
-    struct mh_trace_estimate est;
+    struct mh__trace_estimate est;
 };
 
 static void scan_step(struct scan *sc, int64_t step, uint64_t bytes)
@@ -243,9 +243,9 @@ static void scan_step(struct scan *sc, int64_t step, uint64_t bytes)
 }
 
 /* A window of about half the limit: the first steps, or the first seconds. */
-static void suggest(struct mh_trace *t, const struct scan *sc)
+static void suggest(struct mh__trace *t, const struct scan *sc)
 {
-    struct mh_trace_plan *p = &t->plan;
+    struct mh__trace_plan *p = &t->plan;
     uint64_t budget = t->o.warn_bytes / 2, sum = 0;
     size_t first = 0; /* the set-up before the first step is left out */
     while (first < sc->n && sc->steps[first].step < 0)
@@ -266,7 +266,7 @@ static void suggest(struct mh_trace *t, const struct scan *sc)
              lo + (span > 0.001 ? span : 0.001));
 }
 
-static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_event *ev,
+static void scan_event(struct mh__trace *t, struct scan *sc, const struct mh_event *ev,
                        int64_t step)
 {
     if (!t->have_t0) {
@@ -275,7 +275,7 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
     }
     if (ev->kind == MH_EV_STEP_BEGIN)
         note_step_begin(t, ev);
-    struct mh_trace_plan *p = &t->plan;
+    struct mh__trace_plan *p = &t->plan;
     if (!p->file_first_ns || ev->time_ns < p->file_first_ns)
         p->file_first_ns = ev->time_ns;
     if (ev->time_ns + ev->dur_ns > p->file_last_ns)
@@ -292,7 +292,7 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
     p->events++;
     if ((ev->kind <= MH_EV_OOM || ev->kind == MH_EV_DRIVER_ALLOC ||
          ev->kind == MH_EV_DRIVER_FREE) &&
-        ev->device >= 0 && ev->device < MH_TRACE_MAX_DEVICES)
+        ev->device >= 0 && ev->device < MH__TRACE_MAX_DEVICES)
         p->counter_devices |= 1ull << ev->device;
     uint64_t bytes = mh__trace_estimate_event(&sc->est, ev);
     p->est_bytes += bytes;
@@ -305,11 +305,11 @@ static void scan_event(struct mh_trace *t, struct scan *sc, const struct mh_even
 
 /* The scan as a session observer. */
 struct scan_pass {
-    struct mh_trace *t;
+    struct mh__trace *t;
     struct scan sc;
 };
 
-static int scan_begin(void *user, struct mh_session *s)
+static int scan_begin(void *user, struct mh__session *s)
 {
     struct scan_pass *p = user;
     memset(&p->t->plan, 0, sizeof p->t->plan);
@@ -321,7 +321,7 @@ static int scan_begin(void *user, struct mh_session *s)
     return 0;
 }
 
-static int scan_on_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int scan_on_event(void *user, struct mh__session *s, const struct mh_event *ev,
                          const struct mh_apply_result *res)
 {
     struct scan_pass *p = user;
@@ -330,10 +330,10 @@ static int scan_on_event(void *user, struct mh_session *s, const struct mh_event
     return 0;
 }
 
-int mh__trace_scan(struct mh_trace *t, struct mh_session *s)
+int mh__trace_scan(struct mh__trace *t, struct mh__session *s)
 {
     struct scan_pass p = {t, {0}};
-    const struct mh_observer o = {"trace-scan", &p, scan_begin, scan_on_event, NULL};
+    const struct mh__observer o = {"trace-scan", &p, scan_begin, scan_on_event, NULL};
     int rc = mh__session_pass(s, &o);
     for (size_t i = 0; i < t->corr.cap; i++)
         if ((t->corr.flags[i] & (CORR_API | CORR_DEVICE)) == (CORR_API | CORR_DEVICE))
@@ -353,7 +353,7 @@ int mh__trace_scan(struct mh_trace *t, struct mh_session *s)
 }
 
 /* ---- the document ----------------------------------------------------------------- */
-void mh__trace_write_meta(struct mh_json *j, const struct mh_reader *r)
+void mh__trace_write_meta(struct mh__json *j, const struct mh_reader *r)
 {
     const char *k, *v;
     mh__json_key(j, "memhist");
@@ -364,13 +364,13 @@ void mh__trace_write_meta(struct mh_json *j, const struct mh_reader *r)
 }
 
 /* The events of the document as a session observer. */
-static int write_begin(void *user, struct mh_session *s)
+static int write_begin(void *user, struct mh__session *s)
 {
-    struct mh_trace *t = user;
+    struct mh__trace *t = user;
     return mh__trace_events_begin(t, mh__session_reader(s), mh__session_model(s), t->j);
 }
 
-static int write_on_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int write_on_event(void *user, struct mh__session *s, const struct mh_event *ev,
                           const struct mh_apply_result *res)
 {
     (void)s;
@@ -378,16 +378,16 @@ static int write_on_event(void *user, struct mh_session *s, const struct mh_even
     return mh__trace_event(user, ev);
 }
 
-int mh__trace_events_pass(struct mh_trace *t, struct mh_session *s, struct mh_json *j)
+int mh__trace_events_pass(struct mh__trace *t, struct mh__session *s, struct mh__json *j)
 {
-    const struct mh_observer o = {"trace-events", t, write_begin, write_on_event, NULL};
+    const struct mh__observer o = {"trace-events", t, write_begin, write_on_event, NULL};
     t->j = j;
     int rc = mh__session_pass(s, &o);
     mh__trace_events_end(t);
     return rc;
 }
 
-int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s)
+int mh__trace_write(struct mh__trace *t, struct mh__session *ses, struct mh__sink *s)
 {
     int rc = t->scanned ? 0 : mh__trace_scan(t, ses);
     if (rc < 0)
@@ -395,7 +395,7 @@ int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *
     if (t->o.perfetto)
         return mh__trace_write_perfetto(t, ses, s);
     const struct mh_reader *r = mh__session_reader(ses);
-    struct mh_json j;
+    struct mh__json j;
     mh__json_init(&j, s, t->o.pretty);
     mh__json_begin_object(&j);
     mh__json_kv_int(&j, "schemaVersion", 1);
@@ -413,7 +413,7 @@ int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *
 
 /* The instant at the job's start that anchors the time axis of a trace of
  * several files. */
-static void job_start(struct mh_json *j)
+static void job_start(struct mh__json *j)
 {
     mh__json_begin_object(j);
     mh__json_kv_string(j, "ph", "i");
@@ -427,8 +427,8 @@ static void job_start(struct mh_json *j)
     mh__json_end_object(j);
 }
 
-int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *ses, size_t n,
-                          struct mh_sink *s)
+int mh__trace_write_files(struct mh__trace *const *t, struct mh__session *const *ses, size_t n,
+                          struct mh__sink *s)
 {
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
@@ -438,7 +438,7 @@ int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *s
         return rc;
     if (t[0]->o.perfetto)
         return mh__trace_write_files_perfetto(t, ses, n, s);
-    struct mh_json j;
+    struct mh__json j;
     mh__json_init(&j, s, t[0]->o.pretty);
     mh__json_begin_object(&j);
     mh__json_kv_int(&j, "schemaVersion", 1);

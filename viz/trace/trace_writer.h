@@ -35,11 +35,11 @@
  * takes 2-4 times its file size (perfetto.dev, "Visualising large traces"),
  * so about this size again. The default of --warn-size and the size above
  * which `memhist trace` writes protobuf when the output's name does not say. */
-#define MH_TRACE_VIEWER_LIMIT ((1ull << 29) - 24)
+#define MH__TRACE_VIEWER_LIMIT ((1ull << 29) - 24)
 /* Files in one trace (each is a packet sequence of its own in protobuf). */
-#define MH_TRACE_MAX_FILES 64
+#define MH__TRACE_MAX_FILES 64
 
-struct mh_trace_opts {
+struct mh__trace_opts {
     int perfetto;               /* Perfetto protobuf instead of Chrome JSON */
     int has_steps;              /* keep events of steps [step_lo, step_hi] */
     int64_t step_lo, step_hi;
@@ -48,13 +48,13 @@ struct mh_trace_opts {
     int device;                 /* only this device's GPU tracks; -1 = all */
     int memory_only;            /* counters, memory instants, steps and marks only */
     uint64_t warn_bytes;        /* JSON size above which the plan suggests a window;
-                                 * 0 = MH_TRACE_VIEWER_LIMIT */
+                                 * 0 = MH__TRACE_VIEWER_LIMIT */
     int pretty;
     /* several files of one job in one trace (mh__trace_write_files): ts and
      * --time count from origin_ns, the job's start (src/analysis/job_origin.h;
      * 0 = the file's first event); a device's GPU pid is gpu_pid_base + its
      * index; process_label ("rank 1", borrowed; NULL = none) starts the
-     * names of the file's processes; file_index (< MH_TRACE_MAX_FILES)
+     * names of the file's processes; file_index (< MH__TRACE_MAX_FILES)
      * numbers its packet sequence and track uuids in protobuf */
     uint64_t origin_ns;
     int64_t gpu_pid_base;
@@ -63,7 +63,7 @@ struct mh_trace_opts {
 };
 
 /* What the scan found. */
-struct mh_trace_plan {
+struct mh__trace_plan {
     uint64_t events;            /* events in the window */
     uint64_t first_ns, last_ns; /* span of the window's events (0 if none) */
     uint64_t file_first_ns, file_last_ns; /* span of all the file's events */
@@ -75,20 +75,20 @@ struct mh_trace_plan {
     char suggestion[96];        /* e.g. "--steps 3:5" when too_big, else "" */
 };
 
-struct mh_trace;
+struct mh__trace;
 
-int mh__trace_new(const struct mh_trace_opts *opts, struct mh_trace **out);
-void mh__trace_free(struct mh_trace *t);
+int mh__trace_new(const struct mh__trace_opts *opts, struct mh__trace **out);
+void mh__trace_free(struct mh__trace *t);
 
 /* The format of the documents mh__trace_write writes (after the scan,
  * whose estimate may decide it). */
-void mh__trace_set_perfetto(struct mh_trace *t, int perfetto);
+void mh__trace_set_perfetto(struct mh__trace *t, int perfetto);
 
 /* The moment `--around` centres on (trace_around.c): the allocated peak of
  * `device` (-1: of the device whose peak is highest) or its last OOM, from
  * one replay of the session. found = 0 when there is none. */
-enum { MH_TRACE_AROUND_PEAK = 1, MH_TRACE_AROUND_OOM = 2 };
-struct mh_trace_moment {
+enum { MH__TRACE_AROUND_PEAK = 1, MH__TRACE_AROUND_OOM = 2 };
+struct mh__trace_moment {
     int found;
     int device;
     uint64_t time_ns;  /* absolute */
@@ -97,24 +97,24 @@ struct mh_trace_moment {
     uint64_t value;    /* the peak's allocated bytes; the OOM's request */
     uint64_t first_ns; /* the file's first event */
 };
-int mh__trace_moment(struct mh_session *s, int what, int device, struct mh_trace_moment *out);
+int mh__trace_moment(struct mh__session *s, int what, int device, struct mh__trace_moment *out);
 
 /* Pass 1 over the session (a later pass rewinds it: a file, not stdin).
  * Errors are reported by the session. */
-int mh__trace_scan(struct mh_trace *t, struct mh_session *s);
-const struct mh_trace_plan *mh__trace_get_plan(const struct mh_trace *t);
+int mh__trace_scan(struct mh__trace *t, struct mh__session *s);
+const struct mh__trace_plan *mh__trace_get_plan(const struct mh__trace *t);
 
 /* Writes a complete trace document, JSON or protobuf as the options say
  * (scans first if not done). Returns 0, a reader error, or the sink's error. */
-int mh__trace_write(struct mh_trace *t, struct mh_session *ses, struct mh_sink *s);
+int mh__trace_write(struct mh__trace *t, struct mh__session *ses, struct mh__sink *s);
 
 /* One trace of several files (one per rank): `t[i]` (options with the
  * job's origin_ns, its own gpu_pid_base and process_label) writes
  * `ses[i]`'s events into one document whose ts count from the job's start,
  * marked by an instant at ts 0, so Perfetto's time axis starts there.
  * Scans each first if not done. Returns as mh__trace_write. */
-int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *ses, size_t n,
-                          struct mh_sink *s);
+int mh__trace_write_files(struct mh__trace *const *t, struct mh__session *const *ses, size_t n,
+                          struct mh__sink *s);
 
 /* Writes `kineto` (JSON only: a torch.profiler trace, `len` bytes, plain or gzip) with
  * memhist's memory tracks added to its traceEvents, on its clock: ts relative
@@ -122,7 +122,7 @@ int mh__trace_write_files(struct mh_trace *const *t, struct mh_session *const *s
  * the options set a window, only the profiled time span is added. On a bad
  * input returns MH_EFORMAT/MH_ELIMIT, and MH_ENOTFOUND when the recording
  * does not overlap the profile, with a message in err. */
-int mh__trace_merge_kineto(struct mh_trace *t, struct mh_session *ses, const char *kineto,
-                           size_t len, struct mh_sink *s, char *err, size_t errlen);
+int mh__trace_merge_kineto(struct mh__trace *t, struct mh__session *ses, const char *kineto,
+                           size_t len, struct mh__sink *s, char *err, size_t errlen);
 
 #endif

@@ -8,7 +8,7 @@
 #include "oom_explain.h"
 #include "view_int.h"
 
-static void json_free_blocks(struct mh_json *j, const struct mh_oom_case *c)
+static void json_free_blocks(struct mh__json *j, const struct mh__oom_case *c)
 {
     mh__json_key(j, "free_blocks");
     mh__json_begin_array(j);
@@ -24,7 +24,7 @@ static void json_free_blocks(struct mh_json *j, const struct mh_oom_case *c)
     mh__json_end_array(j);
 }
 
-static void json_live(struct mh_json *j, struct mh__vdev *v, const struct mh_oom_case *c)
+static void json_live(struct mh__json *j, struct mh__vdev *v, const struct mh__oom_case *c)
 {
     mh__json_kv_uint(j, "live_bytes", c->live_bytes);
     mh__json_kv_uint(j, "live_blocks", c->live_count);
@@ -49,17 +49,17 @@ static void json_live(struct mh_json *j, struct mh__vdev *v, const struct mh_oom
     mh__json_end_array(j);
 }
 
-static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
+static void json_suggestions(struct mh__json *j, const struct mh__oom_case *c)
 {
     size_t nl;
-    const struct mh_layer_stats *st = mh__layers_list(c->ly, &nl);
+    const struct mh__layer_stats *st = mh__layers_list(c->ly, &nl);
     mh__json_kv_double(j, "replay_match_percent", c->replay_match, 1);
-    mh__json_kv_double(j, "replay_checked_from_percent", MH_WHATIF_CHECKED_MATCH, 1);
+    mh__json_kv_double(j, "replay_checked_from_percent", MH__WHATIF_CHECKED_MATCH, 1);
     mh__json_kv_bool(j, "replay_checked", !c->estimates);
     mh__json_key(j, "suggestions");
     mh__json_begin_array(j);
     for (size_t i = 0; i < c->nsugg; i++) {
-        const struct mh_suggestion *s = &c->sugg[i];
+        const struct mh__suggestion *s = &c->sugg[i];
         mh__json_begin_object(j);
         mh__json_kv_string(j, "setting", s->setting);
         mh__json_kv_bool(j, "checked", s->ok && !c->estimates);
@@ -81,7 +81,7 @@ static void json_suggestions(struct mh_json *j, const struct mh_oom_case *c)
     mh__json_end_object(j);
 }
 
-void mh__vdev_oom_case(struct mh_json *j, struct mh__vdev *v, const struct mh_oom_case *c)
+void mh__vdev_oom_case(struct mh__json *j, struct mh__vdev *v, const struct mh__oom_case *c)
 {
     const struct mh_oom_info *x = &c->oom;
     mh__json_begin_object(j);
@@ -106,14 +106,14 @@ void mh__vdev_oom_case(struct mh_json *j, struct mh__vdev *v, const struct mh_oo
     mh__json_end_object(j);
 }
 
-static void json_layer(struct mh_json *j, const struct mh_layer_stats *l)
+static void json_layer(struct mh__json *j, const struct mh__layer_stats *l)
 {
     mh__json_begin_object(j);
     mh__json_kv_string(j, "name", l->name);
     mh__json_kv_uint(j, "live_at_peak", l->live_at_peak);
     mh__json_key(j, "by_category");
     mh__json_begin_object(j);
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         if (l->by_category[c])
             mh__json_kv_uint(j, mh__category_name(c), l->by_category[c]);
     mh__json_end_object(j);
@@ -124,7 +124,7 @@ static void json_layer(struct mh_json *j, const struct mh_layer_stats *l)
     mh__json_end_object(j);
 }
 
-void mh__vdev_layers(struct mh_json *j, const struct mh_layers_answer *la)
+void mh__vdev_layers(struct mh__json *j, const struct mh__layers_answer *la)
 {
     mh__json_begin_object(j);
     mh__json_kv_uint(j, "peak", la->peak);

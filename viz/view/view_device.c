@@ -12,7 +12,7 @@
 #include "stacks.h"
 #include "view_int.h"
 
-static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *p)
+static void json_peak(struct mh__json *j, const char *key, const struct mh_peak *p)
 {
     mh__json_key(j, key);
     mh__json_begin_object(j);
@@ -23,16 +23,16 @@ static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *
     mh__json_end_object(j);
 }
 
-static void json_categories(struct mh_json *j, const char *key, const uint64_t *bytes)
+static void json_categories(struct mh__json *j, const char *key, const uint64_t *bytes)
 {
     mh__json_key(j, key);
     mh__json_begin_object(j);
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         mh__json_kv_uint(j, mh__category_name(c), bytes[c]);
     mh__json_end_object(j);
 }
 
-static void json_top(struct mh_json *j, struct mh__vdev *v, const struct mh_device_report *d)
+static void json_top(struct mh__json *j, struct mh__vdev *v, const struct mh__device_report *d)
 {
     mh__json_key(j, "top_at_peak");
     mh__json_begin_array(j);
@@ -48,7 +48,7 @@ static void json_top(struct mh_json *j, struct mh__vdev *v, const struct mh_devi
     mh__json_end_array(j);
 }
 
-static void json_trend(struct mh_json *j, const struct mh_frag_trend *t)
+static void json_trend(struct mh__json *j, const struct mh__frag_trend *t)
 {
     mh__json_key(j, "fragmentation_trend");
     if (t->steps < 2) {
@@ -76,7 +76,7 @@ static void json_trend(struct mh_json *j, const struct mh_frag_trend *t)
     mh__json_end_object(j);
 }
 
-static void json_growth(struct mh_json *j, struct mh__vdev *v, const struct mh_device_report *d)
+static void json_growth(struct mh__json *j, struct mh__vdev *v, const struct mh__device_report *d)
 {
     mh__json_key(j, "growth");
     mh__json_begin_object(j);
@@ -84,7 +84,7 @@ static void json_growth(struct mh_json *j, struct mh__vdev *v, const struct mh_d
     mh__json_key(j, "entries");
     mh__json_begin_array(j);
     for (size_t i = 0; i < d->ngrowth; i++) {
-        const struct mh_growth_entry *e = &d->growth[i];
+        const struct mh__growth_entry *e = &d->growth[i];
         mh__json_begin_object(j);
         mh__json_kv_uint(j, "label", mh__vstr_stack(v->s, v->r, e->stack));
         mh__json_kv_string(j, "module", e->module ? mh_reader_string(v->r, e->module) : NULL);
@@ -101,7 +101,7 @@ static void json_growth(struct mh_json *j, struct mh__vdev *v, const struct mh_d
     mh__json_end_object(j);
 }
 
-static void json_step(struct mh_json *j, const struct mh_step_stats *s)
+static void json_step(struct mh__json *j, const struct mh_step_stats *s)
 {
     mh__json_begin_array(j);
     mh__json_int(j, s->step);
@@ -122,7 +122,7 @@ static void json_step(struct mh_json *j, const struct mh_step_stats *s)
     mh__json_end_array(j);
 }
 
-static void json_steps(struct mh_json *j, const struct mh_model *m, int device, size_t max)
+static void json_steps(struct mh__json *j, const struct mh_model *m, int device, size_t max)
 {
     struct mh_step_stats s;
     mh__json_key(j, "step_columns");
@@ -150,7 +150,7 @@ static void json_steps(struct mh_json *j, const struct mh_model *m, int device, 
     mh__json_end_array(j);
 }
 
-static void json_ooms(struct mh_json *j, struct mh__vdev *v, const struct mh_oom_cases *cs)
+static void json_ooms(struct mh__json *j, struct mh__vdev *v, const struct mh__oom_cases *cs)
 {
     mh__json_key(j, "oom_cases");
     mh__json_begin_array(j);
@@ -159,8 +159,8 @@ static void json_ooms(struct mh_json *j, struct mh__vdev *v, const struct mh_oom
     mh__json_end_array(j);
 }
 
-void mh__vdev_json(struct mh_json *j, struct mh__vdev *v, const struct mh_device_report *d,
-                   const struct mh_layers_answer *la, const struct mh_oom_cases *cs)
+void mh__vdev_json(struct mh__json *j, struct mh__vdev *v, const struct mh__device_report *d,
+                   const struct mh__layers_answer *la, const struct mh__oom_cases *cs)
 {
     const struct mh_model *m = v->a->rp.model;
     mh__json_kv_int(j, "device", d->device);

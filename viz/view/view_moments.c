@@ -36,9 +36,9 @@ struct mh__vmoments {
     size_t ndev;
     uint64_t *index; /* sorted unique indices of m */
     size_t nindex;
-    const struct mh_lifetimes *use;
-    struct mh_lifetimes *own;
-    struct mh_observer ob; /* gathers into own */
+    const struct mh__lifetimes *use;
+    struct mh__lifetimes *own;
+    struct mh__observer ob; /* gathers into own */
     const struct mh_reader *reader;
 };
 
@@ -51,13 +51,13 @@ static int add(struct mh__vmoments *v, struct vmoment m)
 }
 
 /* Each step's allocated peak: the highest of its passes (categories.h). */
-static int add_step_peaks(struct mh__vmoments *v, const struct mh_analysis *a, int device,
+static int add_step_peaks(struct mh__vmoments *v, const struct mh__analysis *a, int device,
                           size_t room, size_t *dropped)
 {
     size_t np, nsteps = 0;
     mh__lifetimes_passes(a->lt, &np);
-    const struct mh_step_peak *pp = mh__lifetimes_pass_peaks(a->lt, device);
-    struct mh_step_peak *steps = malloc((np ? np : 1) * sizeof *steps);
+    const struct mh__step_peak *pp = mh__lifetimes_pass_peaks(a->lt, device);
+    struct mh__step_peak *steps = malloc((np ? np : 1) * sizeof *steps);
     if (!steps)
         return MH_ENOMEM;
     for (size_t i = 0; pp && i < np; i++) {
@@ -72,7 +72,7 @@ static int add_step_peaks(struct mh__vmoments *v, const struct mh_analysis *a, i
     }
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < nsteps && k < room; k++) {
-        const struct mh_step_peak *sp = &steps[nsteps <= room ? k : k * nsteps / room];
+        const struct mh__step_peak *sp = &steps[nsteps <= room ? k : k * nsteps / room];
         rc = add(v, (struct vmoment){device, VM_STEP_PEAK, sp->index, 0, sp->bytes, sp->step, 0});
     }
     *dropped = nsteps > room ? nsteps - room : 0;
@@ -80,8 +80,8 @@ static int add_step_peaks(struct mh__vmoments *v, const struct mh_analysis *a, i
     return rc;
 }
 
-static int add_device(struct mh__vmoments *v, const struct mh_analysis *a, size_t limit, int device,
-                      size_t *dropped)
+static int add_device(struct mh__vmoments *v, const struct mh__analysis *a, size_t limit,
+                      int device, size_t *dropped)
 {
     const struct mh_model *m = a->rp.model;
     struct mh_peak pa;
@@ -128,7 +128,7 @@ static int gather_indices(struct mh__vmoments *v)
     return 0;
 }
 
-int mh__vmoments_new(const struct mh_analysis *a, const struct mh_view_opts *o,
+int mh__vmoments_new(const struct mh__analysis *a, const struct mh__view_opts *o,
                      struct mh__vmoments **out)
 {
     struct mh__vmoments *v = calloc(1, sizeof *v);
@@ -156,12 +156,12 @@ int mh__vmoments_new(const struct mh_analysis *a, const struct mh_view_opts *o,
     return 0;
 }
 
-const struct mh_observer *mh__vmoments_observer(const struct mh__vmoments *v)
+const struct mh__observer *mh__vmoments_observer(const struct mh__vmoments *v)
 {
     return v->nindex ? &v->ob : NULL;
 }
 
-int mh__vmoments_complete(const struct mh_analysis *a, struct mh__vmoments *v, int rode)
+int mh__vmoments_complete(const struct mh__analysis *a, struct mh__vmoments *v, int rode)
 {
     if (rode || !v->nindex)
         return 0;
@@ -196,7 +196,7 @@ static int cmp_rank(const void *a, const void *b)
 }
 
 /* new index + 1 of each kept node (0: dropped); returns how many dropped. */
-static size_t choose_nodes(const struct mh_flame_node *nodes, size_t n, size_t max, uint32_t *map)
+static size_t choose_nodes(const struct mh__flame_node *nodes, size_t n, size_t max, uint32_t *map)
 {
     struct rank *r = malloc(n * sizeof *r);
     size_t kept = 0;
@@ -218,19 +218,19 @@ static size_t choose_nodes(const struct mh_flame_node *nodes, size_t n, size_t m
     return n - kept;
 }
 
-static void json_node(struct mh_json *j, struct mh__vstr *s, const struct mh_flame_node *nd,
+static void json_node(struct mh__json *j, struct mh__vstr *s, const struct mh__flame_node *nd,
                       const uint32_t *map)
 {
     mh__json_begin_array(j);
     mh__json_uint(j, mh__vstr_id(s, nd->name));
-    mh__json_int(j, nd->parent == MH_FLAME_NONE ? -1 : (int64_t)map[nd->parent] - 1);
+    mh__json_int(j, nd->parent == MH__FLAME_NONE ? -1 : (int64_t)map[nd->parent] - 1);
     mh__json_uint(j, nd->bytes);
     mh__json_uint(j, nd->count);
     mh__json_int(j, mh__flame_main_category(nd));
     mh__json_int(j, nd->detail ? (int64_t)mh__vstr_id(s, nd->detail) : -1);
     mh__json_uint(j, nd->self);
     mh__json_begin_array(j);
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         if (nd->by_category[c]) {
             mh__json_int(j, c);
             mh__json_uint(j, nd->by_category[c]);
@@ -239,10 +239,10 @@ static void json_node(struct mh_json *j, struct mh__vstr *s, const struct mh_fla
     mh__json_end_array(j);
 }
 
-static int json_tree(struct mh_json *j, struct mh__vstr *s, const struct mh_flame *f, size_t max)
+static int json_tree(struct mh__json *j, struct mh__vstr *s, const struct mh__flame *f, size_t max)
 {
     size_t n;
-    const struct mh_flame_node *nodes = mh__flame_nodes(f, &n);
+    const struct mh__flame_node *nodes = mh__flame_nodes(f, &n);
     uint32_t *map = malloc(n * sizeof *map);
     if (!map)
         return MH_ENOMEM;
@@ -260,21 +260,21 @@ static int json_tree(struct mh_json *j, struct mh__vstr *s, const struct mh_flam
     return 0;
 }
 
-static int json_trees(const struct mh__vmoments *v, const struct vmoment *m, struct mh_json *j,
+static int json_trees(const struct mh__vmoments *v, const struct vmoment *m, struct mh__json *j,
                       struct mh__vstr *s, size_t max)
 {
-    struct mh_flame *f = NULL;
+    struct mh__flame *f = NULL;
     int used,
-        rc = mh__flame_live(v->use, v->reader, m->device, m->index, MH_FLAME_BY_AUTO, &f, &used);
+        rc = mh__flame_live(v->use, v->reader, m->device, m->index, MH__FLAME_BY_AUTO, &f, &used);
     mh__json_key(j, "trees");
     mh__json_begin_object(j);
-    if (rc == 0 && used == MH_FLAME_BY_MODULE) {
+    if (rc == 0 && used == MH__FLAME_BY_MODULE) {
         mh__json_key(j, "module");
         rc = json_tree(j, s, f, max);
         mh__flame_free(f);
         f = NULL;
         rc = rc ? rc
-                : mh__flame_live(v->use, v->reader, m->device, m->index, MH_FLAME_BY_STACK, &f,
+                : mh__flame_live(v->use, v->reader, m->device, m->index, MH__FLAME_BY_STACK, &f,
                                  &used);
     }
     if (rc == 0) {
@@ -286,8 +286,8 @@ static int json_trees(const struct mh__vmoments *v, const struct vmoment *m, str
     return rc;
 }
 
-int mh__vmoments_json(const struct mh__vmoments *v, int device, struct mh_json *j,
-                      struct mh__vstr *s, const struct mh_view_opts *o)
+int mh__vmoments_json(const struct mh__vmoments *v, int device, struct mh__json *j,
+                      struct mh__vstr *s, const struct mh__view_opts *o)
 {
     int rc = 0;
     size_t dropped = 0;

@@ -13,7 +13,7 @@
 
 /* Writes `len` bytes of JSON with "</" as "<\/", so no string in it can
  * close the script element holding it. */
-static void put_json(struct mh_sink *out, const char *s, size_t len)
+static void put_json(struct mh__sink *out, const char *s, size_t len)
 {
     size_t from = 0;
     for (size_t i = 0; i + 1 < len; i++)
@@ -25,7 +25,7 @@ static void put_json(struct mh_sink *out, const char *s, size_t len)
     mh__sink_write(out, s + from, len - from);
 }
 
-static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *p)
+static void json_peak(struct mh__json *j, const char *key, const struct mh_peak *p)
 {
     mh__json_key(j, key);
     mh__json_begin_object(j);
@@ -35,9 +35,9 @@ static void json_peak(struct mh_json *j, const char *key, const struct mh_peak *
     mh__json_end_object(j);
 }
 
-static void json_ranks(struct mh_json *j, const struct mh_rank_row *rows, size_t n, uint64_t t0)
+static void json_ranks(struct mh__json *j, const struct mh__rank_row *rows, size_t n, uint64_t t0)
 {
-    struct mh_job_spread sp;
+    struct mh__job_spread sp;
     mh__job_spread(rows, n, &sp);
     mh__json_begin_object(j);
     mh__json_kv_uint(j, "t0_ns", t0);
@@ -49,7 +49,7 @@ static void json_ranks(struct mh_json *j, const struct mh_rank_row *rows, size_t
     mh__json_key(j, "rows");
     mh__json_begin_array(j);
     for (size_t i = 0; i < n; i++) {
-        const struct mh_rank_row *r = &rows[i];
+        const struct mh__rank_row *r = &rows[i];
         mh__json_begin_object(j);
         mh__json_kv_string(j, "path", r->path);
         mh__json_kv_string(j, "host", r->host);
@@ -69,27 +69,27 @@ static void json_ranks(struct mh_json *j, const struct mh_rank_row *rows, size_t
 
 /* The categories' names and colours, the site groups' colours (the last for
  * everything else; palette.h) and the event kinds' names. */
-static void put_legend(struct mh_sink *out)
+static void put_legend(struct mh__sink *out)
 {
     mh__sink_puts(out, "\"categories\":[");
-    for (int c = 0; c < MH_CAT_COUNT; c++)
+    for (int c = 0; c < MH__CAT_COUNT; c++)
         mh__sink_printf(out, "%s[\"%s\",\"#%06x\"]", c ? "," : "", mh__category_name(c),
                         (unsigned)mh__palette_category(c));
     mh__sink_puts(out, "],\"group_colors\":[");
-    for (unsigned g = 0; g < MH_PALETTE_GROUPS; g++)
+    for (unsigned g = 0; g < MH__PALETTE_GROUPS; g++)
         mh__sink_printf(out, "%s\"#%06x\"", g ? "," : "", (unsigned)mh__palette_group(g));
-    mh__sink_printf(out, ",\"#%06x\"", (unsigned)MH_COL_REST);
+    mh__sink_printf(out, ",\"#%06x\"", (unsigned)MH__COL_REST);
     mh__sink_puts(out, "],\"event_kinds\":[");
     for (unsigned k = 0; k <= MH_EV_OOM; k++)
         mh__sink_printf(out, "%s\"%s\"", k ? "," : "", mh_event_kind_name(k));
     mh__sink_puts(out, "]");
 }
 
-static void put_data(struct mh_sink *out, const char *title, struct mh_view_part *const *parts,
-                     const struct mh_rank_row *rows, size_t n, uint64_t t0)
+static void put_data(struct mh__sink *out, const char *title, struct mh__view_part *const *parts,
+                     const struct mh__rank_row *rows, size_t n, uint64_t t0)
 {
-    struct mh_sink head;
-    struct mh_json j;
+    struct mh__sink head;
+    struct mh__json j;
     mh__sink_puts(out, "{\"format\":1,\"memhist\":\"" MH_VERSION_STRING "\",\"title\":");
     mh__sink_init_mem(&head);
     mh__json_write_escaped(&head, title);
@@ -118,7 +118,7 @@ static void put_data(struct mh_sink *out, const char *title, struct mh_view_part
     mh__sink_puts(out, "}");
 }
 
-static void put_title(struct mh_sink *out, const char *title)
+static void put_title(struct mh__sink *out, const char *title)
 {
     for (const char *c = title; *c; c++) {
         if (*c == '<')
@@ -132,8 +132,8 @@ static void put_title(struct mh_sink *out, const char *title)
     }
 }
 
-int mh__view_write(struct mh_sink *out, const char *title, struct mh_view_part *const *parts,
-                   const struct mh_rank_row *rows, size_t n, uint64_t t0_ns)
+int mh__view_write(struct mh__sink *out, const char *title, struct mh__view_part *const *parts,
+                   const struct mh__rank_row *rows, size_t n, uint64_t t0_ns)
 {
     mh__sink_puts(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"

@@ -12,31 +12,31 @@
 #include "session.h"
 #include "view_int.h"
 
-struct mh_view_part {
-    struct mh_sink sink;
+struct mh__view_part {
+    struct mh__sink sink;
 };
 
 /* One device's answers besides its report. */
 struct gdev {
     int device;
-    struct mh_layers_answer la;
+    struct mh__layers_answer la;
     int la_ok;
     int la_error, oom_error; /* why an answer is missing, 0 if none */
-    struct mh_oom_cases oom;
+    struct mh__oom_cases oom;
 };
 
 /* What one file's answers are made of, freed together. */
 struct gathered {
-    struct mh_device_reports reps;
+    struct mh__device_reports reps;
     struct gdev *dev; /* in the model's device order */
     size_t ndev;
     struct mh__vt *vt;
     struct mh__vmoments *mom;
 };
 
-static struct mh_view_opts with_defaults(const struct mh_view_opts *o)
+static struct mh__view_opts with_defaults(const struct mh__view_opts *o)
 {
-    struct mh_view_opts d = o ? *o : (struct mh_view_opts){0};
+    struct mh__view_opts d = o ? *o : (struct mh__view_opts){0};
     d.max_moments = d.max_moments ? d.max_moments : 64;
     d.max_tree_nodes = d.max_tree_nodes ? d.max_tree_nodes : 400;
     d.max_events = d.max_events ? d.max_events : 40000;
@@ -67,17 +67,17 @@ static const struct gdev *find_gdev(const struct gathered *g, int device)
 }
 
 /* Registers the timeline's and the moments' observers for one pass. */
-static int ride(const struct mh_analysis *a, struct gathered *g)
+static int ride(const struct mh__analysis *a, struct gathered *g)
 {
     int rc = mh__session_observe(a->session, mh__vt_observer(g->vt));
-    const struct mh_observer *mo = mh__vmoments_observer(g->mom);
+    const struct mh__observer *mo = mh__vmoments_observer(g->mom);
     return rc == 0 && mo ? mh__session_observe(a->session, mo) : rc;
 }
 
 /* The layers answer and OOM cases of each device; the timeline and the
  * moments ride the first device's layers pass when it is exactly one
  * full pass, else they make passes of their own. */
-static int gather_devices(const struct mh_analysis *a, struct gathered *g)
+static int gather_devices(const struct mh__analysis *a, struct gathered *g)
 {
     int rc = 0, rode = 0;
     for (size_t i = 0; rc == 0 && i < g->ndev; i++) {
@@ -91,7 +91,7 @@ static int gather_devices(const struct mh_analysis *a, struct gathered *g)
         mh__session_forget(a->session);
         if (i == 0)
             rode = mh__session_passes(a->session) == passes + 1 && mh__vt_observed(g->vt);
-        struct mh_oom_opts oo = {.top = 10};
+        struct mh__oom_opts oo = {.top = 10};
         if (rc == 0 && (d->oom_error = mh__oom_cases(a, d->device, &oo, &d->oom)) < 0)
             memset(&d->oom, 0, sizeof d->oom);
     }
@@ -102,7 +102,7 @@ static int gather_devices(const struct mh_analysis *a, struct gathered *g)
 
 /* The report comes last: its what-if replay, started during the first
  * pass, runs on its own thread while the other passes read the file. */
-static int gather(const struct mh_analysis *a, const struct mh_view_opts *o, struct gathered *g)
+static int gather(const struct mh__analysis *a, const struct mh__view_opts *o, struct gathered *g)
 {
     g->ndev = mh_model_device_count(a->rp.model);
     g->dev = calloc(g->ndev ? g->ndev : 1, sizeof *g->dev);
@@ -116,7 +116,7 @@ static int gather(const struct mh_analysis *a, const struct mh_view_opts *o, str
     return rc;
 }
 
-static void json_head(struct mh_json *j, const struct mh_analysis *a)
+static void json_head(struct mh__json *j, const struct mh__analysis *a)
 {
     const struct mh_file_summary *s = &a->rp.summary;
     mh__json_kv_string(j, "path", a->rp.path);
@@ -138,8 +138,8 @@ static void json_head(struct mh_json *j, const struct mh_analysis *a)
     mh__json_end_object(j);
 }
 
-static int json_part(struct mh_json *j, const struct mh_analysis *a, const struct mh_view_opts *o,
-                     struct gathered *g, struct mh__vstr *s)
+static int json_part(struct mh__json *j, const struct mh__analysis *a,
+                     const struct mh__view_opts *o, struct gathered *g, struct mh__vstr *s)
 {
     struct mh__vdev v = {a, a->rp.reader, s, o};
     int rc = 0;
@@ -166,16 +166,16 @@ static int json_part(struct mh_json *j, const struct mh_analysis *a, const struc
     return rc ? rc : s->error;
 }
 
-int mh__view_part_make(const struct mh_analysis *a, const struct mh_view_opts *o_in,
-                       struct mh_view_part **out)
+int mh__view_part_make(const struct mh__analysis *a, const struct mh__view_opts *o_in,
+                       struct mh__view_part **out)
 {
-    struct mh_view_opts o = with_defaults(o_in);
-    struct mh_view_part *p = calloc(1, sizeof *p);
+    struct mh__view_opts o = with_defaults(o_in);
+    struct mh__view_part *p = calloc(1, sizeof *p);
     if (!p)
         return MH_ENOMEM;
     struct gathered g = {0};
     struct mh__vstr s;
-    struct mh_json j;
+    struct mh__json j;
     mh__vstr_init(&s);
     mh__sink_init_mem(&p->sink);
     int rc = gather(a, &o, &g);
@@ -194,7 +194,7 @@ int mh__view_part_make(const struct mh_analysis *a, const struct mh_view_opts *o
     return 0;
 }
 
-void mh__view_part_free(struct mh_view_part *p)
+void mh__view_part_free(struct mh__view_part *p)
 {
     if (!p)
         return;
@@ -202,13 +202,13 @@ void mh__view_part_free(struct mh_view_part *p)
     free(p);
 }
 
-size_t mh__view_part_size(const struct mh_view_part *p)
+size_t mh__view_part_size(const struct mh__view_part *p)
 {
     return p->sink.len;
 }
 
 /* The part's JSON, for the page writer. */
-const char *mh__view_part_json(const struct mh_view_part *p, size_t *len)
+const char *mh__view_part_json(const struct mh__view_part *p, size_t *len)
 {
     *len = p->sink.len;
     return p->sink.buf;

@@ -95,7 +95,7 @@ uint32_t mh__vstr_stack(struct mh__vstr *s, const struct mh_reader *r, uint32_t 
     return s->stack_label[stack] - 1;
 }
 
-void mh__vstr_json(const struct mh__vstr *s, struct mh_json *j)
+void mh__vstr_json(const struct mh__vstr *s, struct mh__json *j)
 {
     mh__json_begin_array(j);
     for (size_t i = 0; i < s->n; i++)
@@ -103,7 +103,7 @@ void mh__vstr_json(const struct mh__vstr *s, struct mh_json *j)
     mh__json_end_array(j);
 }
 
-void mh__vstr_frames(struct mh__vstr *s, struct mh_json *j, const struct mh_reader *r,
+void mh__vstr_frames(struct mh__vstr *s, struct mh__json *j, const struct mh_reader *r,
                      uint32_t stack)
 {
     const uint32_t *frames;

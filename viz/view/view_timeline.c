@@ -78,7 +78,7 @@ struct mh__vt {
     size_t max_events, max_step_events;
     int coarse_only;
     int done; /* a pass it observed ended */
-    struct mh_observer ob;
+    struct mh__observer ob;
 };
 
 static int is_allocator(unsigned kind)
@@ -216,7 +216,7 @@ static int note_phase(struct mh__vt *t, uint64_t index, uint32_t phase)
     return 0;
 }
 
-static int on_event(void *user, struct mh_session *s, const struct mh_event *ev,
+static int on_event(void *user, struct mh__session *s, const struct mh_event *ev,
                     const struct mh_apply_result *res)
 {
     struct mh__vt *t = user;
@@ -235,7 +235,7 @@ static int on_event(void *user, struct mh_session *s, const struct mh_event *ev,
 }
 
 /* A pass starts: everything a pass before gathered is forgotten. */
-static int on_begin(void *user, struct mh_session *s)
+static int on_begin(void *user, struct mh__session *s)
 {
     struct mh__vt *t = user;
     (void)s;
@@ -254,7 +254,7 @@ static int on_begin(void *user, struct mh_session *s)
     return 0;
 }
 
-static int on_end(void *user, struct mh_session *s)
+static int on_end(void *user, struct mh__session *s)
 {
     struct mh__vt *t = user;
     (void)s;
@@ -353,9 +353,9 @@ static int device_new(struct mh__vt *t, struct vt_device *d, int device, const s
 }
 
 /* The site groups the whole-run level is stacked by. */
-static int device_groups(struct vt_device *d, const struct mh_analysis *a)
+static int device_groups(struct vt_device *d, const struct mh__analysis *a)
 {
-    struct mh_stack_group *top = NULL;
+    struct mh__stack_group *top = NULL;
     size_t n = 0;
     uint64_t bytes, count;
     if (a->peaks && mh__peak_groups_get(a->peaks, a->rp.model, d->device, VT_GROUPS, &top, &n,
@@ -385,7 +385,7 @@ void mh__vt_free(struct mh__vt *t)
     free(t);
 }
 
-int mh__vt_new(const struct mh_analysis *a, const struct mh_view_opts *o, struct mh__vt **out)
+int mh__vt_new(const struct mh__analysis *a, const struct mh__view_opts *o, struct mh__vt **out)
 {
     const struct mh_model *m = a->rp.model;
     struct mh__vt *t = calloc(1, sizeof *t);
@@ -397,7 +397,7 @@ int mh__vt_new(const struct mh_analysis *a, const struct mh_view_opts *o, struct
         t->coarse_only = o->coarse_only;
         t->ndev = mh_model_device_count(m);
         t->dev = calloc(t->ndev ? t->ndev : 1, sizeof *t->dev);
-        t->ob = (struct mh_observer){"view timeline", t, on_begin, on_event, on_end};
+        t->ob = (struct mh__observer){"view timeline", t, on_begin, on_event, on_end};
         rc = t->dev ? 0 : MH_ENOMEM;
     }
     for (size_t i = 0; rc == 0 && i < t->ndev; i++) {
@@ -412,7 +412,7 @@ int mh__vt_new(const struct mh_analysis *a, const struct mh_view_opts *o, struct
     return 0;
 }
 
-const struct mh_observer *mh__vt_observer(struct mh__vt *t)
+const struct mh__observer *mh__vt_observer(struct mh__vt *t)
 {
     return &t->ob;
 }
@@ -422,13 +422,13 @@ int mh__vt_observed(const struct mh__vt *t)
     return t->done;
 }
 
-int mh__vt_pass(const struct mh_analysis *a, struct mh__vt *t)
+int mh__vt_pass(const struct mh__analysis *a, struct mh__vt *t)
 {
     return mh__session_pass(a->session, &t->ob);
 }
 
 /* Bytes in KiB: the lowest rounded down, the highest up. */
-static void json_kib(struct mh_json *j, const char *key, const uint64_t *v, size_t n, int up)
+static void json_kib(struct mh__json *j, const char *key, const uint64_t *v, size_t n, int up)
 {
     mh__json_key(j, key);
     mh__json_begin_array(j);
@@ -437,7 +437,7 @@ static void json_kib(struct mh_json *j, const char *key, const uint64_t *v, size
     mh__json_end_array(j);
 }
 
-static void json_groups(const struct vt_device *d, struct mh_json *j, struct mh__vstr *s,
+static void json_groups(const struct vt_device *d, struct mh__json *j, struct mh__vstr *s,
                         const struct mh_reader *r)
 {
     mh__json_key(j, "groups"); /* site labels; the last is everything else */
@@ -448,7 +448,7 @@ static void json_groups(const struct vt_device *d, struct mh_json *j, struct mh_
     json_kib(j, "group_bytes", d->gcol, d->lv[0].n * (d->ng + 1), 1);
 }
 
-static void json_levels(const struct mh__vt *t, const struct vt_device *d, struct mh_json *j,
+static void json_levels(const struct mh__vt *t, const struct vt_device *d, struct mh__json *j,
                         struct mh__vstr *s, const struct mh_reader *r)
 {
     mh__json_key(j, "timeline");
@@ -494,7 +494,7 @@ static void json_levels(const struct mh__vt *t, const struct vt_device *d, struc
     mh__json_end_object(j);
 }
 
-static void json_events(const struct mh__vt *t, const struct vt_device *d, struct mh_json *j,
+static void json_events(const struct mh__vt *t, const struct vt_device *d, struct mh__json *j,
                         struct mh__vstr *s, const struct mh_reader *r)
 {
     mh__json_key(j, "events");
@@ -528,7 +528,7 @@ static void json_events(const struct mh__vt *t, const struct vt_device *d, struc
     mh__json_end_object(j);
 }
 
-void mh__vt_device_json(const struct mh__vt *t, int device, struct mh_json *j, struct mh__vstr *s,
+void mh__vt_device_json(const struct mh__vt *t, int device, struct mh__json *j, struct mh__vstr *s,
                         const struct mh_reader *r)
 {
     const struct vt_device *d = find_device((struct mh__vt *)t, device);

@@ -1,4 +1,4 @@
-/* plot_internal.h - what the parts of the PNG plots share (not public).
+/* plot_int.h - what the parts of the PNG plots share (not public).
  *
  * Data flow of a timeline: plot_scan.c replays the file once (pass 1) to find
  * the device, the time span of the window, the allocated peak and the bytes
@@ -14,8 +14,8 @@
  * draws the segment view from a model replayed up to the chosen moment.
  * Memory is proportional to the number of distinct stacks, pixels and (for
  * categories) live allocations, never to the number of events. */
-#ifndef MH_VIZ_PLOT_INTERNAL_H
-#define MH_VIZ_PLOT_INTERNAL_H
+#ifndef MH_VIZ_PLOT_INT_H
+#define MH_VIZ_PLOT_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +49,7 @@ struct mh__plot_warp {
     int n;
     uint64_t a[MH__PLOT_GAPS], len[MH__PLOT_GAPS]; /* absolute start, length (ns) */
     uint64_t keep;
-    int mode;             /* enum mh_plot_x the knots implement (X_TIME: no knots) */
+    int mode;             /* enum mh__plot_x the knots implement (X_TIME: no knots) */
     size_t nk, capk;
     uint64_t *kt;         /* knot times (absolute ns), non-decreasing */
     double *kv;           /* knot values, non-decreasing */
@@ -137,8 +137,8 @@ struct mh__plot_scan {
      * category: the categories in enum order, `ngroups` being "unknown". */
     int by_category;
     unsigned ngroups;
-    char labels[MH_PLOT_MAX_TOP][MH__PLOT_LABEL];
-    uint64_t group_peak[MH_PLOT_MAX_TOP + 1];
+    char labels[MH__PLOT_MAX_TOP][MH__PLOT_LABEL];
+    uint64_t group_peak[MH__PLOT_MAX_TOP + 1];
     struct mh_model *model;   /* replayed over the whole file: steps, OOMs, devices */
     struct mh__plot_warp warp; /* idle stretches (empty with --x time) */
     uint64_t last_mem_ns;     /* time of the device's previous memory event in the window */
@@ -152,18 +152,18 @@ struct mh__plot_cols {
     const struct mh__plot_warp *warp; /* the scan's; with t0, the axis mapping */
     uint64_t t0;
     unsigned ngroups;         /* coloured groups; the breakdown has ngroups + 1 entries */
-    int by_category;          /* the breakdown is by enum mh_category */
-    uint64_t cat_peak[MH_CAT_COUNT]; /* by category: bytes live at the scan's peak */
+    int by_category;          /* the breakdown is by enum mh__category */
+    uint64_t cat_peak[MH__CAT_COUNT]; /* by category: bytes live at the scan's peak */
     uint64_t *alloc, *reserved, *driver, *groups;
 };
 
 /* Pass 1. The reader is rewound first. Fills `s`; MH_EINVAL with a message
  * for an unknown device or an empty window. */
-int mh__plot_scan_run(struct mh_session *r, const struct mh_plot_opts *o, struct mh__plot_scan *s,
+int mh__plot_scan_run(struct mh__session *r, const struct mh__plot_opts *o, struct mh__plot_scan *s,
                       char *err, size_t errlen);
 /* Ranks allocation sites (stacks grouped by their label) by bytes at the
  * peak into at most `top` groups and assigns every stack its group. */
-int mh__plot_scan_rank(struct mh_session *r, struct mh__plot_scan *s, unsigned top);
+int mh__plot_scan_rank(struct mh__session *r, struct mh__plot_scan *s, unsigned top);
 void mh__plot_scan_free(struct mh__plot_scan *s);
 
 /* Memory categories in pass 2 (plot_category.c). A column shows the state
@@ -173,14 +173,14 @@ void mh__plot_scan_free(struct mh__plot_scan *s);
  * the columns already closed, a pending sum for the open one (dropped when
  * the open column's moment moves past the end). */
 struct mh__plot_catacc {
-    struct mh_livecat *lc;
+    struct mh__livecat *lc;
     int device, n;
     int64_t *moment;   /* per column: ordinal of the event whose state it shows, -1 none */
-    int64_t *diff;     /* (n + 1) x MH_CAT_COUNT */
+    int64_t *diff;     /* (n + 1) x MH__CAT_COUNT */
     int open;          /* column whose moment may still move, -1 if none */
-    uint64_t pending[MH_CAT_COUNT];
+    uint64_t pending[MH__CAT_COUNT];
     int64_t peak;      /* ordinal of the peak event, -1 if none */
-    uint64_t at_peak[MH_CAT_COUNT];
+    uint64_t at_peak[MH__CAT_COUNT];
 };
 int mh__plot_cat_init(struct mh__plot_catacc *a, int ncols, int device, int64_t peak);
 void mh__plot_cat_release(struct mh__plot_catacc *a);
@@ -188,19 +188,19 @@ void mh__plot_cat_release(struct mh__plot_catacc *a);
  * when it ends an allocation of the device. */
 int mh__plot_cat_observe(struct mh__plot_catacc *a, const struct mh_model *m,
                          const struct mh_event *ev, const struct mh_apply_result *res,
-                         uint64_t ord, struct mh_livecat_end *end);
+                         uint64_t ord, struct mh__livecat_end *end);
 /* Books an ended allocation (ord: event that ended it). */
-void mh__plot_cat_end(struct mh__plot_catacc *a, const struct mh_livecat_end *end, int64_t ord);
+void mh__plot_cat_end(struct mh__plot_catacc *a, const struct mh__livecat_end *end, int64_t ord);
 /* Closes the open column (its moment is final). */
 void mh__plot_cat_close(struct mh__plot_catacc *a);
 /* The open column's moment moved to a later event. */
 void mh__plot_cat_moved(struct mh__plot_catacc *a);
 /* After the last event: books the allocations still alive and writes the
- * per-column breakdown (MH_CAT_COUNT entries per column) and cat_peak. */
+ * per-column breakdown (MH__CAT_COUNT entries per column) and cat_peak. */
 int mh__plot_cat_finish(struct mh__plot_catacc *a, struct mh__plot_cols *c);
 
 /* Pass 2 over `ncols` columns spanning [t_begin, t_end]. */
-int mh__plot_cols_run(struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_cols_run(struct mh__session *r, const struct mh__plot_opts *o,
                       const struct mh__plot_scan *s, int ncols, uint64_t t_begin, uint64_t t_end,
                       struct mh__plot_cols *c);
 void mh__plot_cols_free(struct mh__plot_cols *c);
@@ -220,18 +220,18 @@ int mh__plot_axis_px(const struct mh__plot_axis *a, double v);
 /* Ticks and labels along a time axis (values are ns since t0) under the
  * panel at y, and along a byte axis (left of the panel at x), with light
  * grid lines across the panel [gx0, gx1] x [gy0, gy1]. */
-void mh__plot_time_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int y, int gy0,
+void mh__plot_time_ticks(struct mh__canvas *c, const struct mh__plot_axis *a, int y, int gy0,
                          int gy1);
-void mh__plot_byte_ticks(struct mh_canvas *c, const struct mh__plot_axis *a, int x, int gx0,
+void mh__plot_byte_ticks(struct mh__canvas *c, const struct mh__plot_axis *a, int x, int gx0,
                          int gx1, int max_ticks);
 /* A "nice" step (1, 2 or 5 times a power of ten) for about `span / n`. */
 double mh__plot_nice_step(double span, int n);
 
 /* Title line (scale 2) and a subtitle below it. Returns the y below them. */
-int mh__plot_title(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_title(struct mh__canvas *c, struct mh__session *r, const struct mh__plot_opts *o,
                    int device, const char *what, const char *subtitle);
 /* An image holding only the title and a message (empty input). */
-int mh__plot_message(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_message(struct mh__canvas *c, struct mh__session *r, const struct mh__plot_opts *o,
                      int device, const char *message);
 
 /* Timeline drawing (plot_timeline.c) with its strip (plot_strip.c) and
@@ -249,18 +249,18 @@ void mh__plot_layout(int width, int height, int top, struct mh__plot_frame *f);
 /* The whole timeline (title, panel, strip, legend) over [t_begin, t_end]
  * (absolute ns, shown as times since s->t0), or a message image for empty
  * input. Ranks the groups (or sets up categories) and runs pass 2. */
-int mh__plot_timeline_panel(struct mh_canvas *c, struct mh_session *r,
-                            const struct mh_plot_opts *o, struct mh__plot_scan *s,
+int mh__plot_timeline_panel(struct mh__canvas *c, struct mh__session *r,
+                            const struct mh__plot_opts *o, struct mh__plot_scan *s,
                             uint64_t t_begin, uint64_t t_end);
-int mh__plot_timeline(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_timeline(struct mh__canvas *c, struct mh__session *r, const struct mh__plot_opts *o,
                       const struct mh__plot_scan *s, const struct mh__plot_cols *cols,
                       const struct mh__plot_frame *f);
-void mh__plot_strip(struct mh_canvas *c, const struct mh__plot_scan *s,
+void mh__plot_strip(struct mh__canvas *c, const struct mh__plot_scan *s,
                     const struct mh__plot_frame *f, uint64_t t_begin, uint64_t t_end);
-void mh__plot_legend(struct mh_canvas *c, const struct mh__plot_scan *s,
+void mh__plot_legend(struct mh__canvas *c, const struct mh__plot_scan *s,
                      const struct mh__plot_frame *f);
 /* Step boundaries and OOM markers over [y0, y1] inside the panel's x range. */
-void mh__plot_markers(struct mh_canvas *c, const struct mh__plot_scan *s,
+void mh__plot_markers(struct mh__canvas *c, const struct mh__plot_scan *s,
                       const struct mh__plot_frame *f, int y0, int y1, int labels);
 
 /* The heat map of several ranks (plot_heat.c): peak reserved per rank (row)
@@ -269,12 +269,12 @@ void mh__plot_markers(struct mh_canvas *c, const struct mh__plot_scan *s,
  * pixels tall. *worst: the file of the largest cell (left alone when no
  * rank has steps). */
 int mh__plot_heatmap_height(size_t n);
-int mh__plot_heatmap(struct mh_canvas *c, int y, const struct mh_plot_opts *o,
-                     struct mh__plot_scan *scans, struct mh_session *const *rd,
+int mh__plot_heatmap(struct mh__canvas *c, int y, const struct mh__plot_opts *o,
+                     struct mh__plot_scan *scans, struct mh__session *const *rd,
                      const char *const *names, size_t n, size_t *worst);
 
 /* The segment view (plot_segments.c). */
-int mh__plot_segments(struct mh_canvas *c, struct mh_session *r, const struct mh_plot_opts *o,
+int mh__plot_segments(struct mh__canvas *c, struct mh__session *r, const struct mh__plot_opts *o,
                       const struct mh__plot_scan *s, char *err, size_t errlen);
 
 #endif

@@ -1,8 +1,8 @@
-/* wl_internal.h - helpers shared by the built-in workloads: allocation
+/* wl_int.h - helpers shared by the built-in workloads: allocation
  * sites (interned stack + module path), tensor allocation that stops the
  * workload on OOM, a deterministic RNG, step and phase markers. */
-#ifndef MH_SIM_WL_INTERNAL_H
-#define MH_SIM_WL_INTERNAL_H
+#ifndef MH_SIM_WL_INT_H
+#define MH_SIM_WL_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,21 +17,21 @@ struct wl_frame {
 };
 
 struct wl {
-    struct mh_sim *sim;
+    struct mh__sim *sim;
     uint64_t steps; /* the steps asked for, for progress reports */
-    struct mh_progress progress;
+    struct mh__progress progress;
     uint64_t rng;
     uint64_t stream;
     int64_t step;
     int stopped;  /* OOM met (or an error): every helper becomes a no-op */
     int err;      /* negative error other than OOM */
-    struct mh_workload_result *res;
+    struct mh__workload_result *res;
 };
 
 /* `steps`: the steps the run is asked for, reported as progress (the
  * default, progress.h) after each one. */
-void mh__wl_init(struct wl *w, struct mh_sim *s, uint64_t steps, uint64_t seed,
-                 struct mh_workload_result *res);
+void mh__wl_init(struct wl *w, struct mh__sim *s, uint64_t steps, uint64_t seed,
+                 struct mh__workload_result *res);
 /* Interns frames (innermost first) as a stack; `meta` (module path) may be
  * NULL. The result packs the stack and string ids. */
 struct wl_site {

@@ -1,4 +1,4 @@
-/* sim_internal.h - the simulator's state, shared by its source files.
+/* sim_int.h - the simulator's state, shared by its source files.
  *
  * Blocks tile segments (non-expandable: one cudaMalloc; expandable: one
  * virtual reservation whose blocks are mapped or unmapped) as a doubly
@@ -7,8 +7,8 @@
  * unmapped blocks in a treap ordered by address. Live blocks are found by
  * address through a hash table. Device address space is handed out by a
  * first-fit range list. */
-#ifndef MH_SIM_INTERNAL_H
-#define MH_SIM_INTERNAL_H
+#ifndef MH_SIM_SIM_INT_H
+#define MH_SIM_SIM_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -58,12 +58,12 @@ struct mh__sim_range {
     uint64_t base, size;
 };
 
-struct mh_sim {
-    struct mh_sim_opts o;
+struct mh__sim {
+    struct mh__sim_opts o;
     uint64_t now;
     uint64_t allowed;      /* allocation limit in bytes (UINT64_MAX none) */
     int set_fraction;
-    struct mh_sim_stats st;
+    struct mh__sim_stats st;
     struct mh__sim_pool **pools; /* sorted by (stream, small) */
     size_t npools, cap_pools;
     struct mh__sim_pool *last_pool;
@@ -108,44 +108,44 @@ void mh__map_del(struct mh__sim_map *m, uint64_t key);
 void mh__map_free(struct mh__sim_map *m);
 
 /* space.c: device address ranges (cudaMalloc and reservations). */
-int mh__space_take(struct mh_sim *s, uint64_t size, uint64_t want, uint64_t *addr);
-void mh__space_give(struct mh_sim *s, uint64_t addr);
+int mh__space_take(struct mh__sim *s, uint64_t size, uint64_t want, uint64_t *addr);
+void mh__space_give(struct mh__sim *s, uint64_t addr);
 /* The range at addr ends after `size` bytes (a smaller size only). */
-void mh__space_shrink(struct mh_sim *s, uint64_t addr, uint64_t size);
+void mh__space_shrink(struct mh__sim *s, uint64_t addr, uint64_t size);
 
 /* core.c */
-struct mh__sim_block *mh__block_new(struct mh_sim *s);
-void mh__block_drop(struct mh_sim *s, struct mh__sim_block *b);
-struct mh__sim_pool *mh__pool_get(struct mh_sim *s, uint64_t stream, int small);
+struct mh__sim_block *mh__block_new(struct mh__sim *s);
+void mh__block_drop(struct mh__sim *s, struct mh__sim_block *b);
+struct mh__sim_pool *mh__pool_get(struct mh__sim *s, uint64_t stream, int small);
 /* Hands an event to the writer and the callback; the first error sticks. */
-int mh__deliver(struct mh_sim *s, const struct mh_event *ev);
-int mh__emit_alloc_event(struct mh_sim *s, int kind, uint64_t addr, uint64_t size,
+int mh__deliver(struct mh__sim *s, const struct mh_event *ev);
+int mh__emit_alloc_event(struct mh__sim *s, int kind, uint64_t addr, uint64_t size,
                          uint64_t stream, uint32_t stack, uint32_t str, uint8_t flags);
 uint8_t mh__pool_flags(const struct mh__sim_pool *p, int expandable);
-void mh__insert_free(struct mh_sim *s, struct mh__sim_block *b);
+void mh__insert_free(struct mh__sim *s, struct mh__sim_block *b);
 void mh__remove_free(struct mh__sim_block *b);
-void mh__try_merge(struct mh_sim *s, struct mh__sim_block *dst, struct mh__sim_block *src);
-void mh__free_block(struct mh_sim *s, struct mh__sim_block *b, uint32_t stack);
+void mh__try_merge(struct mh__sim *s, struct mh__sim_block *dst, struct mh__sim_block *src);
+void mh__free_block(struct mh__sim *s, struct mh__sim_block *b, uint32_t stack);
 
 /* malloc.c: a freed block waits for its stream's event (completes at
  * ready_ns, UINT64_MAX = when marked ready). Returns 0 or MH_ENOMEM. */
-int mh__pending_add(struct mh_sim *s, struct mh__sim_block *b, uint64_t ready_ns);
+int mh__pending_add(struct mh__sim *s, struct mh__sim_block *b, uint64_t ready_ns);
 
 /* release.c */
-int mh__release_block(struct mh_sim *s, struct mh__sim_block *b);
-int mh__release_available(struct mh_sim *s, struct mh__sim_pool *p, uint64_t size);
-int mh__release_cached(struct mh_sim *s);
-void mh__garbage_collect(struct mh_sim *s);
-void mh__process_events(struct mh_sim *s, int all);
+int mh__release_block(struct mh__sim *s, struct mh__sim_block *b);
+int mh__release_available(struct mh__sim *s, struct mh__sim_pool *p, uint64_t size);
+int mh__release_cached(struct mh__sim *s);
+void mh__garbage_collect(struct mh__sim *s);
+void mh__process_events(struct mh__sim *s, int all);
 
 /* expand.c */
-struct mh__sim_block *mh__alloc_expandable(struct mh_sim *s, struct mh__sim_pool *p,
+struct mh__sim_block *mh__alloc_expandable(struct mh__sim *s, struct mh__sim_pool *p,
                                            uint64_t size);
-void mh__unmap_block(struct mh_sim *s, struct mh__sim_block *b);
+void mh__unmap_block(struct mh__sim *s, struct mh__sim_block *b);
 /* Maps [addr, addr + size) of the pool's reservation holding addr, made
  * at addr when there is none (seeding, seed.c): the mapped block, free, or
  * NULL when the range does not fit the reservation's unmapped space. */
-struct mh__sim_block *mh__expandable_seed(struct mh_sim *s, struct mh__sim_pool *p,
+struct mh__sim_block *mh__expandable_seed(struct mh__sim *s, struct mh__sim_pool *p,
                                           uint64_t addr, uint64_t size);
 /* Best-fit successor rule for expandable blocks (see expand.c). */
 struct mh__sim_block *mh__expandable_best(struct mh__sim_pool *p, struct mh__sim_block *it);

@@ -1,12 +1,12 @@
-/* snapshot_iint.h - internals of snapshot import. snapshot_iconv.c and
+/* snapshot_import_int.h - internals of snapshot import. snapshot_iconv.c and
  * snapshot_itrace.c check each record (a segment, a trace entry, an
  * annotation: handed on by the streaming reader, or walked in a whole tree)
  * against the snapshot schema and convert it into the flat arrays below
  * (interning frames and strings in the writer); trace entries go to the
  * store of snapshot_istore.c; snapshot_ireplay.c rebuilds the starting state
  * by replaying the trace backwards and writes the events. */
-#ifndef MH_IMPORT_SNAPSHOT_IINT_H
-#define MH_IMPORT_SNAPSHOT_IINT_H
+#ifndef MH_IMPORT_SNAPSHOT_IMPORT_INT_H
+#define MH_IMPORT_SNAPSHOT_IMPORT_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -53,7 +53,7 @@ struct mh__inote {
     int begin;   /* START */
     int is_step; /* name is "step N" */
     int64_t step;
-    int range_kind; /* enum mh_range_kind of snapshot_isteps.c */
+    int range_kind; /* enum mh__range_kind of snapshot_isteps.c */
     uint32_t str; /* name, for ranges */
 };
 
@@ -83,7 +83,7 @@ int mh__istore_get(struct mh__istore *s, size_t first, size_t n, struct mh__ient
 int mh__istore_put(struct mh__istore *s, size_t first, size_t n, const struct mh__ient *in);
 void mh__istore_free(struct mh__istore *s);
 
-/* Handle kinds (pickle_value.h MH_PV_HANDLE) the streaming import keeps for
+/* Handle kinds (pickle_value.h MH__PV_HANDLE) the streaming import keeps for
  * memoized frames and frame lists: u.i = id | in-backward bit << 32. */
 #define MH__H_FRAME 1u
 #define MH__H_STACK 2u
@@ -92,7 +92,7 @@ void mh__istore_free(struct mh__istore *s);
 
 struct mh__imp {
     struct mh_writer *w;
-    struct mh_import_info *info;
+    struct mh__import_info *info;
     char *err;
     size_t errlen;
     struct mh__iseg *segs;
@@ -109,7 +109,7 @@ struct mh__imp {
     unsigned entry_keys; /* MH__IK_* bits: optional keys torch wrote on every entry */
     uint64_t t_start;        /* time of the preexisting events */
     size_t seg_cur, blk_cur; /* per-device cursors into the sorted arrays */
-    struct mh_progress progress;
+    struct mh__progress progress;
     char what[300];          /* the piece of work being reported */
     uint64_t units, units_total, units_told;
     /* caches: tree node pointer -> interned id */
@@ -130,28 +130,28 @@ int mh__imp_fail(struct mh__imp *im, int code, const char *fmt, ...)
  * snapshot has no frames at all or on error. */
 uint32_t mh__imp_before_trace_stack(struct mh__imp *im);
 /* Converts the snapshot dict (or a legacy list of segments). */
-int mh__imp_convert(struct mh__imp *im, const struct mh_pv *root);
+int mh__imp_convert(struct mh__imp *im, const struct mh__pv *root);
 /* Schema helpers of snapshot_iconv.c used by snapshot_itrace.c. */
-int mh__imp_convert_traces(struct mh__imp *im, const struct mh_pv *traces);
-int mh__imp_convert_notes(struct mh__imp *im, const struct mh_pv *notes);
+int mh__imp_convert_traces(struct mh__imp *im, const struct mh__pv *traces);
+int mh__imp_convert_notes(struct mh__imp *im, const struct mh__pv *notes);
 /* One element of `segments`, of `device_traces[dev]` and of
  * `external_annotations`: the whole-tree conversion calls them per element,
  * the streaming import (snapshot_istream.c) as the reader hands them on.
- * mh__imp_entry returns MH_PS_WHOLE when device dev's entries do not arrive
+ * mh__imp_entry returns MH__PS_WHOLE when device dev's entries do not arrive
  * in one run. */
-int mh__imp_segment(struct mh__imp *im, const struct mh_pv *s, uint64_t i);
-int mh__imp_entry(struct mh__imp *im, int dev, uint64_t i, const struct mh_pv *d);
-int mh__imp_note(struct mh__imp *im, const struct mh_pv *d);
+int mh__imp_segment(struct mh__imp *im, const struct mh__pv *s, uint64_t i);
+int mh__imp_entry(struct mh__imp *im, int dev, uint64_t i, const struct mh__pv *d);
+int mh__imp_note(struct mh__imp *im, const struct mh__pv *d);
 /* A stack handle for a memoized frames list (converting it if needed), or
  * a frame handle for a frame dict already converted: 0, or 1 if none. */
-int mh__imp_keep(struct mh__imp *im, const struct mh_pv *v, struct mh_pv *h);
+int mh__imp_keep(struct mh__imp *im, const struct mh__pv *v, struct mh__pv *h);
 /* Drops the caches keyed by tree nodes (the streaming reader frees them). */
 void mh__imp_forget_nodes(struct mh__imp *im);
-int mh__imp_frames(struct mh__imp *im, const struct mh_pv *list, const char *path, uint32_t *stack);
-int mh__imp_visit(struct mh__imp *im, const struct mh_pv *v, const char *path);
-int mh__imp_opt_u64(struct mh__imp *im, const struct mh_pv *d, const char *key, const char *path,
+int mh__imp_frames(struct mh__imp *im, const struct mh__pv *list, const char *path, uint32_t *stack);
+int mh__imp_visit(struct mh__imp *im, const struct mh__pv *v, const char *path);
+int mh__imp_opt_u64(struct mh__imp *im, const struct mh__pv *d, const char *key, const char *path,
                     uint64_t dflt, uint64_t *out);
-int mh__imp_pool(struct mh__imp *im, const struct mh_pv *v, const char *path, uint32_t pool[2]);
+int mh__imp_pool(struct mh__imp *im, const struct mh__pv *v, const char *path, uint32_t pool[2]);
 /* Backwards replay and event output (snapshot_ireplay.c), then the merged
  * forward events (snapshot_import.c). */
 int mh__imp_emit(struct mh__imp *im);
@@ -183,12 +183,12 @@ int mh__isteps_note(struct mh__imp *im, struct mh__isteps *st, const struct mh__
  * (they reach a script's top level, "<module>": the program's own thread,
  * never a hook autograd's thread runs); mh__imp_frame_flags: one frame
  * (dict or handle). */
-uint64_t mh__imp_flags(const struct mh_pv *frames);
-uint64_t mh__imp_frame_flags(const struct mh_pv *f);
+uint64_t mh__imp_flags(const struct mh__pv *frames);
+uint64_t mh__imp_frame_flags(const struct mh__pv *f);
 /* The allocator_settings dict as the text of meta "torch_allocator_settings"
  * (snapshot_isettings.c) in *out (malloc'd; NULL if `dict` is not a dict).
  * Returns 0 or MH_ENOMEM / MH_ELIMIT. */
-int mh__imp_settings_text(const struct mh_pv *dict, char **out);
+int mh__imp_settings_text(const struct mh__pv *dict, char **out);
 /* Frees the arrays (not the writer). */
 void mh__imp_free(struct mh__imp *im);
 

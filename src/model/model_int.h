@@ -1,4 +1,4 @@
-/* model_internal.h - internal structures of the replay model (src/model).
+/* model_int.h - internal structures of the replay model (src/model).
  *
  * Ownership: a model owns its devices; a device owns its segments (an AVL
  * tree ordered by address), the blocks that tile them (an address-ordered
@@ -7,8 +7,8 @@
  * allocations and its per-step statistics. Blocks and segments come from
  * slab free lists owned by the model, so memory is bounded by the largest
  * live state, not by the number of events. */
-#ifndef MH_MODEL_INTERNAL_H
-#define MH_MODEL_INTERNAL_H
+#ifndef MH_MODEL_MODEL_INT_H
+#define MH_MODEL_MODEL_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
