@@ -8,8 +8,11 @@
 #      allocator simulator and writes everything memhist produces for it
 #      (report, PNG timeline and segment view, flame graph of the peak,
 #      memory_viz snapshot, Chrome trace, what-if under expandable segments,
-#      layer attribution with a checkpointing plan) into one folder;
-#   3. simulates the same run on a smaller device and explains its OOM.
+#      layer attribution with a checkpointing plan, and report.html: every
+#      answer on one interactive page, `memhist view`) into one folder;
+#   3. simulates the same run on a smaller device and explains its OOM;
+#   4. runs a real PyTorch script on the virtual device (when built) and writes
+#      its page too (virtual-rtx4090-report.html).
 # usage: scripts/demo.sh [OUTDIR]   (default: demo-out)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -50,6 +53,7 @@ if has_cmd simulate; then
     has_cmd trace && "$mh" trace "$run" -o "$out/transformer-trace.json"
     has_cmd whatif && "$mh" whatif "$run" --alloc-conf expandable_segments:True | tee "$out/transformer-whatif.txt"
     has_cmd layers && "$mh" layers "$run" | tee "$out/transformer-layers.txt"
+    has_cmd view && "$mh" view "$run" -o "$out/report.html"
     if has_cmd oom; then
         echo
         echo "== 3. the same training run on a 12 GiB device: why does it run out of memory?"
@@ -64,6 +68,7 @@ if [ -f "$root/build/vdevice/libcudart.so.13" ] && python3 -c "import torch" 2>/
     echo "== 4. a real PyTorch training script on a virtual RTX 4090 (no GPU): does it fit?"
     "$mh" simulate --gpu RTX4090 -o "$out/virtual-rtx4090.memhist" -- \
         python3 "$root/examples/python/train_gpt.py" --steps 3 | tee "$out/virtual-rtx4090-report.txt"
+    has_cmd view && "$mh" view "$out/virtual-rtx4090.memhist" -o "$out/virtual-rtx4090-report.html"
 fi
 
 echo

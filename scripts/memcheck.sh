@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # memcheck.sh BUILD_DIR - runs the CLI analyses (info, report, layers, oom,
-# snapshot, plot, flame) on every test input under Valgrind memcheck, so that a read
+# snapshot, plot, flame, view) on every test input under Valgrind memcheck, so that a read
 # of uninitialised memory or any other memory error fails the build. Inputs:
 # the .memhist files under tests/data, the snapshot pickles under
 # tests/data/snapshots imported first, a short simulated run with an OOM, and
@@ -48,7 +48,7 @@ for f in "${inputs[@]}"; do
     for cmd in "info $f" "report $f" "report --json $f" "layers $f" "layers --json $f" \
         "oom $f" "oom --at peak $f" "snapshot $f -o OUT.pickle" "plot $f -o OUT.png" \
         "plot $f --kind segments -o OUT-seg.png" "flame $f -o OUT.svg" \
-        "flame --at oom --by stack $f -o OUT-oom.svg"; do
+        "flame --at oom --by stack $f -o OUT-oom.svg" "view $f -o OUT.html"; do
         echo "$n ${cmd//OUT/$work/out/$n}" >>"$jobs"
     done
 done

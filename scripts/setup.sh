@@ -9,8 +9,9 @@
 # `memhist export`), duckdb and pyspark with a Java runtime (the queries over an exported
 # dataset, tests/export), pytest (the pytest plugin's tests, tests/pytest_plugin). Set
 # MEMHIST_SKIP_PIP=1 to skip pip.
-# `setup.sh --viewer` also installs headless Chromium and its driver, which the memory_viz
-# harness (tests/python/viewer_harness.py, docs/memory-viz.md) drives; nothing else needs them.
+# `setup.sh --viewer` also installs headless Chromium and its driver, which the browser tests
+# of `memhist view`'s page (tests/python/test_view_page.py; scripts/test.sh asks for them) and
+# the memory_viz harness (tests/python/viewer_harness.py, docs/memory-viz.md) drive.
 set -euo pipefail
 
 apt_packages=(build-essential cmake pkg-config clang libmsgpack-dev libpng-dev zlib1g-dev

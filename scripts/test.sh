@@ -13,7 +13,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-"$root/scripts/setup.sh"
+"$root/scripts/setup.sh" --viewer  # Chromium and chromedriver: the page tests (test_view_page.py)
 
 failed=()
 run_ctest() { # DIR LABEL-ARGS...

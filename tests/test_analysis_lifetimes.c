@@ -5,15 +5,19 @@
  * classified as the first pass's facts say; the records kept at a moment
  * are exactly those live there; the kept records of a first step found to
  * be set-up (a STEP_BEGIN of the step the model already counted) are made
- * set-up too; and what the first pass keeps follows the live set at the
- * peak, not the number of allocations of the run. Recordings come
+ * set-up too; records gathered by riding another analysis's pass (the
+ * layers', one full pass) equal those of a pass of their own; and what the
+ * first pass keeps follows the live set at the peak, not the number of
+ * allocations of the run. Recordings come
  * from the simulator's GPT workload and from events written here. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
+#include "layers_answer.h"
 #include "memhist/memhist.h"
+#include "session.h"
 #include "sim.h"
 #include "workload.h"
 
@@ -144,6 +148,35 @@ Test(lifetimes, kept_moment_holds_exactly_the_live_records)
                  (unsigned long long)c.live_at_moment);
     cr_expect_eq(bytes, c.live_bytes);
     mh__lifetimes_free(kept);
+    run_free(&r);
+}
+
+Test(lifetimes, moments_riding_the_layers_pass_equal_their_own_pass)
+{
+    struct mem_run r;
+    simulate(SMALL, 6, &r);
+    uint64_t moments[2] = {mh__lifetimes_event_count(r.a.lt) / 3,
+                           mh__lifetimes_event_count(r.a.lt) / 2};
+    struct mh__lifetimes *rode, *own;
+    struct mh__observer obs;
+    cr_assert_eq(mh__analysis_moments_observer(&r.a, moments, 2, &rode, &obs), 0);
+    cr_assert_eq(mh__session_observe(r.a.session, &obs), 0);
+    unsigned passes = mh__session_passes(r.a.session);
+    struct mh__layers_answer la;
+    cr_assert_eq(mh__layers_answer(&r.a, 0, &la), 0);
+    cr_assert_eq(mh__session_passes(r.a.session), passes + 1, "the layers make one pass");
+    mh__session_forget(r.a.session);
+    cr_assert_eq(mh__analysis_moments(&r.a, moments, 2, &own), 0);
+    expect_same_records(rode, own);
+    for (int k = 0; k < 2; k++) {
+        uint64_t a[MH__CAT_COUNT], b[MH__CAT_COUNT];
+        cr_assert_eq(mh__lifetimes_live_by_category(rode, 0, moments[k], a, NULL), 0);
+        cr_assert_eq(mh__lifetimes_live_by_category(own, 0, moments[k], b, NULL), 0);
+        cr_expect_arr_eq(a, b, sizeof a, "moment %d", k);
+    }
+    mh__layers_answer_free(&la);
+    mh__lifetimes_free(rode);
+    mh__lifetimes_free(own);
     run_free(&r);
 }
 

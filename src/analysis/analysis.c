@@ -157,21 +157,31 @@ int mh__analysis_records_at(const struct mh__analysis *a, const uint64_t *index,
     return rc;
 }
 
+int mh__analysis_moments_observer(const struct mh__analysis *a, const uint64_t *index, size_t n,
+                                  struct mh__lifetimes **out, struct mh__observer *obs)
+{
+    *out = NULL;
+    int rc = mh__lifetimes_new_after(a->lt, out);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = mh__lifetimes_keep_at(*out, index[i]);
+    if (rc < 0) {
+        mh__lifetimes_free(*out);
+        *out = NULL;
+        return rc;
+    }
+    *obs = (struct mh__observer){"moments", out, NULL, observe_kept, finish_kept};
+    return 0;
+}
+
 int mh__analysis_moments(const struct mh__analysis *a, const uint64_t *index, size_t n,
                          struct mh__lifetimes **out)
 {
-    struct mh__lifetimes *lt = NULL;
-    int rc = mh__lifetimes_new_after(a->lt, &lt);
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = mh__lifetimes_keep_at(lt, index[i]);
-    const struct mh__observer obs = {"moments", &lt, NULL, observe_kept, finish_kept};
-    if (rc == 0)
-        rc = mh__session_pass(a->session, &obs);
-    if (rc < 0) {
-        mh__lifetimes_free(lt);
-        lt = NULL;
+    struct mh__observer obs;
+    int rc = mh__analysis_moments_observer(a, index, n, out, &obs);
+    if (rc == 0 && (rc = mh__session_pass(a->session, &obs)) < 0) {
+        mh__lifetimes_free(*out);
+        *out = NULL;
     }
-    *out = lt;
     return rc;
 }
 

@@ -59,6 +59,16 @@ int mh__analysis_state_at(const struct mh__analysis *a, uint64_t n, struct mh_mo
 int mh__analysis_moments(const struct mh__analysis *a, const uint64_t *index, size_t n,
                          struct mh__lifetimes **out);
 
+/* As mh__analysis_moments, with the pass another analysis makes: *obs is
+ * the observer that gathers the records into *out, for the caller to
+ * register on the session (mh__session_observe) for one full pass that
+ * someone else runs; *out (whose address the observer keeps: it stays
+ * where it is until that pass ended) is complete once the pass has ended,
+ * and the caller frees it. */
+struct mh__observer;
+int mh__analysis_moments_observer(const struct mh__analysis *a, const uint64_t *index, size_t n,
+                                  struct mh__lifetimes **out, struct mh__observer *obs);
+
 /* The records live right after each of the `n` event indices `index`, with
  * their categories, in *use: the first pass's when it kept them (a device's
  * allocated peak), else those of one more pass (mh__analysis_moments),

@@ -11,7 +11,9 @@
  *              metadata or the module scope it was allocated in; an
  *              allocation with none goes under "<no module>" followed by its
  *              Python stack;
- *   by stack:  its stack, outermost frame first, each frame "func (dir/file:line)";
+ *   by stack:  its stack, outermost frame first, each frame "func (path:line)",
+ *              the path relative to its package or the program's directory
+ *              (stacks.h: mh__display_path), else its last two components;
  *   an allocation with no stack ends in "<no stack>".
  * Widths are block bytes; each node also keeps its bytes per category. Frame
  * names are made safe once, when a node is made: well-formed UTF-8 with

@@ -52,6 +52,16 @@ static void module_parts(struct parts *p, const char *path)
 }
 
 /* Frames of a stack, outermost first: "func (dir/file.py:12)". */
+/* A frame's file as a frame name shows it: relative to its package or the
+ * program's directory where mh__display_path finds one
+ * ("transformers/models/gpt2/modeling_gpt2.py"), else its last two
+ * components. The full path is the frame's detail. */
+static const char *frame_path(const struct mh_reader *r, const char *file)
+{
+    const char *shown = mh__display_path(r, file);
+    return shown != file ? shown : mh__short_path(file);
+}
+
 static void stack_parts(struct parts *p, const struct mh_reader *r, uint32_t stack)
 {
     const uint32_t *frames;
@@ -68,11 +78,12 @@ static void stack_parts(struct parts *p, const struct mh_reader *r, uint32_t sta
             push(p, name, NULL);
             continue;
         }
-        const char *file = f.file ? f.file : "", *func = f.func && *f.func ? f.func : "?";
+        const char *file = frame_path(r, f.file ? f.file : ""),
+                   *func = f.func && *f.func ? f.func : "?";
         if (*file && f.line)
-            snprintf(name, sizeof name, "%s (%s:%u)", func, mh__short_path(file), f.line);
+            snprintf(name, sizeof name, "%s (%s:%u)", func, file, f.line);
         else if (*file)
-            snprintf(name, sizeof name, "%s (%s)", func, mh__short_path(file));
+            snprintf(name, sizeof name, "%s (%s)", func, file);
         else
             snprintf(name, sizeof name, "%s", func);
         push(p, name, mh__frame_text(r, frames[i], detail, sizeof detail));

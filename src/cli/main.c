@@ -27,7 +27,8 @@
     X(fit) \
     X(whatif) \
     X(diff) \
-    X(export)
+    X(export) \
+    X(view)
 /* clang-format on */
 
 #define MH__X_DECL(n) extern const struct mh__cli_command mh__cmd_##n __attribute__((weak));

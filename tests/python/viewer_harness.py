@@ -189,7 +189,7 @@ def free_port():
 class Driver:
     """The few WebDriver calls used, over chromedriver's HTTP port."""
 
-    def __init__(self, chrome, driver_exe, log):
+    def __init__(self, chrome, driver_exe, log, network_log=False):
         self.port = free_port()
         # its own process group, which the browser it starts joins: close() ends them all
         self.proc = subprocess.Popen([driver_exe, "--port=%d" % self.port], stdout=log,
@@ -204,7 +204,9 @@ class Driver:
         args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--window-size=1400,900", "--no-first-run", "--disable-extensions"]
         caps = {"capabilities": {"alwaysMatch": {
-            "browserName": "chrome", "goog:loggingPrefs": {"browser": "SEVERE"},
+            "browserName": "chrome",
+            "goog:loggingPrefs": dict({"browser": "SEVERE"},
+                                      **({"performance": "ALL"} if network_log else {})),
             "goog:chromeOptions": {"binary": chrome, "args": args}}}}
         got = self.call("POST", "/session", caps)
         self.sid = got["sessionId"]
@@ -234,6 +236,16 @@ class Driver:
                     if e.get("level") == "SEVERE"]
         except (RuntimeError, OSError, http.client.HTTPException):
             return []
+
+    def requests(self):
+        """The URLs the page asked for since the last call (a Driver made with
+        network_log: the DevTools Network.requestWillBeSent events)."""
+        urls = []
+        for e in self.s("POST", "/se/log", {"type": "performance"}, timeout=30) or []:
+            msg = json.loads(e.get("message", "{}")).get("message", {})
+            if msg.get("method") == "Network.requestWillBeSent":
+                urls.append(msg.get("params", {}).get("request", {}).get("url", ""))
+        return urls
 
     def close(self):
         try:

@@ -272,6 +272,8 @@ def start(path="record.memhist", stacks="python", op_ranges=False, frames=None, 
     with _lock:
         if _session is not None:
             raise RuntimeError("memhist is already recording to %s" % _session.path)
+        if _meta is None:  # the header says where the program ran, as `memhist record`'s does
+            _meta = _rank.header_meta()
         s = Session(path, stacks, op_ranges, _lazy_open, _meta, frames, stop_after_steps, _finish)
         _session = s
         try:

@@ -3,7 +3,8 @@
 Installed by the bootstrap sitecustomize. Watches for `torch.nn.modules.module`
 being imported, to watch which module holds which from then on
 (memhist._scopenames.watch_holders), and for `torch.cuda` being
-imported (a meta-path finder that wraps their loaders), then queues the attach
+imported (a meta-path finder that wraps their loaders: watch_imports, which the
+pytest plugin uses too), then queues the attach
 on torch.cuda's lazy-initialization queue (torch.cuda._lazy_call), so the
 recorder starts exactly when the program initializes CUDA, and never earlier.
 The file is created only then, so helper processes that never use CUDA
@@ -53,8 +54,9 @@ def output_path():
     return path
 
 
-def _on_torch_cuda(module):
-    _state["torch_seen"] = True
+def adapt_to_vdevice(module):
+    """torch.cuda is imported: on the virtual device (MEMHIST_VDEVICE=1),
+    torch is adapted to it (memhist._vdevice)."""
     if os.environ.get("MEMHIST_VDEVICE") == "1":
         try:
             from memhist import _vdevice
