@@ -52,9 +52,10 @@ MODULES = {
     "viz_snapshot": (["viz/snapshot"], ["viz_common", "analysis"], ["snapshot_export.h"]),
     "viz_trace": (["viz/trace"], ["viz_common", "analysis"], ["trace_writer.h"]),
     "viz_flame": (["viz/flame"], ["viz_common", "analysis"], ["flame_svg.h"]),
-    "viz_view": (["viz/view"], ["viz_common", "analysis"], ["view_html.h"]),
+    "viz_answers": (["viz/answers"], ["viz_common", "analysis"], ["oom_json.h"]),
+    "viz_view": (["viz/view"], ["viz_answers", "viz_common", "analysis"], ["view_html.h"]),
     "vdevice": (["src/vdevice"], [], ["vdev_presets.h"]),
-    "cli": (["src/cli"], ["viz_plot", "viz_snapshot", "viz_trace", "viz_flame", "viz_view", "viz_common", "import",
+    "cli": (["src/cli"], ["viz_plot", "viz_snapshot", "viz_trace", "viz_flame", "viz_view", "viz_answers", "viz_common", "import",
                           "analysis", "sim", "model", "vdevice"], []),
 }
 # The libraries of DESIGN.md's boundary table: (library, folders, what it may use, modules
@@ -70,9 +71,9 @@ LIBRARIES = [
      "include/memhist/arrow.h only: the tables through the Arrow C data interface, to the "
      "Python package through ctypes (the shared library also holds the analyses, the simulator, "
      "the model and the reader, exporting mh_arrow_* alone)"),
-    ("`mh_viz`", "viz/common, plot, snapshot, trace, flame, view",
+    ("`mh_viz`", "viz/common, answers, plot, snapshot, trace, flame, view",
      "analysis (viz/common: model only), libpng, zlib",
-     ["viz_common", "viz_plot", "viz_snapshot", "viz_trace", "viz_flame", "viz_view"], None),
+     ["viz_common", "viz_answers", "viz_plot", "viz_snapshot", "viz_trace", "viz_flame", "viz_view"], None),
     ("`libmemhist_pyhook`", "src/pyhook",
      "libmemhist, the Python C API, libtorch (autograd nodes, tensors)", [],
      "the module scope hooks and tensor tags, to the Python package through ctypes"),

@@ -288,7 +288,7 @@
     /* OOMs, the peak, the moments */
     g.strokeStyle = '#cc3311'; g.fillStyle = '#cc3311';
     for (const o of d.oom_cases) {
-      const x = X(o.index);
+      const x = X(o.event_index);
       if (x < L || x > L + W) continue;
       g.beginPath(); g.moveTo(x + .5, T); g.lineTo(x + .5, T + H); g.stroke(); g.fillText('OOM', x + 3, T + 12);
     }
