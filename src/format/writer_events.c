@@ -4,7 +4,9 @@
  * that typical values are small msgpack integers: times as deltas, addresses
  * as back-references into the address ring or zigzag deltas, sizes relative
  * to the ring entry's size. A column whose values are all equal is written as
- * that one integer (nil when it is zero). Layout: FORMAT.md "Events chunk". */
+ * that one integer (nil when it is zero); an unsigned column that varies is
+ * packed straight from the events, with no scratch copy. Layout: FORMAT.md
+ * "Events chunk". */
 #include <stddef.h>
 #include <string.h>
 
@@ -144,30 +146,57 @@ static void encode_time(const struct mh_writer *w, uint64_t *v, uint8_t *neg)
     }
 }
 
-/* Packs one integer in its shortest msgpack form at p; returns the end. */
-static inline uint8_t *put_int(uint8_t *p, uint64_t v, uint8_t neg)
+/* Stores the n (1, 2, 4 or 8) low bytes of v at p, big-endian, as msgpack
+ * does; returns the end. */
+static inline uint8_t *put_be(uint8_t *p, uint64_t v, int n)
 {
-    if (neg) {
-        int64_t x = (int64_t)v;
-        if (x >= -32) {
-            *p++ = (uint8_t)x;
-            return p;
-        }
-        int n = x >= INT8_MIN ? 1 : x >= INT16_MIN ? 2 : x >= INT32_MIN ? 4 : 8;
-        *p++ = (uint8_t)(0xd0 + (n == 1 ? 0 : n == 2 ? 1 : n == 4 ? 2 : 3));
-        for (int i = n - 1; i >= 0; i--)
-            *p++ = (uint8_t)(v >> (8 * i));
-        return p;
+    switch (n) {
+    case 1: *p = (uint8_t)v; break;
+    case 2: {
+        uint16_t x = __builtin_bswap16((uint16_t)v);
+        memcpy(p, &x, sizeof x);
+        break;
     }
+    case 4: {
+        uint32_t x = __builtin_bswap32((uint32_t)v);
+        memcpy(p, &x, sizeof x);
+        break;
+    }
+    default: {
+        uint64_t x = __builtin_bswap64(v);
+        memcpy(p, &x, sizeof x);
+    }
+    }
+    return p + n;
+}
+
+/* Packs one non-negative integer in its shortest msgpack form at p;
+ * returns the end. */
+static inline uint8_t *put_uint(uint8_t *p, uint64_t v)
+{
     if (v < 128) {
         *p++ = (uint8_t)v;
         return p;
     }
     int n = v <= UINT8_MAX ? 1 : v <= UINT16_MAX ? 2 : v <= UINT32_MAX ? 4 : 8;
     *p++ = (uint8_t)(0xcc + (n == 1 ? 0 : n == 2 ? 1 : n == 4 ? 2 : 3));
-    for (int i = n - 1; i >= 0; i--)
-        *p++ = (uint8_t)(v >> (8 * i));
-    return p;
+    return put_be(p, v, n);
+}
+
+/* Packs one integer in its shortest msgpack form at p (neg: v holds a
+ * negative int64); returns the end. */
+static inline uint8_t *put_int(uint8_t *p, uint64_t v, uint8_t neg)
+{
+    if (!neg)
+        return put_uint(p, v);
+    int64_t x = (int64_t)v;
+    if (x >= -32) {
+        *p++ = (uint8_t)x;
+        return p;
+    }
+    int n = x >= INT8_MIN ? 1 : x >= INT16_MIN ? 2 : x >= INT32_MIN ? 4 : 8;
+    *p++ = (uint8_t)(0xd0 + (n == 1 ? 0 : n == 2 ? 1 : n == 4 ? 2 : 3));
+    return put_be(p, v, n);
 }
 
 /* Grows the staged output so that `extra` more bytes fit. */
@@ -187,6 +216,19 @@ static int reserve(struct mh_writer *w, size_t extra)
     return 0;
 }
 
+/* Writes the header of an array of n values at p; returns the end. */
+static uint8_t *put_array_header(uint8_t *p, uint32_t n)
+{
+    if (n < 16) {
+        *p++ = (uint8_t)(0x90 | n);
+        return p;
+    }
+    *p++ = (uint8_t)(0xdc + (n > UINT16_MAX));
+    for (int k = n > UINT16_MAX ? 3 : 1; k >= 0; k--)
+        *p++ = (uint8_t)(n >> (8 * k));
+    return p;
+}
+
 /* A column of n values: nil if all zero, one integer if all equal, else an
  * array. */
 static void pack_column(struct mh_writer *w, const uint64_t *v, const uint8_t *neg, uint32_t n)
@@ -203,18 +245,56 @@ static void pack_column(struct mh_writer *w, const uint64_t *v, const uint8_t *n
         else
             p = put_int(p, v[0], neg[0]);
     } else {
-        if (n < 16) {
-            *p++ = (uint8_t)(0x90 | n);
-        } else {
-            p[0] = 0xdc + (n > UINT16_MAX);
-            p++;
-            for (int k = n > UINT16_MAX ? 3 : 1; k >= 0; k--)
-                *p++ = (uint8_t)(n >> (8 * k));
-        }
+        p = put_array_header(p, n);
         for (i = 0; i < n; i++)
             p = put_int(p, v[i], neg[i]);
     }
     w->out.size = (size_t)(p - (uint8_t *)w->out.data);
+}
+
+/* An unsigned plain column whose value varies, packed as the array of every
+ * event's straight from the events (the bytes pack_column writes). */
+static void pack_varying_unsigned(struct mh_writer *w, int col)
+{
+    const size_t stride = sizeof(struct mh_event);
+    const uint8_t *src = (const uint8_t *)w->evs + plain_fields[col].off;
+    uint32_t n = w->nev;
+    if (reserve(w, 5 + 9 * (size_t)n))
+        return;
+    uint8_t *p = put_array_header((uint8_t *)w->out.data + w->out.size, n);
+    switch (plain_fields[col].size) {
+    case 1:
+        for (uint32_t i = 0; i < n; i++)
+            p = put_uint(p, src[i * stride]);
+        break;
+    case 4:
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t x;
+            memcpy(&x, src + i * stride, sizeof x);
+            p = put_uint(p, x);
+        }
+        break;
+    default:
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t x;
+            memcpy(&x, src + i * stride, sizeof x);
+            p = put_uint(p, x);
+        }
+    }
+    w->out.size = (size_t)(p - (uint8_t *)w->out.data);
+}
+
+/* A plain column: one value where it is the same in every event, else the
+ * array; the one signed field (the device) through the general path. */
+static void pack_plain(struct mh_writer *w, int col, int varies, uint64_t *v, uint8_t *neg)
+{
+    if (varies && plain_fields[col].size != 2) {
+        pack_varying_unsigned(w, col);
+        return;
+    }
+    uint32_t rows = varies ? w->nev : 1;
+    encode_plain(w, col, rows, v, neg);
+    pack_column(w, v, neg, rows);
 }
 
 int mh__w_write_events(struct mh_writer *w)
@@ -230,19 +310,17 @@ int mh__w_write_events(struct mh_writer *w)
     msgpack_pack_uint32(&w->pk, n);
     msgpack_pack_uint64(&w->pk, w->evs[0].time_ns);
     for (int col = 0; col < MH__NCOLS; col++) {
-        uint32_t rows = n;
         if (col == MH__COL_TIME) {
             encode_time(w, v, neg);
+            pack_column(w, v, neg, n);
         } else if (col == MH__COL_ADDR) {
             encode_addr_size(w, v, neg, sv, sn);
+            pack_column(w, v, neg, n);
         } else if (col == MH__COL_SIZE) {
-            memcpy(v, sv, sizeof *v * n);
-            memcpy(neg, sn, n);
+            pack_column(w, sv, sn, n);
         } else {
-            rows = varying >> col & 1 ? n : 1; /* the same in every event: that value */
-            encode_plain(w, col, rows, v, neg);
+            pack_plain(w, col, varying >> col & 1, v, neg);
         }
-        pack_column(w, v, neg, rows);
     }
     w->nev = 0;
     return mh__w_end(w, start, MH__CH_EVENTS);
