@@ -37,7 +37,7 @@ ratios and targets that need a missing one are left out), for example
 --instructions counts instructions instead of timing (valgrind's callgrind,
 exact, so a busy machine does not disturb them; virtual device only): each
 configuration runs for 5 and for 25 steps; callgrind counts the training
-thread's steps one by one (it dumps its counts where the loop calls getppid,
+thread's steps one by one (it dumps its counts where the loop calls getpgrp,
 at each step's start) and its median of steps 6..25 is its step, so a one-off
 event there (a lazy import, a full garbage collection) stays in its own step;
 the other threads' step is their difference between the two runs over 20
@@ -98,7 +98,7 @@ def one(config, steps, out):
         mode = config.split("_")[1]
         session = memhist.start(path, stacks=None if mode == "none" else mode)
     times, cpu = [], []
-    mark = os.getppid if os.environ.get("MH_BENCH_STEP_MARKS") == "1" else (lambda: None)
+    mark = os.getpgrp if os.environ.get("MH_BENCH_STEP_MARKS") == "1" else (lambda: None)
     for _ in range(steps):
         mark()  # under --instructions, callgrind dumps its counts here (STEP_MARK)
         torch.cuda.synchronize()
@@ -176,7 +176,7 @@ def capture_cost(depth=30, fresh=10, n=4000, reps=15):
         print("  %-32s %8.0f" % (k, min(cost[k]) - base))
 
 
-STEP_MARK = "getppid"  # the libc call at each step's start (MH_BENCH_STEP_MARKS=1) where callgrind dumps
+STEP_MARK = "getpgrp"  # the libc call at each step's start (MH_BENCH_STEP_MARKS=1) where callgrind dumps; not getppid, which memhist.start() calls for its header
 
 
 def callgrind_parts(prefix):
