@@ -224,9 +224,7 @@ static uint8_t *put_array_header(uint8_t *p, uint32_t n)
         return p;
     }
     *p++ = (uint8_t)(0xdc + (n > UINT16_MAX));
-    for (int k = n > UINT16_MAX ? 3 : 1; k >= 0; k--)
-        *p++ = (uint8_t)(n >> (8 * k));
-    return p;
+    return put_be(p, n, n > UINT16_MAX ? 4 : 2);
 }
 
 /* A column of n values: nil if all zero, one integer if all equal, else an

@@ -98,7 +98,7 @@ def one(config, steps, out):
         mode = config.split("_")[1]
         session = memhist.start(path, stacks=None if mode == "none" else mode)
     times, cpu = [], []
-    mark = os.getpgrp if os.environ.get("MH_BENCH_STEP_MARKS") == "1" else (lambda: None)
+    mark = getattr(os, STEP_MARK) if os.environ.get("MH_BENCH_STEP_MARKS") == "1" else (lambda: None)
     for _ in range(steps):
         mark()  # under --instructions, callgrind dumps its counts here (STEP_MARK)
         torch.cuda.synchronize()
@@ -176,7 +176,8 @@ def capture_cost(depth=30, fresh=10, n=4000, reps=15):
         print("  %-32s %8.0f" % (k, min(cost[k]) - base))
 
 
-STEP_MARK = "getpgrp"  # the libc call at each step's start (MH_BENCH_STEP_MARKS=1) where callgrind dumps; not getppid, which memhist.start() calls for its header
+STEP_MARK = "getpgrp"  # os' and libc's call at each step's start (MH_BENCH_STEP_MARKS=1) where callgrind
+# dumps; not getppid, which memhist.start() calls for its header
 
 
 def callgrind_parts(prefix):
